@@ -1,0 +1,145 @@
+"""The linkcheck command line: parse options, call one library function, render, exit with the verdict."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from linkcheck.errors import ExitCode, LinkcheckError
+
+app = typer.Typer(
+    help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
+    "Exit codes: 0 pass, 1 warnings, 2 failures, 3 inconclusive (could not measure), "
+    "4 bad input file (bundle, playbook, config), 70 internal error.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+playbooks_app = typer.Typer(help="List, show and validate playbooks (rules as data).", no_args_is_help=True)
+app.add_typer(playbooks_app, name="playbooks")
+
+
+class Format(str, Enum):
+    console = "console"
+    json = "json"
+
+
+PlaybookOpt = Annotated[
+    Optional[list[Path]],  # noqa: UP045 - typer needs Optional at runtime on Python 3.10
+    typer.Option("--playbook", "-p", help="Extra playbook file or folder (repeatable)."),
+]
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False) -> None:
+    """Global options."""
+
+
+@app.command()
+def diagnose(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
+    playbook: PlaybookOpt = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show passed findings.")] = False,
+) -> None:
+    """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
+    from linkcheck.pipeline import diagnose_bundle
+
+    outcome = diagnose_bundle(bundle, playbook)
+    _emit(outcome, fmt, show_all)
+    raise typer.Exit(int(outcome.diagnosis.exit_code))
+
+
+def _emit(outcome: object, fmt: Format, show_all: bool) -> None:
+    from linkcheck.pipeline import Outcome
+
+    assert isinstance(outcome, Outcome)
+    if fmt is Format.json:
+        from linkcheck.report.json_report import render_json
+
+        typer.echo(render_json(outcome))
+    else:
+        from rich.console import Console
+
+        from linkcheck.report.console import print_report
+
+        print_report(outcome, Console(), show_all=show_all)
+
+
+def _parse_help() -> str:
+    from linkcheck.parsers import PARSERS
+
+    kinds = "\n".join(f"  {k:<18} {d}" for k, (_, d) in PARSERS.items())
+    return f"Parse one raw tool output and print the normalised record.\n\nKINDS:\n\n{kinds}"
+
+
+@app.command(help=_parse_help())
+def parse(
+    kind: Annotated[str, typer.Argument(help="What produced the file (see KINDS).")],
+    file: Annotated[Path, typer.Argument(help="The raw output; '-' reads standard input.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
+) -> None:
+    from linkcheck.parse_file import parse_file, record_to_json, record_to_text
+
+    record = parse_file(kind, file)
+    typer.echo(record_to_json(record) if fmt is Format.json else record_to_text(record))
+
+
+@playbooks_app.command("list")
+def playbooks_list(playbook: PlaybookOpt = None) -> None:
+    """List every rule: id, severity, scope, title, source file."""
+    from linkcheck.diagnose.playbook import load_playbooks
+
+    for rule in load_playbooks(playbook):
+        typer.echo(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]")
+
+
+@playbooks_app.command("show")
+def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
+    """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references."""
+    from linkcheck.diagnose.playbook import load_playbooks
+    from linkcheck.diagnose.rule_text import describe_rule
+
+    rules = {r.id: r for r in load_playbooks(playbook)}
+    if rule_id not in rules:
+        raise LinkcheckError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
+    typer.echo(describe_rule(rules[rule_id]))
+
+
+@playbooks_app.command("validate")
+def playbooks_validate(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Playbook files or folders.")] = None,  # noqa: UP045
+) -> None:
+    """Validate playbook files strictly (file:line on the first problem); the built-ins when none given."""
+    from linkcheck.diagnose.playbook import load_playbooks
+
+    rules = load_playbooks(paths)
+    typer.echo(f"ok: {len(rules)} rules")
+
+
+def main() -> None:
+    """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
+    debug = "--debug" in sys.argv[1:]
+    try:
+        app()
+    except LinkcheckError as exc:
+        if debug:
+            raise
+        typer.echo(f"linkcheck: {exc}", err=True)
+        sys.exit(int(exc.exit_code))
+    except KeyboardInterrupt:
+        typer.echo("linkcheck: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug: say so in one line unless debugging
+        if debug:
+            raise
+        typer.echo(f"linkcheck: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+        sys.exit(int(ExitCode.INTERNAL))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Collection: what to run on each node (specs), how to run it (collector), where it goes (bundle)."""

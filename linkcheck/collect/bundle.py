@@ -1,0 +1,201 @@
+"""The evidence bundle: a versioned directory of raw captures with a hashed manifest.
+
+Layout (format version 1):
+    manifest.json                 format, versions, nodes, captures (identity + file names), sha256 of files
+    <node>/<spec>[.<arg>].stdout   raw stdout of one command, untouched
+    <node>/<spec>[.<arg>].stderr   raw stderr, only when non-empty
+    <node>/bench/<spec>.<n>.stdout benchmark outputs (their identity lives in the capture's `meta`)
+A capture's identity (node, spec, arg, meta) is read from the manifest, never from a file name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from linkcheck import __version__
+from linkcheck.errors import BundleError
+from linkcheck.model import Capture
+
+FORMAT = "linkcheck-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+_SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+@dataclass
+class Bundle:
+    """A bundle in memory: what was collected, from which nodes, and what went wrong."""
+
+    captures: list[Capture]
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    created: str = ""
+    tool_version: str = __version__
+    collection_errors: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # files missing or altered since collection
+    path: Path | None = None
+
+    def capture(self, node: str, spec: str, arg: str | None = None) -> Capture | None:
+        return next((c for c in self.captures if c.key == (node, spec, arg)), None)
+
+    def node_captures(self, node: str) -> list[Capture]:
+        return [c for c in self.captures if c.node == node]
+
+
+def _file_stem(capture: Capture, index: int) -> str:
+    if capture.meta:
+        return f"{capture.node}/bench/{_SAFE.sub('_', capture.spec)}.{index}"
+    arg = f".{_SAFE.sub('_', capture.arg)}" if capture.arg else ""
+    return f"{capture.node}/{_SAFE.sub('_', capture.spec)}{arg}"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_bundle(bundle: Bundle, directory: Path) -> Path:
+    """Write `bundle` to `directory` (created; must be empty or absent) and return the manifest path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if any(directory.iterdir()):
+        raise BundleError(str(directory), "directory is not empty", fix="choose a new --save directory")
+    files: dict[str, str] = {}
+    entries: list[dict[str, Any]] = []
+
+    def put(rel: str, text: str) -> str:
+        data = text.encode("utf-8", errors="surrogateescape")
+        target = directory / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        files[rel] = _sha256(data)
+        return rel
+
+    for index, cap in enumerate(bundle.captures):
+        stem = _file_stem(cap, index)
+        entries.append(
+            {
+                "node": cap.node,
+                "spec": cap.spec,
+                "arg": cap.arg,
+                "command": cap.command,
+                "exit_status": cap.exit_status,
+                "duration_s": round(cap.duration_s, 3),
+                "skipped": cap.skipped,
+                "meta": dict(cap.meta),
+                "stdout": put(stem + ".stdout", cap.stdout),
+                "stderr": put(stem + ".stderr", cap.stderr) if cap.stderr else None,
+            }
+        )
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "tool_version": bundle.tool_version,
+        "created": bundle.created or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "nodes": bundle.nodes,
+        "collection_errors": bundle.collection_errors,
+        "captures": entries,
+        "files": files,
+    }
+    path = directory / MANIFEST
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def _load_manifest(directory: Path) -> dict[str, Any]:
+    if not directory.exists():
+        raise BundleError(str(directory), "no such bundle directory")
+    path = directory / MANIFEST if directory.is_dir() else directory
+    if not path.is_file():
+        raise BundleError(str(directory), f"no {MANIFEST}: not a linkcheck bundle",
+                          fix="pass the folder written by `linkcheck collect --save` or a fixtures/ scenario")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise BundleError(str(path), "manifest is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(str(path), f"malformed JSON: {exc.msg}", line=exc.lineno) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BundleError(str(path), f"not a {FORMAT} manifest (missing or wrong 'format')")
+    version = data.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise BundleError(str(path), f"bundle format_version {version!r} is not supported (this linkcheck reads "
+                          f"up to {FORMAT_VERSION})", fix="upgrade linkcheck")
+    if not isinstance(data.get("captures"), list):
+        raise BundleError(str(path), "manifest has no 'captures' list")
+    return data
+
+
+def _read_file(directory: Path, rel: str | None, files: Mapping[str, str]) -> tuple[str, str | None]:
+    """Return (text, problem); a missing or altered file yields a problem instead of an exception."""
+    if rel is None:
+        return "", None
+    target = (directory / rel).resolve()
+    if directory.resolve() not in target.parents:
+        return "", f"{rel}: path leaves the bundle directory"
+    if not target.is_file():
+        return "", f"{rel}: missing from bundle"
+    data = target.read_bytes()
+    expected = files.get(rel)
+    if expected is not None and expected != _sha256(data):
+        return "", f"{rel}: sha256 mismatch (changed after collection)"
+    return data.decode("utf-8", errors="replace"), None
+
+
+def _capture_from_entry(directory: Path, entry: Any, files: Mapping[str, str], problems: list[str]) -> Capture:
+    if not isinstance(entry, dict) or not isinstance(entry.get("node"), str) or not isinstance(entry.get("spec"), str):
+        raise BundleError(str(directory / MANIFEST), f"capture entry without node/spec: {str(entry)[:80]}")
+    stdout, out_problem = _read_file(directory, entry.get("stdout"), files)
+    stderr, err_problem = _read_file(directory, entry.get("stderr"), files)
+    problem = out_problem or err_problem
+    skipped = entry.get("skipped")
+    if problem:
+        problems.append(problem)
+        skipped = problem
+    exit_status = entry.get("exit_status")
+    meta = entry.get("meta") or {}
+    return Capture(
+        node=entry["node"],
+        spec=entry["spec"],
+        arg=entry.get("arg"),
+        command=str(entry.get("command", "")),
+        stdout=stdout,
+        stderr=stderr,
+        exit_status=exit_status if isinstance(exit_status, int) else None,
+        duration_s=float(entry.get("duration_s") or 0.0),
+        skipped=skipped if isinstance(skipped, str) else None,
+        meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
+    )
+
+
+def load_bundle(directory: Path) -> Bundle:
+    """Read a bundle; malformed manifests raise BundleError, missing/altered files become skipped captures."""
+    data = _load_manifest(directory)
+    base = directory if directory.is_dir() else directory.parent
+    files = data.get("files") if isinstance(data.get("files"), dict) else {}
+    problems: list[str] = []
+    captures = [_capture_from_entry(base, e, files, problems) for e in data["captures"]]
+    nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    errors = data.get("collection_errors") if isinstance(data.get("collection_errors"), dict) else {}
+    return Bundle(
+        captures=captures,
+        nodes=nodes,
+        created=str(data.get("created", "")),
+        tool_version=str(data.get("tool_version", "")),
+        collection_errors={str(k): str(v) for k, v in errors.items()},
+        problems=problems,
+        path=base,
+    )
+
+
+def merge_captures(*groups: Iterable[Capture]) -> list[Capture]:
+    """Concatenate capture lists, later groups replacing earlier captures with the same identity."""
+    merged: dict[tuple[str, str, str | None, str], Capture] = {}
+    for group in groups:
+        for cap in group:
+            merged[(*cap.key, json.dumps(cap.meta, sort_keys=True))] = cap
+    return list(merged.values())

@@ -1,0 +1,110 @@
+"""The inspection commands, declared as data.
+
+Each spec id is the command in snake_case and doubles as the parser kind and the bundle's capture
+name. Per-interface specs (`per_netdev`) run once for every ConnectX-7 netdev (PCI vendor 0x15b3)
+and carry the interface name as the capture's `arg`. Commands are fixed strings; the only variable
+part, the interface name, is validated by `validate_name` and quoted before it reaches a shell.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+# One sysfs dump line per file: "<path>\t<value>", "<path>\t!<error>" or "<path>\t-> <symlink target>".
+# Reading each file separately keeps EINVAL on empty GID entries from hiding the rest.
+SYSFS_DUMP_FN = r"""lc_dump() { for f in "$@"; do
+  [ -e "$f" ] || [ -L "$f" ] || continue
+  if [ -L "$f" ]; then printf '%s\t-> %s\n' "$f" "$(readlink "$f")"; continue; fi
+  [ -f "$f" ] || continue
+  if v=$(cat "$f" 2>&1); then printf '%s\t%s\n' "$f" "$(printf '%s' "$v" | head -n 1)";
+  else printf '%s\t!%s\n' "$f" "${v##*: }"; fi
+done; }"""
+
+NET_ATTRS = "address mtu carrier carrier_changes speed operstate phys_port_name device"
+IB_PORT_FILES = (
+    "state phys_state rate link_layer counters/port_xmit_data counters/port_rcv_data counters/link_downed"
+)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One inspection command."""
+
+    id: str
+    command: str
+    needs_root: bool = False
+    per_netdev: bool = False
+    optional_tool: bool = False  # absent on many systems (MLNX_OFED-only tools); missing is not a fault
+    description: str = ""
+
+    def render(self, netdev: str | None = None) -> str:
+        """The shell command for this spec, with the validated interface name substituted."""
+        if not self.per_netdev:
+            return self.command
+        if netdev is None:
+            raise ValueError(f"spec {self.id} needs an interface name")
+        return self.command.format(netdev=shlex.quote(validate_name(netdev)))
+
+
+def validate_name(name: str) -> str:
+    """Interface and device names reach command lines only if they match [A-Za-z0-9_.:-]+."""
+    if not NAME_RE.match(name):
+        raise ValueError(f"refusing unsafe interface or device name {name!r}")
+    return name
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("hostname", "hostname"),
+    Spec("uptime", "cat /proc/uptime"),
+    Spec("meminfo", "cat /proc/meminfo"),
+    Spec("os_release", "cat /etc/os-release"),
+    Spec("kernel_release", "uname -r"),
+    Spec("ip_link", "ip -d -j link show"),
+    Spec("ip_addr", "ip -j addr show"),
+    Spec("ip_route", "ip -j route show"),
+    Spec("ip_neigh", "ip -j neigh show"),
+    Spec("sysctl", "sysctl net.ipv4.conf.all.arp_ignore net.ipv4.conf.all.arp_announce"),
+    Spec(
+        "sysfs_net",
+        SYSFS_DUMP_FN + "\nfor d in /sys/class/net/*; do for a in " + NET_ATTRS + '; do lc_dump "$d/$a"; done; done',
+        description="netdev attributes: MAC, MTU, carrier, carrier_changes, speed, cage, PCI device",
+    ),
+    Spec(
+        "sysfs_infiniband",
+        SYSFS_DUMP_FN
+        + "\nfor d in /sys/class/infiniband/*; do lc_dump \"$d/device\" \"$d/node_guid\" \"$d/fw_ver\";"
+        + " for p in \"$d\"/ports/*; do for a in " + IB_PORT_FILES + '; do lc_dump "$p/$a"; done;'
+        + ' lc_dump "$p"/gids/* "$p"/gid_attrs/types/* "$p"/gid_attrs/ndevs/*; done; done',
+        description="RDMA devices, port state and counters, RoCE GID tables",
+    ),
+    Spec(
+        "sysfs_pci",
+        SYSFS_DUMP_FN
+        + "\nfor d in /sys/bus/pci/devices/*; do [ \"$(cat \"$d/vendor\" 2>/dev/null)\" = 0x15b3 ] || continue;"
+        + ' lc_dump "$d/vendor" "$d/current_link_speed" "$d/current_link_width"'
+        + ' "$d/max_link_speed" "$d/max_link_width"; done',
+        description="PCIe link speed and width of the ConnectX-7 functions",
+    ),
+    Spec("rdma_link", "rdma -j link show"),
+    Spec("ibv_devinfo", "ibv_devinfo -v"),
+    Spec("ibstat", "ibstat", optional_tool=True),
+    Spec("ibdev2netdev", "ibdev2netdev", optional_tool=True),
+    Spec("show_gids", "show_gids", optional_tool=True),
+    Spec("lspci", "sudo -n lspci -vv -d 15b3:", needs_root=True),
+    Spec("netplan", "netplan get"),
+    Spec("netplan_files", "sudo -n sh -c 'tail -n +1 /etc/netplan/*.yaml'", needs_root=True),
+    Spec("nccl_env", "env | grep '^NCCL_' || true", description="NCCL_* variables only; never the whole env"),
+    Spec("nccl_conf", "cat /etc/nccl.conf"),
+    Spec("nccl_conf_user", 'cat "$HOME/.nccl.conf"'),
+    Spec("dmesg", "dmesg 2>/dev/null || sudo -n dmesg", needs_root=True),
+    Spec("ethtool", "ethtool {netdev}", per_netdev=True),
+    Spec("ethtool_i", "ethtool -i {netdev}", per_netdev=True),
+    Spec("ethtool_s", "ethtool -S {netdev}", per_netdev=True),
+    Spec("ethtool_m", "sudo -n ethtool -m {netdev}", per_netdev=True, needs_root=True),
+)
+
+SPECS_BY_ID: dict[str, Spec] = {s.id: s for s in SPECS}

@@ -1,0 +1,73 @@
+"""Named checks on RoCE GID indices: stale pins, empty pins, and indices that differ across HCAs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from linkcheck.diagnose.nccl_hca import select_hcas
+from linkcheck.diagnose.observation import Observation
+from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.model import Evidence
+
+PIN = "NCCL_IB_GID_INDEX"
+_REMOVE = {
+    "/etc/nccl.conf": f"sudo sed -i '/^{PIN}=/d' /etc/nccl.conf",
+    "~/.nccl.conf": f"sed -i '/^{PIN}=/d' ~/.nccl.conf",
+    "environment": f"unset {PIN}  # and remove it from the job's environment (shell profile, compose file, mpirun -x)",
+}
+
+
+def nccl_functions(node: NodeFacts) -> list[Function]:
+    """The addressed twins whose RDMA device NCCL_IB_HCA lets NCCL use."""
+    used = [f for f in node.used_functions if f.rdma_dev]
+    chosen = set(select_hcas(node.nccl.get("NCCL_IB_HCA"), [f.rdma_dev or "" for f in used]))
+    return [f for f in used if f.rdma_dev in chosen]
+
+
+def _stale(node: NodeFacts, fn: Function, pin: str, source: str) -> Observation:
+    pinned = int(pin) if pin.strip().lstrip("-").isdigit() else None
+    resolved = fn.gid_index
+    values = {"node": node.name, "hca": fn.rdma_dev, "netdev": fn.netdev, "ip": fn.ip, "pinned": pin,
+              "resolved": "none" if resolved is None else resolved, "source": source,
+              "remove_pin": _REMOVE.get(source, f"remove {PIN} from {source}")}
+    evidence = (
+        Evidence(PIN, pin, source),
+        Evidence(f"RoCE v2 GID index of {fn.ip} on {fn.rdma_dev}", resolved, "sysfs gid_attrs"),
+    ) + ((Evidence(f"empty GID slots on {fn.rdma_dev}", list(fn.gid_holes), "sysfs gids"),) if fn.gid_holes else ())
+    return Observation(subject=f"{node.name}:{fn.rdma_dev}", fired=pinned is None or pinned != resolved,
+                       nodes=(node.name,), values=values, evidence=evidence)
+
+
+def gid_index_stale(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    out: list[Observation] = []
+    for node in (link.a, link.b):
+        pin = node.nccl.get(PIN)
+        if pin is None or not pin.strip():
+            out.append(Observation(subject=f"node {node.name}", fired=False, nodes=(node.name,),
+                                   evidence=(Evidence(PIN, pin, node.nccl_sources.get(PIN, "not set")),)))
+            continue
+        out.extend(_stale(node, fn, pin, node.nccl_sources.get(PIN, "?")) for fn in nccl_functions(node))
+    return out
+
+
+def gid_index_empty_pin(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    out = []
+    for node in (link.a, link.b):
+        pin = node.nccl.get(PIN)
+        source = node.nccl_sources.get(PIN, "not set")
+        out.append(Observation(
+            subject=f"node {node.name}", fired=pin is not None and not pin.strip(), nodes=(node.name,),
+            values={"node": node.name, "source": source, "remove_pin": _REMOVE.get(source, f"remove {PIN}")},
+            evidence=(Evidence(PIN, pin, source),)))
+    return out
+
+
+def gid_index_differs(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    indices = {f"{fn.node}:{fn.rdma_dev}": fn.gid_index
+               for node in (link.a, link.b) for fn in nccl_functions(node) if fn.gid_index is not None}
+    distinct = sorted(set(indices.values()))
+    listing = ", ".join(f"{k}={v}" for k, v in sorted(indices.items()))
+    return [Observation(subject="pair", fired=len(distinct) > 1,
+                        values={"indices": listing, "distinct": ", ".join(map(str, distinct))},
+                        evidence=tuple(Evidence(f"RoCE v2 IPv4 GID index of {k}", v, "sysfs gid_attrs")
+                                       for k, v in sorted(indices.items())))]

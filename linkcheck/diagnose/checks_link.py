@@ -1,0 +1,109 @@
+"""Named checks on the physical link and addressing: carrier, cages, subnets, MTU, cable identity."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from linkcheck.diagnose.observation import Observation
+from linkcheck.facts.model import LinkFacts, NodeFacts
+from linkcheck.model import Evidence
+
+
+def _node_link_down(node: NodeFacts) -> list[Observation]:
+    if not node.functions:
+        return [Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
+                            values={"node": node.name, "what": "no ConnectX-7 function is present (the CX-7 is "
+                                    "removed from the PCI bus when no cable is attached at boot)",
+                                    "netdev": "<cx7-netdev>"},
+                            evidence=(Evidence("ConnectX-7 netdevs", [], "sysfs_net"),))]
+    if not node.cabled_cages:
+        downs = [f.netdev for f in node.functions]
+        return [Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
+                            values={"node": node.name, "what": "no twin reports carrier (cable unplugged?)",
+                                    "netdev": downs[0]},
+                            evidence=tuple(Evidence(f"{f.netdev} carrier", f.carrier, "sysfs") for f in node.functions))]
+    out = []
+    for fn in node.functions:
+        if fn.cage not in node.cabled_cages:
+            continue
+        down = fn.carrier is False or (fn.rdma_state is not None and fn.rdma_state != "ACTIVE")
+        out.append(Observation(
+            subject=fn.label, fired=down, nodes=(node.name,),
+            values={"node": node.name, "netdev": fn.netdev,
+                    "what": f"{fn.netdev} ({fn.rdma_dev}) in cabled cage {fn.cage} is down: carrier {fn.carrier}, "
+                            f"RDMA port {fn.rdma_state}"},
+            evidence=(Evidence(f"{fn.netdev} carrier", fn.carrier, "sysfs"),
+                      Evidence(f"{fn.rdma_dev} port state", fn.rdma_state, "sysfs infiniband"))))
+    return out
+
+
+def link_down(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    out = _node_link_down(link.a) + _node_link_down(link.b)
+    cages_a, cages_b = link.a.cabled_cages, link.b.cabled_cages
+    if cages_a and cages_b:
+        out.append(Observation(
+            subject="pair", fired=cages_a != cages_b,
+            values={"node": "b", "netdev": "-", "what": f"the nodes use different cages: a {', '.join(cages_a)}, "
+                    f"b {', '.join(cages_b)}; NVIDIA asks for the same physical port on both"},
+            evidence=(Evidence("cabled cages on a", list(cages_a), "phys_port_name + carrier"),
+                      Evidence("cabled cages on b", list(cages_b), "phys_port_name + carrier"))))
+    return out
+
+
+def twins_same_subnet(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    out = []
+    for node in (link.a, link.b):
+        by_subnet: dict[str, list[str]] = defaultdict(list)
+        for fn in node.used_functions:
+            for subnet in fn.subnets:
+                by_subnet[subnet].append(fn.netdev)
+        shared = {s: n for s, n in by_subnet.items() if len(n) > 1}
+        subnet, names = next(iter(sorted(shared.items())), ("-", []))
+        out.append(Observation(
+            subject=f"node {node.name}", fired=bool(shared), nodes=(node.name,),
+            values={"node": node.name, "subnet": subnet, "netdevs": " and ".join(names),
+                    "second": names[1] if len(names) > 1 else "-"},
+            evidence=tuple(Evidence(f"{fn.netdev} IPv4", list(fn.ipv4), "ip addr") for fn in node.used_functions)))
+    return out
+
+
+def mtu_mismatch(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    out = []
+    for path in link.paths:
+        if path.a.mtu is None or path.b.mtu is None:
+            out.append(Observation(subject=path.key, fired=False, skip="MTU unknown on one end"))
+            continue
+        low, high = sorted((path.a, path.b), key=lambda f: f.mtu or 0)
+        out.append(Observation(
+            subject=path.key, fired=path.a.mtu != path.b.mtu,
+            values={"path": path.key, "low_node": low.node, "low_netdev": low.netdev, "low_mtu": low.mtu,
+                    "high_node": high.node, "high_netdev": high.netdev, "high_mtu": high.mtu},
+            evidence=(Evidence(f"MTU {path.a.label}", path.a.mtu, "ip addr"),
+                      Evidence(f"MTU {path.b.label}", path.b.mtu, "ip addr"))))
+    return out
+
+
+def cable_not_approved(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    approved = {str(pn).strip().upper() for pn in thresholds["approved_part_numbers"]}
+    known = {str(pn).strip().upper() for pn in thresholds.get("field_reported_part_numbers", [])}
+    out = []
+    for node in (link.a, link.b):
+        cables = [f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages]
+        if not cables:
+            continue
+        cable = cables[0]
+        pn = (cable.vendor_pn or "").strip()
+        note = ("cannot be identified: the EEPROM gives no vendor part number" if not pn
+                else "is reported working in the field but is not on NVIDIA's list" if pn.upper() in known
+                else "is not on NVIDIA's approved list")
+        out.append(Observation(
+            subject=f"node {node.name}", fired=pn.upper() not in approved, nodes=(node.name,),
+            values={"node": node.name, "pn": pn or "unknown", "vendor": cable.vendor_name or "unknown",
+                    "sn": cable.vendor_sn or "unknown", "note": note,
+                    "approved": ", ".join(sorted(thresholds["approved_part_numbers"]))},
+            evidence=(Evidence("Vendor name", cable.vendor_name, "ethtool -m"),
+                      Evidence("Vendor PN", cable.vendor_pn, "ethtool -m"),
+                      Evidence("Vendor SN", cable.vendor_sn, "ethtool -m"),
+                      Evidence("EEPROM memory map", cable.memory_map, "ethtool -m"))))
+    return out

@@ -1,0 +1,99 @@
+"""SINGLE_PCIE_PATH: both flows on one PCIe x4 link, from configuration, neighbour MACs or throughput."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from linkcheck.diagnose.checks_gid import nccl_functions
+from linkcheck.diagnose.observation import Observation
+from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
+from linkcheck.model import Evidence
+
+
+def _config(node: NodeFacts) -> Observation | None:
+    used = node.used_functions
+    chosen = nccl_functions(node)
+    hca = node.nccl.get("NCCL_IB_HCA")
+    if len(used) >= 2 and len({f.domain for f in used}) == 1:
+        why = (f"every addressed twin is on PCI domain {used[0].domain} "
+               f"({', '.join(f.netdev for f in used)}): one PCIe x4 link carries all traffic")
+    elif hca and len(used) >= 2 and len({f.domain for f in chosen}) < 2:
+        why = f"NCCL_IB_HCA={hca} selects {', '.join(f.rdma_dev or '?' for f in chosen) or 'no device'} only"
+    else:
+        return None
+    twins = [f for f in node.functions if f.cage in node.cabled_cages]
+    return Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
+                       values={"what": why, "node": node.name,
+                               "hcas": ",".join(f.rdma_dev or "?" for f in twins) or "<both twins>"},
+                       evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "not set")),)
+                       + tuple(Evidence(f"{f.netdev} PCI function", f.bdf, "sysfs") for f in used))
+
+
+def _wrong_mac(local: Function, peer: Function, node: NodeFacts, peer_node: NodeFacts) -> Observation | None:
+    entry = next((n for n in node.neighbours if n.ip == peer.ip and n.dev in (local.netdev, None)), None)
+    if entry is None or entry.mac is None or peer.mac is None or entry.mac == peer.mac.lower():
+        return None
+    owner = next((f for f in peer_node.functions if f.mac and f.mac.lower() == entry.mac), None)
+    if owner is None:
+        return None
+    return Observation(
+        subject=f"{node.name}:{local.netdev}", fired=True, nodes=(node.name, peer_node.name),
+        values={"what": f"node {node.name} sends to {peer.ip} ({peer_node.name}:{peer.netdev}) with the MAC of "
+                        f"{peer_node.name}:{owner.netdev} ({entry.mac}), the other twin, so both flows reach one "
+                        f"PCIe link on node {peer_node.name}",
+                "node": node.name,
+                "hcas": f"sudo ip neigh del {peer.ip} dev {local.netdev}"},
+        evidence=(Evidence(f"neighbour {peer.ip} on {node.name}:{local.netdev}", entry.mac, "ip neigh"),
+                  Evidence(f"MAC of {peer_node.name}:{peer.netdev}", peer.mac, "sysfs"),
+                  Evidence(f"MAC of {peer_node.name}:{owner.netdev}", owner.mac, "sysfs")))
+
+
+def _neighbours(link: LinkFacts, path: DataPath) -> list[Observation]:
+    found = [_wrong_mac(path.a, path.b, link.a, link.b), _wrong_mac(path.b, path.a, link.b, link.a)]
+    return [o for o in found if o is not None]
+
+
+def _bench(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    by_direction: dict[str, list[float]] = defaultdict(list)
+    for run in link.bench.rdma:
+        if run.mode == "concurrent" and run.gbps is not None:
+            by_direction[run.direction].append(run.gbps)
+    out = []
+    low, high = thresholds["single_path_total_min_gbps"], thresholds["single_path_total_max_gbps"]
+    for direction, rates in sorted(by_direction.items()):
+        total = sum(rates)
+        idle = len(rates) >= 2 and min(rates) < thresholds["idle_path_max_gbps"] <= max(rates)
+        if (len(rates) >= 2 and low <= total <= high) or idle:
+            out.append(Observation(
+                subject=f"rdma {direction} concurrent", fired=True,
+                values={"what": f"both paths at once total {total:.1f} Gb/s ({' + '.join(f'{r:.1f}' for r in rates)})"
+                                f" in direction {direction}: roughly one PCIe x4 path",
+                        "node": direction[0], "hcas": "<both twins>"},
+                evidence=tuple(Evidence(f"concurrent {direction} path {i}", r, "ib_write_bw")
+                               for i, r in enumerate(rates))))
+    return out
+
+
+def _nccl(link: LinkFacts) -> list[Observation]:
+    run = link.bench.nccl
+    if run is None or run.uses_socket or run.network is None or len(link.paths) < 2:
+        return []
+    if len(run.ib_devices) >= 2 and len(run.channel_net_devs) != 1:
+        return []
+    return [Observation(subject="nccl", fired=True,
+                        values={"what": f"NCCL used {', '.join(run.ib_devices) or 'one device'} "
+                                        f"(channels via NET/IB/{', '.join(map(str, run.channel_net_devs))}) only",
+                                "node": "a", "hcas": "<both twins>"},
+                        evidence=(Evidence("NET/IB devices", list(run.ib_devices), "NCCL log"),
+                                  Evidence("NET/IB channel devices", list(run.channel_net_devs), "NCCL log")))]
+
+
+def single_pcie_path(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    found = [o for o in (_config(link.a), _config(link.b)) if o is not None]
+    for path in link.paths:
+        found.extend(_neighbours(link, path))
+    if not link.bench.flapped:
+        found.extend(_bench(link, thresholds))
+    found.extend(_nccl(link))
+    return found or [Observation(subject="pair", fired=False)]

@@ -1,0 +1,69 @@
+"""Evaluate playbook conditions over a subject's flattened facts. Unknown facts never pass silently."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from linkcheck.diagnose.playbook import Condition
+
+
+class UnknownFact(Exception):
+    """A condition needed a fact whose value is unknown; the rule skips for this subject."""
+
+    def __init__(self, fact: str) -> None:
+        super().__init__(fact)
+        self.fact = fact
+
+
+def _resolve(value: Any, thresholds: dict[str, Any]) -> Any:
+    if isinstance(value, str) and value.startswith("$"):
+        return thresholds[value[1:]]
+    if isinstance(value, list):
+        return [_resolve(v, thresholds) for v in value]
+    return value
+
+
+def _fact(values: dict[str, Any], fact: str) -> Any:
+    value = values.get(fact)
+    if value is None:
+        raise UnknownFact(fact)
+    return value
+
+
+def _compare(op: str, actual: Any, expected: Any) -> bool:
+    if op == "eq":
+        return bool(actual == expected)
+    if op == "ne":
+        return bool(actual != expected)
+    if op in ("lt", "le", "gt", "ge"):
+        a, e = float(actual), float(expected)
+        return {"lt": a < e, "le": a <= e, "gt": a > e, "ge": a >= e}[op]
+    if op == "in":
+        return actual in expected
+    if op == "not_in":
+        return actual not in expected
+    if op == "matches":
+        return re.search(str(expected), str(actual)) is not None
+    if op == "between":
+        low, high = expected
+        return float(low) <= float(actual) <= float(high)
+    if op == "below_baseline":
+        baseline = expected.get("baseline") if isinstance(expected, dict) else expected
+        tolerance = float(expected.get("tolerance_pct", 10)) if isinstance(expected, dict) else 10.0
+        return float(actual) < float(baseline) * (1 - tolerance / 100)
+    raise ValueError(op)
+
+
+def evaluate(cond: Condition, values: dict[str, Any], thresholds: dict[str, Any]) -> bool:
+    """True when the condition holds; UnknownFact when it cannot be decided."""
+    if cond.op == "all":
+        return all(evaluate(c, values, thresholds) for c in cond.children)
+    if cond.op == "any":
+        return any(evaluate(c, values, thresholds) for c in cond.children)
+    if cond.op == "missing":
+        return (values.get(cond.fact or "") is None) == bool(cond.value)
+    if cond.op == "differs":
+        first, second = cond.value
+        return bool(_fact(values, first) != _fact(values, second))
+    return _compare(cond.op, _fact(values, cond.fact or ""), _resolve(cond.value, thresholds))

@@ -1,0 +1,136 @@
+"""Run rules over the link facts: every rule yields findings (pass, warn, fail or skip) and a verdict."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from linkcheck.diagnose.checks import CHECKS
+from linkcheck.diagnose.conditions import UnknownFact, evaluate
+from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, node_values, path_values
+from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.playbook import PLACEHOLDER_RE, Rule
+from linkcheck.errors import ExitCode
+from linkcheck.facts.model import LinkFacts
+from linkcheck.model import Evidence, Finding, Severity, Status, Verdict
+
+BENCH_HINT = {
+    "bench_rdma": "no RDMA traffic test in this bundle (run `linkcheck check --bench`)",
+    "bench_nccl": "no NCCL test in this bundle (run `linkcheck check --bench`)",
+}
+_BENCH_KIND = {"bench_rdma": "rdma", "bench_nccl": "nccl"}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """All findings, the verdict and the exit code the CLI returns."""
+
+    findings: tuple[Finding, ...]
+    verdict: Verdict
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return {Verdict.PASS: ExitCode.PASS, Verdict.WARN: ExitCode.WARN, Verdict.FAIL: ExitCode.FAIL,
+                Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE}[self.verdict]
+
+
+def render(template: str, values: dict[str, Any]) -> str:
+    """Fill {placeholders}; an unknown value prints as '?' rather than failing the report."""
+
+    def sub(match: re.Match[str]) -> str:
+        value = values.get(match.group(1))
+        return "?" if value is None else str(value)
+
+    return PLACEHOLDER_RE.sub(sub, template)
+
+
+def _finding(rule: Rule, obs: Observation) -> Finding:
+    values = {**{f"thresholds.{k}": v for k, v in rule.thresholds.items()}, **obs.values, "subject": obs.subject}
+    if obs.skip is not None:
+        return Finding(rule.id, Status.SKIP, rule.severity, obs.subject, rule.title, f"not judged: {obs.skip}",
+                       evidence=obs.evidence, required=rule.required, skip_reason=obs.skip,
+                       references=rule.references)
+    if not obs.fired:
+        return Finding(rule.id, Status.PASS, rule.severity, obs.subject, rule.title, "ok", evidence=obs.evidence,
+                       references=rule.references)
+    status = Status.FAIL if rule.severity is Severity.ERROR else Status.WARN
+    return Finding(rule.id, status, rule.severity, obs.subject, rule.title, render(rule.message, values),
+                   evidence=obs.evidence, fix=tuple(render(f, values) for f in rule.fix),
+                   mechanism=rule.mechanism, references=rule.references)
+
+
+def _condition_observations(rule: Rule, link: LinkFacts) -> Iterator[Observation]:
+    for subject, nodes, values in _subjects(rule.scope, link):
+        try:
+            if rule.where is not None and not evaluate(rule.where, values, rule.thresholds):
+                continue
+            assert rule.when is not None
+            fired = evaluate(rule.when, values, rule.thresholds)
+        except UnknownFact as unknown:
+            yield Observation(subject, False, nodes, values, skip=f"{unknown.fact} is unknown")
+            continue
+        evidence = tuple(Evidence(f, values.get(f), rule.scope) for f in sorted(rule.when.facts()))
+        yield Observation(subject, fired, nodes, values, evidence)
+
+
+def _subjects(scope: str, link: LinkFacts) -> Iterator[tuple[str, tuple[str, ...], dict[str, Any]]]:
+    if scope == "function":
+        for node in (link.a, link.b):
+            for fn in node.functions:
+                yield fn.label, (node.name,), function_values(fn, node)
+    elif scope == "path":
+        for path in link.paths:
+            yield path.key, ("a", "b"), path_values(path, link)
+    elif scope == "node":
+        for node in (link.a, link.b):
+            yield f"node {node.name}", (node.name,), node_values(node)
+
+
+def _blocked(rule: Rule, link: LinkFacts) -> tuple[list[Finding], set[str]]:
+    """Skip findings for needs that are not met, and the nodes whose observations must be dropped."""
+    skips: list[Finding] = []
+    nodes: set[str] = set()
+    for need in rule.needs:
+        if need in BENCH_GROUPS and _BENCH_KIND[need] not in link.bench_present:
+            skips.append(Finding(rule.id, Status.SKIP, rule.severity, "pair", rule.title, BENCH_HINT[need],
+                                 required=False, skip_reason=BENCH_HINT[need]))
+            nodes |= {"a", "b"}
+    for node in (link.a, link.b):
+        reasons = [node.unavailable[n] for n in rule.needs if n in node.unavailable]
+        if reasons and node.name not in nodes:
+            skips.append(Finding(rule.id, Status.SKIP, rule.severity, f"node {node.name}", rule.title,
+                                 f"not judged: {reasons[0]}", required=rule.required, skip_reason=reasons[0]))
+            nodes.add(node.name)
+    return skips, nodes
+
+
+def run_rule(rule: Rule, link: LinkFacts) -> list[Finding]:
+    skips, blocked = _blocked(rule, link)
+    if blocked >= {"a", "b"}:
+        return skips[:1] if any(s.subject == "pair" for s in skips) else skips
+    thresholds = dict(rule.thresholds)
+    observations = (CHECKS[rule.check].func(link, thresholds) if rule.check
+                    else list(_condition_observations(rule, link)))
+    kept = [o for o in observations if not blocked.intersection(o.nodes)]
+    return skips + [_finding(rule, o) for o in kept]
+
+
+def verdict_of(findings: list[Finding], collection_failed: bool) -> Verdict:
+    statuses = {f.status for f in findings}
+    if Status.FAIL in statuses:
+        return Verdict.FAIL
+    if collection_failed or any(f.status is Status.SKIP and f.required for f in findings):
+        return Verdict.INCONCLUSIVE
+    return Verdict.WARN if Status.WARN in statuses else Verdict.PASS
+
+
+def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str, str] | None = None) -> Diagnosis:
+    """Evaluate every rule; a rule that crashes on odd facts is a bug, so it is not swallowed here."""
+    findings: list[Finding] = []
+    for rule in rules:
+        findings.extend(run_rule(rule, link))
+    notes = tuple(f"node {n}: {e}" for n, e in sorted((collection_errors or {}).items()))
+    return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors)), notes)

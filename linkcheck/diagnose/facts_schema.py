@@ -1,0 +1,53 @@
+"""The fact paths a playbook may name, per scope, and how a subject is flattened into those paths."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from linkcheck.facts.model import NODE_GROUPS, DataPath, Function, LinkFacts, NodeFacts
+
+SCOPES = ("function", "path", "node", "pair")
+BENCH_GROUPS = {"bench_rdma", "bench_nccl"}
+FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS
+
+_FUNCTION_FIELDS = tuple(f.name for f in dataclasses.fields(Function) if f.name != "cable")
+FUNCTION_FACTS = frozenset(_FUNCTION_FIELDS + ("domain", "ip", "label", "used", "cabled", "cable_pn"))
+NODE_FACTS = frozenset({"name", "hostname", "uptime_s", "mem_available_kib", "arp_ignore"})
+PATH_FACTS = frozenset({"subnet", "key"} | {f"{side}.{f}" for side in "ab" for f in FUNCTION_FACTS})
+
+
+def is_known_fact(scope: str, fact: str) -> bool:
+    if scope == "function":
+        return fact in FUNCTION_FACTS
+    if scope == "path":
+        return fact in PATH_FACTS
+    if scope == "node":
+        return fact in NODE_FACTS or (fact.startswith("nccl.") and len(fact) > 5)
+    return False
+
+
+def placeholders_for_scope(scope: str) -> frozenset[str]:
+    return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS}.get(scope, frozenset())
+
+
+def function_values(fn: Function, node: NodeFacts) -> dict[str, Any]:
+    values: dict[str, Any] = {name: getattr(fn, name) for name in _FUNCTION_FIELDS}
+    values.update(domain=fn.domain, ip=fn.ip, label=fn.label, used=bool(fn.ipv4),
+                  cabled=fn.cage in node.cabled_cages, cable_pn=fn.cable.vendor_pn if fn.cable else None)
+    values["ipv4"] = ", ".join(fn.ipv4) or None
+    return values
+
+
+def path_values(path: DataPath, link: LinkFacts) -> dict[str, Any]:
+    values: dict[str, Any] = {"subnet": path.subnet, "key": path.key}
+    for side, fn in (("a", path.a), ("b", path.b)):
+        for name, value in function_values(fn, link.node(side)).items():
+            values[f"{side}.{name}"] = value
+    return values
+
+
+def node_values(node: NodeFacts) -> dict[str, Any]:
+    values: dict[str, Any] = {name: getattr(node, name) for name in NODE_FACTS}
+    values.update({f"nccl.{k}": v for k, v in node.nccl.items()})
+    return values

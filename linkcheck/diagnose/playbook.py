@@ -1,0 +1,246 @@
+"""Playbooks: rules as data, loaded by a strict validator that names file and line for every mistake.
+
+A rule either states a condition over facts (a small operator vocabulary, never eval) or names a
+Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune them without code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
+from linkcheck.diagnose.yaml_lines import load_with_lines, line_of
+from linkcheck.errors import PlaybookError
+from linkcheck.model import Severity
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
+RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
+             "mechanism", "fix", "references", "required"}
+TOP_KEYS = {"playbook", "description", "rules"}
+COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "between", "below_baseline"}
+OPERATORS = COMPARE_OPS | {"missing", "differs"}
+ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """`all`/`any` of children, or one operator applied to a fact (or two facts for `differs`)."""
+
+    op: str
+    fact: str | None = None
+    value: Any = None
+    children: tuple[Condition, ...] = ()
+
+    def facts(self) -> set[str]:
+        own = {self.fact} if self.fact else set()
+        if self.op == "differs":
+            own |= set(self.value)
+        return own.union(*(c.facts() for c in self.children))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One diagnosis with everything a user needs when it fires."""
+
+    id: str
+    title: str
+    severity: Severity
+    scope: str
+    message: str
+    mechanism: str = ""
+    check: str | None = None
+    when: Condition | None = None
+    where: Condition | None = None
+    needs: tuple[str, ...] = ()
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    fix: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    required: bool = True
+    source: str = ""
+
+
+class _Ctx:
+    """Where we are while validating, so every error can say file:line."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, reason: str, node: Any = None, key: str | None = None) -> PlaybookError:
+        return PlaybookError(self.path, reason, line=line_of(node, key))
+
+
+def _text(ctx: _Ctx, rule: dict[str, Any], key: str, *, required: bool = True) -> str:
+    value = rule.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ctx.fail(f"rule key '{key}' must be a non-empty string", rule, key)
+    return value.strip()
+
+
+def _strings(ctx: _Ctx, rule: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = rule.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ctx.fail(f"rule key '{key}' must be a list of strings", rule, key)
+    return tuple(value)
+
+
+def _condition(ctx: _Ctx, raw: Any, scope: str, thresholds: dict[str, Any]) -> Condition:
+    if not isinstance(raw, dict) or not raw:
+        raise ctx.fail("a condition must be a mapping such as {fact: mtu, lt: 9000}", raw)
+    if set(raw) in ({"all"}, {"any"}):
+        op = next(iter(raw))
+        items = raw[op]
+        if not isinstance(items, list) or not items:
+            raise ctx.fail(f"'{op}' needs a non-empty list of conditions", raw, op)
+        return Condition(op, children=tuple(_condition(ctx, c, scope, thresholds) for c in items))
+    ops = [k for k in raw if k != "fact"]
+    if len(ops) != 1 or ops[0] not in OPERATORS:
+        raise ctx.fail(f"unknown operator {', '.join(map(str, ops)) or '(none)'}; expected one of "
+                       f"{', '.join(sorted(OPERATORS | {'all', 'any'}))}", raw, ops[0] if ops else None)
+    op = ops[0]
+    value = raw[op]
+    if op == "differs":
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+            raise ctx.fail("'differs' takes a list of two fact paths", raw, op)
+        for fact in value:
+            _check_fact(ctx, fact, scope, raw)
+        return Condition(op, value=tuple(value))
+    fact = raw.get("fact")
+    if not isinstance(fact, str):
+        raise ctx.fail(f"'{op}' needs a 'fact'", raw)
+    _check_fact(ctx, fact, scope, raw)
+    _check_threshold_refs(ctx, value, thresholds, raw, op)
+    if op == "matches":
+        try:
+            re.compile(str(value))
+        except re.error as exc:
+            raise ctx.fail(f"bad regular expression for 'matches': {exc}", raw, op) from None
+    return Condition(op, fact=fact, value=value)
+
+
+def _check_fact(ctx: _Ctx, fact: str, scope: str, node: Any) -> None:
+    if not is_known_fact(scope, fact):
+        raise ctx.fail(f"unknown fact path '{fact}' for scope '{scope}'", node)
+
+
+def _check_threshold_refs(ctx: _Ctx, value: Any, thresholds: dict[str, Any], node: Any, key: str) -> None:
+    refs = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
+    for ref in refs:
+        if isinstance(ref, str) and ref.startswith("$") and ref[1:] not in thresholds:
+            raise ctx.fail(f"threshold '{ref}' is not defined in this rule's thresholds", node, key)
+
+
+def _check_placeholders(ctx: _Ctx, rule: dict[str, Any], allowed: set[str], texts: dict[str, list[str]]) -> None:
+    for key, items in texts.items():
+        for text in items:
+            for name in PLACEHOLDER_RE.findall(text):
+                if name not in allowed:
+                    raise ctx.fail(f"unknown placeholder {{{name}}} in '{key}'", rule, key)
+
+
+def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
+    from linkcheck.diagnose.checks import CHECKS
+    from linkcheck.diagnose.facts_schema import placeholders_for_scope
+
+    if not isinstance(raw, dict):
+        raise ctx.fail("each rule must be a mapping", raw)
+    unknown = sorted(set(raw) - RULE_KEYS)
+    if unknown:
+        raise ctx.fail(f"unknown key '{unknown[0]}' (allowed: {', '.join(sorted(RULE_KEYS))})", raw, unknown[0])
+    rule_id = _text(ctx, raw, "id")
+    if not ID_RE.match(rule_id):
+        raise ctx.fail(f"rule id '{rule_id}' must be UPPER_SNAKE", raw, "id")
+    try:
+        severity = Severity(raw.get("severity"))
+    except ValueError:
+        raise ctx.fail("severity must be one of info, warning, error", raw, "severity") from None
+    thresholds = raw.get("thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise ctx.fail("thresholds must be a mapping of name: value", raw, "thresholds")
+    check = raw.get("check")
+    scope = raw.get("scope", "pair" if check else None)
+    if scope not in SCOPES:
+        raise ctx.fail(f"scope must be one of {', '.join(SCOPES)}", raw, "scope")
+    if (check is None) == ("when" not in raw):
+        raise ctx.fail("a rule needs exactly one of 'when' (a condition) or 'check' (a named check)", raw)
+    allowed = set(placeholders_for_scope(scope)) | {f"thresholds.{k}" for k in thresholds} | {"subject"}
+    if check is not None:
+        if check not in CHECKS:
+            raise ctx.fail(f"unknown check '{check}' (known: {', '.join(sorted(CHECKS))})", raw, "check")
+        missing = sorted(CHECKS[check].thresholds - set(thresholds))
+        if missing:
+            raise ctx.fail(f"check '{check}' needs threshold '{missing[0]}'", raw, "thresholds")
+        allowed = set(CHECKS[check].placeholders) | {f"thresholds.{k}" for k in thresholds} | {"subject"}
+    needs = _strings(ctx, raw, "needs")
+    for need in needs:
+        if need not in FACT_GROUPS:
+            raise ctx.fail(f"unknown fact group '{need}' in needs (known: {', '.join(sorted(FACT_GROUPS))})",
+                           raw, "needs")
+    message = _text(ctx, raw, "message")
+    fix = _strings(ctx, raw, "fix")
+    _check_placeholders(ctx, raw, allowed, {"message": [message], "fix": list(fix)})
+    required = raw.get("required", True)
+    if not isinstance(required, bool):
+        raise ctx.fail("required must be true or false", raw, "required")
+    return Rule(
+        id=rule_id, title=_text(ctx, raw, "title"), severity=severity, scope=scope, message=message,
+        mechanism=_text(ctx, raw, "mechanism", required=False), check=check,
+        when=_condition(ctx, raw["when"], scope, thresholds) if "when" in raw else None,
+        where=_condition(ctx, raw["where"], scope, thresholds) if "where" in raw else None,
+        needs=needs, thresholds=dict(thresholds), fix=fix, references=_strings(ctx, raw, "references"),
+        required=required, source=f"{ctx.path}:{line_of(raw) or '?'}",
+    )
+
+
+def parse_playbook(text: str, path: str) -> list[Rule]:
+    """Validate one playbook file's text; PlaybookError names path:line on the first problem."""
+    ctx = _Ctx(path)
+    try:
+        data = load_with_lines(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise PlaybookError(path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise PlaybookError(path, "a playbook must be a mapping with 'playbook' and 'rules'", line=1)
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise ctx.fail(f"unknown top-level key '{unknown[0]}' (allowed: {', '.join(sorted(TOP_KEYS))})",
+                       data, unknown[0])
+    rules = data.get("rules")
+    if not isinstance(rules, list):
+        raise ctx.fail("'rules' must be a list", data, "rules" if "rules" in data else None)
+    return [_parse_rule(ctx, r) for r in rules]
+
+
+def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = True) -> list[Rule]:
+    """Built-in playbooks plus the user's files or folders; duplicate rule ids are an error."""
+    files = sorted(BUILTIN_DIR.glob("*.yaml")) if include_builtin else []
+    for extra in paths or []:
+        if extra.is_dir():
+            files.extend(sorted(extra.glob("*.yaml")))
+        elif extra.is_file():
+            files.append(extra)
+        else:
+            raise PlaybookError(str(extra), "no such playbook file or folder")
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PlaybookError(str(file), f"cannot read: {exc}") from None
+        for rule in parse_playbook(text, str(file)):
+            if rule.id in seen:
+                raise PlaybookError(str(file), f"duplicate rule id {rule.id} (first defined at {seen[rule.id]})",
+                                    line=int(rule.source.rsplit(":", 1)[1]) if rule.source[-1].isdigit() else None)
+            seen[rule.id] = rule.source
+            rules.append(rule)
+    return rules

@@ -1,0 +1,38 @@
+"""A readable, complete description of one rule for `linkcheck playbooks show`."""
+
+from __future__ import annotations
+
+import textwrap
+
+from linkcheck.diagnose.playbook import Condition, Rule
+
+
+def _condition(cond: Condition, indent: int = 0) -> list[str]:
+    pad = "  " * indent
+    if cond.children:
+        return [f"{pad}{cond.op}:"] + [ln for c in cond.children for ln in _condition(c, indent + 1)]
+    if cond.op == "differs":
+        return [f"{pad}differs: {cond.value[0]} vs {cond.value[1]}"]
+    return [f"{pad}{cond.fact} {cond.op} {cond.value}"]
+
+
+def describe_rule(rule: Rule) -> str:
+    lines = [f"{rule.id}: {rule.title}", f"  severity: {rule.severity.value}   scope: {rule.scope}   "
+             f"required: {rule.required}   source: {rule.source}"]
+    if rule.check:
+        lines.append(f"  check: {rule.check} (named check)")
+    if rule.where:
+        lines += ["  where:"] + ["    " + ln for ln in _condition(rule.where)]
+    if rule.when:
+        lines += ["  when:"] + ["    " + ln for ln in _condition(rule.when)]
+    if rule.needs:
+        lines.append(f"  needs: {', '.join(rule.needs)}")
+    for name, value in rule.thresholds.items():
+        lines.append(f"  threshold {name}: {value}")
+    lines.append("  message: " + rule.message)
+    if rule.mechanism:
+        lines.append("  mechanism:")
+        lines += textwrap.wrap(rule.mechanism, 100, initial_indent="    ", subsequent_indent="    ")
+    lines += [f"  fix: {f}" for f in rule.fix]
+    lines += [f"  reference: {r}" for r in rule.references]
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Build NodeFacts from one node's captures: CX-7 functions, twins, GIDs, PCIe, cable, NCCL settings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from linkcheck.facts.model import CableInfo, Function, NodeFacts
+from linkcheck.facts.sources import NodeSources
+from linkcheck.facts.host_facts import host_facts
+from linkcheck.facts.rdma_facts import attach_rdma
+from linkcheck.facts.sysfs_views import int_or_none, net_attrs, pci_links
+from linkcheck.model import Capture
+
+
+
+class _Builder:
+    """Gathers one node's facts; each step fills what it can and records what it could not."""
+
+    def __init__(self, name: str, captures: list[Capture]) -> None:
+        self.src = NodeSources(name, captures)
+        self.name = name
+        self.unavailable: dict[str, str] = {}
+        self.functions: dict[str, Function] = {}
+
+    def missing(self, group: str, reason: str) -> None:
+        self.unavailable.setdefault(group, reason)
+
+    def set(self, netdev: str, **changes: Any) -> None:
+        self.functions[netdev] = replace(self.functions[netdev], **changes)
+
+    # -- functions -------------------------------------------------------------------------------
+    def discover(self) -> None:
+        net = self.src.get("sysfs_net", kind="sysfs")
+        pci = self.src.get("sysfs_pci", kind="sysfs")
+        attrs = net_attrs(net) if net is not None else {}
+        cx7_bdfs = set(pci_links(pci)) if pci is not None else set()
+        names = {n for n, a in attrs.items() if a.get("device") in cx7_bdfs}
+        names |= set(self.src.args("ethtool")) | set(self.src.args("ethtool_i"))
+        if net is None and not names:
+            self.missing("netdevs", self.src.reason("sysfs_net"))
+        for netdev in sorted(names):
+            a = attrs.get(netdev, {})
+            carrier = a.get("carrier")
+            speed = int_or_none(a.get("speed"))
+            self.functions[netdev] = Function(
+                node=self.name, netdev=netdev, bdf=a.get("device"), cage=a.get("phys_port_name"),
+                mac=a.get("address"), mtu=int_or_none(a.get("mtu")),
+                carrier=None if carrier is None else carrier == "1", operstate=a.get("operstate"),
+                speed_mbps=speed if speed and speed > 0 else None,
+                carrier_changes=int_or_none(a.get("carrier_changes")),
+            )
+        if not self.functions:
+            self.missing("netdevs", "no ConnectX-7 network functions found (no cable attached, or CX-7 removed)")
+
+    def addresses(self) -> None:
+        links = self.src.get("ip_addr")
+        if links is None:
+            self.missing("addresses", self.src.reason("ip_addr"))
+            return
+        detail = {i.ifname: i for i in (self.src.get("ip_link") or ())}
+        for iface in links:
+            if iface.ifname not in self.functions:
+                continue
+            fn = self.functions[iface.ifname]
+            extra = detail.get(iface.ifname)
+            self.set(
+                iface.ifname,
+                ipv4=tuple(f"{a.local}/{a.prefixlen}" for a in iface.ipv4),
+                mtu=iface.mtu if iface.mtu is not None else fn.mtu,
+                mac=fn.mac or iface.mac,
+                operstate=(iface.operstate or fn.operstate or "").lower() or None,
+                cage=fn.cage or (extra.phys_port_name if extra else None),
+                bdf=fn.bdf or (extra.parentdev if extra else None),
+                carrier=fn.carrier if fn.carrier is not None else iface.lower_up,
+            )
+
+    def pcie(self) -> None:
+        pci = self.src.get("sysfs_pci", kind="sysfs")
+        links = pci_links(pci) if pci is not None else {}
+        lspci = {p.bdf: p for p in (self.src.get("lspci") or ()) if p.bdf}
+        from linkcheck.parsers.sysfs import parse_link_speed_gts
+
+        for netdev, fn in list(self.functions.items()):
+            sys_link = links.get(fn.bdf or "")
+            if sys_link and sys_link.get("current_link_width"):
+                self.set(netdev, pcie_speed_gts=parse_link_speed_gts(sys_link.get("current_link_speed") or ""),
+                         pcie_width=int_or_none(sys_link.get("current_link_width")),
+                         pcie_cap_width=int_or_none(sys_link.get("max_link_width")))
+            elif fn.bdf in lspci and not lspci[fn.bdf].access_denied:
+                item = lspci[fn.bdf]
+                self.set(netdev, pcie_speed_gts=item.sta_speed_gts, pcie_width=item.sta_width,
+                         pcie_cap_width=item.cap_width)
+            else:
+                self.missing("pcie", f"{self.src.reason('sysfs_pci')}; {self.src.reason('lspci')}")
+
+    def ethtool(self) -> None:
+        for netdev in list(self.functions):
+            settings = self.src.get("ethtool", netdev)
+            if settings is not None and settings.speed_mbps:
+                self.set(netdev, speed_mbps=settings.speed_mbps)
+            if settings is not None and self.functions[netdev].carrier is None:
+                self.set(netdev, carrier=settings.link_detected)
+
+    def cable(self) -> None:
+        reasons = []
+        for netdev in list(self.functions):
+            eeprom = self.src.get("ethtool_m", netdev)
+            if eeprom is None:
+                reasons.append(self.src.reason("ethtool_m", netdev))
+                continue
+            self.set(netdev, cable=CableInfo(
+                vendor_name=eeprom.vendor_name, vendor_pn=eeprom.vendor_pn, vendor_sn=eeprom.vendor_sn,
+                identifier=eeprom.identifier, memory_map=eeprom.memory_map, length_m=eeprom.length_m))
+        if not any(f.cable for f in self.functions.values()):
+            self.missing("cable", "; ".join(reasons) or "no ConnectX-7 function to read a module from")
+
+
+def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
+    """All facts about one node; what could not be learned is listed in `unavailable`."""
+    b = _Builder(name, captures)
+    b.discover()
+    b.addresses()
+    b.pcie()
+    b.ethtool()
+    attach_rdma(b)
+    b.cable()
+    host = host_facts(b.src, b.missing)
+    hostname_cap = b.src.capture("hostname")
+    return NodeFacts(
+        name=name,
+        hostname=hostname_cap.stdout.strip() if hostname_cap and hostname_cap.ok else None,
+        functions=tuple(b.functions[n] for n in sorted(b.functions)),
+        unavailable=b.unavailable,
+        **host,
+    )

@@ -1,0 +1,192 @@
+"""The twin-aware topology: functions (twins) per node, the pair, the data paths, traffic results.
+
+Rules read these typed facts, never raw text. A fact group that could not be gathered is listed in
+`NodeFacts.unavailable` with the reason, so rules that need it skip instead of passing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
+NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg"})
+
+
+@dataclass(frozen=True)
+class CableInfo:
+    """The cable's identity from the module EEPROM (`ethtool -m`)."""
+
+    vendor_name: str | None
+    vendor_pn: str | None
+    vendor_sn: str | None
+    identifier: str | None
+    memory_map: str
+    length_m: float | None
+
+
+@dataclass(frozen=True)
+class Function:
+    """One ConnectX-7 PCIe function: a netdev and its RDMA device. Two of them (twins) serve a cage."""
+
+    node: str
+    netdev: str
+    bdf: str | None = None
+    cage: str | None = None  # phys_port_name: p0 (left cage) or p1 (right cage)
+    rdma_dev: str | None = None
+    mac: str | None = None
+    mtu: int | None = None
+    carrier: bool | None = None
+    operstate: str | None = None
+    ipv4: tuple[str, ...] = ()  # CIDR, e.g. 192.168.100.10/24
+    speed_mbps: int | None = None
+    pcie_speed_gts: float | None = None
+    pcie_width: int | None = None
+    pcie_cap_width: int | None = None
+    rdma_state: str | None = None
+    gid_index: int | None = None  # resolved RoCE v2 IPv4 GID index of the first IPv4
+    gid_holes: tuple[int, ...] = ()
+    carrier_changes: int | None = None
+    cable: CableInfo | None = None
+
+    @property
+    def domain(self) -> str | None:
+        """PCI domain: 0000 and 0002 are the two independent PCIe Gen5 x4 links of the CX-7."""
+        return self.bdf.split(":", 1)[0] if self.bdf and ":" in self.bdf else None
+
+    @property
+    def subnets(self) -> tuple[str, ...]:
+        import ipaddress
+
+        return tuple(str(ipaddress.ip_interface(c).network) for c in self.ipv4)
+
+    @property
+    def ip(self) -> str | None:
+        return self.ipv4[0].split("/", 1)[0] if self.ipv4 else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.node}:{self.netdev}"
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A resolved peer address: which MAC the kernel will send to for an IP, and out of which netdev."""
+
+    ip: str
+    dev: str | None
+    mac: str | None
+
+
+@dataclass(frozen=True)
+class DmesgHint:
+    """A kernel event that matters for a diagnosis (hot-plug, link up/down)."""
+
+    kind: str
+    time_s: float | None
+    text: str
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """Everything learned about one node."""
+
+    name: str
+    hostname: str | None = None
+    functions: tuple[Function, ...] = ()
+    nccl: dict[str, str] = field(default_factory=dict)  # effective NCCL_* settings
+    nccl_sources: dict[str, str] = field(default_factory=dict)  # key -> where it was set
+    uptime_s: float | None = None
+    mem_available_kib: int | None = None
+    dmesg: tuple[DmesgHint, ...] = ()
+    neighbours: tuple[Neighbour, ...] = ()
+    routes: tuple[tuple[str, str | None], ...] = ()  # (destination CIDR, device)
+    arp_ignore: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)  # fact group -> why it is missing
+
+    def function(self, netdev: str) -> Function | None:
+        return next((f for f in self.functions if f.netdev == netdev), None)
+
+    @property
+    def cabled_cages(self) -> tuple[str, ...]:
+        """Cages with at least one twin reporting carrier (or addressed, when carrier is unknown)."""
+        cages = {f.cage for f in self.functions if f.cage and f.carrier}
+        return tuple(sorted(cages))
+
+    @property
+    def used_functions(self) -> tuple[Function, ...]:
+        """The twins meant to carry traffic: those with an IPv4 address."""
+        return tuple(f for f in self.functions if f.ipv4)
+
+
+@dataclass(frozen=True)
+class DataPath:
+    """A twin on node a facing its twin on node b (same subnet): one data path."""
+
+    a: Function
+    b: Function
+    subnet: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.a.netdev}<->{self.b.netdev}"
+
+
+@dataclass(frozen=True)
+class RdmaRun:
+    """One ib_write_bw client result for one path, mode and direction."""
+
+    path_key: str
+    mode: str  # alone | concurrent
+    direction: str  # a->b | b->a
+    gbps: float | None
+    client_node: str
+    device: str | None
+    problem: str | None = None  # why no number (client failed, no result row, ...)
+
+
+@dataclass(frozen=True)
+class RdmaCounters:
+    """Per-HCA port_xmit_data / port_rcv_data deltas (bytes) over a traffic run."""
+
+    node: str
+    rdma_dev: str
+    xmit_bytes: int
+    rcv_bytes: int
+
+
+@dataclass(frozen=True)
+class NcclRun:
+    """The nccl-tests result and what the NCCL log says about the transport."""
+
+    busbw_gbs: float | None  # large-message bus bandwidth (max over rows)
+    avg_busbw_gbs: float | None
+    wrong: int
+    network: str | None
+    ib_devices: tuple[str, ...]
+    channel_net_devs: tuple[int, ...]
+    uses_socket: bool
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchFacts:
+    """Traffic-test results, when the bundle has them."""
+
+    rdma: tuple[RdmaRun, ...] = ()
+    counters: tuple[RdmaCounters, ...] = ()
+    nccl: NcclRun | None = None
+    flapped: tuple[str, ...] = ()  # subjects whose carrier or GID table changed during the run
+
+
+@dataclass(frozen=True)
+class LinkFacts:
+    """The pair: both nodes, the data paths between them, and the traffic results."""
+
+    a: NodeFacts
+    b: NodeFacts
+    paths: tuple[DataPath, ...] = ()
+    bench: BenchFacts = field(default_factory=BenchFacts)
+    bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
+
+    def node(self, name: str) -> NodeFacts:
+        return self.a if name == "a" else self.b

@@ -1,0 +1,77 @@
+"""RDMA side of a node's facts: which RDMA device serves each netdev, its port state, its RoCE GID index."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from linkcheck.facts.sysfs_views import ib_devices
+
+if TYPE_CHECKING:
+    from linkcheck.facts.build import _Builder
+
+
+def _device_map(b: _Builder, ib: Any) -> dict[str, tuple[str, str | None]]:
+    """netdev -> (rdma device, port state); by PCI function first, then by what rdma tools report."""
+    by_bdf = {d["bdf"]: (name, d.get("state")) for name, d in (ib_devices(ib) if ib else {}).items() if d.get("bdf")}
+    out: dict[str, tuple[str, str | None]] = {}
+    for netdev, fn in b.functions.items():
+        if fn.bdf in by_bdf:
+            out[netdev] = by_bdf[fn.bdf]
+    for port in b.src.get("rdma_link") or ():
+        if port.netdev in b.functions and port.netdev not in out:
+            out[port.netdev] = (port.device, port.state)
+    for entry in b.src.get("ibdev2netdev") or ():
+        if entry.netdev in b.functions and entry.netdev not in out:
+            out[entry.netdev] = (entry.device, None)
+    return out
+
+
+def _gid_entries(b: _Builder, ib: Any) -> tuple[Any, ...] | None:
+    """GID table entries from sysfs, else show_gids, else ibv_devinfo; None if no source worked."""
+    from linkcheck.parsers.gids import GidEntry, gid_entries_from_sysfs
+
+    if ib is not None:
+        entries = gid_entries_from_sysfs(ib)
+        if entries:
+            return tuple(entries)
+    shown = b.src.get("show_gids")
+    if shown:
+        return tuple(shown)
+    devices = b.src.get("ibv_devinfo")
+    if devices:
+        ndev = {fn.rdma_dev: fn.netdev for fn in b.functions.values() if fn.rdma_dev}
+        return tuple(
+            GidEntry(device=d.hca_id, port=p.port, index=g.index, gid=g.gid, roce_version=g.roce_version,
+                     netdev=ndev.get(d.hca_id), ipv4=_ipv4(g.gid))
+            for d in devices for p in d.ports for g in p.gids
+        )
+    return None
+
+
+def _ipv4(gid: str) -> str | None:
+    from linkcheck.parsers.gids import ipv4_of_gid
+
+    return ipv4_of_gid(gid)
+
+
+def attach_rdma(b: _Builder) -> None:
+    """Fill rdma_dev, rdma_state, gid_index and gid_holes of every function of the node."""
+    from linkcheck.parsers.gids import holes, resolve_roce_v2_ipv4_index
+
+    ib = b.src.get("sysfs_infiniband", kind="sysfs")
+    mapping = _device_map(b, ib)
+    if not mapping and b.functions:
+        b.missing("rdma", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("rdma_link")]))
+        return
+    for netdev, (dev, state) in mapping.items():
+        b.set(netdev, rdma_dev=dev, rdma_state=state)
+    entries = _gid_entries(b, ib)
+    if entries is None:
+        b.missing("gids", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("show_gids"),
+                                     b.src.reason("ibv_devinfo")]))
+        return
+    for netdev, fn in list(b.functions.items()):
+        if fn.rdma_dev is None:
+            continue
+        index = resolve_roce_v2_ipv4_index(entries, fn.rdma_dev, 1, netdev, fn.ip) if fn.ip else None
+        b.set(netdev, gid_index=index, gid_holes=tuple(holes(entries, fn.rdma_dev, 1)))

@@ -1,0 +1,109 @@
+"""Shared value types that cross module boundaries: captures, findings, statuses."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Status(str, enum.Enum):
+    """Outcome of one rule on one subject."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+class Severity(str, enum.Enum):
+    """How bad a rule's problem is when it fires: `warning` yields warn, `error` yields fail."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class Verdict(str, enum.Enum):
+    """The one-word answer for the whole link."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One command's raw result on one node, exactly as it came back.
+
+    `exit_status` is None when the command never ran or its status was lost (truncated answer);
+    `skipped` then says why (tool missing, sudo refused, node unreachable, ...).
+    """
+
+    node: str
+    spec: str
+    command: str
+    stdout: str
+    stderr: str = ""
+    exit_status: int | None = 0
+    duration_s: float = 0.0
+    arg: str | None = None
+    skipped: str | None = None
+    # Structured identity of benchmark captures (path, mode, direction, role, device, ...).
+    meta: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        return (self.node, self.spec, self.arg)
+
+    @property
+    def ok(self) -> bool:
+        """True when the command ran and exited 0; its stdout is then worth parsing."""
+        return self.skipped is None and self.exit_status == 0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One observed value that decided a finding, with where it came from."""
+
+    fact: str
+    value: Any
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fact": self.fact, "value": self.value, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The result of one rule on one subject (a node, an HCA, a path or the pair)."""
+
+    rule_id: str
+    status: Status
+    severity: Severity
+    subject: str
+    title: str
+    message: str
+    evidence: tuple[Evidence, ...] = ()
+    fix: tuple[str, ...] = ()
+    mechanism: str = ""
+    references: tuple[str, ...] = ()
+    required: bool = True
+    skip_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.rule_id,
+            "status": self.status.value,
+            "severity": self.severity.value,
+            "subject": self.subject,
+            "title": self.title,
+            "message": self.message,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "fix": list(self.fix),
+            "mechanism": self.mechanism,
+            "references": list(self.references),
+            "skip_reason": self.skip_reason,
+        }

@@ -1,0 +1,65 @@
+"""`linkcheck parse`: read one raw tool output, run its parser, and render the record as JSON or text."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from linkcheck.errors import InputFileError, LinkcheckError, ParseError
+from linkcheck.parsers import PARSERS, get_parser
+
+
+def parse_file(kind: str, path: Path) -> Any:
+    if kind not in PARSERS:
+        raise LinkcheckError(f"unknown kind {kind!r}", fix="`linkcheck parse --help` lists the kinds")
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise InputFileError(str(path), exc.strerror or str(exc)) from None
+    if b"\x00" in data:
+        raise ParseError(kind, f"{path} is binary, not {kind} output")
+    try:
+        return get_parser(kind)(data.decode("utf-8", errors="replace"))
+    except ParseError as exc:
+        raise ParseError(kind, f"{path}: {exc.reason}", exc.line_no) from None
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for name in _properties(type(value)):
+            out[name] = _plain(getattr(value, name))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _properties(cls: type) -> list[str]:
+    return [n for n in dir(cls) if not n.startswith("_") and isinstance(getattr(cls, n, None), property)]
+
+
+def record_to_json(record: Any) -> str:
+    return json.dumps({"record": _plain(record)}, indent=2, default=str)
+
+
+def record_to_text(record: Any) -> str:
+    lines: list[str] = []
+    _walk(_plain(record), "", lines)
+    return "\n".join(lines)
+
+
+def _walk(value: Any, prefix: str, lines: list[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, f"{prefix}.{key}" if prefix else key, lines)
+    elif isinstance(value, list) and value and isinstance(value[0], (dict, list)):
+        for index, item in enumerate(value):
+            _walk(item, f"{prefix}[{index}]", lines)
+    else:
+        lines.append(f"{prefix}: {value}")

@@ -1,0 +1,54 @@
+"""Parsers: pure functions from one tool's raw text to a frozen record.
+
+Each `parse_<spec>(text) -> record` handles every version quirk in the tool-formats brief, returns
+`None` for absent values, and raises `linkcheck.errors.ParseError` for output it recognises as
+broken. Nothing else escapes. `PARSERS` maps the user-facing kind (also the bundle spec id) to
+"module:function" so the CLI can list them without importing any parser module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+PARSERS: dict[str, tuple[str, str]] = {
+    # kind: (module:function, one-line description)
+    "ip_link": ("iproute:parse_ip_link", "ip -d -j link show"),
+    "ip_addr": ("iproute:parse_ip_addr", "ip -j addr show"),
+    "ip_route": ("iproute:parse_ip_route", "ip -j route show"),
+    "ip_neigh": ("iproute:parse_ip_neigh", "ip -j neigh show"),
+    "sysfs": ("sysfs:parse_sysfs_dump", "sysfs dump: '<path>\\t<value>' lines or grep -H output"),
+    "gid_sysfs": ("gids:parse_gid_sysfs", "sysfs dump of gids/, gid_attrs/types/, gid_attrs/ndevs/"),
+    "show_gids": ("gids:parse_show_gids", "show_gids (mlnx-tools)"),
+    "rdma_link": ("rdma:parse_rdma_link", "rdma link show, text or -j"),
+    "ibdev2netdev": ("rdma:parse_ibdev2netdev", "ibdev2netdev [-v]"),
+    "ibv_devinfo": ("rdma:parse_ibv_devinfo", "ibv_devinfo [-v]"),
+    "ibstat": ("rdma:parse_ibstat", "ibstat"),
+    "ethtool": ("ethtool:parse_ethtool", "ethtool IFACE"),
+    "ethtool_i": ("ethtool:parse_ethtool_i", "ethtool -i IFACE"),
+    "ethtool_s": ("ethtool:parse_ethtool_s", "ethtool -S IFACE"),
+    "ethtool_m": ("ethtool:parse_ethtool_m", "ethtool -m IFACE (SFF-8636, CMIS, hex dump)"),
+    "lspci": ("pcie:parse_lspci", "lspci -vv (LnkCap/LnkSta)"),
+    "netplan": ("netplan:parse_netplan", "netplan get, or netplan YAML files"),
+    "nccl_env": ("nccl_conf:parse_nccl_env", "environment (env output), NCCL_* variables"),
+    "nccl_conf": ("nccl_conf:parse_nccl_conf", "/etc/nccl.conf or ~/.nccl.conf"),
+    "dmesg": ("kernel:parse_dmesg", "dmesg (CX-7 hot-plug and mlx5 link events)"),
+    "uptime": ("kernel:parse_uptime", "/proc/uptime"),
+    "sysctl": ("kernel:parse_sysctl", "sysctl output (arp_ignore, arp_announce, ...)"),
+    "meminfo": ("kernel:parse_meminfo", "/proc/meminfo"),
+    "ib_write_bw": ("perftest:parse_perftest", "perftest BW test output, client or server, text or JSON"),
+    "perftest_version": ("perftest:parse_perftest_version", "ib_write_bw -V"),
+    "all_gather_perf": ("nccl_tests:parse_nccl_tests", "nccl-tests all_gather_perf, text or -J JSON"),
+    "all_reduce_perf": ("nccl_tests:parse_nccl_tests", "nccl-tests all_reduce_perf, text or -J JSON"),
+    "nccl_log": ("nccl_log:parse_nccl_log", "NCCL_DEBUG=INFO log"),
+}
+
+
+def get_parser(kind: str) -> Callable[[str], Any]:
+    """Import and return the parser for `kind`; KeyError when the kind is unknown."""
+    target, _ = PARSERS[kind]
+    module_name, func_name = target.split(":")
+    module = importlib.import_module(f"linkcheck.parsers.{module_name}")
+    func: Callable[[str], Any] = getattr(module, func_name)
+    return func

@@ -1,0 +1,1 @@
+"""Reporters: the console view (rich) and the versioned JSON document."""

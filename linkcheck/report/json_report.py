@@ -1,0 +1,62 @@
+"""The machine-readable report: a versioned JSON document with the verdict, facts and every finding."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from linkcheck import __version__
+from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.pipeline import Outcome
+
+SCHEMA = "linkcheck-report"
+SCHEMA_VERSION = 1
+
+
+def _function(fn: Function) -> dict[str, Any]:
+    data = dataclasses.asdict(fn)
+    data.update(domain=fn.domain, subnets=list(fn.subnets), ipv4=list(fn.ipv4), gid_holes=list(fn.gid_holes))
+    return data
+
+
+def _node(node: NodeFacts) -> dict[str, Any]:
+    return {
+        "hostname": node.hostname,
+        "cabled_cages": list(node.cabled_cages),
+        "functions": [_function(f) for f in node.functions],
+        "nccl": node.nccl,
+        "nccl_sources": node.nccl_sources,
+        "uptime_s": node.uptime_s,
+        "mem_available_kib": node.mem_available_kib,
+        "unavailable": node.unavailable,
+    }
+
+
+def _bench(link: LinkFacts) -> dict[str, Any]:
+    return {
+        "rdma": [dataclasses.asdict(r) for r in link.bench.rdma],
+        "nccl": dataclasses.asdict(link.bench.nccl) if link.bench.nccl else None,
+        "flapped": list(link.bench.flapped),
+    }
+
+
+def report_document(outcome: Outcome) -> dict[str, Any]:
+    diagnosis = outcome.diagnosis
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "tool_version": __version__,
+        "bundle": str(outcome.bundle.path) if outcome.bundle.path else None,
+        "verdict": diagnosis.verdict.value,
+        "exit_code": int(diagnosis.exit_code),
+        "nodes": {"a": _node(outcome.link.a), "b": _node(outcome.link.b)},
+        "paths": [{"key": p.key, "subnet": p.subnet, "a": p.a.netdev, "b": p.b.netdev} for p in outcome.link.paths],
+        "bench": _bench(outcome.link),
+        "findings": [f.to_dict() for f in diagnosis.findings],
+        "notes": list(diagnosis.notes),
+    }
+
+
+def render_json(outcome: Outcome) -> str:
+    return json.dumps(report_document(outcome), indent=2, default=str)

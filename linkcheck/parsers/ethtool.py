@@ -1,0 +1,325 @@
+"""Parsers for ethtool's text output: link settings, driver info, NIC counters and module EEPROM.
+
+Formats follow ethtool 5.x-6.x (netlink and ioctl paths); see tool-formats.md 3.7. ethtool has no JSON
+for these commands in common versions, so the text is the interface.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from linkcheck.errors import ParseError
+from linkcheck.parsers import _eeprom
+from linkcheck.parsers._text import require_text
+
+LABEL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")
+LINK_DETECTED_RE = re.compile(r"^(yes|no)(?: \((.*)\))?$")
+# Lines ethtool prints instead of data; the text after the prefix is the reason we report.
+ERROR_PREFIXES = ("netlink error: ", "Cannot get ", "No data available", "no stats available")
+LIST_KEYS = ("Supported link modes", "Advertised link modes")
+
+
+def _error_reason(lines: list[str]) -> str | None:
+    """The first ethtool error message in the output, without its 'netlink error: ' prefix."""
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(ERROR_PREFIXES):
+            return stripped.removeprefix("netlink error: ")
+    return None
+
+
+@dataclass(frozen=True)
+class EthtoolSettings:
+    """`ethtool IFACE`: negotiated link state and the link modes on offer."""
+
+    ifname: str | None
+    speed_mbps: int | None
+    lanes: int | None
+    duplex: str | None
+    autoneg: bool | None
+    port: str | None
+    link_detected: bool | None
+    link_down_reason: str | None
+    supported_link_modes: tuple[str, ...]
+    advertised_link_modes: tuple[str, ...]
+    link_down_events: int | None
+
+
+def _settings_fields(lines: list[str]) -> tuple[str | None, dict[str, tuple[int, str]]]:
+    """Collect `Key: value` lines (value, line number); continuation lines extend the link-mode lists."""
+    ifname: str | None = None
+    fields: dict[str, tuple[int, str]] = {}
+    current: str | None = None
+    for line_no, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if line.startswith("Settings for ") and stripped.endswith(":"):
+            if ifname is not None:
+                raise ParseError("ethtool", "output for more than one device", line_no)
+            ifname = stripped[len("Settings for ") : -1]
+            continue
+        match = LABEL_RE.match(stripped)
+        if match is not None:
+            current = match.group(1)
+            fields.setdefault(current, (line_no, (match.group(2) or "").strip()))
+        elif stripped and current in LIST_KEYS:
+            # Link modes continue on lines indented with TAB + spaces ("\n\t%*s" in netlink/settings.c).
+            first_line, value = fields[current]
+            fields[current] = (first_line, f"{value} {stripped}")
+    return ifname, fields
+
+
+def _int_field(fields: dict[str, tuple[int, str]], key: str, pattern: str = r"(\d+)") -> int | None:
+    if key not in fields:
+        return None
+    line_no, value = fields[key]
+    match = re.fullmatch(pattern, value)
+    if match is None:
+        raise ParseError("ethtool", f"unexpected {key} value {value!r}", line_no)
+    return int(match.group(1))
+
+
+def _speed_mbps(fields: dict[str, tuple[int, str]]) -> int | None:
+    if fields.get("Speed", (0, ""))[1].startswith("Unknown"):
+        return None
+    return _int_field(fields, "Speed", r"(\d+)Mb/s")
+
+
+def _autoneg(fields: dict[str, tuple[int, str]]) -> bool | None:
+    if "Auto-negotiation" not in fields:
+        return None
+    line_no, value = fields["Auto-negotiation"]
+    if value not in ("on", "off"):
+        raise ParseError("ethtool", f"unexpected Auto-negotiation value {value!r}", line_no)
+    return value == "on"
+
+
+def _link_detected(fields: dict[str, tuple[int, str]]) -> tuple[bool | None, str | None]:
+    if "Link detected" not in fields:
+        return None, None
+    line_no, value = fields["Link detected"]
+    match = LINK_DETECTED_RE.match(value)
+    if match is None:
+        raise ParseError("ethtool", f"unexpected Link detected value {value!r}", line_no)
+    return match.group(1) == "yes", match.group(2)
+
+
+def _modes(fields: dict[str, tuple[int, str]], key: str) -> tuple[str, ...]:
+    value = fields.get(key, (0, ""))[1]
+    return () if value in ("", "Not reported") else tuple(value.split())
+
+
+def parse_ethtool(text: str) -> EthtoolSettings:
+    """Parse `ethtool IFACE`; unknown speed and duplex ("Unknown!") become None.
+
+    >>> s = parse_ethtool("Settings for enp1s0f0np0:\\n\\tSpeed: 200000Mb/s\\n\\tLink detected: yes\\n")
+    >>> s.ifname, s.speed_mbps, s.link_detected
+    ('enp1s0f0np0', 200000, True)
+    """
+    lines = require_text("ethtool", text).split("\n")
+    ifname, fields = _settings_fields(lines)
+    if ifname is None:
+        raise ParseError("ethtool", _error_reason(lines) or "no 'Settings for' line")
+    duplex = fields.get("Duplex", (0, None))[1]
+    detected, reason = _link_detected(fields)
+    return EthtoolSettings(
+        ifname=ifname,
+        speed_mbps=_speed_mbps(fields),
+        lanes=_int_field(fields, "Lanes"),
+        duplex=None if duplex is None or duplex.startswith("Unknown") else duplex,
+        autoneg=_autoneg(fields),
+        port=fields.get("Port", (0, None))[1],
+        link_detected=detected,
+        link_down_reason=reason,
+        supported_link_modes=_modes(fields, "Supported link modes"),
+        advertised_link_modes=_modes(fields, "Advertised link modes"),
+        link_down_events=_int_field(fields, "Link Down Events"),
+    )
+
+
+@dataclass(frozen=True)
+class EthtoolDriver:
+    """`ethtool -i IFACE`: driver, firmware (mlx5 appends the board PSID) and PCI address."""
+
+    driver: str | None
+    version: str | None
+    firmware_version: str | None
+    psid: str | None
+    bus_info: str | None
+
+
+def parse_ethtool_i(text: str) -> EthtoolDriver:
+    """Parse `ethtool -i IFACE`; mlx5's "28.39.1002 (MT_0000000838)" splits into firmware and PSID.
+
+    >>> d = parse_ethtool_i("driver: mlx5_core\\nfirmware-version: 28.45.4028 (NVD0000000087)\\n")
+    >>> d.driver, d.firmware_version, d.psid
+    ('mlx5_core', '28.45.4028', 'NVD0000000087')
+    """
+    lines = require_text("ethtool_i", text).split("\n")
+    values: dict[str, str] = {}
+    for line_no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or not re.fullmatch(r"[a-z][a-z-]*", key):
+            raise ParseError("ethtool_i", _error_reason([line]) or f"not a 'key: value' line: {line[:60]!r}",
+                             line_no)
+        values.setdefault(key, value.strip())
+    if "driver" not in values:
+        raise ParseError("ethtool_i", "no 'driver:' line")
+    firmware = values.get("firmware-version") or None
+    psid = None
+    match = re.fullmatch(r"(\S+) \((.+)\)", firmware or "")
+    if match is not None:
+        firmware, psid = match.group(1), match.group(2)
+    return EthtoolDriver(
+        driver=values["driver"] or None,
+        version=values.get("version") or None,
+        firmware_version=firmware,
+        psid=psid,
+        bus_info=values.get("bus-info") or None,
+    )
+
+
+@dataclass(frozen=True)
+class EthtoolStats:
+    """`ethtool -S IFACE`: driver counters in output order (first occurrence wins on duplicates)."""
+
+    counters: tuple[tuple[str, int], ...]
+
+    def get(self, name: str) -> int | None:
+        """The counter's value, or None when the driver does not report it."""
+        return self.as_dict.get(name)
+
+    @property
+    def as_dict(self) -> dict[str, int]:
+        result: dict[str, int] = {}
+        for name, value in self.counters:
+            result.setdefault(name, value)
+        return result
+
+
+def parse_ethtool_s(text: str) -> EthtoolStats:
+    """Parse `ethtool -S IFACE`: "NIC statistics:" then "     name: value" lines.
+
+    >>> parse_ethtool_s("NIC statistics:\\n     rx_discards_phy: 12\\n").get("rx_discards_phy")
+    12
+    """
+    lines = require_text("ethtool_s", text).split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip() == "NIC statistics:"), None)
+    if start is None:
+        raise ParseError("ethtool_s", _error_reason(lines) or "no 'NIC statistics:' header")
+    counters: list[tuple[str, int]] = []
+    for line_no, line in enumerate(lines[start + 1 :], start=start + 2):
+        stripped = line.strip()
+        if not stripped or (not line[0].isspace() and stripped.endswith(":")):
+            continue  # blank, or a section header of newer ethtool (--all-groups)
+        # Counter names may contain ':' on some drivers, values never do.
+        name, sep, value = stripped.rpartition(":")
+        if not sep or not name or not value.strip().isdigit():
+            raise ParseError("ethtool_s", f"not a 'name: value' counter line: {stripped[:60]!r}", line_no)
+        counters.append((name.strip(), int(value)))
+    return EthtoolStats(counters=tuple(counters))
+
+
+@dataclass(frozen=True)
+class ModuleEeprom:
+    """`ethtool -m IFACE`: the cable's identity (vendor, part number, serial, length) and every field."""
+
+    memory_map: str
+    identifier_code: int | None
+    identifier: str | None
+    connector: str | None
+    vendor_name: str | None
+    vendor_oui: str | None
+    vendor_pn: str | None
+    vendor_rev: str | None
+    vendor_sn: str | None
+    date_code: str | None
+    length_m: float | None
+    transmitter_technology: str | None
+    fields: tuple[tuple[str, str], ...]
+
+    @property
+    def identified(self) -> bool:
+        """True when the EEPROM named the part (a vendor PN was read)."""
+        return self.vendor_pn is not None
+
+
+LENGTH_LABELS = ("Length (Copper or Active cable)", "Cable assembly length", "Length (Copper)")
+
+
+def _memory_map(code: int | None, labels: set[str]) -> str:
+    if code in _eeprom.CMIS_IDS or "Cable assembly length" in labels or "Module State" in labels:
+        return "cmis"
+    if code in _eeprom.SFF8636_IDS:
+        return "sff8636"
+    if code in (0x01, 0x02, 0x03):
+        return "sff8472"
+    return "unknown"
+
+
+def _decoded_fields(lines: list[str]) -> list[tuple[str, str]]:
+    """Split each "\\t%-41s : %s" line on the first " : "; other lines (none in practice) are skipped."""
+    fields = []
+    for line in lines:
+        label, sep, value = line.partition(" : ")
+        if sep and label.strip():
+            fields.append((label.strip(), value.strip()))
+    return fields
+
+
+def _length_m(value: str | None) -> float | None:
+    match = re.fullmatch(r"([\d.]+)\s*(m|km)", value or "")
+    if match is None:
+        return None
+    try:
+        length = float(match.group(1))
+    except ValueError:
+        return None
+    return length * 1000 if match.group(2) == "km" else length
+
+
+def _module_from_fields(memory_map: str | None, fields: list[tuple[str, str]]) -> ModuleEeprom:
+    first: dict[str, str] = {}
+    for label, value in fields:
+        first.setdefault(label, value)
+    identifier = first.get("Identifier")
+    code_match = re.match(r"0x([0-9a-fA-F]{1,2})\b", identifier or "")
+    code = int(code_match.group(1), 16) if code_match else None
+    length = next((first[label] for label in LENGTH_LABELS if label in first), None)
+    return ModuleEeprom(
+        memory_map=memory_map or _memory_map(code, set(first)),
+        identifier_code=code,
+        identifier=identifier,
+        connector=first.get("Connector") or None,
+        vendor_name=first.get("Vendor name") or None,
+        vendor_oui=first.get("Vendor OUI") or None,
+        vendor_pn=first.get("Vendor PN") or None,
+        vendor_rev=first.get("Vendor rev") or None,
+        vendor_sn=first.get("Vendor SN") or None,
+        date_code=first.get("Date code") or None,
+        length_m=_length_m(length),
+        transmitter_technology=first.get("Transmitter technology") or None,
+        fields=tuple(fields),
+    )
+
+
+def parse_ethtool_m(text: str) -> ModuleEeprom:
+    """Parse `ethtool -m IFACE`: decoded SFF-8636 / CMIS / SFF-8472 lines, or the hex dump of old ethtool.
+
+    >>> m = parse_ethtool_m("\\tIdentifier                                : 0x11 (QSFP28)\\n"
+    ...                     "\\tVendor PN                                 : NJAAKK-N911\\n")
+    >>> m.memory_map, m.identifier_code, m.vendor_pn, m.identified
+    ('sff8636', 17, 'NJAAKK-N911', True)
+    """
+    lines = require_text("ethtool_m", text).split("\n")
+    if _eeprom.is_hex_dump(lines):
+        data = _eeprom.read_hex_dump("ethtool_m", lines)
+        return _module_from_fields("hexdump", _eeprom.decode_identity(data))
+    fields = _decoded_fields(lines)
+    if not any(label == "Identifier" for label, _ in fields):
+        # ethtool prints the Identifier first for every memory map; without it there is no module data
+        # ("netlink error: Operation not supported" when no module, "... not permitted" without root).
+        raise ParseError("ethtool_m", _error_reason(lines) or "no 'Identifier' line")
+    return _module_from_fields(None, fields)

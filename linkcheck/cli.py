@@ -9,12 +9,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from linkcheck.errors import ExitCode, LinkcheckError
+from linkcheck.errors import ExitCode, LinkcheckError, UsageError
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
     "Exit codes: 0 pass, 1 warnings, 2 failures, 3 inconclusive (could not measure), "
-    "4 bad input file (bundle, playbook, config), 70 internal error.",
+    "4 bad input (unknown option, malformed bundle, playbook, config or tool output), 70 internal error.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -106,7 +106,7 @@ def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbo
 
     rules = {r.id: r for r in load_playbooks(playbook)}
     if rule_id not in rules:
-        raise LinkcheckError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
+        raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
     typer.echo(describe_rule(rules[rule_id]))
 
 
@@ -121,20 +121,37 @@ def playbooks_validate(
     typer.echo(f"ok: {len(rules)} rules")
 
 
+def _click_usage(exc: BaseException) -> int | None:
+    """Exit code for click's own usage errors (typer may vendor click, so match by shape, not class)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        return 0  # bare `linkcheck` printed the help
+    show = getattr(exc, "show", None)
+    if callable(show) and hasattr(exc, "exit_code"):
+        show()
+        return int(ExitCode.BAD_INPUT)  # click would exit 2, which means "failures" here
+    return None
+
+
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
     debug = "--debug" in sys.argv[1:]
     try:
-        app()
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("linkcheck: interrupted", err=True)
+        sys.exit(130)
     except LinkcheckError as exc:
         if debug:
             raise
         typer.echo(f"linkcheck: {exc}", err=True)
         sys.exit(int(exc.exit_code))
-    except KeyboardInterrupt:
-        typer.echo("linkcheck: interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # a bug: say so in one line unless debugging
+    except Exception as exc:
+        usage = _click_usage(exc)
+        if usage is not None:
+            sys.exit(usage)
         if debug:
             raise
         typer.echo(f"linkcheck: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)

@@ -16,7 +16,7 @@ class ExitCode(enum.IntEnum):
     WARN = 1
     FAIL = 2
     INCONCLUSIVE = 3
-    USAGE = 4  # bad input we can name: a malformed bundle, playbook or config file
+    BAD_INPUT = 4  # bad input we can name: a wrong option, a malformed bundle, playbook, config or tool output
     INTERNAL = 70  # a bug in linkcheck itself (EX_SOFTWARE)
 
 
@@ -45,10 +45,16 @@ class ParseError(LinkcheckError):
         self.line_no = line_no
 
 
+class UsageError(LinkcheckError):
+    """The command line asked for something that does not exist (an unknown kind, rule id or option)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 class InputFileError(LinkcheckError):
     """A file the user gave us (bundle, manifest, playbook, config) is missing or malformed."""
 
-    exit_code = ExitCode.USAGE
+    exit_code = ExitCode.BAD_INPUT
 
     def __init__(self, path: str, reason: str, *, line: int | None = None, fix: str | None = None) -> None:
         where = f"{path}:{line}" if line is not None else path

@@ -8,23 +8,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from linkcheck.errors import InputFileError, LinkcheckError, ParseError
+from linkcheck.errors import InputFileError, ParseError, UsageError
 from linkcheck.parsers import PARSERS, get_parser
 
 
 def parse_file(kind: str, path: Path) -> Any:
     if kind not in PARSERS:
-        raise LinkcheckError(f"unknown kind {kind!r}", fix="`linkcheck parse --help` lists the kinds")
+        raise UsageError(f"unknown kind {kind!r}", fix="`linkcheck parse --help` lists the kinds")
     try:
         data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
     except OSError as exc:
         raise InputFileError(str(path), exc.strerror or str(exc)) from None
     if b"\x00" in data:
-        raise ParseError(kind, f"{path} is binary, not {kind} output")
+        raise InputFileError(str(path), f"binary data, not {kind} output")
     try:
         return get_parser(kind)(data.decode("utf-8", errors="replace"))
     except ParseError as exc:
-        raise ParseError(kind, f"{path}: {exc.reason}", exc.line_no) from None
+        raise InputFileError(str(path), f"not valid {kind} output: {exc.reason}", line=exc.line_no) from None
 
 
 def _plain(value: Any) -> Any:

@@ -172,15 +172,19 @@ def _capture_from_entry(directory: Path, entry: Any, files: Mapping[str, str], p
     )
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 def load_bundle(directory: Path) -> Bundle:
     """Read a bundle; malformed manifests raise BundleError, missing/altered files become skipped captures."""
     data = _load_manifest(directory)
     base = directory if directory.is_dir() else directory.parent
-    files = data.get("files") if isinstance(data.get("files"), dict) else {}
+    files = _mapping(data.get("files"))
     problems: list[str] = []
     captures = [_capture_from_entry(base, e, files, problems) for e in data["captures"]]
-    nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
-    errors = data.get("collection_errors") if isinstance(data.get("collection_errors"), dict) else {}
+    nodes = _mapping(data.get("nodes"))
+    errors = _mapping(data.get("collection_errors"))
     return Bundle(
         captures=captures,
         nodes=nodes,
@@ -197,5 +201,5 @@ def merge_captures(*groups: Iterable[Capture]) -> list[Capture]:
     merged: dict[tuple[str, str, str | None, str], Capture] = {}
     for group in groups:
         for cap in group:
-            merged[(*cap.key, json.dumps(cap.meta, sort_keys=True))] = cap
+            merged[(cap.node, cap.spec, cap.arg, json.dumps(cap.meta, sort_keys=True))] = cap
     return list(merged.values())

@@ -22,7 +22,8 @@ def _node_link_down(node: NodeFacts) -> list[Observation]:
         return [Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
                             values={"node": node.name, "what": "no twin reports carrier (cable unplugged?)",
                                     "netdev": downs[0]},
-                            evidence=tuple(Evidence(f"{f.netdev} carrier", f.carrier, "sysfs") for f in node.functions))]
+                            evidence=tuple(Evidence(f"{f.netdev} carrier", f.carrier, "sysfs")
+                                           for f in node.functions))]
     out = []
     for fn in node.functions:
         if fn.cage not in node.cabled_cages:

@@ -49,7 +49,7 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
         low, high = expected
         return float(low) <= float(actual) <= float(high)
     if op == "below_baseline":
-        baseline = expected.get("baseline") if isinstance(expected, dict) else expected
+        baseline = expected.get("baseline", 0) if isinstance(expected, dict) else expected
         tolerance = float(expected.get("tolerance_pct", 10)) if isinstance(expected, dict) else 10.0
         return float(actual) < float(baseline) * (1 - tolerance / 100)
     raise ValueError(op)

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
-from linkcheck.diagnose.yaml_lines import load_with_lines, line_of
+from linkcheck.diagnose.yaml_lines import line_of, load_with_lines
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Severity
 
@@ -104,14 +104,22 @@ def _condition(ctx: _Ctx, raw: Any, scope: str, thresholds: dict[str, Any]) -> C
     if len(ops) != 1 or ops[0] not in OPERATORS:
         raise ctx.fail(f"unknown operator {', '.join(map(str, ops)) or '(none)'}; expected one of "
                        f"{', '.join(sorted(OPERATORS | {'all', 'any'}))}", raw, ops[0] if ops else None)
-    op = ops[0]
+    if ops[0] == "differs":
+        return _differs(ctx, raw, scope)
+    return _comparison(ctx, raw, ops[0], scope, thresholds)
+
+
+def _differs(ctx: _Ctx, raw: dict[str, Any], scope: str) -> Condition:
+    value = raw["differs"]
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise ctx.fail("'differs' takes a list of two fact paths", raw, "differs")
+    for fact in value:
+        _check_fact(ctx, fact, scope, raw)
+    return Condition("differs", value=tuple(value))
+
+
+def _comparison(ctx: _Ctx, raw: dict[str, Any], op: str, scope: str, thresholds: dict[str, Any]) -> Condition:
     value = raw[op]
-    if op == "differs":
-        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
-            raise ctx.fail("'differs' takes a list of two fact paths", raw, op)
-        for fact in value:
-            _check_fact(ctx, fact, scope, raw)
-        return Condition(op, value=tuple(value))
     fact = raw.get("fact")
     if not isinstance(fact, str):
         raise ctx.fail(f"'{op}' needs a 'fact'", raw)
@@ -145,10 +153,8 @@ def _check_placeholders(ctx: _Ctx, rule: dict[str, Any], allowed: set[str], text
                     raise ctx.fail(f"unknown placeholder {{{name}}} in '{key}'", rule, key)
 
 
-def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
-    from linkcheck.diagnose.checks import CHECKS
-    from linkcheck.diagnose.facts_schema import placeholders_for_scope
-
+def _header(ctx: _Ctx, raw: Any) -> tuple[str, Severity, dict[str, Any]]:
+    """Id, severity and thresholds, after rejecting unknown keys."""
     if not isinstance(raw, dict):
         raise ctx.fail("each rule must be a mapping", raw)
     unknown = sorted(set(raw) - RULE_KEYS)
@@ -164,25 +170,44 @@ def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
     thresholds = raw.get("thresholds", {})
     if not isinstance(thresholds, dict):
         raise ctx.fail("thresholds must be a mapping of name: value", raw, "thresholds")
+    return rule_id, severity, thresholds
+
+
+def _scope_and_placeholders(ctx: _Ctx, raw: dict[str, Any], thresholds: dict[str, Any]) -> tuple[str, set[str]]:
+    """The rule's scope, and the placeholder names its message and fix may use."""
+    from linkcheck.diagnose.checks import CHECKS
+    from linkcheck.diagnose.facts_schema import placeholders_for_scope
+
     check = raw.get("check")
     scope = raw.get("scope", "pair" if check else None)
     if scope not in SCOPES:
         raise ctx.fail(f"scope must be one of {', '.join(SCOPES)}", raw, "scope")
     if (check is None) == ("when" not in raw):
         raise ctx.fail("a rule needs exactly one of 'when' (a condition) or 'check' (a named check)", raw)
-    allowed = set(placeholders_for_scope(scope)) | {f"thresholds.{k}" for k in thresholds} | {"subject"}
-    if check is not None:
-        if check not in CHECKS:
-            raise ctx.fail(f"unknown check '{check}' (known: {', '.join(sorted(CHECKS))})", raw, "check")
-        missing = sorted(CHECKS[check].thresholds - set(thresholds))
-        if missing:
-            raise ctx.fail(f"check '{check}' needs threshold '{missing[0]}'", raw, "thresholds")
-        allowed = set(CHECKS[check].placeholders) | {f"thresholds.{k}" for k in thresholds} | {"subject"}
+    common = {f"thresholds.{k}" for k in thresholds} | {"subject"}
+    if check is None:
+        return scope, set(placeholders_for_scope(scope)) | common
+    if check not in CHECKS:
+        raise ctx.fail(f"unknown check '{check}' (known: {', '.join(sorted(CHECKS))})", raw, "check")
+    missing = sorted(CHECKS[check].thresholds - set(thresholds))
+    if missing:
+        raise ctx.fail(f"check '{check}' needs threshold '{missing[0]}'", raw, "thresholds")
+    return scope, set(CHECKS[check].placeholders) | common
+
+
+def _needs(ctx: _Ctx, raw: dict[str, Any]) -> tuple[str, ...]:
     needs = _strings(ctx, raw, "needs")
     for need in needs:
         if need not in FACT_GROUPS:
             raise ctx.fail(f"unknown fact group '{need}' in needs (known: {', '.join(sorted(FACT_GROUPS))})",
                            raw, "needs")
+    return needs
+
+
+def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
+    rule_id, severity, thresholds = _header(ctx, raw)
+    scope, allowed = _scope_and_placeholders(ctx, raw, thresholds)
+    needs = _needs(ctx, raw)
     message = _text(ctx, raw, "message")
     fix = _strings(ctx, raw, "fix")
     _check_placeholders(ctx, raw, allowed, {"message": [message], "fix": list(fix)})
@@ -191,7 +216,7 @@ def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
         raise ctx.fail("required must be true or false", raw, "required")
     return Rule(
         id=rule_id, title=_text(ctx, raw, "title"), severity=severity, scope=scope, message=message,
-        mechanism=_text(ctx, raw, "mechanism", required=False), check=check,
+        mechanism=_text(ctx, raw, "mechanism", required=False), check=raw.get("check"),
         when=_condition(ctx, raw["when"], scope, thresholds) if "when" in raw else None,
         where=_condition(ctx, raw["where"], scope, thresholds) if "where" in raw else None,
         needs=needs, thresholds=dict(thresholds), fix=fix, references=_strings(ctx, raw, "references"),

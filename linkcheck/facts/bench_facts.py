@@ -55,7 +55,10 @@ def _nccl_run(test_cap: Capture | None, log_cap: Capture | None) -> NcclRun:
                 problem = result.errors[0] if result.errors else "no result rows"
         except ParseError as exc:
             problem = exc.reason
-    network, devices, channels, socket = None, (), (), False
+    network: str | None = None
+    devices: tuple[str, ...] = ()
+    channels: tuple[int, ...] = ()
+    socket = False
     if log_cap is not None:
         try:
             log = parse_nccl_log(log_cap.stdout)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from linkcheck.facts.model import CableInfo, Function, NodeFacts
-from linkcheck.facts.sources import NodeSources
 from linkcheck.facts.host_facts import host_facts
+from linkcheck.facts.model import CableInfo, Function, NodeFacts
 from linkcheck.facts.rdma_facts import attach_rdma
+from linkcheck.facts.sources import NodeSources
 from linkcheck.facts.sysfs_views import int_or_none, net_attrs, pci_links
 from linkcheck.model import Capture
-
 
 
 class _Builder:

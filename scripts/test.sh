@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs on a fresh Debian 12 machine, then run lint, types and tests.
+# As root it installs the Debian packages the lab and the parser tests use (real sshd, iproute2,
+# ethtool, netplan, perftest); as a normal user the lab tests skip with a reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping)
+if [ "$(id -u)" = 0 ]; then
+  missing=()
+  for p in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+
+.venv/bin/ruff check .
+.venv/bin/mypy
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,203 @@
+"""Parse an NCCL_DEBUG=INFO log into the transport facts that prove how NCCL moved data (IB or Socket).
+
+Other lines (nccl-tests rows, mpirun noise) are normal in such a log and are skipped. Handles the
+timestamp prefix of WARN lines (>= 2.26), Open MPI --tag-output prefixes, every per-QP line format
+(<= 2.20 "Dev", 2.21-2.28 "NCCL Dev ... IbDev" with or without query_ece, HEAD "qp_num") and both
+env-echo forms ("set by environment to" and the newer "set to").
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+
+from linkcheck.errors import ParseError
+from linkcheck.parsers._text import require_text
+
+SPEC = "nccl_log"
+
+_MPI_TAG = re.compile(r"^\[[0-9]+,[0-9]+\]<std(?:out|err)>:\s?")  # mpirun --tag-output
+_LINE = re.compile(  # optional "[%F %T] " timestamp (WARN, >= 2.26), then host:pid:tid [cudaDev]
+    r"^(?:\[[^\]]*\] )?(?P<host>[^\s:\[\]]+):[0-9]+:[0-9]+ \[-?[0-9]+\] "
+    r"(?:.*? )?NCCL (?P<lvl>INFO|WARN|TRACE) (?P<msg>.*)$"
+)
+_BARE_VERSION = re.compile(r"^NCCL version [0-9]")  # NCCL_DEBUG=VERSION/WARN prints it without prefix
+_VERSION = re.compile(r"^NCCL version ([0-9]+(?:\.[0-9]+)+)")
+_NETWORK = re.compile(r"^Using network (\S+)")
+_IB_USING = re.compile(r"^NET/IB\w*\s*: Using (.*)$")
+_SOCKET_USING = re.compile(r"^NET/Socket\s*: Using (.*)$")
+_NO_IB = re.compile(r"^NET/IB\w*\s*: No device found")
+_CHANNEL = re.compile(r"\bvia NET/(\w+)/([0-9]{1,9})\b")
+_ENV = re.compile(r"^(\w+) set by environment to (.*)$|^(NCCL_\w+) set to (.*)$")
+_QP = re.compile(
+    r"\b(?:I[bB]Dev (?P<ibdev>[0-9]{1,9})|Dev [0-9]{1,9}) Port [0-9]+ (?:qpn|qp_num) [0-9]+ mtu [0-9]+ "
+    r"(?:.*? )?GID (?P<gid>-?[0-9]{1,9}) \((?P<sp>[0-9A-Fa-f]{1,16})/(?P<iid>[0-9A-Fa-f]{1,16})\)"
+)
+_DEV_NAME = re.compile(r"\[[0-9]+\]([^\s:\[\]/]+)")
+
+
+@dataclass(frozen=True)
+class NcclQpGid:
+    """The GID one RDMA QP was connected with; `ipv4` is set only for an IPv4-mapped (RoCE v2 IPv4) GID."""
+
+    ib_dev: int | None
+    gid_index: int
+    ipv4: str | None
+
+
+@dataclass(frozen=True)
+class NcclLog:
+    """What an NCCL debug log says about versions, devices, the chosen transport and GIDs."""
+
+    nccl_version: str | None
+    network: str | None
+    ib_devices: tuple[str, ...]
+    socket_devices: tuple[str, ...]
+    no_ib_device: bool
+    channel_net_devs: tuple[int, ...]
+    channel_transports: tuple[str, ...]
+    env_params: tuple[tuple[str, str], ...]
+    qp_gids: tuple[NcclQpGid, ...]
+    warnings: tuple[str, ...]
+    hosts: tuple[str, ...]
+    lines_matched: int
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The NCCL_* parameters NCCL echoed back, as a dict (last value wins)."""
+        return dict(self.env_params)
+
+    @property
+    def uses_socket(self) -> bool:
+        """True when NCCL fell back to (or was told to use) the TCP socket transport."""
+        return (
+            self.network == "Socket"
+            or "Socket" in self.channel_transports
+            or (bool(self.socket_devices) and not self.ib_devices)
+        )
+
+
+@dataclass
+class _Acc:
+    version: str | None = None
+    network: str | None = None
+    ib_devices: dict[str, None] = field(default_factory=dict)  # ordered sets
+    socket_devices: dict[str, None] = field(default_factory=dict)
+    no_ib: bool = False
+    net_devs: set[int] = field(default_factory=set)
+    transports: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+    qps: dict[NcclQpGid, None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    hosts: dict[str, None] = field(default_factory=dict)
+    matched: int = 0
+
+
+def parse_nccl_log(text: str) -> NcclLog:
+    """Parse NCCL_DEBUG=INFO output (NCCL_DEBUG_SUBSYS=INIT,NET gives the per-QP GID lines).
+
+    >>> log = parse_nccl_log(
+    ...     "spark-a:2430:2430 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [1]roceP2p1s0f1:1/RoCE [RO];"
+    ...     " OOB enp1s0f1np1:192.168.100.15<0>\\n"
+    ...     "spark-a:2430:2430 [0] NCCL INFO Using network IB\\n"
+    ...     "spark-a:2430:2438 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 576 mtu 3 GID 3"
+    ...     " (0/F64A8C0FFFF0000) fifoRkey=0x1b9e9c fifoLkey=0x1b9e9c\\n")
+    >>> log.ib_devices, log.network, log.qp_gids[0].ipv4, log.uses_socket
+    (('rocep1s0f1', 'roceP2p1s0f1'), 'IB', '192.168.100.15', False)
+    """
+    text = require_text(SPEC, text)
+    acc = _Acc()
+    for raw in text.split("\n"):
+        line = _MPI_TAG.sub("", raw.strip())
+        m = _LINE.match(line)
+        if m is not None:
+            acc.matched += 1
+            acc.hosts[m.group("host")] = None
+            _message(acc, m.group("lvl"), m.group("msg").strip())
+        elif _BARE_VERSION.match(line):
+            acc.matched += 1
+            _message(acc, "INFO", line)
+    if acc.matched == 0:
+        raise ParseError(SPEC, "no NCCL debug lines")
+    return NcclLog(
+        nccl_version=acc.version, network=acc.network, ib_devices=tuple(acc.ib_devices),
+        socket_devices=tuple(acc.socket_devices), no_ib_device=acc.no_ib,
+        channel_net_devs=tuple(sorted(acc.net_devs)), channel_transports=tuple(sorted(acc.transports)),
+        env_params=tuple(acc.env.items()), qp_gids=tuple(acc.qps), warnings=tuple(acc.warnings),
+        hosts=tuple(acc.hosts), lines_matched=acc.matched,
+    )
+
+
+def _message(acc: _Acc, level: str, msg: str) -> None:
+    if level == "WARN":
+        acc.warnings.append(msg)
+    for handler in _HANDLERS:
+        if handler(acc, msg):
+            return
+
+
+def _version_network(acc: _Acc, msg: str) -> bool:
+    m = _VERSION.match(msg)
+    if m is not None:
+        acc.version = acc.version or m.group(1)  # "+cudaX.Y" suffix dropped; first rank's version kept
+        return True
+    m = _NETWORK.match(msg)
+    if m is not None:
+        acc.network = m.group(1)
+    return m is not None
+
+
+def _devices(acc: _Acc, msg: str) -> bool:
+    if _NO_IB.match(msg):
+        acc.no_ib = True
+        return True
+    m = _IB_USING.match(msg)
+    if m is not None:  # "[0]mlx5_0:1/RoCE [1]mlx5_1:1:0/RoCE [RO]; OOB eth0:..." -> device names only
+        for name in _DEV_NAME.findall(m.group(1).split(";")[0]):
+            acc.ib_devices.update(dict.fromkeys(name.split("+")))  # merged virtual NICs: "a+b"
+        return True
+    m = _SOCKET_USING.match(msg)
+    if m is not None:
+        acc.socket_devices.update(dict.fromkeys(_DEV_NAME.findall(m.group(1))))
+    return m is not None
+
+
+def _channel(acc: _Acc, msg: str) -> bool:
+    m = _CHANNEL.search(msg) if msg.startswith("Channel") else None
+    if m is not None:
+        acc.transports.add(m.group(1))
+        if m.group(1).startswith("IB"):  # IB and IB plugins such as IBext_v8
+            acc.net_devs.add(int(m.group(2)))
+    return m is not None
+
+
+def _env(acc: _Acc, msg: str) -> bool:
+    m = _ENV.match(msg)
+    if m is None:
+        return False
+    name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    if re.fullmatch(r"-?[0-9]+\.", value):  # numeric params print "%lld."
+        value = value[:-1]
+    acc.env[name] = value
+    return True
+
+
+def _qp(acc: _Acc, msg: str) -> bool:
+    m = _QP.search(msg) if msg.startswith("NET/IB") else None
+    if m is None:
+        return False
+    ib_dev = int(m.group("ibdev")) if m.group("ibdev") else None  # <= 2.20 prints only NCCL's "Dev"
+    acc.qps[NcclQpGid(ib_dev, int(m.group("gid")), _gid_ipv4(m.group("sp"), m.group("iid")))] = None
+    return True
+
+
+_HANDLERS = (_version_network, _devices, _channel, _env, _qp)
+
+
+def _gid_ipv4(subnet_prefix: str, interface_id: str) -> str | None:
+    """Decode NCCL's `(%lX/%lX)`: raw GID halves printed as little-endian 64-bit integers."""
+    raw = int(interface_id, 16).to_bytes(8, "little")
+    if int(subnet_prefix, 16) != 0 or raw[:4] != b"\x00\x00\xff\xff":
+        return None  # link-local fe80:: (subnet prefix 0x80FE) or an IPv6 GID
+    return str(ipaddress.IPv4Address(raw[4:]))

@@ -1,0 +1,248 @@
+"""One inspection script per node (one round trip), and the split of its answer back into captures.
+
+The script prints, for every command, a section fenced by markers that carry a per-run random
+token, so no tool output can forge or end a section, and a final DONE sentinel with the count, so
+a truncated answer is always detected. The format is:
+
+    @@LC <token> BEGIN <spec> <arg|->
+    <stdout>                      (the script always adds one "\\n" after it; the split removes it)
+    @@LC <token> STDERR
+    <stderr>                      (same)
+    @@LC <token> END <spec> <arg|-> rc=<exit status> ms=<duration>
+    ...
+    @@LC <token> DONE <number of sections>
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from linkcheck.collect.specs import Spec, validate_name
+from linkcheck.model import Capture
+
+__all__ = ["build_inspection_script", "new_token", "split_script_output"]
+
+_TOKEN_RE = re.compile(r"^[0-9a-f]{8,64}$")
+_SPEC_ID_RE = re.compile(r"^[a-z0-9_]+$")
+KILL_GRACE_S = 2
+_NETDEV_ARG = '"$1"'  # per-netdev commands get the interface as the quoted $1 of their own sh -c
+
+# Kept POSIX (dash, busybox): DGX OS runs /bin/sh = dash. Every command gets /dev/null as stdin,
+# because sh is reading this very script from its stdin and a command that read it would eat the rest.
+_PROLOGUE = r"""# linkcheck inspection script: one fenced section per command, then a DONE sentinel.
+LC_ALL=C; export LC_ALL
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH
+lc_tok=@TOKEN@
+lc_n=0
+lc_tmp=$(mktemp -d "${TMPDIR:-/tmp}/linkcheck.XXXXXX") || { echo 'linkcheck: mktemp -d failed' >&2; exit 70; }
+trap 'rm -rf "$lc_tmp"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if command -v timeout >/dev/null 2>&1; then lc_to="timeout -k @GRACE@ @TIMEOUT@"; else lc_to=; fi
+lc_ms() {
+  lc_v=$(date +%s%N 2>/dev/null)
+  case $lc_v in ''|*[!0-9]*) lc_v=$(( $(date +%s) * 1000000000 ));; esac
+  echo $(( lc_v / 1000000 ))
+}
+lc_run() {
+  lc_t0=$(lc_ms)
+  $lc_to sh -c "$3" sh "$2" </dev/null >"$lc_tmp/out" 2>"$lc_tmp/err"
+  lc_rc=$?
+  lc_t1=$(lc_ms)
+  printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2"
+  cat "$lc_tmp/out"; echo
+  printf '@@LC %s STDERR\n' "$lc_tok"
+  cat "$lc_tmp/err"; echo
+  printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$lc_rc" "$(( lc_t1 - lc_t0 ))"
+  lc_n=$(( lc_n + 1 ))
+}
+lc_netdevs=
+for lc_d in /sys/class/net/*; do
+  [ "$(cat "$lc_d/device/vendor" 2>/dev/null)" = 0x15b3 ] || continue
+  lc_i=${lc_d##*/}
+  case $lc_i in ''|-|*[!A-Za-z0-9_.:-]*) continue;; esac
+  lc_netdevs="$lc_netdevs $lc_i"
+done
+"""
+
+
+def new_token() -> str:
+    """A fresh random section token: output cannot contain it unless it echoes this script."""
+    return secrets.token_hex(8)
+
+
+def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_timeout_s: int) -> str:
+    """The POSIX sh script (feed it to `sh -s` on stdin) that runs every spec and fences each answer."""
+    if not _TOKEN_RE.match(token):
+        raise ValueError("token must be 8-64 lowercase hex digits")
+    if per_command_timeout_s < 1:
+        raise ValueError("per_command_timeout_s must be at least 1")
+    for spec in specs:
+        if not _SPEC_ID_RE.match(spec.id):
+            raise ValueError(f"bad spec id {spec.id!r}")
+    lines = [
+        _PROLOGUE.replace("@TOKEN@", token)
+        .replace("@GRACE@", str(KILL_GRACE_S))
+        .replace("@TIMEOUT@", str(int(per_command_timeout_s)))
+    ]
+    lines += [f"lc_run {spec.id} - {shlex.quote(spec.command)}" for spec in specs if not spec.per_netdev]
+    per_netdev = [spec for spec in specs if spec.per_netdev]
+    if per_netdev:
+        lines.append("for lc_if in $lc_netdevs; do")
+        # The name reaches the command as "$1" of its own sh -c: quoted by the shell, never pasted in.
+        lines += [f'  lc_run {s.id} "$lc_if" {shlex.quote(s.command.format(netdev=_NETDEV_ARG))}' for s in per_netdev]
+        lines.append("done")
+    lines.append('printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"')
+    return "\n".join(lines) + "\n"
+
+
+_SUDO_REFUSED_RE = re.compile(
+    r"sudo: (a password is required|a terminal is required|sorry, you must have a tty)"
+    r"|is not in the sudoers file|is not allowed to execute"
+)
+_NOT_FOUND_RE = re.compile(r"(?:^|: )([A-Za-z0-9_.+-]+): (?:command )?not found$", re.MULTILINE)
+_SUDO_PREFIX = "sudo -n "
+
+
+def skip_reason(spec: Spec, command: str, rc: int, stderr: str, ms: int, timeout_s: int | None) -> str | None:
+    """Why a command's result is not worth parsing although it ran: timeout, missing tool, sudo refused."""
+    limit_ms = (timeout_s or 0) * 1000
+    if rc == 124 or (rc == 137 and limit_ms and ms >= limit_ms):
+        return f"timed out after {timeout_s if timeout_s else round(ms / 1000)}s"
+    missing = _NOT_FOUND_RE.search(stderr)
+    if rc == 127 or (rc != 0 and missing and stderr.startswith("sudo: ")):
+        return f"tool missing: {missing.group(1) if missing else _tool(spec.command)}"
+    if rc != 0 and _SUDO_REFUSED_RE.search(stderr):
+        return f"sudo refused (needs passwordless sudo for: {command.rsplit(_SUDO_PREFIX, 1)[-1]})"
+    return None
+
+
+def _tool(command: str) -> str:
+    words = [w for w in command.split() if w not in ("sudo", "-n")]
+    return words[0] if words else command
+
+
+@dataclass
+class _Section:
+    spec: Spec
+    arg: str | None
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] | None = None  # None until the STDERR marker
+
+
+class _Splitter:
+    """A line-by-line reader of the fenced answer; every surprise makes the answer incomplete."""
+
+    def __init__(self, node: str, token: str, specs: Sequence[Spec], timeout_s: int | None) -> None:
+        tok = re.escape(token)
+        self.begin = re.compile(rf"^@@LC {tok} BEGIN ([a-z0-9_]+) ([A-Za-z0-9_.:-]+)$")
+        self.stderr_mark = f"@@LC {token} STDERR"
+        self.end = re.compile(rf"^@@LC {tok} END ([a-z0-9_]+) ([A-Za-z0-9_.:-]+) rc=(\d+) ms=(-?\d+)$")
+        self.done = re.compile(rf"^@@LC {tok} DONE (\d+)$")
+        self.node, self.timeout_s = node, timeout_s
+        self.specs = {s.id: s for s in specs}
+        self.captures: list[Capture] = []
+        self.current: _Section | None = None
+        self.ok = True
+        self.done_count: int | None = None
+
+    def feed(self, line: str) -> None:
+        if self.done_count is not None:
+            return  # anything after DONE (a login shell's logout noise) is not ours
+        if self.current is None:
+            self._between(line)
+        elif self.current.stderr is None:
+            self._in_stdout(self.current, line)
+        else:
+            self._in_stderr(self.current, line)
+
+    def _between(self, line: str) -> None:
+        # Text before the first section (shell start-up noise) is ignored; markers are all that count.
+        if match := self.begin.match(line):
+            spec = self.specs.get(match.group(1))
+            arg = None if match.group(2) == "-" else match.group(2)
+            if spec is None or (arg is None) == spec.per_netdev:
+                self.ok = False
+                return
+            self.current = _Section(spec, arg)
+        elif match := self.done.match(line):
+            self.done_count = int(match.group(1))
+
+    def _in_stdout(self, section: _Section, line: str) -> None:
+        if line == self.stderr_mark:
+            section.stderr = []
+        elif self.begin.match(line) or self.end.match(line) or self.done.match(line):
+            self._abandon(line)
+        else:
+            section.stdout.append(line)
+
+    def _in_stderr(self, section: _Section, line: str) -> None:
+        match = self.end.match(line)
+        if match is None:
+            if line == self.stderr_mark or self.begin.match(line) or self.done.match(line):
+                self._abandon(line)
+            else:
+                assert section.stderr is not None
+                section.stderr.append(line)
+            return
+        if (match.group(1), match.group(2)) != (section.spec.id, section.arg or "-"):
+            self._abandon(None)
+            return
+        self.captures.append(self._finish(section, int(match.group(3)), max(0, int(match.group(4)))))
+        self.current = None
+
+    def _abandon(self, line: str | None) -> None:
+        """A section broken off by another marker: keep what came, flag it, and resync on that marker."""
+        self.close()
+        if line is not None:
+            self._between(line)
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.ok = False
+            self.captures.append(self._finish(self.current, None, 0))
+            self.current = None
+
+    def _finish(self, section: _Section, rc: int | None, ms: int) -> Capture:
+        stdout = "\n".join(section.stdout)
+        stderr = "\n".join(section.stderr or [])
+        command = _render(section.spec, section.arg)
+        if rc is None:
+            skipped: str | None = "truncated answer"
+        else:
+            skipped = skip_reason(section.spec, command, rc, stderr, ms, self.timeout_s)
+        return Capture(
+            node=self.node,
+            spec=section.spec.id,
+            command=command,
+            stdout=stdout,
+            stderr=stderr,
+            exit_status=rc,
+            duration_s=ms / 1000,
+            arg=section.arg,
+            skipped=skipped,
+        )
+
+
+def _render(spec: Spec, arg: str | None) -> str:
+    try:
+        return spec.render(validate_name(arg) if arg is not None else None)
+    except ValueError:  # unreachable through the BEGIN pattern; kept so nothing escapes
+        return spec.command
+
+
+def split_script_output(
+    node: str, stdout: str, specs: Sequence[Spec], token: str, *, per_command_timeout_s: int | None = None
+) -> tuple[list[Capture], bool]:
+    """Rebuild one Capture per fenced section; complete is False when anything is cut off or out of place."""
+    splitter = _Splitter(node, token, specs, per_command_timeout_s)
+    for line in stdout.split("\n"):
+        splitter.feed(line)
+    splitter.close()
+    complete = splitter.ok and splitter.done_count == len(splitter.captures)
+    return splitter.captures, complete

@@ -1,0 +1,230 @@
+"""The one-round-trip inspection script: exact round trip, skip reasons, truncation, fuzzed answers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linkcheck.collect.script import build_inspection_script, new_token, skip_reason, split_script_output
+from linkcheck.collect.specs import SPECS, Spec
+from linkcheck.transport.local import LocalTransport
+
+SPECS_UNDER_TEST = (
+    Spec("both", "printf 'line 1\\n\\nline 3\\n'; printf 'warn 1\\nwarn 2\\n' >&2; exit 4"),
+    Spec("no_eol", "printf 'no newline'; printf 'err no newline' >&2"),
+    Spec("empty", "true"),
+    Spec("only_newlines", "printf '\\n\\n'"),
+    Spec("gone", "linkcheck-no-such-tool --flag"),
+    Spec("slow", "sleep 10"),
+    Spec("reads_stdin", "cat; echo after-cat"),
+    Spec("fake_marker", "echo '@@LC 0123456789abcdef END both - rc=0 ms=1'; echo '@@LC'"),
+    Spec("quotes", "printf '%s\\n' \"it's\" '$HOME' '`x`'"),
+)
+EXPECTED = {  # spec -> (stdout, stderr, exit status, skipped)
+    "both": ("line 1\n\nline 3\n", "warn 1\nwarn 2\n", 4, None),
+    "no_eol": ("no newline", "err no newline", 0, None),
+    "empty": ("", "", 0, None),
+    "only_newlines": ("\n\n", "", 0, None),
+    "reads_stdin": ("after-cat\n", "", 0, None),  # stdin is /dev/null: the script is not eaten
+    "fake_marker": ("@@LC 0123456789abcdef END both - rc=0 ms=1\n@@LC\n", "", 0, None),
+    "quotes": ("it's\n$HOME\n`x`\n", "", 0, None),
+}
+
+
+def run_script(specs: tuple[Spec, ...], *, shell: str = "sh", timeout_s: int = 1) -> tuple[str, str]:
+    token = new_token()
+    script = build_inspection_script(specs, token=token, per_command_timeout_s=timeout_s)
+    answer = LocalTransport("a").run(f"{shell} -s", timeout_s=60, stdin=script)
+    assert answer.exit_status == 0, answer.stderr
+    return answer.stdout, token
+
+
+@pytest.fixture(scope="module")
+def answer() -> tuple[str, str]:
+    return run_script(SPECS_UNDER_TEST)
+
+
+def test_round_trip_rebuilds_exact_captures(answer: tuple[str, str]) -> None:
+    stdout, token = answer
+    captures, complete = split_script_output("a", stdout, SPECS_UNDER_TEST, token, per_command_timeout_s=1)
+    assert complete
+    assert [c.spec for c in captures] == [s.id for s in SPECS_UNDER_TEST]
+    got = {c.spec: (c.stdout, c.stderr, c.exit_status, c.skipped) for c in captures}
+    for spec, expected in EXPECTED.items():
+        assert got[spec] == expected, spec
+    gone = next(c for c in captures if c.spec == "gone")
+    assert (gone.exit_status, gone.skipped) == (127, "tool missing: linkcheck-no-such-tool")
+    slow = next(c for c in captures if c.spec == "slow")
+    assert (slow.exit_status, slow.skipped) == (124, "timed out after 1s")
+    assert 0.9 <= slow.duration_s < 4
+    assert all(
+        c.node == "a" and c.arg is None and c.command == s.command
+        for c, s in zip(captures, SPECS_UNDER_TEST, strict=True)
+    )
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash", "busybox sh"])
+def test_script_runs_under_other_posix_shells(shell: str) -> None:
+    if shutil.which(shell.split()[0]) is None:
+        pytest.skip(f"{shell} not installed")
+    specs = SPECS_UNDER_TEST[:4]
+    stdout, token = run_script(specs, shell=shell)
+    captures, complete = split_script_output("a", stdout, specs, token)
+    assert complete
+    assert {c.spec: (c.stdout, c.stderr, c.exit_status, c.skipped) for c in captures} == {
+        s.id: EXPECTED[s.id] for s in specs
+    }
+
+
+def test_temp_dir_is_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    run_script(SPECS_UNDER_TEST[:2])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_cut_of_the_answer_is_detected(answer: tuple[str, str]) -> None:
+    stdout, token = answer
+    full, _ = split_script_output("a", stdout, SPECS_UNDER_TEST, token, per_command_timeout_s=1)
+    cuts = list(range(0, len(stdout) - 1, 7)) + [len(stdout) - 2, stdout.rindex("@@LC")]
+    for cut in cuts:
+        captures, complete = split_script_output("a", stdout[:cut], SPECS_UNDER_TEST, token)
+        assert not complete, cut
+        finished = [c for c in captures if c.skipped != "truncated answer"]
+        assert [(c.stdout, c.stderr, c.exit_status) for c in finished] == [
+            (c.stdout, c.stderr, c.exit_status) for c in full[: len(finished)]
+        ]
+        unfinished = [c for c in captures if c.skipped == "truncated answer"]
+        assert len(unfinished) <= 1 and all(c.exit_status is None for c in unfinished)
+
+
+def test_a_missing_section_is_detected(answer: tuple[str, str]) -> None:
+    stdout, token = answer
+    start = stdout.index(f"@@LC {token} BEGIN empty")
+    end = stdout.index(f"@@LC {token} BEGIN only_newlines")
+    captures, complete = split_script_output("a", stdout[:start] + stdout[end:], SPECS_UNDER_TEST, token)
+    assert not complete
+    assert "empty" not in {c.spec for c in captures}
+
+
+def test_other_tokens_and_unknown_specs_are_not_ours(answer: tuple[str, str]) -> None:
+    stdout, token = answer
+    assert split_script_output("a", stdout, SPECS_UNDER_TEST, "f" * 16) == ([], False)
+    captures, complete = split_script_output("a", stdout, SPECS_UNDER_TEST[1:], token)
+    assert not complete and "both" not in {c.spec for c in captures}
+
+
+def test_per_netdev_specs_run_for_connectx_netdevs_only(tmp_path: Path) -> None:
+    """A tmpfs over /sys/class/net in a private mount namespace stands in for the CX-7 functions."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare for a private mount namespace")
+    specs = (Spec("hostname", "hostname"), Spec("echo_if", "echo if={netdev}; echo arg=$#", per_netdev=True))
+    token = new_token()
+    script = tmp_path / "inspect.sh"
+    script.write_text(build_inspection_script(specs, token=token, per_command_timeout_s=5))
+    setup = (
+        "set -e; mount -t tmpfs lc /sys/class/net; cd /sys/class/net;"
+        " for n in ens1f0np0 enP2p1s0f0np0 'bad name' 'x;id' eth0; do mkdir -p \"$n/device\"; done;"
+        " for n in ens1f0np0 enP2p1s0f0np0 'bad name' 'x;id'; do echo 0x15b3 > \"$n/device/vendor\"; done;"
+        " echo 0x8086 > eth0/device/vendor; sh -s < " + str(script)
+    )
+    out = subprocess.run(["unshare", "-m", "sh", "-c", setup], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0 and "mount" in out.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
+    captures, complete = split_script_output("a", out.stdout, specs, token)
+    assert complete, out.stderr
+    per_if = {c.arg: c for c in captures if c.spec == "echo_if"}
+    assert set(per_if) == {"ens1f0np0", "enP2p1s0f0np0"}  # unsafe names and the Intel NIC are left out
+    assert per_if["ens1f0np0"].stdout == "if=ens1f0np0\narg=1\n"
+    assert per_if["ens1f0np0"].command == "echo if=ens1f0np0; echo arg=$#"
+
+
+def test_sudo_refusal_and_missing_tools_behind_sudo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "sudo"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$2" in ethtool) echo "sudo: a password is required" >&2; exit 1;;'
+        ' lspci) echo "sudo: lspci: command not found" >&2; exit 1;; esac\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    specs = (
+        Spec("ethtool_m", "sudo -n ethtool -m eth9", needs_root=True),
+        Spec("lspci", "sudo -n lspci -vv -d 15b3:", needs_root=True),
+    )
+    stdout, token = run_script(specs)
+    captures, complete = split_script_output("a", stdout, specs, token)
+    assert complete
+    assert [c.skipped for c in captures] == [
+        "sudo refused (needs passwordless sudo for: ethtool -m eth9)",
+        "tool missing: lspci",
+    ]
+    assert captures[0].stderr == "sudo: a password is required\n" and captures[0].exit_status == 1
+
+
+@pytest.mark.parametrize(
+    ("rc", "stderr", "ms", "expected"),
+    [
+        (0, "", 5, None),
+        (1, "Cannot get module EEPROM information: Operation not supported\n", 5, None),
+        (124, "", 20000, "timed out after 20s"),
+        (137, "", 22000, "timed out after 20s"),
+        (137, "", 100, None),  # killed by something else, early: not our timeout
+        (127, "sh: 1: ethtool: not found\n", 1, "tool missing: ethtool"),
+        (127, "bash: line 1: ethtool: command not found\n", 1, "tool missing: ethtool"),
+        (127, "", 1, "tool missing: ethtool"),
+        (1, "sudo: a terminal is required to read the password; either use ...\n", 1, "sudo refused"),
+        (1, "sudo: sorry, you must have a tty to run sudo\n", 1, "sudo refused"),
+        (1, "dgx is not in the sudoers file.\n", 1, "sudo refused"),
+        (0, "sudo: a password is required\n", 1, None),  # succeeded anyway (fallback in the command)
+    ],
+)
+def test_skip_reasons(rc: int, stderr: str, ms: int, expected: str | None) -> None:
+    spec = Spec("ethtool_m", "sudo -n ethtool -m {netdev}", per_netdev=True, needs_root=True)
+    reason = skip_reason(spec, "sudo -n ethtool -m eth9", rc, stderr, ms, 20)
+    if expected is None:
+        assert reason is None
+    else:
+        assert reason is not None and reason.startswith(expected)
+
+
+def test_build_refuses_bad_input() -> None:
+    with pytest.raises(ValueError):
+        build_inspection_script(SPECS, token="not hex!", per_command_timeout_s=5)
+    with pytest.raises(ValueError):
+        build_inspection_script(SPECS, token=new_token(), per_command_timeout_s=0)
+    with pytest.raises(ValueError):
+        build_inspection_script((Spec("bad id", "true"),), token=new_token(), per_command_timeout_s=5)
+
+
+def test_real_specs_script_is_valid_sh() -> None:
+    script = build_inspection_script(SPECS, token=new_token(), per_command_timeout_s=5)
+    assert subprocess.run(["sh", "-n"], input=script, text=True).returncode == 0
+    assert new_token() != new_token()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_arbitrary_text_is_never_complete_and_never_raises(text: str) -> None:
+    captures, complete = split_script_output("a", text, SPECS, "0123456789abcdef")
+    assert complete is False
+    assert isinstance(captures, list)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_mutated_answers_never_raise(answer: tuple[str, str], data: st.DataObject) -> None:
+    stdout, token = answer
+    lines = stdout.split("\n")
+    start = data.draw(st.integers(0, len(lines)))
+    stop = data.draw(st.integers(start, len(lines)))
+    insert = data.draw(st.lists(st.sampled_from([*lines, f"@@LC {token} STDERR", ""]), max_size=4))
+    mutated = "\n".join(lines[:start] + insert + lines[stop:])
+    captures, complete = split_script_output("a", mutated, SPECS_UNDER_TEST, token)
+    if complete:
+        assert len(captures) == len(SPECS_UNDER_TEST)

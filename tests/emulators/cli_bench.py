@@ -1,0 +1,148 @@
+"""Emulated perftest BW tests and nccl-tests binaries for the lab CLI (flags as the real tools take them).
+
+No traffic and no TCP handshake happen here: the numbers come from the node model (perftest_gbps, the
+link state and NCCL_IB_HCA). Device, port and GID checks fail the way perftest fails.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.emulators.bench_nccl import NcclTestsRun, busbw_curve, render_all_gather_perf, render_all_gather_perf_json
+from tests.emulators.bench_perftest import PerftestRun, render_ib_write_bw, render_ib_write_bw_json, version_tuple
+from tests.emulators.derive import auto_gid_index, gid_entry, inet_ntop6, rdma_index_map, roce_mtu
+from tests.emulators.node import Function, Node
+
+Output = tuple[str, str, int]
+_PERFTEST_WITH_ARG = {"-d": "device", "--ib-dev": "device", "-x": "gid", "--gid-index": "gid", "-s": "size",
+                      "--size": "size", "-D": "duration", "--duration": "duration", "-n": "iters", "--iters": "iters",
+                      "-p": "port", "--port": "port", "-i": "ib_port", "--ib-port": "ib_port", "-q": "qp", "--qp": "qp",
+                      "--out_json_file": "json_file"}
+_PERFTEST_FLAGS = {"-F", "--CPU-freq", "--report_gbits", "--out_json", "-V", "--version", "-h", "--help"}
+
+
+def _size(text: str) -> int:
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * mult[text[-1].upper()] if text[-1:].upper() in mult else int(text)
+
+
+def parse_perftest(args: list[str]) -> tuple[dict[str, str], set[str], list[str]] | str:
+    """(options, flags, positionals) or the error text perftest prints for an unknown flag."""
+    opts: dict[str, str] = {}
+    flags: set[str] = set()
+    pos: list[str] = []
+    it = iter(args)
+    for a in it:
+        key, eq, val = a.partition("=")
+        if key in _PERFTEST_WITH_ARG:
+            opts[_PERFTEST_WITH_ARG[key]] = val if eq else next(it, "")
+        elif a in _PERFTEST_FLAGS:
+            flags.add(a)
+        elif a.startswith("-"):
+            return " Invalid Command or flag.\n Please check command line and run again.\n\n"
+        else:
+            pos.append(a)
+    return opts, flags, pos
+
+
+def _remote_gid(node: Node, fn: Function, server: str | None) -> str:
+    if server:
+        try:
+            return f"::ffff:{ipaddress.IPv4Address(server)}"
+        except ValueError:
+            return "::"
+    peer = next((n.dst for n in node.neighbours if n.dev == fn.netdev), None)
+    return f"::ffff:{peer}" if peer else "::"
+
+
+def run_perftest(test: str) -> Callable[[Node, list[str]], Output]:
+    titles = {"ib_write_bw": "RDMA_Write BW Test", "ib_read_bw": "RDMA_Read BW Test", "ib_send_bw": "Send BW Test"}
+
+    def run(node: Node, args: list[str]) -> Output:
+        parsed = parse_perftest(args)
+        if isinstance(parsed, str):
+            return parsed, " Parser function exited with Error\n", 1
+        opts, flags, pos = parsed
+        if flags & {"-V", "--version"}:
+            return f"Version: {node.version('perftest')}\n", "", 1
+        if len(pos) > 1:
+            return " Invalid Command line. Please check command rerun \n", " Parser function exited with Error\n", 1
+        return _perftest_run(node, test, titles[test], opts, flags, pos[0] if pos else None)
+
+    return run
+
+
+def _perftest_run(node: Node, test: str, title: str, opts: dict[str, str], flags: set[str],
+                  server: str | None) -> Output:
+    order = rdma_index_map(node)
+    name = opts.get("device") or min(order, key=lambda d: order[d])
+    try:
+        fn = node.function(name)
+    except KeyError:
+        return "", f"IB device {name} not found\n Unable to find the Infiniband/RoCE device\n", 1
+    if not fn.link_up:
+        return "", " Port number 1 state is Down\n Couldn't get context for the device\n", 1
+    index = int(opts["gid"]) if "gid" in opts else auto_gid_index(fn)
+    if gid_entry(fn, index).type is None:
+        return "", f"Failed to modify QP {0x107 + index} to RTR\n Unable to Connect the HCA's through the link\n", 1
+    run = PerftestRun(
+        role="client" if server else "server", device=fn.rdma_dev, gid_index=index,
+        local_gid=inet_ntop6(gid_entry(fn, index).gid), remote_gid=_remote_gid(node, fn, server),
+        gbps=node.perftest_gbps, mtu_bytes=roce_mtu(fn.mtu)[0], size_bytes=_size(opts.get("size", "65536")),
+        duration_s=int(opts["duration"]) if "duration" in opts else None,
+        iterations=int(opts.get("iters", "5000")), version=node.version("perftest"),
+        report_gbits="--report_gbits" in flags,
+    )
+    stdout, stderr, rc = render_ib_write_bw(run)
+    if test != "ib_write_bw":
+        stdout = stdout.replace("RDMA_Write BW Test", title)
+        if test == "ib_read_bw":
+            stdout = stdout.replace(" Max inline data : 0[B]", " Outstand reads  : 16")
+    if "--out_json" in flags and version_tuple(run.version) >= (6, 20):
+        Path(opts.get("json_file", "perftest_out.json")).write_text(render_ib_write_bw_json(run), encoding="utf-8")
+    return stdout, stderr, rc
+
+
+def _busbw_peak(node: Node) -> float:
+    if os.environ.get("NCCL_IB_DISABLE") == "1" or os.environ.get("NCCL_NET") == "Socket":
+        return 2.04
+    up = sum(1 for f in node.functions if f.link_up)
+    return 23.74 if up >= 2 else 11.9
+
+
+def run_nccl_tests(collective: str) -> Callable[[Node, list[str]], Output]:
+    def run(node: Node, args: list[str]) -> Output:
+        opts: dict[str, str] = {"-b": "32M", "-e": "32M", "-n": "20", "-w": "1"}
+        it = iter(args)
+        for a in it:
+            if a in ("-b", "-e", "-f", "-g", "-n", "-w", "-c", "-J", "-t", "-d", "-o", "-a", "-z", "-G"):
+                opts[a] = next(it, "")
+            elif a in ("-h", "--help") or a.startswith("-"):
+                return f"USAGE: {collective}_perf \n\t[-t,--nthreads <num threads>] \n", "", 0
+        low, high = _size(opts["-b"]), _size(opts["-e"])
+        if low > high:
+            return f"invalid sizes for 'minbytes' and 'maxbytes': {low} > {high}\n", "", 255
+        peer = os.environ.get("LINKCHECK_LAB_PEER", "peer")
+        curve = busbw_curve(_busbw_peak(node), low, high)
+        run = NcclTestsRun(hosts=(node.hostname, peer), curve=curve, iters=int(opts["-n"]), warmup=int(opts["-w"]),
+                           version=node.version("nccl-tests"), nccl_version=node.version("nccl"),
+                           collective=collective)
+        stdout, stderr, rc = render_all_gather_perf(run)
+        if opts.get("-J", "").lower().endswith(".json"):
+            Path(opts["-J"]).write_text(render_all_gather_perf_json(run), encoding="utf-8")
+            stdout = f"# Writing JSON output to {opts['-J']}\n" + stdout
+        return stdout, stderr, rc
+
+    return run
+
+
+TOOLS: dict[str, Callable[[Node, list[str]], Output]] = {
+    "ib_write_bw": run_perftest("ib_write_bw"),
+    "ib_read_bw": run_perftest("ib_read_bw"),
+    "ib_send_bw": run_perftest("ib_send_bw"),
+    "all_gather_perf": run_nccl_tests("all_gather"),
+    "all_reduce_perf": run_nccl_tests("all_reduce"),
+}

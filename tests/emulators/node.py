@@ -1,0 +1,252 @@
+"""The node model the emulators print from: one GB10 node's CX-7 functions, cable, config and logs.
+
+Values are what the hardware and the OS hold, not what a tool prints; the render modules turn them into
+each tool's exact text. Everything round-trips through JSON (`to_json` / `from_json` / `load`) so a lab
+node can read its model from the file named by LINKCHECK_LAB_NODE.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+GID_TYPE_V1 = "IB/RoCE v1"
+GID_TYPE_V2 = "RoCE v2"
+
+
+@dataclass(frozen=True)
+class GidSlot:
+    """One GID table entry; type and ndev None = an empty slot (zero GID, EINVAL on its attributes)."""
+
+    index: int
+    gid: str  # 8 groups of 4 lower-case hex digits, as sysfs prints it
+    type: str | None = None
+    ndev: str | None = None
+
+
+@dataclass(frozen=True)
+class Function:
+    """One ConnectX-7 PCIe function: netdev + RDMA device + PCIe link."""
+
+    bdf: str
+    netdev: str
+    rdma_dev: str
+    cage: str  # phys_port_name: p0 / p1
+    mac: str
+    mtu: int = 1500
+    carrier: bool = False
+    admin_up: bool = True
+    ipv4: tuple[str, ...] = ()  # CIDRs
+    ipv6: tuple[str, ...] = ()  # global IPv6 CIDRs; each adds a v1 and a v2 GID
+    speed_mbps: int = 200000  # what ethtool/sysfs report while the link is up
+    pcie_speed_gts: float = 32.0
+    pcie_width: int = 4
+    pcie_cap_width: int = 4
+    node_guid: str | None = None  # None: derived from the MAC (03:00 inserted after the OUI)
+    gid_slots: tuple[GidSlot, ...] | None = None  # None: derived from MAC and addresses, mlx5 order
+    carrier_changes: int = 2
+    port_xmit_data: int = 0  # RDMA port counters, units of 4 bytes
+    port_rcv_data: int = 0
+    link_downed: int = 0
+    fw_ver: str = "28.45.4028"
+
+    @property
+    def link_up(self) -> bool:
+        return self.admin_up and self.carrier
+
+    @property
+    def operstate(self) -> str:
+        return "up" if self.link_up else "down"
+
+    @property
+    def domain(self) -> str:
+        return self.bdf.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class Cable:
+    """The QSFP module's EEPROM identity (what `ethtool -m` decodes)."""
+
+    identifier_code: int = 0x11  # 0x11 SFF-8636 (QSFP28), 0x1e CMIS (QSFP112)
+    vendor_name: str = "Amphenol"
+    vendor_oui: str = "78:a7:14"
+    vendor_pn: str = "NJAAKK-N911"
+    vendor_sn: str = "APF25090012345"
+    vendor_rev: str = "B"
+    length_m: float = 0.4
+    date_code: str = "250312"
+
+
+@dataclass(frozen=True)
+class Route:
+    """One IPv4 route as `ip -j route show` prints it."""
+
+    dst: str
+    dev: str
+    protocol: str = "kernel"
+    scope: str | None = "link"
+    prefsrc: str | None = None
+    gateway: str | None = None
+    metric: int | None = None
+    linkdown: bool = False
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """One neighbour (ARP) entry."""
+
+    dst: str
+    dev: str
+    lladdr: str
+    state: str = "REACHABLE"
+
+
+@dataclass(frozen=True)
+class NetplanFile:
+    """A netplan YAML file as written on disk."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class DmesgLine:
+    time_s: float
+    text: str
+
+
+@dataclass(frozen=True)
+class MgmtNic:
+    """The RJ45 management NIC (Realtek on GB10): bootstrap/OOB interface, never the data path."""
+
+    name: str = "enP7s7"
+    mac: str = "3c:6d:66:cc:b3:b5"
+    ipv4: str = "10.20.0.21/24"
+    gateway: str = "10.20.0.1"
+    bdf: str = "0007:01:00.0"
+    speed_mbps: int = 10000
+
+
+DEFAULT_VERSIONS: dict[str, str] = {
+    "ethtool": "6.7",
+    "iproute2": "6.1.0",
+    "rdma-core": "50.0",
+    "perftest": "6.22",
+    "nccl": "2.28.9",
+    "nccl-tests": "2.17.6",
+    "pciutils": "3.10.0",
+    "cuda": "13.0",
+}
+
+UBUNTU_2404_OS_RELEASE = """PRETTY_NAME="Ubuntu 24.04.3 LTS"
+NAME="Ubuntu"
+VERSION_ID="24.04"
+VERSION="24.04.3 LTS (Noble Numbat)"
+VERSION_CODENAME=noble
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=noble
+LOGO=ubuntu-logo
+"""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One GB10 node as the emulated tools see it."""
+
+    hostname: str
+    functions: tuple[Function, ...]
+    cabled_cage: str | None = "p1"
+    cable: Cable | None = field(default_factory=Cable)
+    versions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_VERSIONS))
+    nccl_env: dict[str, str] = field(default_factory=dict)
+    nccl_conf: str | None = None  # /etc/nccl.conf text; None: the file does not exist
+    nccl_conf_user: str | None = None  # ~/.nccl.conf text
+    netplan_files: tuple[NetplanFile, ...] = ()
+    routes: tuple[Route, ...] | None = None  # None: derived (connected + default via the management NIC)
+    neighbours: tuple[Neighbour, ...] = ()
+    arp_ignore: int = 1  # DGX OS defaults (20-nvidia-defaults.conf)
+    arp_announce: int = 2
+    dmesg: tuple[DmesgLine, ...] = ()
+    dmesg_restrict: bool = True  # Ubuntu: plain `dmesg` fails for a user, `sudo -n dmesg` is needed
+    uptime_s: float = 86400.0
+    mem_total_kib: int = 128452780
+    mem_available_kib: int = 119823544
+    missing_tools: frozenset[str] = frozenset()
+    sudo_ok: bool = True
+    os_release: str = UBUNTU_2404_OS_RELEASE
+    kernel_release: str = "6.17.0-1008-nvidia"
+    user: str = "nvidia"
+    mgmt: MgmtNic = field(default_factory=MgmtNic)
+    perftest_gbps: float = 109.0  # what an emulated ib_write_bw reports on one path (lab CLI)
+
+    def function(self, name: str) -> Function:
+        """The function whose netdev, RDMA device or BDF is `name`; KeyError if none."""
+        for f in self.functions:
+            if name in (f.netdev, f.rdma_dev, f.bdf):
+                return f
+        raise KeyError(name)
+
+    @property
+    def home(self) -> str:
+        return "/root" if self.user == "root" else f"/home/{self.user}"
+
+    def version(self, tool: str) -> str:
+        return self.versions.get(tool, DEFAULT_VERSIONS.get(tool, ""))
+
+    # JSON ------------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["missing_tools"] = sorted(self.missing_tools)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, data: str | dict[str, Any]) -> Node:
+        """Build a node from a JSON text or the dict `to_dict` made."""
+        raw: dict[str, Any] = json.loads(data) if isinstance(data, str) else dict(data)
+        return _node_from_dict(raw)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Node:
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _function_from_dict(d: dict[str, Any]) -> Function:
+    d = dict(d)
+    slots = d.get("gid_slots")
+    d["gid_slots"] = None if slots is None else tuple(GidSlot(**s) for s in slots)
+    d["ipv4"] = tuple(d.get("ipv4", ()))
+    d["ipv6"] = tuple(d.get("ipv6", ()))
+    return Function(**d)
+
+
+def _node_from_dict(d: dict[str, Any]) -> Node:
+    d = dict(d)
+    d["functions"] = tuple(_function_from_dict(f) for f in d["functions"])
+    d["cable"] = None if d.get("cable") is None else Cable(**d["cable"])
+    d["netplan_files"] = tuple(NetplanFile(**f) for f in d.get("netplan_files", ()))
+    routes = d.get("routes")
+    d["routes"] = None if routes is None else tuple(Route(**r) for r in routes)
+    d["neighbours"] = tuple(Neighbour(**n) for n in d.get("neighbours", ()))
+    d["dmesg"] = tuple(DmesgLine(**m) for m in d.get("dmesg", ()))
+    d["missing_tools"] = frozenset(d.get("missing_tools", ()))
+    if "mgmt" in d:
+        d["mgmt"] = MgmtNic(**d["mgmt"])
+    return Node(**d)
+
+
+def materialise_sysfs(node: Node, root_dir: str | Path) -> None:
+    """Write the node's sysfs trees under `root_dir` (see render_sysfs.materialise_sysfs)."""
+    from tests.emulators.render_sysfs import materialise_sysfs as _materialise
+
+    _materialise(node, Path(root_dir))

@@ -1,0 +1,172 @@
+"""Named two-node scenarios: a healthy GB10 pair and one per trap, with the findings each must raise.
+
+Numbers are the published GB10 ones (spark-link.md §5): ~98 + ~98 Gb/s for both twins at once, ~109 Gb/s
+for one twin alone, busbw ~23.7 GB/s; 13.3 Gb/s per path after a hot-plug; ~48 Gb/s per flow when both
+flows share one PCIe x4 link. `scenario_captures` / `scenario_bench_captures` turn them into Captures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tests.emulators.bench import BenchArtifact, nccl_artifacts, rdma_artifacts
+from tests.emulators.build import (
+    NM_ALL_PATH,
+    NM_ALL_TEXT,
+    Addrs,
+    boot_dmesg,
+    gb10_node,
+    hotplug_dmesg,
+    paired,
+    with_function,
+)
+from tests.emulators.captures import scenario_bench_captures, scenario_captures
+from tests.emulators.derive import fe80_gid, ipv4_gid
+from tests.emulators.node import GID_TYPE_V1, GID_TYPE_V2, Cable, GidSlot, NetplanFile, Node
+
+__all__ = ["SCENARIOS", "Scenario", "scenario_captures", "scenario_bench_captures"]
+
+P1, P1_2 = "enp1s0f1np1", "enP2p1s0f1np1"
+MAC_A, MAC_B = "3c:6d:66:cc:b3:b6", "3c:6d:66:cc:c1:0e"
+HCA_ENV = {"NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1", "NCCL_SOCKET_IFNAME": "enP7s7"}
+JUMBO = {P1: 9000, P1_2: 9000}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Two nodes, their benchmark outputs and the rule ids that must warn or fail (nothing else may)."""
+
+    name: str
+    description: str
+    node_a: Node
+    node_b: Node
+    bench: tuple[BenchArtifact, ...]
+    expected_findings: dict[str, str]
+
+
+def _pair(addr_a: Addrs, addr_b: Addrs, *,
+          mtu_b: dict[str, int] | None = None, netplan_mtu_b: dict[str, int] | None = None,
+          cable: Cable | None = None, extra_netplan: tuple[NetplanFile, ...] = ()) -> tuple[Node, Node]:
+    a = gb10_node("dgx-spark-1", MAC_A, addrs=addr_a, mtu=JUMBO, cable=cable, extra_netplan=extra_netplan)
+    b = gb10_node("dgx-spark-2", MAC_B, addrs=addr_b, mtu=mtu_b or JUMBO, cable=cable, mgmt_ip="10.20.0.22/24",
+                  netplan_mtu=netplan_mtu_b, extra_netplan=extra_netplan)
+    return paired(replace(a, nccl_env=dict(HCA_ENV)), replace(b, nccl_env=dict(HCA_ENV)))
+
+
+def _two_subnets() -> tuple[Node, Node]:
+    """NVIDIA's current layout: one cable in cage p1, one /24 per twin."""
+    return _pair({P1: ("192.168.100.10/24",), P1_2: ("192.168.101.10/24",)},
+                 {P1: ("192.168.100.11/24",), P1_2: ("192.168.101.11/24",)})
+
+
+def _rdma(a: Node, b: Node, alone: tuple[float, float], concurrent: tuple[float, float], *,
+          report_gbits: bool = True) -> list[BenchArtifact]:
+    """Each twin path alone, then both at once; both directions (a little jitter between directions)."""
+    out = rdma_artifacts(a, b, [(P1, P1, alone[0], round(alone[0] - 0.21, 2))], "alone", report_gbits=report_gbits)
+    out += rdma_artifacts(a, b, [(P1_2, P1_2, alone[1], round(alone[1] + 0.17, 2))], "alone",
+                          report_gbits=report_gbits)
+    out += rdma_artifacts(a, b, [(P1, P1, concurrent[0], round(concurrent[0] + 0.03, 2)),
+                                 (P1_2, P1_2, concurrent[1], round(concurrent[1] - 0.05, 2))], "concurrent",
+                          report_gbits=report_gbits)
+    return out
+
+
+def healthy() -> Scenario:
+    a, b = _two_subnets()
+    bench = _rdma(a, b, (109.29, 108.94), (98.03, 98.04)) + nccl_artifacts(a, b, 23.74)
+    return Scenario("healthy", "One Amphenol NJAAKK-N911 in cage p1 of both nodes, twins on 192.168.100/24 and "
+                    "192.168.101/24, MTU 9000, GID index 3 everywhere, NCCL_IB_HCA on both twins, no GID pin.",
+                    a, b, tuple(bench), {})
+
+
+def gid_stale() -> Scenario:
+    a, b = _two_subnets()
+    fn = b.function(P1_2)
+    v4 = ipv4_gid("192.168.101.11")
+    slots = (GidSlot(0, fe80_gid(fn.mac), GID_TYPE_V1, P1_2), GidSlot(1, fe80_gid(fn.mac), GID_TYPE_V2, P1_2),
+             GidSlot(2, v4, GID_TYPE_V1, P1_2), GidSlot(4, v4, GID_TYPE_V2, P1_2))
+    b = with_function(b, P1_2, gid_slots=slots)
+    conf = "NCCL_IB_GID_INDEX=3\n"
+    a, b = replace(a, nccl_conf=conf), replace(b, nccl_conf=conf, uptime_s=1843.27)
+    return Scenario("gid-stale", "After a reboot node b's roceP2p1s0f1 holds its IPv4 RoCE v2 GID at index 4 "
+                    "(index 3 is a hole) while /etc/nccl.conf pins NCCL_IB_GID_INDEX=3 on both nodes.",
+                    a, b, (), {"GID_INDEX_STALE": "fail", "GID_INDEX_DIFFERS": "warn"})
+
+
+def hotplug_degraded() -> Scenario:
+    a, b = _two_subnets()
+    fns = a.functions
+    log = (*boot_dmesg(fns, None), *hotplug_dmesg(fns, "p1", 3600.41))
+    a = replace(a, dmesg=tuple(log), uptime_s=7212.55)
+    a = with_function(with_function(a, P1, carrier_changes=4), P1_2, carrier_changes=4)
+    bench = _rdma(a, b, (13.31, 13.27), (13.33, 13.23))
+    return Scenario("hotplug-degraded", "Node a booted without the cable; it was plugged in ~1 h later "
+                    "(cx7-pcie-hotplug). Everything reads healthy but each path runs ~13 Gb/s.",
+                    a, b, tuple(bench), {"LINK_HOTPLUG_DEGRADED": "fail"})
+
+
+def single_pcie_path() -> Scenario:
+    a, b = _two_subnets()
+    wrong_mac = a.function(P1).mac
+    neigh = tuple(replace(n, lladdr=wrong_mac) if n.dst == "192.168.101.10" else n for n in b.neighbours)
+    b = replace(b, neighbours=neigh)
+    a, b = (replace(n, versions={**n.versions, "perftest": "6.06"}) for n in (a, b))
+    bench = _rdma(a, b, (98.02, 97.96), (48.1, 47.2), report_gbits=False)
+    return Scenario("single-pcie-path", "Config correct at the IP level, but node b resolved node a's "
+                    "192.168.101.10 to the MAC of a's enp1s0f1np1 (the other twin): both flows land on one x4 "
+                    "link. perftest 6.06 (MB/sec units, no --report_gbits).",
+                    a, b, tuple(bench), {"SINGLE_PCIE_PATH": "fail"})
+
+
+def twins_same_subnet() -> Scenario:
+    nm = (NetplanFile(NM_ALL_PATH, NM_ALL_TEXT),)
+    a, b = _pair({P1: ("192.168.100.10/24",), P1_2: ("192.168.100.14/24",)},
+                 {P1: ("192.168.100.11/24",), P1_2: ("192.168.100.15/24",)}, extra_netplan=nm)
+    bench = _rdma(a, b, (108.87, 109.05), (97.12, 96.41))
+    return Scenario("twins-same-subnet", "NVIDIA's Dec-2025 layout: both twins of cage p1 in one /24 (two "
+                    "connected routes for the subnet). RoCE resolved each peer twin on its own netdev and the "
+                    "two-rail test passed, so only the layout warning remains.",
+                    a, b, tuple(bench), {"TWINS_SAME_SUBNET": "warn"})
+
+
+def mtu_mismatch() -> Scenario:
+    addr_a = {P1: ("192.168.100.10/24",), P1_2: ("192.168.101.10/24",)}
+    addr_b = {P1: ("192.168.100.11/24",), P1_2: ("192.168.101.11/24",)}
+    a, b = _pair(addr_a, addr_b, mtu_b={P1: 9000, P1_2: 1500}, netplan_mtu_b={P1: 9000})
+    b = replace(b, uptime_s=962.4)
+    return Scenario("mtu-mismatch", "After a firmware-update reboot node b's enP2p1s0f1np1 is back at MTU 1500 "
+                    "(its 9000 was only ever set live; the netplan file sets it on enp1s0f1np1 only) while node "
+                    "a's twin runs 9000.", a, b, (), {"MTU_MISMATCH": "fail"})
+
+
+def nccl_socket_fallback() -> Scenario:
+    a, b = _two_subnets()
+    bench = _rdma(a, b, (109.12, 109.33), (98.01, 97.95)) + nccl_artifacts(a, b, 2.04, transport="Socket")
+    return Scenario("nccl-socket-fallback", "RDMA is healthy, but NCCL ran without the IB transport (e.g. a "
+                    "container without /dev/infiniband): NET/IB found no device and NCCL used sockets on enP7s7.",
+                    a, b, tuple(bench), {"NCCL_SOCKET_FALLBACK": "fail", "NCCL_BUSBW_LOW": "fail"})
+
+
+def unapproved_cable() -> Scenario:
+    cable = Cable(identifier_code=0x11, vendor_name="FS", vendor_oui="64:9d:99", vendor_pn="QSFP-100G-CU1M",
+                  vendor_sn="F2240812345", vendor_rev="A", length_m=1.0, date_code="240815")
+    a, b = _pair({P1: ("192.168.100.10/24",), P1_2: ("192.168.101.10/24",)},
+                 {P1: ("192.168.100.11/24",), P1_2: ("192.168.101.11/24",)}, cable=cable)
+    return Scenario("unapproved-cable", "A generic 100G DAC (SFF-8636, Vendor PN QSFP-100G-CU1M) that is not on "
+                    "NVIDIA's list, although the link came up at 200000 Mb/s.",
+                    a, b, (), {"CABLE_NOT_APPROVED": "warn"})
+
+
+def degraded_collection() -> Scenario:
+    a, b = _two_subnets()
+    missing = frozenset({"ibv_devinfo", "ibstat", "show_gids", "ibdev2netdev", "rdma"})
+    b = replace(b, sudo_ok=False, missing_tools=missing)
+    return Scenario("degraded-collection", "Node b refuses sudo without a password (lspci, ethtool -m, netplan "
+                    "files and dmesg fail) and has no rdma-core/MLNX tools; node a is healthy. The verdict must "
+                    "be inconclusive.", a, b, (), {})
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
+                        mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection())
+}

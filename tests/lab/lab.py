@@ -1,0 +1,290 @@
+"""A lab of two (up to eight) GB10-like nodes in network namespaces, reachable by real SSH.
+
+`with Lab(specs, workdir) as lab:` brings every node up (namespaces, veths, mounts, sshd) and tears
+everything down on exit, also on exceptions and Ctrl-C. Files for the SSH client: `lab.ssh_config`,
+`lab.known_hosts`, `lab.client_key`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from tests.lab import mgmt, netns, rootfs, sshd
+from tests.lab.errors import LabError
+from tests.lab.node import SSH_PORT, LabNode
+from tests.lab.spec import LabNodeSpec, validate_specs
+from tests.lab.state import LabState, teardown
+from tests.lab.wiring import wire_data_links
+
+_COUNTER = itertools.count()
+_SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+-]*$")
+
+
+class Lab:
+    """Bring-up, fault hooks and teardown of one lab instance (namespaces named lc-<pid>-<n>-<node>)."""
+
+    def __init__(
+        self,
+        nodes: Sequence[LabNodeSpec],
+        workdir: Path,
+        *,
+        ready_timeout_s: float = 15.0,
+        keep_files: bool = False,
+    ) -> None:
+        validate_specs(nodes)
+        self.specs = list(nodes)
+        self.workdir = Path(workdir).resolve()
+        if not _SAFE_PATH_RE.match(str(self.workdir)):
+            # The path ends up in sshd_config, overlay mount options and shell scripts.
+            raise LabError(f"work directory {self.workdir} must match {_SAFE_PATH_RE.pattern}")
+        self.ready_timeout_s = ready_timeout_s
+        serial = next(_COUNTER)
+        self.lab_id = f"lc-{os.getpid()}-{serial}"
+        # Host-side interface names must be unique among concurrent labs and fit in 15 characters.
+        self._host_tag = f"{os.getpid() % 100000:05d}{serial % 10}"
+        self.state = LabState(lab_id=self.lab_id, workdir=str(self.workdir), keep_files=keep_files)
+        self.state.created_workdir = not self.workdir.exists()  # then teardown removes it too
+        self.nodes: dict[str, LabNode] = {}
+        self.ssh_config = self.workdir / "ssh_config"
+        self.known_hosts = self.workdir / "known_hosts"
+        self.client_key = self.workdir / "client_ed25519"
+
+    # -- context manager -------------------------------------------------------------------------
+    def __enter__(self) -> Lab:
+        self.up()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.down()
+
+    # -- bring-up ----------------------------------------------------------------------------------
+    def up(self) -> None:
+        """Create every node; on any failure (or Ctrl-C) remove what was created, then re-raise."""
+        if self.nodes or self.state.netns:
+            raise LabError(f"lab {self.lab_id} is already up (or was not torn down); make a new Lab")
+        try:
+            self._up()
+        except BaseException as exc:
+            try:
+                self.down()
+            except LabError as td:
+                raise td from exc
+            raise
+
+    def _up(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.state.save()
+        self._track(self.client_key, self.client_key.with_name(self.client_key.name + ".pub"))
+        client_pub = sshd.keygen(self.client_key, f"linkcheck-lab-client@{self.lab_id}")
+        authorized = self._track(self.workdir / "authorized_keys")
+        authorized.write_text(client_pub + "\n", encoding="ascii")
+        for spec in self.specs:
+            self.state.netns.append(f"{self.lab_id}-{spec.name}")
+            self.state.save()
+            netns.add_netns(f"{self.lab_id}-{spec.name}")
+        with mgmt.allocation_lock():
+            pairs = mgmt.free_pairs(len(self.specs))
+            for spec, (host_ip, node_ip) in zip(self.specs, pairs, strict=True):
+                self.nodes[spec.name] = self._prepare_node(spec, host_ip, node_ip, authorized)
+        wire_data_links(self.lab_id, self.nodes, self.state)
+        for node in self.nodes.values():
+            node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
+            node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
+        self._write_client_files()
+        self._save_nodes()
+
+    def _prepare_node(self, spec: LabNodeSpec, host_ip: str, node_ip: str, authorized: Path) -> LabNode:
+        node_dir = self._track(self.workdir / "nodes" / spec.name)
+        self._track(self.workdir / "nodes")
+        (node_dir / "ssh").mkdir(parents=True, exist_ok=True)
+        model_json = rootfs.write_model(spec, node_dir)
+        node = LabNode(
+            spec=spec,
+            netns=f"{self.lab_id}-{spec.name}",
+            node_dir=node_dir,
+            mgmt_if=f"lcm-{spec.name}",
+            host_if=f"lch{self._host_tag}{spec.name}",
+            mgmt_ip=node_ip,
+            host_ip=host_ip,
+            bin_dir=node_dir / "bin",
+            model_json=model_json,
+        )
+        self.state.host_links.append(node.host_if)
+        self.state.save()
+        mgmt.add_mgmt_link(node)
+        rootfs.write_bin(spec, node.bin_dir, model_json)
+        stage = node_dir / "stage"
+        rootfs.stage_sysfs(spec, stage, model_json)
+        netplan = rootfs.stage_netplan(spec, stage, model_json)
+        rootfs.write_boot_script(spec, node_dir, stage, netplan)
+        key = node_dir / "ssh" / "ssh_host_ed25519_key"
+        node.host_pub = sshd.keygen(key, f"root@{spec.host_name}")
+        node.sshd_config_path.write_text(
+            sshd.sshd_config(
+                listen=node_ip,
+                port=SSH_PORT,
+                host_key=key,
+                pid_file=node_dir / "ssh" / "sshd.pid",
+                authorized_keys=authorized,
+                session_path=node.session_path,
+            ),
+            encoding="utf-8",
+        )
+        return node
+
+    def _write_client_files(self) -> None:
+        self._track(self.known_hosts, self.ssh_config)
+        hosts = {n.name: (n.mgmt_ip, SSH_PORT, n.host_pub) for n in self.nodes.values()}
+        self.known_hosts.write_text(sshd.known_hosts_lines(hosts), encoding="ascii")
+        self.ssh_config.write_text(
+            sshd.ssh_config(
+                {n.name: (n.mgmt_ip, SSH_PORT) for n in self.nodes.values()},
+                identity=self.client_key,
+                known_hosts=self.known_hosts,
+            ),
+            encoding="utf-8",
+        )
+
+    def _save_nodes(self) -> None:
+        self.state.nodes = {
+            n.name: {
+                "netns": n.netns,
+                "mgmt_ip": n.mgmt_ip,
+                "host_if": n.host_if,
+                "mgmt_if": n.mgmt_if,
+                "holder_pid": n.holder.pid if n.holder else None,
+                "sshd_pid": n.sshd.pid if n.sshd else None,
+                "model": str(n.model_json) if n.model_json else None,
+                "bin": str(n.bin_dir),
+            }
+            for n in self.nodes.values()
+        }
+        self.state.save()
+
+    def _track(self, *paths: Path) -> Path:
+        for p in paths:
+            if str(p) not in self.state.files:
+                self.state.files.append(str(p))
+        return paths[0]
+
+    # -- teardown ------------------------------------------------------------------------------------
+    def down(self) -> None:
+        """Stop every process by PID, delete namespaces, veths and files; safe to call twice."""
+        with _sigint_deferred():
+            problems = teardown(self.state)
+        for node in self.nodes.values():
+            node.holder = node.sshd = None
+        if problems:
+            raise LabError("lab teardown left: " + "; ".join(problems))
+
+    # -- use and fault hooks -----------------------------------------------------------------------
+    def node(self, name: str) -> LabNode:
+        """The running node called `name`."""
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise LabError(f"no node {name!r} in this lab (nodes: {sorted(self.nodes)})") from None
+
+    def ssh_argv(self, name: str, command: str) -> list[str]:
+        """argv for the real OpenSSH client running `command` on a node through the lab's ssh_config."""
+        self.node(name)
+        return ["ssh", "-F", str(self.ssh_config), name, command]
+
+    def ssh(self, name: str, command: str, *, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+        """Run `command` on a node over real SSH and return its output."""
+        return subprocess.run(
+            self.ssh_argv(name, command),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def exec(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        timeout: float = 20.0,
+        input_text: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run argv inside a node's namespaces (without SSH), with the session PATH."""
+        return self.node(name).run(argv, timeout=timeout, input_text=input_text, env=env)
+
+    def spawn(self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+        """Start a background command in a node; it is killed by PID at teardown at the latest."""
+        return self.node(name).spawn(self.state, argv, env)
+
+    def pids(self, name: str) -> list[int]:
+        """PIDs of every process in the node's network namespace (holder and sshd included)."""
+        return netns.netns_pids(self.node(name).netns)
+
+    def stop_sshd(self, name: str) -> None:
+        """Stop a node's sshd by PID: new connections are refused."""
+        self.node(name).stop_sshd(self.state)
+        self._save_nodes()
+
+    def start_sshd(self, name: str) -> None:
+        """Start a node's sshd again (after stop_sshd or replace_host_key)."""
+        node = self.node(name)
+        if node.sshd is None:
+            node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
+            self._save_nodes()
+
+    def freeze_sshd(self, name: str, frozen: bool = True) -> None:
+        """SIGSTOP (or SIGCONT) a node's sshd: TCP connects succeed, the SSH banner never comes."""
+        rec = self.node(name).sshd
+        if rec is None or not netns.alive(rec.pid, rec.start):
+            raise LabError(f"node {name}: sshd is not running")
+        os.kill(rec.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
+    def set_reachable(self, name: str, reachable: bool) -> None:
+        """Take the node side of the management veth down (SSH connects then time out) or up again."""
+        node = self.node(name)
+        netns.run([netns.IP, "-n", node.netns, "link", "set", "dev", node.mgmt_if, "up" if reachable else "down"])
+
+    def replace_host_key(self, name: str) -> str:
+        """Give a node a new host key and restart its sshd; known_hosts keeps the old one (changed key)."""
+        node = self.node(name)
+        node.stop_sshd(self.state)
+        node.host_pub = sshd.keygen(node.node_dir / "ssh" / "ssh_host_ed25519_key", f"root@{node.spec.host_name}")
+        node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
+        self._save_nodes()
+        return node.host_pub
+
+    def namespaces(self) -> list[str]:
+        """Names of this lab's network namespaces (also the sink one, if data links needed it)."""
+        return list(self.state.netns)
+
+    def host_links(self) -> list[str]:
+        """Names of this lab's interfaces in the root namespace."""
+        return list(self.state.host_links)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C while tearing down (a second Ctrl-C must not leave namespaces behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt

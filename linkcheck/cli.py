@@ -70,6 +70,90 @@ def _emit(outcome: object, fmt: Format, show_all: bool) -> None:
         print_report(outcome, Console(), show_all=show_all)
 
 
+NodeOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--node", "-n", help="a=[user@]host[:port] or b=...; overrides linkcheck.yaml (repeatable)."),
+]
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (default ./linkcheck.yaml).")]  # noqa: UP045
+AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys",
+                                         help="Trust and record unknown host keys (never a changed one).")]
+SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Bundle folder (default linkcheck-<timestamp>).")]  # noqa: UP045
+AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, IPs, MACs, GUIDs and serials.")]
+
+
+def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> object:
+    from dataclasses import replace
+
+    from linkcheck.config import resolve_config
+
+    resolved = resolve_config(config, node or [])
+    accept = accept or resolved.ssh.accept_new_host_keys
+    return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
+
+
+def _node_errors(errors: dict[str, str]) -> None:
+    for error in errors.values():
+        typer.echo(f"linkcheck: {error}", err=True)
+
+
+@app.command()
+def check(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show passed findings.")] = False,
+) -> None:
+    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
+    from linkcheck.config import Config
+    from linkcheck.live import run_live
+
+    cfg = _live_config(config, node, accept_new_host_keys)
+    assert isinstance(cfg, Config)
+    result = run_live(cfg, save, anonymize=anonymize, diagnose=True)
+    assert result.outcome is not None
+    _node_errors(result.outcome.bundle.collection_errors)
+    _emit(result.outcome, fmt, show_all)
+    typer.echo(f"bundle saved to {result.saved}", err=True)
+    raise typer.Exit(int(result.outcome.diagnosis.exit_code))
+
+
+@app.command()
+def collect(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False,
+) -> None:
+    """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
+    from linkcheck.collect.bundle import load_bundle
+    from linkcheck.config import Config
+    from linkcheck.live import run_live
+
+    cfg = _live_config(config, node, accept_new_host_keys)
+    assert isinstance(cfg, Config)
+    result = run_live(cfg, save, anonymize=anonymize, diagnose=False)
+    errors = load_bundle(result.saved).collection_errors
+    _node_errors(errors)
+    typer.echo(f"bundle saved to {result.saved}", err=True)
+    raise typer.Exit(int(ExitCode.INCONCLUSIVE) if errors else 0)
+
+
+@app.command()
+def init(
+    node: NodeOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = Path("linkcheck.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    accept_new_host_keys: AcceptOpt = False,
+) -> None:
+    """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
+    from linkcheck.config import Config
+    from linkcheck.init_config import write_initial_config
+
+    cfg = _live_config(None, node, accept_new_host_keys)
+    assert isinstance(cfg, Config)
+    link = write_initial_config(cfg, output, force=force)
+    typer.echo(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
+               f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
+
+
 def _parse_help() -> str:
     from linkcheck.parsers import PARSERS
 
@@ -132,9 +216,19 @@ def _click_usage(exc: BaseException) -> int | None:
     return None
 
 
+def _quiet_libraries(debug: bool) -> None:
+    """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed."""
+    import logging
+
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
+    if not debug:
+        logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
+
+
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
     debug = "--debug" in sys.argv[1:]
+    _quiet_libraries(debug)
     try:
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)

@@ -132,5 +132,5 @@ def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str,
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(run_rule(rule, link))
-    notes = tuple(f"node {n}: {e}" for n, e in sorted((collection_errors or {}).items()))
+    notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors)), notes)

@@ -269,3 +269,18 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
             seen[rule.id] = rule.source
             rules.append(rule)
     return rules
+
+
+def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], source: str) -> list[Rule]:
+    """Rules with the user's threshold values; unknown rule ids or threshold names are errors."""
+    from dataclasses import replace
+
+    by_id = {r.id: r for r in rules}
+    for rule_id, values in overrides.items():
+        if rule_id not in by_id:
+            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}")
+        unknown = sorted(set(values) - set(by_id[rule_id].thresholds))
+        if unknown:
+            raise PlaybookError(source, f"rule {rule_id} has no threshold '{unknown[0]}' "
+                                f"(it has: {', '.join(sorted(by_id[rule_id].thresholds)) or 'none'})")
+    return [replace(r, thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]

@@ -58,9 +58,11 @@ def attach_rdma(b: _Builder) -> None:
     """Fill rdma_dev, rdma_state, gid_index and gid_holes of every function of the node."""
     from linkcheck.parsers.gids import holes, resolve_roce_v2_ipv4_index
 
+    if not b.functions:
+        return  # no ConnectX-7 at all: LINK_DOWN says so; RDMA facts have nothing to describe
     ib = b.src.get("sysfs_infiniband", kind="sysfs")
     mapping = _device_map(b, ib)
-    if not mapping and b.functions:
+    if not mapping:
         b.missing("rdma", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("rdma_link")]))
         return
     for netdev, (dev, state) in mapping.items():

@@ -1,0 +1,179 @@
+"""linkcheck.yaml and --node options: which two nodes, how to reach them, and local rule tuning.
+
+Validated strictly like playbooks: an unknown key or a wrong type names file:line and what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from linkcheck.diagnose.yaml_lines import line_of, load_with_lines
+from linkcheck.errors import ConfigError
+from linkcheck.transport.base import NodeTarget, parse_target
+
+DEFAULT_PATH = Path("linkcheck.yaml")
+TOP_KEYS = {"version", "nodes", "ssh", "link", "playbooks", "thresholds"}
+NODE_KEYS = {"target", "identity_file"}
+SSH_KEYS = {"known_hosts", "config", "connect_timeout_s", "command_timeout_s", "inspection_timeout_s",
+            "accept_new_host_keys"}
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """How to reach the nodes; strict host keys unless the user opts in."""
+
+    known_hosts: Path | None = None
+    config: Path | None = None
+    connect_timeout_s: float = 10.0
+    command_timeout_s: int = 20
+    inspection_timeout_s: float = 90.0
+    accept_new_host_keys: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    """The resolved configuration of one run."""
+
+    nodes: dict[str, NodeTarget]
+    ssh: SshOptions = field(default_factory=SshOptions)
+    expected_paths: tuple[tuple[str, str], ...] = ()
+    playbooks: tuple[Path, ...] = ()
+    thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str | None = None
+
+
+class _Reader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, reason: str, node: Any = None, key: str | None = None) -> ConfigError:
+        return ConfigError(self.path, reason, line=line_of(node, key))
+
+    def mapping(self, data: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(f"'{key}' must be a mapping", data, key)
+        unknown = sorted(set(value) - allowed) if allowed else []
+        if unknown:
+            raise self.fail(f"unknown key '{unknown[0]}' under '{key}' (expected: {', '.join(sorted(allowed))})",
+                            value, unknown[0])
+        return value
+
+    def number(self, data: dict[str, Any], key: str, default: float) -> float:
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise self.fail(f"'{key}' must be a positive number of seconds", data, key)
+        return float(value)
+
+
+def _path(value: Any) -> Path | None:
+    return Path(str(value)).expanduser() if value else None
+
+
+def _nodes(r: _Reader, data: dict[str, Any]) -> dict[str, NodeTarget]:
+    nodes = r.mapping(data, "nodes", {"a", "b"})
+    out: dict[str, NodeTarget] = {}
+    for name, raw in nodes.items():
+        if isinstance(raw, str):
+            raw = {"target": raw}
+        if not isinstance(raw, dict) or not isinstance(raw.get("target"), str):
+            raise r.fail(f"node '{name}' needs 'target: [user@]host[:port]'", nodes, name)
+        unknown = sorted(set(raw) - NODE_KEYS)
+        if unknown:
+            raise r.fail(f"unknown key '{unknown[0]}' in node '{name}' (expected: target, identity_file)",
+                         raw, unknown[0])
+        identity = _path(raw.get("identity_file"))
+        try:
+            out[name] = parse_target(raw["target"], name=name, identity_file=str(identity) if identity else None)
+        except ConfigError as exc:
+            raise r.fail(exc.reason, raw, "target") from None
+    return out
+
+
+def _ssh(r: _Reader, data: dict[str, Any]) -> SshOptions:
+    ssh = r.mapping(data, "ssh", SSH_KEYS)
+    accept = ssh.get("accept_new_host_keys", False)
+    if not isinstance(accept, bool):
+        raise r.fail("'accept_new_host_keys' must be true or false", ssh, "accept_new_host_keys")
+    return SshOptions(
+        known_hosts=_path(ssh.get("known_hosts")), config=_path(ssh.get("config")),
+        connect_timeout_s=r.number(ssh, "connect_timeout_s", 10), command_timeout_s=int(r.number(
+            ssh, "command_timeout_s", 20)), inspection_timeout_s=r.number(ssh, "inspection_timeout_s", 90),
+        accept_new_host_keys=accept)
+
+
+def _paths(r: _Reader, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    link = r.mapping(data, "link", {"cage", "paths"})
+    paths = link.get("paths", [])
+    if not isinstance(paths, list):
+        raise r.fail("'link.paths' must be a list of {a: netdev, b: netdev}", link, "paths")
+    out = []
+    for item in paths:
+        if not isinstance(item, dict) or not isinstance(item.get("a"), str) or not isinstance(item.get("b"), str):
+            raise r.fail("each path needs 'a: <netdev>' and 'b: <netdev>'", item if isinstance(item, dict) else link)
+        out.append((item["a"], item["b"]))
+    return tuple(out)
+
+
+def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, ...], dict[str, dict[str, Any]]]:
+    playbooks = data.get("playbooks", [])
+    if not isinstance(playbooks, list) or not all(isinstance(p, str) for p in playbooks):
+        raise r.fail("'playbooks' must be a list of file or folder paths", data, "playbooks")
+    thresholds = r.mapping(data, "thresholds", set())
+    for rule_id, values in thresholds.items():
+        if not isinstance(values, dict):
+            raise r.fail(f"thresholds for {rule_id} must be a mapping of name: value", thresholds, rule_id)
+    return tuple((base / Path(p).expanduser()) for p in playbooks), {k: dict(v) for k, v in thresholds.items()}
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate linkcheck.yaml."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), f"cannot read: {exc}") from None
+    try:
+        data = load_with_lines(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
+                          line=mark.line + 1 if mark else None) from None
+    r = _Reader(str(path))
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "expected a mapping with 'nodes'", line=1)
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise r.fail(f"unknown key '{unknown[0]}' (expected: {', '.join(sorted(TOP_KEYS))})", data, unknown[0])
+    playbooks, thresholds = _tuning(r, data, path.parent)
+    return Config(nodes=_nodes(r, data), ssh=_ssh(r, data), expected_paths=_paths(r, data),
+                  playbooks=playbooks, thresholds=thresholds, source=str(path))
+
+
+def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
+    """--node a=user@host --node b=user@host."""
+    nodes: dict[str, NodeTarget] = {}
+    for option in options:
+        name, sep, target = option.partition("=")
+        if not sep or name not in ("a", "b") or not target:
+            raise ConfigError("--node", f"expected a=[user@]host[:port] or b=..., got {option!r}")
+        nodes[name] = parse_target(target, name=name)
+    return nodes
+
+
+def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
+    """The config file (if given or present) with --node options taking precedence."""
+    path = config_path or (DEFAULT_PATH if DEFAULT_PATH.is_file() else None)
+    config = load_config(path) if path else Config(nodes={})
+    nodes = {**config.nodes, **parse_node_options(node_options)}
+    missing = [n for n in ("a", "b") if n not in nodes]
+    if missing:
+        raise ConfigError(config.source or "--node", f"node {missing[0]} is not configured",
+                          fix="pass --node a=user@host --node b=user@host, or run `linkcheck init`")
+    return Config(nodes=nodes, ssh=config.ssh, expected_paths=config.expected_paths, playbooks=config.playbooks,
+                  thresholds=config.thresholds, source=config.source)

@@ -21,6 +21,9 @@ app = typer.Typer(
 )
 playbooks_app = typer.Typer(help="List, show and validate playbooks (rules as data).", no_args_is_help=True)
 app.add_typer(playbooks_app, name="playbooks")
+bench_app = typer.Typer(help="Traffic tests (inspection first, then the test; bundle saved and diagnosed).",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
 
 
 class Format(str, Enum):
@@ -72,7 +75,7 @@ def _emit(outcome: object, fmt: Format, show_all: bool) -> None:
 
 NodeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
-    typer.Option("--node", "-n", help="a=[user@]host[:port] or b=...; overrides linkcheck.yaml (repeatable)."),
+    typer.Option("--node", "-n", help="a=USER@HOST[:PORT] or b=...; overrides linkcheck.yaml (repeatable)."),
 ]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (default ./linkcheck.yaml).")]  # noqa: UP045
 AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys",
@@ -96,25 +99,79 @@ def _node_errors(errors: dict[str, str]) -> None:
         typer.echo(f"linkcheck: {error}", err=True)
 
 
-@app.command()
-def check(
-    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
-    accept_new_host_keys: AcceptOpt = False,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show passed findings.")] = False,
-) -> None:
-    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
-    from linkcheck.config import Config
-    from linkcheck.live import run_live
+def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
+               fmt: Format, show_all: bool, traffic: object | None) -> None:
+    from rich.console import Console
 
-    cfg = _live_config(config, node, accept_new_host_keys)
-    assert isinstance(cfg, Config)
-    result = run_live(cfg, save, anonymize=anonymize, diagnose=True)
+    from linkcheck.config import Config
+    from linkcheck.live import TrafficRequest, run_live
+    from linkcheck.report.progress import ConsoleProgress
+
+    cfg = _live_config(config, node, accept)
+    assert isinstance(cfg, Config) and (traffic is None or isinstance(traffic, TrafficRequest))
+    progress = ConsoleProgress(Console(stderr=True)) if fmt is Format.console else None
+    result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress)
     assert result.outcome is not None
     _node_errors(result.outcome.bundle.collection_errors)
     _emit(result.outcome, fmt, show_all)
     typer.echo(f"bundle saved to {result.saved}", err=True)
-    raise typer.Exit(int(result.outcome.diagnosis.exit_code))
+    raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
+
+
+FmtOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Also show passed findings.")]
+DurationOpt = Annotated[int, typer.Option("--duration", help="Seconds per ib_write_bw run (-D).")]
+SizeOpt = Annotated[int, typer.Option("--size", help="ib_write_bw message size in bytes (-s).")]
+QpsOpt = Annotated[int, typer.Option("--qps", help="ib_write_bw queue pairs (-q).")]
+PortOpt = Annotated[Optional[int], typer.Option("--port-base", help="First TCP port for perftest servers.")]  # noqa: UP045
+NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", help="Largest all_gather size (capped by free memory).")]
+NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path of all_gather_perf on the nodes.")]  # noqa: UP045
+
+
+def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
+             nccl_max_bytes: int, nccl_binary: str | None) -> object:
+    from linkcheck.bench.nccl import NcclOptions
+    from linkcheck.bench.plan import RdmaOptions
+    from linkcheck.live import TrafficRequest
+
+    return TrafficRequest(
+        rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
+        nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None)
+
+
+@app.command()
+def check(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
+    duration: DurationOpt = 5, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None,
+) -> None:
+    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
+    traffic = _traffic(True, True, duration, size, qps, port_base, nccl_max_bytes, nccl_binary) if bench else None
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
+
+
+@bench_app.command("rdma")
+def bench_rdma(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    duration: DurationOpt = 5, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+) -> None:
+    """ib_write_bw on each path alone, then both at once, both directions; with counters before and after."""
+    traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
+
+
+@bench_app.command("nccl")
+def bench_nccl(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None,
+) -> None:
+    """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log."""
+    traffic = _traffic(False, True, 5, 1048576, 1, None, nccl_max_bytes, nccl_binary)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
 
 
 @app.command()

@@ -1,48 +1,92 @@
-"""Live runs: inspect both nodes, save the bundle (optionally anonymised), diagnose it like a saved one."""
+"""Live runs: inspect both nodes, optionally run the traffic tests, save the bundle, diagnose what was saved."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from linkcheck.collect.bundle import Bundle, write_bundle
 from linkcheck.config import Config
-from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
+from linkcheck.diagnose.playbook import Rule, load_playbooks, with_thresholds
 from linkcheck.pipeline import Outcome, diagnose_captures
+
+if TYPE_CHECKING:
+    from linkcheck.bench.nccl import NcclOptions
+    from linkcheck.bench.plan import RdmaOptions
+    from linkcheck.bench.runner import Progress
+    from linkcheck.transport.base import Transport
+
+
+@dataclass(frozen=True)
+class TrafficRequest:
+    """Which traffic tests to run after the inspection (None = skip that test)."""
+
+    rdma: RdmaOptions | None = None
+    nccl: NcclOptions | None = None
 
 
 @dataclass(frozen=True)
 class LiveResult:
-    """The saved bundle's folder and the diagnosis of exactly what was saved."""
+    """The saved bundle's folder, the diagnosis of exactly what was saved, and whether Ctrl-C stopped it."""
 
     saved: Path
     outcome: Outcome | None
+    interrupted: bool = False
 
 
 def default_save_dir() -> Path:
     return Path(f"linkcheck-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
 
 
-def collect_bundle(config: Config) -> Bundle:
-    """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors."""
-    from linkcheck.collect.collector import close_transports, collect, open_transports
+def _open(config: Config) -> dict[str, Transport]:
+    from linkcheck.collect.collector import open_transports
 
-    transports = open_transports(
-        config.nodes.values(), known_hosts=config.ssh.known_hosts,
-        accept_new_host_keys=config.ssh.accept_new_host_keys, ssh_config=config.ssh.config,
-        connect_timeout_s=config.ssh.connect_timeout_s)
-    try:
-        result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
-                         per_command_timeout_s=config.ssh.command_timeout_s)
-    finally:
-        close_transports(transports)
-    nodes = {name: {"target": str(target)} for name, target in sorted(config.nodes.items())}
+    return open_transports(config.nodes.values(), known_hosts=config.ssh.known_hosts,
+                           accept_new_host_keys=config.ssh.accept_new_host_keys, ssh_config=config.ssh.config,
+                           connect_timeout_s=config.ssh.connect_timeout_s)
+
+
+def inspect(config: Config, transports: dict[str, Transport]) -> Bundle:
+    """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors."""
+    from linkcheck.collect.collector import collect
+
+    result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
+                     per_command_timeout_s=config.ssh.command_timeout_s)
+    nodes: dict[str, dict[str, object]] = {name: {"target": str(t)} for name, t in sorted(config.nodes.items())}
     for cap in result.captures:
         if cap.spec == "hostname" and cap.ok:
             nodes[cap.node]["hostname"] = cap.stdout.strip()
     return Bundle(captures=result.captures, nodes=nodes,
                   collection_errors={n: str(e) for n, e in sorted(result.errors.items())})
+
+
+def collect_bundle(config: Config) -> Bundle:
+    from linkcheck.collect.collector import close_transports
+
+    transports = _open(config)
+    try:
+        return inspect(config, transports)
+    finally:
+        close_transports(transports)
+
+
+def _traffic(config: Config, transports: dict[str, Transport], bundle: Bundle, request: TrafficRequest,
+             progress: Progress | None) -> bool:
+    """Run the traffic tests into `bundle`; True when Ctrl-C stopped them."""
+    from linkcheck.bench.runner import run_traffic
+    from linkcheck.facts.pair import build_link_facts
+
+    if bundle.collection_errors:
+        bundle.collection_errors["bench"] = "traffic tests not run: a node could not be inspected"
+        return False
+    link = build_link_facts(bundle.captures)
+    result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl, progress=progress)
+    bundle.captures.extend(result.captures)
+    if result.error:
+        bundle.collection_errors["bench"] = result.error
+    return result.interrupted
 
 
 def save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
@@ -56,11 +100,24 @@ def save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bu
     return bundle, target
 
 
-def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool) -> LiveResult:
-    """Collect, save, and (for `check`) diagnose the saved bundle with the configured playbooks."""
-    rules = []
-    if diagnose:  # load the rules first, so a broken playbook fails before we touch the nodes
-        rules = with_thresholds(load_playbooks(list(config.playbooks)), config.thresholds,
-                                config.source or "linkcheck.yaml")
-    bundle, saved = save(collect_bundle(config), save_dir, anonymize=anonymize)
-    return LiveResult(saved, diagnose_captures(bundle, rules) if diagnose else None)
+def _rules(config: Config) -> list[Rule]:
+    return with_thresholds(load_playbooks(list(config.playbooks)), config.thresholds,
+                           config.source or "linkcheck.yaml")
+
+
+def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
+             traffic: TrafficRequest | None = None, progress: Progress | None = None) -> LiveResult:
+    """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks."""
+    from linkcheck.collect.collector import close_transports
+
+    rules = _rules(config) if diagnose else []  # a broken playbook fails before we touch the nodes
+    transports = _open(config)
+    interrupted = False
+    try:
+        bundle = inspect(config, transports)
+        if traffic is not None and (traffic.rdma or traffic.nccl):
+            interrupted = _traffic(config, transports, bundle, traffic, progress)
+    finally:
+        close_transports(transports)
+    bundle, saved = save(bundle, save_dir, anonymize=anonymize)
+    return LiveResult(saved, diagnose_captures(bundle, rules) if diagnose else None, interrupted)

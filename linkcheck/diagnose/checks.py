@@ -24,7 +24,7 @@ CHECKS: dict[str, CheckDef] = {
                                    _p("approved_part_numbers")),
     "single_pcie_path": CheckDef(checks_path.single_pcie_path, _p("what", "node", "hcas"),
                                  _p("single_path_total_min_gbps", "single_path_total_max_gbps",
-                                    "idle_path_max_gbps")),
+                                    "idle_path_max_gbps", "idle_counter_share")),
     "hotplug_degraded": CheckDef(checks_bench.hotplug_degraded, _p("path", "gbps", "host_a", "host_b"),
                                  _p("degraded_min_gbps", "degraded_max_gbps", "late_plug_after_boot_s")),
     "below_nominal": CheckDef(checks_bench.below_nominal, _p("path", "gbps", "pct"),

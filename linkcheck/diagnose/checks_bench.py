@@ -45,9 +45,11 @@ def _per_path(link: LinkFacts, thresholds: dict[str, Any], judge: Any) -> list[O
     for path in link.paths:
         runs = _runs(link, path)
         best = _best(runs)
-        if best is None:
-            problems = "; ".join(r.problem or "" for r in runs) or "no ib_write_bw result for this path"
-            out.append(Observation(subject=path.key, fired=False, skip=problems))
+        problems = sorted({r.problem for r in runs if r.problem})
+        if best is None or problems:
+            # One failed or flapped run makes the path's numbers untrustworthy: fail closed.
+            why = "; ".join(problems) or "no ib_write_bw result for this path"
+            out.append(Observation(subject=path.key, fired=False, skip=why))
             continue
         out.append(judge(path, runs, best))
     return out

@@ -75,6 +75,33 @@ def _bench(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
     return out
 
 
+def _counters(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    """In a concurrent round every used HCA must move data; one near zero means one PCIe path did the work."""
+    concurrent = {r.round_id for r in link.bench.counters if r.round_id.startswith("concurrent")}
+    out = []
+    for round_id in sorted(concurrent):
+        sent = {f"{c.node}:{c.rdma_dev}": c.xmit_bytes for c in link.bench.counters
+                if c.round_id == round_id and c.xmit_bytes > 0}
+        rows = [c for c in link.bench.counters if c.round_id == round_id]
+        busiest = max(sent.values(), default=0)
+        idle = [f"{c.node}:{c.rdma_dev}" for c in rows
+                if busiest and c.xmit_bytes + c.rcv_bytes < busiest * thresholds["idle_counter_share"]
+                and _used(link, c.node, c.rdma_dev)]
+        if idle:
+            out.append(Observation(
+                subject=f"counters {round_id}", fired=True,
+                values={"what": f"during {round_id} {', '.join(idle)} moved almost nothing while "
+                                f"{max(sent, key=lambda k: sent[k])} sent {busiest / 1e9:.1f} GB",
+                        "node": idle[0].split(":")[0], "hcas": "<both twins>"},
+                evidence=tuple(Evidence(f"{c.node}:{c.rdma_dev} xmit/rcv bytes", [c.xmit_bytes, c.rcv_bytes],
+                                        "port_xmit_data/port_rcv_data delta") for c in rows)))
+    return out
+
+
+def _used(link: LinkFacts, node: str, rdma_dev: str) -> bool:
+    return any(getattr(p, node).rdma_dev == rdma_dev for p in link.paths)
+
+
 def _nccl(link: LinkFacts) -> list[Observation]:
     run = link.bench.nccl
     if run is None or run.uses_socket or run.network is None or len(link.paths) < 2:
@@ -95,5 +122,6 @@ def single_pcie_path(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observ
         found.extend(_neighbours(link, path))
     if not link.bench.flapped:
         found.extend(_bench(link, thresholds))
+        found.extend(_counters(link, thresholds))
     found.extend(_nccl(link))
     return found or [Observation(subject="pair", fired=False)]

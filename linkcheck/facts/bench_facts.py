@@ -1,10 +1,14 @@
-"""Traffic results from the bundle's benchmark captures: per-path Gb/s and the NCCL run."""
+"""Traffic results from the bundle's benchmark captures: per-path Gb/s, counter deltas, flaps, the NCCL run."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from linkcheck.errors import ParseError
-from linkcheck.facts.model import BenchFacts, DataPath, NcclRun, RdmaRun
+from linkcheck.facts.model import BenchFacts, DataPath, NcclRun, RdmaCounters, RdmaRun
 from linkcheck.model import Capture
+
+FLAP_REASON = "the link flapped or a GID changed during this run; its number is not trusted"
 
 
 def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
@@ -16,31 +20,89 @@ def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
     return f"{a_side}<->{b_side}"
 
 
-def _rdma_run(cap: Capture, paths: tuple[DataPath, ...]) -> RdmaRun:
+def _rate(cap: Capture) -> tuple[float | None, str | None]:
     from linkcheck.parsers.perftest import parse_perftest
 
-    run = RdmaRun(path_key=_path_key(cap, paths), mode=cap.meta.get("mode", "alone"),
-                  direction=cap.meta.get("direction", "a->b"), gbps=None, client_node=cap.node,
-                  device=cap.meta.get("local_rdma_dev"))
     if cap.skipped:
-        return _with_problem(run, cap.skipped)
+        return None, cap.skipped
     gbits = cap.meta.get("report_gbits")
     try:
         result = parse_perftest(cap.stdout, report_gbits=None if gbits is None else gbits == "true")
     except ParseError as exc:
-        return _with_problem(run, exc.reason)
+        return None, exc.reason
     gbps = result.bw_mean_gbps if len(result.rows) > 1 else result.bw_avg_gbps
     if gbps is None:
         why = result.errors[0] if result.errors else "no result row (wrong GID index -x?)"
-        return _with_problem(run, f"exit {cap.exit_status}: {why}")
-    return RdmaRun(run.path_key, run.mode, run.direction, gbps, run.client_node, run.device)
+        return None, f"exit {cap.exit_status}: {why}"
+    if cap.exit_status not in (0, None):
+        return None, f"exit {cap.exit_status}: {(result.errors or ('failed',))[0]}"
+    return gbps, None
 
 
-def _with_problem(run: RdmaRun, problem: str) -> RdmaRun:
-    return RdmaRun(run.path_key, run.mode, run.direction, None, run.client_node, run.device, problem)
+def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: set[str]) -> tuple[RdmaRun, ...]:
+    """One run per client; its JSON report (valid from perftest 6.20) wins over the text when it parses."""
+    groups: dict[tuple[str, str], list[Capture]] = defaultdict(list)
+    for cap in captures:
+        if cap.meta.get("kind") == "rdma" and cap.meta.get("role") == "client":
+            groups[(cap.meta.get("round", ""), cap.arg or cap.meta.get("local_rdma_dev", ""))].append(cap)
+    runs = []
+    for (round_id, _), caps in groups.items():
+        text = next((c for c in caps if c.meta.get("format") != "json"), caps[0])
+        gbps: float | None = None
+        problem: str | None = "no ib_write_bw output"
+        for cap in sorted(caps, key=lambda c: c.meta.get("format") != "json"):
+            gbps, problem = _rate(cap)
+            if gbps is not None:
+                break
+        if round_id in flapped:
+            gbps, problem = None, FLAP_REASON
+        meta = text.meta
+        runs.append(RdmaRun(_path_key(text, paths), meta.get("mode", "alone"), meta.get("direction", "a->b"),
+                            gbps, text.node, meta.get("local_rdma_dev"), problem))
+    return tuple(runs)
 
 
-def _nccl_run(test_cap: Capture | None, log_cap: Capture | None) -> NcclRun:
+def _snapshots(captures: list[Capture]) -> tuple[set[str], tuple[RdmaCounters, ...]]:
+    """Rounds whose carrier, link_downed or GID entries changed, and per-HCA counter deltas."""
+    from linkcheck.parsers.sysfs import parse_sysfs_dump
+
+    pairs: dict[tuple[str, str], dict[str, dict[str, str | None]]] = defaultdict(dict)
+    for cap in captures:
+        if cap.meta.get("kind") == "snapshot" and cap.ok:
+            try:
+                dump = parse_sysfs_dump(cap.stdout)
+            except ParseError:
+                continue
+            pairs[(cap.meta.get("round", ""), cap.node)][cap.meta.get("phase", "")] = {
+                e.path: e.value for e in dump.entries}
+    flapped: set[str] = set()
+    counters: list[RdmaCounters] = []
+    for (round_id, node), phases in pairs.items():
+        before, after = phases.get("before"), phases.get("after")
+        if before is None or after is None:
+            continue
+        watched = [p for p in before if not p.endswith(("port_xmit_data", "port_rcv_data"))]
+        if any(before.get(p) != after.get(p) for p in watched):
+            flapped.add(round_id)
+        counters.extend(_deltas(node, round_id, before, after))
+    return flapped, tuple(counters)
+
+
+Values = dict[str, str | None]
+
+
+def _deltas(node: str, round_id: str, before: Values, after: Values) -> list[RdmaCounters]:
+    def delta(path: str) -> int:
+        b, a = before.get(path), after.get(path)
+        return (int(a) - int(b)) * 4 if a and b and a.isdigit() and b.isdigit() else 0
+
+    devs = sorted({p.split("/")[4] for p in before if p.endswith("/counters/port_xmit_data")})
+    base = "/sys/class/infiniband/{}/ports/1/counters/"
+    return [RdmaCounters(node, d, delta(base.format(d) + "port_xmit_data"), delta(base.format(d) + "port_rcv_data"),
+                         round_id) for d in devs]
+
+
+def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
     from linkcheck.parsers.nccl_log import parse_nccl_log
     from linkcheck.parsers.nccl_tests import parse_nccl_tests
 
@@ -54,14 +116,14 @@ def _nccl_run(test_cap: Capture | None, log_cap: Capture | None) -> NcclRun:
             if not result.rows:
                 problem = result.errors[0] if result.errors else "no result rows"
         except ParseError as exc:
-            problem = exc.reason
+            problem = test_cap.skipped or exc.reason
     network: str | None = None
     devices: tuple[str, ...] = ()
     channels: tuple[int, ...] = ()
     socket = False
-    if log_cap is not None:
+    if log_text:
         try:
-            log = parse_nccl_log(log_cap.stdout)
+            log = parse_nccl_log(log_text)
             network, devices, channels, socket = log.network, log.ib_devices, log.channel_net_devs, log.uses_socket
         except ParseError as exc:
             problem = problem or f"NCCL log: {exc.reason}"
@@ -71,11 +133,13 @@ def _nccl_run(test_cap: Capture | None, log_cap: Capture | None) -> NcclRun:
 
 def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> tuple[BenchFacts, frozenset[str]]:
     """BenchFacts plus which kinds of test ("rdma", "nccl") the bundle holds."""
-    rdma = tuple(_rdma_run(c, paths) for c in captures
-                 if c.meta.get("kind") == "rdma" and c.meta.get("role") == "client")
-    test_cap = next((c for c in captures if c.meta.get("kind") == "nccl" and c.spec != "nccl_log"), None)
-    log_cap = next((c for c in captures if c.meta.get("kind") == "nccl" and c.spec == "nccl_log"), None)
-    nccl = _nccl_run(test_cap, log_cap) if (test_cap or log_cap) else None
+    flapped, counters = _snapshots(captures)
+    rdma = _rdma_runs(captures, paths, flapped)
+    nccl_caps = [c for c in captures if c.meta.get("kind") == "nccl"]
+    test_cap = next((c for c in nccl_caps if c.spec != "nccl_log" and c.meta.get("format") != "json"), None)
+    log_cap = next((c for c in nccl_caps if c.spec == "nccl_log"), None)
+    # mpirun's stdout carries the NCCL_DEBUG=INFO lines when no separate log was kept.
+    log_text = log_cap.stdout if log_cap else (test_cap.stdout if test_cap else None)
+    nccl = _nccl_run(test_cap, log_text) if nccl_caps else None
     present = frozenset(k for k, v in (("rdma", rdma), ("nccl", nccl)) if v)
-    flapped = tuple(c.meta["subject"] for c in captures if c.meta.get("kind") == "flap" and "subject" in c.meta)
-    return BenchFacts(rdma=rdma, nccl=nccl, flapped=flapped), present
+    return BenchFacts(rdma=rdma, counters=counters, nccl=nccl, flapped=tuple(sorted(flapped))), present

@@ -152,6 +152,7 @@ class RdmaCounters:
     rdma_dev: str
     xmit_bytes: int
     rcv_bytes: int
+    round_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,102 @@
+"""nccl-tests all_gather_perf across the two nodes with OpenMPI, sized to the nodes' free memory.
+
+GB10 memory is unified: a 16 GiB all_gather buffer (~32 GB per node) froze a node, so the largest
+message is the biggest power of two whose buffers fit in a tenth of the smaller MemAvailable.
+Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKeyChecking=no.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from linkcheck.bench import remote
+from linkcheck.bench.plan import BenchPath
+from linkcheck.collect.specs import validate_name
+from linkcheck.errors import BenchError
+from linkcheck.facts.model import LinkFacts
+from linkcheck.model import Capture
+from linkcheck.transport.base import Transport
+
+JSON_FILE = "nccl-tests.json"
+MIN_BYTES = 1 << 20
+# all_gather with 2 ranks holds send (S/2), receive (S) and the check buffer (S): about 2.5 S per node.
+BUFFER_FACTOR = 2.5
+MEMORY_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class NcclOptions:
+    max_bytes: int = 1 << 30
+    timeout_s: int = 300
+    binary: str | None = None  # path of all_gather_perf on the nodes; found on PATH or ~/nccl-tests/build
+
+
+def size_max_bytes(link: LinkFacts, requested: int) -> int:
+    """Largest power of two <= requested whose buffers fit the smaller node's free memory share."""
+    avail = [n.mem_available_kib for n in (link.a, link.b)]
+    if any(a is None for a in avail):
+        raise BenchError("MemAvailable unknown on a node; refusing to size the NCCL buffer blind")
+    budget = min(a for a in avail if a is not None) * 1024 * MEMORY_SHARE / BUFFER_FACTOR
+    size = MIN_BYTES
+    while size * 2 <= min(requested, budget):
+        size *= 2
+    if size > budget:
+        raise BenchError(f"only {min(a for a in avail if a):,} KiB MemAvailable; not enough for a safe NCCL test")
+    return size
+
+
+def scrub_env(json_text: str) -> str:
+    """Drop the `env` object nccl-tests writes into its JSON: it is rank 0's whole environment (secrets)."""
+    import json
+
+    try:
+        data = json.loads(json_text)
+    except ValueError:
+        return json_text if '"env"' not in json_text else ""
+    if isinstance(data, dict) and "env" in data:
+        data["env"] = "(removed by linkcheck: the JSON held the whole environment)"
+    return json.dumps(data)
+
+
+def mpirun_script(paths: tuple[BenchPath, ...], max_bytes: int, binary: str | None) -> str:
+    hcas = ",".join(sorted({p.a.rdma_dev for p in paths} | {p.b.rdma_dev for p in paths}))
+    first = paths[0]
+    hosts = f"{first.a.ip}:1,{first.b.ip}:1"
+    found = '"$(command -v all_gather_perf || echo "$HOME/nccl-tests/build/all_gather_perf")"'
+    exe = shlex.quote(binary) if binary else found
+    return "\n".join([
+        'root=; [ "$(id -u)" = 0 ] && root=--allow-run-as-root',
+        f"exe={exe}",
+        f'json=; "$exe" -h 2>/dev/null | grep -q -- "-J" && json="-J $PWD/{JSON_FILE}"',
+        f"exec mpirun $root -np 2 -H {hosts} --map-by ppr:1:node -x NCCL_DEBUG=INFO "
+        f"-x NCCL_DEBUG_SUBSYS=INIT,NET -x NCCL_IB_HCA={hcas} "
+        f'"$exe" -b {MIN_BYTES} -e {int(max_bytes)} -f 2 -g 1 $json',
+    ])
+
+
+def run_nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
+             paths: tuple[BenchPath, ...], options: NcclOptions) -> list[Capture]:
+    """Launch from node a; returns the all_gather_perf capture (stdout holds the NCCL INFO log too)."""
+    for p in paths:
+        validate_name(p.a.rdma_dev), validate_name(p.b.rdma_dev)
+    max_bytes = size_max_bytes(link, options.max_bytes)
+    script = mpirun_script(paths, max_bytes, options.binary)
+    transport = transports["a"]
+    proc = remote.start(transport, ["sh", "-c", script], deadline_s=options.timeout_s, label="mpirun all_gather_perf")
+    registry.add(proc)
+    done = remote.wait_exit(transport, proc, options.timeout_s + 10)
+    if not done:
+        remote.kill(transport, proc)
+    result = remote.collect_output(transport, proc, JSON_FILE) if done else remote.Finished("", "", None)
+    registry.discard(proc)
+    meta = {"kind": "nccl", "max_bytes": str(max_bytes), "hcas": ",".join(sorted({p.a.rdma_dev for p in paths})),
+            "format": "text"}
+    skipped = None if done else f"did not finish within {options.timeout_s} s; ended by PID {proc.pgid}"
+    caps = [Capture("a", "all_gather_perf", script.splitlines()[-1], result.stdout, result.stderr,
+                    result.exit_status, 0.0, arg="nccl", skipped=skipped, meta=meta)]
+    if result.extra and result.extra.strip():
+        caps.append(Capture("a", "all_gather_perf", f"cat {JSON_FILE}", scrub_env(result.extra), "",
+                            result.exit_status, 0.0,
+                            arg="nccl.json", meta={**meta, "format": "json"}))
+    return caps

@@ -1,0 +1,98 @@
+"""What the RDMA traffic test will run: the paths, the rounds (alone, concurrent, both directions), ports."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from dataclasses import dataclass
+
+from linkcheck.collect.specs import validate_name
+from linkcheck.errors import BenchError
+from linkcheck.facts.model import Function, LinkFacts
+
+MODES = ("alone", "concurrent")
+DIRECTIONS = ("a->b", "b->a")
+
+
+@dataclass(frozen=True)
+class PathEnd:
+    """One end of a data path, with everything ib_write_bw needs (names validated, GID resolved)."""
+
+    node: str
+    netdev: str
+    rdma_dev: str
+    gid_index: int
+    ip: str
+
+
+@dataclass(frozen=True)
+class BenchPath:
+    key: str
+    a: PathEnd
+    b: PathEnd
+
+    def ends(self, direction: str) -> tuple[PathEnd, PathEnd]:
+        """(client, server) for a direction: the client writes into the server's memory."""
+        return (self.a, self.b) if direction == "a->b" else (self.b, self.a)
+
+
+@dataclass(frozen=True)
+class RdmaOptions:
+    """Defaults follow the published GB10 measurements: 1 MiB messages, one QP, a timed run."""
+
+    duration_s: int = 5
+    size_bytes: int = 1048576
+    qps: int = 1
+    port_base: int | None = None
+    ready_timeout_s: float = 10.0
+    directions: tuple[str, ...] = DIRECTIONS
+    modes: tuple[str, ...] = MODES
+
+
+@dataclass(frozen=True)
+class Round:
+    """Paths that run at the same time, in one direction."""
+
+    id: str
+    mode: str
+    direction: str
+    paths: tuple[BenchPath, ...]
+    ports: tuple[int, ...]
+
+
+def _end(fn: Function) -> PathEnd:
+    if fn.rdma_dev is None or fn.ip is None:
+        raise BenchError(f"{fn.label} has no RDMA device or no IPv4 address; cannot run ib_write_bw on it")
+    if fn.gid_index is None:
+        raise BenchError(f"{fn.label}: no RoCE v2 GID for {fn.ip} on {fn.rdma_dev}; fix the GID table first "
+                         "(linkcheck check shows why)")
+    ipaddress.IPv4Address(fn.ip)
+    return PathEnd(fn.node, validate_name(fn.netdev), validate_name(fn.rdma_dev), fn.gid_index, fn.ip)
+
+
+def bench_paths(link: LinkFacts) -> tuple[BenchPath, ...]:
+    if not link.paths:
+        raise BenchError("no data path between the nodes (no twin on a shares a subnet with one on b)",
+                         fix="address the twins (netplan), then run `linkcheck check`")
+    return tuple(BenchPath(p.key, _end(p.a), _end(p.b)) for p in link.paths)
+
+
+def plan_rounds(paths: tuple[BenchPath, ...], options: RdmaOptions) -> list[Round]:
+    """Each path alone, then all paths at once, in each direction; every server gets its own port."""
+    base = options.port_base or 20000 + secrets.randbelow(2000) * 10
+    rounds: list[Round] = []
+    next_port = base
+
+    def add(mode: str, direction: str, group: tuple[BenchPath, ...]) -> None:
+        nonlocal next_port
+        ports = tuple(range(next_port, next_port + len(group)))
+        next_port += len(group)
+        rounds.append(Round(f"{mode}-{direction.replace('->', '2')}-{len(rounds)}", mode, direction, group, ports))
+
+    for direction in options.directions:
+        if "alone" in options.modes:
+            for path in paths:
+                add("alone", direction, (path,))
+        if "concurrent" in options.modes and len(paths) > 1:
+            add("concurrent", direction, paths)
+    return rounds

@@ -1,0 +1,49 @@
+"""Evidence around the traffic: RDMA port counters, link_downed, carrier_changes and GID tables.
+
+Taken on both nodes before and after each round (one command per node each time). Counter deltas
+show which twins carried the traffic; a carrier change, a link_downed tick or a GID table change
+during the round makes its numbers inconclusive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from linkcheck.collect.specs import SYSFS_DUMP_FN, validate_name
+from linkcheck.model import Capture
+from linkcheck.transport.base import Transport
+
+COUNTERS = ("port_xmit_data", "port_rcv_data", "link_downed")
+
+
+def snapshot_command(rdma_devs: Iterable[str], netdevs: Iterable[str]) -> str:
+    devs = sorted({validate_name(d) for d in rdma_devs})
+    nets = sorted({validate_name(n) for n in netdevs})
+    parts = [SYSFS_DUMP_FN]
+    for dev in devs:
+        port = f"/sys/class/infiniband/{dev}/ports/1"
+        files = " ".join(f"{port}/counters/{c}" for c in COUNTERS)
+        parts.append(f'lc_dump {files} {port}/state; lc_dump {port}/gids/* {port}/gid_attrs/types/*')
+    for net in nets:
+        parts.append(f"lc_dump /sys/class/net/{net}/carrier_changes /sys/class/net/{net}/carrier")
+    return "\n".join(parts)
+
+
+def take(transport: Transport, rdma_devs: Iterable[str], netdevs: Iterable[str], *, round_id: str,
+         phase: str) -> Capture:
+    command = snapshot_command(rdma_devs, netdevs)
+    result = transport.run(command, timeout_s=20)
+    return Capture(transport.name, "sysfs_counters", "counters and GID snapshot", result.stdout, result.stderr,
+                   result.exit_status, result.duration_s, arg=f"{round_id}.{phase}",
+                   meta={"kind": "snapshot", "round": round_id, "phase": phase})
+
+
+def xmit_bytes(dump_text: str) -> dict[str, int]:
+    """rdma device -> port_xmit_data in bytes (the PMA counter counts 4-byte words), for live rates."""
+    from linkcheck.parsers.sysfs import parse_sysfs_dump
+
+    out = {}
+    for entry in parse_sysfs_dump(dump_text).under("/sys/class/infiniband/"):
+        if entry.path.endswith("/counters/port_xmit_data") and entry.value and entry.value.isdigit():
+            out[entry.path.split("/")[4]] = int(entry.value) * 4
+    return out

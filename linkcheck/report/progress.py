@@ -1,0 +1,54 @@
+"""Live progress of the traffic tests on the console: each round's paths, their live rate, the result."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from linkcheck.bench.plan import Round
+from linkcheck.bench.runner import Progress
+from linkcheck.model import Capture
+
+
+class ConsoleProgress(Progress):
+    """A small live table: one row per path of the running round, with the rate read from the counters."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live: Live | None = None
+        self.rates: dict[str, float] = {}
+        self.round: Round | None = None
+
+    def _table(self) -> Table:
+        assert self.round is not None
+        table = Table(title=f"ib_write_bw {self.round.mode} {self.round.direction}", expand=False)
+        table.add_column("path")
+        table.add_column("live rate")
+        for path in self.round.paths:
+            rate = self.rates.get(path.key)
+            table.add_row(path.key, f"{rate:7.2f} Gb/s" if rate is not None else "starting")
+        return table
+
+    def round_started(self, rnd: Round) -> None:
+        self.round, self.rates = rnd, {}
+        self.live = Live(self._table(), console=self.console, transient=True, auto_refresh=False)
+        self.live.start()
+
+    def live_rate(self, rnd: Round, path_key: str, gbps: float) -> None:
+        self.rates[path_key] = gbps
+        if self.live is not None:
+            self.live.update(self._table(), refresh=True)
+
+    def round_done(self, rnd: Round, captures: list[Capture]) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        rates = ", ".join(f"{k} {v:.1f}" for k, v in self.rates.items()) or "no live rate"
+        self.console.print(f"  ib_write_bw {rnd.mode} {rnd.direction}: done ({rates} Gb/s live)", style="dim")
+
+    def nccl_started(self) -> None:
+        self.console.print("  all_gather_perf across both nodes: running", style="dim")
+
+    def nccl_done(self, captures: list[Capture]) -> None:
+        self.console.print("  all_gather_perf: done", style="dim")

@@ -33,7 +33,8 @@ def main() -> None:
         "linkcheck diagnose fixtures/healthy": median_s(
             [sys.executable, "-m", "linkcheck.cli", "diagnose", str(ROOT / "fixtures" / "healthy")], runs),
         "linkcheck diagnose -f json fixtures/healthy": median_s(
-            [sys.executable, "-m", "linkcheck.cli", "diagnose", "-f", "json", str(ROOT / "fixtures" / "healthy")], runs),
+            [sys.executable, "-m", "linkcheck.cli", "diagnose", "-f", "json", str(ROOT / "fixtures" / "healthy")],
+            runs),
     }
     for name, seconds in results.items():
         print(f"{name:<46} {seconds * 1000:8.1f} ms   {seconds / baseline:5.2f}x baseline")

@@ -44,7 +44,7 @@ def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: se
     groups: dict[tuple[str, str], list[Capture]] = defaultdict(list)
     for cap in captures:
         if cap.meta.get("kind") == "rdma" and cap.meta.get("role") == "client":
-            groups[(cap.meta.get("round", ""), cap.arg or cap.meta.get("local_rdma_dev", ""))].append(cap)
+            groups[(cap.meta.get("round", ""), f"{cap.node}:{cap.meta.get('local_rdma_dev', cap.arg)}")].append(cap)
     runs = []
     for (round_id, _), caps in groups.items():
         text = next((c for c in caps if c.meta.get("format") != "json"), caps[0])

@@ -1,0 +1,128 @@
+"""Traffic-test planning, buffer sizing, secret scrubbing and how results become facts (no lab needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from linkcheck.bench.nccl import mpirun_script, scrub_env, size_max_bytes
+from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
+from linkcheck.bench.snapshot import snapshot_command
+from linkcheck.collect.bundle import load_bundle
+from linkcheck.errors import BenchError
+from linkcheck.facts.bench_facts import build_bench_facts
+from linkcheck.facts.model import LinkFacts, NodeFacts
+from linkcheck.facts.pair import build_link_facts
+from linkcheck.model import Capture
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _healthy() -> LinkFacts:
+    return build_link_facts(load_bundle(FIXTURES / "healthy").captures)
+
+
+def test_rounds_cover_alone_concurrent_both_directions_with_unique_ports() -> None:
+    paths = bench_paths(_healthy())
+    assert len(paths) == 2
+    rounds = plan_rounds(paths, RdmaOptions(port_base=30000))
+    assert [(r.mode, r.direction, len(r.paths)) for r in rounds] == [
+        ("alone", "a->b", 1), ("alone", "a->b", 1), ("concurrent", "a->b", 2),
+        ("alone", "b->a", 1), ("alone", "b->a", 1), ("concurrent", "b->a", 2)]
+    ports = [p for r in rounds for p in r.ports]
+    assert len(ports) == len(set(ports)) and min(ports) == 30000
+    client, server = rounds[0].paths[0].ends("a->b")
+    assert (client.node, server.node) == ("a", "b") and client.gid_index == 3
+
+
+def test_no_gid_means_no_bench() -> None:
+    link = build_link_facts(load_bundle(FIXTURES / "gid-stale").captures)
+    from dataclasses import replace
+
+    broken = replace(link.a, functions=tuple(replace(f, gid_index=None) for f in link.a.functions))
+    with pytest.raises(BenchError, match="no RoCE v2 GID"):
+        bench_paths(replace(link, a=broken, paths=tuple(replace(p, a=replace(p.a, gid_index=None))
+                                                             for p in link.paths)))
+
+
+def test_nccl_buffer_fits_free_memory() -> None:
+    link = _healthy()
+    from dataclasses import replace
+
+    small = replace(link, a=replace(link.a, mem_available_kib=4 * 1024 * 1024))  # 4 GiB free
+    size = size_max_bytes(small, 16 << 30)
+    assert size & (size - 1) == 0  # a power of two
+    assert size * 2.5 <= 4 * 1024**3 * 0.25 < size * 2 * 2.5
+    with pytest.raises(BenchError, match="MemAvailable unknown"):
+        size_max_bytes(replace(link, b=NodeFacts(name="b")), 1 << 30)
+
+
+def test_mpirun_keeps_host_keys_strict_and_lists_both_twins() -> None:
+    script = mpirun_script(bench_paths(_healthy()), 1 << 28, None)
+    assert "StrictHostKeyChecking" not in script
+    assert "NCCL_IB_HCA=roceP2p1s0f1,rocep1s0f1" in script and "NCCL_DEBUG=INFO" in script
+    assert "-e 268435456" in script
+
+
+def test_scrub_env_removes_secrets() -> None:
+    text = json.dumps({"version": 3, "env": {"AWS_SECRET_ACCESS_KEY": "hunter2"}, "results": []})
+    assert "hunter2" not in scrub_env(text)
+    assert json.loads(scrub_env(text))["results"] == []
+    assert "hunter2" not in scrub_env('{"env": {"K": "hunter2"')  # truncated JSON: dropped, not kept
+
+
+def test_snapshot_command_refuses_unsafe_names() -> None:
+    with pytest.raises(ValueError):
+        snapshot_command(["mlx5_0; rm -rf /"], [])
+
+
+def _rdma_cap(node: str, round_id: str, text: str, *, fmt: str = "text", local: str = "enp1s0f1np1",
+              dev: str = "rocep1s0f1", rc: int = 0) -> Capture:
+    arg = f"{round_id}.client.{dev}" + (".json" if fmt == "json" else "")
+    return Capture(node, "ib_write_bw", "ib_write_bw ...", text, exit_status=rc, arg=arg,
+                   meta={"kind": "rdma", "round": round_id, "mode": "alone", "direction": "a->b", "role": "client",
+                         "local_netdev": local, "peer_netdev": local, "local_rdma_dev": dev, "report_gbits": "true",
+                         "format": fmt})
+
+
+ROW = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+       " 1048576    58000            0.00               97.51 \t\t     0.011625\n")
+
+
+def _snap(node: str, round_id: str, phase: str, carrier_changes: int, xmit: int) -> Capture:
+    text = (f"/sys/class/infiniband/rocep1s0f1/ports/1/counters/port_xmit_data\t{xmit}\n"
+            f"/sys/class/infiniband/rocep1s0f1/ports/1/counters/port_rcv_data\t0\n"
+            f"/sys/class/infiniband/rocep1s0f1/ports/1/counters/link_downed\t0\n"
+            f"/sys/class/net/enp1s0f1np1/carrier_changes\t{carrier_changes}\n")
+    return Capture(node, "sysfs_counters", "snapshot", text, arg=f"{round_id}.{phase}",
+                   meta={"kind": "snapshot", "round": round_id, "phase": phase})
+
+
+def test_flap_during_round_voids_its_number_and_counters_are_deltas() -> None:
+    paths = _healthy().paths
+    caps = [_rdma_cap("a", "alone-a2b-0", ROW), _snap("a", "alone-a2b-0", "before", 2, 1000),
+            _snap("a", "alone-a2b-0", "after", 2, 1000 + 25_000_000)]
+    facts, present = build_bench_facts(caps, paths)
+    assert present == {"rdma"} and facts.rdma[0].gbps == pytest.approx(97.51) and facts.flapped == ()
+    assert facts.counters[0].xmit_bytes == 100_000_000  # PMA counts 4-byte words
+    caps[-1] = _snap("a", "alone-a2b-0", "after", 3, 2000)
+    facts, _ = build_bench_facts(caps, paths)
+    assert facts.flapped == ("alone-a2b-0",) and facts.rdma[0].gbps is None
+    assert "flapped" in (facts.rdma[0].problem or "")
+
+
+def test_failed_client_has_a_problem_not_a_number() -> None:
+    caps = [_rdma_cap("a", "r1", ROW.splitlines()[0] + "\n", rc=1)]
+    facts, _ = build_bench_facts(caps, _healthy().paths)
+    assert facts.rdma[0].gbps is None and facts.rdma[0].problem
+
+
+def test_json_report_preferred_over_text() -> None:
+    js = json.dumps({"test_info": {"test": "RDMA_Write_BW_Test"},
+                     "results": {"MsgSize": 1048576, "n_iterations": 5, "BW_peak": 0.0, "BW_average": 98.25,
+                                 "MsgRate": 0.0117}})
+    caps = [_rdma_cap("a", "r1", ROW), _rdma_cap("a", "r1", js, fmt="json")]
+    facts, _ = build_bench_facts(caps, _healthy().paths)
+    assert len(facts.rdma) == 1 and facts.rdma[0].gbps == pytest.approx(98.25)

@@ -56,6 +56,8 @@ class GidEntry:
 def normalize_gid(text: str) -> str | None:
     """Any IPv6 spelling of a GID ('::ffff:192.168.100.1', long form) -> long lower-case form."""
     candidate = text.strip()
+    if _LONG_GID_RE.match(candidate):
+        return candidate.lower()  # sysfs already prints the long form; a GID table has 255 slots per port
     if "%" in candidate:
         return None
     try:
@@ -66,11 +68,20 @@ def normalize_gid(text: str) -> str | None:
 
 def ipv4_of_gid(gid: str) -> str | None:
     """The dotted quad of an IPv4-mapped GID (::ffff:a.b.c.d), else None."""
+    if _LONG_GID_RE.match(gid):
+        if not gid.lower().startswith(_MAPPED_PREFIX):
+            return None
+        high, low = int(gid[30:34], 16), int(gid[35:39], 16)
+        return f"{high >> 8}.{high & 255}.{low >> 8}.{low & 255}"
     try:
         mapped = ipaddress.IPv6Address(gid).ipv4_mapped
     except ValueError:
         return None
     return str(mapped) if mapped is not None else None
+
+
+_LONG_GID_RE = re.compile(r"^[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){7}$")
+_MAPPED_PREFIX = "0000:0000:0000:0000:0000:ffff:"
 
 
 def roce_version(text: str | None) -> int | None:

@@ -85,7 +85,14 @@ def _hex_value(text: str) -> int:
 
 
 class Anonymizer:
-    """The mapping tables of one bundle, and the text substitution that applies them."""
+    """The mapping tables of one bundle, and the text substitution that applies them.
+
+    >>> anon = Anonymizer()
+    >>> anon.text("192.168.100.10/24 lladdr 3c:6d:66:cc:b3:b7 GID 0000:0000:0000:0000:0000:ffff:c0a8:640a")
+    '10.0.100.10/24 lladdr 02:00:00:00:00:01 GID 0000:0000:0000:0000:0000:ffff:0a00:640a'
+    >>> anon.text("GID[  1]: fe80::3e6d:66ff:fecc:b3b7, RoCE v2")
+    'GID[  1]: fe80::ff:fe00:1, RoCE v2'
+    """
 
     def __init__(self) -> None:
         self.v4_prefixes: dict[int, int] = {}  # first two octets -> fake 10.<n>: /16../32 relations survive
@@ -103,7 +110,6 @@ class Anonymizer:
             "user": lambda m: self.users[m.group()], "home": self._home, "serial": lambda m: self.serials[m.group()]}
         self._compiled: dict[tuple[bool, int, int, int], re.Pattern[str]] = {}
 
-    # --- registration of literal values (hostnames, users) -------------------------------------------
     def add_host(self, name: object, fake: str) -> None:
         """Map a hostname, its FQDN and short form (NCCL truncates at the first '.'), to `fake`."""
         text = str(name or "").strip()
@@ -117,7 +123,6 @@ class Anonymizer:
         if user and user != "root" and _HOSTNAME.fullmatch(user):
             self.users.setdefault(user, f"user{len(self.users) + 1}")
 
-    # --- value maps ----------------------------------------------------------------------------------
     @staticmethod
     def _next(table: dict[int, int], key: int, base: int) -> int:
         if key not in table:
@@ -161,7 +166,6 @@ class Anonymizer:
     def map_serial(self, value: str) -> str:
         return self.serials.setdefault(value, f"SN{len(self.serials) + 1:08d}")
 
-    # --- handlers: one per regex alternative -----------------------------------------------------------
     def _nccl(self, m: re.Match[str]) -> str:
         index, _, pair = m.group().partition(" (")
         prefix, iid = (int(x, 16) for x in pair[:-1].split("/"))
@@ -247,7 +251,6 @@ class Anonymizer:
     def _replace(self, m: re.Match[str]) -> str:
         return self._handlers[m.lastgroup or ""](m)
 
-    # --- text ----------------------------------------------------------------------------------------
     def _pattern(self, *, with_v6: bool = True) -> re.Pattern[str]:
         """The one-pass regex; literal alternatives (hosts, users, serials) grow as they are learned."""
         key = (with_v6, len(self.hosts), len(self.users), len(self.serials))
@@ -276,7 +279,7 @@ class Anonymizer:
             return text
         data: dict[int, int] = {}
         for row in _HEX_ROW.finditer(text):
-            for k, token in enumerate(row.group(3).split()):
+            for k, token in enumerate(re.findall(_H + "{2}", row.group(3))):
                 data[int(row.group(2), 16) + k] = int(token, 16)
         first, last = _SN_RANGES.get(data.get(0, -1), (0, -1))
         raw = bytes(data[o] for o in range(first, last + 1) if o in data)

@@ -94,9 +94,13 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> o
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
 
 
-def _node_errors(errors: dict[str, str]) -> None:
-    for error in errors.values():
-        typer.echo(f"linkcheck: {error}", err=True)
+def _node_errors(outcome: object) -> None:
+    from linkcheck.pipeline import Outcome
+    from linkcheck.report.problems import node_problem_lines
+
+    assert isinstance(outcome, Outcome)
+    for line in node_problem_lines(outcome):
+        typer.echo(f"linkcheck: {line}", err=True)
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
@@ -112,7 +116,7 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     progress = ConsoleProgress(Console(stderr=True)) if fmt is Format.console else None
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress)
     assert result.outcome is not None
-    _node_errors(result.outcome.bundle.collection_errors)
+    _node_errors(result.outcome)
     _emit(result.outcome, fmt, show_all)
     typer.echo(f"bundle saved to {result.saved}", err=True)
     raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
@@ -188,14 +192,15 @@ def collect(
     assert isinstance(cfg, Config)
     result = run_live(cfg, save, anonymize=anonymize, diagnose=False)
     errors = load_bundle(result.saved).collection_errors
-    _node_errors(errors)
+    for error in errors.values():
+        typer.echo(f"linkcheck: {error}", err=True)
     typer.echo(f"bundle saved to {result.saved}", err=True)
     raise typer.Exit(int(ExitCode.INCONCLUSIVE) if errors else 0)
 
 
 @app.command()
 def init(
-    node: NodeOpt = None,
+    node: NodeOpt = None, config: ConfigOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = Path("linkcheck.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     accept_new_host_keys: AcceptOpt = False,
@@ -204,7 +209,7 @@ def init(
     from linkcheck.config import Config
     from linkcheck.init_config import write_initial_config
 
-    cfg = _live_config(None, node, accept_new_host_keys)
+    cfg = _live_config(config, node, accept_new_host_keys)
     assert isinstance(cfg, Config)
     link = write_initial_config(cfg, output, force=force)
     typer.echo(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "

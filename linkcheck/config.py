@@ -5,7 +5,7 @@ Validated strictly like playbooks: an unknown key or a wrong type names file:lin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +170,13 @@ def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
     """The config file (if given or present) with --node options taking precedence."""
     path = config_path or (DEFAULT_PATH if DEFAULT_PATH.is_file() else None)
     config = load_config(path) if path else Config(nodes={})
-    nodes = {**config.nodes, **parse_node_options(node_options)}
+    overrides = parse_node_options(node_options)
+    for name, target in overrides.items():
+        # --node changes where a node is; the key named for it in linkcheck.yaml still applies.
+        old = config.nodes.get(name)
+        if old is not None and target.identity_file is None and old.identity_file:
+            overrides[name] = replace(target, identity_file=old.identity_file)
+    nodes = {**config.nodes, **overrides}
     missing = [n for n in ("a", "b") if n not in nodes]
     if missing:
         raise ConfigError(config.source or "--node", f"node {missing[0]} is not configured",

@@ -330,3 +330,14 @@ def test_module_record_is_frozen() -> None:
     assert isinstance(m, ModuleEeprom)
     with pytest.raises(AttributeError):
         m.vendor_pn = "x"  # type: ignore[misc]
+
+
+def test_ethtool_m_cut_mid_line_is_truncated_not_unidentified() -> None:
+    from linkcheck.errors import ParseError
+    from linkcheck.parsers.ethtool import parse_ethtool_m
+
+    text = ("\tIdentifier                                : 0x11 (QSFP28)\n"
+            "\tVendor name                               : Amphenol\n"
+            "\tVendor PN")
+    with pytest.raises(ParseError, match="truncated"):
+        parse_ethtool_m(text)

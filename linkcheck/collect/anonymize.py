@@ -37,6 +37,8 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("guidk", rf"(?<![0-9A-Fa-f])(?:0x)?{_H}{{16}}(?![0-9A-Fa-f])"),
     ("mac", rf"(?<![0-9A-Fa-f:]){_H}{{2}}(?::{_H}{{2}}){{5}}(?![0-9A-Fa-f:])"),
     ("mack", rf"(?<![0-9A-Fa-f]){_H}{{12}}(?![0-9A-Fa-f])"),
+    # `grep -H .` of sysfs GID files: "<path>/gids/3:0000:...:c0a8:640a" (the ':' after the index).
+    ("sysgid", rf"(?<=\d:)(?:{_H}{{4}}:){{7}}{_H}{{4}}(?![\w:])"),
     ("v6", rf"(?<![\w:.])(?:{_H}{{0,4}}:){{2,7}}(?:{_H}{{1,4}}|\d{{1,3}}(?:\.\d{{1,3}}){{3}})?(?![\w:]|\.\d)"),
     ("v4", r"(?<![\w.-])\d{1,3}(?:\.\d{1,3}){3}(?![\w-]|\.\d)"),
     ("home", r"(?<=/home/)[A-Za-z_][\w.-]*(?![\w.-])"),  # the remote user, e.g. in ~/.nccl.conf paths
@@ -106,7 +108,7 @@ class Anonymizer:
         self._handlers: dict[str, Callable[[re.Match[str]], str]] = {
             "nccl": self._nccl, "snctx": self._serial_ctx, "dgid": self._dgid, "guidctx": self._guid_ctx,
             "guid": self._guid_colon, "guidk": self._guid_known, "mac": self._mac, "mack": self._mac_known,
-            "v6": self._v6, "v4": self._v4, "host": lambda m: self.hosts[m.group()],
+            "v6": self._v6, "sysgid": self._v6, "v4": self._v4, "host": lambda m: self.hosts[m.group()],
             "user": lambda m: self.users[m.group()], "home": self._home, "serial": lambda m: self.serials[m.group()]}
         self._compiled: dict[tuple[bool, int, int, int], re.Pattern[str]] = {}
 

@@ -40,26 +40,53 @@ lc_tok=@TOKEN@
 lc_n=0
 lc_tmp=$(mktemp -d "${TMPDIR:-/tmp}/linkcheck.XXXXXX") || { echo 'linkcheck: mktemp -d failed' >&2; exit 70; }
 trap 'rm -rf "$lc_tmp"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# On a hang-up or a dead connection, end the running commands by PID (each `timeout` leads its own
+# process group) before leaving, so nothing of ours outlives the session.
+lc_abort() {
+  for lc_p in "$lc_tmp"/*.pid; do
+    [ -f "$lc_p" ] || continue
+    read -r lc_q <"$lc_p" && { kill -TERM -- "-$lc_q" 2>/dev/null || kill -TERM "$lc_q" 2>/dev/null; }
+  done
+  exit "$1"
+}
+trap 'lc_abort 129' HUP
+trap 'lc_abort 130' INT
+trap 'lc_abort 141' PIPE
+trap 'lc_abort 143' TERM
 if command -v timeout >/dev/null 2>&1; then lc_to="timeout -k @GRACE@ @TIMEOUT@"; else lc_to=; fi
 lc_ms() {
   lc_v=$(date +%s%N 2>/dev/null)
   case $lc_v in ''|*[!0-9]*) lc_v=$(( $(date +%s) * 1000000000 ));; esac
   echo $(( lc_v / 1000000 ))
 }
+# Commands run concurrently (the node has cores to spare; the slowest command sets the pace), each into
+# its own files; sections are printed afterwards in a fixed order.
+lc_jobs=
 lc_run() {
-  lc_t0=$(lc_ms)
-  $lc_to sh -c "$3" sh "$2" </dev/null >"$lc_tmp/out" 2>"$lc_tmp/err"
-  lc_rc=$?
-  lc_t1=$(lc_ms)
-  printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2"
-  cat "$lc_tmp/out"; echo
-  printf '@@LC %s STDERR\n' "$lc_tok"
-  cat "$lc_tmp/err"; echo
-  printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$lc_rc" "$(( lc_t1 - lc_t0 ))"
   lc_n=$(( lc_n + 1 ))
+  lc_j="$lc_tmp/$lc_n"
+  printf '%s %s\n' "$1" "$2" >"$lc_j.id"
+  (
+    lc_t0=$(lc_ms)
+    $lc_to sh -c "$3" sh "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" &
+    echo $! >"$lc_j.pid"
+    wait $!
+    lc_rc=$?
+    echo "$lc_rc $(( $(lc_ms) - lc_t0 ))" >"$lc_j.rc"
+  ) &
+  lc_jobs="$lc_jobs $lc_n"
+}
+lc_emit() {
+  for lc_k in $lc_jobs; do
+    lc_j="$lc_tmp/$lc_k"
+    read -r lc_spec lc_arg <"$lc_j.id"
+    read -r lc_rc lc_dt <"$lc_j.rc" || { lc_rc=255; lc_dt=0; }
+    printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$lc_spec" "$lc_arg"
+    cat "$lc_j.out"; echo
+    printf '@@LC %s STDERR\n' "$lc_tok"
+    cat "$lc_j.err"; echo
+    printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$lc_spec" "$lc_arg" "$lc_rc" "$lc_dt"
+  done
 }
 lc_netdevs=
 for lc_d in /sys/class/net/*; do
@@ -97,7 +124,7 @@ def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_ti
         # The name reaches the command as "$1" of its own sh -c: quoted by the shell, never pasted in.
         lines += [f'  lc_run {s.id} "$lc_if" {shlex.quote(s.command.format(netdev=_NETDEV_ARG))}' for s in per_netdev]
         lines.append("done")
-    lines.append('printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"')
+    lines += ["wait", "lc_emit", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
     return "\n".join(lines) + "\n"
 
 

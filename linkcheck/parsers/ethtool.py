@@ -318,6 +318,11 @@ def parse_ethtool_m(text: str) -> ModuleEeprom:
         data = _eeprom.read_hex_dump("ethtool_m", lines)
         return _module_from_fields("hexdump", _eeprom.decode_identity(data))
     fields = _decoded_fields(lines)
+    body = [ln for ln in lines if ln.strip()]
+    if fields and body and " : " not in body[-1] and not _error_reason(body[-1:]):
+        # Every decoded line is "label : value"; a last line without one was cut off mid-line.
+        raise ParseError("ethtool_m", f"truncated: the last line {body[-1].strip()[:40]!r} has no value",
+                         len(lines) - lines[::-1].index(body[-1]))
     if not any(label == "Identifier" for label, _ in fields):
         # ethtool prints the Identifier first for every memory map; without it there is no module data
         # ("netlink error: Operation not supported" when no module, "... not permitted" without root).

@@ -73,7 +73,6 @@ def changed_key_error(
         f"the node offers {describe(offered)}; refusing to connect "
         "(node reinstalled, or someone in the middle)"
     )
-    log.warning("node %s: %s", node, message)
     return HostKeyError(
         node,
         message,

@@ -51,6 +51,7 @@ class ResolvedTarget:
     port: int
     user: str
     identity_files: tuple[str, ...]
+    known_hosts: str | None = None  # UserKnownHostsFile from the SSH config, used unless one is given
 
     @property
     def where(self) -> str:
@@ -77,7 +78,16 @@ def resolve_target(target: NodeTarget, ssh_config: Path | None) -> ResolvedTarge
         port=port,
         user=target.user or str(found.get("user") or getpass.getuser()),
         identity_files=tuple(str(Path(p).expanduser()) for p in identity),
+        known_hosts=_first_known_hosts(found.get("userknownhostsfile")),
     )
+
+
+def _first_known_hosts(value: Any) -> str | None:
+    """ssh reads several UserKnownHostsFile entries; the first is where it records keys, as we do."""
+    if not value:
+        return None
+    first = (value if isinstance(value, str) else " ".join(value)).split()[0]
+    return None if first == "/dev/null" else first
 
 
 def _ssh_config_for(host: str, path: Path) -> dict[str, Any]:
@@ -130,6 +140,9 @@ class SshTransport:
         import paramiko
 
         resolved = resolve_target(self.target, self.ssh_config)
+        if self.known_hosts_shown == "~/.ssh/known_hosts" and resolved.known_hosts:
+            self.known_hosts = Path(resolved.known_hosts).expanduser()
+            self.known_hosts_shown = resolved.known_hosts
         client = paramiko.SSHClient()
         self._load_known_hosts(client)
         policy = host_key_policy(
@@ -209,6 +222,8 @@ class SshTransport:
 
 
 def _label(command: str) -> str:
+    if command == "sh -s":
+        return "the inspection script"
     words = command.split()
     return f"`{words[0]}`" if words else "command"
 

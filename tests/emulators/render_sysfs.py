@@ -28,6 +28,7 @@ class Entry:
     path: str
     value: str
     kind: str = "file"  # file | error | link
+    style: str = "dump"  # dump: our lc_dump lines; grep: `grep -H . FILES 2>&1` (how GID tables are read)
 
 
 def _pci_dir(bdf: str) -> str:
@@ -99,17 +100,19 @@ def _port_file(fn: Function, name: str) -> str:
 
 def _gid_entries(fn: Function, port: str) -> list[Entry]:
     indices = sorted((str(i) for i in range(GID_TBL_LEN)), key=dev_sort_key)  # glob order: 0 1 10 100 ...
-    gids = [Entry(f"{port}/gids/{i}", gid_entry(fn, int(i)).gid) for i in indices]
+    gids = [Entry(f"{port}/gids/{i}", gid_entry(fn, int(i)).gid, style="grep") for i in indices]
     types, ndevs = [], []
     for i in indices:
         slot = gid_entry(fn, int(i))
         if slot.type is None:
-            types.append(Entry(f"{port}/gid_attrs/types/{i}", "Invalid argument", "error"))
-            ndevs.append(Entry(f"{port}/gid_attrs/ndevs/{i}", "Invalid argument", "error"))
+            types.append(Entry(f"{port}/gid_attrs/types/{i}", "Invalid argument", "error", "grep"))
+            ndevs.append(Entry(f"{port}/gid_attrs/ndevs/{i}", "Invalid argument", "error", "grep"))
         else:
-            types.append(Entry(f"{port}/gid_attrs/types/{i}", slot.type))
-            ndevs.append(Entry(f"{port}/gid_attrs/ndevs/{i}", slot.ndev or ""))
-    return gids + types + ndevs
+            types.append(Entry(f"{port}/gid_attrs/types/{i}", slot.type, style="grep"))
+            ndevs.append(Entry(f"{port}/gid_attrs/ndevs/{i}", slot.ndev or "", style="grep"))
+    entries = gids + types + ndevs
+    # grep's stderr is unbuffered and its stdout is not: with 2>&1 the error lines come out first.
+    return [e for e in entries if e.kind == "error"] + [e for e in entries if e.kind != "error"]
 
 
 def _ib_entries(node: Node) -> list[Entry]:
@@ -141,7 +144,12 @@ def _pci_entries(node: Node) -> list[Entry]:
 def _dump(entries: list[Entry]) -> str:
     lines = []
     for e in entries:
-        if e.kind == "link":
+        if e.style == "grep":
+            if e.kind == "error":
+                lines.append(f"grep: {e.path}: {e.value}")
+            elif e.value:  # grep . prints nothing for an empty file
+                lines.append(f"{e.path}:{e.value.splitlines()[0]}")
+        elif e.kind == "link":
             lines.append(f"{e.path}\t-> {e.value}")
         elif e.kind == "error":
             lines.append(f"{e.path}\t!{e.value}")

@@ -1,8 +1,8 @@
 """Remote processes we start for traffic tests: detached, tracked by process group, killed by PID.
 
-Each process runs as `setsid sh -c 'timeout ... TOOL ...; echo $? > rc'` in its own temp dir, so the
-shell's PID is the process group id: killing `-PGID` ends the shell, `timeout` and the tool, and
-nothing else on the node (never pkill by name: another user's run may be there).
+Each process runs as `setsid sh -c 'timeout --foreground ... TOOL ...; echo $? > rc'` in its own temp
+dir, so the shell's PID is the process group id: killing `-PGID` ends the shell, `timeout` and the
+tool, and nothing else on the node (never pkill by name: another user's run may be there).
 """
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ def run_checked(transport: Transport, command: str, timeout_s: float, what: str)
 def start(transport: Transport, argv: list[str], *, deadline_s: int, label: str) -> RemoteProcess:
     """Start argv detached under `timeout`; returns once the process exists (its PID is known)."""
     tool = " ".join(shlex.quote(a) for a in argv)
-    inner = f"timeout -k 5 {int(deadline_s)} {tool} >out 2>err </dev/null; echo $? >rc"
+    # --foreground keeps timeout in the shell's process group (plain timeout makes a group of its own),
+    # so killing -PGID reaches the tool too.
+    inner = f"timeout --foreground -k 5 {int(deadline_s)} {tool} >out 2>err </dev/null; echo $? >rc"
     command = (
         'd=$(mktemp -d /tmp/linkcheck-bench.XXXXXX) && cd "$d" && '
         f"{{ setsid sh -c {shlex.quote(inner)} >/dev/null 2>&1 </dev/null & echo \"$! $d\"; }}"
@@ -144,6 +146,7 @@ def kill(transport: Transport, proc: RemoteProcess) -> None:
     """End the process group by PID (TERM, then KILL), and remove its folder."""
     d = shlex.quote(proc.directory)
     g = int(proc.pgid)
-    command = (f"kill -TERM -- -{g} 2>/dev/null; i=0; while kill -0 -- -{g} 2>/dev/null && [ $i -lt 20 ]; "
-               f"do sleep 0.1; i=$((i+1)); done; kill -KILL -- -{g} 2>/dev/null; rm -rf {d}; true")
+    # `kill -SIG -PGID` without `--`: dash's kill does not accept `--`, and the login shell may be dash.
+    command = (f"kill -TERM -{g} 2>/dev/null; i=0; while kill -0 -{g} 2>/dev/null && [ $i -lt 20 ]; "
+               f"do sleep 0.1; i=$((i+1)); done; kill -KILL -{g} 2>/dev/null; rm -rf {d}; true")
     transport.run(command, timeout_s=15)

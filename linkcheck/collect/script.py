@@ -45,7 +45,7 @@ trap 'rm -rf "$lc_tmp"' EXIT
 lc_abort() {
   for lc_p in "$lc_tmp"/*.pid; do
     [ -f "$lc_p" ] || continue
-    read -r lc_q <"$lc_p" && { kill -TERM -- "-$lc_q" 2>/dev/null || kill -TERM "$lc_q" 2>/dev/null; }
+    read -r lc_q <"$lc_p" && { kill -TERM "-$lc_q" 2>/dev/null || kill -TERM "$lc_q" 2>/dev/null; }
   done
   exit "$1"
 }
@@ -59,10 +59,34 @@ lc_ms() {
   case $lc_v in ''|*[!0-9]*) lc_v=$(( $(date +%s) * 1000000000 ));; esac
   echo $(( lc_v / 1000000 ))
 }
-# Commands run concurrently (the node has cores to spare; the slowest command sets the pace), each into
-# its own files; sections are printed afterwards in a fixed order.
-lc_jobs=
+# Commands run concurrently, one per CPU, each into its own files; sections are printed in a fixed
+# order, each as soon as its command is done, so a connection lost half-way still leaves the sections
+# printed before it.
+lc_max=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 4)
+case $lc_max in ''|*[!0-9]*|0) lc_max=4;; esac
+lc_next=1
+lc_flush() {  # print, in order, every section whose command is done and whose turn has come
+  while [ "$lc_next" -le "$lc_n" ] && [ -f "$lc_tmp/$lc_next.rc" ]; do
+    lc_j="$lc_tmp/$lc_next"
+    read -r lc_spec lc_arg <"$lc_j.id"
+    read -r lc_rc lc_dt <"$lc_j.rc" || { lc_rc=255; lc_dt=0; }
+    printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$lc_spec" "$lc_arg"
+    cat "$lc_j.out"; echo
+    printf '@@LC %s STDERR\n' "$lc_tok"
+    cat "$lc_j.err"; echo
+    printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$lc_spec" "$lc_arg" "$lc_rc" "$lc_dt"
+    rm -f "$lc_j".*
+    lc_next=$(( lc_next + 1 ))
+  done
+}
+lc_running() {  # started and not yet finished; at most one command per CPU runs at a time
+  set -- "$lc_tmp"/*.rc
+  [ -e "$1" ] && lc_fin=$# || lc_fin=0
+  echo $(( lc_n - lc_next + 1 - lc_fin ))
+}
 lc_run() {
+  lc_flush
+  while [ "$(lc_running)" -ge "$lc_max" ]; do sleep 0.02; lc_flush; done
   lc_n=$(( lc_n + 1 ))
   lc_j="$lc_tmp/$lc_n"
   printf '%s %s\n' "$1" "$2" >"$lc_j.id"
@@ -72,21 +96,12 @@ lc_run() {
     echo $! >"$lc_j.pid"
     wait $!
     lc_rc=$?
-    echo "$lc_rc $(( $(lc_ms) - lc_t0 ))" >"$lc_j.rc"
+    echo "$lc_rc $(( $(lc_ms) - lc_t0 ))" >"$lc_j.rt" && mv "$lc_j.rt" "$lc_j.rc"
   ) &
-  lc_jobs="$lc_jobs $lc_n"
 }
 lc_emit() {
-  for lc_k in $lc_jobs; do
-    lc_j="$lc_tmp/$lc_k"
-    read -r lc_spec lc_arg <"$lc_j.id"
-    read -r lc_rc lc_dt <"$lc_j.rc" || { lc_rc=255; lc_dt=0; }
-    printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$lc_spec" "$lc_arg"
-    cat "$lc_j.out"; echo
-    printf '@@LC %s STDERR\n' "$lc_tok"
-    cat "$lc_j.err"; echo
-    printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$lc_spec" "$lc_arg" "$lc_rc" "$lc_dt"
-  done
+  lc_flush
+  while [ "$lc_next" -le "$lc_n" ]; do sleep 0.02; lc_flush; done
 }
 lc_netdevs=
 for lc_d in /sys/class/net/*; do
@@ -124,7 +139,7 @@ def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_ti
         # The name reaches the command as "$1" of its own sh -c: quoted by the shell, never pasted in.
         lines += [f'  lc_run {s.id} "$lc_if" {shlex.quote(s.command.format(netdev=_NETDEV_ARG))}' for s in per_netdev]
         lines.append("done")
-    lines += ["wait", "lc_emit", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
+    lines += ["lc_emit", "wait", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,7 @@ from linkcheck.facts.host_facts import host_facts
 from linkcheck.facts.model import CableInfo, Function, NodeFacts
 from linkcheck.facts.rdma_facts import attach_rdma
 from linkcheck.facts.sources import NodeSources
-from linkcheck.facts.sysfs_views import int_or_none, net_attrs, pci_links
+from linkcheck.facts.sysfs_views import ib_devices, int_or_none, net_attrs, pci_links
 from linkcheck.model import Capture
 
 
@@ -29,15 +29,23 @@ class _Builder:
         self.functions[netdev] = replace(self.functions[netdev], **changes)
 
     # -- functions -------------------------------------------------------------------------------
+    def _cx7_bdfs(self) -> tuple[set[str], bool]:
+        """PCI functions of the ConnectX-7, and whether any source could tell (else: unknown, not absent)."""
+        pci = self.src.get("sysfs_pci", kind="sysfs")
+        ib = self.src.get("sysfs_infiniband", kind="sysfs")
+        bdfs = set(pci_links(pci)) if pci is not None else set()
+        bdfs |= {d["bdf"] for d in (ib_devices(ib) if ib is not None else {}).values() if d.get("bdf")}
+        return bdfs, pci is not None or ib is not None
+
     def discover(self) -> None:
         net = self.src.get("sysfs_net", kind="sysfs")
-        pci = self.src.get("sysfs_pci", kind="sysfs")
         attrs = net_attrs(net) if net is not None else {}
-        cx7_bdfs = set(pci_links(pci)) if pci is not None else set()
+        cx7_bdfs, known = self._cx7_bdfs()
         names = {n for n, a in attrs.items() if a.get("device") in cx7_bdfs}
         names |= set(self.src.args("ethtool")) | set(self.src.args("ethtool_i"))
-        if net is None and not names:
-            self.missing("netdevs", self.src.reason("sysfs_net"))
+        if not names and (net is None or not known):
+            # Neither "which netdevs" nor "which PCI functions are CX-7" is known: that is not "no CX-7".
+            self.missing("netdevs", self.src.reason("sysfs_net" if net is None else "sysfs_pci"))
         for netdev in sorted(names):
             a = attrs.get(netdev, {})
             carrier = a.get("carrier")

@@ -258,7 +258,7 @@ def _banner(acc: _Acc, line: str, no: int) -> bool:
 
 def _number(acc: _Acc, line: str, no: int) -> bool:
     if _BARE_NUMBER.match(line):
-        acc.numbers.append(float(line))
+        acc.numbers.append(float(line.strip()))
         return True
     return False
 

@@ -64,10 +64,15 @@ def msg_rate_mpps(run: PerftestRun) -> float:
     return run.gbps * 1e9 / 8 / run.size_bytes / 1e6
 
 
+def margin_s(run: PerftestRun) -> int:
+    """perftest's default margin in duration mode: duration / 4 (integer), 2 s for the usual -D 10."""
+    return DEFAULT_MARGIN_S if run.duration_s is None else run.duration_s // 4
+
+
 def measured_iterations(run: PerftestRun) -> int:
     if run.duration_s is None:
         return run.iterations
-    window = run.duration_s - 2 * DEFAULT_MARGIN_S
+    window = run.duration_s - 2 * margin_s(run)
     return int(run.gbps * 1e9 / 8 * window / run.size_bytes)
 
 
@@ -127,14 +132,18 @@ def result_row(run: PerftestRun) -> str:
     return f" {run.size_bytes:<7d}    {it:<10d}       {pk:<7.2f}            {avg:<7.2f}{tail}{rate:<7.6f}\n"
 
 
+def results_header(run: PerftestRun) -> str:
+    """The separator and column header printed before the run (the row follows after it)."""
+    u = unit(run)
+    return RESULT_LINE + f" #bytes     #iterations    BW peak[{u}]    BW average[{u}]   MsgRate[Mpps]\n"
+
+
 def render_ib_write_bw(run: PerftestRun) -> tuple[str, str, int]:
     """Full stdout of one side; stderr empty (-F given), exit 0."""
-    u = unit(run)
     text = " WARNING: BW peak won't be measured in this run.\n" if run.duration_s is not None else ""
     if run.role == "server":
         text += WAITING_BOX
-    text += banner(run) + addresses(run) + RESULT_LINE
-    text += f" #bytes     #iterations    BW peak[{u}]    BW average[{u}]   MsgRate[Mpps]\n"
+    text += banner(run) + addresses(run) + results_header(run)
     text += result_row(run) + RESULT_LINE
     return text, "", 0
 
@@ -175,3 +184,56 @@ def command_line(run: PerftestRun, server_ip: str | None) -> str:
     if run.role == "client" and server_ip:
         parts.append(server_ip)
     return " ".join(parts)
+
+
+# Error texts (tool-formats.md 1.2, 1.9, 1.10), by version where they changed. --------------------
+
+GID_INCOMPATIBLE = "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n"
+
+
+def socket_init_error(version: str, first_line: str) -> str:
+    """establish_connection() failing: <= 6.17 lacks the newline after "...socket connection"."""
+    sep = "\n" if version_tuple(version) >= (6, 20) else ""
+    return (f"{first_line}\nUnable to open file descriptor for socket connection{sep}"
+            " Unable to init the socket connection\n")
+
+
+def connect_error(version: str, host: str, port: int) -> str:
+    return socket_init_error(version, f"Couldn't connect to {host}:{port}")
+
+
+def listen_error(version: str, port: int) -> str:
+    return socket_init_error(version, f"Couldn't listen to port {port}")
+
+
+def handshake_error(role: str) -> str:
+    """ctx_hand_shake() when the peer closed the socket (the wording differs by side, sic)."""
+    way = " Unable to read from socket/rdma_cm\n" if role == "client" else " Unable to read to socket/rdma_cm\n"
+    return ("ethernet_read_keys: Couldn't read remote address\n" + way
+            + " Failed to exchange data between server and clients\n")
+
+
+def rtr_error(qpn: int) -> str:
+    """ctx_connect() failing on a bad GID (the QPN is printed in decimal)."""
+    return f"Failed to modify QP {qpn} to RTR\n Unable to Connect the HCA's through the link\n"
+
+
+def completion_error(version: str, role: str, qpn: int) -> str:
+    """NOTIFY_COMP_ERROR_SEND/RECV with status 12 (retry exceeded), then run_iter_bw's failure line."""
+    v = version_tuple(version)
+    if v >= (6, 28):
+        status = " Failed status-transport retry counter exceeded (12): wr_id 0 syndrom 0x81\n"
+    elif v >= (6, 27):
+        status = f" Failed status 12: qp_num {qpn} wr_id 0 syndrom 0x81\n"
+    else:
+        status = " Failed status 12: wr_id 0 syndrom 0x81\n"
+    if role == "client":
+        text = " Completion with error at client\n" + status + (" " if v >= (6, 28) else "") + "scnt=128, ccnt=0\n"
+    else:
+        text = " Completion with error at server\n" + status + " rcnt=0\n"
+    return text + " Failed to complete run_iter_bw function successfully\n"
+
+
+def qpn(run: PerftestRun) -> int:
+    """This side's QPN as the address lines show it."""
+    return (0x0107 if run.role == "client" else 0x0108) + run.seed

@@ -1,7 +1,9 @@
 """Emulated perftest BW tests and nccl-tests binaries for the lab CLI (flags as the real tools take them).
 
-No traffic and no TCP handshake happen here: the numbers come from the node model (perftest_gbps, the
-link state and NCCL_IB_HCA). Device, port and GID checks fail the way perftest fails.
+Offline (no LINKCHECK_LAB_SHARED) each run prints at once from the node model (perftest_gbps, the link
+state and NCCL_IB_HCA). In the lab, ib_write_bw and 2-rank all_gather_perf under mpirun run live: a real
+TCP exchange between the nodes, real time, counters and faults (live_perftest, live_nccl). Device, port
+and GID checks fail the way perftest fails.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 from tests.emulators.bench_nccl import NcclTestsRun, busbw_curve, render_all_gather_perf, render_all_gather_perf_json
 from tests.emulators.bench_perftest import PerftestRun, render_ib_write_bw, render_ib_write_bw_json, version_tuple
 from tests.emulators.derive import auto_gid_index, gid_entry, inet_ntop6, rdma_index_map, roce_mtu
+from tests.emulators.live_conn import die_on_sigint, set_process_name
+from tests.emulators.live_state import LabContext
 from tests.emulators.node import Function, Node
 
 Output = tuple[str, str, int]
@@ -86,6 +90,9 @@ def _perftest_run(node: Node, test: str, title: str, opts: dict[str, str], flags
     if not fn.link_up:
         return "", " Port number 1 state is Down\n Couldn't get context for the device\n", 1
     index = int(opts["gid"]) if "gid" in opts else auto_gid_index(fn)
+    ctx = LabContext.from_env()
+    if ctx is not None and test == "ib_write_bw":
+        return _live_perftest(node, ctx, fn, index, opts, flags, server)
     if gid_entry(fn, index).type is None:
         return "", f"Failed to modify QP {0x107 + index} to RTR\n Unable to Connect the HCA's through the link\n", 1
     run = PerftestRun(
@@ -104,6 +111,24 @@ def _perftest_run(node: Node, test: str, title: str, opts: dict[str, str], flags
     if "--out_json" in flags and version_tuple(run.version) >= (6, 20):
         Path(opts.get("json_file", "perftest_out.json")).write_text(render_ib_write_bw_json(run), encoding="utf-8")
     return stdout, stderr, rc
+
+
+def _live_perftest(node: Node, ctx: LabContext, fn: Function, index: int, opts: dict[str, str], flags: set[str],
+                   server: str | None) -> Output:
+    """In the lab: a real server/client pair over TCP (tests.emulators.live_perftest); output streamed."""
+    from tests.emulators import live_perftest
+
+    set_process_name("ib_write_bw")
+    die_on_sigint()
+    run = PerftestRun(
+        role="client" if server else "server", device=fn.rdma_dev, gid_index=index,
+        local_gid=inet_ntop6(gid_entry(fn, index).gid), remote_gid="::", gbps=0.0, mtu_bytes=roce_mtu(fn.mtu)[0],
+        size_bytes=_size(opts.get("size", "65536")), duration_s=int(opts["duration"]) if "duration" in opts else None,
+        iterations=int(opts.get("iters", "5000")), version=node.version("perftest"),
+        report_gbits="--report_gbits" in flags,
+    )
+    side = live_perftest.make_side(node, ctx, fn, run, opts, flags, server)
+    return "", "", live_perftest.run_side(side)
 
 
 def _busbw_peak(node: Node) -> float:
@@ -126,17 +151,39 @@ def run_nccl_tests(collective: str) -> Callable[[Node, list[str]], Output]:
         if low > high:
             return f"invalid sizes for 'minbytes' and 'maxbytes': {low} > {high}\n", "", 255
         peer = os.environ.get("LINKCHECK_LAB_PEER", "peer")
-        curve = busbw_curve(_busbw_peak(node), low, high)
+        curve = busbw_curve(node.nccl_busbw_gbs or _busbw_peak(node), low, high)
         run = NcclTestsRun(hosts=(node.hostname, peer), curve=curve, iters=int(opts["-n"]), warmup=int(opts["-w"]),
                            version=node.version("nccl-tests"), nccl_version=node.version("nccl"),
                            collective=collective)
+        json_path = opts.get("-J") if opts.get("-J", "").lower().endswith(".json") else None
+        live = _live_nccl(node, run, json_path)
+        if live is not None:
+            return live
         stdout, stderr, rc = render_all_gather_perf(run)
-        if opts.get("-J", "").lower().endswith(".json"):
+        if json_path is not None:
             Path(opts["-J"]).write_text(render_all_gather_perf_json(run), encoding="utf-8")
             stdout = f"# Writing JSON output to {opts['-J']}\n" + stdout
         return stdout, stderr, rc
 
     return run
+
+
+def _live_nccl(node: Node, run: NcclTestsRun, json_path: str | None) -> Output | None:
+    """In the lab under mpirun with 2 ranks: the ranks really talk (tests.emulators.live_nccl)."""
+    from tests.emulators import live_nccl
+
+    ctx, job = LabContext.from_env(), live_nccl.Job.from_env()
+    if ctx is None or job is None or job.size != 2:
+        return None
+    set_process_name(run.program)
+    die_on_sigint()
+    try:
+        has_json = tuple(int(x) for x in run.version.split(".")[:3]) >= (2, 17, 3)
+    except ValueError:
+        has_json = True
+    if not has_json:
+        json_path = None  # -J arrived in nccl-tests 2.17.3
+    return "", "", live_nccl.run_rank(node, ctx, job, run, json_path)
 
 
 TOOLS: dict[str, Callable[[Node, list[str]], Output]] = {

@@ -185,6 +185,10 @@ class Node:
     user: str = "nvidia"
     mgmt: MgmtNic = field(default_factory=MgmtNic)
     perftest_gbps: float = 109.0  # what an emulated ib_write_bw reports on one path (lab CLI)
+    perftest_concurrent_gbps: float = 98.0  # per flow while another flow between the same nodes runs (lab)
+    perftest_rates: dict[str, tuple[float, float]] = field(default_factory=dict)  # rdma_dev -> (alone, both)
+    nccl_busbw_gbs: float | None = None  # all_gather_perf's peak busbw in the lab (None: from the links up)
+    nccl_transport: str | None = None  # "IB" | "Socket" in the lab (None: IB unless NCCL_IB_DISABLE=1)
 
     def function(self, name: str) -> Function:
         """The function whose netdev, RDMA device or BDF is `name`; KeyError if none."""
@@ -192,6 +196,11 @@ class Node:
             if name in (f.netdev, f.rdma_dev, f.bdf):
                 return f
         raise KeyError(name)
+
+    def perftest_rate(self, rdma_dev: str, concurrent: bool) -> float:
+        """Gb/s an ib_write_bw client on `rdma_dev` of this node measures, alone or beside another flow."""
+        alone, both = self.perftest_rates.get(rdma_dev, (self.perftest_gbps, self.perftest_concurrent_gbps))
+        return both if concurrent else alone
 
     @property
     def home(self) -> str:
@@ -242,6 +251,8 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
     d["missing_tools"] = frozenset(d.get("missing_tools", ()))
     if "mgmt" in d:
         d["mgmt"] = MgmtNic(**d["mgmt"])
+    rates = d.get("perftest_rates", {})
+    d["perftest_rates"] = {str(k): (float(v[0]), float(v[1])) for k, v in rates.items()}
     return Node(**d)
 
 

@@ -59,6 +59,17 @@ def _two_subnets() -> tuple[Node, Node]:
                  {P1: ("192.168.100.11/24",), P1_2: ("192.168.101.11/24",)})
 
 
+def with_rates(a: Node, b: Node, alone: tuple[float, float], concurrent: tuple[float, float],
+               busbw_gbs: float | None = None, transport: str | None = None) -> tuple[Node, Node]:
+    """The lab's emulated rates per RDMA device (client side), the numbers `_rdma` renders, and busbw."""
+    def rates(node: Node, jitter: tuple[float, float, float, float]) -> Node:
+        devs = (node.function(P1).rdma_dev, node.function(P1_2).rdma_dev)
+        table = {devs[i]: (round(alone[i] + jitter[i], 2), round(concurrent[i] + jitter[2 + i], 2)) for i in (0, 1)}
+        return replace(node, perftest_rates=table, nccl_busbw_gbs=busbw_gbs, nccl_transport=transport)
+
+    return rates(a, (0.0, 0.0, 0.0, 0.0)), rates(b, (-0.21, 0.17, 0.03, -0.05))
+
+
 def _rdma(a: Node, b: Node, alone: tuple[float, float], concurrent: tuple[float, float], *,
           report_gbits: bool = True) -> list[BenchArtifact]:
     """Each twin path alone, then both at once; both directions (a little jitter between directions)."""
@@ -72,7 +83,7 @@ def _rdma(a: Node, b: Node, alone: tuple[float, float], concurrent: tuple[float,
 
 
 def healthy() -> Scenario:
-    a, b = _two_subnets()
+    a, b = with_rates(*_two_subnets(), (109.29, 108.94), (98.03, 98.04), 23.74)
     bench = _rdma(a, b, (109.29, 108.94), (98.03, 98.04)) + nccl_artifacts(a, b, 23.74)
     return Scenario("healthy", "One Amphenol NJAAKK-N911 in cage p1 of both nodes, twins on 192.168.100/24 and "
                     "192.168.101/24, MTU 9000, GID index 3 everywhere, NCCL_IB_HCA on both twins, no GID pin.",
@@ -99,6 +110,7 @@ def hotplug_degraded() -> Scenario:
     log = (*boot_dmesg(fns, None), *hotplug_dmesg(fns, "p1", 3600.41))
     a = replace(a, dmesg=tuple(log), uptime_s=7212.55)
     a = with_function(with_function(a, P1, carrier_changes=4), P1_2, carrier_changes=4)
+    a, b = with_rates(a, b, (13.31, 13.27), (13.33, 13.23), 3.02)  # collective ~24 Gb/s (spark-link 3d)
     bench = _rdma(a, b, (13.31, 13.27), (13.33, 13.23))
     return Scenario("hotplug-degraded", "Node a booted without the cable; it was plugged in ~1 h later "
                     "(cx7-pcie-hotplug). Everything reads healthy but each path runs ~13 Gb/s.",
@@ -111,6 +123,7 @@ def single_pcie_path() -> Scenario:
     neigh = tuple(replace(n, lladdr=wrong_mac) if n.dst == "192.168.101.10" else n for n in b.neighbours)
     b = replace(b, neighbours=neigh)
     a, b = (replace(n, versions={**n.versions, "perftest": "6.06"}) for n in (a, b))
+    a, b = with_rates(a, b, (98.02, 97.96), (48.1, 47.2), 11.9)  # both flows on one x4 link
     bench = _rdma(a, b, (98.02, 97.96), (48.1, 47.2), report_gbits=False)
     return Scenario("single-pcie-path", "Config correct at the IP level, but node b resolved node a's "
                     "192.168.101.10 to the MAC of a's enp1s0f1np1 (the other twin): both flows land on one x4 "
@@ -122,6 +135,7 @@ def twins_same_subnet() -> Scenario:
     nm = (NetplanFile(NM_ALL_PATH, NM_ALL_TEXT),)
     a, b = _pair({P1: ("192.168.100.10/24",), P1_2: ("192.168.100.14/24",)},
                  {P1: ("192.168.100.11/24",), P1_2: ("192.168.100.15/24",)}, extra_netplan=nm)
+    a, b = with_rates(a, b, (108.87, 109.05), (97.12, 96.41))
     bench = _rdma(a, b, (108.87, 109.05), (97.12, 96.41))
     return Scenario("twins-same-subnet", "NVIDIA's Dec-2025 layout: both twins of cage p1 in one /24 (two "
                     "connected routes for the subnet). RoCE resolved each peer twin on its own netdev and the "
@@ -140,7 +154,7 @@ def mtu_mismatch() -> Scenario:
 
 
 def nccl_socket_fallback() -> Scenario:
-    a, b = _two_subnets()
+    a, b = with_rates(*_two_subnets(), (109.12, 109.33), (98.01, 97.95), 2.04, "Socket")
     bench = _rdma(a, b, (109.12, 109.33), (98.01, 97.95)) + nccl_artifacts(a, b, 2.04, transport="Socket")
     return Scenario("nccl-socket-fallback", "RDMA is healthy, but NCCL ran without the IB transport (e.g. a "
                     "container without /dev/infiniband): NET/IB found no device and NCCL used sockets on enP7s7.",

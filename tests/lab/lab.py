@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tests.lab import mgmt, netns, rootfs, sshd
+from tests.lab import mgmt, netns, rootfs, sshd, traffic
 from tests.lab.errors import LabError
 from tests.lab.node import SSH_PORT, LabNode
 from tests.lab.spec import LabNodeSpec, validate_specs
@@ -57,6 +57,7 @@ class Lab:
         self.ssh_config = self.workdir / "ssh_config"
         self.known_hosts = self.workdir / "known_hosts"
         self.client_key = self.workdir / "client_ed25519"
+        self.shared_dir = self.workdir / "shared"  # state the traffic emulators share (all nodes)
 
     # -- context manager -------------------------------------------------------------------------
     def __enter__(self) -> Lab:
@@ -89,6 +90,7 @@ class Lab:
         client_pub = sshd.keygen(self.client_key, f"linkcheck-lab-client@{self.lab_id}")
         authorized = self._track(self.workdir / "authorized_keys")
         authorized.write_text(client_pub + "\n", encoding="ascii")
+        self._track(self.shared_dir).mkdir(exist_ok=True)
         for spec in self.specs:
             self.state.netns.append(f"{self.lab_id}-{spec.name}")
             self.state.save()
@@ -98,6 +100,7 @@ class Lab:
             for spec, (host_ip, node_ip) in zip(self.specs, pairs, strict=True):
                 self.nodes[spec.name] = self._prepare_node(spec, host_ip, node_ip, authorized)
         wire_data_links(self.lab_id, self.nodes, self.state)
+        traffic.write_root_ssh(self.nodes, self.client_key)
         for node in self.nodes.values():
             node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
             node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
@@ -123,11 +126,12 @@ class Lab:
         self.state.host_links.append(node.host_if)
         self.state.save()
         mgmt.add_mgmt_link(node)
-        rootfs.write_bin(spec, node.bin_dir, model_json)
+        env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name))
+        rootfs.write_bin(spec, node.bin_dir, model_json, env)
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)
-        rootfs.write_boot_script(spec, node_dir, stage, netplan)
+        rootfs.write_boot_script(spec, node_dir, stage, netplan, traffic.root_ssh_mount_lines(node_dir))
         key = node_dir / "ssh" / "ssh_host_ed25519_key"
         node.host_pub = sshd.keygen(key, f"root@{spec.host_name}")
         node.sshd_config_path.write_text(
@@ -138,6 +142,7 @@ class Lab:
                 pid_file=node_dir / "ssh" / "sshd.pid",
                 authorized_keys=authorized,
                 session_path=node.session_path,
+                extra_listen=[a.split("/")[0] for link in spec.links for a in link.lab_addresses()],
             ),
             encoding="utf-8",
         )
@@ -264,6 +269,19 @@ class Lab:
         node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
         self._save_nodes()
         return node.host_pub
+
+    def fault_dir(self, name: str) -> Path:
+        """Where a node's fault files live (the wrappers export it as LINKCHECK_LAB_FAULTS)."""
+        return self.workdir / "nodes" / name / "faults"
+
+    def set_fault(self, name: str, tool: str, fault: str | None) -> None:
+        """Arm a fault for every later run of an emulated traffic tool on a node; None clears it.
+
+        ib_write_bw: never-ready, crash-mid-run, client-fail, flap, hang, garbage; all_gather_perf:
+        hang, crash-mid-run, wrong, garbage (tests/lab/README.md, "Traffic").
+        """
+        self.node(name)
+        traffic.write_fault(self.fault_dir(name), tool, fault)
 
     def namespaces(self) -> list[str]:
         """Names of this lab's network namespaces (also the sink one, if data links needed it)."""

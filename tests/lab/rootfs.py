@@ -16,6 +16,7 @@ import shlex
 import shutil
 import stat
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from tests.lab.addresses import map_model, map_text
@@ -86,15 +87,20 @@ def emulated_tools() -> tuple[str, ...]:
     return tuple(t for t in EMULATED_TOOLS if t in TOOLS)
 
 
-def write_bin(spec: LabNodeSpec, bin_dir: Path, model_json: Path | None) -> None:
+def write_bin(
+    spec: LabNodeSpec, bin_dir: Path, model_json: Path | None, extra_env: Mapping[str, str] | None = None
+) -> None:
     """One wrapper per emulated tool (running the emulator CLI on this node's model), sudo, extras.
 
-    A node without a model gets no emulator wrappers: its tools are the host's real ones.
+    A node without a model gets no emulator wrappers: its tools are the host's real ones. `extra_env`
+    is exported by every wrapper too (the traffic emulators' shared state and fault directories).
     """
     bin_dir.mkdir(parents=True, exist_ok=True)
     env = f"LINKCHECK_LAB_NODE={shlex.quote(str(model_json or ''))}; export LINKCHECK_LAB_NODE\n"
     env += f"LINKCHECK_LAB_NAME={shlex.quote(spec.name)}; export LINKCHECK_LAB_NAME\n"
     env += f"PYTHONPATH={shlex.quote(str(REPO_ROOT))}; export PYTHONPATH\n"
+    for key, value in sorted((extra_env or {}).items()):
+        env += f"{key}={shlex.quote(value)}; export {key}\n"
     for tool in emulated_tools() if model_json is not None else ():
         if tool in spec.missing_tools or tool in spec.extra_tools:
             continue
@@ -255,7 +261,9 @@ def _shadow_lines(node_dir: Path) -> list[str]:
     return [f"mount --bind {shlex.quote(str(shadow))} /etc/shadow"]
 
 
-def write_boot_script(spec: LabNodeSpec, node_dir: Path, stage: Path, netplan: Path | None) -> Path:
+def write_boot_script(
+    spec: LabNodeSpec, node_dir: Path, stage: Path, netplan: Path | None, extra_mounts: Sequence[str] = ()
+) -> Path:
     """The script a node's namespace holder runs: hostname, mounts, then a ready line and `sleep`."""
     lines = [
         "#!/bin/sh",
@@ -267,6 +275,7 @@ def write_boot_script(spec: LabNodeSpec, node_dir: Path, stage: Path, netplan: P
         *_overlay_lines(node_dir, spec.missing_tools),
         *_rc_lines(node_dir),
         *_shadow_lines(node_dir),
+        *extra_mounts,
         "mkdir -p /run/sshd",
         f"echo {READY_LINE}",
         # The holder keeps the namespaces alive while sshd is stopped and restarted.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tests.lab.errors import LabError
@@ -35,13 +35,24 @@ def keygen(path: Path, comment: str) -> str:
 
 
 def sshd_config(
-    *, listen: str, port: int, host_key: Path, pid_file: Path, authorized_keys: Path, session_path: str
+    *,
+    listen: str,
+    port: int,
+    host_key: Path,
+    pid_file: Path,
+    authorized_keys: Path,
+    session_path: str,
+    extra_listen: Sequence[str] = (),
 ) -> str:
-    """An sshd_config for one lab node: key-only root login on its management address."""
+    """An sshd_config for one lab node: key-only root login on its management address.
+
+    `extra_listen`: further addresses (the node's data IPs, so mpirun on the peer can reach it).
+    """
     return "\n".join(
         [
             "# linkcheck lab node; generated, do not edit",
             f"ListenAddress {listen}:{port}",
+            *(f"ListenAddress {ip}:{port}" for ip in extra_listen),
             f"HostKey {host_key}",
             f"PidFile {pid_file}",
             f"AuthorizedKeysFile {authorized_keys}",

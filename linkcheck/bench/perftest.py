@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class _Started:
     server_argv: list[str]
     client: remote.RemoteProcess | None = None
     client_argv: list[str] | None = None
+    client_started: float = 0.0
 
 
 def _refuse_busy(transports: dict[str, Transport], rnd: Round) -> None:
@@ -91,6 +93,7 @@ def run_round(transports: dict[str, Transport], registry: remote.ProcessRegistry
         item.client_argv = perftest_argv(client, item.port, options, tools[client.node], server.ip)
         item.client = remote.start(transports[client.node], item.client_argv, deadline_s=deadline,
                                    label=f"ib_write_bw client on {client.node}:{client.rdma_dev}")
+        item.client_started = time.monotonic()
         registry.add(item.client)
     if on_wait is not None:
         on_wait(options.duration_s)
@@ -116,16 +119,18 @@ def _finish(transports: dict[str, Transport], registry: remote.ProcessRegistry, 
     ):
         transport = transports[local.node]
         done = remote.wait_exit(transport, proc, wait_s)
+        elapsed = time.monotonic() - item.client_started
         if not done:
             remote.kill(transport, proc)
         json_file = JSON_FILE if tools[local.node].json_valid else None
         result = remote.collect_output(transport, proc, json_file) if done else remote.Finished("", "", None)
         registry.discard(proc)
         meta = _meta(rnd, item.path, role, local, peer, item.port, options, tools[local.node])
+        meta["elapsed_s"] = f"{elapsed:.2f}"  # from client start to this process's exit, as seen from here
         skipped = None if done else f"did not finish within {wait_s} s; ended by PID {proc.pgid}"
         arg = f"{rnd.id}.{role}.{local.rdma_dev}"
         caps.append(Capture(local.node, "ib_write_bw", " ".join(argv), result.stdout, result.stderr,
-                            result.exit_status, float(options.duration_s), arg=arg, skipped=skipped, meta=meta))
+                            result.exit_status, elapsed, arg=arg, skipped=skipped, meta=meta))
         if result.extra and result.extra.strip():
             caps.append(Capture(local.node, "ib_write_bw", f"cat {JSON_FILE}", result.extra, "",
                                 result.exit_status, 0.0, arg=f"{arg}.json", meta={**meta, "format": "json"}))

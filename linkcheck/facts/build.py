@@ -25,7 +25,7 @@ class _Builder:
     def missing(self, group: str, reason: str) -> None:
         self.unavailable.setdefault(group, reason)
 
-    def set(self, netdev: str, **changes: Any) -> None:
+    def update(self, netdev: str, **changes: Any) -> None:
         self.functions[netdev] = replace(self.functions[netdev], **changes)
 
     # -- functions -------------------------------------------------------------------------------
@@ -34,7 +34,7 @@ class _Builder:
         pci = self.src.get("sysfs_pci", kind="sysfs")
         ib = self.src.get("sysfs_infiniband", kind="sysfs")
         bdfs = set(pci_links(pci)) if pci is not None else set()
-        bdfs |= {d["bdf"] for d in (ib_devices(ib) if ib is not None else {}).values() if d.get("bdf")}
+        bdfs |= {bdf for d in (ib_devices(ib) if ib is not None else {}).values() if (bdf := d.get("bdf"))}
         return bdfs, pci is not None or ib is not None
 
     def discover(self) -> None:
@@ -69,7 +69,7 @@ class _Builder:
                 continue
             fn = self.functions[iface.ifname]
             extra = detail.get(iface.ifname)
-            self.set(
+            self.update(
                 iface.ifname,
                 ipv4=tuple(f"{a.local}/{a.prefixlen}" for a in iface.ipv4),
                 mtu=iface.mtu if iface.mtu is not None else fn.mtu,
@@ -89,12 +89,12 @@ class _Builder:
         for netdev, fn in list(self.functions.items()):
             sys_link = links.get(fn.bdf or "")
             if sys_link and sys_link.get("current_link_width"):
-                self.set(netdev, pcie_speed_gts=parse_link_speed_gts(sys_link.get("current_link_speed") or ""),
+                self.update(netdev, pcie_speed_gts=parse_link_speed_gts(sys_link.get("current_link_speed") or ""),
                          pcie_width=int_or_none(sys_link.get("current_link_width")),
                          pcie_cap_width=int_or_none(sys_link.get("max_link_width")))
             elif fn.bdf in lspci and not lspci[fn.bdf].access_denied:
                 item = lspci[fn.bdf]
-                self.set(netdev, pcie_speed_gts=item.sta_speed_gts, pcie_width=item.sta_width,
+                self.update(netdev, pcie_speed_gts=item.sta_speed_gts, pcie_width=item.sta_width,
                          pcie_cap_width=item.cap_width)
             else:
                 self.missing("pcie", f"{self.src.reason('sysfs_pci')}; {self.src.reason('lspci')}")
@@ -103,9 +103,9 @@ class _Builder:
         for netdev in list(self.functions):
             settings = self.src.get("ethtool", netdev)
             if settings is not None and settings.speed_mbps:
-                self.set(netdev, speed_mbps=settings.speed_mbps)
+                self.update(netdev, speed_mbps=settings.speed_mbps)
             if settings is not None and self.functions[netdev].carrier is None:
-                self.set(netdev, carrier=settings.link_detected)
+                self.update(netdev, carrier=settings.link_detected)
 
     def cable(self) -> None:
         reasons = []
@@ -114,7 +114,7 @@ class _Builder:
             if eeprom is None:
                 reasons.append(self.src.reason("ethtool_m", netdev))
                 continue
-            self.set(netdev, cable=CableInfo(
+            self.update(netdev, cable=CableInfo(
                 vendor_name=eeprom.vendor_name, vendor_pn=eeprom.vendor_pn, vendor_sn=eeprom.vendor_sn,
                 identifier=eeprom.identifier, memory_map=eeprom.memory_map, length_m=eeprom.length_m))
         if not any(f.cable for f in self.functions.values()):

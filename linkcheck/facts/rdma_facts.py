@@ -66,7 +66,7 @@ def attach_rdma(b: _Builder) -> None:
         b.missing("rdma", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("rdma_link")]))
         return
     for netdev, (dev, state) in mapping.items():
-        b.set(netdev, rdma_dev=dev, rdma_state=state)
+        b.update(netdev, rdma_dev=dev, rdma_state=state)
     entries = _gid_entries(b, ib)
     if entries is None:
         b.missing("gids", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("show_gids"),
@@ -76,4 +76,4 @@ def attach_rdma(b: _Builder) -> None:
         if fn.rdma_dev is None:
             continue
         index = resolve_roce_v2_ipv4_index(entries, fn.rdma_dev, 1, netdev, fn.ip) if fn.ip else None
-        b.set(netdev, gid_index=index, gid_holes=tuple(holes(entries, fn.rdma_dev, 1)))
+        b.update(netdev, gid_index=index, gid_holes=tuple(holes(entries, fn.rdma_dev, 1)))

@@ -6,6 +6,7 @@ Target: the diagnosis takes under 2x the bare import baseline. Prints median wal
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -15,13 +16,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def median_s(argv: list[str], runs: int) -> float:
-    times = []
+def median_s(argv: list[str], runs: int) -> tuple[float, float]:
+    """Median wall time and median CPU time (user + sys of the child): CPU time barely moves with load."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -36,8 +41,10 @@ def main() -> None:
             [sys.executable, "-m", "linkcheck.cli", "diagnose", "-f", "json", str(ROOT / "fixtures" / "healthy")],
             runs),
     }
-    for name, seconds in results.items():
-        print(f"{name:<46} {seconds * 1000:8.1f} ms   {seconds / baseline:5.2f}x baseline")
+    base_wall, base_cpu = baseline
+    print(f"{'':46} {'wall':>9}  {'x base':>6}   {'cpu':>9}  {'x base':>6}")
+    for name, (wall, cpu) in results.items():
+        print(f"{name:<46} {wall * 1000:7.1f}ms  {wall / base_wall:5.2f}x   {cpu * 1000:7.1f}ms  {cpu / base_cpu:5.2f}x")
 
 
 if __name__ == "__main__":

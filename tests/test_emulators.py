@@ -68,8 +68,9 @@ def test_show_gids_and_devinfo_skip_the_hole_of_a_stale_table() -> None:
     assert "\t\t\tGID[  4]:\t\t::ffff:192.168.101.11, RoCE v2\n" in devinfo
     assert "\t\t\tGID[  2]:\t\t0000:0000:0000:0000:0000:ffff:c0a8:650b, RoCE v1\n" in devinfo
     sysfs = render(node, "sysfs_infiniband")[0]
-    assert "grep: /sys/class/infiniband/roceP2p1s0f1/ports/1/gid_attrs/types/3: Invalid argument\n" in sysfs
-    assert "/sys/class/infiniband/roceP2p1s0f1/ports/1/gids/3:0000:0000:0000:0000:0000:0000:0000:0000\n" in sysfs
+    port = "/sys/class/infiniband/roceP2p1s0f1/ports/1"
+    assert f"{port}/gids/3:" not in sysfs and f"{port}/gid_attrs/types/3" not in sysfs  # the hole: no used slot
+    assert f"{port}/gids/4:0000:0000:0000:0000:0000:ffff:c0a8:650b\n{port}/gid_attrs/types/4:RoCE v2\n" in sysfs
 
 
 def test_ibv_devinfo_gid_forms_by_rdma_core_version() -> None:

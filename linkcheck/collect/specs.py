@@ -15,7 +15,7 @@ from dataclasses import dataclass
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 # One sysfs dump line per file: "<path>\t<value>", "<path>\t!<error>" or "<path>\t-> <symlink target>";
-# GID tables come as `grep -H .` lines ("<path>:<value>", "grep: <path>: <error>"), which parse the same.
+# GID tables come as `grep -H` lines ("<path>:<value>", "grep: <path>: <error>"), which parse the same.
 # Reading each file separately keeps EINVAL on empty GID entries from hiding the rest.
 SYSFS_DUMP_FN = r"""lc_dump() { for f in "$@"; do
   [ -e "$f" ] || [ -L "$f" ] || continue
@@ -79,9 +79,12 @@ SPECS: tuple[Spec, ...] = (
         SYSFS_DUMP_FN
         + "\nfor d in /sys/class/infiniband/*; do lc_dump \"$d/device\" \"$d/node_guid\" \"$d/fw_ver\";"
         + " for p in \"$d\"/ports/*; do for a in " + IB_PORT_FILES + '; do lc_dump "$p/$a"; done;'
-        # One grep per port reads the whole GID table (255 slots x 3 files) without a process per file;
-        # empty slots fail with EINVAL, which grep reports on stderr: kept, merged into the dump.
-        + ' grep -H . "$p"/gids/* "$p"/gid_attrs/types/* "$p"/gid_attrs/ndevs/* 2>&1; done; done; true',
+        # A port has 255 GID slots and most are empty (all-zero GID, EINVAL on their attributes). Dump
+        # the used slots with their type and netdev (read errors kept via 2>&1); an absent index
+        # below the highest used one is an empty slot, which is how holes are seen.
+        + ' grep -H -v "^0000:0000:0000:0000:0000:0000:0000:0000$" "$p"/gids/* | while IFS= read -r l; do'
+        + ' echo "$l"; f=${l%%:*}; i=${f##*/};'
+        + ' grep -H . "$p/gid_attrs/types/$i" "$p/gid_attrs/ndevs/$i" 2>&1; done; done; done; true',
         description="RDMA devices, port state and counters, RoCE GID tables",
     ),
     Spec(

@@ -43,6 +43,8 @@ def ib_devices(dump: Any) -> dict[str, dict[str, str | None]]:
     """rdma device -> {"bdf": ..., "state": ...} from the sysfs_infiniband dump."""
     out: dict[str, dict[str, str | None]] = {}
     for entry in dump.under(IB):
+        if not entry.path.endswith(("/device", "/state")):
+            continue  # most of the dump is GID table slots, which this view does not need
         parts = entry.path[len(IB):].split("/")
         dev = out.setdefault(parts[0], {})
         if parts[1:] == ["device"] and entry.link:

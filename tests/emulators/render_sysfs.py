@@ -98,21 +98,30 @@ def _port_file(fn: Function, name: str) -> str:
     return values[name]
 
 
+ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+
 def _gid_entries(fn: Function, port: str) -> list[Entry]:
+    """The used GID slots as the spec reads them: each slot's GID line, then its type and netdev lines."""
     indices = sorted((str(i) for i in range(GID_TBL_LEN)), key=dev_sort_key)  # glob order: 0 1 10 100 ...
-    gids = [Entry(f"{port}/gids/{i}", gid_entry(fn, int(i)).gid, style="grep") for i in indices]
-    types, ndevs = [], []
+    out: list[Entry] = []
     for i in indices:
         slot = gid_entry(fn, int(i))
+        if slot.gid == ZERO_GID:
+            continue  # `grep -v` drops empty slots; their attribute files are not read
+        out.append(Entry(f"{port}/gids/{i}", slot.gid, style="grep"))
         if slot.type is None:
-            types.append(Entry(f"{port}/gid_attrs/types/{i}", "Invalid argument", "error", "grep"))
-            ndevs.append(Entry(f"{port}/gid_attrs/ndevs/{i}", "Invalid argument", "error", "grep"))
+            out.append(Entry(f"{port}/gid_attrs/types/{i}", "Invalid argument", "error", "grep"))
+            out.append(Entry(f"{port}/gid_attrs/ndevs/{i}", "Invalid argument", "error", "grep"))
         else:
-            types.append(Entry(f"{port}/gid_attrs/types/{i}", slot.type, style="grep"))
-            ndevs.append(Entry(f"{port}/gid_attrs/ndevs/{i}", slot.ndev or "", style="grep"))
-    entries = gids + types + ndevs
-    # grep's stderr is unbuffered and its stdout is not: with 2>&1 the error lines come out first.
-    return [e for e in entries if e.kind == "error"] + [e for e in entries if e.kind != "error"]
+            out.append(Entry(f"{port}/gid_attrs/types/{i}", slot.type, style="grep"))
+            out.append(Entry(f"{port}/gid_attrs/ndevs/{i}", slot.ndev or "", style="grep"))
+    return out
+
+
+def _empty_gid_files(fn: Function, port: str) -> list[Entry]:
+    """Empty slots still exist on disk (zero GID); the tree must have them for the real command to skip."""
+    return [Entry(f"{port}/gids/{i}", ZERO_GID) for i in range(GID_TBL_LEN) if gid_entry(fn, i).gid == ZERO_GID]
 
 
 def _ib_entries(node: Node) -> list[Entry]:
@@ -218,7 +227,8 @@ def materialise_sysfs(node: Node, root_dir: Path) -> None:
     """Write /sys/devices with the real files, and /sys/class/{net,infiniband}, /sys/bus/pci/devices as
     the symlinks the kernel makes, under `root_dir`. Entries whose read fails are not written."""
     root = Path(root_dir)
-    for entry in _net_entries(node) + _ib_entries(node) + _pci_entries(node):
+    empty = [e for fn in node.functions for e in _empty_gid_files(fn, f"/sys/class/infiniband/{fn.rdma_dev}/ports/1")]
+    for entry in _net_entries(node) + _ib_entries(node) + _pci_entries(node) + empty:
         if entry.kind != "error":
             _write(root, _real_path(node, entry.path), entry)
     for name in ["lo", node.mgmt.name] + [f.netdev for f in node.functions]:

@@ -44,7 +44,8 @@ def main() -> None:
     base_wall, base_cpu = baseline
     print(f"{'':46} {'wall':>9}  {'x base':>6}   {'cpu':>9}  {'x base':>6}")
     for name, (wall, cpu) in results.items():
-        print(f"{name:<46} {wall * 1000:7.1f}ms  {wall / base_wall:5.2f}x   {cpu * 1000:7.1f}ms  {cpu / base_cpu:5.2f}x")
+        print(f"{name:<46} {wall * 1000:7.1f}ms  {wall / base_wall:5.2f}x   "
+              f"{cpu * 1000:7.1f}ms  {cpu / base_cpu:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -432,3 +433,177 @@ def test_lab_logs_in_where_root_is_locked(tmp_path: Path) -> None:
         check=False,
     )
     assert (proc.returncode, proc.stdout.strip()) == (0, "spark-a"), proc.stderr
+
+
+# -- the node model's NCCL settings and neighbour entries --------------------------------------------
+
+
+def _host_snapshot(paths: list[str]) -> dict[str, str | None]:
+    return {p: Path(p).read_text(encoding="utf-8") if Path(p).is_file() else None for p in paths}
+
+
+def _nccl_lab(lab_factory: LabFactory, tmp_path: Path) -> tuple[Lab, dict[str, dict[str, Any]]]:
+    """gid-stale's models, node b also with ~/.nccl.conf and NCCL_* (an empty value and one with a blank)."""
+    from tests.emulators.scenarios import SCENARIOS
+    from tests.lab.scenario import specs_from_models
+
+    scenario = SCENARIOS["gid-stale"]
+    env_b = {**scenario.node_b.nccl_env, "NCCL_IB_GID_INDEX": "", "NCCL_TOPO_DUMP_FILE": "/tmp/topo dump.xml"}
+    b = replace(scenario.node_b, nccl_conf_user="# user\nNCCL_IB_HCA=roceP2p1s0f1\n", nccl_env=env_b)
+    paths = {"a": tmp_path / "a.json", "b": tmp_path / "b.json"}
+    for name, node in (("a", scenario.node_a), ("b", b)):
+        paths[name].write_text(node.to_json(), encoding="utf-8")
+    lab = lab_factory(specs_from_models(paths))
+    return lab, {n: json.loads(Path(str(lab.node(n).model_json)).read_text()) for n in ("a", "b")}
+
+
+@needs_lab
+def test_model_nccl_conf_is_etc_nccl_conf_in_the_node_only(lab_factory: LabFactory, tmp_path: Path) -> None:
+    pytest.importorskip("tests.emulators.scenarios")
+    host = _host_snapshot(["/etc/nccl.conf"])
+    lab, models = _nccl_lab(lab_factory, tmp_path)
+    for node in ("a", "b"):
+        out = lab.ssh(node, "cat /etc/nccl.conf; ls /etc/netplan; test -s /etc/passwd && echo etc-ok")
+        assert out.returncode == 0, out.stderr
+        text = str(models[node]["nccl_conf"])
+        assert text == "NCCL_IB_GID_INDEX=3\n"
+        assert out.stdout == text + "40-cx7.yaml\netc-ok\n"  # netplan and the rest of /etc still there
+    assert _host_snapshot(["/etc/nccl.conf"]) == host
+    healthy = lab_factory("healthy")  # nccl_conf None: no /etc/nccl.conf in the node, whatever the host has
+    gone = healthy.ssh("a", "cat /etc/nccl.conf")
+    assert gone.returncode == 1 and "No such file or directory" in gone.stderr
+
+
+@needs_lab
+def test_model_user_nccl_conf_is_roots_in_the_node_only(lab_factory: LabFactory, tmp_path: Path) -> None:
+    pytest.importorskip("tests.emulators.scenarios")
+    home = os.path.expanduser("~root")
+    host = _host_snapshot([f"{home}/.nccl.conf"])
+    lab, models = _nccl_lab(lab_factory, tmp_path)
+    b = lab.ssh("b", 'cat "$HOME/.nccl.conf"; cat ~/.ssh/config | head -1; ls -d "$HOME"')
+    assert b.returncode == 0, b.stderr
+    lines = b.stdout.splitlines(keepends=True)
+    assert "".join(lines[:2]) == models["b"]["nccl_conf_user"] == "# user\nNCCL_IB_HCA=roceP2p1s0f1\n"
+    assert lines[2].startswith("# linkcheck lab")  # the node's ~/.ssh sits on top of the home overlay
+    assert lines[3] == home + "\n"
+    a = lab.ssh("a", 'cat "$HOME/.nccl.conf"')  # node a's model has none
+    assert a.returncode == 1 and "No such file or directory" in a.stderr
+    assert _host_snapshot([f"{home}/.nccl.conf"]) == host
+
+
+@needs_lab
+def test_model_nccl_env_is_in_ssh_sessions_and_exec(lab_factory: LabFactory, tmp_path: Path) -> None:
+    pytest.importorskip("tests.emulators.scenarios")
+    lab, models = _nccl_lab(lab_factory, tmp_path)
+    for node in ("a", "b"):
+        expected = sorted(f"{k}={v}" for k, v in models[node]["nccl_env"].items())
+        assert expected and all(line.startswith("NCCL_") for line in expected)
+        ssh = lab.ssh(node, "env | grep ^NCCL_")
+        assert sorted(ssh.stdout.splitlines()) == expected, ssh.stderr
+        ex = lab.exec(node, ["sh", "-c", "env | grep ^NCCL_"])
+        assert sorted(ex.stdout.splitlines()) == expected
+    b = sorted(lab.ssh("b", "env | grep ^NCCL_").stdout.splitlines())
+    assert "NCCL_IB_GID_INDEX=" in b and "NCCL_TOPO_DUMP_FILE=/tmp/topo dump.xml" in b
+    assert "NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1" in b
+
+
+@needs_lab
+def test_model_neighbours_are_permanent_and_a_wrong_twin_mac_still_delivers(lab_factory: LabFactory) -> None:
+    pytest.importorskip("tests.emulators.scenarios")
+    from tests.emulators.scenarios import SCENARIOS
+
+    lab = lab_factory("single-pcie-path")
+    scenario = SCENARIOS["single-pcie-path"]
+    for name, model in (("a", scenario.node_a), ("b", scenario.node_b)):
+        out = lab.ssh(name, "ip -j neigh")
+        assert out.returncode == 0, out.stderr
+        got = {(e["dst"], e["dev"], e.get("lladdr"), tuple(e["state"])) for e in json.loads(out.stdout)}
+        want = {(map_text(n.dst), n.dev, n.lladdr, ("PERMANENT",)) for n in model.neighbours}
+        assert want and want <= got
+        assert not {(d, dev) for d, dev, _, _ in got if d.startswith("198.19.")} - {(d, v) for d, v, _, _ in want}
+    wrong = next(n for n in scenario.node_b.neighbours if n.dst == "192.168.101.10")
+    assert wrong.lladdr == scenario.node_a.function("enp1s0f1np1").mac  # the other twin's MAC
+    # As on the GB10, where both twins share the cable, frames with that MAC reach a's enp1s0f1np1.
+    before = _redirected_packets(lab, "b", "enP2p1s0f1np1")
+    reach = lab.ssh("b", "ssh 198.19.101.10 hostname")
+    assert (reach.returncode, reach.stdout) == (0, "dgx-spark-1\n"), reach.stderr
+    assert _redirected_packets(lab, "b", "enP2p1s0f1np1") > before
+    healthy = lab_factory("healthy")  # right MACs: no redirect anywhere
+    assert healthy.exec("b", ["tc", "filter", "show", "dev", "enP2p1s0f1np1", "egress"]).stdout.strip() == ""
+
+
+def _redirected_packets(lab: Lab, node: str, dev: str) -> int:
+    out = lab.exec(node, ["tc", "-s", "-j", "filter", "show", "dev", dev, "egress"])
+    assert out.returncode == 0, out.stderr
+    return sum(a["stats"]["packets"] for f in json.loads(out.stdout) for a in f.get("options", {}).get("actions", []))
+
+
+@needs_lab
+def test_node_files_bind_overlay_whiteout_and_keep_submounts(tmp_path: Path) -> None:
+    """mount_lines in a private mount namespace: bind where the path exists, else an overlay of its directory."""
+    host = tmp_path / "host"
+    (host / "etc").mkdir(parents=True)
+    (host / "etc" / "kept").write_text("host kept\n")
+    (host / "etc" / "hidden").write_text("host hidden\n")
+    (host / "etc" / "submount").write_text("underlying\n")
+    (host / "etc" / "plan").mkdir()
+    (host / "etc" / "plan" / "host.yaml").write_text("host\n")
+    (host / "bound").mkdir()
+    (host / "bound" / "file").write_text("host file\n")
+    (tmp_path / "mounted").write_text("mounted on top\n")
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    (staged / "new").write_text("staged new\n")
+    (staged / "file").write_text("staged file\n")
+    (staged / "plan").mkdir()
+    (staged / "plan" / "node.yaml").write_text("node\n")
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from tests.lab.nodefiles import NodeFile, mount_lines
+        files = [NodeFile({str(host / "etc" / "new")!r}, Path({str(staged / "new")!r})),
+                 NodeFile({str(host / "etc" / "hidden")!r}, None),
+                 NodeFile({str(host / "etc" / "never")!r}, None),
+                 NodeFile({str(host / "etc" / "plan")!r}, Path({str(staged / "plan")!r})),
+                 NodeFile({str(host / "bound" / "file")!r}, Path({str(staged / "file")!r}))]
+        print("\\n".join(["set -eu", *mount_lines(files, Path({str(tmp_path / "node")!r}))]))
+        """
+    )
+    etc = host / "etc"
+    inner = (
+        f"mount --bind {tmp_path / 'mounted'} {etc / 'submount'} && {sys.executable} -c \"$0\" > {tmp_path / 'boot.sh'}"
+        f" && sh {tmp_path / 'boot.sh'} && cat {etc}/new {etc}/kept {etc}/submount {host}/bound/file"
+        f" && ls {etc} {etc}/plan | tr '\\n' ' '"
+    )
+    proc = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner, script],
+        capture_output=True, text=True, timeout=30, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    boot = (tmp_path / "boot.sh").read_text()
+    assert "mount --bind" in boot and "mount -t overlay" in boot and "mount --move" in boot
+    # plan: the host's directory replaced (bound on top of the overlay), not merged with the staged one
+    listing = f"{etc}: kept new plan submount  {etc}/plan: node.yaml "
+    assert proc.stdout == "staged new\nhost kept\nmounted on top\nstaged file\n" + listing
+    # Outside that namespace the "host" is untouched.
+    assert sorted(p.name for p in etc.iterdir()) == ["hidden", "kept", "plan", "submount"]
+    assert [p.name for p in (etc / "plan").iterdir()] == ["host.yaml"]
+    assert (etc / "submount").read_text() == "underlying\n" and (host / "bound" / "file").read_text() == "host file\n"
+
+
+def test_nccl_env_quoting_in_sshd_config_and_refused_values(tmp_path: Path) -> None:
+    from tests.lab import nccl, sshd
+
+    cfg = sshd.sshd_config(listen="198.18.0.1", port=22, host_key=tmp_path / "k", pid_file=tmp_path / "p",
+                           authorized_keys=tmp_path / "ak", session_path="/bin",
+                           session_env={"NCCL_A": "x y", "NCCL_B": ""})
+    set_env = [line for line in cfg.splitlines() if line.startswith("SetEnv")]
+    assert set_env == ['SetEnv PATH=/bin LINKCHECK_LAB=1 "NCCL_A=x y" "NCCL_B="']  # sshd reads only one SetEnv
+    model = tmp_path / "m.json"
+    for bad in ({"NCCL_A": 'say "hi"'}, {"NCCL_A": "a\nb"}, {"PATH": "/evil"}):
+        model.write_text(json.dumps({"nccl_env": bad}))
+        with pytest.raises(LabError, match="cannot be set in an SSH session"):
+            nccl.session_env(model)
+    model.write_text(json.dumps({"nccl_env": {"NCCL_IB_HCA": "mlx5_0"}}))
+    assert nccl.session_env(model) == {"NCCL_IB_HCA": "mlx5_0"} and nccl.session_env(None) == {}

@@ -28,14 +28,12 @@ if TYPE_CHECKING:
     from tests.conftest import CliRun, Live
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = ("healthy", "gid-stale", "mtu-mismatch", "twins-same-subnet", "unapproved-cable", "degraded-collection")
+SCENARIOS = ("healthy", "gid-stale", "mtu-mismatch", "twins-same-subnet", "unapproved-cable", "degraded-collection",
+             "single-pcie-path")
 # Rules judged only from traffic-test (bench) captures; a check without --bench cannot raise them.
 BENCH_RULES = frozenset({"LINK_HOTPLUG_DEGRADED", "LINK_BELOW_NOMINAL", "NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW"})
 EXIT_OF_VERDICT = {"pass": 0, "warn": 1, "fail": 2, "inconclusive": 3}
-LAB_GAPS = {
-    "gid-stale": "lab gap: tests/lab does not install the node model's /etc/nccl.conf (nccl_conf) or "
-    "NCCL_* environment (nccl_env), so NCCL_IB_GID_INDEX=3 is not pinned live and GID_INDEX_STALE cannot fire",
-}
+LAB_GAPS: dict[str, str] = {}  # scenario -> why its lab cannot show what its fixture shows (strict xfail)
 
 Finding = tuple[str, str, str]
 

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tests.lab import mgmt, netns, rootfs, sshd, traffic
+from tests.lab import mgmt, nccl, netns, rootfs, sshd, traffic
 from tests.lab.errors import LabError
+from tests.lab.neighbours import install_neighbours
 from tests.lab.node import SSH_PORT, LabNode
 from tests.lab.spec import LabNodeSpec, validate_specs
 from tests.lab.state import LabState, teardown
@@ -100,6 +101,7 @@ class Lab:
             for spec, (host_ip, node_ip) in zip(self.specs, pairs, strict=True):
                 self.nodes[spec.name] = self._prepare_node(spec, host_ip, node_ip, authorized)
         wire_data_links(self.lab_id, self.nodes, self.state)
+        install_neighbours(self.nodes)
         traffic.write_root_ssh(self.nodes, self.client_key)
         for node in self.nodes.values():
             node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
@@ -122,6 +124,7 @@ class Lab:
             host_ip=host_ip,
             bin_dir=node_dir / "bin",
             model_json=model_json,
+            model_env=nccl.session_env(model_json),
         )
         self.state.host_links.append(node.host_if)
         self.state.save()
@@ -131,7 +134,8 @@ class Lab:
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)
-        rootfs.write_boot_script(spec, node_dir, stage, netplan, traffic.root_ssh_mount_lines(node_dir))
+        files = nccl.stage_nccl_files(model_json, stage)
+        rootfs.write_boot_script(spec, node_dir, stage, netplan, traffic.root_ssh_mount_lines(node_dir), files)
         key = node_dir / "ssh" / "ssh_host_ed25519_key"
         node.host_pub = sshd.keygen(key, f"root@{spec.host_name}")
         node.sshd_config_path.write_text(
@@ -143,6 +147,7 @@ class Lab:
                 authorized_keys=authorized,
                 session_path=node.session_path,
                 extra_listen=[a.split("/")[0] for link in spec.links for a in link.lab_addresses()],
+                session_env=node.model_env,
             ),
             encoding="utf-8",
         )

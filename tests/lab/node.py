@@ -7,7 +7,7 @@ import select
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.lab import netns, sshd
@@ -33,6 +33,7 @@ class LabNode:
     bin_dir: Path
     model_json: Path | None
     host_pub: str = ""
+    model_env: dict[str, str] = field(default_factory=dict)  # the model's NCCL_*, in every session
     holder: ProcRecord | None = None
     sshd: ProcRecord | None = None
 
@@ -61,6 +62,7 @@ class LabNode:
         """The environment of commands run in the node, like an SSH session's (PATH first)."""
         env = {k: v for k, v in os.environ.items() if k in ("LANG", "LC_ALL", "TERM", "HOME", "USER")}
         env.update({"PATH": self.session_path, "LINKCHECK_LAB": "1", "HOME": os.path.expanduser("~root")})
+        env.update(self.model_env)
         env.update(extra or {})
         return env
 

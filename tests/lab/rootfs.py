@@ -3,8 +3,9 @@
 Everything a node shows is prepared on disk under its directory, then `boot.sh` runs inside the node's
 fresh mount and UTS namespaces (private propagation, so nothing leaks to the host) and mounts it:
 tmpfs copies over /sys/class, /sys/bus/pci/devices and (staged entries only) /sys/devices; the netplan
-directory over /etc/netplan; overlay whiteouts that hide real binaries of `missing_tools`; empty files
-over the shell start-up files that would otherwise put other directories before the emulator bin on PATH.
+directory over /etc/netplan and the model's other files at theirs (tests.lab.nodefiles); overlay whiteouts
+that hide real binaries of `missing_tools`; empty files over the shell start-up files that would otherwise
+put other directories before the emulator bin on PATH.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import json
 import os
 import pwd
 import shlex
-import shutil
 import stat
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from tests.lab.addresses import map_model, map_text
 from tests.lab.errors import LabError
+from tests.lab.nodefiles import NodeFile, mount_lines
 from tests.lab.spec import EMULATED_TOOLS, LabNodeSpec, LinkSpec
 from tests.lab.sshd import SYSTEM_PATH
 
@@ -217,19 +218,6 @@ def _sysfs_lines(stage: Path, node_dir: Path) -> list[str]:
     return lines
 
 
-def _netplan_lines(netplan: Path | None, node_dir: Path) -> list[str]:
-    if netplan is None:
-        return []
-    if Path("/etc/netplan").is_dir():
-        return [f"mount --bind {shlex.quote(str(netplan))} /etc/netplan"]
-    # No /etc/netplan on this host: overlay /etc with an upper layer holding it (the host stays untouched).
-    upper, work = node_dir / "overlay" / "etc" / "upper", node_dir / "overlay" / "etc" / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(netplan, upper / "netplan", dirs_exist_ok=True)
-    opts = f"lowerdir=/etc,upperdir={upper},workdir={work}"
-    return [f"mount -t overlay lc-lab -o {shlex.quote(opts)} /etc"]
-
-
 def _rc_lines(node_dir: Path) -> list[str]:
     empty = node_dir / "empty-rc"
     empty.write_text("", encoding="ascii")
@@ -262,16 +250,26 @@ def _shadow_lines(node_dir: Path) -> list[str]:
 
 
 def write_boot_script(
-    spec: LabNodeSpec, node_dir: Path, stage: Path, netplan: Path | None, extra_mounts: Sequence[str] = ()
+    spec: LabNodeSpec,
+    node_dir: Path,
+    stage: Path,
+    netplan: Path | None,
+    extra_mounts: Sequence[str] = (),
+    files: Sequence[NodeFile] = (),
 ) -> Path:
-    """The script a node's namespace holder runs: hostname, mounts, then a ready line and `sleep`."""
+    """The script a node's namespace holder runs: hostname, mounts, then a ready line and `sleep`.
+
+    `netplan` is shown at /etc/netplan and `files` at their paths (tests.lab.nodefiles), before the
+    start-up file, shadow and `extra_mounts` bind mounts, which then sit on top of any overlay.
+    """
+    shown = [*([NodeFile("/etc/netplan", netplan)] if netplan is not None else []), *files]
     lines = [
         "#!/bin/sh",
         f"# linkcheck lab node {spec.name}: runs inside its own network, mount and UTS namespaces",
         "set -eu",
         f"echo {shlex.quote(spec.host_name)} > /proc/sys/kernel/hostname",
         *_sysfs_lines(stage, node_dir),
-        *_netplan_lines(netplan, node_dir),
+        *mount_lines(shown, node_dir),
         *_overlay_lines(node_dir, spec.missing_tools),
         *_rc_lines(node_dir),
         *_shadow_lines(node_dir),

@@ -43,11 +43,14 @@ def sshd_config(
     authorized_keys: Path,
     session_path: str,
     extra_listen: Sequence[str] = (),
+    session_env: Mapping[str, str] | None = None,
 ) -> str:
     """An sshd_config for one lab node: key-only root login on its management address.
 
     `extra_listen`: further addresses (the node's data IPs, so mpirun on the peer can reach it).
+    `session_env`: further variables of every session (the model's NCCL_*); values must not hold `"`.
     """
+    extra_env = "".join(f' "{k}={v}"' for k, v in (session_env or {}).items())
     return "\n".join(
         [
             "# linkcheck lab node; generated, do not edit",
@@ -72,7 +75,8 @@ def sshd_config(
             "MaxSessions 50",
             "LogLevel VERBOSE",
             # SetEnv is applied after sshd's built-in PATH, so it wins for every session (OpenSSH >= 7.8).
-            f"SetEnv PATH={session_path} LINKCHECK_LAB=1",
+            # Only the first SetEnv line counts: every variable goes on this one.
+            f"SetEnv PATH={session_path} LINKCHECK_LAB=1{extra_env}",
             "",
         ]
     )

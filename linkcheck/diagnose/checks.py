@@ -22,7 +22,7 @@ CHECKS: dict[str, CheckDef] = {
     "cable_not_approved": CheckDef(checks_link.cable_not_approved, _p("node", "pn", "vendor", "sn", "note",
                                                                       "approved"),
                                    _p("approved_part_numbers")),
-    "single_pcie_path": CheckDef(checks_path.single_pcie_path, _p("what", "node", "hcas"),
+    "single_pcie_path": CheckDef(checks_path.single_pcie_path, _p("what", "node", "remedy"),
                                  _p("single_path_total_min_gbps", "single_path_total_max_gbps",
                                     "idle_path_max_gbps", "idle_counter_share")),
     "hotplug_degraded": CheckDef(checks_bench.hotplug_degraded, _p("path", "gbps", "host_a", "host_b"),

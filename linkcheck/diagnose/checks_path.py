@@ -11,6 +11,21 @@ from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence
 
 
+def _hca_list(twins: list[Function]) -> str:
+    return ",".join(sorted(f.rdma_dev for f in twins if f.rdma_dev)) or "<both twins of the cabled cage>"
+
+
+def _hca_remedy(twins: list[Function]) -> str:
+    return f"export NCCL_IB_HCA={_hca_list(twins)}  (both twins, one per PCIe link)"
+
+
+def _path_remedy(link: LinkFacts, node: str) -> str:
+    facts = link.node(node)
+    twins = [f for f in facts.functions if f.cage in facts.cabled_cages]
+    return (f"check that each twin's peer IP resolves to that twin's MAC (ip neigh), "
+            f"and export NCCL_IB_HCA={_hca_list(twins)}")
+
+
 def _config(node: NodeFacts) -> Observation | None:
     used = node.used_functions
     chosen = nccl_functions(node)
@@ -25,7 +40,7 @@ def _config(node: NodeFacts) -> Observation | None:
     twins = [f for f in node.functions if f.cage in node.cabled_cages]
     return Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
                        values={"what": why, "node": node.name,
-                               "hcas": ",".join(f.rdma_dev or "?" for f in twins) or "<both twins>"},
+                               "remedy": _hca_remedy(twins)},
                        evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "not set")),)
                        + tuple(Evidence(f"{f.netdev} PCI function", f.bdf, "sysfs") for f in used))
 
@@ -43,7 +58,8 @@ def _wrong_mac(local: Function, peer: Function, node: NodeFacts, peer_node: Node
                         f"{peer_node.name}:{owner.netdev} ({entry.mac}), the other twin, so both flows reach one "
                         f"PCIe link on node {peer_node.name}",
                 "node": node.name,
-                "hcas": f"sudo ip neigh del {peer.ip} dev {local.netdev}"},
+                "remedy": f"sudo ip neigh del {peer.ip} dev {local.netdev}  (re-resolved on the next packet; "
+                          "keep arp_ignore=1 and arp_announce=2)"},
         evidence=(Evidence(f"neighbour {peer.ip} on {node.name}:{local.netdev}", entry.mac, "ip neigh"),
                   Evidence(f"MAC of {peer_node.name}:{peer.netdev}", peer.mac, "sysfs"),
                   Evidence(f"MAC of {peer_node.name}:{owner.netdev}", owner.mac, "sysfs")))
@@ -69,7 +85,7 @@ def _bench(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
                 subject=f"rdma {direction} concurrent", fired=True,
                 values={"what": f"both paths at once total {total:.1f} Gb/s ({' + '.join(f'{r:.1f}' for r in rates)})"
                                 f" in direction {direction}: roughly one PCIe x4 path",
-                        "node": direction[0], "hcas": "<both twins>"},
+                        "node": direction[0], "remedy": _path_remedy(link, direction[0])},
                 evidence=tuple(Evidence(f"concurrent {direction} path {i}", r, "ib_write_bw")
                                for i, r in enumerate(rates))))
     return out
@@ -92,7 +108,7 @@ def _counters(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
                 subject=f"counters {round_id}", fired=True,
                 values={"what": f"during {round_id} {', '.join(idle)} moved almost nothing while "
                                 f"{max(sent, key=lambda k: sent[k])} sent {busiest / 1e9:.1f} GB",
-                        "node": idle[0].split(":")[0], "hcas": "<both twins>"},
+                        "node": idle[0].split(":")[0], "remedy": _path_remedy(link, idle[0].split(":")[0])},
                 evidence=tuple(Evidence(f"{c.node}:{c.rdma_dev} xmit/rcv bytes", [c.xmit_bytes, c.rcv_bytes],
                                         "port_xmit_data/port_rcv_data delta") for c in rows)))
     return out
@@ -111,7 +127,7 @@ def _nccl(link: LinkFacts) -> list[Observation]:
     return [Observation(subject="nccl", fired=True,
                         values={"what": f"NCCL used {', '.join(run.ib_devices) or 'one device'} "
                                         f"(channels via NET/IB/{', '.join(map(str, run.channel_net_devs))}) only",
-                                "node": "a", "hcas": "<both twins>"},
+                                "node": "a", "remedy": _path_remedy(link, "a")},
                         evidence=(Evidence("NET/IB devices", list(run.ib_devices), "NCCL log"),
                                   Evidence("NET/IB channel devices", list(run.channel_net_devs), "NCCL log")))]
 

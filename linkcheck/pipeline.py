@@ -10,10 +10,11 @@ from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import Rule, load_playbooks
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts
+from linkcheck.model import Record
 
 
-@dataclass(frozen=True)
-class Outcome:
+@dataclass(frozen=True, repr=False, eq=False)
+class Outcome(Record):
     """What one diagnosis run produced, for the reporters."""
 
     bundle: Bundle

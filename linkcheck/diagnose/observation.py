@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkcheck.facts.model import LinkFacts
-from linkcheck.model import Evidence
+from linkcheck.model import Evidence, Record
 
 
-@dataclass(frozen=True)
-class Observation:
+@dataclass(frozen=True, repr=False, eq=False)
+class Observation(Record):
     """One subject's outcome: fired or not, the values for the message and fix, the evidence."""
 
     subject: str
@@ -25,8 +25,8 @@ class Observation:
 CheckFunc = Callable[[LinkFacts, dict[str, Any]], list[Observation]]
 
 
-@dataclass(frozen=True)
-class CheckDef:
+@dataclass(frozen=True, repr=False, eq=False)
+class CheckDef(Record):
     """A named check: the function, the placeholders it fills, the thresholds it reads."""
 
     func: CheckFunc

@@ -16,7 +16,7 @@ import yaml
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.yaml_lines import line_of, load_with_lines
 from linkcheck.errors import PlaybookError
-from linkcheck.model import Severity
+from linkcheck.model import Record, Severity
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
 RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
@@ -28,8 +28,8 @@ ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
-@dataclass(frozen=True)
-class Condition:
+@dataclass(frozen=True, repr=False, eq=False)
+class Condition(Record):
     """`all`/`any` of children, or one operator applied to a fact (or two facts for `differs`)."""
 
     op: str
@@ -44,8 +44,8 @@ class Condition:
         return own.union(*(c.facts() for c in self.children))
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, repr=False, eq=False)
+class Rule(Record):
     """One diagnosis with everything a user needs when it fires."""
 
     id: str

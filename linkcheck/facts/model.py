@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from linkcheck.model import Record
+
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
 NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg"})
 
 
-@dataclass(frozen=True)
-class CableInfo:
+@dataclass(frozen=True, repr=False, eq=False)
+class CableInfo(Record):
     """The cable's identity from the module EEPROM (`ethtool -m`)."""
 
     vendor_name: str | None
@@ -24,8 +26,8 @@ class CableInfo:
     length_m: float | None
 
 
-@dataclass(frozen=True)
-class Function:
+@dataclass(frozen=True, repr=False, eq=False)
+class Function(Record):
     """One ConnectX-7 PCIe function: a netdev and its RDMA device. Two of them (twins) serve a cage."""
 
     node: str
@@ -68,8 +70,8 @@ class Function:
         return f"{self.node}:{self.netdev}"
 
 
-@dataclass(frozen=True)
-class Neighbour:
+@dataclass(frozen=True, repr=False, eq=False)
+class Neighbour(Record):
     """A resolved peer address: which MAC the kernel will send to for an IP, and out of which netdev."""
 
     ip: str
@@ -77,8 +79,8 @@ class Neighbour:
     mac: str | None
 
 
-@dataclass(frozen=True)
-class DmesgHint:
+@dataclass(frozen=True, repr=False, eq=False)
+class DmesgHint(Record):
     """A kernel event that matters for a diagnosis (hot-plug, link up/down)."""
 
     kind: str
@@ -86,8 +88,8 @@ class DmesgHint:
     text: str
 
 
-@dataclass(frozen=True)
-class NodeFacts:
+@dataclass(frozen=True, repr=False, eq=False)
+class NodeFacts(Record):
     """Everything learned about one node."""
 
     name: str
@@ -118,8 +120,8 @@ class NodeFacts:
         return tuple(f for f in self.functions if f.ipv4)
 
 
-@dataclass(frozen=True)
-class DataPath:
+@dataclass(frozen=True, repr=False, eq=False)
+class DataPath(Record):
     """A twin on node a facing its twin on node b (same subnet): one data path."""
 
     a: Function
@@ -131,8 +133,8 @@ class DataPath:
         return f"{self.a.netdev}<->{self.b.netdev}"
 
 
-@dataclass(frozen=True)
-class RdmaRun:
+@dataclass(frozen=True, repr=False, eq=False)
+class RdmaRun(Record):
     """One ib_write_bw client result for one path, mode and direction."""
 
     path_key: str
@@ -144,8 +146,8 @@ class RdmaRun:
     problem: str | None = None  # why no number (client failed, no result row, ...)
 
 
-@dataclass(frozen=True)
-class RdmaCounters:
+@dataclass(frozen=True, repr=False, eq=False)
+class RdmaCounters(Record):
     """Per-HCA port_xmit_data / port_rcv_data deltas (bytes) over a traffic run."""
 
     node: str
@@ -155,8 +157,8 @@ class RdmaCounters:
     round_id: str = ""
 
 
-@dataclass(frozen=True)
-class NcclRun:
+@dataclass(frozen=True, repr=False, eq=False)
+class NcclRun(Record):
     """The nccl-tests result and what the NCCL log says about the transport."""
 
     busbw_gbs: float | None  # large-message bus bandwidth (max over rows)
@@ -169,8 +171,8 @@ class NcclRun:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
-class BenchFacts:
+@dataclass(frozen=True, repr=False, eq=False)
+class BenchFacts(Record):
     """Traffic-test results, when the bundle has them."""
 
     rdma: tuple[RdmaRun, ...] = ()
@@ -179,8 +181,8 @@ class BenchFacts:
     flapped: tuple[str, ...] = ()  # subjects whose carrier or GID table changed during the run
 
 
-@dataclass(frozen=True)
-class LinkFacts:
+@dataclass(frozen=True, repr=False, eq=False)
+class LinkFacts(Record):
     """The pair: both nodes, the data paths between them, and the traffic results."""
 
     a: NodeFacts

@@ -10,11 +10,13 @@ import re
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
+from linkcheck.model import Record
 from linkcheck.parsers import _eeprom
+from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
-LABEL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")
-LINK_DETECTED_RE = re.compile(r"^(yes|no)(?: \((.*)\))?$")
+LABEL_RE = lazy_re(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")
+LINK_DETECTED_RE = lazy_re(r"^(yes|no)(?: \((.*)\))?$")
 # Lines ethtool prints instead of data; the text after the prefix is the reason we report.
 ERROR_PREFIXES = ("netlink error: ", "Cannot get ", "No data available", "no stats available")
 LIST_KEYS = ("Supported link modes", "Advertised link modes")
@@ -29,8 +31,8 @@ def _error_reason(lines: list[str]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class EthtoolSettings:
+@dataclass(frozen=True, repr=False, eq=False)
+class EthtoolSettings(Record):
     """`ethtool IFACE`: negotiated link state and the link modes on offer."""
 
     ifname: str | None
@@ -137,8 +139,8 @@ def parse_ethtool(text: str) -> EthtoolSettings:
     )
 
 
-@dataclass(frozen=True)
-class EthtoolDriver:
+@dataclass(frozen=True, repr=False, eq=False)
+class EthtoolDriver(Record):
     """`ethtool -i IFACE`: driver, firmware (mlx5 appends the board PSID) and PCI address."""
 
     driver: str | None
@@ -181,8 +183,8 @@ def parse_ethtool_i(text: str) -> EthtoolDriver:
     )
 
 
-@dataclass(frozen=True)
-class EthtoolStats:
+@dataclass(frozen=True, repr=False, eq=False)
+class EthtoolStats(Record):
     """`ethtool -S IFACE`: driver counters in output order (first occurrence wins on duplicates)."""
 
     counters: tuple[tuple[str, int], ...]
@@ -222,8 +224,8 @@ def parse_ethtool_s(text: str) -> EthtoolStats:
     return EthtoolStats(counters=tuple(counters))
 
 
-@dataclass(frozen=True)
-class ModuleEeprom:
+@dataclass(frozen=True, repr=False, eq=False)
+class ModuleEeprom(Record):
     """`ethtool -m IFACE`: the cable's identity (vendor, part number, serial, length) and every field."""
 
     memory_map: str

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.errors import ParseError
+from linkcheck.model import Record
+from linkcheck.parsers._lazy_re import lazy_re
 
 
-@dataclass(frozen=True)
-class IpAddress:
+@dataclass(frozen=True, repr=False, eq=False)
+class IpAddress(Record):
     """One `addr_info` entry; `local` is validated, so `network` never fails."""
 
     family: str
@@ -30,8 +31,8 @@ class IpAddress:
         return str(ipaddress.ip_interface(f"{self.local}/{self.prefixlen}").network)
 
 
-@dataclass(frozen=True)
-class IpInterface:
+@dataclass(frozen=True, repr=False, eq=False)
+class IpInterface(Record):
     """One interface of `ip [-d] -j link|addr show`; `mac` is the `address` key."""
 
     ifname: str
@@ -60,8 +61,8 @@ class IpInterface:
         return tuple(a for a in self.addresses if a.family == "inet")
 
 
-@dataclass(frozen=True)
-class IpRoute:
+@dataclass(frozen=True, repr=False, eq=False)
+class IpRoute(Record):
     """One route; `dev` is None for multipath routes (nexthops)."""
 
     dst: str
@@ -73,8 +74,8 @@ class IpRoute:
     metric: int | None
 
 
-@dataclass(frozen=True)
-class IpNeighbour:
+@dataclass(frozen=True, repr=False, eq=False)
+class IpNeighbour(Record):
     """One neighbour entry; `lladdr` is absent while resolution fails (state FAILED/INCOMPLETE)."""
 
     dst: str
@@ -85,7 +86,7 @@ class IpNeighbour:
 
 # iproute2 ~5.9/5.10 printed a route's non-unicast type as a bare string: {"blackhole","dst":...}
 # (iproute2/iproute2#37). The value is unambiguous, so restore the "type" key instead of failing.
-_BARE_ROUTE_TYPE_RE = re.compile(r'\{"([a-z]+)",')
+_BARE_ROUTE_TYPE_RE = lazy_re(r'\{"([a-z]+)",')
 
 
 def _decode(text: str, spec: str, *, repair: bool = False) -> Any:

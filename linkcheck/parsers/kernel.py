@@ -10,12 +10,14 @@ import re
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
+from linkcheck.model import Record
+from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
 BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 # `dmesg -x` facility/level prefix, then "[  123.456789]" or `dmesg -T` "[Fri Aug  7 03:13:00 2026]"
 # (year missing in some pastes) or `--time-format iso`, then an optional CONFIG_PRINTK_CALLER "[T123]".
-STAMP_RE = re.compile(
+STAMP_RE = lazy_re(
     r"^(?:[a-z]+\s*:[a-z]+\s*: )?"
     r"(?:\[\s*(?P<mono>\d+\.\d+)\]"
     r"|\[(?P<wall>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?: \d{4})?)\]"
@@ -24,32 +26,32 @@ STAMP_RE = re.compile(
 )
 # "<driver> <bdf>[ <netdev or rdma device>]: <message>" as printed by dev_*/netdev_*/ibdev_* helpers.
 # netdev_* appends " (unregistering)" or " (unnamed net_device)" to the name in some states.
-DEVICE_RE = re.compile(
+DEVICE_RE = lazy_re(
     rf"^(?P<driver>\S+) (?P<bdf>{BDF})(?: (?P<name>[^\s:]+)(?: \([^)]*\))?)?: (?P<msg>.*)$"
 )
-HOTPLUG_RE = re.compile(r"^cx7-pcie-hotplug (?P<dev>\S+): (?P<msg>.*)$")
-AER_RECEIVED_RE = re.compile(rf"AER: .*error received: (?P<bdf>{BDF})")
+HOTPLUG_RE = lazy_re(r"^cx7-pcie-hotplug (?P<dev>\S+): (?P<msg>.*)$")
+AER_RECEIVED_RE = lazy_re(rf"AER: .*error received: (?P<bdf>{BDF})")
 RESTRICTED = "read kernel buffer failed: Operation not permitted"
 
 # mlx5_core messages: (kind, regex on the message, device taken from the netdev/rdma name?)
 MLX5_EVENTS = (
-    ("module_cable_plugged", re.compile(r"^Port module event: module \d+, Cable plugged"), False),
-    ("module_cable_unplugged", re.compile(r"^Port module event: module \d+, Cable unplugged"), False),
-    ("module_cable_error", re.compile(r"^Port module event\[error\]: module \d+"), False),
-    ("netdev_link_up", re.compile(r"^Link up\b"), True),
-    ("netdev_link_down", re.compile(r"^Link down\b"), True),
-    ("rdma_port_active", re.compile(r"^Port: \d+ Link ACTIVE"), True),
-    ("rdma_port_down", re.compile(r"^Port: \d+ Link DOWN"), True),
-    ("pcie_insufficient_power", re.compile(r"Detected insufficient power on the PCIe slot"), False),
+    ("module_cable_plugged", lazy_re(r"^Port module event: module \d+, Cable plugged"), False),
+    ("module_cable_unplugged", lazy_re(r"^Port module event: module \d+, Cable unplugged"), False),
+    ("module_cable_error", lazy_re(r"^Port module event\[error\]: module \d+"), False),
+    ("netdev_link_up", lazy_re(r"^Link up\b"), True),
+    ("netdev_link_down", lazy_re(r"^Link down\b"), True),
+    ("rdma_port_active", lazy_re(r"^Port: \d+ Link ACTIVE"), True),
+    ("rdma_port_down", lazy_re(r"^Port: \d+ Link DOWN"), True),
+    ("pcie_insufficient_power", lazy_re(r"Detected insufficient power on the PCIe slot"), False),
     # The AER report spans lines: "PCIe Bus Error: ...", "device [15b3:1021] error status/mask=...",
     # then one "[ 0] RxErr" line per error bit.
-    ("aer_error", re.compile(r"AER|PCIe Bus Error|error status/mask=|^\s*\[\s*\d+\]\s+[A-Za-z]"), False),
-    ("cable_unplugged_probe", re.compile(r"Cable unplugged"), False),
+    ("aer_error", lazy_re(r"AER|PCIe Bus Error|error status/mask=|^\s*\[\s*\d+\]\s+[A-Za-z]"), False),
+    ("cable_unplugged_probe", lazy_re(r"Cable unplugged"), False),
 )
 
 
-@dataclass(frozen=True)
-class DmesgEvent:
+@dataclass(frozen=True, repr=False, eq=False)
+class DmesgEvent(Record):
     """One kernel message that matters for the CX-7 link; `device` is the netdev, RDMA device or BDF."""
 
     time_s: float | None
@@ -60,8 +62,8 @@ class DmesgEvent:
     bdf: str | None = None
 
 
-@dataclass(frozen=True)
-class DmesgLog:
+@dataclass(frozen=True, repr=False, eq=False)
+class DmesgLog(Record):
     """The recognised events in log order, how many non-empty lines were read, and dmesg_restrict."""
 
     events: tuple[DmesgEvent, ...]
@@ -127,8 +129,8 @@ def parse_dmesg(text: str) -> DmesgLog:
     return DmesgLog(events=tuple(events), lines=len(lines), restricted=restricted)
 
 
-@dataclass(frozen=True)
-class Uptime:
+@dataclass(frozen=True, repr=False, eq=False)
+class Uptime(Record):
     """/proc/uptime: seconds since boot, and summed idle seconds of all CPUs."""
 
     uptime_s: float
@@ -147,8 +149,8 @@ def parse_uptime(text: str) -> Uptime:
     return Uptime(uptime_s=float(fields[0]), idle_s=float(fields[1]) if len(fields) == 2 else None)
 
 
-@dataclass(frozen=True)
-class SysctlValues:
+@dataclass(frozen=True, repr=False, eq=False)
+class SysctlValues(Record):
     """`sysctl KEY...` output, in order; keys that could not be read are absent."""
 
     values: tuple[tuple[str, str], ...]
@@ -175,8 +177,8 @@ def parse_sysctl(text: str) -> SysctlValues:
     return SysctlValues(values=tuple(values))
 
 
-@dataclass(frozen=True)
-class MemInfo:
+@dataclass(frozen=True, repr=False, eq=False)
+class MemInfo(Record):
     """/proc/meminfo totals that size NCCL buffers on the GB10's unified memory."""
 
     mem_total_kib: int | None

@@ -9,25 +9,26 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from linkcheck.errors import ParseError
+from linkcheck.model import Record
+from linkcheck.parsers._lazy_re import lazy_re
 
-FILE_HEADER_RE = re.compile(r"^==> (.+) <==$")
+FILE_HEADER_RE = lazy_re(r"^==> (.+) <==$")
 # GLib warnings netplan >= 0.106 prints when stderr is captured with stdout; blanked to keep line numbers.
-GLIB_WARNING_RE = re.compile(r"^\*\* \(.*\): WARNING \*\*")
+GLIB_WARNING_RE = lazy_re(r"^\*\* \(.*\): WARNING \*\*")
 BOOL_WORDS = {"true": True, "yes": True, "on": True, "y": True, "false": False, "no": False, "off": False,
               "n": False}
 # /run shadows /etc shadows /lib for the same file name.
 DIR_PRIORITY = {"/lib/netplan": 0, "/etc/netplan": 1, "/run/netplan": 2}
 
 
-@dataclass(frozen=True)
-class NetplanEthernet:
+@dataclass(frozen=True, repr=False, eq=False)
+class NetplanEthernet(Record):
     """One `network.ethernets.<id>` definition after merging; `renderer` is the definition's own."""
 
     netdef_id: str
@@ -51,8 +52,8 @@ class NetplanEthernet:
         return self.netdef_id
 
 
-@dataclass(frozen=True)
-class NetplanConfig:
+@dataclass(frozen=True, repr=False, eq=False)
+class NetplanConfig(Record):
     """The merged netplan configuration: global renderer, ethernets, and the files merged (in order)."""
 
     renderer: str | None

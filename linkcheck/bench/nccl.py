@@ -8,7 +8,8 @@ Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKey
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 from linkcheck.bench import remote
 from linkcheck.bench.plan import BenchPath
@@ -63,40 +64,61 @@ def mpirun_script(paths: tuple[BenchPath, ...], max_bytes: int, binary: str | No
     hcas = ",".join(sorted({p.a.rdma_dev for p in paths} | {p.b.rdma_dev for p in paths}))
     first = paths[0]
     hosts = f"{first.a.ip}:1,{first.b.ip}:1"
-    found = '"$(command -v all_gather_perf || echo "$HOME/nccl-tests/build/all_gather_perf")"'
+    # Open MPI's own wire-up (oob) and byte transfer (btl) over the data subnets only: otherwise it first
+    # tries every other address of the nodes (management, docker, ...), seconds each when they do not route.
+    subnets = ",".join(dict.fromkeys(p.subnet for p in paths))
+    # A bare name when it is on PATH: mpirun then resolves it on each node (an absolute path found on
+    # node a may not exist on node b); else the usual build folder.
+    found = ('"$(command -v all_gather_perf >/dev/null && echo all_gather_perf '
+             '|| echo "$HOME/nccl-tests/build/all_gather_perf")"')
     exe = shlex.quote(binary) if binary else found
     return "\n".join([
         'root=; [ "$(id -u)" = 0 ] && root=--allow-run-as-root',
         f"exe={exe}",
+        # -J exists from nccl-tests 2.17.3; older versions take it as an unknown option and do not run.
         f'json=; "$exe" -h 2>/dev/null | grep -q -- "-J" && json="-J $PWD/{JSON_FILE}"',
-        f"exec mpirun $root -np 2 -H {hosts} --map-by ppr:1:node -x NCCL_DEBUG=INFO "
+        f"exec mpirun $root -np 2 -H {hosts} --map-by ppr:1:node "
+        f"--mca oob_tcp_if_include {subnets} --mca btl_tcp_if_include {subnets} -x NCCL_DEBUG=INFO "
         f"-x NCCL_DEBUG_SUBSYS=INIT,NET -x NCCL_IB_HCA={hcas} "
         f'"$exe" -b {MIN_BYTES} -e {int(max_bytes)} -f 2 -g 1 $json',
     ])
 
 
+def nccl_failure(cap: Capture) -> str | None:
+    """One line when mpirun did not finish cleanly (its own banner goes to stderr; NCCL errors to stdout)."""
+    if cap.skipped is None and cap.exit_status == 0:
+        return None
+    why = cap.skipped or f"exited {cap.exit_status}"
+    lines = [ln.strip() for ln in (cap.stdout + "\n" + cap.stderr).splitlines()]
+    said = next((ln for ln in lines if "failure" in ln.lower() or "WARN" in ln or "error" in ln.lower()), "")
+    return f"node a: mpirun all_gather_perf {why}" + (f": {said[:160]}" if said else "")
+
+
 def run_nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
-             paths: tuple[BenchPath, ...], options: NcclOptions) -> list[Capture]:
-    """Launch from node a; returns the all_gather_perf capture (stdout holds the NCCL INFO log too)."""
+             paths: tuple[BenchPath, ...], options: NcclOptions, sink: list[Capture]) -> None:
+    """Launch from node a; appends the all_gather_perf capture (its stdout holds the NCCL INFO log too)."""
     for p in paths:
         validate_name(p.a.rdma_dev), validate_name(p.b.rdma_dev)
     max_bytes = size_max_bytes(link, options.max_bytes)
     script = mpirun_script(paths, max_bytes, options.binary)
     transport = transports["a"]
-    proc = remote.start(transport, ["sh", "-c", script], deadline_s=options.timeout_s, label="mpirun all_gather_perf")
-    registry.add(proc)
+    meta = {"kind": "nccl", "max_bytes": str(max_bytes), "hcas": ",".join(sorted({p.a.rdma_dev for p in paths})),
+            "format": "text", "run_id": registry.run_id}
+    template = Capture("a", "all_gather_perf", script.splitlines()[-1], "", exit_status=None, arg="nccl", meta=meta)
+    proc = remote.start(transport, ["sh", "-c", script], run_dir=registry.run_dir("a"), deadline_s=options.timeout_s,
+                        label="mpirun all_gather_perf")
+    started = time.monotonic()
+    registry.add(proc, template)
     done = remote.wait_exit(transport, proc, options.timeout_s + 10)
+    elapsed = time.monotonic() - started
+    if not registry.claim(proc):
+        return
     if not done:
         remote.kill(transport, proc)
-    result = remote.collect_output(transport, proc, JSON_FILE) if done else remote.Finished("", "", None)
-    registry.discard(proc)
-    meta = {"kind": "nccl", "max_bytes": str(max_bytes), "hcas": ",".join(sorted({p.a.rdma_dev for p in paths})),
-            "format": "text"}
+    result = remote.collect_output(transport, proc, JSON_FILE)
     skipped = None if done else f"did not finish within {options.timeout_s} s; ended by PID {proc.pgid}"
-    caps = [Capture("a", "all_gather_perf", script.splitlines()[-1], result.stdout, result.stderr,
-                    result.exit_status, 0.0, arg="nccl", skipped=skipped, meta=meta)]
+    sink.append(replace(template, stdout=result.stdout, stderr=result.stderr, exit_status=result.exit_status,
+                        duration_s=elapsed, skipped=skipped))
     if result.extra and result.extra.strip():
-        caps.append(Capture("a", "all_gather_perf", f"cat {JSON_FILE}", scrub_env(result.extra), "",
-                            result.exit_status, 0.0,
-                            arg="nccl.json", meta={**meta, "format": "json"}))
-    return caps
+        sink.append(Capture("a", "all_gather_perf", f"cat {JSON_FILE}", scrub_env(result.extra), "",
+                            result.exit_status, 0.0, arg="nccl.json", meta={**meta, "format": "json"}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from linkcheck.bench import remote
 from linkcheck.bench.plan import BenchPath, PathEnd, RdmaOptions, Round
@@ -14,6 +14,8 @@ from linkcheck.model import Capture
 from linkcheck.transport.base import Transport
 
 JSON_FILE = "perftest.json"
+SERVER_EXIT_S = 15  # after its client, a server prints its row and exits at once
+ROLES = ("client", "server")
 
 
 @dataclass(frozen=True)
@@ -33,105 +35,187 @@ def perftest_argv(end: PathEnd, port: int, options: RdmaOptions, tool: ToolInfo,
     return argv + ([server_ip] if server_ip else [])
 
 
-def _meta(rnd: Round, path: BenchPath, role: str, local: PathEnd, peer: PathEnd, port: int,
-          options: RdmaOptions, tool: ToolInfo) -> dict[str, str]:
+def round_meta(rnd: Round, path: BenchPath, role: str, port: int, options: RdmaOptions, tool: ToolInfo,
+               run_id: str) -> dict[str, str]:
+    client, server = path.ends(rnd.direction)
+    local, peer = (client, server) if role == "client" else (server, client)
     return {"kind": "rdma", "round": rnd.id, "mode": rnd.mode, "direction": rnd.direction, "role": role,
             "path": path.key, "local_netdev": local.netdev, "local_rdma_dev": local.rdma_dev,
             "peer_netdev": peer.netdev, "peer_rdma_dev": peer.rdma_dev, "gid_index": str(local.gid_index),
             "report_gbits": "true", "duration_s": str(options.duration_s), "port": str(port),
-            "perftest_version": tool.version or "unknown", "format": "text"}
+            "perftest_version": tool.version or "unknown", "format": "text", "run_id": run_id}
 
 
 @dataclass
 class _Started:
     path: BenchPath
     port: int
-    server: remote.RemoteProcess
     server_argv: list[str]
+    server: remote.RemoteProcess | None = None
     client: remote.RemoteProcess | None = None
     client_argv: list[str] | None = None
     client_started: float = 0.0
 
 
-def _refuse_busy(transports: dict[str, Transport], rnd: Round) -> None:
-    for path, port in zip(rnd.paths, rnd.ports, strict=True):
-        _, server = path.ends(rnd.direction)
-        owner = remote.port_owner(transports[server.node], port)
-        if owner:
-            raise BenchError(f"node {server.node}: TCP port {port} is already in use by {owner}; not starting "
+@dataclass(frozen=True)
+class RoundContext:
+    """What every step of a round needs; `sink` receives each capture as soon as it exists."""
+
+    transports: dict[str, Transport]
+    registry: remote.ProcessRegistry
+    rnd: Round
+    options: RdmaOptions
+    tools: dict[str, ToolInfo]
+    sink: list[Capture]
+
+    @property
+    def deadline(self) -> int:
+        """The remote `timeout` of each process: readiness, the run, and the server's exit after it."""
+        return int(self.options.ready_timeout_s + self.options.duration_s + 30)
+
+    def template(self, item: _Started, role: str, argv: list[str]) -> Capture:
+        """The capture a process will make, before it has printed anything (kept as is if it must be ended)."""
+        client, server = item.path.ends(self.rnd.direction)
+        local = client if role == "client" else server
+        meta = round_meta(self.rnd, item.path, role, item.port, self.options, self.tools[local.node],
+                          self.registry.run_id)
+        return Capture(local.node, "ib_write_bw", " ".join(argv), "", exit_status=None,
+                       arg=f"{self.rnd.id}.{role}.{local.rdma_dev}", meta=meta)
+
+    def start(self, item: _Started, role: str, argv: list[str]) -> remote.RemoteProcess:
+        template = self.template(item, role, argv)
+        where = f"{template.node}:{template.meta['local_rdma_dev']}"
+        proc = remote.start(self.transports[template.node], argv, run_dir=self.registry.run_dir(template.node),
+                            deadline_s=self.deadline, label=f"ib_write_bw {role} on {where}")
+        self.registry.add(proc, template)
+        return proc
+
+    def record(self, template: Capture, result: remote.Finished, elapsed: float, skipped: str | None) -> None:
+        meta = {**template.meta, "elapsed_s": f"{elapsed:.2f}"}  # from client start to this process's exit
+        if result.ended_at is not None:
+            meta["exited_at"] = f"{result.ended_at:.3f}"  # the node's clock
+        self.sink.append(replace(template, stdout=result.stdout, stderr=result.stderr,
+                                 exit_status=result.exit_status, duration_s=elapsed, skipped=skipped, meta=meta))
+        if result.extra and result.extra.strip():
+            self.sink.append(Capture(template.node, "ib_write_bw", f"cat {JSON_FILE}", result.extra, "",
+                                     result.exit_status, 0.0, arg=f"{template.arg}.json",
+                                     meta={**meta, "format": "json"}))
+
+
+def refuse_busy(transports: dict[str, Transport], rounds: list[Round]) -> None:
+    """Refuse to start when a server port is taken on its node, naming who holds it."""
+    wanted: dict[str, set[int]] = {}
+    for rnd in rounds:
+        for path, port in zip(rnd.paths, rnd.ports, strict=True):
+            wanted.setdefault(path.ends(rnd.direction)[1].node, set()).add(port)
+    for node, ports in sorted(wanted.items()):
+        busy = remote.busy_ports(transports[node], ports)
+        if busy:
+            port = min(busy)
+            raise BenchError(f"node {node}: TCP port {port} is already in use by {busy[port]}; not starting "
                              "a perftest server there", fix="pass --port-base with a free range")
 
 
-def _start_servers(transports: dict[str, Transport], registry: remote.ProcessRegistry, rnd: Round,
-                   options: RdmaOptions, tools: dict[str, ToolInfo], deadline: int) -> list[_Started]:
+def _start_servers(ctx: RoundContext) -> list[_Started]:
     started = []
-    for path, port in zip(rnd.paths, rnd.ports, strict=True):
-        _, server = path.ends(rnd.direction)
-        argv = perftest_argv(server, port, options, tools[server.node], None)
-        proc = remote.start(transports[server.node], argv, deadline_s=deadline,
-                            label=f"ib_write_bw server on {server.node}:{server.rdma_dev}")
-        registry.add(proc)
-        started.append(_Started(path, port, proc, argv))
+    for path, port in zip(ctx.rnd.paths, ctx.rnd.ports, strict=True):
+        _, server = path.ends(ctx.rnd.direction)
+        argv = perftest_argv(server, port, ctx.options, ctx.tools[server.node], None)
+        item = _Started(path, port, argv)
+        item.server = ctx.start(item, "server", argv)
+        started.append(item)
     for item in started:
-        _, server = item.path.ends(rnd.direction)
-        problem = remote.wait_listening(transports[server.node], item.server, item.port, options.ready_timeout_s)
+        _, server = item.path.ends(ctx.rnd.direction)
+        transport = ctx.transports[server.node]
+        assert item.server is not None
+        problem = remote.wait_listening(transport, item.server, item.port, ctx.options.ready_timeout_s)
         if problem:
-            err = remote.collect_output(transports[server.node], item.server)
-            raise BenchError(f"node {server.node}: {problem}" + (f": {err.stderr.strip()[:200]}" if err.stderr else ""))
+            said = ""
+            if ctx.registry.claim(item.server):
+                remote.kill(transport, item.server)
+                result = remote.collect_output(transport, item.server)
+                ctx.record(ctx.template(item, "server", item.server_argv), result, 0.0, problem)
+                said = first_error(result)
+            raise BenchError(f"node {server.node}: {problem}" + (f" ({said})" if said else ""))
     return started
 
 
-def run_round(transports: dict[str, Transport], registry: remote.ProcessRegistry, rnd: Round,
-              options: RdmaOptions, tools: dict[str, ToolInfo],
-              on_wait: Callable[[float], None] | None = None) -> list[Capture]:
-    """Servers, then clients, then outputs; every process is in `registry` until it is collected."""
-    _refuse_busy(transports, rnd)
-    deadline = int(options.duration_s + options.ready_timeout_s + 30)
-    started = _start_servers(transports, registry, rnd, options, tools, deadline)
+def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None) -> None:
+    """Servers, then clients, then outputs into ctx.sink; every process is in the registry until collected."""
+    started = _start_servers(ctx)
     for item in started:
-        client, server = item.path.ends(rnd.direction)
-        item.client_argv = perftest_argv(client, item.port, options, tools[client.node], server.ip)
-        item.client = remote.start(transports[client.node], item.client_argv, deadline_s=deadline,
-                                   label=f"ib_write_bw client on {client.node}:{client.rdma_dev}")
+        client, server = item.path.ends(ctx.rnd.direction)
+        item.client_argv = perftest_argv(client, item.port, ctx.options, ctx.tools[client.node], server.ip)
+        item.client = ctx.start(item, "client", item.client_argv)
         item.client_started = time.monotonic()
-        registry.add(item.client)
     if on_wait is not None:
-        on_wait(options.duration_s)
+        on_wait(ctx.options.duration_s)
     # Not a `with` block: on Ctrl-C we must not wait for the workers; the caller kills the processes by
     # PID, which is what lets the workers' waits return.
     pool = ThreadPoolExecutor(max_workers=2 * len(started))
     try:
-        finished = list(pool.map(lambda it: _finish(transports, registry, rnd, it, options, tools, deadline),
-                                 started))
+        list(pool.map(lambda job: _finish(ctx, *job), [(it, role) for it in started for role in ROLES]))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    return [cap for caps in finished for cap in caps]
 
 
-def _finish(transports: dict[str, Transport], registry: remote.ProcessRegistry, rnd: Round, item: _Started,
-            options: RdmaOptions, tools: dict[str, ToolInfo], deadline: int) -> list[Capture]:
-    client_end, server_end = item.path.ends(rnd.direction)
-    assert item.client is not None and item.client_argv is not None
-    caps = []
-    for role, proc, argv, local, peer, wait_s in (
-        ("client", item.client, item.client_argv, client_end, server_end, deadline),
-        ("server", item.server, item.server_argv, server_end, client_end, 15),
-    ):
-        transport = transports[local.node]
-        done = remote.wait_exit(transport, proc, wait_s)
-        elapsed = time.monotonic() - item.client_started
-        if not done:
-            remote.kill(transport, proc)
-        json_file = JSON_FILE if tools[local.node].json_valid else None
-        result = remote.collect_output(transport, proc, json_file) if done else remote.Finished("", "", None)
-        registry.discard(proc)
-        meta = _meta(rnd, item.path, role, local, peer, item.port, options, tools[local.node])
-        meta["elapsed_s"] = f"{elapsed:.2f}"  # from client start to this process's exit, as seen from here
-        skipped = None if done else f"did not finish within {wait_s} s; ended by PID {proc.pgid}"
-        arg = f"{rnd.id}.{role}.{local.rdma_dev}"
-        caps.append(Capture(local.node, "ib_write_bw", " ".join(argv), result.stdout, result.stderr,
-                            result.exit_status, elapsed, arg=arg, skipped=skipped, meta=meta))
-        if result.extra and result.extra.strip():
-            caps.append(Capture(local.node, "ib_write_bw", f"cat {JSON_FILE}", result.extra, "",
-                                result.exit_status, 0.0, arg=f"{arg}.json", meta={**meta, "format": "json"}))
-    return caps
+def _finish(ctx: RoundContext, item: _Started, role: str) -> None:
+    """Wait for one process (client and server at once: the time each ends shows which failed first);
+    one past its time is ended by PID, its output kept."""
+    proc, argv = (item.client, item.client_argv) if role == "client" else (item.server, item.server_argv)
+    assert proc is not None and argv is not None
+    # The client runs -D seconds after the connection set-up; the server exits right after its client.
+    wait_s = ctx.options.duration_s + (30 if role == "client" else 30 + SERVER_EXIT_S)
+    transport = ctx.transports[proc.node]
+    done = remote.wait_exit(transport, proc, wait_s)
+    elapsed = time.monotonic() - item.client_started
+    if not ctx.registry.claim(proc):
+        return  # ended by the caller (failure elsewhere, Ctrl-C): it records what the process printed
+    if not done:
+        remote.kill(transport, proc)
+    json_file = JSON_FILE if ctx.tools[proc.node].json_valid else None
+    result = remote.collect_output(transport, proc, json_file)
+    skipped = None if done else f"did not finish within {wait_s} s; ended by PID {proc.pgid}"
+    ctx.record(ctx.template(item, role, argv), result, elapsed, skipped)
+
+
+_NOISE = ("WARNING: BW peak won't be measured",)
+_ERROR_WORDS = ("couldn't", "failed", "unable", "error")
+
+
+def first_error(result: remote.Finished) -> str:
+    """The first line the tool printed on stderr (where perftest reports errors), else the first line of
+    stdout that reads as an error (never a banner or table line)."""
+    for text, must_say in ((result.stderr, False), (result.stdout, True)):
+        for line in text.splitlines():
+            line = "".join(c for c in line if c.isprintable()).strip()
+            if not line or line.startswith(_NOISE):
+                continue
+            if not must_say or any(w in line.lower() for w in _ERROR_WORDS):
+                return line[:160]
+    return ""
+
+
+# What a perftest side prints when its peer went away: a consequence, not the cause.
+_PEER_GONE = ("ethernet_read_keys", "Couldn't read remote address", "Unable to read from socket",
+              "Failed to exchange data")
+
+
+def round_failure(captures: list[Capture]) -> str | None:
+    """One line for the ib_write_bw process of the round that failed first (its own error, not the peer's
+    reaction to it; then the earliest to exit), else None."""
+    runs = [c for c in captures if c.spec == "ib_write_bw" and c.meta.get("format") == "text"]
+    # The nodes' own exit times when every process has one (clocks in sync), else when we saw each exit.
+    clock = "exited_at" if all("exited_at" in c.meta for c in runs) else "elapsed_s"
+    failed = []
+    for cap in runs:
+        if cap.skipped or cap.exit_status != 0:
+            said = first_error(remote.Finished(cap.stdout, cap.stderr, cap.exit_status))
+            failed.append((any(m in said for m in _PEER_GONE), float(cap.meta.get(clock) or 0), said, cap))
+    if not failed:
+        return None
+    _, _, said, first = min(failed, key=lambda f: f[:2])
+    why = first.skipped or f"exited {first.exit_status}"
+    return (f"node {first.node}: ib_write_bw {first.meta.get('role')} on {first.node}:"
+            f"{first.meta.get('local_rdma_dev')} failed in round {first.meta.get('round')}: {why}"
+            + (f": {said}" if said else ""))

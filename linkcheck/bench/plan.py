@@ -27,9 +27,12 @@ class PathEnd:
 
 @dataclass(frozen=True)
 class BenchPath:
+    """A data path as the traffic tests use it; `subnet` (a validated IPv4 CIDR) steers mpirun's own TCP."""
+
     key: str
     a: PathEnd
     b: PathEnd
+    subnet: str
 
     def ends(self, direction: str) -> tuple[PathEnd, PathEnd]:
         """(client, server) for a direction: the client writes into the server's memory."""
@@ -74,7 +77,8 @@ def bench_paths(link: LinkFacts) -> tuple[BenchPath, ...]:
     if not link.paths:
         raise BenchError("no data path between the nodes (no twin on a shares a subnet with one on b)",
                          fix="address the twins (netplan), then run `linkcheck check`")
-    return tuple(BenchPath(p.key, _end(p.a), _end(p.b)) for p in link.paths)
+    return tuple(BenchPath(p.key, _end(p.a), _end(p.b), str(ipaddress.IPv4Network(p.subnet, strict=False)))
+                 for p in link.paths)
 
 
 def plan_rounds(paths: tuple[BenchPath, ...], options: RdmaOptions) -> list[Round]:

@@ -1,20 +1,25 @@
 """Run the traffic tests in order, with evidence before and after each round, and end what we started.
 
-Any failure, timeout or Ctrl-C ends every process we started (by PID) and keeps what was measured;
-the error is recorded so the verdict becomes inconclusive rather than a number that cannot be trusted.
+Any failure, timeout or Ctrl-C ends every process we started (by PID) and keeps what was measured,
+the failed round's captures included; the error is recorded so the verdict becomes inconclusive
+rather than a number that cannot be trusted. A round during which the link flapped is kept (its
+numbers are voided by the facts) and said in the error line; the next rounds still run.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from linkcheck.bench import remote, snapshot
-from linkcheck.bench.nccl import NcclOptions, run_nccl
-from linkcheck.bench.perftest import ToolInfo, run_round
+from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
+from linkcheck.bench.perftest import RoundContext, ToolInfo, refuse_busy, round_failure, run_round
 from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, plan_rounds
-from linkcheck.errors import LinkcheckError
+from linkcheck.errors import BenchError, LinkcheckError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Capture
 from linkcheck.transport.base import Transport
@@ -41,7 +46,7 @@ class TrafficResult:
     interrupted: bool = False
 
 
-def detect_tools(transports: dict[str, Transport]) -> tuple[dict[str, ToolInfo], list[Capture]]:
+def detect_tools(transports: dict[str, Transport], run_id: str = "") -> tuple[dict[str, ToolInfo], list[Capture]]:
     """`ib_write_bw -V` on each node (it exits 1 by design); JSON output only where it is valid JSON."""
     from linkcheck.errors import ParseError
     from linkcheck.parsers.perftest import parse_perftest_version
@@ -50,7 +55,7 @@ def detect_tools(transports: dict[str, Transport]) -> tuple[dict[str, ToolInfo],
     for name, transport in transports.items():
         result = transport.run("ib_write_bw -V", timeout_s=15)
         caps.append(Capture(name, "perftest_version", "ib_write_bw -V", result.stdout, result.stderr,
-                            result.exit_status, result.duration_s, meta={"kind": "version"}))
+                            result.exit_status, result.duration_s, meta={"kind": "version", "run_id": run_id}))
         if result.exit_status == 127:
             raise LinkcheckError(f"node {name}: ib_write_bw not found", fix="sudo apt-get install perftest")
         try:
@@ -70,7 +75,7 @@ def _live_rates(transports: dict[str, Transport], rnd: Round, seconds: int, prog
         time.sleep(1)
         for key, end in clients.items():
             command = snapshot.snapshot_command([end.rdma_dev], [], gid_tables=False)
-            dump = transports[end.node].run(command, timeout_s=10).stdout
+            dump = remote.run_step(transports[end.node], command, 10, "reading the live rate").stdout
             count = snapshot.xmit_bytes(dump).get(end.rdma_dev)
             now = time.monotonic()
             if count is not None and key in last:
@@ -80,43 +85,99 @@ def _live_rates(transports: dict[str, Transport], rnd: Round, seconds: int, prog
                 last[key] = (now, count)
 
 
-def _round(transports: dict[str, Transport], registry: remote.ProcessRegistry, rnd: Round, options: RdmaOptions,
-           tools: dict[str, ToolInfo], progress: Progress) -> list[Capture]:
+def _round(ctx: RoundContext, progress: Progress, flaps: list[str]) -> None:
+    """One round into ctx.sink: snapshots, the runs, snapshots; raises on the first failed process."""
+    rnd, transports = ctx.rnd, ctx.transports
     devs = {n: [e.rdma_dev for p in rnd.paths for e in (p.a, p.b) if e.node == n] for n in transports}
     nets = {n: [e.netdev for p in rnd.paths for e in (p.a, p.b) if e.node == n] for n in transports}
-    caps = [snapshot.take(t, devs[n], nets[n], round_id=rnd.id, phase="before") for n, t in transports.items()]
+    run_id = ctx.registry.run_id
+    before = [snapshot.take(t, devs[n], nets[n], round_id=rnd.id, phase="before", run_id=run_id)
+              for n, t in transports.items()]
+    ctx.sink.extend(before)
+    first = len(ctx.sink)
     progress.round_started(rnd)
-    wait: Callable[[float], None] = lambda s: _live_rates(transports, rnd, int(s), progress)  # noqa: E731
-    caps += run_round(transports, registry, rnd, options, tools, on_wait=wait)
-    caps += [snapshot.take(t, devs[n], nets[n], round_id=rnd.id, phase="after") for n, t in transports.items()]
-    progress.round_done(rnd, caps)
-    return caps
+    try:
+        wait: Callable[[float], None] = lambda s: _live_rates(transports, rnd, int(s), progress)  # noqa: E731
+        run_round(ctx, on_wait=wait)
+    finally:
+        progress.round_done(rnd, ctx.sink[first:])  # also on failure: the console's live table must stop
+    after = [snapshot.take(t, devs[n], nets[n], round_id=rnd.id, phase="after", run_id=run_id)
+             for n, t in transports.items()]
+    ctx.sink.extend(after)
+    moved = [f"{b.node}: {change}" for b, a in zip(before, after, strict=True) for change in snapshot.changes(b, a)]
+    if moved:
+        flaps.append(f"round {rnd.id} ({', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''})")
+    failure = round_failure(ctx.sink[first:])
+    if failure:
+        raise BenchError(failure)
+
+
+def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions | None) -> float:
+    """How long the node-side watchdogs stay up: every round and the NCCL run at their longest."""
+    per_round = rdma.ready_timeout_s + rdma.duration_s + 90 if rdma else 0
+    return 60 + len(rounds) * per_round + (nccl.timeout_s + 60 if nccl else 0)
+
+
+def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
+         rdma: RdmaOptions | None, nccl: NcclOptions | None, progress: Progress, out: TrafficResult,
+         flaps: list[str]) -> None:
+    paths: tuple[BenchPath, ...] = bench_paths(link)
+    rounds = plan_rounds(paths, rdma) if rdma is not None else []
+    tools: dict[str, ToolInfo] = {}
+    if rdma is not None:
+        tools, caps = detect_tools(transports, registry.run_id)
+        out.captures += caps
+        refuse_busy(transports, rounds)  # before anything is started
+    registry.prepare(_budget_s(rounds, rdma, nccl))
+    for rnd in rounds:
+        assert rdma is not None
+        _round(RoundContext(transports, registry, rnd, rdma, tools, out.captures), progress, flaps)
+    if nccl is not None:
+        progress.nccl_started()
+        first = len(out.captures)
+        run_nccl(transports, registry, link, paths, nccl, out.captures)
+        progress.nccl_done(out.captures[first:])
+        failure = nccl_failure(out.captures[first]) if len(out.captures) > first else None
+        if failure:
+            raise BenchError(failure)
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Cleanup must finish: a second Ctrl-C while it runs would leave processes on the nodes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: RdmaOptions | None,
                 nccl: NcclOptions | None, progress: Progress | None = None) -> TrafficResult:
     """RDMA rounds, then NCCL; stops at the first error, ending all our processes on every node."""
-    progress = progress or Progress()
     registry = remote.ProcessRegistry(dict(transports))
     out = TrafficResult()
+    flaps: list[str] = []
+    reason = "the traffic test stopped"
     try:
-        paths: tuple[BenchPath, ...] = bench_paths(link)
-        if rdma is not None:
-            tools, caps = detect_tools(transports)
-            out.captures += caps
-            for rnd in plan_rounds(paths, rdma):
-                out.captures += _round(transports, registry, rnd, rdma, tools, progress)
-        if nccl is not None:
-            progress.nccl_started()
-            caps = run_nccl(transports, registry, link, paths, nccl)
-            out.captures += caps
-            progress.nccl_done(caps)
+        _run(transports, registry, link, rdma, nccl, progress or Progress(), out, flaps)
     except KeyboardInterrupt:
-        out.interrupted, out.error = True, "traffic test interrupted (Ctrl-C); every process it started was ended"
+        out.interrupted, reason = True, "Ctrl-C"
+        out.error = "traffic test interrupted (Ctrl-C); every process it started was ended"
     except LinkcheckError as exc:
         out.error = f"traffic test stopped: {exc}"
     finally:
-        problems = registry.kill_all()
+        with _ctrl_c_held():
+            ended, problems = registry.end_all(reason)
+        out.captures += ended
+        if problems and out.interrupted:
+            out.error = "traffic test interrupted (Ctrl-C)"
+        if flaps:
+            problems.insert(0, "the link flapped or a GID changed during " + "; ".join(flaps)
+                            + ": those numbers are not used")
         if problems:
             out.error = "; ".join(filter(None, [out.error, *problems]))
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from linkcheck.bench.remote import run_step
 from linkcheck.collect.specs import validate_name
 from linkcheck.model import Capture
 from linkcheck.transport.base import Transport
@@ -30,12 +31,31 @@ def snapshot_command(rdma_devs: Iterable[str], netdevs: Iterable[str], *, gid_ta
 
 
 def take(transport: Transport, rdma_devs: Iterable[str], netdevs: Iterable[str], *, round_id: str,
-         phase: str) -> Capture:
+         phase: str, run_id: str = "") -> Capture:
     command = snapshot_command(rdma_devs, netdevs)
-    result = transport.run(command, timeout_s=20)
+    result = run_step(transport, command, 20, f"reading the counters {phase} round {round_id}")
     return Capture(transport.name, "sysfs_counters", "counters and GID snapshot", result.stdout, result.stderr,
                    result.exit_status, result.duration_s, arg=f"{round_id}.{phase}",
-                   meta={"kind": "snapshot", "round": round_id, "phase": phase})
+                   meta={"kind": "snapshot", "round": round_id, "phase": phase, "run_id": run_id})
+
+
+def changes(before: Capture, after: Capture) -> list[str]:
+    """What moved between two snapshots besides the traffic counters: carrier, link_downed, port state, GIDs.
+
+    The same test the facts make (bench_facts), said in words while the run goes on.
+    """
+    from linkcheck.errors import ParseError
+    from linkcheck.parsers.sysfs import parse_sysfs_dump
+
+    if not (before.ok and after.ok):
+        return []
+    try:
+        old = {e.path: e.value for e in parse_sysfs_dump(before.stdout).entries}
+        new = {e.path: e.value for e in parse_sysfs_dump(after.stdout).entries}
+    except ParseError:
+        return []
+    moved = [p for p in old if not p.endswith(("port_xmit_data", "port_rcv_data")) and old[p] != new.get(p)]
+    return [f"{p.removeprefix('/sys/class/')} {old[p]} -> {new.get(p)}" for p in moved]
 
 
 def xmit_bytes(dump_text: str) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Tests for linkcheck.parsers.rdma (rdma link, ibdev2netdev, ibv_devinfo, ibstat) and show_gids."""
+"""Tests for linkcheck.parsers.rdma (rdma link, ibdev2netdev), .ibverbs (ibv_devinfo, ibstat) and show_gids."""
 
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers.gids import holes, parse_show_gids, resolve_roce_v2_ipv4_index
+from linkcheck.parsers.ibverbs import parse_ibstat, parse_ibv_devinfo
 from linkcheck.parsers.rdma import (
     Ibdev2NetdevEntry,
     RdmaPort,
     parse_ibdev2netdev,
-    parse_ibstat,
-    parse_ibv_devinfo,
     parse_rdma_link,
 )
 

@@ -395,7 +395,9 @@ def scenario_handle(module_lab_factory: Callable[..., Lab], live: Live,
 @pytest.fixture(scope="module", autouse=True)
 def _scenarios_in_background(request: pytest.FixtureRequest) -> None:
     """Start the scenario runs before the fault tests (which come first), so both mostly wait at once."""
-    wanted = [i for i in request.session.items if i.module is request.module and "scenario_runs" in i.fixturenames]
+    # The session also holds doctest items, which have neither `module` nor `fixturenames`.
+    wanted = [i for i in request.session.items
+              if getattr(i, "module", None) is request.module and "scenario_runs" in getattr(i, "fixturenames", ())]
     if wanted and lab_skip_reason() is None and shutil.which("mpirun"):
         request.getfixturevalue("scenario_handle")
 

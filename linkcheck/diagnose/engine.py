@@ -89,14 +89,16 @@ def _subjects(scope: str, link: LinkFacts) -> Iterator[tuple[str, tuple[str, ...
             yield f"node {node.name}", (node.name,), node_values(node)
 
 
-def _blocked(rule: Rule, link: LinkFacts) -> tuple[list[Finding], set[str]]:
+def _blocked(rule: Rule, link: LinkFacts, bench_error: str | None) -> tuple[list[Finding], set[str]]:
     """Skip findings for needs that are not met, and the nodes whose observations must be dropped."""
     skips: list[Finding] = []
     nodes: set[str] = set()
     for need in rule.needs:
         if need in BENCH_GROUPS and _BENCH_KIND[need] not in link.bench_present:
-            skips.append(Finding(rule.id, Status.SKIP, rule.severity, "pair", rule.title, BENCH_HINT[need],
-                                 required=False, skip_reason=BENCH_HINT[need]))
+            # A traffic test that was asked for and failed is "could not measure", not "not run".
+            hint = f"traffic test gave no result: {bench_error}" if bench_error else BENCH_HINT[need]
+            skips.append(Finding(rule.id, Status.SKIP, rule.severity, "pair", rule.title, hint,
+                                 required=bench_error is not None, skip_reason=hint))
             nodes |= {"a", "b"}
     for node in (link.a, link.b):
         reasons = [node.unavailable[n] for n in rule.needs if n in node.unavailable]
@@ -107,8 +109,8 @@ def _blocked(rule: Rule, link: LinkFacts) -> tuple[list[Finding], set[str]]:
     return skips, nodes
 
 
-def run_rule(rule: Rule, link: LinkFacts) -> list[Finding]:
-    skips, blocked = _blocked(rule, link)
+def run_rule(rule: Rule, link: LinkFacts, bench_error: str | None = None) -> list[Finding]:
+    skips, blocked = _blocked(rule, link, bench_error)
     if blocked >= {"a", "b"}:
         return skips[:1] if any(s.subject == "pair" for s in skips) else skips
     thresholds = dict(rule.thresholds)
@@ -130,7 +132,8 @@ def verdict_of(findings: list[Finding], collection_failed: bool) -> Verdict:
 def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str, str] | None = None) -> Diagnosis:
     """Evaluate every rule; a rule that crashes on odd facts is a bug, so it is not swallowed here."""
     findings: list[Finding] = []
+    bench_error = (collection_errors or {}).get("bench")
     for rule in rules:
-        findings.extend(run_rule(rule, link))
+        findings.extend(run_rule(rule, link, bench_error))
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors)), notes)

@@ -31,11 +31,13 @@ def _rate(cap: Capture) -> tuple[float | None, str | None]:
     except ParseError as exc:
         return None, exc.reason
     gbps = result.bw_mean_gbps if len(result.rows) > 1 else result.bw_avg_gbps
-    if gbps is None:
-        why = result.errors[0] if result.errors else "no result row (wrong GID index -x?)"
+    # perftest prints its errors on stderr; the first one says more than a missing result row.
+    stderr = next((ln.strip() for ln in cap.stderr.splitlines() if ln.strip()), None)
+    failed = cap.exit_status not in (0, None)
+    if gbps is None or failed:
+        default = "failed" if failed else "no result row (wrong GID index -x?)"
+        why = result.errors[0] if result.errors else (stderr if failed and stderr else default)
         return None, f"exit {cap.exit_status}: {why}"
-    if cap.exit_status not in (0, None):
-        return None, f"exit {cap.exit_status}: {(result.errors or ('failed',))[0]}"
     return gbps, None
 
 

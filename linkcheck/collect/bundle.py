@@ -135,7 +135,7 @@ def _read_file(directory: Path, rel: str | None, files: Mapping[str, str]) -> tu
     if rel is None:
         return "", None
     target = (directory / rel).resolve()
-    if directory.resolve() not in target.parents:
+    if directory not in target.parents:  # the caller passes the folder already resolved
         return "", f"{rel}: path leaves the bundle directory"
     if not target.is_file():
         return "", f"{rel}: missing from bundle"
@@ -182,7 +182,8 @@ def load_bundle(directory: Path) -> Bundle:
     base = directory if directory.is_dir() else directory.parent
     files = _mapping(data.get("files"))
     problems: list[str] = []
-    captures = [_capture_from_entry(base, e, files, problems) for e in data["captures"]]
+    resolved = base.resolve()  # once, not per file: _read_file checks every path stays inside it
+    captures = [_capture_from_entry(resolved, e, files, problems) for e in data["captures"]]
     nodes = _mapping(data.get("nodes"))
     errors = _mapping(data.get("collection_errors"))
     return Bundle(

@@ -8,7 +8,6 @@ shapes (pseudo-JSON before 24.01, standard JSON, standard JSON with a trailing c
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
 from linkcheck.parsers._lazy_re import lazy_re
+from linkcheck.parsers._perftest_json import load_json as _load_json
 from linkcheck.parsers._text import require_text
 
 SPEC = "perftest"
@@ -79,8 +79,6 @@ _GLUED = lazy_re(r"(socket connection)( Unable to init)")
 _CPU_FREQ = lazy_re(  # only where glued to other text, so line numbers stay true otherwise
     r"(?<=[^\n])(?=Conflicting CPU frequency values detected:)|(?<=CPU Frequency is not max\.)(?=[^\n])"
 )
-_TRAILING_COMMA = lazy_re(r",(\s*[}\]])")
-_PSEUDO_KV = lazy_re(r'^"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?$')
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -292,51 +290,6 @@ def _bandwidth_only(acc: _Acc, report_gbits: bool | None) -> PerftestResult:
     unit, inferred = _unit_for(value, report_gbits)
     acc.rows = [PerftestRow(0, 0, 0.0, value * UNIT_TO_GBPS[unit], 0.0)]
     return _result(acc, unit, inferred, "bandwidth-only")
-
-
-def _load_json(text: str) -> dict[str, Any]:
-    try:  # current perftest still writes a trailing comma with --output=bandwidth
-        data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
-    except (ValueError, RecursionError):
-        data = _load_pseudo_json(text)
-    if not isinstance(data, dict):
-        raise ParseError(SPEC, "JSON is not an object")
-    return data
-
-
-def _load_pseudo_json(text: str) -> dict[str, Any]:
-    """Read perftest 4.5-0.11 .. 23.10 --out_json: one `key: value,` per line, mostly unquoted."""
-    stack: list[dict[str, Any]] = []
-    root: dict[str, Any] | None = None
-    for no, raw in enumerate(text.split("\n"), start=1):
-        line = raw.strip()
-        if line == "{" and root is None:
-            root = {}
-            stack.append(root)
-        elif line in ("}", "},") and stack:
-            stack.pop()
-        elif line:
-            _pseudo_line(stack, line, no)
-    if root is None or stack:
-        raise ParseError(SPEC, "truncated JSON (unbalanced braces)")
-    return root
-
-
-def _pseudo_line(stack: list[dict[str, Any]], line: str, no: int) -> None:
-    m = _PSEUDO_KV.match(line)
-    if m is None or not stack:
-        raise ParseError(SPEC, "neither JSON nor perftest's pre-24.01 pseudo-JSON", no)
-    key, value = m.group(1).strip(), m.group(2)
-    if value == "{":
-        child: dict[str, Any] = {}
-        stack[-1][key] = child
-        stack.append(child)
-    elif len(value) >= 2 and value[0] == value[-1] == '"':
-        stack[-1][key] = value[1:-1]
-    elif _INT.fullmatch(value):
-        stack[-1][key] = int(value)
-    else:
-        stack[-1][key] = float(value) if _NUM.fullmatch(value) else value
 
 
 def _from_json(data: dict[str, Any], report_gbits: bool | None) -> PerftestResult:

@@ -1,0 +1,61 @@
+"""Load perftest's --out_json files: standard JSON (>= 24.01, tolerating the trailing comma that
+`--output=bandwidth` still writes) and the pre-24.01 pseudo-JSON (one `key: value,` per line)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from linkcheck.errors import ParseError
+from linkcheck.parsers._lazy_re import lazy_re
+
+SPEC = "perftest"
+_TRAILING_COMMA = lazy_re(r",(\s*[}\]])")
+_PSEUDO_KV = lazy_re(r'^"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?$')
+_NUM = lazy_re(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
+_INT = lazy_re(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
+
+
+def load_json(text: str) -> dict[str, Any]:
+    try:  # current perftest still writes a trailing comma with --output=bandwidth
+        data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
+    except (ValueError, RecursionError):
+        data = _load_pseudo_json(text)
+    if not isinstance(data, dict):
+        raise ParseError(SPEC, "JSON is not an object")
+    return data
+
+
+def _load_pseudo_json(text: str) -> dict[str, Any]:
+    """Read perftest 4.5-0.11 .. 23.10 --out_json: one `key: value,` per line, mostly unquoted."""
+    stack: list[dict[str, Any]] = []
+    root: dict[str, Any] | None = None
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if line == "{" and root is None:
+            root = {}
+            stack.append(root)
+        elif line in ("}", "},") and stack:
+            stack.pop()
+        elif line:
+            _pseudo_line(stack, line, no)
+    if root is None or stack:
+        raise ParseError(SPEC, "truncated JSON (unbalanced braces)")
+    return root
+
+
+def _pseudo_line(stack: list[dict[str, Any]], line: str, no: int) -> None:
+    m = _PSEUDO_KV.match(line)
+    if m is None or not stack:
+        raise ParseError(SPEC, "neither JSON nor perftest's pre-24.01 pseudo-JSON", no)
+    key, value = m.group(1).strip(), m.group(2)
+    if value == "{":
+        child: dict[str, Any] = {}
+        stack[-1][key] = child
+        stack.append(child)
+    elif len(value) >= 2 and value[0] == value[-1] == '"':
+        stack[-1][key] = value[1:-1]
+    elif _INT.fullmatch(value):
+        stack[-1][key] = int(value)
+    else:
+        stack[-1][key] = float(value) if _NUM.fullmatch(value) else value

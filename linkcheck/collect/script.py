@@ -30,6 +30,8 @@ _TOKEN_RE = re.compile(r"^[0-9a-f]{8,64}$")
 _SPEC_ID_RE = re.compile(r"^[a-z0-9_]+$")
 KILL_GRACE_S = 2
 _NETDEV_ARG = '"$1"'  # per-netdev commands get the interface as the quoted $1 of their own sh -c
+# Words with no shell meaning (no quotes, globs, $, ;, |, &, redirections): safe to split on spaces.
+_PLAIN_WORDS_RE = re.compile(r"^[A-Za-z0-9_./:=+,-]+(?: [A-Za-z0-9_./:=+,-]+)*$")
 
 # Kept POSIX (dash, busybox): DGX OS runs /bin/sh = dash. Every command gets /dev/null as stdin,
 # because sh is reading this very script from its stdin and a command that read it would eat the rest.
@@ -44,8 +46,9 @@ trap 'rm -rf "$lc_tmp"' EXIT
 # process group) before leaving, so nothing of ours outlives the session.
 lc_abort() {
   for lc_p in "$lc_tmp"/*.pid; do
-    [ -f "$lc_p" ] || continue
-    read -r lc_q <"$lc_p" && { kill -TERM "-$lc_q" 2>/dev/null || kill -TERM "$lc_q" 2>/dev/null; }
+    lc_q=; read -r lc_q 2>/dev/null <"$lc_p"
+    case $lc_q in ''|*[!0-9]*) continue;; esac
+    kill -TERM "-$lc_q" 2>/dev/null || kill -TERM "$lc_q" 2>/dev/null
   done
   exit "$1"
 }
@@ -54,58 +57,56 @@ trap 'lc_abort 130' INT
 trap 'lc_abort 141' PIPE
 trap 'lc_abort 143' TERM
 if command -v timeout >/dev/null 2>&1; then lc_to="timeout -k @GRACE@ @TIMEOUT@"; else lc_to=; fi
-lc_ms() {
-  lc_v=$(date +%s%N 2>/dev/null)
-  case $lc_v in ''|*[!0-9]*) lc_v=$(( $(date +%s) * 1000000000 ));; esac
-  echo $(( lc_v / 1000000 ))
+# Timestamps come from /proc/uptime through the `read` builtin (centiseconds): no process per reading.
+lc_cs() {
+  lc_up=; read -r lc_up lc_x 2>/dev/null </proc/uptime
+  case $lc_up in *[0-9].[0-9][0-9]) lc_v=${lc_up%.*}${lc_up#*.};; *) lc_v=;; esac
 }
-# Commands run concurrently, one per CPU, each into its own files; sections are printed in a fixed
-# order, each as soon as its command is done, so a connection lost half-way still leaves the sections
-# printed before it.
-lc_max=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 4)
-case $lc_max in ''|*[!0-9]*|0) lc_max=4;; esac
-lc_next=1
-lc_flush() {  # print, in order, every section whose command is done and whose turn has come
-  while [ "$lc_next" -le "$lc_n" ] && [ -f "$lc_tmp/$lc_next.rc" ]; do
-    lc_j="$lc_tmp/$lc_next"
-    read -r lc_spec lc_arg <"$lc_j.id"
-    read -r lc_rc lc_dt <"$lc_j.rc" || { lc_rc=255; lc_dt=0; }
-    printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$lc_spec" "$lc_arg"
-    cat "$lc_j.out"; echo
-    printf '@@LC %s STDERR\n' "$lc_tok"
-    cat "$lc_j.err"; echo
-    printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$lc_spec" "$lc_arg" "$lc_rc" "$lc_dt"
-    rm -f "$lc_j".*
-    lc_next=$(( lc_next + 1 ))
-  done
-}
-lc_running() {  # started and not yet finished; at most one command per CPU runs at a time
-  set -- "$lc_tmp"/*.rc
-  [ -e "$1" ] && lc_fin=$# || lc_fin=0
-  echo $(( lc_n - lc_next + 1 - lc_fin ))
-}
+# Every command starts at once in the background, into its own files; its section (markers included)
+# is complete on disk when its subshell ends. The sections are then printed in a fixed order, each as
+# soon as its command is done, so a connection lost half-way still leaves the sections printed before
+# it. Nothing polls: `wait` on each subshell's PID blocks until that command is done.
+printf '@@LC %s STDERR\n' "$lc_tok" >"$lc_tmp/m"
 lc_run() {
-  lc_flush
-  while [ "$(lc_running)" -ge "$lc_max" ]; do sleep 0.02; lc_flush; done
   lc_n=$(( lc_n + 1 ))
   lc_j="$lc_tmp/$lc_n"
-  printf '%s %s\n' "$1" "$2" >"$lc_j.id"
   (
-    lc_t0=$(lc_ms)
-    $lc_to sh -c "$3" sh "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" &
+    printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2" >"$lc_j.b"
+    lc_cs; lc_t0=$lc_v
+    case $3 in  # x: plain words, run as they are (+ the interface); c: shell syntax, through sh -c
+      x) $lc_to $4 </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
+      xa) $lc_to $4 "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
+      *) $lc_to sh -c "$4" sh "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
+    esac
     echo $! >"$lc_j.pid"
     wait $!
     lc_rc=$?
-    echo "$lc_rc $(( $(lc_ms) - lc_t0 ))" >"$lc_j.rt" && mv "$lc_j.rt" "$lc_j.rc"
+    : >"$lc_j.pid"  # done: lc_abort must not signal a PID that may be reused by now
+    lc_cs
+    case $lc_t0$lc_v in *[!0-9]*|'') lc_dt=0;; *) lc_dt=$(( (lc_v - lc_t0) * 10 ));; esac
+    echo >>"$lc_j.out"; echo >>"$lc_j.err"
+    printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$lc_rc" "$lc_dt" >"$lc_j.e"
   ) &
+  eval "lc_pid_$lc_n=\$!"
 }
-lc_emit() {
-  lc_flush
-  while [ "$lc_next" -le "$lc_n" ]; do sleep 0.02; lc_flush; done
+lc_emit() {  # one `cat` prints the section waited for and every later one already complete (its .e file)
+  lc_i=1
+  while [ "$lc_i" -le "$lc_n" ]; do
+    eval "wait \"\$lc_pid_$lc_i\""
+    set --
+    while :; do
+      lc_j="$lc_tmp/$lc_i"
+      set -- "$@" "$lc_j.b" "$lc_j.out" "$lc_tmp/m" "$lc_j.err" "$lc_j.e"
+      lc_i=$(( lc_i + 1 ))
+      [ "$lc_i" -le "$lc_n" ] && [ -e "$lc_tmp/$lc_i.e" ] || break
+    done
+    cat "$@" || lc_abort 141  # the reader is gone
+  done
 }
 lc_netdevs=
 for lc_d in /sys/class/net/*; do
-  [ "$(cat "$lc_d/device/vendor" 2>/dev/null)" = 0x15b3 ] || continue
+  lc_vendor=; read -r lc_vendor 2>/dev/null <"$lc_d/device/vendor"
+  [ "$lc_vendor" = 0x15b3 ] || continue
   lc_i=${lc_d##*/}
   case $lc_i in ''|-|*[!A-Za-z0-9_.:-]*) continue;; esac
   lc_netdevs="$lc_netdevs $lc_i"
@@ -116,6 +117,20 @@ done
 def new_token() -> str:
     """A fresh random section token: output cannot contain it unless it echoes this script."""
     return secrets.token_hex(8)
+
+
+def _how(spec: Spec) -> str:
+    """How lc_run starts a spec's command: plain words directly (a `sh -c` less per command), anything
+    else through `sh -c`. The interface name always arrives as a separate, quoted argument, never pasted
+    into the command text."""
+    if spec.per_netdev:
+        words, placeholder, rest = spec.command.partition("{netdev}")
+        if placeholder and not rest and _PLAIN_WORDS_RE.match(words.rstrip()):
+            return f"xa {shlex.quote(words.rstrip())}"
+        return f"c {shlex.quote(spec.command.format(netdev=_NETDEV_ARG))}"
+    if _PLAIN_WORDS_RE.match(spec.command):
+        return f"x {shlex.quote(spec.command)}"
+    return f"c {shlex.quote(spec.command)}"
 
 
 def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_timeout_s: int) -> str:
@@ -132,14 +147,13 @@ def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_ti
         .replace("@GRACE@", str(KILL_GRACE_S))
         .replace("@TIMEOUT@", str(int(per_command_timeout_s)))
     ]
-    lines += [f"lc_run {spec.id} - {shlex.quote(spec.command)}" for spec in specs if not spec.per_netdev]
+    lines += [f"lc_run {spec.id} - {_how(spec)}" for spec in specs if not spec.per_netdev]
     per_netdev = [spec for spec in specs if spec.per_netdev]
     if per_netdev:
         lines.append("for lc_if in $lc_netdevs; do")
-        # The name reaches the command as "$1" of its own sh -c: quoted by the shell, never pasted in.
-        lines += [f'  lc_run {s.id} "$lc_if" {shlex.quote(s.command.format(netdev=_NETDEV_ARG))}' for s in per_netdev]
+        lines += [f'  lc_run {s.id} "$lc_if" {_how(s)}' for s in per_netdev]
         lines.append("done")
-    lines += ["lc_emit", "wait", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
+    lines += ["lc_emit", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
     return "\n".join(lines) + "\n"
 
 

@@ -16,11 +16,13 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 # One sysfs dump line per file: "<path>\t<value>", "<path>\t!<error>" or "<path>\t-> <symlink target>";
 # GID tables come as `grep -H` lines ("<path>:<value>", "grep: <path>: <error>"), which parse the same.
-# Reading each file separately keeps EINVAL on empty GID entries from hiding the rest.
+# Reading each file separately keeps EINVAL on empty GID entries from hiding the rest. The first line
+# comes from the `read` builtin (no process per file: a GB10 has hundreds); only an empty or unreadable
+# file costs a `cat`, which names the error.
 SYSFS_DUMP_FN = r"""lc_dump() { for f in "$@"; do
-  [ -e "$f" ] || [ -L "$f" ] || continue
   if [ -L "$f" ]; then printf '%s\t-> %s\n' "$f" "$(readlink "$f")"; continue; fi
   [ -f "$f" ] || continue
+  v=; if IFS= read -r v 2>/dev/null <"$f" || [ -n "$v" ]; then printf '%s\t%s\n' "$f" "$v"; continue; fi
   if v=$(cat "$f" 2>&1); then printf '%s\t%s\n' "$f" "$(printf '%s' "$v" | head -n 1)";
   else printf '%s\t!%s\n' "$f" "${v##*: }"; fi
 done; }"""
@@ -83,14 +85,17 @@ SPECS: tuple[Spec, ...] = (
         # the used slots with their type and netdev (read errors kept via 2>&1); an absent index
         # below the highest used one is an empty slot, which is how holes are seen.
         + ' grep -H -v "^0000:0000:0000:0000:0000:0000:0000:0000$" "$p"/gids/* | while IFS= read -r l; do'
-        + ' echo "$l"; f=${l%%:*}; i=${f##*/};'
-        + ' grep -H . "$p/gid_attrs/types/$i" "$p/gid_attrs/ndevs/$i" 2>&1; done; done; done; true',
+        # Their attributes print as `grep -H` would, read by the builtin; only a failing read runs grep.
+        + ' echo "$l"; f=${l%%:*}; i=${f##*/}; for g in "$p/gid_attrs/types/$i" "$p/gid_attrs/ndevs/$i"; do'
+        + ' v=; if IFS= read -r v 2>/dev/null <"$g" || [ -n "$v" ]; then printf "%s:%s\\n" "$g" "$v";'
+        + ' else grep -H . "$g" 2>&1; fi; done; done; done; done; true',
         description="RDMA devices, port state and counters, RoCE GID tables",
     ),
     Spec(
         "sysfs_pci",
         SYSFS_DUMP_FN
-        + "\nfor d in /sys/bus/pci/devices/*; do [ \"$(cat \"$d/vendor\" 2>/dev/null)\" = 0x15b3 ] || continue;"
+        + "\nfor d in /sys/bus/pci/devices/*; do v=; read -r v 2>/dev/null <\"$d/vendor\";"
+        + ' [ "$v" = 0x15b3 ] || continue;'
         + ' lc_dump "$d/vendor" "$d/current_link_speed" "$d/current_link_width"'
         + ' "$d/max_link_speed" "$d/max_link_width"; done',
         description="PCIe link speed and width of the ConnectX-7 functions",

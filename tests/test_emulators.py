@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from linkcheck.collect.specs import SPECS, SPECS_BY_ID
+from tests.emulators import render_netplan
 from tests.emulators.bench_nccl import NcclTestsRun, Row, header, render_all_gather_perf, row_text
 from tests.emulators.bench_nccl_log import gid_le_pair
 from tests.emulators.bench_perftest import PerftestRun, render_ib_write_bw, render_ib_write_bw_json
@@ -260,7 +261,7 @@ def test_nccl_log_transport_lines() -> None:
 
 def test_netplan_get_style_and_tail_headers() -> None:
     node = SCENARIOS["twins-same-subnet"].node_a
-    get = render(node, "netplan")[0]
+    get = render_netplan.render_netplan_get(node)[0]  # the emulated `netplan get` (not inspected by default)
     assert '      addresses:\n      - "192.168.100.10/24"\n      mtu: 9000\n' in get
     assert "  renderer: NetworkManager\n" in get and "dhcp4" not in get
     assert yaml.safe_load(get)["network"]["ethernets"]["enP2p1s0f1np1"]["addresses"] == ["192.168.100.14/24"]

@@ -106,7 +106,6 @@ SPECS: tuple[Spec, ...] = (
     Spec("ibdev2netdev", "ibdev2netdev", optional_tool=True),
     Spec("show_gids", "show_gids", optional_tool=True),
     Spec("lspci", "sudo -n lspci -vv -d 15b3:", needs_root=True),
-    Spec("netplan", "netplan get"),
     Spec("netplan_files", "sudo -n sh -c 'tail -n +1 /etc/netplan/*.yaml'", needs_root=True),
     Spec("nccl_env", "env | grep '^NCCL_' || true", description="NCCL_* variables only; never the whole env"),
     Spec("nccl_conf", "cat /etc/nccl.conf"),

@@ -44,7 +44,6 @@ NODE_RENDERERS: dict[str, Callable[[Node], Output]] = {
     "ibdev2netdev": render_rdma.render_ibdev2netdev,
     "show_gids": render_rdma.render_show_gids,
     "lspci": render_pci.render_lspci,
-    "netplan": render_netplan.render_netplan_get,
     "netplan_files": render_netplan.render_netplan_files,
     "nccl_env": render_sys.render_nccl_env,
     "nccl_conf": render_sys.render_nccl_conf,
@@ -63,7 +62,7 @@ NETDEV_RENDERERS: dict[str, Callable[[Node, str], Output]] = {
 SPEC_TOOL: dict[str, str] = {
     "hostname": "hostname", "ip_link": "ip", "ip_addr": "ip", "ip_route": "ip", "ip_neigh": "ip",
     "sysctl": "sysctl", "rdma_link": "rdma", "ibv_devinfo": "ibv_devinfo", "ibstat": "ibstat",
-    "ibdev2netdev": "ibdev2netdev", "show_gids": "show_gids", "lspci": "lspci", "netplan": "netplan",
+    "ibdev2netdev": "ibdev2netdev", "show_gids": "show_gids", "lspci": "lspci",
     "dmesg": "dmesg", "ethtool": "ethtool", "ethtool_i": "ethtool", "ethtool_s": "ethtool",
     "ethtool_m": "ethtool",
 }

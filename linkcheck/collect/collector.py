@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +40,7 @@ class CollectResult:
 
 
 def open_transports(
-    targets: Iterable[NodeTarget],
+    targets: Sequence[NodeTarget],
     *,
     known_hosts: Path | None = None,
     accept_new_host_keys: bool = False,
@@ -48,8 +48,10 @@ def open_transports(
     connect_timeout_s: float = 10,
 ) -> dict[str, Transport]:
     """A transport per node: this machine for a bare `localhost`, SSH otherwise (connected on first use)."""
-    from linkcheck.transport.ssh import SshTransport
+    from linkcheck.transport.ssh import SshTransport, load_ssh_library
 
+    if any(not t.is_local for t in targets):
+        load_ssh_library()
     transports: dict[str, Transport] = {}
     for target in targets:
         if target.is_local:

@@ -26,12 +26,14 @@ from linkcheck.transport.base import (
     decode,
 )
 from linkcheck.transport.hostkeys import host_key_policy
+from linkcheck.transport.lazy_invoke import defer_invoke
 from linkcheck.transport.ssh_errors import connect_error
 
 if TYPE_CHECKING:
     import paramiko
 
 log = logging.getLogger(__name__)
+defer_invoke()  # before anything here imports paramiko
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
@@ -40,6 +42,12 @@ KILL_GRACE_S = 2  # `timeout -k`: SIGKILL this long after SIGTERM, for tools tha
 LOCAL_SLACK_S = 1.0  # our own deadline only fires if the node's `timeout` failed to end the command
 POLL_S = 0.25  # how often blocked reads wake up to look at the deadline
 READ_CHUNK = 65536
+
+
+def load_ssh_library() -> None:
+    """Import paramiko now, on the calling thread, before the per-node threads start: imports hold the
+    GIL, so two connection threads importing it while the main thread works only take turns."""
+    import paramiko  # noqa: F401
 
 
 @dataclass(frozen=True)

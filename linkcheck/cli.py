@@ -105,15 +105,18 @@ def _node_errors(outcome: object) -> None:
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: object | None) -> None:
-    from rich.console import Console
-
     from linkcheck.config import Config
     from linkcheck.live import TrafficRequest, run_live
-    from linkcheck.report.progress import ConsoleProgress
 
     cfg = _live_config(config, node, accept)
     assert isinstance(cfg, Config) and (traffic is None or isinstance(traffic, TrafficRequest))
-    progress = ConsoleProgress(Console(stderr=True)) if fmt is Format.console else None
+    progress = None
+    if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
+        from rich.console import Console
+
+        from linkcheck.report.progress import ConsoleProgress
+
+        progress = ConsoleProgress(Console(stderr=True))
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress)
     assert result.outcome is not None
     _node_errors(result.outcome)

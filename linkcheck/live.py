@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from linkcheck.collect.bundle import Bundle, write_bundle
-from linkcheck.config import Config
-from linkcheck.diagnose.playbook import Rule, load_playbooks, with_thresholds
-from linkcheck.pipeline import Outcome, diagnose_captures
-
+# Only light imports here: the inspection should start before the rest of linkcheck is loaded.
 if TYPE_CHECKING:
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.bench.runner import Progress
+    from linkcheck.collect.bundle import Bundle
+    from linkcheck.config import Config
+    from linkcheck.diagnose.playbook import Rule
+    from linkcheck.pipeline import Outcome
     from linkcheck.transport.base import Transport
 
 
@@ -43,13 +46,14 @@ def default_save_dir() -> Path:
 def _open(config: Config) -> dict[str, Transport]:
     from linkcheck.collect.collector import open_transports
 
-    return open_transports(config.nodes.values(), known_hosts=config.ssh.known_hosts,
+    return open_transports(list(config.nodes.values()), known_hosts=config.ssh.known_hosts,
                            accept_new_host_keys=config.ssh.accept_new_host_keys, ssh_config=config.ssh.config,
                            connect_timeout_s=config.ssh.connect_timeout_s)
 
 
 def inspect(config: Config, transports: dict[str, Transport]) -> Bundle:
     """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors."""
+    from linkcheck.collect.bundle import Bundle
     from linkcheck.collect.collector import collect
 
     result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
@@ -90,6 +94,8 @@ def _traffic(config: Config, transports: dict[str, Transport], bundle: Bundle, r
 
 
 def save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
+    from linkcheck.collect.bundle import write_bundle
+
     if anonymize:
         from linkcheck.collect.anonymize import anonymize_bundle
 
@@ -101,23 +107,63 @@ def save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bu
 
 
 def _rules(config: Config) -> list[Rule]:
+    from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
+
     return with_thresholds(load_playbooks(list(config.playbooks)), config.thresholds,
                            config.source or "linkcheck.yaml")
 
 
+@contextmanager
+def _responsive_threads(interval_s: float = 0.0005) -> Iterator[None]:
+    """While the main thread imports, an SSH thread whose answer has arrived waits for the GIL up to the
+    switch interval (5 ms by default), once per packet of the handshake; a short interval keeps the
+    connection's pace."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(interval_s)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+def _warm_diagnosis_imports() -> None:
+    """Import the diagnosis path now: done while the nodes are still answering, it costs no wall time."""
+    import linkcheck.facts.pair
+    import linkcheck.pipeline  # noqa: F401
+
+
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
              traffic: TrafficRequest | None = None, progress: Progress | None = None) -> LiveResult:
-    """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks."""
+    """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks.
+
+    The inspection starts first, in the background, because it is mostly waiting on the nodes; the
+    playbooks load and the diagnosis code imports meanwhile. A broken playbook still stops the run
+    before anything but the (read-only) inspection has touched the nodes.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     from linkcheck.collect.collector import close_transports
 
-    rules = _rules(config) if diagnose else []  # a broken playbook fails before we touch the nodes
     transports = _open(config)
     interrupted = False
     try:
-        bundle = inspect(config, transports)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspect") as pool, _responsive_threads():
+            pending = pool.submit(inspect, config, transports)
+            try:
+                rules = _rules(config) if diagnose else []
+                if diagnose:
+                    _warm_diagnosis_imports()
+            except BaseException:
+                close_transports(transports)  # ends the remote scripts at once instead of waiting them out
+                raise
+            bundle = pending.result()
         if traffic is not None and (traffic.rdma or traffic.nccl):
             interrupted = _traffic(config, transports, bundle, traffic, progress)
     finally:
         close_transports(transports)
     bundle, saved = save(bundle, save_dir, anonymize=anonymize)
-    return LiveResult(saved, diagnose_captures(bundle, rules) if diagnose else None, interrupted)
+    if not diagnose:
+        return LiveResult(saved, None, interrupted)
+    from linkcheck.pipeline import diagnose_captures
+
+    return LiveResult(saved, diagnose_captures(bundle, rules), interrupted)

@@ -126,6 +126,22 @@ def test_wrong_key(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     assert live.strays(conn_lab, before) == {}
 
 
+def test_broken_playbook_stops_the_run_with_its_file_and_line(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
+    # The inspection starts while the playbooks load; a broken one must still stop everything at once:
+    # exit 4, one line with file:line, nothing saved, no inspection left running on the nodes.
+    broken = tmp_path / "mine.yaml"
+    broken.write_text("rules:\n  - id: MINE\n    severity: loud\n", encoding="utf-8")
+    cfg = live.lab_config(conn_lab, tmp_path / "linkcheck.yaml", nodes={"a": "a", "b": "b"})
+    cfg.write_text(cfg.read_text(encoding="utf-8") + f"playbooks: [{json.dumps(str(broken))}]\n", encoding="utf-8")
+    before = live.node_pids(conn_lab)
+    run = live.run("check", "--config", str(cfg), "--save", str(tmp_path / "saved"), "-f", "json")
+    assert run.returncode == 4, run.describe()
+    assert "Traceback" not in run.stderr
+    assert len(run.error_lines()) == 1 and f"{broken}:" in run.error_lines()[0], run.describe()
+    assert not (tmp_path / "saved").exists()
+    assert live.strays(conn_lab, before) == {}
+
+
 def _fingerprint(public_key_line: str, tmp: Path) -> str:
     pub = tmp / "host.pub"
     pub.write_text(public_key_line + "\n", encoding="ascii")

@@ -376,3 +376,13 @@ def test_rendered_outputs_parse_with_the_registered_parsers() -> None:
             checked += 1
     if checked == 0:
         pytest.skip("no parser modules yet")
+
+
+def test_cli_lists_every_bench_tool_lazily() -> None:
+    from tests.emulators import cli, cli_bench
+
+    assert set(cli.BENCH_TOOLS) == set(cli_bench.TOOLS)
+    probe = ("import sys; import tests.emulators.cli as c; "
+             "print('tests.emulators.cli_bench' in sys.modules, 'yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["False", "False"]

@@ -12,10 +12,9 @@ import os
 import sys
 from collections.abc import Callable
 
-from tests.emulators import cli_bench, render_ethtool, render_ip, render_pci, render_rdma, render_sys
+from tests.emulators import render_ethtool, render_ip, render_pci, render_rdma, render_sys
 from tests.emulators.node import Node
 from tests.emulators.render_eeprom import render_ethtool_m
-from tests.emulators.render_netplan import render_netplan_get
 
 Output = tuple[str, str, int]
 ENV_NODE = "LINKCHECK_LAB_NODE"
@@ -134,6 +133,8 @@ def run_netplan(node: Node, args: list[str]) -> Output:
     words = [a for a in args if not a.startswith("--root-dir")]
     if words[:1] != ["get"] or len(words) > 1:
         return _unsupported("netplan", args)
+    from tests.emulators.render_netplan import render_netplan_get  # needs yaml: loaded only for netplan
+
     return render_netplan_get(node)
 
 
@@ -155,8 +156,22 @@ TOOLS: dict[str, Callable[[Node, list[str]], Output]] = {
     "netplan": run_netplan,
     "hostname": run_simple(render_sys.render_hostname),
     "uname": lambda node, args: (node.kernel_release + "\n", "", 0) if "-r" in args else ("Linux\n", "", 0),
-    **cli_bench.TOOLS,
 }
+# The traffic tools live in cli_bench, whose imports (sockets, NCCL and perftest renderers) would cost
+# every inspection call ~60 ms; they load only when one of them runs.
+BENCH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "all_gather_perf", "all_reduce_perf")
+
+
+def _bench_tool(tool: str) -> Callable[[Node, list[str]], Output]:
+    def run(node: Node, args: list[str]) -> Output:
+        from tests.emulators import cli_bench
+
+        return cli_bench.TOOLS[tool](node, args)
+
+    return run
+
+
+TOOLS.update({tool: _bench_tool(tool) for tool in BENCH_TOOLS})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,8 +60,11 @@ def _gid_lines(fn: Function, rdma_core: str) -> str:
     """GID[%3d] lines for non-null GIDs: v1 long form, v2 via inet_ntop (>= v30); long, no suffix (v28)."""
     legacy = _major(rdma_core) < 30
     lines = []
-    for i in range(GID_TBL_LEN):
-        slot = gid_entry(fn, i)
+    table = gid_slots(fn)  # once: gid_entry() per index would rebuild the table 255 times
+    for i in sorted(table):
+        slot = table[i]
+        if i >= GID_TBL_LEN or slot.type is None:
+            continue  # an absent or emptied slot reads as the zero GID, which devinfo skips
         if all(b == 0 for b in gid_bytes(slot.gid)[8:]):
             continue  # devinfo's null_gid() looks at the interface id only
         if legacy:

@@ -607,3 +607,31 @@ def test_nccl_env_quoting_in_sshd_config_and_refused_values(tmp_path: Path) -> N
             nccl.session_env(model)
     model.write_text(json.dumps({"nccl_env": {"NCCL_IB_HCA": "mlx5_0"}}))
     assert nccl.session_env(model) == {"NCCL_IB_HCA": "mlx5_0"} and nccl.session_env(None) == {}
+
+
+@needs_lab
+@pytest.mark.parametrize("scenario", ["healthy", "degraded-collection"])
+def test_pre_rendered_answers_match_the_emulator(lab_factory: LabFactory, scenario: str) -> None:
+    """A wrapper answering from its files says exactly what the emulator says for the same call."""
+    pytest.importorskip("tests.emulators.scenarios")
+    from tests.emulators.node import Node
+    from tests.lab.answers import static_calls
+
+    lab = lab_factory(scenario)
+    for name in ("a", "b"):
+        node = lab.node(name)
+        calls = static_calls(Node.load(str(node.model_json)))
+        wrappers = [t for t in calls if (node.bin_dir / t).exists()]
+        assert "ibv_devinfo" in wrappers or scenario == "degraded-collection"
+        answered = 0
+        for tool in wrappers:
+            assert "answers/" in (node.bin_dir / tool).read_text(encoding="utf-8")
+            for args in calls[tool]:
+                fast = lab.exec(name, [str(node.bin_dir / tool), *args])
+                slow = lab.exec(name, [sys.executable, "-m", "tests.emulators.cli", tool, *args],
+                                env={"LINKCHECK_LAB_NODE": str(node.model_json), "LINKCHECK_LAB_NAME": name,
+                                                      "PYTHONPATH": str(REPO)})
+                assert (fast.stdout, fast.stderr, fast.returncode) == (slow.stdout, slow.stderr, slow.returncode), \
+                    (name, tool, args)
+                answered += 1
+        assert answered >= (19 if scenario == "healthy" else 1)

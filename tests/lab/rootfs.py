@@ -105,13 +105,23 @@ def write_bin(
     for tool in emulated_tools() if model_json is not None else ():
         if tool in spec.missing_tools or tool in spec.extra_tools:
             continue
+        assert model_json is not None
+        answers = _static_answers(tool, model_json, bin_dir.parent / "answers")
         body = f'exec {shlex.quote(sys.executable)} -m tests.emulators.cli {shlex.quote(tool)} "$@"\n'
-        _write_exec(bin_dir / tool, f"#!/bin/sh\n# linkcheck lab emulator of {tool}\n{env}{body}")
+        _write_exec(bin_dir / tool, f"#!/bin/sh\n# linkcheck lab emulator of {tool}\n{env}{answers}{body}")
     if "sudo" not in spec.missing_tools and "sudo" not in spec.extra_tools:
         _write_exec(bin_dir / "sudo", _SUDO_REFUSES if spec.sudo_refuses else _SUDO_OK)
     for tool, script in spec.extra_tools.items():
         text = script if script.startswith("#!") else f"#!/bin/sh\n{env}{script}"
         _write_exec(bin_dir / tool, text if text.endswith("\n") else text + "\n")
+
+
+def _static_answers(tool: str, model_json: Path, answers_dir: Path) -> str:
+    """The wrapper lines answering the inspection's calls from pre-rendered files (tests/lab/answers.py)."""
+    from tests.emulators.cli import TOOLS
+    from tests.lab.answers import answer_block
+
+    return answer_block(tool, model_json, answers_dir, TOOLS[tool]) if tool in TOOLS else ""
 
 
 def stage_sysfs(spec: LabNodeSpec, stage: Path, model_json: Path | None) -> None:

@@ -47,7 +47,7 @@ def round_meta(rnd: Round, path: BenchPath, role: str, port: int, options: RdmaO
 
 
 @dataclass
-class _Started:
+class Started:
     path: BenchPath
     port: int
     server_argv: list[str]
@@ -70,10 +70,11 @@ class RoundContext:
 
     @property
     def deadline(self) -> int:
-        """The remote `timeout` of each process: readiness, the run, and the server's exit after it."""
-        return int(self.options.ready_timeout_s + self.options.duration_s + 30)
+        """The remote `timeout` of each process: readiness, the run, and the server's exit after it; a
+        server started during the previous round also waits through that round first."""
+        return int(self.options.ready_timeout_s + 2 * self.options.duration_s + 60)
 
-    def template(self, item: _Started, role: str, argv: list[str]) -> Capture:
+    def template(self, item: Started, role: str, argv: list[str]) -> Capture:
         """The capture a process will make, before it has printed anything (kept as is if it must be ended)."""
         client, server = item.path.ends(self.rnd.direction)
         local = client if role == "client" else server
@@ -82,7 +83,7 @@ class RoundContext:
         return Capture(local.node, "ib_write_bw", " ".join(argv), "", exit_status=None,
                        arg=f"{self.rnd.id}.{role}.{local.rdma_dev}", meta=meta)
 
-    def start(self, item: _Started, role: str, argv: list[str]) -> remote.RemoteProcess:
+    def start(self, item: Started, role: str, argv: list[str]) -> remote.RemoteProcess:
         template = self.template(item, role, argv)
         where = f"{template.node}:{template.meta['local_rdma_dev']}"
         proc = remote.start(self.transports[template.node], argv, run_dir=self.registry.run_dir(template.node),
@@ -108,22 +109,30 @@ def refuse_busy(transports: dict[str, Transport], rounds: list[Round]) -> None:
     for rnd in rounds:
         for path, port in zip(rnd.paths, rnd.ports, strict=True):
             wanted.setdefault(path.ends(rnd.direction)[1].node, set()).add(port)
-    for node, ports in sorted(wanted.items()):
-        busy = remote.busy_ports(transports[node], ports)
+    found = remote.on_each_node({n: transports[n] for n in sorted(wanted)},
+                                lambda node, transport: remote.busy_ports(transport, wanted[node]))
+    for node, busy in found.items():
         if busy:
             port = min(busy)
             raise BenchError(f"node {node}: TCP port {port} is already in use by {busy[port]}; not starting "
                              "a perftest server there", fix="pass --port-base with a free range")
 
 
-def _start_servers(ctx: RoundContext) -> list[_Started]:
+def launch_servers(ctx: RoundContext) -> list[Started]:
+    """Start the round's servers (each in its own process group); readiness is awaited separately, so the
+    next round's servers can start while this round's traffic runs."""
     started = []
     for path, port in zip(ctx.rnd.paths, ctx.rnd.ports, strict=True):
         _, server = path.ends(ctx.rnd.direction)
         argv = perftest_argv(server, port, ctx.options, ctx.tools[server.node], None)
-        item = _Started(path, port, argv)
+        item = Started(path, port, argv)
         item.server = ctx.start(item, "server", argv)
         started.append(item)
+    return started
+
+
+def await_servers(ctx: RoundContext, started: list[Started]) -> None:
+    """Each server listening, or the round fails naming the server and what it said."""
     for item in started:
         _, server = item.path.ends(ctx.rnd.direction)
         transport = ctx.transports[server.node]
@@ -137,29 +146,65 @@ def _start_servers(ctx: RoundContext) -> list[_Started]:
                 ctx.record(ctx.template(item, "server", item.server_argv), result, 0.0, problem)
                 said = first_error(result)
             raise BenchError(f"node {server.node}: {problem}" + (f" ({said})" if said else ""))
-    return started
 
 
-def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None) -> None:
-    """Servers, then clients, then outputs into ctx.sink; every process is in the registry until collected."""
-    started = _start_servers(ctx)
-    for item in started:
-        client, server = item.path.ends(ctx.rnd.direction)
-        item.client_argv = perftest_argv(client, item.port, ctx.options, ctx.tools[client.node], server.ip)
-        item.client = ctx.start(item, "client", item.client_argv)
-        item.client_started = time.monotonic()
+@dataclass
+class Servers:
+    """A round's servers once started: `ready` when each was seen listening, else the `problem` found."""
+
+    started: list[Started]
+    ready: bool = False
+    problem: BenchError | None = None
+
+
+def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None, *,
+              servers: Servers | None = None, next_round: RoundContext | None = None) -> Servers | None:
+    """Servers (`servers` if the previous round started them), then clients, then outputs into ctx.sink;
+    every process is in the registry until collected.
+
+    While this round's clients run, the servers of `next_round` start and are seen listening (they only
+    wait in accept(): no traffic), so the next round begins with its clients. A server of the next round
+    that fails to listen is that round's failure, raised when it begins, not this round's.
+    """
+    servers = servers or Servers(launch_servers(ctx))
+    if servers.problem is not None:
+        raise servers.problem
+    if not servers.ready:
+        await_servers(ctx, servers.started)
+    _start_clients(ctx, servers.started)
+    upcoming = None
+    if next_round is not None:
+        upcoming = Servers(launch_servers(next_round))
+        try:
+            await_servers(next_round, upcoming.started)
+            upcoming.ready = True
+        except BenchError as exc:
+            upcoming.problem = exc
     if on_wait is not None:
         on_wait(ctx.options.duration_s)
     # Not a `with` block: on Ctrl-C we must not wait for the workers; the caller kills the processes by
     # PID, which is what lets the workers' waits return.
-    pool = ThreadPoolExecutor(max_workers=2 * len(started))
+    pool = ThreadPoolExecutor(max_workers=2 * len(servers.started))
     try:
-        list(pool.map(lambda job: _finish(ctx, *job), [(it, role) for it in started for role in ROLES]))
+        list(pool.map(lambda job: _finish(ctx, *job), [(it, role) for it in servers.started for role in ROLES]))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    return upcoming
 
 
-def _finish(ctx: RoundContext, item: _Started, role: str) -> None:
+def _start_clients(ctx: RoundContext, started: list[Started]) -> None:
+    """Every client of the round at once (concurrent paths start together)."""
+    def start(item: Started) -> None:
+        client, server = item.path.ends(ctx.rnd.direction)
+        item.client_argv = perftest_argv(client, item.port, ctx.options, ctx.tools[client.node], server.ip)
+        item.client_started = time.monotonic()
+        item.client = ctx.start(item, "client", item.client_argv)
+
+    with ThreadPoolExecutor(max_workers=len(started) or 1, thread_name_prefix="client-start") as pool:
+        list(pool.map(start, started))
+
+
+def _finish(ctx: RoundContext, item: Started, role: str) -> None:
     """Wait for one process (client and server at once: the time each ends shows which failed first);
     one past its time is ended by PID, its output kept."""
     proc, argv = (item.client, item.client_argv) if role == "client" else (item.server, item.server_argv)

@@ -16,13 +16,17 @@ import re
 import secrets
 import shlex
 import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from linkcheck.errors import BenchError
 from linkcheck.model import Capture
 from linkcheck.transport.base import ConnectionDroppedError, RemoteResult, Transport
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 OUT_MARK = "@@LC-BENCH-STDERR@@"
 RC_MARK = "@@LC-BENCH-RC@@"
 EXTRA_MARK = "@@LC-BENCH-FILE@@"
@@ -70,7 +74,7 @@ def watchdog_script(run_dir: str) -> str:
     the session because the connection dropped) or it is told to stop, sweep the run's folder."""
     run = shlex.quote(run_dir)
     return (f"trap '' PIPE; trap 'exit 0' HUP TERM INT; trap {shlex.quote(sweep_script(run_dir))} EXIT; "
-            f"while [ -d {run} ] && printf . 2>/dev/null; do sleep 0.5; done")
+            f"while [ -d {run} ] && printf . 2>/dev/null; do sleep 0.2; done")
 
 
 @dataclass
@@ -90,8 +94,8 @@ class ProcessRegistry:
 
     def prepare(self, budget_s: float) -> None:
         """Create the run's folder on every node and start each node's watchdog."""
-        for name, transport in self.transports.items():
-            run_checked(transport, f"mkdir -m 700 {shlex.quote(self.run_dir(name))}", 15, "creating the run folder")
+        on_each_node(self.transports, lambda name, transport: run_checked(
+            transport, f"mkdir -m 700 {shlex.quote(self.run_dir(name))}", 15, "creating the run folder"))
         for name, transport in self.transports.items():
             thread = threading.Thread(target=_watch, args=(transport, self.run_dir(name), budget_s), daemon=True,
                                       name=f"bench-watchdog-{name}")
@@ -132,7 +136,7 @@ class ProcessRegistry:
                 problems.append(f"node {name}: cannot reach it to end {what} ({getattr(exc, 'reason', exc)}); "
                                 "linkcheck's watchdog there ends it when sshd closes the session, else `timeout` does")
         for thread in self.watchdogs:
-            thread.join(timeout=3)  # the folder is gone: each watchdog ends within half a second
+            thread.join(timeout=3)  # the folder is gone: each watchdog ends within 0.2 s
         return captures, problems
 
 
@@ -141,6 +145,13 @@ def _watch(transport: Transport, run_dir: str, budget_s: float) -> None:
         transport.run(watchdog_script(run_dir), timeout_s=budget_s)
     except Exception as exc:  # the session is gone: the node side has swept (or `timeout` will end them)
         log.debug("watchdog on node %s ended: %s", transport.name, exc)
+
+
+def on_each_node(transports: Mapping[str, Transport], work: Callable[[str, Transport], T]) -> dict[str, T]:
+    """work(name, transport) on every node at once; the first node's error (in node order) is raised."""
+    with ThreadPoolExecutor(max_workers=len(transports) or 1, thread_name_prefix="each-node") as pool:
+        futures = {name: pool.submit(work, name, t) for name, t in transports.items()}
+    return {name: future.result() for name, future in futures.items()}
 
 
 def run_step(transport: Transport, command: str, timeout_s: float, doing: str) -> RemoteResult:
@@ -181,8 +192,14 @@ def start(transport: Transport, argv: list[str], *, run_dir: str, deadline_s: in
 
 
 def wait_exit(transport: Transport, proc: RemoteProcess, timeout_s: float) -> bool:
-    """Block on the node until the process group leader exits; False if it is still running at the deadline."""
-    script = f"while kill -0 {proc.pgid} 2>/dev/null; do sleep 0.05; done"
+    """Block on the node until the process is done; False if it is still running at the deadline.
+
+    Done means its `rc` file exists (the tool exited and its shell recorded the status), or, for one that
+    was killed before writing it, that its PID is gone. The `rc` file comes first because `kill -0` also
+    succeeds on a zombie: the leader was orphaned at start, and some inits reap orphans only now and then
+    (up to a second or more late), which would stall every round by that much."""
+    rc = shlex.quote(f"{proc.directory}/rc")
+    script = f"while [ ! -e {rc} ] && kill -0 {proc.pgid} 2>/dev/null; do sleep 0.05; done"
     result = run_step(transport, f"timeout {max(1, int(timeout_s + 0.999))} sh -c {shlex.quote(script)}",
                       timeout_s + 10, f"waiting for {proc.label}")
     return result.exit_status == 0
@@ -190,8 +207,9 @@ def wait_exit(transport: Transport, proc: RemoteProcess, timeout_s: float) -> bo
 
 def wait_listening(transport: Transport, proc: RemoteProcess, port: int, timeout_s: float) -> str | None:
     """Wait until the server listens on `port`; None when ready, else why not (died, or never listened)."""
+    rc = shlex.quote(f"{proc.directory}/rc")  # see wait_exit: an exited leader may linger as a zombie
     script = (f'until ss -ltnH "sport = :{int(port)}" | grep -q .; do '
-              f"kill -0 {proc.pgid} 2>/dev/null || exit 3; sleep 0.02; done")
+              f"[ ! -e {rc} ] && kill -0 {proc.pgid} 2>/dev/null || exit 3; sleep 0.02; done")
     result = run_step(transport, f"timeout {max(1, int(timeout_s + 0.999))} sh -c {shlex.quote(script)}",
                       timeout_s + 10, f"waiting for {proc.label} to listen")
     if result.exit_status == 0:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
-from linkcheck.bench.perftest import RoundContext, ToolInfo, refuse_busy, round_failure, run_round
+from linkcheck.bench.perftest import RoundContext, Servers, ToolInfo, refuse_busy, round_failure, run_round
 from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, plan_rounds
 from linkcheck.errors import BenchError, LinkcheckError
 from linkcheck.facts.model import LinkFacts
@@ -52,8 +52,8 @@ def detect_tools(transports: dict[str, Transport], run_id: str = "") -> tuple[di
     from linkcheck.parsers.perftest import parse_perftest_version
 
     tools, caps = {}, []
-    for name, transport in transports.items():
-        result = transport.run("ib_write_bw -V", timeout_s=15)
+    answers = remote.on_each_node(transports, lambda name, t: t.run("ib_write_bw -V", timeout_s=15))
+    for name, result in answers.items():
         caps.append(Capture(name, "perftest_version", "ib_write_bw -V", result.stdout, result.stderr,
                             result.exit_status, result.duration_s, meta={"kind": "version", "run_id": run_id}))
         if result.exit_status == 127:
@@ -85,31 +85,47 @@ def _live_rates(transports: dict[str, Transport], rnd: Round, seconds: int, prog
                 last[key] = (now, count)
 
 
-def _round(ctx: RoundContext, progress: Progress, flaps: list[str]) -> None:
-    """One round into ctx.sink: snapshots, the runs, snapshots; raises on the first failed process."""
-    rnd, transports = ctx.rnd, ctx.transports
-    devs = {n: [e.rdma_dev for p in rnd.paths for e in (p.a, p.b) if e.node == n] for n in transports}
-    nets = {n: [e.netdev for p in rnd.paths for e in (p.a, p.b) if e.node == n] for n in transports}
-    run_id = ctx.registry.run_id
-    before = [snapshot.take(t, devs[n], nets[n], round_id=rnd.id, phase="before", run_id=run_id)
-              for n, t in transports.items()]
-    ctx.sink.extend(before)
+def _wanted(rnd: Round, phase: str, nodes: list[str]) -> snapshot.Wanted:
+    """The snapshot of a round's phase: per node, the devices and netdevs of the round's paths."""
+    ends = [e for p in rnd.paths for e in (p.a, p.b)]
+    return snapshot.Wanted(rnd.id, phase, {n: [e.rdma_dev for e in ends if e.node == n] for n in nodes},
+                           {n: [e.netdev for e in ends if e.node == n] for n in nodes})
+
+
+@dataclass
+class _Carry:
+    """What one round hands the next: its snapshot before, and its servers, already started."""
+
+    before: list[Capture]
+    servers: Servers | None = None
+
+
+def _round(ctx: RoundContext, nxt: RoundContext | None, carry: _Carry, progress: Progress,
+           flaps: list[str]) -> _Carry | None:
+    """One round into ctx.sink: the runs, then one snapshot read that ends this round and opens the next;
+    raises on the first failed process."""
+    rnd, transports, run_id = ctx.rnd, ctx.transports, ctx.registry.run_id
+    nodes = list(transports)
+    ctx.sink.extend(carry.before)
     first = len(ctx.sink)
     progress.round_started(rnd)
     try:
         wait: Callable[[float], None] = lambda s: _live_rates(transports, rnd, int(s), progress)  # noqa: E731
-        run_round(ctx, on_wait=wait)
+        upcoming = run_round(ctx, on_wait=wait, servers=carry.servers, next_round=nxt)
     finally:
         progress.round_done(rnd, ctx.sink[first:])  # also on failure: the console's live table must stop
-    after = [snapshot.take(t, devs[n], nets[n], round_id=rnd.id, phase="after", run_id=run_id)
-             for n, t in transports.items()]
+    wanted = [_wanted(rnd, "after", nodes)] + ([_wanted(nxt.rnd, "before", nodes)] if nxt is not None else [])
+    taken = snapshot.take(transports, wanted, run_id=run_id)
+    after, next_before = taken[:len(nodes)], taken[len(nodes):]
     ctx.sink.extend(after)
-    moved = [f"{b.node}: {change}" for b, a in zip(before, after, strict=True) for change in snapshot.changes(b, a)]
+    moved = [f"{b.node}: {change}" for b, a in zip(carry.before, after, strict=True)
+             for change in snapshot.changes(b, a)]
     if moved:
         flaps.append(f"round {rnd.id} ({', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''})")
     failure = round_failure(ctx.sink[first:])
     if failure:
         raise BenchError(failure)
+    return _Carry(next_before, upcoming) if nxt is not None else None
 
 
 def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions | None) -> float:
@@ -129,9 +145,14 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
         out.captures += caps
         refuse_busy(transports, rounds)  # before anything is started
     registry.prepare(_budget_s(rounds, rdma, nccl))
-    for rnd in rounds:
+    if rounds:
         assert rdma is not None
-        _round(RoundContext(transports, registry, rnd, rdma, tools, out.captures), progress, flaps)
+        contexts = [RoundContext(transports, registry, rnd, rdma, tools, out.captures) for rnd in rounds]
+        carry: _Carry | None = _Carry(snapshot.take(transports, [_wanted(rounds[0], "before", list(transports))],
+                                                    run_id=registry.run_id))
+        for i, ctx in enumerate(contexts):
+            assert carry is not None
+            carry = _round(ctx, contexts[i + 1] if i + 1 < len(contexts) else None, carry, progress, flaps)
     if nccl is not None:
         progress.nccl_started()
         first = len(out.captures)

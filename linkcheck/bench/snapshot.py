@@ -1,18 +1,21 @@
 """Evidence around the traffic: RDMA port counters, link_downed, carrier_changes and GID tables.
 
-Taken on both nodes before and after each round (one command per node each time). Counter deltas
+Taken on both nodes before and after each round (one command per node each time, both nodes at once;
+the snapshot after a round doubles as the one before the next, read in the same command). Counter deltas
 show which twins carried the traffic; a carrier change, a link_downed tick or a GID table change
 during the round makes its numbers inconclusive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from linkcheck.bench.remote import run_step
 from linkcheck.collect.specs import validate_name
 from linkcheck.model import Capture
-from linkcheck.transport.base import Transport
+from linkcheck.transport.base import RemoteResult, Transport
 
 COUNTERS = ("port_xmit_data", "port_rcv_data", "link_downed")
 
@@ -30,13 +33,50 @@ def snapshot_command(rdma_devs: Iterable[str], netdevs: Iterable[str], *, gid_ta
     return f"grep -H . {' '.join(files)} 2>&1; true" if files else "true"
 
 
-def take(transport: Transport, rdma_devs: Iterable[str], netdevs: Iterable[str], *, round_id: str,
-         phase: str, run_id: str = "") -> Capture:
-    command = snapshot_command(rdma_devs, netdevs)
-    result = run_step(transport, command, 20, f"reading the counters {phase} round {round_id}")
-    return Capture(transport.name, "sysfs_counters", "counters and GID snapshot", result.stdout, result.stderr,
-                   result.exit_status, result.duration_s, arg=f"{round_id}.{phase}",
-                   meta={"kind": "snapshot", "round": round_id, "phase": phase, "run_id": run_id})
+@dataclass(frozen=True)
+class Wanted:
+    """One snapshot to take: a round's phase, and per node the RDMA devices and netdevs it covers."""
+
+    round_id: str
+    phase: str
+    rdma_devs: Mapping[str, Sequence[str]]
+    netdevs: Mapping[str, Sequence[str]]
+
+    def prefixes(self, node: str) -> tuple[str, ...]:
+        """The sysfs folders whose lines belong to this snapshot."""
+        return (tuple(f"/sys/class/infiniband/{d}/" for d in self.rdma_devs.get(node, ()))
+                + tuple(f"/sys/class/net/{n}/" for n in self.netdevs.get(node, ())))
+
+
+def take(transports: Mapping[str, Transport], wanted: Sequence[Wanted], *, run_id: str = "") -> list[Capture]:
+    """Every wanted snapshot, on every node at once, one command per node however many are wanted.
+
+    The end of one round and the start of the next are the same moment (nothing runs in between), so
+    their snapshots are read together and each keeps the lines of its own devices. Captures come back
+    in the order of `wanted`, then of `transports`.
+    """
+    def one_node(name: str) -> list[Capture]:
+        devs = [d for w in wanted for d in w.rdma_devs.get(name, ())]
+        nets = [n for w in wanted for n in w.netdevs.get(name, ())]
+        doing = " and ".join(f"{w.phase} round {w.round_id}" for w in wanted)
+        result = run_step(transports[name], snapshot_command(devs, nets), 20, f"reading the counters {doing}")
+        return [_capture(name, result, w, run_id) for w in wanted]
+
+    names = list(transports)
+    with ThreadPoolExecutor(max_workers=len(names) or 1, thread_name_prefix="snapshot") as pool:
+        per_node = list(pool.map(one_node, names))
+    return [per_node[j][i] for i in range(len(wanted)) for j in range(len(names))]
+
+
+def _capture(node: str, result: RemoteResult, wanted: Wanted, run_id: str) -> Capture:
+    prefixes = wanted.prefixes(node)
+    # `grep -H` prints "<path>:<value>" or "grep: <path>: <error>"; a line naming no file of ours is kept
+    lines = [ln for ln in result.stdout.splitlines()
+             if ln.removeprefix("grep: ").startswith(prefixes) or not ln.removeprefix("grep: ").startswith("/sys/")]
+    stdout = "\n".join(lines) + ("\n" if lines else "")
+    return Capture(node, "sysfs_counters", "counters and GID snapshot", stdout, result.stderr,
+                   result.exit_status, result.duration_s, arg=f"{wanted.round_id}.{wanted.phase}",
+                   meta={"kind": "snapshot", "round": wanted.round_id, "phase": wanted.phase, "run_id": run_id})
 
 
 def changes(before: Capture, after: Capture) -> list[str]:

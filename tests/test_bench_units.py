@@ -126,3 +126,68 @@ def test_json_report_preferred_over_text() -> None:
     caps = [_rdma_cap("a", "r1", ROW), _rdma_cap("a", "r1", js, fmt="json")]
     facts, _ = build_bench_facts(caps, _healthy().paths)
     assert len(facts.rdma) == 1 and facts.rdma[0].gbps == pytest.approx(98.25)
+
+
+def test_wait_exit_trusts_the_rc_file_over_a_lingering_pid(tmp_path: Path) -> None:
+    """An orphaned leader can linger as a zombie (kill -0 still succeeds) until init reaps it; the rc file
+    its shell writes on exit says it is done."""
+    import subprocess
+    import time
+
+    from linkcheck.bench import remote
+    from linkcheck.transport.local import LocalTransport
+
+    node = LocalTransport("a")
+    lingering = subprocess.Popen(["sleep", "30"])  # stands in for the unreaped leader
+    try:
+        folder = tmp_path / "p.1"
+        folder.mkdir()
+        proc = remote.RemoteProcess("a", lingering.pid, str(folder), "ib_write_bw client")
+        start = time.monotonic()
+        assert not remote.wait_exit(node, proc, 1)  # no rc file, PID alive: still running at the deadline
+        assert time.monotonic() - start >= 0.9
+        (folder / "rc").write_text("0\n")
+        start = time.monotonic()
+        assert remote.wait_exit(node, proc, 10)
+        assert time.monotonic() - start < 2
+    finally:
+        lingering.kill()
+        lingering.wait()
+
+
+class _Canned:
+    """A transport that answers every command with one fixed `grep -H .` output and records the commands."""
+
+    def __init__(self, name: str, stdout: str) -> None:
+        self.name, self.stdout = name, stdout
+        self.commands: list[str] = []
+
+    def run(self, command: str, *, timeout_s: float, stdin: str | None = None) -> object:
+        from linkcheck.transport.base import RemoteResult
+
+        self.commands.append(command)
+        return RemoteResult(self.stdout, "", 0, 0.01)
+
+
+def test_one_read_serves_the_snapshot_after_a_round_and_before_the_next() -> None:
+    from linkcheck.bench.snapshot import Wanted, take
+
+    ib, net = "/sys/class/infiniband", "/sys/class/net"
+    answer = "\n".join([f"{ib}/devA/ports/1/counters/port_xmit_data:10",
+                        f"{ib}/devB/ports/1/counters/port_xmit_data:20",
+                        f"grep: {ib}/devB/ports/1/gid_attrs/types/5: Invalid argument",
+                        f"{net}/ifA/carrier_changes:2", f"{net}/ifB/carrier_changes:4", "grep: a stray warning"]) + "\n"
+    nodes = {"a": _Canned("a", answer), "b": _Canned("b", answer)}
+    wanted = [Wanted("r0", "after", {"a": ["devA"], "b": ["devA"]}, {"a": ["ifA"], "b": ["ifA"]}),
+              Wanted("r1", "before", {"a": ["devB"], "b": ["devB"]}, {"a": ["ifB"], "b": ["ifB"]})]
+    caps = take(nodes, wanted, run_id="x")  # type: ignore[arg-type]  # duck-typed transports
+    assert [(c.node, c.arg) for c in caps] == [("a", "r0.after"), ("b", "r0.after"), ("a", "r1.before"),
+                                               ("b", "r1.before")]
+    assert all(len(t.commands) == 1 for t in nodes.values())  # one command per node for both snapshots
+    assert "devA" in nodes["a"].commands[0] and "devB" in nodes["a"].commands[0]
+    assert caps[0].stdout.splitlines() == [f"{ib}/devA/ports/1/counters/port_xmit_data:10",
+                                           f"{net}/ifA/carrier_changes:2", "grep: a stray warning"]
+    assert caps[2].stdout.splitlines() == [f"{ib}/devB/ports/1/counters/port_xmit_data:20",
+                                           f"grep: {ib}/devB/ports/1/gid_attrs/types/5: Invalid argument",
+                                           f"{net}/ifB/carrier_changes:4", "grep: a stray warning"]
+    assert caps[2].meta == {"kind": "snapshot", "round": "r1", "phase": "before", "run_id": "x"}

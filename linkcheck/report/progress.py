@@ -45,10 +45,17 @@ class ConsoleProgress(Progress):
             self.live.stop()
             self.live = None
         rates = ", ".join(f"{k} {v:.1f}" for k, v in self.rates.items()) or "no live rate"
-        self.console.print(f"  ib_write_bw {rnd.mode} {rnd.direction}: done ({rates} Gb/s live)", style="dim")
+        how = "done" if _finished_well(captures) else "stopped"
+        self.console.print(f"  ib_write_bw {rnd.mode} {rnd.direction}: {how} ({rates} Gb/s live)", style="dim")
 
     def nccl_started(self) -> None:
         self.console.print("  all_gather_perf across both nodes: running", style="dim")
 
     def nccl_done(self, captures: list[Capture]) -> None:
         self.console.print("  all_gather_perf: done", style="dim")
+
+
+def _finished_well(captures: list[Capture]) -> bool:
+    """Every ib_write_bw process of the round exited 0 by itself (none failed, none was ended by us)."""
+    runs = [c for c in captures if c.spec == "ib_write_bw" and c.meta.get("format", "text") == "text"]
+    return bool(runs) and all(c.exit_status == 0 and not c.skipped for c in runs)

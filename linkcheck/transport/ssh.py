@@ -10,6 +10,7 @@ import getpass
 import logging
 import math
 import shlex
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from linkcheck.transport.base import (
 )
 from linkcheck.transport.hostkeys import host_key_policy
 from linkcheck.transport.lazy_invoke import defer_invoke
+from linkcheck.transport.prompt_ack import prompt_ack_transport
 from linkcheck.transport.ssh_errors import connect_error
 
 if TYPE_CHECKING:
@@ -159,7 +161,9 @@ class SshTransport:
         client.set_missing_host_key_policy(policy)
         existing = [p for p in resolved.identity_files if Path(p).is_file()]
         connect_s, banner_s, auth_s = self.timeouts
+        sock: socket.socket | None = None
         try:
+            sock = _open_socket(resolved.host, resolved.port, connect_s)
             client.connect(
                 hostname=resolved.host,
                 port=resolved.port,
@@ -170,9 +174,13 @@ class SshTransport:
                 auth_timeout=auth_s,
                 allow_agent=True,
                 look_for_keys=not resolved.identity_files,
+                sock=sock,
+                transport_factory=cast(Any, prompt_ack_transport()),  # the stubs want a narrower Protocol
             )
         except Exception as exc:  # every cause is mapped to one NodeError line below
             client.close()
+            if sock is not None:
+                sock.close()
             raise connect_error(self.name, resolved, exc, self.known_hosts_shown) from exc
         transport = client.get_transport()
         if transport is not None:
@@ -227,6 +235,15 @@ class SshTransport:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _open_socket(host: str, port: int, timeout_s: float) -> socket.socket:
+    """The TCP connection, with Nagle off: the SSH handshake and every command are short request and
+    answer exchanges, and with Nagle each of our small packets would wait for the ACK of the previous
+    one, which the node delays by up to 40 ms (a 3-4x slower login, 40 ms more per command)."""
+    sock = socket.create_connection((host, port), timeout=timeout_s)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def _label(command: str) -> str:

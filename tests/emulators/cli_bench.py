@@ -12,13 +12,16 @@ import ipaddress
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tests.emulators.bench_nccl import NcclTestsRun, busbw_curve, render_all_gather_perf, render_all_gather_perf_json
 from tests.emulators.bench_perftest import PerftestRun, render_ib_write_bw, render_ib_write_bw_json, version_tuple
 from tests.emulators.derive import auto_gid_index, gid_entry, inet_ntop6, rdma_index_map, roce_mtu
 from tests.emulators.live_conn import die_on_sigint, set_process_name
 from tests.emulators.live_state import LabContext
 from tests.emulators.node import Function, Node
+
+if TYPE_CHECKING:
+    from tests.emulators.bench_nccl import NcclTestsRun
 
 Output = tuple[str, str, int]
 _PERFTEST_WITH_ARG = {"-d": "device", "--ib-dev": "device", "-x": "gid", "--gid-index": "gid", "-s": "size",
@@ -140,6 +143,14 @@ def _busbw_peak(node: Node) -> float:
 
 def run_nccl_tests(collective: str) -> Callable[[Node, list[str]], Output]:
     def run(node: Node, args: list[str]) -> Output:
+        # Imported here: the perftest emulators, started once per traffic round, need none of it.
+        from tests.emulators.bench_nccl import (
+            NcclTestsRun,
+            busbw_curve,
+            render_all_gather_perf,
+            render_all_gather_perf_json,
+        )
+
         opts: dict[str, str] = {"-b": "32M", "-e": "32M", "-n": "20", "-w": "1"}
         it = iter(args)
         for a in it:

@@ -64,6 +64,10 @@ class LineConn:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        # Lines go out at once: with Nagle a second small line (the final progress, then the report)
+        # would wait ~40 ms for the peer's delayed ACK, a pause no real tool run has.
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.closed = False
         try:

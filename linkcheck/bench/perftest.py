@@ -15,6 +15,9 @@ from linkcheck.transport.base import Transport
 
 JSON_FILE = "perftest.json"
 SERVER_EXIT_S = 15  # after its client, a server prints its row and exits at once
+# The next round's servers start this long after this round's clients: a starting tool needs the CPU
+# (a GB10 has plenty; the lab's two nodes share two), a waiting server does not.
+PRESTART_DELAY_S = 0.5
 ROLES = ("client", "server")
 
 
@@ -174,6 +177,7 @@ def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None,
     _start_clients(ctx, servers.started)
     upcoming = None
     if next_round is not None:
+        time.sleep(PRESTART_DELAY_S)
         upcoming = Servers(launch_servers(next_round))
         try:
             await_servers(next_round, upcoming.started)

@@ -247,10 +247,10 @@ def _kill_sessions(lab: Lab, node: str) -> list[int]:
 def test_sshd_stopped_mid_run(lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
     marker = tmp_path / "rdma-started"
     # `rdma` runs mid-script (all commands start at once). It waits until every section before its own
-    # is complete (the script's N.e files), gives the script a moment to send them, reports where the
+    # is complete (the script's N.d files), gives the script a moment to send them, reports where the
     # script keeps its temp files (its stdout), then takes 3 s.
     slow_rdma = ('out=$(readlink /proc/$$/fd/1); n=${out##*/}; n=${n%.out}; i=1\n'
-                 'while [ "$i" -lt "$n" ]; do if [ -e "${out%/*}/$i.e" ]; then i=$((i+1)); else sleep 0.05; fi; done\n'
+                 'while [ "$i" -lt "$n" ]; do if [ -e "${out%/*}/$i.d" ]; then i=$((i+1)); else sleep 0.05; fi; done\n'
                  f'sleep 0.5; echo "$out" > {marker}.part && mv {marker}.part {marker}\n'
                  "exec sleep 3\n")
     lab = lab_factory(_healthy_specs(tmp_path, b={"extra_tools": {"rdma": slow_rdma}}))

@@ -228,3 +228,18 @@ def test_mutated_answers_never_raise(answer: tuple[str, str], data: st.DataObjec
     captures, complete = split_script_output("a", mutated, SPECS_UNDER_TEST, token)
     if complete:
         assert len(captures) == len(SPECS_UNDER_TEST)
+
+
+def test_sections_finishing_together_are_never_cut() -> None:
+    """Many commands ending at the same moment: the script prints a section only once it is whole.
+
+    (A section was once printed as soon as its END file existed, which `>file` creates before writing
+    to it: about one run in thirty lost an END line. The race needs many runs to show.)
+    """
+    specs = [Spec(f"s{i}", f"printf '%s\\n' line{i}; printf 'err{i}\\n' >&2") for i in range(60)]
+    for _ in range(60):
+        token = new_token()
+        script = build_inspection_script(specs, token=token, per_command_timeout_s=10)
+        out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60).stdout
+        captures, complete = split_script_output("a", out, specs, token)
+        assert complete and [c.stdout for c in captures] == [f"line{i}\n" for i in range(60)]

@@ -86,10 +86,11 @@ lc_run() {
     case $lc_t0$lc_v in *[!0-9]*|'') lc_dt=0;; *) lc_dt=$(( (lc_v - lc_t0) * 10 ));; esac
     echo >>"$lc_j.out"; echo >>"$lc_j.err"
     printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$lc_rc" "$lc_dt" >"$lc_j.e"
+    : >"$lc_j.d"  # created empty once .e is whole: `>file` exists before its content is written
   ) &
   eval "lc_pid_$lc_n=\$!"
 }
-lc_emit() {  # one `cat` prints the section waited for and every later one already complete (its .e file)
+lc_emit() {  # one `cat` prints the section waited for and every later one already complete (its .d file)
   lc_i=1
   while [ "$lc_i" -le "$lc_n" ]; do
     eval "wait \"\$lc_pid_$lc_i\""
@@ -98,7 +99,7 @@ lc_emit() {  # one `cat` prints the section waited for and every later one alrea
       lc_j="$lc_tmp/$lc_i"
       set -- "$@" "$lc_j.b" "$lc_j.out" "$lc_tmp/m" "$lc_j.err" "$lc_j.e"
       lc_i=$(( lc_i + 1 ))
-      [ "$lc_i" -le "$lc_n" ] && [ -e "$lc_tmp/$lc_i.e" ] || break
+      [ "$lc_i" -le "$lc_n" ] && [ -e "$lc_tmp/$lc_i.d" ] || break
     done
     cat "$@" || lc_abort 141  # the reader is gone
   done

@@ -18,6 +18,7 @@ SERVER_EXIT_S = 15  # after its client, a server prints its row and exits at onc
 # The next round's servers start this long after this round's clients: a starting tool needs the CPU
 # (a GB10 has plenty; the lab's two nodes share two), a waiting server does not.
 PRESTART_DELAY_S = 0.5
+PERFTEST_PAUSE_S = 1  # perftest sleeps 1 s after its TCP connection, before the test (tool-formats 1.2)
 ROLES = ("client", "server")
 
 
@@ -184,8 +185,8 @@ def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None,
             upcoming.ready = True
         except BenchError as exc:
             upcoming.problem = exc
-    if on_wait is not None:
-        on_wait(ctx.options.duration_s)
+    if on_wait is not None:  # the processes are waited for from its end on, not polled all along
+        on_wait(ctx.options.duration_s + PERFTEST_PAUSE_S - (PRESTART_DELAY_S if next_round is not None else 0))
     # Not a `with` block: on Ctrl-C we must not wait for the workers; the caller kills the processes by
     # PID, which is what lets the workers' waits return.
     pool = ThreadPoolExecutor(max_workers=2 * len(servers.started))

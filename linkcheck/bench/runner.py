@@ -66,7 +66,7 @@ def detect_tools(transports: dict[str, Transport], run_id: str = "") -> tuple[di
     return tools, caps
 
 
-def _live_rates(transports: dict[str, Transport], rnd: Round, seconds: int, progress: Progress) -> None:
+def _live_rates(transports: dict[str, Transport], rnd: Round, seconds: float, progress: Progress) -> None:
     """Poll the clients' port_xmit_data once a second: the live rate, and proof of which twin moves data."""
     clients = {p.key: p.ends(rnd.direction)[0] for p in rnd.paths}
     last: dict[str, tuple[float, int]] = {}
@@ -110,7 +110,7 @@ def _round(ctx: RoundContext, nxt: RoundContext | None, carry: _Carry, progress:
     first = len(ctx.sink)
     progress.round_started(rnd)
     try:
-        wait: Callable[[float], None] = lambda s: _live_rates(transports, rnd, int(s), progress)  # noqa: E731
+        wait: Callable[[float], None] = lambda s: _live_rates(transports, rnd, s, progress)  # noqa: E731
         upcoming = run_round(ctx, on_wait=wait, servers=carry.servers, next_round=nxt)
     finally:
         progress.round_done(rnd, ctx.sink[first:])  # also on failure: the console's live table must stop

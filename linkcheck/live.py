@@ -93,15 +93,13 @@ def _traffic(config: Config, transports: dict[str, Transport], bundle: Bundle, r
     return result.interrupted
 
 
-def save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
-    from linkcheck.collect.bundle import write_bundle
-
+def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
+    """The bundle as it will be saved (anonymized on request) and its folder."""
     if anonymize:
         from linkcheck.collect.anonymize import anonymize_bundle
 
         bundle = anonymize_bundle(bundle)
     target = directory or default_save_dir()
-    write_bundle(bundle, target)
     bundle.path = target
     return bundle, target
 
@@ -161,9 +159,18 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
             interrupted = _traffic(config, transports, bundle, traffic, progress)
     finally:
         close_transports(transports)
-    bundle, saved = save(bundle, save_dir, anonymize=anonymize)
+    from linkcheck.collect.bundle import write_bundle
+
+    bundle, saved = _to_save(bundle, save_dir, anonymize=anonymize)
     if not diagnose:
+        write_bundle(bundle, saved)
         return LiveResult(saved, None, interrupted)
     from linkcheck.pipeline import diagnose_captures
 
-    return LiveResult(saved, diagnose_captures(bundle, rules), interrupted)
+    # Creating the bundle's files is mostly waiting on the file system, so the diagnosis of that very
+    # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
+        writing = pool.submit(write_bundle, bundle, saved)
+        outcome = diagnose_captures(bundle, rules)
+        writing.result()
+    return LiveResult(saved, outcome, interrupted)

@@ -125,9 +125,11 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
 
 
+DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
 FmtOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Also show passed findings.")]
-DurationOpt = Annotated[int, typer.Option("--duration", help="Seconds per ib_write_bw run (-D).")]
+DurationOpt = Annotated[int, typer.Option("--duration", help="Seconds per ib_write_bw run (-D); perftest measures the "
+                                         "middle half (10 s: a 6 s window, as the published GB10 numbers).")]
 SizeOpt = Annotated[int, typer.Option("--size", help="ib_write_bw message size in bytes (-s).")]
 QpsOpt = Annotated[int, typer.Option("--qps", help="ib_write_bw queue pairs (-q).")]
 PortOpt = Annotated[Optional[int], typer.Option("--port-base", help="First TCP port for perftest servers.")]  # noqa: UP045
@@ -151,7 +153,7 @@ def check(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
-    duration: DurationOpt = 5, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
@@ -163,7 +165,7 @@ def check(
 def bench_rdma(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
-    duration: DurationOpt = 5, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
 ) -> None:
     """ib_write_bw on each path alone, then both at once, both directions; with counters before and after."""
     traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
@@ -177,7 +179,7 @@ def bench_nccl(
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None,
 ) -> None:
     """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log."""
-    traffic = _traffic(False, True, 5, 1048576, 1, None, nccl_max_bytes, nccl_binary)
+    traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
 
 

@@ -191,3 +191,9 @@ def test_one_read_serves_the_snapshot_after_a_round_and_before_the_next() -> Non
                                            f"grep: {ib}/devB/ports/1/gid_attrs/types/5: Invalid argument",
                                            f"{net}/ifB/carrier_changes:4", "grep: a stray warning"]
     assert caps[2].meta == {"kind": "snapshot", "round": "r1", "phase": "before", "run_id": "x"}
+
+
+def test_the_cli_default_duration_is_the_planners() -> None:
+    from linkcheck.cli import DEFAULT_DURATION_S
+
+    assert DEFAULT_DURATION_S == RdmaOptions().duration_s == 10

@@ -335,3 +335,25 @@ def test_no_password_options_and_lazy_paramiko() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_threads_sharing_a_fresh_transport_make_one_connection(
+    server: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import linkcheck.transport.ssh as ssh_module
+
+    opened: list[str] = []
+    original = ssh_module._open_socket
+    monkeypatch.setattr(ssh_module, "_open_socket", lambda *a: (opened.append("tcp"), original(*a))[1])
+    transport = make_transport(server, tmp_path)
+    try:
+        results: list[str] = []
+        threads = [threading.Thread(target=lambda: results.append(transport.run("echo hi", timeout_s=10).stdout))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert results == ["hi\n"] * 4 and opened == ["tcp"]
+    finally:
+        transport.close()

@@ -142,11 +142,18 @@ class SshTransport:
         self.system_known_hosts = system_known_hosts
         self.timeouts = (connect_timeout_s, banner_timeout_s, auth_timeout_s)
         self._client: paramiko.SSHClient | None = None
+        self._connecting = threading.Lock()
 
     def connect(self) -> None:
-        """Open the connection now (run() does it on first use); NodeError subclasses on failure."""
-        if self._client is not None:
-            return
+        """Open the connection now (run() does it on first use); NodeError subclasses on failure.
+
+        Threads may share a transport (the traffic tests start processes from several), so the first use
+        is serialised: one connection, never two racing logins."""
+        with self._connecting:
+            if self._client is None:
+                self._connect()
+
+    def _connect(self) -> None:
         import paramiko
 
         resolved = resolve_target(self.target, self.ssh_config)

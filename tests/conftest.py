@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.lab import Lab, LabError, LabNodeSpec
-from tests.lab.pytest_plugin import lab_factory, lab_skip_reason  # noqa: F401 - lab_factory is a fixture
+from tests.lab import Lab
+from tests.lab.pytest_plugin import lab_factory, lab_pool, lab_skip_reason  # noqa: F401 - lab_factory is a fixture
 
 REPO = Path(__file__).resolve().parents[1]
 SAVED_LINE = "bundle saved to "
@@ -176,25 +176,4 @@ def module_lab_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cal
     reason = lab_skip_reason()
     if reason:
         pytest.skip(reason)
-    labs: list[Lab] = []
-
-    def make(nodes: Sequence[LabNodeSpec] | str, **options: Any) -> Lab:
-        workdir = tmp_path_factory.mktemp("lab")
-        if isinstance(nodes, str):
-            from tests.lab.scenario import specs_for_scenario
-
-            nodes = specs_for_scenario(nodes, workdir / "scenario")
-        lab = Lab(nodes, workdir / "lab", **options)
-        labs.append(lab)
-        lab.up()
-        return lab
-
-    yield make
-    problems = []
-    for lab in reversed(labs):
-        try:
-            lab.down()
-        except LabError as exc:
-            problems.append(str(exc))
-    if problems:
-        pytest.fail("lab teardown incomplete: " + " | ".join(problems), pytrace=False)
+    yield from lab_pool(lambda: tmp_path_factory.mktemp("lab"))

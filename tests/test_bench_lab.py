@@ -214,12 +214,17 @@ def _round_captures(run: BenchRun, round_id: str) -> dict[tuple[str, str], dict[
     return out
 
 
-def test_server_never_ready(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
-    fault_lab.set_fault("b", "ib_write_bw", "never-ready")
+def _with_fault(lab: Lab, live: Live, work: Path, port_base: int, node: str, fault: str) -> BenchRun:
+    """One `bench rdma` run while every ib_write_bw started on `node` has `fault`."""
+    lab.set_fault(node, "ib_write_bw", fault)
     try:
-        run = FaultRun(fault_lab, live, tmp_path, 31000).finish()
+        return FaultRun(lab, live, work, port_base).finish()
     finally:
-        fault_lab.set_fault("b", "ib_write_bw", None)
+        lab.set_fault(node, "ib_write_bw", None)
+
+
+def test_server_never_ready(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
+    run = _with_fault(fault_lab, live, tmp_path, 31000, "b", "never-ready")
     _fault_line(run, INCONCLUSIVE, r"node b: ib_write_bw server on b:\S+ did not listen on port 31000 within 10 s")
     caps = _round_captures(run, "alone-a2b-0")
     assert set(caps) == {("before", "a"), ("before", "b"), ("server", "b")}, sorted(caps)
@@ -228,11 +233,7 @@ def test_server_never_ready(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
 
 
 def test_server_dies_mid_run(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
-    fault_lab.set_fault("b", "ib_write_bw", "crash-mid-run")
-    try:
-        run = FaultRun(fault_lab, live, tmp_path, 31100).finish()
-    finally:
-        fault_lab.set_fault("b", "ib_write_bw", None)
+    run = _with_fault(fault_lab, live, tmp_path, 31100, "b", "crash-mid-run")
     _fault_line(run, INCONCLUSIVE, r"node b: ib_write_bw server on b:\S+ failed in round alone-a2b-0: exited 1: "
                                    r"Completion with error at server")
     caps = _round_captures(run, "alone-a2b-0")
@@ -245,11 +246,7 @@ def test_server_dies_mid_run(fault_lab: Lab, live: Live, tmp_path: Path) -> None
 
 
 def test_client_fails(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
-    fault_lab.set_fault("a", "ib_write_bw", "client-fail")
-    try:
-        run = FaultRun(fault_lab, live, tmp_path, 31200).finish()
-    finally:
-        fault_lab.set_fault("a", "ib_write_bw", None)
+    run = _with_fault(fault_lab, live, tmp_path, 31200, "a", "client-fail")
     _fault_line(run, INCONCLUSIVE, r"node a: ib_write_bw client on a:\S+ failed in round alone-a2b-0: exited 1: "
                                    r"Completion with error at client")
     caps = _round_captures(run, "alone-a2b-0")
@@ -279,27 +276,12 @@ def test_link_flap_makes_that_round_inconclusive(fault_lab: Lab, live: Live, tmp
     assert report["verdict"] == "inconclusive"
 
 
-def _kill_sessions(lab: Lab, node: str) -> list[int]:
-    """SIGKILL the node's sshd session processes (its listener already stopped): the connection drops."""
-    holder = lab.node(node).holder
-    killed = []
-    for pid in lab.pids(node):
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm in ("sshd", "sshd-session") and (holder is None or pid != holder.pid):
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-    return killed
-
-
 def test_ssh_dropped_mid_run(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
     fault = FaultRun(fault_lab, live, tmp_path, 31400, duration_s=2)  # long enough to break it mid-round
     try:
         fault.wait_traffic()
         fault_lab.stop_sshd("b")
-        assert _kill_sessions(fault_lab, "b"), "no SSH session of linkcheck on node b"
+        assert fault_lab.kill_ssh_sessions("b"), "no SSH session of linkcheck on node b"
         run = fault.finish()
     finally:
         fault_lab.start_sshd("b")

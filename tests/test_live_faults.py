@@ -16,11 +16,9 @@ hang or garbage mode of its own).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -229,21 +227,6 @@ def test_changed_host_key_is_refused_even_when_accepting_new_keys(
 # -- the connection drops mid-run ----------------------------------------------------------------------------------
 
 
-def _kill_sessions(lab: Lab, node: str) -> list[int]:
-    """SIGKILL the node's sshd session processes (the listener is already stopped): the link drops."""
-    holder = lab.node(node).holder
-    killed = []
-    for pid in lab.pids(node):
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm in ("sshd", "sshd-session") and (holder is None or pid != holder.pid):
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-    return killed
-
-
 def test_sshd_stopped_mid_run(lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
     marker = tmp_path / "rdma-started"
     # `rdma` runs mid-script (all commands start at once). It waits until every section before its own
@@ -263,7 +246,7 @@ def test_sshd_stopped_mid_run(lab_factory: Callable[..., Lab], live: Live, tmp_p
         time.sleep(0.05)
     assert marker.exists(), "the inspection never reached `rdma` on node b"
     lab.stop_sshd("b")
-    assert _kill_sessions(lab, "b"), "no SSH session of linkcheck on node b"
+    assert lab.kill_ssh_sessions("b"), "no SSH session of linkcheck on node b"
     run = live.wait(started, args)
     _one_line(run, "b", "connection|dropped|lost")
     _inconclusive(run)

@@ -9,10 +9,9 @@ during the round makes its numbers inconclusive.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from linkcheck.bench.remote import run_step
+from linkcheck.bench.remote import on_each_node, run_step
 from linkcheck.collect.specs import validate_name
 from linkcheck.model import Capture
 from linkcheck.transport.base import RemoteResult, Transport
@@ -55,17 +54,15 @@ def take(transports: Mapping[str, Transport], wanted: Sequence[Wanted], *, run_i
     their snapshots are read together and each keeps the lines of its own devices. Captures come back
     in the order of `wanted`, then of `transports`.
     """
-    def one_node(name: str) -> list[Capture]:
+    def one_node(name: str, transport: Transport) -> list[Capture]:
         devs = [d for w in wanted for d in w.rdma_devs.get(name, ())]
         nets = [n for w in wanted for n in w.netdevs.get(name, ())]
         doing = " and ".join(f"{w.phase} round {w.round_id}" for w in wanted)
-        result = run_step(transports[name], snapshot_command(devs, nets), 20, f"reading the counters {doing}")
+        result = run_step(transport, snapshot_command(devs, nets), 20, f"reading the counters {doing}")
         return [_capture(name, result, w, run_id) for w in wanted]
 
-    names = list(transports)
-    with ThreadPoolExecutor(max_workers=len(names) or 1, thread_name_prefix="snapshot") as pool:
-        per_node = list(pool.map(one_node, names))
-    return [per_node[j][i] for i in range(len(wanted)) for j in range(len(names))]
+    per_node = list(on_each_node(transports, one_node).values())
+    return [node_caps[i] for i in range(len(wanted)) for node_caps in per_node]
 
 
 def _capture(node: str, result: RemoteResult, wanted: Wanted, run_id: str) -> Capture:

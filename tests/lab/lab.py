@@ -247,6 +247,21 @@ class Lab:
         self.node(name).stop_sshd(self.state)
         self._save_nodes()
 
+    def kill_ssh_sessions(self, name: str) -> list[int]:
+        """SIGKILL the node's sshd session processes (stop_sshd first, or new ones follow): every SSH
+        connection to the node drops as if the network had gone. Returns the PIDs killed."""
+        holder = self.node(name).holder
+        killed = []
+        for pid in self.pids(name):
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in ("sshd", "sshd-session") and (holder is None or pid != holder.pid):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        return killed
+
     def start_sshd(self, name: str) -> None:
         """Start a node's sshd again (after stop_sshd or replace_host_key)."""
         node = self.node(name)

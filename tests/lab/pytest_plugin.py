@@ -8,6 +8,7 @@ iproute2 / util-linux / OpenSSH server missing, namespaces not permitted).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shutil
 import subprocess
@@ -46,25 +47,18 @@ def lab_skip_reason() -> str | None:
 LabFactory = Callable[..., Lab]
 
 
-@pytest.fixture
-def lab_factory(tmp_path: Path) -> Iterator[LabFactory]:
-    """Return make(nodes_or_scenario, **lab_options) -> running Lab; every lab is torn down at test end.
-
-    `nodes_or_scenario` is a list of LabNodeSpec, or a scenario name of tests.emulators.scenarios
-    (or "plain", a cabled pair without node models).
-    """
-    reason = lab_skip_reason()
-    if reason:
-        pytest.skip(reason)
+def lab_pool(new_workdir: Callable[[], Path]) -> Iterator[LabFactory]:
+    """Yield make(nodes_or_scenario, **lab_options) -> running Lab, each in a fresh work directory; when
+    resumed, tear every lab down (one failure line naming what could not be ended)."""
     labs: list[Lab] = []
 
     def make(nodes: Sequence[LabNodeSpec] | str, **options: Any) -> Lab:
-        workdir = tmp_path / f"lab{len(labs)}"
+        workdir = new_workdir()
         if isinstance(nodes, str):
             from tests.lab.scenario import specs_for_scenario
 
             nodes = specs_for_scenario(nodes, workdir / "scenario")
-        lab = Lab(nodes, workdir, **options)
+        lab = Lab(nodes, workdir / "lab", **options)
         labs.append(lab)
         lab.up()
         return lab
@@ -78,3 +72,17 @@ def lab_factory(tmp_path: Path) -> Iterator[LabFactory]:
             problems.append(str(exc))
     if problems:
         pytest.fail("lab teardown incomplete: " + " | ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def lab_factory(tmp_path: Path) -> Iterator[LabFactory]:
+    """Return make(nodes_or_scenario, **lab_options) -> running Lab; every lab is torn down at test end.
+
+    `nodes_or_scenario` is a list of LabNodeSpec, or a scenario name of tests.emulators.scenarios
+    (or "plain", a cabled pair without node models).
+    """
+    reason = lab_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    count = itertools.count()
+    yield from lab_pool(lambda: tmp_path / f"lab{next(count)}")

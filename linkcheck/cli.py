@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -319,5 +321,26 @@ def main() -> None:
         sys.exit(int(ExitCode.INTERNAL))
 
 
+def run() -> None:
+    """The `linkcheck` program: `main`, then leave without the interpreter's teardown.
+
+    Tearing down the modules and objects of a live run costs ~35 ms on a small machine, a tenth of a
+    whole `linkcheck check`, and buys nothing: by then every file is written and closed, the SSH
+    transports are closed and the remote processes ended. Only stdout and stderr still need a flush.
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # what sys.exit("message") does
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`) takes nothing more
+            stream.flush()
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,42 @@ def test_parse_reads_stdin_and_emits_json() -> None:
 
 def test_playbooks_show_unknown_id() -> None:
     _one_line_error(run("playbooks", "show", "NOPE"), 4, "no rule 'NOPE'")
+
+
+class _Left(Exception):
+    """Raised by the stand-in for os._exit, carrying the status the program would have left with."""
+
+
+@pytest.mark.parametrize(("raised", "status", "stderr"), [
+    (SystemExit(None), 0, ""),
+    (SystemExit(3), 3, ""),
+    (SystemExit("linkcheck: stopped"), 1, "linkcheck: stopped\n"),
+])
+def test_program_exit_keeps_main_status(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                        raised: SystemExit, status: int, stderr: str) -> None:
+    from linkcheck import cli
+
+    def main() -> None:
+        print("report")
+        raise raised
+
+    def leave(code: int) -> None:
+        raise _Left(code)
+
+    monkeypatch.setattr(cli, "main", main)
+    monkeypatch.setattr(cli.os, "_exit", leave)
+    with pytest.raises(_Left) as left:
+        cli.run()
+    assert left.value.args == (status,)
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("report\n", stderr)
+
+
+def test_program_flushes_what_is_buffered_before_leaving() -> None:
+    """`run` leaves with os._exit, which skips Python's own flush of a piped stdout."""
+    code = ("import sys\nfrom linkcheck import cli\n"
+            "cli.main = lambda: sys.stdout.write('verdict: PASS')  # no newline: stays in the buffer\n"
+            "cli.run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert (proc.returncode, proc.stdout) == (0, "verdict: PASS"), proc.stderr

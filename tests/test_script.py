@@ -243,3 +243,63 @@ def test_sections_finishing_together_are_never_cut() -> None:
         out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60).stdout
         captures, complete = split_script_output("a", out, specs, token)
         assert complete and [c.stdout for c in captures] == [f"line{i}\n" for i in range(60)]
+
+
+SHELLS = ["dash", "bash", "busybox sh"]
+# Leading blanks, a tab, an empty line, shell characters and no end of line after the last line.
+TRICKY_CONF = "  NCCL_IB_HCA = mlx5_1\n\tNCCL_DEBUG=INFO\n\nback\\slash $HOME `x` 'q'\nNCCL_SOCKET_IFNAME=enp1s0f1np1"
+
+
+def _builtins_and_their_commands() -> tuple[Spec, ...]:
+    """Every builtin spec, each followed by its command run as a program."""
+    pairs = [(s, Spec(f"{s.id}_by_command", s.command)) for s in SPECS if s.builtin]
+    return tuple(spec for pair in pairs for spec in pair)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_builtins_print_what_their_commands_print(shell: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which(shell.split()[0]) is None:
+        pytest.skip(f"{shell} not installed")
+    (tmp_path / ".nccl.conf").write_text(TRICKY_CONF)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NCCL_IB_GID_INDEX", "")
+    monkeypatch.setenv("NCCL_NET_PLUGIN", "it's a \"quoted\" $value with spaces")
+    monkeypatch.setenv("NCCL_IB_HCA", "=rocep1s0f1,roceP2p1s0f1")
+    monkeypatch.setenv("XNCCL_NOT_OURS", "1")
+    monkeypatch.setenv("LINKCHECK_TEST_SECRET", "hunter2")
+    specs = _builtins_and_their_commands()
+    stdout, token = run_script(specs, shell=shell, timeout_s=10)
+    captures, complete = split_script_output("a", stdout, specs, token)
+    assert complete
+    got = {c.spec: c for c in captures}
+    for spec in (s for s in specs if s.builtin):
+        mine, theirs = got[spec.id], got[f"{spec.id}_by_command"]
+        assert mine.command == spec.command and mine.skipped is None
+        assert mine.exit_status == (0 if theirs.exit_status == 0 else 1), spec.id
+        if spec.id == "uptime":  # it moves on between the two reads
+            assert mine.stdout.count(" ") == theirs.stdout.count(" ") == 1
+        elif spec.id == "meminfo":
+            assert [ln.split(":")[0] for ln in mine.stdout.splitlines()] == \
+                [ln.split(":")[0] for ln in theirs.stdout.splitlines()]
+        elif spec.id == "nccl_env":  # export -p lists the names sorted, env in its own order
+            assert sorted(mine.stdout.splitlines()) == sorted(theirs.stdout.splitlines())
+            assert "hunter2" not in mine.stdout and "XNCCL" not in mine.stdout
+        elif spec.id == "nccl_conf_user":  # cat keeps the missing last EOL; the read loop adds it
+            assert mine.stdout == theirs.stdout + "\n" == TRICKY_CONF + "\n"
+        else:
+            assert mine.stdout == theirs.stdout, spec.id
+    assert got["nccl_env"].stdout.count("NCCL_") == 3
+    assert got["nccl_conf"].exit_status != 0 or Path("/etc/nccl.conf").exists()
+
+
+def test_builtin_read_errors_name_the_file(tmp_path: Path) -> None:
+    specs = (Spec("nccl_conf", "cat /x", builtin=f"lc_cat {tmp_path}/absent {tmp_path}"),
+             Spec("sysctl", "sysctl x", builtin="lc_sysctl net.ipv4.no_such_key kernel.osrelease"))
+    stdout, token = run_script(specs)
+    captures, complete = split_script_output("a", stdout, specs, token)
+    assert complete
+    conf, sysctl = captures
+    assert (conf.exit_status, conf.stdout) == (1, "")
+    assert conf.stderr == f"{tmp_path}/absent: No such file or directory\n{tmp_path}: Is a directory\n"
+    assert sysctl.exit_status == 1 and sysctl.stdout == f"kernel.osrelease = {os.uname().release}\n"
+    assert sysctl.stderr == "/proc/sys/net/ipv4/no_such_key: cannot read net.ipv4.no_such_key\n"

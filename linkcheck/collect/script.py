@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from linkcheck.collect.specs import Spec, validate_name
+from linkcheck.collect.specs import BUILTIN_FUNCTIONS, Spec, validate_name
 from linkcheck.model import Capture
 
 __all__ = ["build_inspection_script", "new_token", "split_script_output"]
@@ -40,6 +40,7 @@ LC_ALL=C; export LC_ALL
 PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH
 lc_tok=@TOKEN@
 lc_n=0
+lc_later=
 lc_tmp=$(mktemp -d "${TMPDIR:-/tmp}/linkcheck.XXXXXX") || { echo 'linkcheck: mktemp -d failed' >&2; exit 70; }
 trap 'rm -rf "$lc_tmp"' EXIT
 # On a hang-up or a dead connection, end the running commands by PID (each `timeout` leads its own
@@ -67,12 +68,24 @@ lc_cs() {
 # soon as its command is done, so a connection lost half-way still leaves the sections printed before
 # it. Nothing polls: `wait` on each subshell's PID blocks until that command is done.
 printf '@@LC %s STDERR\n' "$lc_tok" >"$lc_tmp/m"
+lc_end() {  # $1 spec, $2 arg, $3 exit status, $4 start time: the section's files are complete
+  lc_cs
+  case $4$lc_v in *[!0-9]*|'') lc_dt=0;; *) lc_dt=$(( (lc_v - $4) * 10 ));; esac
+  echo >>"$lc_j.out"; echo >>"$lc_j.err"
+  printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$3" "$lc_dt" >"$lc_j.e"
+  : >"$lc_j.d"  # created empty once .e is whole: `>file` exists before its content is written
+}
 lc_run() {
   lc_n=$(( lc_n + 1 ))
   lc_j="$lc_tmp/$lc_n"
+  printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2" >"$lc_j.b"
+  lc_cs; lc_t0=$lc_v
+  if [ "$3" = b ]; then  # b: a builtin, for lc_builtins to run in this very shell (no process)
+    eval "lc_pid_$lc_n= lc_spec_$lc_n=\$1 lc_code_$lc_n=\$4"
+    lc_later="$lc_later $lc_n"
+    return
+  fi
   (
-    printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2" >"$lc_j.b"
-    lc_cs; lc_t0=$lc_v
     case $3 in  # x: plain words, run as they are (+ the interface); c: shell syntax, through sh -c
       x) $lc_to $4 </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
       xa) $lc_to $4 "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
@@ -82,18 +95,24 @@ lc_run() {
     wait $!
     lc_rc=$?
     : >"$lc_j.pid"  # done: lc_abort must not signal a PID that may be reused by now
-    lc_cs
-    case $lc_t0$lc_v in *[!0-9]*|'') lc_dt=0;; *) lc_dt=$(( (lc_v - lc_t0) * 10 ));; esac
-    echo >>"$lc_j.out"; echo >>"$lc_j.err"
-    printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$lc_rc" "$lc_dt" >"$lc_j.e"
-    : >"$lc_j.d"  # created empty once .e is whole: `>file` exists before its content is written
+    lc_end "$1" "$2" "$lc_rc" "$lc_t0"
   ) &
   eval "lc_pid_$lc_n=\$!"
+}
+lc_builtins() {  # once every command has started: the builtins are quick, the commands are what take time
+  for lc_k in $lc_later; do
+    lc_j="$lc_tmp/$lc_k"
+    eval "set -- \"\$lc_spec_$lc_k\" - \"\$lc_code_$lc_k\""
+    lc_cs; lc_t0=$lc_v
+    { eval "$3"; } </dev/null >"$lc_j.out" 2>"$lc_j.err"
+    lc_end "$1" "$2" $? "$lc_t0"
+  done
 }
 lc_emit() {  # one `cat` prints the section waited for and every later one already complete (its .d file)
   lc_i=1
   while [ "$lc_i" -le "$lc_n" ]; do
-    eval "wait \"\$lc_pid_$lc_i\""
+    eval "lc_p=\$lc_pid_$lc_i"
+    [ -z "$lc_p" ] || wait "$lc_p"
     set --
     while :; do
       lc_j="$lc_tmp/$lc_i"
@@ -121,9 +140,13 @@ def new_token() -> str:
 
 
 def _how(spec: Spec) -> str:
-    """How lc_run starts a spec's command: plain words directly (a `sh -c` less per command), anything
-    else through `sh -c`. The interface name always arrives as a separate, quoted argument, never pasted
-    into the command text."""
+    """How lc_run runs a spec: its builtin in the script's own shell; otherwise its command, plain words
+    directly (a `sh -c` less per command), anything else through `sh -c`. The interface name always
+    arrives as a separate, quoted argument, never pasted into the command text."""
+    if spec.builtin:
+        if spec.per_netdev:
+            raise ValueError(f"spec {spec.id}: a builtin cannot run per interface")
+        return f"b {shlex.quote(spec.builtin)}"
     if spec.per_netdev:
         words, placeholder, rest = spec.command.partition("{netdev}")
         if placeholder and not rest and _PLAIN_WORDS_RE.match(words.rstrip()):
@@ -146,7 +169,8 @@ def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_ti
     lines = [
         _PROLOGUE.replace("@TOKEN@", token)
         .replace("@GRACE@", str(KILL_GRACE_S))
-        .replace("@TIMEOUT@", str(int(per_command_timeout_s)))
+        .replace("@TIMEOUT@", str(int(per_command_timeout_s))),
+        BUILTIN_FUNCTIONS,
     ]
     lines += [f"lc_run {spec.id} - {_how(spec)}" for spec in specs if not spec.per_netdev]
     per_netdev = [spec for spec in specs if spec.per_netdev]
@@ -154,7 +178,7 @@ def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_ti
         lines.append("for lc_if in $lc_netdevs; do")
         lines += [f'  lc_run {s.id} "$lc_if" {_how(s)}' for s in per_netdev]
         lines.append("done")
-    lines += ["lc_emit", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
+    lines += ["lc_builtins", "lc_emit", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
     return "\n".join(lines) + "\n"
 
 

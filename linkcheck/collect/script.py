@@ -85,6 +85,14 @@ lc_run() {
     lc_later="$lc_later $lc_n"
     return
   fi
+  case $3 in x|xa)  # a tool that is not installed (MLNX_OFED's, often) costs no process: 127 as from sh
+    if ! command -v "${4%% *}" >/dev/null 2>&1; then
+      : >"$lc_j.out"; echo "${4%% *}: not found" >"$lc_j.err"
+      lc_end "$1" "$2" 127 "$lc_t0"
+      eval "lc_pid_$lc_n="
+      return
+    fi;;
+  esac
   (
     case $3 in  # x: plain words, run as they are (+ the interface); c: shell syntax, through sh -c
       x) $lc_to $4 </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;

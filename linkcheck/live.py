@@ -128,6 +128,10 @@ def _warm_diagnosis_imports() -> None:
     """Import the diagnosis path now: done while the nodes are still answering, it costs no wall time."""
     import linkcheck.facts.pair
     import linkcheck.pipeline  # noqa: F401
+    from linkcheck.collect.specs import SPECS
+    from linkcheck.facts.sources import preload_parsers
+
+    preload_parsers(spec.id for spec in SPECS)
 
 
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,

@@ -29,3 +29,32 @@ def test_json_diagnosis_imports_only_what_it_uses() -> None:
     assert not {m for m in modules if m == "rich" or m.startswith(("rich.", "typer.rich_utils"))}
     assert not {"linkcheck.report.console", "linkcheck.parsers.ibverbs", "linkcheck.parsers.netplan",
                 "decimal"} & modules
+
+
+PRELOAD_PROBE = """
+import sys
+from pathlib import Path
+from linkcheck.collect.bundle import load_bundle
+from linkcheck.collect.specs import SPECS
+from linkcheck.facts.pair import build_link_facts
+from linkcheck.facts.sources import preload_parsers
+ids = {{s.id for s in SPECS}}
+captures = [c for c in load_bundle(Path({bundle!r})).captures if c.spec in ids]  # the inspection's only
+preload_parsers(ids)
+before = {{m for m in sys.modules if m.startswith("linkcheck.parsers.")}}
+build_link_facts(captures)
+print(",".join(sorted(before)))
+print(",".join(sorted({{m for m in sys.modules if m.startswith("linkcheck.parsers.")}} - before)))
+"""
+
+
+def test_preloading_imports_the_parsers_of_every_inspection_capture_and_no_other() -> None:
+    """A live run imports these while the nodes answer; the diagnosis afterwards must find them loaded."""
+    probe = PRELOAD_PROBE.format(bundle=str(ROOT / "fixtures" / "healthy"))
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    preloaded, imported_later = proc.stdout.splitlines()
+    assert imported_later == ""  # the diagnosis of the inspection needed no parser that was not preloaded
+    assert {"linkcheck.parsers.kernel", "linkcheck.parsers.sysfs", "linkcheck.parsers.nccl_conf",
+            "linkcheck.parsers.ethtool", "linkcheck.parsers.iproute"} <= set(preloaded.split(","))
+    assert "linkcheck.parsers.perftest" not in preloaded and "linkcheck.parsers.nccl_tests" not in preloaded

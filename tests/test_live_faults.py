@@ -262,7 +262,7 @@ def test_sshd_stopped_mid_run(lab_factory: Callable[..., Lab], live: Live, tmp_p
     script_tmp = Path(marker.read_text().strip()).parent
     assert script_tmp.name.startswith("linkcheck."), script_tmp
     left = script_tmp.exists()
-    shutil.rmtree(script_tmp, ignore_errors=True)  # the node's /tmp is this machine's: do not litter it
+    shutil.rmtree(script_tmp, ignore_errors=True)  # the node's /dev/shm is this machine's: do not litter it
     assert not left, f"the inspection script left its temp directory {script_tmp} on node b"
 
 

@@ -82,10 +82,30 @@ def test_script_runs_under_other_posix_shells(shell: str) -> None:
     }
 
 
-def test_temp_dir_is_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+WHERE = Spec("where", "readlink /proc/self/fd/1")  # the section's own output file
+
+
+def _scratch_dir() -> Path:
+    stdout, token = run_script((WHERE,))
+    captures, complete = split_script_output("a", stdout, (WHERE,), token)
+    assert complete
+    return Path(captures[0].stdout.strip()).parent
+
+
+def test_scratch_files_go_to_tmpdir_when_set_and_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    run_script(SPECS_UNDER_TEST[:2])
+    used = _scratch_dir()
+    assert used.parent == tmp_path and used.name.startswith("linkcheck.")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_scratch_files_go_to_memory_by_default_and_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not os.access("/dev/shm", os.W_OK):
+        pytest.skip("no writable /dev/shm here")
+    monkeypatch.delenv("TMPDIR", raising=False)
+    used = _scratch_dir()
+    assert used.parent == Path("/dev/shm") and used.name.startswith("linkcheck.")
+    assert not used.exists()
 
 
 def test_every_cut_of_the_answer_is_detected(answer: tuple[str, str]) -> None:

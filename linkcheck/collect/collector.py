@@ -146,7 +146,7 @@ def _truncated_error(name: str, answer: RemoteResult | None, sections: int) -> N
     return NodeError(
         name,
         f"answer truncated after {sections} sections (no completion sentinel){detail}",
-        fix="re-run; if it repeats, check the node's /tmp (mktemp) and its sh",
+        fix="re-run; if it repeats, check the node's /dev/shm and /tmp (mktemp) and its sh",
     )
 
 

@@ -68,17 +68,22 @@ def parallel(argvs: Sequence[Sequence[str]], stdin: str | None = None) -> float:
     return elapsed
 
 
-def interleaved(runs: int, measures: Sequence[Callable[[], float]]) -> list[list[float]]:
-    """Every measure once per round, round after round: a busy moment of a shared machine hits them all."""
+def interleaved(runs: int, measures: Sequence[Callable[[], float]], settle_s: float) -> list[list[float]]:
+    """Every measure once per round, round after round: a busy moment of a shared machine hits them all.
+
+    Each command starts after `settle_s` of quiet, so the previous command's aftermath (sshd ending its
+    sessions, the nodes removing their scratch files) is not billed to the next one."""
     times: list[list[float]] = [[] for _ in measures]
     for _ in range(runs):
         for once, into in zip(measures, times, strict=True):
+            time.sleep(settle_s)
             into.append(once())
     return times
 
 
 def linkcheck_once(config: Path, saved: Path, *, warm_up: bool = False) -> float:
-    shutil.rmtree(saved, ignore_errors=True)
+    """One timed `linkcheck check` saving to `saved`; the previous bundle there is removed afterwards, not
+    just before the next run, so its file deletions are no part of any timing."""
     argv = [sys.executable, "-m", "linkcheck.cli", "check", "-n", "a=a", "-n", "b=b", "-c", str(config),
             "--save", str(saved), "-f", "json"]
     start = time.perf_counter()
@@ -87,6 +92,8 @@ def linkcheck_once(config: Path, saved: Path, *, warm_up: bool = False) -> float
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1, 2, 3) or not (saved / "manifest.json").is_file():
         raise SystemExit(f"linkcheck check failed ({proc.returncode}): {proc.stderr.strip()}")
+    shutil.rmtree(saved.with_name(saved.name + ".last"), ignore_errors=True)
+    saved.rename(saved.with_name(saved.name + ".last"))
     return elapsed
 
 
@@ -106,7 +113,7 @@ def inspection_script() -> str:
     return build_inspection_script(SPECS, token=new_token(), per_command_timeout_s=20)
 
 
-def measure(lab: Lab, runs: int, work: Path) -> None:
+def measure(lab: Lab, runs: int, work: Path, settle_s: float) -> None:
     config = work / "linkcheck.yaml"
     config.write_text(f"ssh:\n  config: {json.dumps(str(lab.ssh_config))}\n"
                       f"  known_hosts: {json.dumps(str(lab.known_hosts))}\n", encoding="utf-8")
@@ -120,7 +127,7 @@ def measure(lab: Lab, runs: int, work: Path) -> None:
         lambda: parallel(logins),
         lambda: parallel(scripted, stdin=script),
         lambda: linkcheck_once(config, saved),
-    ])
+    ], settle_s)
     ssh_s, script_s, check_s = (statistics.median(t) for t in (ssh_all, script_all, check_all))
     rows = [
         ("2 x `ssh -F cfg node true` in parallel", ssh_s, ssh_all),
@@ -137,7 +144,8 @@ def measure(lab: Lab, runs: int, work: Path) -> None:
     print(f"ratio check / parallel logins: {ratio:.2f}x ({verdict} the {TARGET_RATIO}x target)")
     print(f"ratio check / same script over bare ssh: {check_s / script_s:.2f}x "
           f"(linkcheck's own overhead: {(check_s - script_s) * 1000:.0f} ms)")
-    per_node = ", ".join(f"{n} {s:.2f} s" for n, s in sorted(command_seconds(saved).items()))
+    last = command_seconds(saved.with_name(saved.name + ".last"))
+    per_node = ", ".join(f"{n} {s:.2f} s" for n, s in sorted(last.items()))
     print(f"remote command time per node in the last bundle: {per_node}")
 
 
@@ -152,6 +160,8 @@ def _removed(path: str) -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="?", type=int, default=10, help="runs per measurement (median)")
+    parser.add_argument("--settle", type=float, default=0.3, metavar="S",
+                        help="seconds of quiet before each timed command (default 0.3)")
     parser.add_argument("--scenario", default="plain",
                         help="lab scenario (default plain: real tools only; healthy etc. add the Python emulators)")
     args = parser.parse_args(argv)
@@ -164,8 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs = specs_for_scenario(args.scenario, work / "models")
         with Lab(specs, work / "lab") as lab:
             print(f"lab {args.scenario}: nodes a={lab.node('a').mgmt_ip} b={lab.node('b').mgmt_ip}, "
-                  f"{args.runs} runs each, {os.cpu_count()} CPUs")
-            measure(lab, args.runs, work)
+                  f"{args.runs} runs each, {args.settle} s apart, {os.cpu_count()} CPUs")
+            measure(lab, args.runs, work, args.settle)
     return 0
 
 

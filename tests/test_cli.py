@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -95,7 +96,10 @@ def test_program_exit_keeps_main_status(monkeypatch: pytest.MonkeyPatch, capsys:
                                         raised: SystemExit, status: int, stderr: str) -> None:
     from linkcheck import cli
 
+    collector_on: list[bool] = []
+
     def main() -> None:
+        collector_on.append(gc.isenabled())
         print("report")
         raise raised
 
@@ -104,9 +108,13 @@ def test_program_exit_keeps_main_status(monkeypatch: pytest.MonkeyPatch, capsys:
 
     monkeypatch.setattr(cli, "main", main)
     monkeypatch.setattr(cli.os, "_exit", leave)
-    with pytest.raises(_Left) as left:
-        cli.run()
+    try:
+        with pytest.raises(_Left) as left:
+            cli.run()
+    finally:
+        gc.enable()
     assert left.value.args == (status,)
+    assert collector_on == [False]  # modules load without cyclic garbage collection
     out = capsys.readouterr()
     assert (out.out, out.err) == ("report\n", stderr)
 

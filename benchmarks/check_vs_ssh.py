@@ -4,12 +4,14 @@ Target: `linkcheck check` (both nodes, one round trip each, diagnosis included) 
 `ssh -F <lab ssh_config> a true` and `... b true` run in parallel. Prints the medians over N runs and the
 ratio, plus where the time goes: the same inspection script piped through bare OpenSSH (what any SSH
 tool would pay for that work on these nodes) and each node's command time from the saved bundle. The
-three are measured round after round (interleaved), and linkcheck loads its modules from bytecode, as an
-installed copy does. The default scenario `plain` runs the nodes' real tools only; the emulator scenarios
-(`healthy`, ...) start a Python process per emulated tool call, which no real node pays.
+three are measured round after round (interleaved), each after 0.3 s of quiet (--settle: a command started
+the moment the previous one's SSH sessions end shares the machine with their teardown), and linkcheck loads
+its modules from bytecode, as an installed copy does. The default scenario `plain` runs the nodes' real
+tools only; the emulator scenarios (`healthy`, ...) start a Python process per emulated tool call, which no
+real node pays.
 Needs root (the lab: network namespaces, sshd). Run from the repository root:
 
-    python benchmarks/check_vs_ssh.py [N] [--scenario plain|healthy|...]
+    python benchmarks/check_vs_ssh.py [N] [--settle S] [--scenario plain|healthy|...]
 """
 
 from __future__ import annotations

@@ -127,3 +127,16 @@ def test_program_flushes_what_is_buffered_before_leaving() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert (proc.returncode, proc.stdout) == (0, "verdict: PASS"), proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["console", "json"])
+def test_a_reader_that_stops_early_keeps_the_verdicts_exit_code(fmt: str) -> None:
+    """`linkcheck ... | head`: the output ends where the reader stopped; the exit code is still the verdict."""
+    bundle = ROOT / "fixtures" / "hotplug-degraded"
+    proc = subprocess.Popen([sys.executable, "-m", "linkcheck.cli", "diagnose", str(bundle), "-f", fmt],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before the report is written
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err  # failures, as without the pipe
+    assert b"Traceback" not in err and b"internal error" not in err

@@ -7,8 +7,8 @@ part, the interface name, is validated by `validate_name` and quoted before it r
 
 Specs that only read small local files (/proc, /etc, the home directory) have a `builtin`: shell code
 that the inspection script's own shell runs, giving the same output as `command` without starting a
-process. On a GB10-class node each process (with its `timeout`) costs ~2 ms of CPU, and these reads were
-a third of the script's processes. The bundle records `command`, which reproduces the capture.
+process. In the lab each process (with its `timeout`) cost ~2 ms of CPU, and these reads were a third of
+the script's processes. The bundle records `command`, which reproduces the capture.
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ def _removed(path: str) -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="?", type=int, default=10, help="runs per measurement (median)")
+    parser.add_argument("runs", nargs="?", type=int, default=20, help="runs per measurement (median; default 20)")
     parser.add_argument("--settle", type=float, default=0.3, metavar="S",
                         help="seconds of quiet before each timed command (default 0.3)")
     parser.add_argument("--scenario", default="plain",

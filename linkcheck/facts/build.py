@@ -31,14 +31,14 @@ class _Builder:
     # -- functions -------------------------------------------------------------------------------
     def _cx7_bdfs(self) -> tuple[set[str], bool]:
         """PCI functions of the ConnectX-7, and whether any source could tell (else: unknown, not absent)."""
-        pci = self.src.get("sysfs_pci", kind="sysfs")
-        ib = self.src.get("sysfs_infiniband", kind="sysfs")
+        pci = self.src.get("sysfs_pci")
+        ib = self.src.get("sysfs_infiniband")
         bdfs = set(pci_links(pci)) if pci is not None else set()
         bdfs |= {bdf for d in (ib_devices(ib) if ib is not None else {}).values() if (bdf := d.get("bdf"))}
         return bdfs, pci is not None or ib is not None
 
     def discover(self) -> None:
-        net = self.src.get("sysfs_net", kind="sysfs")
+        net = self.src.get("sysfs_net")
         attrs = net_attrs(net) if net is not None else {}
         cx7_bdfs, known = self._cx7_bdfs()
         names = {n for n, a in attrs.items() if a.get("device") in cx7_bdfs}
@@ -81,7 +81,7 @@ class _Builder:
             )
 
     def pcie(self) -> None:
-        pci = self.src.get("sysfs_pci", kind="sysfs")
+        pci = self.src.get("sysfs_pci")
         links = pci_links(pci) if pci is not None else {}
         lspci = {p.bdf: p for p in (self.src.get("lspci") or ()) if p.bdf}
         from linkcheck.parsers.sysfs import parse_link_speed_gts

@@ -18,7 +18,7 @@ def _nccl(src: NodeSources, missing: Callable[[str, str], None]) -> tuple[dict[s
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     for spec, label in NCCL_SOURCES:
-        settings = src.get(spec, kind="nccl_env" if spec == "nccl_env" else "nccl_conf")
+        settings = src.get(spec)
         if settings is None:
             if spec == "nccl_env":
                 missing("nccl_settings", src.reason(spec))

@@ -60,7 +60,7 @@ def attach_rdma(b: _Builder) -> None:
 
     if not b.functions:
         return  # no ConnectX-7 at all: LINK_DOWN says so; RDMA facts have nothing to describe
-    ib = b.src.get("sysfs_infiniband", kind="sysfs")
+    ib = b.src.get("sysfs_infiniband")
     mapping = _device_map(b, ib)
     if not mapping:
         b.missing("rdma", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("rdma_link")]))

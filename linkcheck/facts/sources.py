@@ -43,11 +43,11 @@ class NodeSources:
     def capture(self, spec: str, arg: str | None = None) -> Capture | None:
         return self._captures.get((spec, arg))
 
-    def get(self, spec: str, arg: str | None = None, *, kind: str | None = None) -> Any:
-        """The parsed record, or None with the reason stored in `problems`."""
+    def get(self, spec: str, arg: str | None = None) -> Any:
+        """The parsed record (by the parser of the spec's kind), or None with the reason stored in `problems`."""
         key = (spec, arg)
         if key not in self._cache:
-            self._cache[key] = self._parse(spec, arg, kind or PARSER_KIND.get(spec, spec))
+            self._cache[key] = self._parse(spec, arg, PARSER_KIND.get(spec, spec))
         return self._cache[key]
 
     def reason(self, spec: str, arg: str | None = None) -> str:

@@ -61,36 +61,11 @@ def diagnose(
 
 
 def _emit(outcome: object, fmt: Format, show_all: bool) -> None:
-    """Print the report. A reader that stops early (`| head`) ends the output, never the exit code: that
-    stays the verdict's (rich alone would exit 1, "warnings", and a JSON write would raise)."""
     from linkcheck.pipeline import Outcome
+    from linkcheck.report.output import print_outcome
 
     assert isinstance(outcome, Outcome)
-    if fmt is Format.json:
-        from linkcheck.report.json_report import render_json
-
-        try:
-            typer.echo(render_json(outcome))
-        except BrokenPipeError:
-            _stdout_gone()
-    else:
-        from rich.console import Console
-
-        from linkcheck.report.console import print_report
-
-        class _Console(Console):
-            def on_broken_pipe(self) -> None:
-                self.quiet = True
-                _stdout_gone()
-
-        print_report(outcome, _Console(), show_all=show_all)
-
-
-def _stdout_gone() -> None:
-    """Send the rest of stdout nowhere, so that later writes and the final flush cannot fail."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
 
 
 NodeOpt = Annotated[

@@ -84,12 +84,12 @@ lc_run() {
   lc_n=$(( lc_n + 1 ))
   lc_j="$lc_tmp/$lc_n"
   printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2" >"$lc_j.b"
-  lc_cs; lc_t0=$lc_v
   if [ "$3" = b ]; then  # b: a builtin, for lc_builtins to run in this very shell (no process)
     eval "lc_pid_$lc_n= lc_spec_$lc_n=\$1 lc_code_$lc_n=\$4"
     lc_later="$lc_later $lc_n"
     return
   fi
+  lc_cs; lc_t0=$lc_v
   case $3 in x|xa)  # a tool that is not installed (MLNX_OFED's, often) costs no process: 127 as from sh
     if ! command -v "${4%% *}" >/dev/null 2>&1; then
       : >"$lc_j.out"; echo "${4%% *}: not found" >"$lc_j.err"

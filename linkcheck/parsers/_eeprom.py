@@ -7,10 +7,11 @@ netlink fallback dumps bytes 0-127 only, so vendor fields need `hex on` or a `pa
 
 from __future__ import annotations
 
-from linkcheck.errors import ParseError
-from linkcheck.parsers._lazy_re import lazy_re
+import re
 
-HEX_ROW_RE = lazy_re(r"^0x([0-9a-fA-F]{4}):\s*((?:[0-9a-fA-F]{2}\s*)+)$")
+from linkcheck.errors import ParseError
+
+HEX_ROW_RE = re.compile(r"^0x([0-9a-fA-F]{4}):\s*((?:[0-9a-fA-F]{2}\s*)+)$")
 HEX_HEADER_LINES = ("Offset\t\tValues", "------\t\t------")
 
 CMIS_IDS = frozenset({0x18, 0x19, 0x1B, 0x1E})

@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from linkcheck.errors import ParseError
-from linkcheck.parsers._lazy_re import lazy_re
 
 SPEC = "perftest"
-_TRAILING_COMMA = lazy_re(r",(\s*[}\]])")
-_PSEUDO_KV = lazy_re(r'^"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?$')
-_NUM = lazy_re(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
-_INT = lazy_re(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_PSEUDO_KV = re.compile(r'^"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?$')
+_NUM = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
+_INT = re.compile(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
 
 
 def load_json(text: str) -> dict[str, Any]:

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
 from linkcheck.parsers import _eeprom
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
-LABEL_RE = lazy_re(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")
-LINK_DETECTED_RE = lazy_re(r"^(yes|no)(?: \((.*)\))?$")
+LABEL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")
+LINK_DETECTED_RE = re.compile(r"^(yes|no)(?: \((.*)\))?$")
 # Lines ethtool prints instead of data; the text after the prefix is the reason we report.
 ERROR_PREFIXES = ("netlink error: ", "Cannot get ", "No data available", "no stats available")
 LIST_KEYS = ("Supported link modes", "Advertised link modes")

@@ -8,24 +8,24 @@ The index is resolved here from the table itself, never assumed to be 3.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 from linkcheck.parsers.sysfs import SysfsDump, parse_sysfs_dump
 
 _ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 _FE80_ZERO_GID = "fe80:0000:0000:0000:0000:0000:0000:0000"
-_GID_PATH_RE = lazy_re(
+_GID_PATH_RE = re.compile(
     r"^(?P<port_dir>.*/infiniband/(?P<dev>[^/]+)/ports/(?P<port>[0-9]{1,4}))/gids/(?P<idx>[0-9]{1,6})$"
 )
-_VERSION_RE = lazy_re(r"[vV]\s*(\d{1,2})\s*$")
-_IPV4_RE = lazy_re(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-_N_GIDS_RE = lazy_re(r"^n_gids_found=([0-9]{1,9})$")
-_SMALL_INT_RE = lazy_re(r"^[0-9]{1,6}$")
+_VERSION_RE = re.compile(r"[vV]\s*(\d{1,2})\s*$")
+_IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_N_GIDS_RE = re.compile(r"^n_gids_found=([0-9]{1,9})$")
+_SMALL_INT_RE = re.compile(r"^[0-9]{1,6}$")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -81,7 +81,7 @@ def ipv4_of_gid(gid: str) -> str | None:
     return str(mapped) if mapped is not None else None
 
 
-_LONG_GID_RE = lazy_re(r"^[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){7}$")
+_LONG_GID_RE = re.compile(r"^[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){7}$")
 _MAPPED_PREFIX = "0000:0000:0000:0000:0000:ffff:"
 
 

@@ -5,17 +5,17 @@ Split from rdma.py so that a diagnosis, which reads these only as a fallback, do
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 from linkcheck.parsers.gids import normalize_gid, roce_version
 
-_INT_RE = lazy_re(r"^[0-9]{1,9}$")
-_NUM_RE = lazy_re(r"^\s*([0-9]{1,9}(?:\.[0-9]{1,9})?)")
-_CODE_RE = lazy_re(r"\(([0-9]{1,9})\)\s*$")
+_INT_RE = re.compile(r"^[0-9]{1,9}$")
+_NUM_RE = re.compile(r"^\s*([0-9]{1,9}(?:\.[0-9]{1,9})?)")
+_CODE_RE = re.compile(r"\(([0-9]{1,9})\)\s*$")
 
 
 def _int(text: str | None) -> int | None:
@@ -29,7 +29,7 @@ def _num(text: str | None) -> float | None:
 
 # ---------------------------------------------------------------- ibv_devinfo (rdma-core devinfo.c)
 
-_KV_RE = lazy_re(r"^\s*(GID\[\s*[0-9]{1,6}\]|[A-Za-z_][A-Za-z0-9_ ]{0,60}?):\s*(.*?)\s*$")
+_KV_RE = re.compile(r"^\s*(GID\[\s*[0-9]{1,6}\]|[A-Za-z_][A-Za-z0-9_ ]{0,60}?):\s*(.*?)\s*$")
 _MTU_BY_CODE = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 _LANES_BY_CODE = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
 # rdma-core < v39 prints "invalid speed (128)" for 100G lanes: decode the code ourselves.
@@ -212,9 +212,9 @@ def parse_ibv_devinfo(text: str) -> tuple[IbvDevice, ...]:
 
 # ---------------------------------------------------------------- ibstat (infiniband-diags ibstat.c)
 
-_CA_RE = lazy_re(r"^(?:CA|Switch|Router|iWARP RNIC|\?\?\?):? '(.+)'$")
-_PORT_RE = lazy_re(r"^Port ([0-9]{1,4}):$")
-_IBSTAT_KV_RE = lazy_re(r"^([A-Za-z][A-Za-z ]{0,40}?):\s*(.*?)\s*$")
+_CA_RE = re.compile(r"^(?:CA|Switch|Router|iWARP RNIC|\?\?\?):? '(.+)'$")
+_PORT_RE = re.compile(r"^Port ([0-9]{1,4}):$")
+_IBSTAT_KV_RE = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}?):\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True, repr=False, eq=False)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -86,7 +86,7 @@ class IpNeighbour(Record):
 
 # iproute2 ~5.9/5.10 printed a route's non-unicast type as a bare string: {"blackhole","dst":...}
 # (iproute2/iproute2#37). The value is unambiguous, so restore the "type" key instead of failing.
-_BARE_ROUTE_TYPE_RE = lazy_re(r'\{"([a-z]+)",')
+_BARE_ROUTE_TYPE_RE = re.compile(r'\{"([a-z]+)",')
 
 
 def _decode(text: str, spec: str, *, repair: bool = False) -> Any:

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
 BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 # `dmesg -x` facility/level prefix, then "[  123.456789]" or `dmesg -T` "[Fri Aug  7 03:13:00 2026]"
 # (year missing in some pastes) or `--time-format iso`, then an optional CONFIG_PRINTK_CALLER "[T123]".
-STAMP_RE = lazy_re(
+STAMP_RE = re.compile(
     r"^(?:[a-z]+\s*:[a-z]+\s*: )?"
     r"(?:\[\s*(?P<mono>\d+\.\d+)\]"
     r"|\[(?P<wall>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?: \d{4})?)\]"
@@ -26,27 +25,27 @@ STAMP_RE = lazy_re(
 )
 # "<driver> <bdf>[ <netdev or rdma device>]: <message>" as printed by dev_*/netdev_*/ibdev_* helpers.
 # netdev_* appends " (unregistering)" or " (unnamed net_device)" to the name in some states.
-DEVICE_RE = lazy_re(
+DEVICE_RE = re.compile(
     rf"^(?P<driver>\S+) (?P<bdf>{BDF})(?: (?P<name>[^\s:]+)(?: \([^)]*\))?)?: (?P<msg>.*)$"
 )
-HOTPLUG_RE = lazy_re(r"^cx7-pcie-hotplug (?P<dev>\S+): (?P<msg>.*)$")
-AER_RECEIVED_RE = lazy_re(rf"AER: .*error received: (?P<bdf>{BDF})")
+HOTPLUG_RE = re.compile(r"^cx7-pcie-hotplug (?P<dev>\S+): (?P<msg>.*)$")
+AER_RECEIVED_RE = re.compile(rf"AER: .*error received: (?P<bdf>{BDF})")
 RESTRICTED = "read kernel buffer failed: Operation not permitted"
 
 # mlx5_core messages: (kind, regex on the message, device taken from the netdev/rdma name?)
 MLX5_EVENTS = (
-    ("module_cable_plugged", lazy_re(r"^Port module event: module \d+, Cable plugged"), False),
-    ("module_cable_unplugged", lazy_re(r"^Port module event: module \d+, Cable unplugged"), False),
-    ("module_cable_error", lazy_re(r"^Port module event\[error\]: module \d+"), False),
-    ("netdev_link_up", lazy_re(r"^Link up\b"), True),
-    ("netdev_link_down", lazy_re(r"^Link down\b"), True),
-    ("rdma_port_active", lazy_re(r"^Port: \d+ Link ACTIVE"), True),
-    ("rdma_port_down", lazy_re(r"^Port: \d+ Link DOWN"), True),
-    ("pcie_insufficient_power", lazy_re(r"Detected insufficient power on the PCIe slot"), False),
+    ("module_cable_plugged", re.compile(r"^Port module event: module \d+, Cable plugged"), False),
+    ("module_cable_unplugged", re.compile(r"^Port module event: module \d+, Cable unplugged"), False),
+    ("module_cable_error", re.compile(r"^Port module event\[error\]: module \d+"), False),
+    ("netdev_link_up", re.compile(r"^Link up\b"), True),
+    ("netdev_link_down", re.compile(r"^Link down\b"), True),
+    ("rdma_port_active", re.compile(r"^Port: \d+ Link ACTIVE"), True),
+    ("rdma_port_down", re.compile(r"^Port: \d+ Link DOWN"), True),
+    ("pcie_insufficient_power", re.compile(r"Detected insufficient power on the PCIe slot"), False),
     # The AER report spans lines: "PCIe Bus Error: ...", "device [15b3:1021] error status/mask=...",
     # then one "[ 0] RxErr" line per error bit.
-    ("aer_error", lazy_re(r"AER|PCIe Bus Error|error status/mask=|^\s*\[\s*\d+\]\s+[A-Za-z]"), False),
-    ("cable_unplugged_probe", lazy_re(r"Cable unplugged"), False),
+    ("aer_error", re.compile(r"AER|PCIe Bus Error|error status/mask=|^\s*\[\s*\d+\]\s+[A-Za-z]"), False),
+    ("cable_unplugged_probe", re.compile(r"Cable unplugged"), False),
 )
 
 

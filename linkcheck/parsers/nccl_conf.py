@@ -9,14 +9,14 @@ in `warnings`, so a rule can say why the setting is ignored.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 
-ENV_LINE_RE = lazy_re(r"^(?:export\s+|declare -x\s+)?(NCCL_[A-Za-z0-9_]*)=(.*)$")
-NAME_RE = lazy_re(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_LINE_RE = re.compile(r"^(?:export\s+|declare -x\s+)?(NCCL_[A-Za-z0-9_]*)=(.*)$")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True, repr=False, eq=False)

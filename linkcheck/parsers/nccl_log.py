@@ -14,29 +14,28 @@ from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
 SPEC = "nccl_log"
 
-_MPI_TAG = lazy_re(r"^\[[0-9]+,[0-9]+\]<std(?:out|err)>:\s?")  # mpirun --tag-output
-_LINE = lazy_re(  # optional "[%F %T] " timestamp (WARN, >= 2.26), then host:pid:tid [cudaDev]
+_MPI_TAG = re.compile(r"^\[[0-9]+,[0-9]+\]<std(?:out|err)>:\s?")  # mpirun --tag-output
+_LINE = re.compile(  # optional "[%F %T] " timestamp (WARN, >= 2.26), then host:pid:tid [cudaDev]
     r"^(?:\[[^\]]*\] )?(?P<host>[^\s:\[\]]+):[0-9]+:[0-9]+ \[-?[0-9]+\] "
     r"(?:.*? )?NCCL (?P<lvl>INFO|WARN|TRACE) (?P<msg>.*)$"
 )
-_BARE_VERSION = lazy_re(r"^NCCL version [0-9]")  # NCCL_DEBUG=VERSION/WARN prints it without prefix
-_VERSION = lazy_re(r"^NCCL version ([0-9]+(?:\.[0-9]+)+)")
-_NETWORK = lazy_re(r"^Using network (\S+)")
-_IB_USING = lazy_re(r"^NET/IB\w*\s*: Using (.*)$")
-_SOCKET_USING = lazy_re(r"^NET/Socket\s*: Using (.*)$")
-_NO_IB = lazy_re(r"^NET/IB\w*\s*: No device found")
-_CHANNEL = lazy_re(r"\bvia NET/(\w+)/([0-9]{1,9})\b")
-_ENV = lazy_re(r"^(\w+) set by environment to (.*)$|^(NCCL_\w+) set to (.*)$")
-_QP = lazy_re(
+_BARE_VERSION = re.compile(r"^NCCL version [0-9]")  # NCCL_DEBUG=VERSION/WARN prints it without prefix
+_VERSION = re.compile(r"^NCCL version ([0-9]+(?:\.[0-9]+)+)")
+_NETWORK = re.compile(r"^Using network (\S+)")
+_IB_USING = re.compile(r"^NET/IB\w*\s*: Using (.*)$")
+_SOCKET_USING = re.compile(r"^NET/Socket\s*: Using (.*)$")
+_NO_IB = re.compile(r"^NET/IB\w*\s*: No device found")
+_CHANNEL = re.compile(r"\bvia NET/(\w+)/([0-9]{1,9})\b")
+_ENV = re.compile(r"^(\w+) set by environment to (.*)$|^(NCCL_\w+) set to (.*)$")
+_QP = re.compile(
     r"\b(?:I[bB]Dev (?P<ibdev>[0-9]{1,9})|Dev [0-9]{1,9}) Port [0-9]+ (?:qpn|qp_num) [0-9]+ mtu [0-9]+ "
     r"(?:.*? )?GID (?P<gid>-?[0-9]{1,9}) \((?P<sp>[0-9A-Fa-f]{1,16})/(?P<iid>[0-9A-Fa-f]{1,16})\)"
 )
-_DEV_NAME = lazy_re(r"\[[0-9]+\]([^\s:\[\]/]+)")
+_DEV_NAME = re.compile(r"\[[0-9]+\]([^\s:\[\]/]+)")
 
 
 @dataclass(frozen=True, repr=False, eq=False)

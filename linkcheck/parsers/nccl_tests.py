@@ -10,30 +10,30 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
 SPEC = "nccl-tests"
 
-_VERSION = lazy_re(r"^# nccl-tests version (\S+) nccl-headers=[0-9]+ nccl-library=([0-9]{1,18})\b")
-_PROGRAM = lazy_re(r"^# Collective test (?:starting|concluded): (\S+)")
-_NTHREAD = lazy_re(r"^# nThread [0-9]+ ")
-_RANK = lazy_re(  # "Group" appeared in v2.11; hostnames are cut at the first "."
+_VERSION = re.compile(r"^# nccl-tests version (\S+) nccl-headers=[0-9]+ nccl-library=([0-9]{1,18})\b")
+_PROGRAM = re.compile(r"^# Collective test (?:starting|concluded): (\S+)")
+_NTHREAD = re.compile(r"^# nThread [0-9]+ ")
+_RANK = re.compile(  # "Group" appeared in v2.11; hostnames are cut at the first "."
     r"^#\s+Rank\s+[0-9]+\s+(?:Group\s+[0-9]+\s+)?Pid\s+[0-9]+\s+on\s+(\S+)\s+device\s+[0-9]+\s+\["
 )
-_OOB = lazy_re(r"^# Out of bounds values\s*: ([0-9]{1,18})\b")
-_AVG = lazy_re(r"^# Avg bus bandwidth\s*: (\S+)\s*(\S*)")
-_ERROR = lazy_re(
+_OOB = re.compile(r"^# Out of bounds values\s*: ([0-9]{1,18})\b")
+_AVG = re.compile(r"^# Avg bus bandwidth\s*: (\S+)\s*(\S*)")
+_ERROR = re.compile(
     r"Test (?:CUDA|NCCL) failure|Test timeout \(|^\s*\.\. \S+ pid [0-9]+: Test failure|^# error: \S"
     r"|^Invalid number of GPUs|^invalid sizes? |^invalid option"
 )
-_INT = lazy_re(r"-?[0-9]+")
-_WORD = lazy_re(r"\S+")
+_INT = re.compile(r"-?[0-9]+")
+_WORD = re.compile(r"\S+")
 _TIME_LABELS = ("time", "cputime")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +17,10 @@ import yaml
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 
-FILE_HEADER_RE = lazy_re(r"^==> (.+) <==$")
+FILE_HEADER_RE = re.compile(r"^==> (.+) <==$")
 # GLib warnings netplan >= 0.106 prints when stderr is captured with stdout; blanked to keep line numbers.
-GLIB_WARNING_RE = lazy_re(r"^\*\* \(.*\): WARNING \*\*")
+GLIB_WARNING_RE = re.compile(r"^\*\* \(.*\): WARNING \*\*")
 BOOL_WORDS = {"true": True, "yes": True, "on": True, "y": True, "false": False, "no": False, "off": False,
               "n": False}
 # /run shadows /etc shadows /lib for the same file name.

@@ -6,19 +6,19 @@ width is what matters most. Formats from pciutils `ls-caps.c` `cap_express_link(
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 
 # "0002:01:00.0 Ethernet controller: ..." (domain printed with -D or when any device has a non-zero domain).
-HEADER_RE = lazy_re(r"^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
+HEADER_RE = re.compile(r"^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
 SPEED = r"([\d.]+)GT/s|unknown"
-LNKCAP_RE = lazy_re(rf"^LnkCap:\s+Port #\d+, Speed (?:{SPEED}), Width x(\d+)")
+LNKCAP_RE = re.compile(rf"^LnkCap:\s+Port #\d+, Speed (?:{SPEED}), Width x(\d+)")
 # pciutils <= 3.7: " (ok)" / " (downgraded)" / " (strange)" after both; >= 3.8: nothing when equal,
 # " (downgraded)" when lower (endpoints only), " (overdriven)" when higher.
-LNKSTA_RE = lazy_re(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x(\d+)(?: \((\w+)\))?")
+LNKSTA_RE = re.compile(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x(\d+)(?: \((\w+)\))?")
 # Which note wins when speed and width disagree: the one that signals trouble.
 NOTE_RANK = ("downgraded", "overdriven", "strange", "ok")
 

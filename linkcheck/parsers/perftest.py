@@ -14,7 +14,6 @@ from typing import Any
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._perftest_json import load_json as _load_json
 from linkcheck.parsers._text import require_text
 
@@ -23,27 +22,27 @@ _MIB_GBPS = 1048576 * 8 / 1e9  # MB/sec and MiB/sec are both 2^20 bytes per seco
 UNIT_TO_GBPS = {"MB/sec": _MIB_GBPS, "MiB/sec": _MIB_GBPS, "Gb/sec": 1.0}
 _INFER_MIB_ABOVE = 500.0  # no 200-400G link reaches 500 Gb/s, and no working one stays under 500 MiB/s
 
-_NUM = lazy_re(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
-_INT = lazy_re(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
-_TITLE = lazy_re(r"^\s+([A-Za-z_]+(?: [A-Za-z_]+)* (?:BW|Latency)(?: Multicast)? Test)\s*$")
-_HEADER = lazy_re(r"#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]*)\]\s+BW average\[([^\]]*)\]")
-_LAT_HEADER = lazy_re(r"#bytes\s+#iterations\s+t_(?:min|avg)")
-_ADDRESS = lazy_re(r"^\s*(local|remote) address:")
-_GID = lazy_re(r"^\s*GID: ((?:[0-9]{1,3}:){15}[0-9]{1,3})\s*$")
-_BANNER = lazy_re(
+_NUM = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
+_INT = re.compile(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
+_TITLE = re.compile(r"^\s+([A-Za-z_]+(?: [A-Za-z_]+)* (?:BW|Latency)(?: Multicast)? Test)\s*$")
+_HEADER = re.compile(r"#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]*)\]\s+BW average\[([^\]]*)\]")
+_LAT_HEADER = re.compile(r"#bytes\s+#iterations\s+t_(?:min|avg)")
+_ADDRESS = re.compile(r"^\s*(local|remote) address:")
+_GID = re.compile(r"^\s*GID: ((?:[0-9]{1,3}:){15}[0-9]{1,3})\s*$")
+_BANNER = re.compile(
     r"^\s(?:Dual-port|Number of qps|Connection type|PCIe relax order|ibv_wr\* API|TX depth|Post List|RX depth"
     r"|CQ Moderation|CQE Poll Batch|Mtu|Link type|GID index|Max inline data|Outstand reads|rdma_cm QPs"
     r"|Use ROCm memory|Data ex\. method|NUMA node)\s*:"
 )
 _FIELDS = {  # searched, not split: copies with tabs expanded to spaces still parse
-    "device": lazy_re(r"\bDevice\s*:\s*(\S+)"),
-    "qps": lazy_re(r"Number of qps\s*:\s*([0-9]{1,18})\b"),
-    "connection_type": lazy_re(r"Connection type\s*:\s*(\S+)"),
-    "link_type": lazy_re(r"Link type\s*:\s*(\S+)"),
-    "mtu_bytes": lazy_re(r"Mtu\s*:\s*([0-9]{1,18})\b"),
-    "gid_index": lazy_re(r"GID index\s*:\s*(-?[0-9]{1,18})\b"),
-    "data_exchange": lazy_re(r"Data ex\. method\s*:\s*(\S+)"),
-    "tx_depth": lazy_re(r"TX depth\s*:\s*([0-9]{1,18})\b"),
+    "device": re.compile(r"\bDevice\s*:\s*(\S+)"),
+    "qps": re.compile(r"Number of qps\s*:\s*([0-9]{1,18})\b"),
+    "connection_type": re.compile(r"Connection type\s*:\s*(\S+)"),
+    "link_type": re.compile(r"Link type\s*:\s*(\S+)"),
+    "mtu_bytes": re.compile(r"Mtu\s*:\s*([0-9]{1,18})\b"),
+    "gid_index": re.compile(r"GID index\s*:\s*(-?[0-9]{1,18})\b"),
+    "data_exchange": re.compile(r"Data ex\. method\s*:\s*(\S+)"),
+    "tx_depth": re.compile(r"TX depth\s*:\s*([0-9]{1,18})\b"),
 }
 _INT_FIELDS = ("qps", "mtu_bytes", "gid_index", "tx_depth")
 _JSON_KEYS = {
@@ -51,7 +50,7 @@ _JSON_KEYS = {
     "link_type": "Link_type", "mtu_bytes": "Mtu", "gid_index": "GID_index",
     "data_exchange": "Data_ex_method", "tx_depth": "TX_depth",
 }
-_ERROR = lazy_re(  # tool-formats.md 1.10, fatal messages, matched on the stripped line
+_ERROR = re.compile(  # tool-formats.md 1.10, fatal messages, matched on the stripped line
     r"^(?:Did not detect devices|If device exists, check if driver is up|IB device \S+ not found"
     r"|No IB devices found|Unable to find the Infiniband/RoCE device|Couldn't get context for the device"
     r"|Unable to query port|Port number [0-9]+ state is|Link layer on port|Couldn't set the link layer"
@@ -68,15 +67,15 @@ _ERROR = lazy_re(  # tool-formats.md 1.10, fatal messages, matched on the stripp
     r"|Gid index should be between|IB Port can't be less than|Unsupported memory type|Invalid verbosity level"
     r"|please check that DURATION|Duration mode currently doesn't support|Please check command line)"
 )
-_WARNING = lazy_re(  # non-fatal: the run goes on (MTU corrected, peak not measured, CPU not at max)
+_WARNING = re.compile(  # non-fatal: the run goes on (MTU corrected, peak not measured, CPU not at max)
     r"^(?:WARNING:|Conflicting CPU frequency values detected|Requested mtu is higher|Changing to active mtu"
     r"|Invalid MTU|Please choose mtu from|Will run with the port active mtu)"
 )
-_NOTICE = lazy_re(r"Client closed connection|Waiting for client rdma_cm QP|Please run the same command")
-_BARE_NUMBER = lazy_re(r"^\s*[0-9]+(?:\.[0-9]+)?\s*$")
+_NOTICE = re.compile(r"Client closed connection|Waiting for client rdma_cm QP|Please run the same command")
+_BARE_NUMBER = re.compile(r"^\s*[0-9]+(?:\.[0-9]+)?\s*$")
 # perftest <= 23.10 forgot a newline between two messages; stderr may land inside a stdout line.
-_GLUED = lazy_re(r"(socket connection)( Unable to init)")
-_CPU_FREQ = lazy_re(  # only where glued to other text, so line numbers stay true otherwise
+_GLUED = re.compile(r"(socket connection)( Unable to init)")
+_CPU_FREQ = re.compile(  # only where glued to other text, so line numbers stay true otherwise
     r"(?<=[^\n])(?=Conflicting CPU frequency values detected:)|(?<=CPU Frequency is not max\.)(?=[^\n])"
 )
 

@@ -7,18 +7,18 @@ needs RDMA netlink). `ibv_devinfo` and `ibstat` live in ibverbs.py: a diagnosis 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 from linkcheck.parsers._text import require_text
 
 # ---------------------------------------------------------------- rdma link (iproute2 rdma/link.c)
 
 # "link mlx5_0/1 state ..." (iproute2 >= 4.19) or "0/1: mlx5_0/1: state ..." (4.16-4.18).
-_RDMA_LINK_RE = lazy_re(r"^(?:link\s+|[0-9]{1,9}/[0-9]{1,9}:\s+)([^\s/]+)/([0-9]{1,4}):?(?:\s+(.*))?$")
+_RDMA_LINK_RE = re.compile(r"^(?:link\s+|[0-9]{1,9}/[0-9]{1,9}:\s+)([^\s/]+)/([0-9]{1,4}):?(?:\s+(.*))?$")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -98,14 +98,14 @@ def parse_rdma_link(text: str) -> tuple[RdmaPort, ...]:
 
 # ---------------------------------------------------------------- ibdev2netdev (MLNX_OFED script)
 
-_I2N_PLAIN_RE = lazy_re(r"^(\S+) port ([0-9]{1,4}) ==> (\S+) \((\w+)\)$")
+_I2N_PLAIN_RE = re.compile(r"^(\S+) port ([0-9]{1,4}) ==> (\S+) \((\w+)\)$")
 # -v: "<bdf> <dev> (MT4129 - PART) <description> fw <ver> port <p> (<IB STATE padded>) ==> <if> (<state>)";
 # the description is word-split VPD text, so anchor on the tail and the first two words only.
-_I2N_VERBOSE_RE = lazy_re(
+_I2N_VERBOSE_RE = re.compile(
     r"^(?P<head>.*?)\s+\(.*\bport (?P<port>[0-9]{1,4}) \((?P<ib>[A-Za-z_]+)\s*\)"
     r" ==> (?P<net>\S+) \((?P<ls>\w+)\)$"
 )
-_BDF_RE = lazy_re(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_BDF_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 @dataclass(frozen=True, repr=False, eq=False)

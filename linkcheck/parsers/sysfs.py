@@ -7,11 +7,11 @@ empty GID attributes, symlinks recorded as targets, and a stray shell warning or
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
-from linkcheck.parsers._lazy_re import lazy_re
 
 SPEC = "sysfs"
 
@@ -22,11 +22,11 @@ _COLON_DIR = (
     r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?::[A-Za-z0-9_.]+)?"
     r"|pci[0-9a-fA-F]{4}:[0-9a-fA-F]{2}|[A-Z][A-Z0-9_]*:[0-9A-Fa-f]{2}|[0-9][0-9.-]*(?::[0-9][0-9.]*)+"
 )
-_GREP_RE = lazy_re(rf"^(/(?:(?:[^/:\s]+|{_COLON_DIR})/)*[^/:\s]+):(.*)$")
+_GREP_RE = re.compile(rf"^(/(?:(?:[^/:\s]+|{_COLON_DIR})/)*[^/:\s]+):(.*)$")
 # `grep: <path>: <error>` and `cat: <path>: <error>`; the path may hold ': ' only in theory.
-_TOOL_ERROR_RE = lazy_re(r"^(?:grep|cat|head): (/\S*): ([^:]+)$")
-_PATH_RE = lazy_re(r"^/\S*$")
-_SPEED_RE = lazy_re(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
+_TOOL_ERROR_RE = re.compile(r"^(?:grep|cat|head): (/\S*): ([^:]+)$")
+_PATH_RE = re.compile(r"^/\S*$")
+_SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 
 
 @dataclass(frozen=True, repr=False, eq=False)

@@ -41,26 +41,56 @@ def _rate(cap: Capture) -> tuple[float | None, str | None]:
     return gbps, None
 
 
+RunKey = tuple[str, str, str, str, str]  # (round, node, device, mode, direction)
+
+
+def run_key(cap: Capture) -> RunKey:
+    """What identifies one ib_write_bw run in a bundle: the documented meta fields, and the round when present.
+
+    The text output and the JSON report of one client share a key; so do repetitions of one run that carry
+    no round, which are told apart by their order (see `_rdma_runs`).
+    """
+    meta = cap.meta
+    return (meta.get("round", ""), cap.node, meta.get("local_rdma_dev") or cap.arg or "",
+            meta.get("mode", "alone"), meta.get("direction", "a->b"))
+
+
+def _outputs_per_run(caps: list[Capture]) -> list[list[Capture]]:
+    """Split one key's client captures into runs: each text output is a run, its JSON report joins it."""
+    texts = [c for c in caps if c.meta.get("format") != "json"]
+    jsons = [c for c in caps if c.meta.get("format") == "json"]
+    if not texts:
+        return [[c] for c in jsons]
+    runs = [[c] for c in texts]
+    for i, cap in enumerate(jsons):
+        runs[min(i, len(runs) - 1)].insert(0, cap)
+    return runs
+
+
 def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: set[str]) -> tuple[RdmaRun, ...]:
-    """One run per client; its JSON report (valid from perftest 6.20) wins over the text when it parses."""
-    groups: dict[tuple[str, str], list[Capture]] = defaultdict(list)
+    """One run per client output; its JSON report (valid from perftest 6.20) wins over the text when it parses."""
+    groups: dict[RunKey, list[Capture]] = defaultdict(list)
     for cap in captures:
         if cap.meta.get("kind") == "rdma" and cap.meta.get("role") == "client":
-            groups[(cap.meta.get("round", ""), f"{cap.node}:{cap.meta.get('local_rdma_dev', cap.arg)}")].append(cap)
+            groups[run_key(cap)].append(cap)
     runs = []
-    for (round_id, _), caps in groups.items():
-        text = next((c for c in caps if c.meta.get("format") != "json"), caps[0])
-        gbps: float | None = None
-        problem: str | None = "no ib_write_bw output"
-        for cap in sorted(caps, key=lambda c: c.meta.get("format") != "json"):
-            gbps, problem = _rate(cap)
-            if gbps is not None:
-                break
-        if round_id in flapped:
-            gbps, problem = None, FLAP_REASON
-        meta = text.meta
-        runs.append(RdmaRun(_path_key(text, paths), meta.get("mode", "alone"), meta.get("direction", "a->b"),
-                            gbps, text.node, meta.get("local_rdma_dev"), problem))
+    for (round_id, *_), caps in groups.items():
+        per_run = _outputs_per_run(caps)
+        for nth, outputs in enumerate(per_run, 1):
+            gbps: float | None = None
+            problem: str | None = "no ib_write_bw output"
+            for cap in outputs:
+                gbps, problem = _rate(cap)
+                if gbps is not None:
+                    break
+            if round_id in flapped:
+                gbps, problem = None, FLAP_REASON
+            text = outputs[-1]
+            meta = text.meta
+            # Repetitions without a recorded round are numbered in bundle order, so totals pair them up.
+            label = round_id or (f"#{nth}" if len(per_run) > 1 else "")
+            runs.append(RdmaRun(_path_key(text, paths), meta.get("mode", "alone"), meta.get("direction", "a->b"),
+                                gbps, text.node, meta.get("local_rdma_dev"), problem, label))
     return tuple(runs)
 
 

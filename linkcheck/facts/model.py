@@ -144,6 +144,7 @@ class RdmaRun(Record):
     client_node: str
     device: str | None
     problem: str | None = None  # why no number (client failed, no result row, ...)
+    round_id: str = ""  # the bundle's round, when it records one
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -179,6 +180,23 @@ class BenchFacts(Record):
     counters: tuple[RdmaCounters, ...] = ()
     nccl: NcclRun | None = None
     flapped: tuple[str, ...] = ()  # subjects whose carrier or GID table changed during the run
+
+    def totals(self, mode: str = "concurrent") -> dict[str, float | None]:
+        """Per direction, the sum of the paths' Gb/s in `mode`; None where a run of it has no number.
+
+        With repetitions of a round the total is per round, and the lowest round total is given: an
+        acceptance judges the minimum.
+        """
+        rounds: dict[str, dict[str, list[float | None]]] = {}
+        for run in self.rdma:
+            if run.mode == mode:
+                rounds.setdefault(run.direction, {}).setdefault(run.round_id, []).append(run.gbps)
+        out: dict[str, float | None] = {}
+        for direction, by_round in sorted(rounds.items()):
+            sums = [sum(r for r in rates if r is not None) if None not in rates else None
+                    for rates in by_round.values()]
+            out[direction] = None if None in sums else min(s for s in sums if s is not None)
+        return out
 
 
 @dataclass(frozen=True, repr=False, eq=False)

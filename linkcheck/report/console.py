@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.pipeline import Outcome
 
@@ -57,20 +57,48 @@ def node_table(link: LinkFacts) -> Table:
     return table
 
 
+def _rate(run: RdmaRun | None) -> str:
+    if run is None:
+        return "-"
+    return f"{run.gbps:.2f}" if run.gbps is not None else f"no number: {run.problem}"
+
+
 def bench_table(link: LinkFacts) -> Table | None:
-    if not link.bench.rdma and link.bench.nccl is None:
+    """ib_write_bw per path and mode, both directions side by side, then each direction's concurrent total."""
+    if not link.bench.rdma:
         return None
-    table = Table(title="Traffic")
-    for col in ("test", "path", "mode", "direction", "result"):
-        table.add_column(col)
+    table = Table(title="Traffic: ib_write_bw (Gb/s)")
+    for col in ("path", "mode", "a->b", "b->a"):
+        table.add_column(col, justify="right" if "->" in col else "left")
+    order = {"alone": 0, "concurrent": 1}
+    rows: dict[tuple[int, str, str, str], dict[str, RdmaRun]] = {}
     for run in link.bench.rdma:
-        result = f"{run.gbps:.2f} Gb/s" if run.gbps is not None else f"no number: {run.problem}"
-        table.add_row("ib_write_bw", run.path_key, run.mode, run.direction, result)
-    nccl = link.bench.nccl
-    if nccl is not None:
-        busbw = f"{nccl.busbw_gbs:.2f} GB/s busbw" if nccl.busbw_gbs is not None else f"no number: {nccl.problem}"
-        table.add_row("all_gather_perf", f"via {nccl.network or '?'} {','.join(nccl.ib_devices)}", "", "", busbw)
+        rows.setdefault((order.get(run.mode, 2), run.mode, run.round_id, run.path_key), {})[run.direction] = run
+    for (_, mode, round_id, path_key), by_direction in sorted(rows.items()):
+        label = f"{mode} {round_id}" if round_id.startswith("#") else mode
+        table.add_row(path_key, label, _rate(by_direction.get("a->b")), _rate(by_direction.get("b->a")))
+    totals = link.bench.totals("concurrent")
+    if totals:
+        cells = [("-" if d not in totals else "no total" if totals[d] is None else f"{totals[d]:.2f}")
+                 for d in ("a->b", "b->a")]
+        table.add_row("both paths at once", "total", *cells, style="bold")
     return table
+
+
+def _gbs(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f} GB/s"
+
+
+def nccl_line(link: LinkFacts) -> Text | None:
+    nccl = link.bench.nccl
+    if nccl is None:
+        return None
+    if nccl.busbw_gbs is None:
+        return Text(f"all_gather_perf: no number: {nccl.problem}")
+    devices = ", ".join(nccl.ib_devices) or "?"
+    return Text(f"all_gather_perf: {nccl.busbw_gbs:.2f} GB/s peak bus bandwidth (average over sizes "
+                f"{_gbs(nccl.avg_busbw_gbs)}), #wrong {nccl.wrong}, "
+                f"over {nccl.network or '?'} ({devices})")
 
 
 def _finding_panel(finding: Finding) -> Panel:
@@ -87,9 +115,9 @@ def _finding_panel(finding: Finding) -> Panel:
 def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) -> None:
     link, diagnosis = outcome.link, outcome.diagnosis
     console.print(node_table(link))
-    bench = bench_table(link)
-    if bench is not None:
-        console.print(bench)
+    for part in (bench_table(link), nccl_line(link)):
+        if part is not None:
+            console.print(part)
     shown = [f for f in diagnosis.findings if show_all or f.status in (Status.FAIL, Status.WARN)]
     for finding in shown:
         console.print(_finding_panel(finding))

@@ -36,6 +36,8 @@ def _node(node: NodeFacts) -> dict[str, Any]:
 def _bench(link: LinkFacts) -> dict[str, Any]:
     return {
         "rdma": [dataclasses.asdict(r) for r in link.bench.rdma],
+        # Per direction, both paths at once (the lowest round when the run was repeated).
+        "rdma_concurrent_total_gbps": link.bench.totals("concurrent"),
         "nccl": dataclasses.asdict(link.bench.nccl) if link.bench.nccl else None,
         "flapped": list(link.bench.flapped),
     }

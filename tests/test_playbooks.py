@@ -85,7 +85,7 @@ def test_named_check_must_exist_and_get_its_thresholds() -> None:
             "    message: m\n")
     assert "unknown check 'nope'" in _error(text).reason
     text = text.replace("check: nope", "check: nccl_busbw_low")
-    assert "needs threshold 'min_busbw_gbs'" in _error(text).reason
+    assert "needs threshold 'fail_below_busbw_gbs'" in _error(text).reason
 
 
 def test_no_eval_python_tags_rejected() -> None:

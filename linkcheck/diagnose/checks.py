@@ -30,5 +30,6 @@ CHECKS: dict[str, CheckDef] = {
     "below_nominal": CheckDef(checks_bench.below_nominal, _p("path", "gbps", "pct"),
                               _p("degraded_min_gbps", "degraded_max_gbps", "nominal_min_gbps")),
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, _p("network")),
-    "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, _p("busbw", "wrong"), _p("min_busbw_gbs")),
+    "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, _p("busbw", "wrong", "band"),
+                               _p("min_busbw_gbs", "fail_below_busbw_gbs")),
 }

@@ -6,7 +6,7 @@ from typing import Any
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
-from linkcheck.model import Evidence
+from linkcheck.model import Evidence, Severity
 
 FLAPPED = "the link flapped or a GID changed during the traffic test; its numbers cannot be trusted"
 
@@ -96,14 +96,60 @@ def nccl_socket_fallback(link: LinkFacts, thresholds: dict[str, Any]) -> list[Ob
                                   Evidence("NET/IB devices", list(run.ib_devices), "NCCL log")))]
 
 
+def _busbw_pointers(link: LinkFacts) -> list[str]:
+    """What the evidence points at when the collective is below a healthy pair but not broken."""
+    from linkcheck.diagnose.checks_gid import nccl_functions
+
+    run = link.bench.nccl
+    hints = []
+    if run is not None and run.network is not None and (len(run.ib_devices) < 2 or len(set(run.channel_net_devs)) == 1):
+        hints.append(f"NCCL used one HCA ({', '.join(run.ib_devices) or 'one device'}): one PCIe x4 path carries it")
+    for node in (link.a, link.b):
+        chosen = nccl_functions(node)
+        if len(node.used_functions) >= 2 and len(chosen) < 2:
+            names = ", ".join(f.rdma_dev or "?" for f in chosen) or "no"
+            hints.append(f"NCCL_IB_HCA on node {node.name} selects {names} addressed twin only")
+    small = sorted({f"{f.label} {f.mtu}" for n in (link.a, link.b) for f in n.used_functions if f.mtu and f.mtu < 4200})
+    if small:
+        hints.append(f"MTU below 4200 ({', '.join(small)}) limits RoCE to 1024-byte frames "
+                     "(about 22.0 against 22.7 GB/s at MTU 9000)")
+    totals = [t for t in link.bench.totals("concurrent").values() if t is not None]
+    if totals and min(totals) >= 180:
+        hints.append(f"ib_write_bw carried {min(totals):.0f} Gb/s on both paths at once, so the link itself is fine: "
+                     "a collective this slow has cleared after rebooting both nodes, or came from a development NCCL "
+                     "build")
+    if run is not None and run.largest_bytes is not None and run.largest_bytes < (1 << 30):
+        hints.append(f"the largest size tested was {run.largest_bytes / (1 << 20):.0f} MiB; below 1 GiB bus bandwidth "
+                     "is latency-bound (rerun with -b 16G -e 16G)")
+    return hints
+
+
 def nccl_busbw_low(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    """Bands from published pairs: healthy at or above min_busbw_gbs, a failure below fail_below_busbw_gbs
+    (or any #wrong), a warning in between that names what the evidence points at."""
     run = link.bench.nccl
     if run is None or run.busbw_gbs is None:
         why = run.problem if run and run.problem else "no all_gather_perf result"
         return [Observation(subject="nccl", fired=False, skip=why)]
-    minimum = thresholds["min_busbw_gbs"]
-    return [Observation(subject="nccl", fired=run.busbw_gbs < minimum or run.wrong > 0,
-                        values={"busbw": f"{run.busbw_gbs:.2f}", "wrong": run.wrong},
-                        evidence=(Evidence("peak bus bandwidth", run.busbw_gbs, "GB/s, all_gather_perf"),
-                                  Evidence("# Avg bus bandwidth", run.avg_busbw_gbs, "GB/s, all sizes"),
-                                  Evidence("#wrong", run.wrong, "all_gather_perf")))]
+    healthy, broken = thresholds["min_busbw_gbs"], thresholds["fail_below_busbw_gbs"]
+    busbw = run.busbw_gbs
+    small_sweep = run.largest_bytes is not None and run.largest_bytes < (1 << 30)
+    if run.wrong > 0:
+        band, severity = f"{run.wrong} values came back wrong: the collective corrupted data", Severity.ERROR
+    elif busbw < broken and not small_sweep:
+        band, severity = (f"below {broken} GB/s, the range of the socket fallback (~2 GB/s), the hot-plug state "
+                          "(~3 GB/s) and a development NCCL build (3.04 GB/s)"), Severity.ERROR
+    elif busbw < healthy:
+        pointers = _busbw_pointers(link)
+        band = (f"below the {healthy} GB/s that healthy pairs reach"
+                + (f"; the evidence points at: {'; '.join(pointers)}" if pointers else ""))
+        severity = Severity.WARNING
+    else:
+        band, severity = "", None
+    evidence = (Evidence("peak bus bandwidth (messages >= 1 GiB)", busbw, "GB/s, all_gather_perf"),
+                Evidence("# Avg bus bandwidth", run.avg_busbw_gbs, "GB/s, mean over all sizes"),
+                Evidence("largest message", run.largest_bytes, "bytes"),
+                Evidence("#wrong", run.wrong, "all_gather_perf"))
+    return [Observation(subject="nccl", fired=severity is not None, severity=severity,
+                        values={"busbw": f"{busbw:.2f}", "wrong": run.wrong, "band": band},
+                        evidence=evidence)]

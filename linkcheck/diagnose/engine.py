@@ -56,8 +56,9 @@ def _finding(rule: Rule, obs: Observation) -> Finding:
     if not obs.fired:
         return Finding(rule.id, Status.PASS, rule.severity, obs.subject, rule.title, "ok", evidence=obs.evidence,
                        references=rule.references)
-    status = Status.FAIL if rule.severity is Severity.ERROR else Status.WARN
-    return Finding(rule.id, status, rule.severity, obs.subject, rule.title, render(rule.message, values),
+    severity = obs.severity or rule.severity
+    status = Status.FAIL if severity is Severity.ERROR else Status.WARN
+    return Finding(rule.id, status, severity, obs.subject, rule.title, render(rule.message, values),
                    evidence=obs.evidence, fix=tuple(render(f, values) for f in rule.fix),
                    mechanism=rule.mechanism, references=rule.references)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkcheck.facts.model import LinkFacts
-from linkcheck.model import Evidence, Record
+from linkcheck.model import Evidence, Record, Severity
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -20,6 +20,8 @@ class Observation(Record):
     values: dict[str, Any] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
     skip: str | None = None
+    # A check that grades its finding (a warning band below a failure band) lowers the rule's severity here.
+    severity: Severity | None = None
 
 
 CheckFunc = Callable[[LinkFacts, dict[str, Any]], list[Observation]]

@@ -20,7 +20,7 @@ from linkcheck.model import Record, Severity
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
 RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
-             "mechanism", "fix", "references", "required"}
+             "mechanism", "fix", "references", "required", "threshold_sources"}
 TOP_KEYS = {"playbook", "description", "rules"}
 COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "between", "below_baseline"}
 OPERATORS = COMPARE_OPS | {"missing", "differs"}
@@ -63,6 +63,7 @@ class Rule(Record):
     references: tuple[str, ...] = ()
     required: bool = True
     source: str = ""
+    threshold_sources: dict[str, str] = field(default_factory=dict)  # threshold name -> where its value comes from
 
 
 class _Ctx:
@@ -204,6 +205,17 @@ def _needs(ctx: _Ctx, raw: dict[str, Any]) -> tuple[str, ...]:
     return needs
 
 
+def _threshold_sources(ctx: _Ctx, raw: dict[str, Any], thresholds: dict[str, Any]) -> dict[str, str]:
+    sources = raw.get("threshold_sources", {})
+    if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
+        raise ctx.fail("threshold_sources must map threshold names to a non-empty text", raw, "threshold_sources")
+    unknown = sorted(str(k) for k in set(sources) - set(thresholds))
+    if unknown:
+        raise ctx.fail(f"threshold_sources names '{unknown[0]}', which is not in this rule's thresholds",
+                       sources, unknown[0])
+    return {str(k): str(v).strip() for k, v in sources.items()}
+
+
 def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
     rule_id, severity, thresholds = _header(ctx, raw)
     scope, allowed = _scope_and_placeholders(ctx, raw, thresholds)
@@ -221,6 +233,7 @@ def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
         where=_condition(ctx, raw["where"], scope, thresholds) if "where" in raw else None,
         needs=needs, thresholds=dict(thresholds), fix=fix, references=_strings(ctx, raw, "references"),
         required=required, source=f"{ctx.path}:{line_of(raw) or '?'}",
+        threshold_sources=_threshold_sources(ctx, raw, thresholds),
     )
 
 

@@ -28,7 +28,8 @@ def describe_rule(rule: Rule) -> str:
     if rule.needs:
         lines.append(f"  needs: {', '.join(rule.needs)}")
     for name, value in rule.thresholds.items():
-        lines.append(f"  threshold {name}: {value}")
+        source = rule.threshold_sources.get(name)
+        lines.append(f"  threshold {name}: {value}" + (f"  (source: {source})" if source else ""))
     lines.append("  message: " + rule.message)
     if rule.mechanism:
         lines.append("  mechanism:")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from linkcheck.errors import ParseError
 from linkcheck.facts.model import BenchFacts, DataPath, NcclRun, RdmaCounters, RdmaRun
 from linkcheck.model import Capture
+
+if TYPE_CHECKING:
+    from linkcheck.parsers.nccl_tests import NcclTestRow
 
 FLAP_REASON = "the link flapped or a GID changed during this run; its number is not trusted"
 
@@ -134,17 +139,33 @@ def _deltas(node: str, round_id: str, before: Values, after: Values) -> list[Rdm
                          round_id) for d in devs]
 
 
+LARGE_MESSAGE_BYTES = 1 << 30  # bus bandwidth is judged where messages are large enough to fill the link
+
+
+def _large_message_busbw(rows: tuple[NcclTestRow, ...]) -> tuple[float | None, int | None]:
+    """The best bus bandwidth over the rows of at least 1 GiB (all rows when none is that large), and the
+    largest size: small sizes are latency-bound (a healthy pair gives ~16 GB/s at 32 MB, ~22 at 16 GB)."""
+    if not rows:
+        return None, None
+    largest = max(r.size_bytes for r in rows)
+    judged = [r for r in rows if r.size_bytes >= LARGE_MESSAGE_BYTES] or list(rows)
+    values = [v for r in judged for v in (r.oop_busbw_gbs, r.ip_busbw_gbs) if v is not None and not math.isnan(v)]
+    return (max(values) if values else None), largest
+
+
 def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
     from linkcheck.parsers.nccl_log import parse_nccl_log
     from linkcheck.parsers.nccl_tests import parse_nccl_tests
 
     problem = None
     busbw = avg = None
+    largest: int | None = None
     wrong = 0
     if test_cap is not None:
         try:
             result = parse_nccl_tests(test_cap.stdout)
-            busbw, avg, wrong = result.max_busbw_gbs, result.avg_busbw_gbs, result.wrong_total
+            busbw, largest = _large_message_busbw(result.rows)
+            avg, wrong = result.avg_busbw_gbs, result.wrong_total
             if not result.rows:
                 problem = result.errors[0] if result.errors else "no result rows"
         except ParseError as exc:
@@ -159,8 +180,8 @@ def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
             network, devices, channels, socket = log.network, log.ib_devices, log.channel_net_devs, log.uses_socket
         except ParseError as exc:
             problem = problem or f"NCCL log: {exc.reason}"
-    return NcclRun(busbw_gbs=busbw, avg_busbw_gbs=avg, wrong=wrong, network=network, ib_devices=tuple(devices),
-                   channel_net_devs=tuple(channels), uses_socket=socket, problem=problem)
+    return NcclRun(busbw_gbs=busbw, avg_busbw_gbs=avg, wrong=wrong, largest_bytes=largest, network=network,
+                   ib_devices=tuple(devices), channel_net_devs=tuple(channels), uses_socket=socket, problem=problem)
 
 
 def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> tuple[BenchFacts, frozenset[str]]:

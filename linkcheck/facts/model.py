@@ -170,6 +170,7 @@ class NcclRun(Record):
     channel_net_devs: tuple[int, ...]
     uses_socket: bool
     problem: str | None = None
+    largest_bytes: int | None = None  # the largest message size of the sweep
 
 
 @dataclass(frozen=True, repr=False, eq=False)

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from linkcheck.diagnose.checks_gid import nccl_functions
+from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence
@@ -43,6 +44,71 @@ def _config(node: NodeFacts) -> Observation | None:
                                "remedy": _hca_remedy(twins)},
                        evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "not set")),)
                        + tuple(Evidence(f"{f.netdev} PCI function", f.bdf, "sysfs") for f in used))
+
+
+def _suggested_address(twin: Function) -> str:
+    """An address for an unaddressed twin: the addressed twin's host in the next /24 (NVIDIA's current layout
+    puts the two twins in 192.168.100.0/24 and 192.168.101.0/24), or that layout itself."""
+    import ipaddress
+
+    if twin.ipv4:
+        iface = ipaddress.ip_interface(twin.ipv4[0])
+        if iface.network.prefixlen >= 24 and not iface.ip.is_link_local:
+            return f"{iface.ip + 256}/{iface.network.prefixlen}"
+    return "192.168.101.<host>/24 (and 192.168.100.<host>/24 on its twin)"
+
+
+def _unaddressed_twins(node: NodeFacts) -> list[Observation]:
+    """A twin of the cabled cage without IPv4 while its twin has one: the pair runs on one PCIe x4 link.
+
+    NVIDIA's October 2025 netplan addressed one twin only (link-local on the domain-0000 netdevs)."""
+    out = []
+    for cage in node.cabled_cages:
+        twins = [f for f in node.functions if f.cage == cage]
+        addressed = [f for f in twins if f.ipv4]
+        for idle in (f for f in twins if not f.ipv4 and addressed):
+            other = addressed[0]
+            state = "up" if idle.carrier else "down" if idle.carrier is False else "in an unknown state"
+            address = _suggested_address(other)
+            out.append(Observation(
+                subject=idle.label, fired=True, nodes=(node.name,),
+                values={"what": f"{idle.netdev} ({idle.rdma_dev or '?'}, PCI {idle.bdf or '?'}), the twin of "
+                                f"{other.netdev} in cabled cage {cage}, is {state} but has no IPv4 address, so it "
+                                f"carries nothing and every flow uses {other.netdev}'s PCIe link",
+                        "node": node.name,
+                        "remedy": f"address {idle.netdev} in a subnet of its own: in /etc/netplan/40-cx7.yaml add "
+                                  f"'{idle.netdev}: {{addresses: [{address}], dhcp4: false}}' (the peer's twin "
+                                  "likewise), sudo netplan apply, and list both twins in NCCL_IB_HCA"},
+                evidence=(Evidence(f"{idle.netdev} IPv4", [], "ip addr"),
+                          Evidence(f"{other.netdev} IPv4", list(other.ipv4), "ip addr"),
+                          Evidence(f"{idle.netdev} carrier", idle.carrier, "sysfs"),
+                          Evidence(f"cage of {idle.netdev} and {other.netdev}", cage, "phys_port_name"))))
+    return out
+
+
+def _listed_hcas_without_gid(node: NodeFacts) -> list[Observation]:
+    """An HCA of the cabled cage that NCCL_IB_HCA names but that has no RoCE v2 IPv4 GID: NCCL cannot reach the
+    peer through it (auto-selection falls back to the link-local GID)."""
+    hca = node.nccl.get("NCCL_IB_HCA")
+    if not hca or "gids" in node.unavailable:
+        return []
+    live = [f for f in node.functions if f.cage in node.cabled_cages and f.rdma_dev]
+    listed = set(select_hcas(hca, [f.rdma_dev or "" for f in live]))
+    out = []
+    for fn in (f for f in live if f.rdma_dev in listed and f.gid_index is None):
+        why = "no IPv4 address" if not fn.ipv4 else f"no RoCE v2 GID for {fn.ip}"
+        out.append(Observation(
+            subject=f"{node.name}:{fn.rdma_dev}", fired=True, nodes=(node.name,),
+            values={"what": f"NCCL_IB_HCA={hca} names {fn.rdma_dev}, which has no RoCE v2 IPv4 GID ({fn.netdev} has "
+                            f"{why}): NCCL cannot use it, so one PCIe link carries the collective",
+                    "node": node.name,
+                    "remedy": f"address {fn.netdev} in its own subnet in /etc/netplan/40-cx7.yaml and sudo netplan "
+                              f"apply (its RoCE v2 GID appears with the address), or drop {fn.rdma_dev} from "
+                              "NCCL_IB_HCA"},
+            evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "?")),
+                      Evidence(f"{fn.netdev} IPv4", list(fn.ipv4), "ip addr"),
+                      Evidence(f"RoCE v2 IPv4 GID index of {fn.rdma_dev}", None, "sysfs gid_attrs"))))
+    return out
 
 
 def _wrong_mac(local: Function, peer: Function, node: NodeFacts, peer_node: NodeFacts) -> Observation | None:
@@ -134,6 +200,9 @@ def _nccl(link: LinkFacts) -> list[Observation]:
 
 def single_pcie_path(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
     found = [o for o in (_config(link.a), _config(link.b)) if o is not None]
+    for node in (link.a, link.b):
+        found.extend(_unaddressed_twins(node))
+        found.extend(_listed_hcas_without_gid(node))
     for path in link.paths:
         found.extend(_neighbours(link, path))
     if not link.bench.flapped:

@@ -7,7 +7,7 @@ from typing import Any
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
-from linkcheck.model import Evidence
+from linkcheck.model import Evidence, Severity
 
 
 def _node_link_down(node: NodeFacts) -> list[Observation]:
@@ -43,13 +43,34 @@ def link_down(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
     out = _node_link_down(link.a) + _node_link_down(link.b)
     cages_a, cages_b = link.a.cabled_cages, link.b.cabled_cages
     if cages_a and cages_b:
+        # A cable from p1 on one node to p0 on the other carries full traffic: link state and traffic judge
+        # the link, and the asymmetry is only a note.
         out.append(Observation(
-            subject="pair", fired=cages_a != cages_b,
-            values={"node": "b", "netdev": "-", "what": f"the nodes use different cages: a {', '.join(cages_a)}, "
-                    f"b {', '.join(cages_b)}; NVIDIA asks for the same physical port on both"},
+            subject="pair", fired=cages_a != cages_b, severity=Severity.INFO,
+            values={"node": "b", "netdev": "-", "what": f"the cable joins different cages (a {', '.join(cages_a)}, "
+                    f"b {', '.join(cages_b)}); this works, but NVIDIA's guides ask for the same physical port on "
+                    "both, and netplan files written for one node do not fit the other"},
             evidence=(Evidence("cabled cages on a", list(cages_a), "phys_port_name + carrier"),
                       Evidence("cabled cages on b", list(cages_b), "phys_port_name + carrier"))))
+    if cages_a and cages_b and not link.paths and _addressed(link.a) and _addressed(link.b):
+        out.append(_no_path(link))
     return out
+
+
+def _addressed(node: NodeFacts) -> bool:
+    return "addresses" not in node.unavailable and any(f.cage in node.cabled_cages for f in node.functions)
+
+
+def _no_path(link: LinkFacts) -> Observation:
+    """Both nodes cabled, but no twin on a shares a subnet with a twin on b: nothing can cross the cable."""
+    listing = {n.name: [f"{f.netdev} {','.join(f.ipv4) or 'no IPv4'}" for f in n.functions
+                        if f.cage in n.cabled_cages] for n in (link.a, link.b)}
+    return Observation(
+        subject="pair", fired=True,
+        values={"node": "a", "netdev": "-",
+                "what": f"no data path: no twin of the cabled cage on a ({'; '.join(listing['a'])}) shares a subnet "
+                        f"with one on b ({'; '.join(listing['b'])})"},
+        evidence=tuple(Evidence(f"cabled twins on {k}", v, "ip addr") for k, v in listing.items()))
 
 
 def twins_same_subnet(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:

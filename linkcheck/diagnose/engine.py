@@ -37,6 +37,9 @@ class Diagnosis(Record):
                 Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE}[self.verdict]
 
 
+PASS_MESSAGE = "ok"
+
+
 def render(template: str, values: dict[str, Any]) -> str:
     """Fill {placeholders}; an unknown value prints as '?' rather than failing the report."""
 
@@ -53,10 +56,14 @@ def _finding(rule: Rule, obs: Observation) -> Finding:
         return Finding(rule.id, Status.SKIP, rule.severity, obs.subject, rule.title, f"not judged: {obs.skip}",
                        evidence=obs.evidence, required=rule.required, skip_reason=obs.skip,
                        references=rule.references)
-    if not obs.fired:
-        return Finding(rule.id, Status.PASS, rule.severity, obs.subject, rule.title, "ok", evidence=obs.evidence,
-                       references=rule.references)
     severity = obs.severity or rule.severity
+    if not obs.fired:
+        return Finding(rule.id, Status.PASS, rule.severity, obs.subject, rule.title, PASS_MESSAGE,
+                       evidence=obs.evidence, references=rule.references)
+    if severity is Severity.INFO:
+        # Worth saying, never a problem: it passes and the report shows it as a note.
+        return Finding(rule.id, Status.PASS, severity, obs.subject, rule.title, render(rule.message, values),
+                       evidence=obs.evidence, references=rule.references)
     status = Status.FAIL if severity is Severity.ERROR else Status.WARN
     return Finding(rule.id, status, severity, obs.subject, rule.title, render(rule.message, values),
                    evidence=obs.evidence, fix=tuple(render(f, values) for f in rule.fix),
@@ -137,4 +144,6 @@ def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str,
     for rule in rules:
         findings.extend(run_rule(rule, link, bench_error))
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
+    notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
+                   if f.status is Status.PASS and f.message != PASS_MESSAGE)
     return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors)), notes)

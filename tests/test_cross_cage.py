@@ -1,0 +1,44 @@
+"""A cable from cage p1 on one node to p0 on the other carries full traffic: a note, never LINK_DOWN."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from linkcheck.collect.bundle import load_bundle
+from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.facts.model import LinkFacts
+from linkcheck.facts.pair import build_link_facts
+from linkcheck.model import Status, Verdict
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SWAP = {"p0": "p1", "p1": "p0"}
+
+
+def _healthy() -> LinkFacts:
+    return build_link_facts(load_bundle(FIXTURES / "healthy").captures)
+
+
+def test_cross_cage_cabling_passes_with_a_note() -> None:
+    link = _healthy()
+    b = replace(link.b, functions=tuple(replace(f, cage=SWAP[f.cage or "p0"]) for f in link.b.functions))
+    link = replace(link, b=b)
+    assert link.a.cabled_cages == ("p1",) and link.b.cabled_cages == ("p0",)
+    result = diagnose(link, load_playbooks())
+    assert not [f for f in result.findings if f.rule_id == "LINK_DOWN" and f.status is not Status.PASS]
+    assert result.verdict is Verdict.PASS
+    assert any("different cages (a p1, b p0)" in note for note in result.notes)
+
+
+def test_same_cage_has_no_note() -> None:
+    assert not diagnose(_healthy(), load_playbooks()).notes
+
+
+def test_no_shared_subnet_between_the_nodes_is_a_failure() -> None:
+    link = _healthy()
+    moved = tuple(replace(f, ipv4=tuple(c.replace("192.168.", "10.9.") for c in f.ipv4)) for f in link.b.functions)
+    link = replace(link, b=replace(link.b, functions=moved), paths=())
+    findings = [f for f in diagnose(link, load_playbooks()).findings if f.rule_id == "LINK_DOWN"]
+    assert [f.subject for f in findings if f.status is Status.FAIL] == ["pair"]
+    assert any("no data path" in f.message for f in findings)

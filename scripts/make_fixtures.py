@@ -1,7 +1,9 @@
 """Regenerate fixtures/<scenario>/ bundles from the GB10 emulator's scenarios.
 
-Each fixture is a bundle exactly as `linkcheck collect` writes it, plus expected.yaml: the exact set
-of rule ids that must warn or fail, and the verdict. Run from the repository root:
+Each fixture is a bundle exactly as `linkcheck collect` writes it, plus expected.yaml (origin: synthetic):
+the exact rule ids that must warn or fail with their subjects, the rules that must skip, the verdict and,
+where stated, the measured figures. Real-output fixtures come from scripts/make_real_fixtures.py.
+Run from the repository root:
     python scripts/make_fixtures.py [SCENARIO ...]
 """
 
@@ -42,10 +44,15 @@ def write_fixture(name: str) -> Path:
     write_bundle(Bundle(captures=captures, nodes=nodes, created=CREATED), target)
     expected = {
         "scenario": name,
+        "origin": "synthetic",
         "description": scenario.description,
         "verdict": expected_verdict(name, scenario.expected_findings),
         "findings": dict(sorted(scenario.expected_findings.items())),
+        "subjects": {k: sorted(v) for k, v in sorted(scenario.subjects.items())},
+        "skips": sorted(scenario.skips),
     }
+    if scenario.figures:
+        expected["figures"] = scenario.figures
     (target / "expected.yaml").write_text(yaml.safe_dump(expected, sort_keys=False, width=100))
     return target
 

@@ -7,7 +7,7 @@ flows share one PCIe x4 link. `scenario_captures` / `scenario_bench_captures` tu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tests.emulators.bench import BenchArtifact, nccl_artifacts, rdma_artifacts
 from tests.emulators.build import (
@@ -34,7 +34,12 @@ JUMBO = {P1: 9000, P1_2: 9000}
 
 @dataclass(frozen=True)
 class Scenario:
-    """Two nodes, their benchmark outputs and the rule ids that must warn or fail (nothing else may)."""
+    """Two nodes, their benchmark outputs and the rule ids that must warn or fail (nothing else may).
+
+    `subjects` names, per rule in `expected_findings`, every subject that warns or fails; `skips` the rule ids
+    that must skip somewhere (the traffic-test rules skip when the bundle holds no such test); `figures` the
+    measured numbers the diagnosis must read (see tests/test_scenarios.py).
+    """
 
     name: str
     description: str
@@ -42,6 +47,14 @@ class Scenario:
     node_b: Node
     bench: tuple[BenchArtifact, ...]
     expected_findings: dict[str, str]
+    subjects: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    skips: tuple[str, ...] = ()
+    figures: dict[str, object] = field(default_factory=dict)
+
+
+NO_NCCL = ("NCCL_BUSBW_LOW", "NCCL_SOCKET_FALLBACK")
+NO_BENCH = (*NO_NCCL, "LINK_BELOW_NOMINAL", "LINK_HOTPLUG_DEGRADED")
+PATH_1, PATH_2 = f"{P1}<->{P1}", f"{P1_2}<->{P1_2}"
 
 
 def _pair(addr_a: Addrs, addr_b: Addrs, *,
@@ -87,7 +100,9 @@ def healthy() -> Scenario:
     bench = _rdma(a, b, (109.29, 108.94), (98.03, 98.04)) + nccl_artifacts(a, b, 23.74)
     return Scenario("healthy", "One Amphenol NJAAKK-N911 in cage p1 of both nodes, twins on 192.168.100/24 and "
                     "192.168.101/24, MTU 9000, GID index 3 everywhere, NCCL_IB_HCA on both twins, no GID pin.",
-                    a, b, tuple(bench), {})
+                    a, b, tuple(bench), {},
+                    figures={"rdma_concurrent_total_gbps": {"a->b": 196.07, "b->a": 196.05}, "rdma_runs": 8,
+                             "nccl_busbw_gbs": 23.79})
 
 
 def gid_stale() -> Scenario:
@@ -101,7 +116,8 @@ def gid_stale() -> Scenario:
     a, b = replace(a, nccl_conf=conf), replace(b, nccl_conf=conf, uptime_s=1843.27)
     return Scenario("gid-stale", "After a reboot node b's roceP2p1s0f1 holds its IPv4 RoCE v2 GID at index 4 "
                     "(index 3 is a hole) while /etc/nccl.conf pins NCCL_IB_GID_INDEX=3 on both nodes.",
-                    a, b, (), {"GID_INDEX_STALE": "fail", "GID_INDEX_DIFFERS": "warn"})
+                    a, b, (), {"GID_INDEX_STALE": "fail", "GID_INDEX_DIFFERS": "warn"},
+                    {"GID_INDEX_STALE": ("b:roceP2p1s0f1",), "GID_INDEX_DIFFERS": ("pair",)}, NO_BENCH)
 
 
 def hotplug_degraded() -> Scenario:
@@ -114,7 +130,8 @@ def hotplug_degraded() -> Scenario:
     bench = _rdma(a, b, (13.31, 13.27), (13.33, 13.23))
     return Scenario("hotplug-degraded", "Node a booted without the cable; it was plugged in ~1 h later "
                     "(cx7-pcie-hotplug). Everything reads healthy but each path runs ~13 Gb/s.",
-                    a, b, tuple(bench), {"LINK_HOTPLUG_DEGRADED": "fail"})
+                    a, b, tuple(bench), {"LINK_HOTPLUG_DEGRADED": "fail"},
+                    {"LINK_HOTPLUG_DEGRADED": (PATH_1, PATH_2)}, NO_NCCL)
 
 
 def single_pcie_path() -> Scenario:
@@ -128,7 +145,8 @@ def single_pcie_path() -> Scenario:
     return Scenario("single-pcie-path", "Config correct at the IP level, but node b resolved node a's "
                     "192.168.101.10 to the MAC of a's enp1s0f1np1 (the other twin): both flows land on one x4 "
                     "link. perftest 6.06 (MB/sec units, no --report_gbits).",
-                    a, b, tuple(bench), {"SINGLE_PCIE_PATH": "fail"})
+                    a, b, tuple(bench), {"SINGLE_PCIE_PATH": "fail"},
+                    {"SINGLE_PCIE_PATH": (f"b:{P1_2}", "rdma a->b concurrent", "rdma b->a concurrent")}, NO_NCCL)
 
 
 def twins_same_subnet() -> Scenario:
@@ -140,7 +158,8 @@ def twins_same_subnet() -> Scenario:
     return Scenario("twins-same-subnet", "NVIDIA's Dec-2025 layout: both twins of cage p1 in one /24 (two "
                     "connected routes for the subnet). RoCE resolved each peer twin on its own netdev and the "
                     "two-rail test passed, so only the layout warning remains.",
-                    a, b, tuple(bench), {"TWINS_SAME_SUBNET": "warn"})
+                    a, b, tuple(bench), {"TWINS_SAME_SUBNET": "warn"},
+                    {"TWINS_SAME_SUBNET": ("node a", "node b")}, NO_NCCL)
 
 
 def mtu_mismatch() -> Scenario:
@@ -150,7 +169,8 @@ def mtu_mismatch() -> Scenario:
     b = replace(b, uptime_s=962.4)
     return Scenario("mtu-mismatch", "After a firmware-update reboot node b's enP2p1s0f1np1 is back at MTU 1500 "
                     "(its 9000 was only ever set live; the netplan file sets it on enp1s0f1np1 only) while node "
-                    "a's twin runs 9000.", a, b, (), {"MTU_MISMATCH": "fail"})
+                    "a's twin runs 9000.", a, b, (), {"MTU_MISMATCH": "fail"},
+                    {"MTU_MISMATCH": (PATH_2,)}, NO_BENCH)
 
 
 def nccl_socket_fallback() -> Scenario:
@@ -158,7 +178,8 @@ def nccl_socket_fallback() -> Scenario:
     bench = _rdma(a, b, (109.12, 109.33), (98.01, 97.95)) + nccl_artifacts(a, b, 2.04, transport="Socket")
     return Scenario("nccl-socket-fallback", "RDMA is healthy, but NCCL ran without the IB transport (e.g. a "
                     "container without /dev/infiniband): NET/IB found no device and NCCL used sockets on enP7s7.",
-                    a, b, tuple(bench), {"NCCL_SOCKET_FALLBACK": "fail", "NCCL_BUSBW_LOW": "fail"})
+                    a, b, tuple(bench), {"NCCL_SOCKET_FALLBACK": "fail", "NCCL_BUSBW_LOW": "fail"},
+                    {"NCCL_SOCKET_FALLBACK": ("nccl",), "NCCL_BUSBW_LOW": ("nccl",)})
 
 
 def unapproved_cable() -> Scenario:
@@ -168,7 +189,8 @@ def unapproved_cable() -> Scenario:
                  {P1: ("192.168.100.11/24",), P1_2: ("192.168.101.11/24",)}, cable=cable)
     return Scenario("unapproved-cable", "A generic 100G DAC (SFF-8636, Vendor PN QSFP-100G-CU1M) that is not on "
                     "NVIDIA's list, although the link came up at 200000 Mb/s.",
-                    a, b, (), {"CABLE_NOT_APPROVED": "warn"})
+                    a, b, (), {"CABLE_NOT_APPROVED": "warn"},
+                    {"CABLE_NOT_APPROVED": ("node a", "node b")}, NO_BENCH)
 
 
 def degraded_collection() -> Scenario:
@@ -177,10 +199,40 @@ def degraded_collection() -> Scenario:
     b = replace(b, sudo_ok=False, missing_tools=missing)
     return Scenario("degraded-collection", "Node b refuses sudo without a password (lspci, ethtool -m, netplan "
                     "files and dmesg fail) and has no rdma-core/MLNX tools; node a is healthy. The verdict must "
-                    "be inconclusive.", a, b, (), {})
+                    "be inconclusive.", a, b, (), {}, {}, ("CABLE_NOT_APPROVED", *NO_BENCH))
+
+
+def link_down() -> Scenario:
+    a, b = _two_subnets()
+    b = with_function(b, P1_2, admin_up=False)
+    return Scenario("link-down", "Node b's enP2p1s0f1np1, a twin of the cabled cage p1, was left administratively "
+                    "down (`ip link set enP2p1s0f1np1 down`) while its twin and node a are up: that twin has no "
+                    "carrier and its RoCE device is DOWN.",
+                    a, b, (), {"LINK_DOWN": "fail"}, {"LINK_DOWN": (f"b:{P1_2}",)}, NO_BENCH)
+
+
+def link_below_nominal() -> Scenario:
+    a, b = with_rates(*_two_subnets(), (71.42, 70.88), (70.21, 69.84))
+    bench = _rdma(a, b, (71.42, 70.88), (70.21, 69.84))
+    return Scenario("link-below-nominal", "Every path runs ~70 Gb/s, alone and with its twin (140 Gb/s total): well "
+                    "below ~92-98 Gb/s, yet not the 8-25 Gb/s hot-plug state and not one shared x4 link (~85-120 "
+                    "total). A signature no named rule explains.",
+                    a, b, tuple(bench), {"LINK_BELOW_NOMINAL": "fail"}, {"LINK_BELOW_NOMINAL": (PATH_1, PATH_2)},
+                    NO_NCCL, {"rdma_concurrent_total_gbps": {"a->b": 140.05, "b->a": 140.03}, "rdma_runs": 8})
+
+
+def gid_empty_pin() -> Scenario:
+    a, b = _two_subnets()
+    env = {**HCA_ENV, "NCCL_IB_GID_INDEX": ""}
+    a, b = replace(a, nccl_env=dict(env)), replace(b, nccl_env=dict(env))
+    return Scenario("gid-empty-pin", "A compose file maps NCCL_IB_GID_INDEX to the empty string on both nodes "
+                    "(tonyd2wild/...-2x-DGX-Spark PR #40): NCCL reads it as 0, the fe80 link-local GID.",
+                    a, b, (), {"GID_INDEX_EMPTY_PIN": "fail"}, {"GID_INDEX_EMPTY_PIN": ("node a", "node b")},
+                    NO_BENCH)
 
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
-                        mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection())
+                        mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
+                        link_down(), link_below_nominal(), gid_empty_pin())
 }

@@ -51,11 +51,15 @@ def diagnose(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
     playbook: PlaybookOpt = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also show passed findings.")] = False,
+    config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
+        "`check` (default ./linkcheck.yaml when present).")] = None,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
+    from linkcheck.config import find_config
     from linkcheck.pipeline import diagnose_bundle
 
-    outcome = diagnose_bundle(bundle, playbook)
+    outcome = diagnose_bundle(bundle, playbook, find_config(config))
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 

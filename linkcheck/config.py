@@ -13,6 +13,7 @@ import yaml
 
 from linkcheck.diagnose.yaml_lines import line_of, load_with_lines
 from linkcheck.errors import ConfigError
+from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_target
 
 DEFAULT_PATH = Path("linkcheck.yaml")
@@ -40,10 +41,14 @@ class Config:
 
     nodes: dict[str, NodeTarget]
     ssh: SshOptions = field(default_factory=SshOptions)
-    expected_paths: tuple[tuple[str, str], ...] = ()
+    expected_link: ExpectedLink | None = None
     playbooks: tuple[Path, ...] = ()
     thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str | None = None
+
+    @property
+    def expected_paths(self) -> tuple[tuple[str, str], ...]:
+        return tuple((p.a, p.b) for p in self.expected_link.paths) if self.expected_link else ()
 
 
 class _Reader:
@@ -106,8 +111,14 @@ def _ssh(r: _Reader, data: dict[str, Any]) -> SshOptions:
         accept_new_host_keys=accept)
 
 
-def _paths(r: _Reader, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+def _expected_link(r: _Reader, data: dict[str, Any]) -> ExpectedLink | None:
+    """The `link:` section that `init` wrote: the cabled cage and the paths, compared with the live link."""
+    if "link" not in data:
+        return None
     link = r.mapping(data, "link", {"cage", "paths"})
+    cage = link.get("cage")
+    if cage is not None and not isinstance(cage, str):
+        raise r.fail("'link.cage' must be a cage name such as p1", link, "cage")
     paths = link.get("paths", [])
     if not isinstance(paths, list):
         raise r.fail("'link.paths' must be a list of {a: netdev, b: netdev}", link, "paths")
@@ -115,8 +126,14 @@ def _paths(r: _Reader, data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     for item in paths:
         if not isinstance(item, dict) or not isinstance(item.get("a"), str) or not isinstance(item.get("b"), str):
             raise r.fail("each path needs 'a: <netdev>' and 'b: <netdev>'", item if isinstance(item, dict) else link)
-        out.append((item["a"], item["b"]))
-    return tuple(out)
+        unknown = sorted(set(item) - {"a", "b", "subnet"})
+        if unknown:
+            raise r.fail(f"unknown key '{unknown[0]}' in a path (expected: a, b, subnet)", item, unknown[0])
+        subnet = item.get("subnet")
+        if subnet is not None and not isinstance(subnet, str):
+            raise r.fail("'subnet' must be a CIDR such as 192.168.100.0/24", item, "subnet")
+        out.append(ExpectedPath(item["a"], item["b"], subnet))
+    return ExpectedLink(cage=None if cage in (None, "none") else cage, paths=tuple(out), source=r.path)
 
 
 def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, ...], dict[str, dict[str, Any]]]:
@@ -151,7 +168,7 @@ def load_config(path: Path) -> Config:
     if unknown:
         raise r.fail(f"unknown key '{unknown[0]}' (expected: {', '.join(sorted(TOP_KEYS))})", data, unknown[0])
     playbooks, thresholds = _tuning(r, data, path.parent)
-    return Config(nodes=_nodes(r, data), ssh=_ssh(r, data), expected_paths=_paths(r, data),
+    return Config(nodes=_nodes(r, data), ssh=_ssh(r, data), expected_link=_expected_link(r, data),
                   playbooks=playbooks, thresholds=thresholds, source=str(path))
 
 
@@ -166,10 +183,15 @@ def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
     return nodes
 
 
+def find_config(config_path: Path | None) -> Config | None:
+    """The config a command uses: the given file, else ./linkcheck.yaml when present, else none."""
+    path = config_path or (DEFAULT_PATH if DEFAULT_PATH.is_file() else None)
+    return load_config(path) if path else None
+
+
 def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
     """The config file (if given or present) with --node options taking precedence."""
-    path = config_path or (DEFAULT_PATH if DEFAULT_PATH.is_file() else None)
-    config = load_config(path) if path else Config(nodes={})
+    config = find_config(config_path) or Config(nodes={})
     overrides = parse_node_options(node_options)
     for name, target in overrides.items():
         # --node changes where a node is; the key named for it in linkcheck.yaml still applies.
@@ -181,5 +203,5 @@ def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
     if missing:
         raise ConfigError(config.source or "--node", f"node {missing[0]} is not configured",
                           fix="pass --node a=user@host --node b=user@host, or run `linkcheck init`")
-    return Config(nodes=nodes, ssh=config.ssh, expected_paths=config.expected_paths, playbooks=config.playbooks,
+    return Config(nodes=nodes, ssh=config.ssh, expected_link=config.expected_link, playbooks=config.playbooks,
                   thresholds=config.thresholds, source=config.source)

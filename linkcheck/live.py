@@ -105,10 +105,9 @@ def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tupl
 
 
 def _rules(config: Config) -> list[Rule]:
-    from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
+    from linkcheck.pipeline import configured_rules
 
-    return with_thresholds(load_playbooks(list(config.playbooks)), config.thresholds,
-                           config.source or "linkcheck.yaml")
+    return configured_rules([], config)
 
 
 @contextmanager
@@ -186,6 +185,6 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
         writing = pool.submit(write_bundle, bundle, saved)
-        outcome = diagnose_captures(bundle, rules)
+        outcome = diagnose_captures(bundle, rules, config.expected_link)
         writing.result()
     return LiveResult(saved, outcome, interrupted)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from linkcheck.collect.bundle import Bundle, load_bundle
 from linkcheck.diagnose.engine import Diagnosis, diagnose
-from linkcheck.diagnose.playbook import Rule, load_playbooks
-from linkcheck.facts.model import LinkFacts
+from linkcheck.diagnose.playbook import Rule, load_playbooks, with_thresholds
+from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Record
+
+if TYPE_CHECKING:
+    from linkcheck.config import Config
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -22,14 +26,23 @@ class Outcome(Record):
     diagnosis: Diagnosis
 
 
-def diagnose_captures(bundle: Bundle, rules: list[Rule]) -> Outcome:
-    link = build_link_facts(bundle.captures, bundle.collection_errors)
+def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None) -> Outcome:
+    link = build_link_facts(bundle.captures, bundle.collection_errors, expected)
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}
     return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors))
 
 
-def diagnose_bundle(path: Path, playbooks: list[Path] | None = None) -> Outcome:
-    """Load a saved bundle and diagnose it with the built-in playbooks plus the user's."""
-    rules = load_playbooks(playbooks)
-    return diagnose_captures(load_bundle(path), rules)
+def configured_rules(playbooks: list[Path], config: Config | None) -> list[Rule]:
+    """Built-in rules, the given playbooks and the config's, with the config's threshold overrides: the same
+    set for `check` and for `diagnose` of its bundle."""
+    if config is None:
+        return load_playbooks(playbooks)
+    return with_thresholds(load_playbooks([*playbooks, *config.playbooks]), config.thresholds,
+                           config.source or "linkcheck.yaml")
+
+
+def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None) -> Outcome:
+    """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's."""
+    rules = configured_rules(list(playbooks or []), config)
+    return diagnose_captures(load_bundle(path), rules, config.expected_link if config else None)

@@ -16,6 +16,7 @@ CHECKS: dict[str, CheckDef] = {
     "gid_index_empty_pin": CheckDef(checks_gid.gid_index_empty_pin, _p("node", "source", "remove_pin")),
     "gid_index_differs": CheckDef(checks_gid.gid_index_differs, _p("indices", "distinct")),
     "link_down": CheckDef(checks_link.link_down, _p("node", "netdev", "what")),
+    "link_changed": CheckDef(checks_link.link_changed, _p("what", "config")),
     "twins_same_subnet": CheckDef(checks_link.twins_same_subnet, _p("node", "subnet", "netdevs", "second")),
     "mtu_mismatch": CheckDef(checks_link.mtu_mismatch, _p("path", "low_node", "low_netdev", "low_mtu",
                                                           "high_node", "high_netdev", "high_mtu")),

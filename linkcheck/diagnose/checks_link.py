@@ -129,3 +129,31 @@ def cable_not_approved(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obse
                       Evidence("Vendor SN", cable.vendor_sn, "ethtool -m"),
                       Evidence("EEPROM memory map", cable.memory_map, "ethtool -m"))))
     return out
+
+
+def link_changed(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    """The live link against linkcheck.yaml's `link:` section (what `init` recorded): name what moved."""
+    expected = link.expected
+    if expected is None:
+        return []  # no linkcheck.yaml with a `link:` section is in use: there is nothing to compare with
+    moved: list[str] = []
+    live_cage = ",".join(link.a.cabled_cages) or None
+    if expected.cage is not None and live_cage != expected.cage:
+        moved.append(f"the cabled cage on node a is {live_cage or 'none'}, recorded {expected.cage}")
+    live = {(p.a.netdev, p.b.netdev): p.subnet for p in link.paths}
+    recorded = {(p.a, p.b): p.subnet for p in expected.paths}
+    for a, b in sorted(set(recorded) - set(live)):
+        moved.append(f"recorded path a:{a} <-> b:{b} is gone")
+    for a, b in sorted(set(live) - set(recorded)):
+        moved.append(f"new path a:{a} <-> b:{b} ({live[(a, b)]})")
+    for key in sorted(set(live) & set(recorded)):
+        if recorded[key] is not None and recorded[key] != live[key]:
+            moved.append(f"path a:{key[0]} <-> b:{key[1]} moved from {recorded[key]} to {live[key]}")
+    return [Observation(
+        subject="pair", fired=bool(moved),
+        values={"what": "; ".join(moved), "config": expected.source},
+        evidence=(Evidence("recorded cage", expected.cage, expected.source),
+                  Evidence("live cabled cages on a", list(link.a.cabled_cages), "phys_port_name + carrier"),
+                  Evidence("recorded paths", [f"{a}<->{b} {s}" for (a, b), s in sorted(recorded.items())],
+                           expected.source),
+                  Evidence("live paths", [f"{a}<->{b} {s}" for (a, b), s in sorted(live.items())], "ip addr")))]

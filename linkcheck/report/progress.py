@@ -9,6 +9,7 @@ from rich.table import Table
 from linkcheck.bench.plan import Round
 from linkcheck.bench.runner import Progress
 from linkcheck.model import Capture
+from linkcheck.report.safe_text import as_text
 
 
 class ConsoleProgress(Progress):
@@ -22,12 +23,12 @@ class ConsoleProgress(Progress):
 
     def _table(self) -> Table:
         assert self.round is not None
-        table = Table(title=f"ib_write_bw {self.round.mode} {self.round.direction}", expand=False)
+        table = Table(title=as_text(f"ib_write_bw {self.round.mode} {self.round.direction}"), expand=False)
         table.add_column("path")
         table.add_column("live rate")
         for path in self.round.paths:
             rate = self.rates.get(path.key)
-            table.add_row(path.key, f"{rate:7.2f} Gb/s" if rate is not None else "starting")
+            table.add_row(as_text(path.key), f"{rate:7.2f} Gb/s" if rate is not None else "starting")
         return table
 
     def round_started(self, rnd: Round) -> None:
@@ -46,7 +47,7 @@ class ConsoleProgress(Progress):
             self.live = None
         rates = ", ".join(f"{k} {v:.1f}" for k, v in self.rates.items()) or "no live rate"
         how = "done" if _finished_well(captures) else "stopped"
-        self.console.print(f"  ib_write_bw {rnd.mode} {rnd.direction}: {how} ({rates} Gb/s live)", style="dim")
+        self.console.print(as_text(f"  ib_write_bw {rnd.mode} {rnd.direction}: {how} ({rates} Gb/s live)", "dim"))
 
     def nccl_started(self) -> None:
         self.console.print("  all_gather_perf across both nodes: running", style="dim")

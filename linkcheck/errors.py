@@ -18,6 +18,8 @@ class ExitCode(enum.IntEnum):
     INCONCLUSIVE = 3
     BAD_INPUT = 4  # bad input we can name: a wrong option, a malformed bundle, playbook, config or tool output
     INTERNAL = 70  # a bug in linkcheck itself (EX_SOFTWARE)
+    OUTPUT = 74  # the report could not be written: stdout closed or its device full (EX_IOERR)
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
 class LinkcheckError(Exception):
@@ -85,8 +87,22 @@ class NodeError(LinkcheckError):
         self.reason = reason
 
 
+class UnreachableError(LinkcheckError):
+    """No node answered at all: nothing to save or diagnose. One line per node."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        self.lines = [errors[name] for name in sorted(errors)]
+        super().__init__("; ".join(self.lines))
+
+
 class HostKeyError(NodeError):
     """The node's SSH host key is unknown or has changed; never accepted silently."""
+
+
+class OutputError(LinkcheckError):
+    """Standard output cannot take the report: closed (`>&-`), or its device is full (`>/dev/full`)."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 class BenchError(LinkcheckError):

@@ -7,7 +7,30 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from linkcheck.errors import OutputError
     from linkcheck.pipeline import Outcome
+
+
+def write_stdout(text: str) -> None:
+    """Write text and flush: a reader that stopped early ends the output; a full or closed stdout is an
+    OutputError (one line, exit 74), never a traceback or a silent success."""
+    try:
+        if sys.stdout is None:
+            raise OSError("standard output is closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+    except (OSError, ValueError) as exc:
+        raise _output_error(exc) from None
+
+
+def _output_error(exc: BaseException) -> OutputError:
+    from linkcheck.errors import OutputError
+
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return OutputError(f"cannot write the report to standard output: {reason}",
+                       fix="redirect it to a file with room, or to /dev/null")
 
 
 def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
@@ -16,11 +39,7 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
     if as_json:
         from linkcheck.report.json_report import render_json
 
-        try:
-            sys.stdout.write(render_json(outcome) + "\n")
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _stdout_gone()
+        write_stdout(render_json(outcome) + "\n")
         return
     from rich.console import Console
 
@@ -31,7 +50,12 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
             self.quiet = True
             _stdout_gone()
 
-    print_report(outcome, _Console(), show_all=show_all)
+    if sys.stdout is None:
+        raise _output_error(OSError("standard output is closed"))
+    try:
+        print_report(outcome, _Console(), show_all=show_all)
+    except (OSError, ValueError) as exc:
+        raise _output_error(exc) from None
 
 
 def _stdout_gone() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from linkcheck.diagnose.operands import MAX_MATCH_INPUT
 from linkcheck.diagnose.playbook import Condition
 
 
@@ -44,7 +45,7 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
     if op == "not_in":
         return actual not in expected
     if op == "matches":
-        return re.search(str(expected), str(actual)) is not None
+        return re.search(str(expected), _matchable(actual)) is not None
     if op == "between":
         low, high = expected
         return float(low) <= float(actual) <= float(high)
@@ -53,6 +54,22 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
         tolerance = float(expected.get("tolerance_pct", 10)) if isinstance(expected, dict) else 10.0
         return float(actual) < float(baseline) * (1 - tolerance / 100)
     raise ValueError(op)
+
+
+def _matchable(actual: Any) -> str:
+    """The fact as text, refused past MAX_MATCH_INPUT characters: no pattern gets to backtrack over a huge value."""
+    text = str(actual)
+    if len(text) > MAX_MATCH_INPUT:
+        raise ValueError(f"value of {len(text)} characters is longer than the {MAX_MATCH_INPUT} 'matches' reads")
+    return text
+
+
+def _decide(op: str, fact: str, actual: Any, expected: Any) -> bool:
+    """`_compare`, with a value that the operator cannot take (a text where a number belongs) made unknown."""
+    try:
+        return _compare(op, actual, expected)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise UnknownFact(f"{fact} ({exc})") from None
 
 
 def evaluate(cond: Condition, values: dict[str, Any], thresholds: dict[str, Any]) -> bool:
@@ -66,4 +83,5 @@ def evaluate(cond: Condition, values: dict[str, Any], thresholds: dict[str, Any]
     if cond.op == "differs":
         first, second = cond.value
         return bool(_fact(values, first) != _fact(values, second))
-    return _compare(cond.op, _fact(values, cond.fact or ""), _resolve(cond.value, thresholds))
+    fact = cond.fact or ""
+    return _decide(cond.op, fact, _fact(values, fact), _resolve(cond.value, thresholds))

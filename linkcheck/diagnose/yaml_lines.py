@@ -1,10 +1,23 @@
-"""Load YAML safely while remembering the line of every mapping key, for file:line error messages."""
+"""Load YAML safely while remembering the line of every mapping key, for file:line error messages.
+
+Bounded, since playbooks and linkcheck.yaml may come from anyone: at most `MAX_YAML_BYTES`, nesting at
+most `MAX_DEPTH` deep, and no anchors or aliases (`&a`/`*a`): nine aliases of nine aliases of ... build
+a "billion laughs" that any later walk over the value (a message, a comparison) expands in full.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+MAX_YAML_BYTES = 1 << 20
+MAX_DEPTH = 64
+
+
+class YamlLimitError(yaml.MarkedYAMLError):
+    """The document breaks one of the bounds; `problem` and `problem_mark` say which and where."""
 
 
 class LineDict(dict[str, Any]):
@@ -38,9 +51,46 @@ class _LineLoader(_SafeBase):  # type: ignore[valid-type,misc]
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
 
 
+def read_yaml_file(path: Path) -> str:
+    """The file's UTF-8 text, read only up to the bound; OSError, UnicodeDecodeError or YamlLimitError."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_YAML_BYTES + 1)
+    if len(data) > MAX_YAML_BYTES:
+        raise YamlLimitError(problem=f"file is larger than {MAX_YAML_BYTES // 1024} KiB")
+    return data.decode("utf-8")
+
+
+def _check_graph(root: yaml.Node) -> None:
+    """Refuse a node reached twice (an alias) or nested past MAX_DEPTH, walking each node once."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            raise YamlLimitError(problem="anchors and aliases (&name, *name) are not allowed",
+                                 problem_mark=node.start_mark)
+        seen.add(id(node))
+        if depth > MAX_DEPTH:
+            raise YamlLimitError(problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=node.start_mark)
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((child, depth + 1) for pair in node.value for child in pair)
+
+
 def load_with_lines(text: str) -> Any:
-    """yaml.safe_load with LineDict mappings; raises yaml.YAMLError (with problem_mark) on bad input."""
-    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader derives from a SafeLoader
+    """yaml.safe_load with LineDict mappings, within the bounds; raises yaml.YAMLError (with problem_mark)."""
+    if len(text) > MAX_YAML_BYTES:
+        raise YamlLimitError(problem=f"document is larger than {MAX_YAML_BYTES // 1024} KiB")
+    loader = _LineLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_graph(root)
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
 
 
 def line_of(mapping: Any, key: str | None = None) -> int | None:

@@ -60,7 +60,7 @@ def test_missing_and_altered_files_become_skipped_captures(tmp_path: Path) -> No
         ('{"format": "other"}', "not a linkcheck-bundle manifest", None),
         ('{"format": "linkcheck-bundle", "format_version": 99, "captures": []}', "not supported", None),
         ('{"format": "linkcheck-bundle", "format_version": 1}', "no 'captures' list", None),
-        ('{"format": "linkcheck-bundle", "format_version": 1, "captures": [{"x": 1}]}', "without node/spec", None),
+        ('{"format": "linkcheck-bundle", "format_version": 1, "captures": [{"x": 1}]}', "has no 'node'", None),
     ],
 )
 def test_malformed_manifest(tmp_path: Path, content: str, message: str, line: int | None) -> None:

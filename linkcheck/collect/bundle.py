@@ -26,6 +26,9 @@ from linkcheck.model import Capture
 FORMAT = "linkcheck-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 16 << 20
+MAX_CAPTURE_BYTES = 16 << 20  # one capture file; a larger one is skipped with the reason, never read
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
@@ -57,6 +60,26 @@ def _file_stem(capture: Capture, index: int) -> str:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def check_save_dir(directory: Path, option: str = "--save") -> None:
+    """Refuse, before any work, a bundle folder that `write_bundle` could not fill: a file, a folder that is
+    not empty, or a place this user cannot write."""
+    import os
+
+    if directory.exists() or directory.is_symlink():
+        if not directory.is_dir():
+            raise BundleError(str(directory), f"{option} names a file, not a folder", fix="choose a new folder")
+        if any(directory.iterdir()):
+            raise BundleError(str(directory), f"{option} folder is not empty", fix="choose a new folder")
+        writable = directory
+    else:
+        writable = next((p for p in directory.absolute().parents if p.exists()), Path("/"))
+        if not writable.is_dir():
+            raise BundleError(str(directory), f"{option}: {writable} is a file, not a folder")
+    if not os.access(writable, os.W_OK | os.X_OK):
+        raise BundleError(str(directory), f"{option}: {writable} is not writable by this user",
+                          fix="choose a folder you can write")
 
 
 def write_bundle(bundle: Bundle, directory: Path) -> Path:
@@ -113,21 +136,50 @@ def _load_manifest(directory: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BundleError(str(directory), f"no {MANIFEST}: not a linkcheck bundle",
                           fix="pass the folder written by `linkcheck collect --save` or a fixtures/ scenario")
+    data = _parse_manifest(path)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BundleError(str(path), f"not a {FORMAT} manifest (missing or wrong 'format')")
+    version = data.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise BundleError(str(path), f"bundle format_version {version!r} is not supported (this linkcheck reads "
+                          f"1 to {FORMAT_VERSION})", fix="upgrade linkcheck" if isinstance(version, int)
+                          and not isinstance(version, bool) and version > FORMAT_VERSION else None)
+    if not isinstance(data.get("captures"), list):
+        raise BundleError(str(path), "manifest has no 'captures' list")
+    _check_tables(path, data)
+    return data
+
+
+def _check_tables(path: Path, data: dict[str, Any]) -> None:
+    """nodes, collection_errors and files are objects; each file has a sha256, each error is text."""
+    for key in ("nodes", "collection_errors", "files"):
+        if not isinstance(data.get(key, {}), dict):
+            raise BundleError(str(path), f"'{key}' must be an object, got {type(data[key]).__name__}")
+    for rel, digest in data.get("files", {}).items():
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise BundleError(str(path), f"files[{rel!r}] must be a sha256 in hex, got {str(digest)[:80]!r}")
+    for node, error in data.get("collection_errors", {}).items():
+        if not isinstance(error, str):
+            raise BundleError(str(path), f"collection_errors[{node!r}] must be text, got {type(error).__name__}")
+
+
+def _parse_manifest(path: Path) -> Any:
+    """The manifest's JSON, read within MAX_MANIFEST_BYTES; a located BundleError otherwise."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise BundleError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise BundleError(str(path), f"manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB")
+    try:
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise BundleError(str(path), "manifest is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise BundleError(str(path), f"malformed JSON: {exc.msg}", line=exc.lineno) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise BundleError(str(path), f"not a {FORMAT} manifest (missing or wrong 'format')")
-    version = data.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise BundleError(str(path), f"bundle format_version {version!r} is not supported (this linkcheck reads "
-                          f"up to {FORMAT_VERSION})", fix="upgrade linkcheck")
-    if not isinstance(data.get("captures"), list):
-        raise BundleError(str(path), "manifest has no 'captures' list")
-    return data
+    except RecursionError:
+        raise BundleError(str(path), "malformed JSON: nested too deeply") from None
 
 
 def _read_file(directory: Path, rel: str | None, files: Mapping[str, str]) -> tuple[str, str | None]:
@@ -139,16 +191,51 @@ def _read_file(directory: Path, rel: str | None, files: Mapping[str, str]) -> tu
         return "", f"{rel}: path leaves the bundle directory"
     if not target.is_file():
         return "", f"{rel}: missing from bundle"
-    data = target.read_bytes()
     expected = files.get(rel)
-    if expected is not None and expected != _sha256(data):
+    if expected is None:  # nothing vouches for this file: it is not read, so it cannot pass a rule
+        return "", f"{rel}: not hashed in the manifest's 'files' (unverified, not read)"
+    size = target.stat().st_size
+    if size > MAX_CAPTURE_BYTES:
+        return "", f"{rel}: {size} bytes, over the {MAX_CAPTURE_BYTES >> 20} MiB a capture may hold (not read)"
+    data = target.read_bytes()
+    if expected != _sha256(data):
         return "", f"{rel}: sha256 mismatch (changed after collection)"
     return data.decode("utf-8", errors="replace"), None
 
 
-def _capture_from_entry(directory: Path, entry: Any, files: Mapping[str, str], problems: list[str]) -> Capture:
-    if not isinstance(entry, dict) or not isinstance(entry.get("node"), str) or not isinstance(entry.get("spec"), str):
-        raise BundleError(str(directory / MANIFEST), f"capture entry without node/spec: {str(entry)[:80]}")
+_ENTRY_TYPES: dict[str, tuple[type, ...]] = {
+    "arg": (str, type(None)), "command": (str, type(None)), "exit_status": (int, type(None)),
+    "duration_s": (int, float, type(None)), "skipped": (str, type(None)), "meta": (dict, type(None)),
+    "stdout": (str, type(None)), "stderr": (str, type(None)),
+}
+
+
+def _check_entry(manifest: Path, index: int, entry: Any) -> dict[str, Any]:
+    """A captures[] entry with every field of the documented type; BundleError naming the field otherwise."""
+    where = f"captures[{index}]"
+    if not isinstance(entry, dict):
+        raise BundleError(str(manifest), f"{where} must be an object, got {type(entry).__name__}")
+    for key in ("node", "spec"):
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise BundleError(str(manifest), f"{where} has no '{key}' text: {str(entry)[:80]}")
+    for key, types in _ENTRY_TYPES.items():
+        value = entry.get(key)
+        if not isinstance(value, types) or (isinstance(value, bool) and key in ("exit_status", "duration_s")):
+            expected = " or ".join("null" if t is type(None) else {"str": "text", "int": "integer",
+                                   "float": "number", "dict": "object"}[t.__name__] for t in types)
+            raise BundleError(str(manifest), f"{where}.{key} must be {expected}, got {str(value)[:40]!r}")
+    duration = entry.get("duration_s") or 0
+    if not 0 <= duration < 1e9:
+        raise BundleError(str(manifest), f"{where}.duration_s must be a number of seconds >= 0, got {duration!r}")
+    for key in ("stdout", "stderr"):
+        rel = entry.get(key)
+        if rel is not None and ("\x00" in rel or not rel or rel.startswith("/")):
+            raise BundleError(str(manifest), f"{where}.{key} must be a relative file name, got {rel[:80]!r}")
+    return entry
+
+
+def _capture_from_entry(directory: Path, entry: dict[str, Any], files: Mapping[str, str],
+                        problems: list[str]) -> Capture:
     stdout, out_problem = _read_file(directory, entry.get("stdout"), files)
     stderr, err_problem = _read_file(directory, entry.get("stderr"), files)
     problem = out_problem or err_problem
@@ -162,7 +249,7 @@ def _capture_from_entry(directory: Path, entry: Any, files: Mapping[str, str], p
         node=entry["node"],
         spec=entry["spec"],
         arg=entry.get("arg"),
-        command=str(entry.get("command", "")),
+        command=entry.get("command") or "",
         stdout=stdout,
         stderr=stderr,
         exit_status=exit_status if isinstance(exit_status, int) else None,
@@ -183,7 +270,9 @@ def load_bundle(directory: Path) -> Bundle:
     files = _mapping(data.get("files"))
     problems: list[str] = []
     resolved = base.resolve()  # once, not per file: _read_file checks every path stays inside it
-    captures = [_capture_from_entry(resolved, e, files, problems) for e in data["captures"]]
+    manifest = resolved / MANIFEST
+    entries = [_check_entry(manifest, i, e) for i, e in enumerate(data["captures"])]
+    captures = [_capture_from_entry(resolved, e, files, problems) for e in entries]
     nodes = _mapping(data.get("nodes"))
     errors = _mapping(data.get("collection_errors"))
     return Bundle(

@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from linkcheck.config import Config
-from linkcheck.errors import ConfigError, NodeError
+from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts
 
@@ -54,9 +54,38 @@ def write_initial_config(config: Config, output: Path, *, force: bool) -> LinkFa
 
     if output.exists() and not force:
         raise ConfigError(str(output), "already exists", fix="pass --force to overwrite, or --output another path")
+    _check_output(output)
     bundle = collect_bundle(config)
-    for name, error in bundle.collection_errors.items():
-        raise NodeError(name, error.removeprefix(f"node {name}: "))
+    if bundle.collection_errors:
+        raise UnreachableError(bundle.collection_errors)
     link = build_link_facts(bundle.captures)
-    output.write_text(render_config(config, link), encoding="utf-8")
+    _require_cabled_cx7(link)
+    try:
+        output.write_text(render_config(config, link), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(output), f"cannot write: {exc.strerror or exc}") from None
     return link
+
+
+def _check_output(output: Path) -> None:
+    """Refuse, before connecting, an --output that cannot be written: a folder, or a missing or read-only parent."""
+    import os
+
+    parent = output.parent if str(output.parent) else Path(".")
+    if output.is_dir():
+        raise ConfigError(str(output), "is a folder", fix="give a file name, e.g. -o linkcheck.yaml")
+    if not parent.is_dir():
+        raise ConfigError(str(output), f"folder {parent} does not exist", fix=f"create it first: mkdir -p {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(str(output), f"folder {parent} is not writable by this user")
+
+
+def _require_cabled_cx7(link: LinkFacts) -> None:
+    """A config describing no link would only mislead every later check: say what is missing instead."""
+    for node in (link.a, link.b):
+        if not node.functions:
+            raise NodeError(node.name, "no ConnectX-7 function found (no mlx5 netdev); nothing to configure",
+                            fix="check `lspci | grep -i mellanox` and that the mlx5_core driver is loaded")
+        if not node.cabled_cages:
+            raise NodeError(node.name, "no cabled cage: no ConnectX-7 port has a link",
+                            fix="seat the QSFP cable in the same cage on both nodes, then re-run init")

@@ -5,18 +5,20 @@ Validated strictly like playbooks: an unknown key or a wrong type names file:lin
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from linkcheck.diagnose.yaml_lines import line_of, load_with_lines
+from linkcheck.diagnose.yaml_lines import YamlLimitError, line_of, load_with_lines, read_yaml_file
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_target
 
 DEFAULT_PATH = Path("linkcheck.yaml")
+CONFIG_VERSION = 1
 TOP_KEYS = {"version", "nodes", "ssh", "link", "playbooks", "thresholds"}
 NODE_KEYS = {"target", "identity_file"}
 SSH_KEYS = {"known_hosts", "config", "connect_timeout_s", "command_timeout_s", "inspection_timeout_s",
@@ -93,7 +95,7 @@ def _nodes(r: _Reader, data: dict[str, Any]) -> dict[str, NodeTarget]:
                          raw, unknown[0])
         identity = _path(raw.get("identity_file"))
         try:
-            out[name] = parse_target(raw["target"], name=name, identity_file=str(identity) if identity else None)
+            out[name] = _target(raw["target"], name, str(identity) if identity else None)
         except ConfigError as exc:
             raise r.fail(exc.reason, raw, "target") from None
     return out
@@ -144,13 +146,16 @@ def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, .
     for rule_id, values in thresholds.items():
         if not isinstance(values, dict):
             raise r.fail(f"thresholds for {rule_id} must be a mapping of name: value", thresholds, rule_id)
-    return tuple((base / Path(p).expanduser()) for p in playbooks), {k: dict(v) for k, v in thresholds.items()}
+    # The values stay LineDicts, so a bad override can still name its line.
+    return tuple((base / Path(p).expanduser()) for p in playbooks), {str(k): v for k, v in thresholds.items()}
 
 
 def load_config(path: Path) -> Config:
     """Read and validate linkcheck.yaml."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_file(path)
+    except YamlLimitError as exc:
+        raise ConfigError(str(path), str(exc.problem)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), f"cannot read: {exc}") from None
     try:
@@ -167,9 +172,25 @@ def load_config(path: Path) -> Config:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise r.fail(f"unknown key '{unknown[0]}' (expected: {', '.join(sorted(TOP_KEYS))})", data, unknown[0])
+    version = data.get("version", CONFIG_VERSION)
+    if isinstance(version, bool) or version != CONFIG_VERSION:
+        raise r.fail(f"version {version!r} is not supported (this linkcheck reads version {CONFIG_VERSION})",
+                     data, "version")
     playbooks, thresholds = _tuning(r, data, path.parent)
     return Config(nodes=_nodes(r, data), ssh=_ssh(r, data), expected_link=_expected_link(r, data),
                   playbooks=playbooks, thresholds=thresholds, source=str(path))
+
+
+def _target(text: str, name: str, identity_file: str | None = None) -> NodeTarget:
+    """parse_target, with an address written with colons required to be a real IPv6 address."""
+    target = parse_target(text, name=name, identity_file=identity_file)
+    if ":" in target.host:
+        try:
+            ipaddress.IPv6Address(target.host)
+        except ValueError:
+            raise ConfigError("--node", f"node {name}: {target.host!r} is not an IPv6 address (in {text!r})",
+                              fix="use [user@]host[:port], IPv6 as [addr]:port") from None
+    return target
 
 
 def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
@@ -179,7 +200,7 @@ def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
         name, sep, target = option.partition("=")
         if not sep or name not in ("a", "b") or not target:
             raise ConfigError("--node", f"expected a=[user@]host[:port] or b=..., got {option!r}")
-        nodes[name] = parse_target(target, name=name)
+        nodes[name] = _target(target, name)
     return nodes
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
-from linkcheck.diagnose.yaml_lines import line_of, load_with_lines
+from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
+from linkcheck.diagnose.yaml_lines import YamlLimitError, line_of, load_with_lines, read_yaml_file
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Record, Severity
 
@@ -126,11 +127,10 @@ def _comparison(ctx: _Ctx, raw: dict[str, Any], op: str, scope: str, thresholds:
         raise ctx.fail(f"'{op}' needs a 'fact'", raw)
     _check_fact(ctx, fact, scope, raw)
     _check_threshold_refs(ctx, value, thresholds, raw, op)
-    if op == "matches":
-        try:
-            re.compile(str(value))
-        except re.error as exc:
-            raise ctx.fail(f"bad regular expression for 'matches': {exc}", raw, op) from None
+    try:
+        check_operand(op, value, fact, scope, thresholds)
+    except OperandError as exc:
+        raise ctx.fail(str(exc), raw, op) from None
     return Condition(op, fact=fact, value=value)
 
 
@@ -272,7 +272,9 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
     seen: dict[str, str] = {}
     for file in files:
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_yaml_file(file)
+        except YamlLimitError as exc:
+            raise PlaybookError(str(file), str(exc.problem)) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise PlaybookError(str(file), f"cannot read: {exc}") from None
         for rule in parse_playbook(text, str(file)):
@@ -295,5 +297,19 @@ def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], sou
         unknown = sorted(set(values) - set(by_id[rule_id].thresholds))
         if unknown:
             raise PlaybookError(source, f"rule {rule_id} has no threshold '{unknown[0]}' "
-                                f"(it has: {', '.join(sorted(by_id[rule_id].thresholds)) or 'none'})")
+                                f"(it has: {', '.join(sorted(by_id[rule_id].thresholds)) or 'none'})",
+                                line=line_of(values, unknown[0]))
+        _check_override(by_id[rule_id], values, source)
     return [replace(r, thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]
+
+
+def _check_override(rule: Rule, values: dict[str, Any], source: str) -> None:
+    """An override keeps its threshold's kind, and the rule's conditions still accept the new values."""
+    for name, value in values.items():
+        problem = override_problem(rule.thresholds[name], value)
+        if problem:
+            raise PlaybookError(source, f"threshold {rule.id}.{name} {problem}", line=line_of(values, name))
+    try:
+        check_conditions((rule.when, rule.where), rule.scope, {**rule.thresholds, **values})
+    except OperandError as exc:
+        raise PlaybookError(source, f"threshold override for {rule.id}: {exc}", line=line_of(values)) from None

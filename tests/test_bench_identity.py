@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from linkcheck.collect.bundle import load_bundle
@@ -90,3 +91,14 @@ def test_console_shows_the_concurrent_rows_and_totals() -> None:
     assert text.count("concurrent") >= 2 and "both paths at once" in text
     totals = diagnose_bundle(FIXTURES / "healthy").link.bench.totals("concurrent")
     assert f"{totals['a->b']:.2f}" in text and f"{totals['b->a']:.2f}" in text
+
+
+def test_runs_match_their_path_by_rdma_device_when_netdevs_are_not_recorded() -> None:
+    link = build_link_facts(load_bundle(FIXTURES / "healthy").captures)
+    keep = ("kind", "mode", "role", "local_rdma_dev", "report_gbits")
+    caps = [replace(c, meta={k: v for k, v in c.meta.items() if k in keep}) for c in
+            load_bundle(FIXTURES / "healthy").captures if c.meta.get("kind") == "rdma"]
+    bench, _ = build_bench_facts(caps, link.paths)
+    assert {r.path_key for r in bench.rdma} == {p.key for p in link.paths}
+    assert {(r.client_node, r.direction) for r in bench.rdma} == {("a", "a->b"), ("b", "b->a")}
+    assert bench.totals("concurrent") == link.bench.totals("concurrent")

@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from linkcheck.errors import ParseError
-from linkcheck.facts.model import BenchFacts, DataPath, NcclRun, RdmaCounters, RdmaRun
+from linkcheck.facts.model import BenchFacts, DataPath, Function, NcclRun, RdmaCounters, RdmaRun
 from linkcheck.model import Capture
 
 if TYPE_CHECKING:
@@ -17,12 +17,27 @@ FLAP_REASON = "the link flapped or a GID changed during this run; its number is 
 
 
 def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
-    local, peer = cap.meta.get("local_netdev", "?"), cap.meta.get("peer_netdev", "?")
-    a_side, b_side = (local, peer) if cap.node == "a" else (peer, local)
+    """The path a client ran on: its local twin by netdev or RDMA device, and the peer's when the bundle names it."""
+    meta = cap.meta
+    local = (meta.get("local_netdev"), meta.get("local_rdma_dev"))
+    peer = (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
     for path in paths:
-        if (path.a.netdev, path.b.netdev) == (a_side, b_side):
+        mine, theirs = (path.a, path.b) if cap.node == "a" else (path.b, path.a)
+        if _names(mine, local) and (peer == (None, None) or _names(theirs, peer)):
             return path.key
+    local_name, peer_name = local[0] or local[1] or "?", peer[0] or peer[1] or "?"
+    a_side, b_side = (local_name, peer_name) if cap.node == "a" else (peer_name, local_name)
     return f"{a_side}<->{b_side}"
+
+
+def _names(fn: Function, names: tuple[str | None, str | None]) -> bool:
+    netdev, rdma_dev = names
+    return (netdev is not None and netdev == fn.netdev) or (rdma_dev is not None and rdma_dev == fn.rdma_dev)
+
+
+def _direction(cap: Capture) -> str:
+    """a->b when the client ran on a; the bundle's own `direction` wins when it records one."""
+    return cap.meta.get("direction") or ("a->b" if cap.node == "a" else "b->a")
 
 
 def _rate(cap: Capture) -> tuple[float | None, str | None]:
@@ -56,8 +71,8 @@ def run_key(cap: Capture) -> RunKey:
     no round, which are told apart by their order (see `_rdma_runs`).
     """
     meta = cap.meta
-    return (meta.get("round", ""), cap.node, meta.get("local_rdma_dev") or cap.arg or "",
-            meta.get("mode", "alone"), meta.get("direction", "a->b"))
+    return (meta.get("round", ""), cap.node, meta.get("local_rdma_dev") or meta.get("local_netdev") or cap.arg or "",
+            meta.get("mode", "alone"), _direction(cap))
 
 
 def _outputs_per_run(caps: list[Capture]) -> list[list[Capture]]:
@@ -94,7 +109,7 @@ def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: se
             meta = text.meta
             # Repetitions without a recorded round are numbered in bundle order, so totals pair them up.
             label = round_id or (f"#{nth}" if len(per_run) > 1 else "")
-            runs.append(RdmaRun(_path_key(text, paths), meta.get("mode", "alone"), meta.get("direction", "a->b"),
+            runs.append(RdmaRun(_path_key(text, paths), meta.get("mode", "alone"), _direction(text),
                                 gbps, text.node, meta.get("local_rdma_dev"), problem, label))
     return tuple(runs)
 

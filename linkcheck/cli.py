@@ -203,6 +203,18 @@ def collect(
 
 
 @app.command()
+def anonymize(
+    bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")],
+    out: Annotated[Path, typer.Argument(help="Where to write the anonymised copy (absent or empty).")],
+) -> None:
+    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
+    from linkcheck.collect.anonymize import anonymize_saved
+
+    anonymize_saved(bundle, out)
+    typer.echo(f"anonymised bundle saved to {out}", err=True)
+
+
+@app.command()
 def init(
     node: NodeOpt = None, config: ConfigOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = Path("linkcheck.yaml"),

@@ -210,11 +210,11 @@ class Anonymizer:
             return value
         prefix = value >> 16
         if prefix not in self.v4_prefixes:
-            used = set(self.v4_prefixes.values())
-            while True:
+            taken = self.reserved_v4 | set(self.v4_prefixes.values()) | set(self.v4_prefixes) | {prefix}
+            while True:  # never a /16 that holds real addresses: a fake must not equal a real address
                 n, self._v4_next = self._v4_next, self._v4_next + 1
                 fake = ((10 + n // 256 % 100) << 8) | n % 256
-                if fake not in self.reserved_v4 and fake not in used:
+                if fake not in taken:
                     break
             self.v4_prefixes[prefix] = fake
         return (self.v4_prefixes[prefix] << 16) | (value & 0xFFFF)

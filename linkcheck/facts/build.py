@@ -31,14 +31,14 @@ class _Builder:
     # -- functions -------------------------------------------------------------------------------
     def _cx7_bdfs(self) -> tuple[set[str], bool]:
         """PCI functions of the ConnectX-7, and whether any source could tell (else: unknown, not absent)."""
-        pci = self.src.get("sysfs_pci")
-        ib = self.src.get("sysfs_infiniband")
+        pci = self.src.sysfs("sysfs_pci")
+        ib = self.src.sysfs("sysfs_infiniband")
         bdfs = set(pci_links(pci)) if pci is not None else set()
         bdfs |= {bdf for d in (ib_devices(ib) if ib is not None else {}).values() if (bdf := d.get("bdf"))}
         return bdfs, pci is not None or ib is not None
 
     def discover(self) -> None:
-        net = self.src.get("sysfs_net")
+        net = self.src.sysfs("sysfs_net")
         attrs = net_attrs(net) if net is not None else {}
         cx7_bdfs, known = self._cx7_bdfs()
         names = {n for n, a in attrs.items() if a.get("device") in cx7_bdfs}
@@ -59,11 +59,11 @@ class _Builder:
             )
 
     def addresses(self) -> None:
-        links = self.src.get("ip_addr")
+        links = self.src.ip_interfaces("ip_addr")
         if links is None:
             self.missing("addresses", self.src.reason("ip_addr"))
             return
-        detail = {i.ifname: i for i in (self.src.get("ip_link") or ())}
+        detail = {i.ifname: i for i in (self.src.ip_interfaces("ip_link") or ())}
         for iface in links:
             if iface.ifname not in self.functions:
                 continue
@@ -81,9 +81,9 @@ class _Builder:
             )
 
     def pcie(self) -> None:
-        pci = self.src.get("sysfs_pci")
+        pci = self.src.sysfs("sysfs_pci")
         links = pci_links(pci) if pci is not None else {}
-        lspci = {p.bdf: p for p in (self.src.get("lspci") or ()) if p.bdf}
+        lspci = {p.bdf: p for p in (self.src.lspci() or ()) if p.bdf}
         from linkcheck.parsers.sysfs import parse_link_speed_gts
 
         for netdev, fn in list(self.functions.items()):
@@ -101,7 +101,7 @@ class _Builder:
 
     def ethtool(self) -> None:
         for netdev in list(self.functions):
-            settings = self.src.get("ethtool", netdev)
+            settings = self.src.ethtool(netdev)
             if settings is not None and settings.speed_mbps:
                 self.update(netdev, speed_mbps=settings.speed_mbps)
             if settings is not None and self.functions[netdev].carrier is None:
@@ -110,7 +110,7 @@ class _Builder:
     def cable(self) -> None:
         reasons = []
         for netdev in list(self.functions):
-            eeprom = self.src.get("ethtool_m", netdev)
+            eeprom = self.src.ethtool_m(netdev)
             if eeprom is None:
                 reasons.append(self.src.reason("ethtool_m", netdev))
                 continue

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from linkcheck.facts.model import DmesgHint, Neighbour
-from linkcheck.facts.sources import NodeSources
+from linkcheck.facts.sources import NcclSpec, NodeSources
+
+if TYPE_CHECKING:
+    from linkcheck.parsers.iproute import IpNeighbour
+    from linkcheck.parsers.kernel import DmesgLog
 
 HOTPLUG_KINDS = {"cx7_cable_plugin", "module_cable_plugged", "cx7_cable_unplug", "module_cable_unplugged"}
 
 # Later sources override earlier ones: NCCL reads the config files but never overrides the environment.
-NCCL_SOURCES = (("nccl_conf", "/etc/nccl.conf"), ("nccl_conf_user", "~/.nccl.conf"), ("nccl_env", "environment"))
+NCCL_SOURCES: tuple[tuple[NcclSpec, str], ...] = (
+    ("nccl_conf", "/etc/nccl.conf"), ("nccl_conf_user", "~/.nccl.conf"), ("nccl_env", "environment"))
 
 
 def _nccl(src: NodeSources, missing: Callable[[str, str], None]) -> tuple[dict[str, str], dict[str, str]]:
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     for spec, label in NCCL_SOURCES:
-        settings = src.get(spec)
+        settings = src.nccl_settings(spec)
         if settings is None:
             if spec == "nccl_env":
                 missing("nccl_settings", src.reason(spec))
@@ -29,17 +34,30 @@ def _nccl(src: NodeSources, missing: Callable[[str, str], None]) -> tuple[dict[s
     return values, sources
 
 
-def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> dict[str, Any]:
+class HostFacts(TypedDict):
+    """The NodeFacts fields that come from the host rather than from its CX-7 functions."""
+
+    nccl: dict[str, str]
+    nccl_sources: dict[str, str]
+    uptime_s: float | None
+    mem_available_kib: int | None
+    dmesg: tuple[DmesgHint, ...]
+    neighbours: tuple[Neighbour, ...]
+    routes: tuple[tuple[str, str | None], ...]
+    arp_ignore: str | None
+
+
+def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFacts:
     """Keyword arguments for NodeFacts beyond the functions."""
     nccl, nccl_sources = _nccl(src, missing)
-    uptime = src.get("uptime")
-    mem = src.get("meminfo")
-    dmesg = src.get("dmesg")
+    uptime = src.uptime()
+    mem = src.meminfo()
+    dmesg = src.dmesg()
     if dmesg is None:
         missing("dmesg", src.reason("dmesg"))
-    neigh = src.get("ip_neigh")
-    routes = src.get("ip_route")
-    sysctl = src.get("sysctl")
+    neigh = src.ip_neigh()
+    routes = src.ip_route()
+    sysctl = src.sysctl()
     return {
         "nccl": nccl,
         "nccl_sources": nccl_sources,
@@ -52,9 +70,9 @@ def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> dict[st
     }
 
 
-def dmesg_hints(log: Any) -> tuple[DmesgHint, ...]:
+def dmesg_hints(log: DmesgLog) -> tuple[DmesgHint, ...]:
     return tuple(DmesgHint(e.kind, e.time_s, e.text) for e in log.events if e.kind in HOTPLUG_KINDS)
 
 
-def neighbours(entries: Any) -> tuple[Neighbour, ...]:
+def neighbours(entries: tuple[IpNeighbour, ...]) -> tuple[Neighbour, ...]:
     return tuple(Neighbour(n.dst, n.dev, n.lladdr.lower() if n.lladdr else None) for n in entries)

@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from linkcheck.facts.sysfs_views import ib_devices
 
 if TYPE_CHECKING:
     from linkcheck.facts.build import _Builder
+    from linkcheck.parsers.gids import GidEntry
+    from linkcheck.parsers.sysfs import SysfsDump
 
 
-def _device_map(b: _Builder, ib: Any) -> dict[str, tuple[str, str | None]]:
+def _device_map(b: _Builder, ib: SysfsDump | None) -> dict[str, tuple[str, str | None]]:
     """netdev -> (rdma device, port state); by PCI function first, then by what rdma tools report."""
     by_bdf = {d["bdf"]: (name, d.get("state")) for name, d in (ib_devices(ib) if ib else {}).items() if d.get("bdf")}
     out: dict[str, tuple[str, str | None]] = {}
     for netdev, fn in b.functions.items():
         if fn.bdf in by_bdf:
             out[netdev] = by_bdf[fn.bdf]
-    for port in b.src.get("rdma_link") or ():
+    for port in b.src.rdma_link() or ():
         if port.netdev in b.functions and port.netdev not in out:
             out[port.netdev] = (port.device, port.state)
-    for entry in b.src.get("ibdev2netdev") or ():
+    for entry in b.src.ibdev2netdev() or ():
         if entry.netdev in b.functions and entry.netdev not in out:
             out[entry.netdev] = (entry.device, None)
     return out
 
 
-def _gid_entries(b: _Builder, ib: Any) -> tuple[Any, ...] | None:
+def _gid_entries(b: _Builder, ib: SysfsDump | None) -> tuple[GidEntry, ...] | None:
     """GID table entries from sysfs, else show_gids, else ibv_devinfo; None if no source worked."""
     from linkcheck.parsers.gids import GidEntry, gid_entries_from_sysfs
 
@@ -34,16 +36,16 @@ def _gid_entries(b: _Builder, ib: Any) -> tuple[Any, ...] | None:
         entries = gid_entries_from_sysfs(ib)
         if entries:
             return tuple(entries)
-    shown = b.src.get("show_gids")
+    shown = b.src.show_gids()
     if shown:
         return tuple(shown)
-    devices = b.src.get("ibv_devinfo")
+    devices = b.src.ibv_devinfo()
     if devices:
         ndev = {fn.rdma_dev: fn.netdev for fn in b.functions.values() if fn.rdma_dev}
         return tuple(
             GidEntry(device=d.hca_id, port=p.port, index=g.index, gid=g.gid, roce_version=g.roce_version,
                      netdev=ndev.get(d.hca_id), ipv4=_ipv4(g.gid))
-            for d in devices for p in d.ports for g in p.gids
+            for d in devices if d.hca_id for p in d.ports if p.port is not None for g in p.gids
         )
     return None
 
@@ -60,7 +62,7 @@ def attach_rdma(b: _Builder) -> None:
 
     if not b.functions:
         return  # no ConnectX-7 at all: LINK_DOWN says so; RDMA facts have nothing to describe
-    ib = b.src.get("sysfs_infiniband")
+    ib = b.src.sysfs("sysfs_infiniband")
     mapping = _device_map(b, ib)
     if not mapping:
         b.missing("rdma", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("rdma_link")]))

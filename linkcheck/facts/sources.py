@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Capture
 from linkcheck.parsers import PARSERS, get_parser
+
+if TYPE_CHECKING:
+    from linkcheck.parsers.ethtool import EthtoolSettings, ModuleEeprom
+    from linkcheck.parsers.gids import GidEntry
+    from linkcheck.parsers.ibverbs import IbvDevice
+    from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
+    from linkcheck.parsers.kernel import DmesgLog, MemInfo, SysctlValues, Uptime
+    from linkcheck.parsers.nccl_conf import NcclSettings
+    from linkcheck.parsers.pcie import PciLink
+    from linkcheck.parsers.rdma import Ibdev2NetdevEntry, RdmaPort
+    from linkcheck.parsers.sysfs import SysfsDump
+
+T = TypeVar("T")
+SysfsSpec = Literal["sysfs_net", "sysfs_pci", "sysfs_infiniband"]
+NcclSpec = Literal["nccl_env", "nccl_conf", "nccl_conf_user"]
 
 # Specs whose failure means "nothing configured", not "could not measure".
 ABSENT_MEANS_EMPTY = {"nccl_conf", "nccl_conf_user"}
@@ -28,12 +43,16 @@ def preload_parsers(spec_ids: Iterable[str]) -> None:
 
 
 class NodeSources:
-    """Parsed records of one node, parsed once each, with the reason for every one that is missing."""
+    """Parsed records of one node, parsed once each, with the reason for every one that is missing.
+
+    One typed accessor per spec: the fact builders read typed records, never `Any`. Each accessor
+    imports its parser when first called, so a diagnosis loads only the parsers its captures need.
+    """
 
     def __init__(self, node: str, captures: list[Capture]) -> None:
         self.node = node
         self._captures = {(c.spec, c.arg): c for c in captures if not c.meta}
-        self._cache: dict[tuple[str, str | None], Any] = {}
+        self._cache: dict[tuple[str, str | None], object] = {}
         self.problems: dict[str, str] = {}
 
     def args(self, spec: str) -> list[str]:
@@ -43,18 +62,100 @@ class NodeSources:
     def capture(self, spec: str, arg: str | None = None) -> Capture | None:
         return self._captures.get((spec, arg))
 
-    def get(self, spec: str, arg: str | None = None) -> Any:
-        """The parsed record (by the parser of the spec's kind), or None with the reason stored in `problems`."""
-        key = (spec, arg)
-        if key not in self._cache:
-            self._cache[key] = self._parse(spec, arg, PARSER_KIND.get(spec, spec))
-        return self._cache[key]
-
     def reason(self, spec: str, arg: str | None = None) -> str:
         label = f"{spec}[{arg}]" if arg else spec
         return self.problems.get(label, f"{label}: not collected")
 
-    def _parse(self, spec: str, arg: str | None, kind: str) -> Any:
+    # -- typed accessors, one per spec --------------------------------------------------------------
+    def sysfs(self, spec: SysfsSpec) -> SysfsDump | None:
+        from linkcheck.parsers.sysfs import parse_sysfs_dump
+
+        return self._parsed(spec, None, parse_sysfs_dump)
+
+    def ip_interfaces(self, spec: Literal["ip_addr", "ip_link"]) -> tuple[IpInterface, ...] | None:
+        from linkcheck.parsers.iproute import parse_ip_addr, parse_ip_link
+
+        return self._parsed(spec, None, parse_ip_addr if spec == "ip_addr" else parse_ip_link)
+
+    def ip_route(self) -> tuple[IpRoute, ...] | None:
+        from linkcheck.parsers.iproute import parse_ip_route
+
+        return self._parsed("ip_route", None, parse_ip_route)
+
+    def ip_neigh(self) -> tuple[IpNeighbour, ...] | None:
+        from linkcheck.parsers.iproute import parse_ip_neigh
+
+        return self._parsed("ip_neigh", None, parse_ip_neigh)
+
+    def lspci(self) -> tuple[PciLink, ...] | None:
+        from linkcheck.parsers.pcie import parse_lspci
+
+        return self._parsed("lspci", None, parse_lspci)
+
+    def ethtool(self, netdev: str) -> EthtoolSettings | None:
+        from linkcheck.parsers.ethtool import parse_ethtool
+
+        return self._parsed("ethtool", netdev, parse_ethtool)
+
+    def ethtool_m(self, netdev: str) -> ModuleEeprom | None:
+        from linkcheck.parsers.ethtool import parse_ethtool_m
+
+        return self._parsed("ethtool_m", netdev, parse_ethtool_m)
+
+    def rdma_link(self) -> tuple[RdmaPort, ...] | None:
+        from linkcheck.parsers.rdma import parse_rdma_link
+
+        return self._parsed("rdma_link", None, parse_rdma_link)
+
+    def ibdev2netdev(self) -> tuple[Ibdev2NetdevEntry, ...] | None:
+        from linkcheck.parsers.rdma import parse_ibdev2netdev
+
+        return self._parsed("ibdev2netdev", None, parse_ibdev2netdev)
+
+    def show_gids(self) -> tuple[GidEntry, ...] | None:
+        from linkcheck.parsers.gids import parse_show_gids
+
+        return self._parsed("show_gids", None, parse_show_gids)
+
+    def ibv_devinfo(self) -> tuple[IbvDevice, ...] | None:
+        from linkcheck.parsers.ibverbs import parse_ibv_devinfo
+
+        return self._parsed("ibv_devinfo", None, parse_ibv_devinfo)
+
+    def nccl_settings(self, spec: NcclSpec) -> NcclSettings | None:
+        from linkcheck.parsers.nccl_conf import parse_nccl_conf, parse_nccl_env
+
+        return self._parsed(spec, None, parse_nccl_env if spec == "nccl_env" else parse_nccl_conf)
+
+    def uptime(self) -> Uptime | None:
+        from linkcheck.parsers.kernel import parse_uptime
+
+        return self._parsed("uptime", None, parse_uptime)
+
+    def meminfo(self) -> MemInfo | None:
+        from linkcheck.parsers.kernel import parse_meminfo
+
+        return self._parsed("meminfo", None, parse_meminfo)
+
+    def dmesg(self) -> DmesgLog | None:
+        from linkcheck.parsers.kernel import parse_dmesg
+
+        return self._parsed("dmesg", None, parse_dmesg)
+
+    def sysctl(self) -> SysctlValues | None:
+        from linkcheck.parsers.kernel import parse_sysctl
+
+        return self._parsed("sysctl", None, parse_sysctl)
+
+    # -- parsing ------------------------------------------------------------------------------------
+    def _parsed(self, spec: str, arg: str | None, parser: Callable[[str], T]) -> T | None:
+        """The record `parser` makes of the capture, parsed once; None with the reason kept in `problems`."""
+        key = (spec, arg)
+        if key not in self._cache:
+            self._cache[key] = self._parse(spec, arg, parser)
+        return cast("T | None", self._cache[key])
+
+    def _parse(self, spec: str, arg: str | None, parser: Callable[[str], T]) -> T | None:
         label = f"{spec}[{arg}]" if arg else spec
         cap = self._captures.get((spec, arg))
         if cap is None:
@@ -65,12 +166,12 @@ class NodeSources:
             return None
         if cap.exit_status != 0:
             if spec in ABSENT_MEANS_EMPTY:
-                return get_parser(kind)("")
+                return parser("")
             first = next((ln.strip() for ln in cap.stderr.splitlines() if ln.strip()), "no error text")
             self.problems[label] = f"{label}: exit {cap.exit_status}: {first[:160]}"
             return None
         try:
-            return get_parser(kind)(cap.stdout)
+            return parser(cap.stdout)
         except ParseError as exc:
             self.problems[label] = f"{label}: {exc.reason}" + (f" (line {exc.line_no})" if exc.line_no else "")
             return None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from linkcheck.parsers.sysfs import SysfsDump
 
 NET = "/sys/class/net/"
 IB = "/sys/class/infiniband/"
@@ -17,7 +20,7 @@ def int_or_none(value: str | None) -> int | None:
         return None
 
 
-def net_attrs(dump: Any) -> dict[str, dict[str, str | None]]:
+def net_attrs(dump: SysfsDump) -> dict[str, dict[str, str | None]]:
     """netdev -> {attribute: value} from the sysfs_net dump; the device symlink becomes the PCI BDF."""
     out: dict[str, dict[str, str | None]] = {}
     for entry in dump.under(NET):
@@ -30,7 +33,7 @@ def net_attrs(dump: Any) -> dict[str, dict[str, str | None]]:
     return out
 
 
-def pci_links(dump: Any) -> dict[str, dict[str, str | None]]:
+def pci_links(dump: SysfsDump) -> dict[str, dict[str, str | None]]:
     out: dict[str, dict[str, str | None]] = {}
     for entry in dump.under(PCI):
         parts = entry.path[len(PCI):].split("/")
@@ -39,7 +42,7 @@ def pci_links(dump: Any) -> dict[str, dict[str, str | None]]:
     return out
 
 
-def ib_devices(dump: Any) -> dict[str, dict[str, str | None]]:
+def ib_devices(dump: SysfsDump) -> dict[str, dict[str, str | None]]:
     """rdma device -> {"bdf": ..., "state": ...} from the sysfs_infiniband dump."""
     out: dict[str, dict[str, str | None]] = {}
     for entry in dump.under(IB):

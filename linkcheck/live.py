@@ -175,16 +175,17 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
         close_transports(transports)
     from linkcheck.collect.bundle import write_bundle
 
-    bundle, saved = _to_save(bundle, save_dir, anonymize=anonymize)
+    saving, saved = _to_save(bundle, save_dir, anonymize=anonymize)
+    bundle.path = saved  # the report on screen keeps the real names: only what is saved is anonymised
     if not diagnose:
-        write_bundle(bundle, saved)
+        write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
     from linkcheck.pipeline import diagnose_captures
 
     # Creating the bundle's files is mostly waiting on the file system, so the diagnosis of that very
     # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
-        writing = pool.submit(write_bundle, bundle, saved)
+        writing = pool.submit(write_bundle, saving, saved)
         outcome = diagnose_captures(bundle, rules, config.expected_link)
         writing.result()
     return LiveResult(saved, outcome, interrupted)

@@ -227,3 +227,22 @@ def test_cli_anonymize(tmp_path: Path) -> None:
     assert missing.returncode == 4 and "nope" in missing.stderr and not (tmp_path / "out2").exists()
     diagnosed = _cli("diagnose", str(tmp_path / "out"), "--format", "json")
     assert diagnosed.returncode == 0 and "dgx-spark" not in diagnosed.stdout and "node-a" in diagnosed.stdout
+
+
+def test_check_anonymize_reports_real_names_and_saves_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check --save DIR --anonymize`: the report on screen is of the real bundle, the saved one is anonymised."""
+    import linkcheck.live as live
+    from linkcheck.config import resolve_config
+
+    original = load_bundle(HEALTHY)
+    monkeypatch.setattr(live, "_open", lambda config: {})
+    monkeypatch.setattr(live, "inspect", lambda config, transports: original)
+    config = resolve_config(None, ["a=nvidia@dgx-spark-1", "b=nvidia@dgx-spark-2"])
+    result = live.run_live(config, tmp_path / "saved", anonymize=True, diagnose=True)
+    assert result.outcome is not None and result.outcome.bundle is original
+    assert result.outcome.bundle.path == tmp_path / "saved"
+    assert result.outcome.link.a.hostname == "dgx-spark-1"
+    saved = load_bundle(tmp_path / "saved")
+    assert saved.problems == [] and saved.nodes["a"]["hostname"] == "node-a"
+    text = "\n".join(_files(tmp_path / "saved").values()).lower()
+    assert "dgx-spark" not in text and "192.168.100.10" not in text

@@ -7,7 +7,7 @@ from typing import Any
 from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
-from linkcheck.model import Evidence
+from linkcheck.model import Evidence, Severity
 
 PIN = "NCCL_IB_GID_INDEX"
 _REMOVE = {
@@ -67,7 +67,9 @@ def gid_index_differs(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obser
                for node in (link.a, link.b) for fn in nccl_functions(node) if fn.gid_index is not None}
     distinct = sorted(set(indices.values()))
     listing = ", ".join(f"{k}={v}" for k, v in sorted(indices.items()))
-    return [Observation(subject="pair", fired=len(distinct) > 1,
+    # Unpinned, NCCL (>= 2.21) resolves the index per HCA, so differing indices are worth a note only.
+    pinned = any(node.nccl.get(PIN, "").strip() for node in (link.a, link.b))
+    return [Observation(subject="pair", fired=len(distinct) > 1, severity=None if pinned else Severity.INFO,
                         values={"indices": listing, "distinct": ", ".join(map(str, distinct))},
                         evidence=tuple(Evidence(f"RoCE v2 IPv4 GID index of {k}", v, "sysfs gid_attrs")
                                        for k, v in sorted(indices.items())))]

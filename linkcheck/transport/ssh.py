@@ -27,7 +27,6 @@ from linkcheck.transport.base import (
     decode,
 )
 from linkcheck.transport.hostkeys import host_key_policy
-from linkcheck.transport.lazy_invoke import defer_invoke
 from linkcheck.transport.prompt_ack import prompt_ack_transport
 from linkcheck.transport.ssh_errors import connect_error
 
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     import paramiko
 
 log = logging.getLogger(__name__)
-defer_invoke()  # before anything here imports paramiko
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")

@@ -81,28 +81,18 @@ def test_runs_commands_and_keeps_exit_statuses(server: Sshd, tmp_path: Path) -> 
         transport.close()
 
 
-def test_nagle_is_off_and_post_login_messages_are_acknowledged(
-    server: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Small requests leave at once (TCP_NODELAY), and each message sshd sends after login (hostkeys-00,
-    key-option debug lines) is answered at once, so neither side's Nagle waits on a delayed ACK
-    (benchmarks/check_vs_ssh.py measures the gain)."""
+def test_nagle_is_off(server: Sshd, tmp_path: Path) -> None:
+    """Small requests leave at once (TCP_NODELAY on the socket handed to paramiko), so the SSH handshake
+    and each command do not wait on the node's delayed ACK (benchmarks/check_vs_ssh.py measures it)."""
     import socket
 
-    from linkcheck.transport.prompt_ack import prompt_ack_transport
-
-    cls = prompt_ack_transport()
-    acks: list[str] = []
-    original = cls._ack_now
-    monkeypatch.setattr(cls, "_ack_now", lambda self: (acks.append("ack"), original(self))[1])
     transport = make_transport(server, tmp_path)
     try:
         assert transport.run("echo fine", timeout_s=10).stdout == "fine\n"
         assert transport._client is not None
         link = transport._client.get_transport()
-        assert isinstance(link, cls)
+        assert link is not None
         assert link.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-        assert acks, "sshd's post-login messages reached no handler of ours"
     finally:
         transport.close()
 

@@ -27,7 +27,6 @@ from linkcheck.transport.base import (
     decode,
 )
 from linkcheck.transport.hostkeys import host_key_policy
-from linkcheck.transport.prompt_ack import prompt_ack_transport
 from linkcheck.transport.ssh_errors import connect_error
 
 if TYPE_CHECKING:
@@ -179,8 +178,7 @@ class SshTransport:
                 auth_timeout=auth_s,
                 allow_agent=True,
                 look_for_keys=not resolved.identity_files,
-                sock=sock,
-                transport_factory=cast(Any, prompt_ack_transport()),  # the stubs want a narrower Protocol
+                sock=sock,  # connected here, with Nagle off (see _open_socket)
             )
         except Exception as exc:  # every cause is mapped to one NodeError line below
             client.close()

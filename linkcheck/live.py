@@ -133,16 +133,6 @@ def _warm_diagnosis_imports() -> None:
     preload_parsers(spec.id for spec in SPECS)
 
 
-def _collect_garbage_from_now_on() -> None:
-    """The `linkcheck` program starts with the cyclic garbage collector off (see `linkcheck.cli.run`);
-    the traffic tests run for minutes, so it is back on for them. What was loaded so far is frozen
-    out of its scans."""
-    import gc
-
-    gc.freeze()
-    gc.enable()
-
-
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
              traffic: TrafficRequest | None = None, progress: Progress | None = None) -> LiveResult:
     """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks.
@@ -169,7 +159,6 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
                 raise
             bundle = pending.result()
         if traffic is not None and (traffic.rdma or traffic.nccl):
-            _collect_garbage_from_now_on()
             interrupted = _traffic(config, transports, bundle, traffic, progress)
     finally:
         close_transports(transports)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Set up everything the test suite needs on a fresh Debian 12 machine, then run lint, types and tests.
 # As root it installs the Debian packages the lab and the parser tests use (real sshd, iproute2,
-# ethtool, netplan, perftest); as a normal user the lab tests skip with a reason.
+# ethtool, netplan, perftest, shellcheck); as a normal user the lab tests skip with a reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin)
+DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin shellcheck)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
@@ -20,6 +20,12 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# The inspection script every node runs (POSIX sh); as root shellcheck was installed above.
+if [ "$(id -u)" = 0 ] || command -v shellcheck >/dev/null 2>&1; then
+  shellcheck linkcheck/collect/inspect.sh
+else
+  echo "scripts/test.sh: shellcheck is not installed, linkcheck/collect/inspect.sh not checked" >&2
+fi
 .venv/bin/ruff check .
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

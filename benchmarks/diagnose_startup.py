@@ -1,6 +1,6 @@
 """Benchmark: offline `linkcheck diagnose` on the healthy fixture against `python -c "import typer, rich"`.
 
-Target: the diagnosis takes under 2x the bare import baseline. Prints median wall and CPU times over N runs;
+Target: the diagnosis takes under 3x the bare import baseline. Prints median wall and CPU times over N runs;
 the commands take turns, so a change in the machine's load hits them all alike.
     python benchmarks/diagnose_startup.py [N] [--bytecode]
 --bytecode loads every module from bytecode, as an installed copy does (a fresh pycache prefix, filled by one

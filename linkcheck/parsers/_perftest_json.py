@@ -11,7 +11,7 @@ from linkcheck.errors import ParseError
 
 SPEC = "perftest"
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-_PSEUDO_KV = re.compile(r'^"?([^":{}]+?)"?\s*:\s*(.*?)\s*,?$')
+_PSEUDO_KEY = re.compile(r'[^":{}]+')  # a key, once blanks and its optional quotes are cut
 _NUM = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
 _INT = re.compile(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
 
@@ -45,10 +45,15 @@ def _load_pseudo_json(text: str) -> dict[str, Any]:
 
 
 def _pseudo_line(stack: list[dict[str, Any]], line: str, no: int) -> None:
-    m = _PSEUDO_KV.match(line)
-    if m is None or not stack:
+    # Split at the first ':' in code: a regex "(.*?)\s*,?$" for the value backtracks quadratically.
+    key_text, sep, rest = line.partition(":")
+    key = key_text.strip()
+    key = key[1:] if key.startswith('"') else key
+    key = (key[:-1] if key.endswith('"') else key).strip()
+    if not sep or not stack or not _PSEUDO_KEY.fullmatch(key):
         raise ParseError(SPEC, "neither JSON nor perftest's pre-24.01 pseudo-JSON", no)
-    key, value = m.group(1).strip(), m.group(2)
+    value = rest.strip()
+    value = value[:-1].rstrip() if value.endswith(",") else value
     if value == "{":
         child: dict[str, Any] = {}
         stack[-1][key] = child

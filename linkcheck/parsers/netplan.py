@@ -23,6 +23,7 @@ FILE_HEADER_RE = re.compile(r"^==> (.+) <==$")
 GLIB_WARNING_RE = re.compile(r"^\*\* \(.*\): WARNING \*\*")
 BOOL_WORDS = {"true": True, "yes": True, "on": True, "y": True, "false": False, "no": False, "off": False,
               "n": False}
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # /run shadows /etc shadows /lib for the same file name.
 DIR_PRIORITY = {"/lib/netplan": 0, "/etc/netplan": 1, "/run/netplan": 2}
 
@@ -93,10 +94,12 @@ def _files_in_merge_order(files: list[tuple[str | None, str]]) -> list[tuple[str
 def _load(name: str | None, body: str) -> dict[str, Any]:
     """yaml.safe_load one file; returns its `network` mapping ({} for an empty file or `network: null`)."""
     where = f"{name}: " if name else ""
-    try:
-        doc = yaml.safe_load(body)
+    try:  # libyaml's loader when PyYAML has it: the pure-Python one takes seconds per MB
+        doc = yaml.load(body, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader, C or Python
     except RecursionError:
         raise ParseError("netplan", f"{where}YAML nested too deeply") from None
+    except UnicodeEncodeError:  # libyaml reads UTF-8: a lone surrogate cannot be encoded
+        raise ParseError("netplan", f"{where}invalid YAML: text is not valid Unicode") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -114,16 +117,29 @@ def _load(name: str | None, body: str) -> dict[str, Any]:
     return network
 
 
-def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(old)
+def _merge(merged: dict[str, Any], new: dict[str, Any], owned: dict[int, object]) -> None:
+    """Merge `new` into `merged` in place; `addresses` lists are extended (duplicates cut in _ethernet).
+
+    Copying the merged tree for every file made N files cost N^2. A mapping or list taken from a file is
+    copied once, the first time a later file changes it, so YAML aliases shared with other keys never
+    change; `owned` keeps the copies (and so their ids) alive.
+    """
     for key, value in new.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        elif key == "addresses" and isinstance(value, list) and isinstance(merged.get(key), list):
-            merged[key] = merged[key] + [a for a in value if a not in merged[key]]
+        old = merged.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            _merge(_owned(merged, key, old, owned), value, owned)
+        elif key == "addresses" and isinstance(value, list) and isinstance(old, list):
+            _owned(merged, key, old, owned).extend(value)
         else:
             merged[key] = value
-    return merged
+
+
+def _owned(parent: dict[str, Any], key: str, value: Any, owned: dict[int, object]) -> Any:
+    if id(value) not in owned:
+        value = value.copy()
+        owned[id(value)] = value
+        parent[key] = value
+    return value
 
 
 def _type_error(netdef: str, key: str, expected: str, value: Any) -> ParseError:
@@ -194,7 +210,7 @@ def _ethernet(netdef: str, body: Any, source: str | None) -> NetplanEthernet:
         match_name=_str(netdef, "match.name", match.get("name")),
         match_mac=_str(netdef, "match.macaddress", match.get("macaddress")),
         set_name=_str(netdef, "set-name", body.get("set-name")),
-        addresses=tuple(_address(netdef, a) for a in addresses or ()),
+        addresses=tuple(dict.fromkeys(_address(netdef, a) for a in addresses or ())),
         mtu=_mtu(netdef, body.get("mtu")),
         dhcp4=_bool(netdef, "dhcp4", body.get("dhcp4")),
         link_local=_str_list(netdef, "link-local", body.get("link-local")),
@@ -218,6 +234,7 @@ def parse_netplan(text: str) -> NetplanConfig:
         raise ParseError("netplan", "binary data (NUL bytes)")
     files = _files_in_merge_order(_split_files(text.replace("\r\n", "\n")))
     merged: dict[str, Any] = {}
+    owned: dict[int, object] = {}
     sources: dict[str, str | None] = {}
     for name, body in files:
         network = _load(name, body)
@@ -226,7 +243,7 @@ def parse_netplan(text: str) -> NetplanConfig:
             raise ParseError("netplan", f"{name or 'network'}: 'ethernets' is not a mapping")
         for netdef in ethernets:
             sources.setdefault(str(netdef), name)
-        merged = _merge(merged, network)
+        _merge(merged, network, owned)
     renderer = merged.get("renderer")
     if renderer is not None and not isinstance(renderer, str):
         raise ParseError("netplan", "renderer: expected a string")

@@ -101,9 +101,9 @@ def parse_rdma_link(text: str) -> tuple[RdmaPort, ...]:
 _I2N_PLAIN_RE = re.compile(r"^(\S+) port ([0-9]{1,4}) ==> (\S+) \((\w+)\)$")
 # -v: "<bdf> <dev> (MT4129 - PART) <description> fw <ver> port <p> (<IB STATE padded>) ==> <if> (<state>)";
 # the description is word-split VPD text, so anchor on the tail and the first two words only.
-_I2N_VERBOSE_RE = re.compile(
-    r"^(?P<head>.*?)\s+\(.*\bport (?P<port>[0-9]{1,4}) \((?P<ib>[A-Za-z_]+)\s*\)"
-    r" ==> (?P<net>\S+) \((?P<ls>\w+)\)$"
+# Tail searched and head cut in code: one "^(.*?)\s+\(.*\bport" regex backtracks quadratically.
+_I2N_VERBOSE_TAIL_RE = re.compile(
+    r"\bport (?P<port>[0-9]{1,4}) \((?P<ib>[A-Za-z_]+)\s*\) ==> (?P<net>\S+) \((?P<ls>\w+)\)$"
 )
 _BDF_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
@@ -124,8 +124,9 @@ def _ibdev2netdev_line(line: str, line_no: int) -> Ibdev2NetdevEntry:
     plain = _I2N_PLAIN_RE.match(line)
     if plain:
         return Ibdev2NetdevEntry(plain.group(1), int(plain.group(2)), plain.group(3), plain.group(4))
-    verbose = _I2N_VERBOSE_RE.match(line)
-    head = verbose.group("head").split() if verbose else []
+    verbose = _I2N_VERBOSE_TAIL_RE.search(line)
+    before, paren, _ = line[: verbose.start()].partition("(") if verbose else ("", "", "")
+    head = before.split() if paren and before[-1:].isspace() else []
     if verbose is None or not 1 <= len(head) <= 2:
         raise ParseError("ibdev2netdev", f"unexpected line {line[:80]!r}", line_no)
     bdf = head[0] if len(head) == 2 and _BDF_RE.match(head[0]) else None

@@ -51,6 +51,7 @@ def _settings_fields(lines: list[str]) -> tuple[str | None, dict[str, tuple[int,
     """Collect `Key: value` lines (value, line number); continuation lines extend the link-mode lists."""
     ifname: str | None = None
     fields: dict[str, tuple[int, str]] = {}
+    continued: dict[str, list[str]] = {}  # joined once at the end: `value += mode` per line is quadratic
     current: str | None = None
     for line_no, line in enumerate(lines, start=1):
         stripped = line.strip()
@@ -65,8 +66,10 @@ def _settings_fields(lines: list[str]) -> tuple[str | None, dict[str, tuple[int,
             fields.setdefault(current, (line_no, (match.group(2) or "").strip()))
         elif stripped and current in LIST_KEYS:
             # Link modes continue on lines indented with TAB + spaces ("\n\t%*s" in netlink/settings.c).
-            first_line, value = fields[current]
-            fields[current] = (first_line, f"{value} {stripped}")
+            continued.setdefault(current, []).append(stripped)
+    for key, more in continued.items():
+        first_line, value = fields[key]
+        fields[key] = (first_line, " ".join([value, *more]))
     return ifname, fields
 
 
@@ -240,6 +243,7 @@ class ModuleEeprom(Record):
     length_m: float | None
     transmitter_technology: str | None
     fields: tuple[tuple[str, str], ...]
+    vendor_sn_masked: bool = False  # pasted with characters replaced by 'x' ("APF25xxxxxxx"): kept as given
 
     @property
     def identified(self) -> bool:
@@ -303,7 +307,13 @@ def _module_from_fields(memory_map: str | None, fields: list[tuple[str, str]]) -
         length_m=_length_m(length),
         transmitter_technology=first.get("Transmitter technology") or None,
         fields=tuple(fields),
+        vendor_sn_masked=_masked_serial(first.get("Vendor SN")),
     )
+
+
+def _masked_serial(value: str | None) -> bool:
+    """A serial whose tail was replaced by a run of 'x' or '*' before pasting."""
+    return value is not None and re.search(r"(?:xxx|XXX|\*\*\*)[xX*]*$", value) is not None
 
 
 def parse_ethtool_m(text: str) -> ModuleEeprom:

@@ -39,6 +39,7 @@ class GidEntry(Record):
     roce_version: int | None
     netdev: str | None
     ipv4: str | None
+    masked: bool = False  # digits replaced by 'x' before pasting: `gid` keeps the text as given
 
     @property
     def empty(self) -> bool:
@@ -48,10 +49,18 @@ class GidEntry(Record):
     @property
     def link_local(self) -> bool:
         """fe80::/10: the MAC-derived default GID, not routable and never what NCCL should use."""
+        if self.masked:
+            return self.gid.startswith("fe80:")
         try:
             return ipaddress.IPv6Address(self.gid).is_link_local
         except ValueError:
             return False
+
+
+def masked_gid(text: str) -> str | None:
+    """A GID with hex digits masked as 'x' ('fe80:0000:0000:0000:xxxx:xxxx:xxxx:xxxx'), lower-cased; else None."""
+    candidate = text.strip().lower()
+    return candidate if "x" in candidate and _MASKED_GID_RE.match(candidate) else None
 
 
 def normalize_gid(text: str) -> str | None:
@@ -82,6 +91,8 @@ def ipv4_of_gid(gid: str) -> str | None:
 
 
 _LONG_GID_RE = re.compile(r"^[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){7}$")
+_MASKED_GID_RE = re.compile(r"^[0-9a-fx]{0,4}(?::[0-9a-fx]{0,4}){2,7}$")
+_MASKED_IPV4_RE = re.compile(r"^[0-9x]{1,3}(?:\.[0-9x]{1,3}){3}$")  # '192.168.x.x' in the IPv4 column
 _MAPPED_PREFIX = "0000:0000:0000:0000:0000:ffff:"
 
 
@@ -93,8 +104,9 @@ def roce_version(text: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _entry(device: str, port: int, index: int, gid: str, version: int | None, netdev: str | None) -> GidEntry:
-    return GidEntry(device, port, index, gid, version, netdev or None, ipv4_of_gid(gid))
+def _entry(device: str, port: int, index: int, gid: str, version: int | None, netdev: str | None,
+           masked: bool = False, ipv4: str | None = None) -> GidEntry:
+    return GidEntry(device, port, index, gid, version, netdev or None, ipv4 or ipv4_of_gid(gid), masked)
 
 
 def _sort(entries: Iterable[GidEntry]) -> tuple[GidEntry, ...]:
@@ -106,13 +118,18 @@ def _show_gids_row(tokens: list[str], line_no: int) -> GidEntry:
     spec = "show_gids"
     if len(tokens) < 4 or not _SMALL_INT_RE.match(tokens[1]) or not _SMALL_INT_RE.match(tokens[2]):
         raise ParseError(spec, f"not a GID row: {' '.join(tokens)!r}", line_no)
-    gid = normalize_gid(tokens[3])
+    gid, masked = normalize_gid(tokens[3]), False
+    if gid is None:
+        gid, masked = masked_gid(tokens[3]), True
     if gid is None:
         raise ParseError(spec, f"invalid GID {tokens[3]!r}", line_no)
-    rest = tokens[4:]
+    rest, ipv4 = tokens[4:], None
     if rest and _IPV4_RE.match(rest[0]):
         if ipv4_of_gid(gid) not in (None, rest[0]):
             raise ParseError(spec, f"IPv4 column {rest[0]} disagrees with GID {gid}", line_no)
+        ipv4 = rest[0] if masked and gid.startswith(_MAPPED_PREFIX) else None
+        rest = rest[1:]
+    elif rest and _MASKED_IPV4_RE.match(rest[0]):
         rest = rest[1:]
     version = None
     if rest and _VERSION_RE.fullmatch(rest[0]):
@@ -120,7 +137,8 @@ def _show_gids_row(tokens: list[str], line_no: int) -> GidEntry:
         rest = rest[1:]
     if len(rest) > 1:
         raise ParseError(spec, f"unexpected fields {rest!r}", line_no)
-    return _entry(tokens[0], int(tokens[1]), int(tokens[2]), gid, version, rest[0] if rest else None)
+    return _entry(tokens[0], int(tokens[1]), int(tokens[2]), gid, version, rest[0] if rest else None,
+                  masked, ipv4)
 
 
 def parse_show_gids(text: str) -> tuple[GidEntry, ...]:
@@ -170,12 +188,15 @@ def gid_entries_from_sysfs(dump: SysfsDump, *, spec: str = "gid_sysfs") -> tuple
         if match is None:
             continue
         gid = _ZERO_GID if item.value is None else normalize_gid(item.value)
+        masked = gid is None and item.value is not None and masked_gid(item.value) is not None
+        if masked and item.value is not None:
+            gid = masked_gid(item.value)
         if gid is None:
             raise ParseError(spec, f"{item.path}: invalid GID {item.value!r}")
         port_dir, idx = match.group("port_dir"), match.group("idx")
         version = roce_version(dump.value(f"{port_dir}/gid_attrs/types/{idx}"))
         netdev = dump.value(f"{port_dir}/gid_attrs/ndevs/{idx}")
-        entries.append(_entry(match.group("dev"), int(match.group("port")), int(idx), gid, version, netdev))
+        entries.append(_entry(match.group("dev"), int(match.group("port")), int(idx), gid, version, netdev, masked))
     unique = {(e.device, e.port, e.index): e for e in entries}  # a repeated path keeps its last value
     return _sort(unique.values())
 

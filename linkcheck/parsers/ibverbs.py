@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from linkcheck.errors import ParseError
 from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
-from linkcheck.parsers.gids import normalize_gid, roce_version
+from linkcheck.parsers.gids import masked_gid, normalize_gid, roce_version
 
 _INT_RE = re.compile(r"^[0-9]{1,9}$")
 _NUM_RE = re.compile(r"^\s*([0-9]{1,9}(?:\.[0-9]{1,9})?)")
@@ -29,7 +29,8 @@ def _num(text: str | None) -> float | None:
 
 # ---------------------------------------------------------------- ibv_devinfo (rdma-core devinfo.c)
 
-_KV_RE = re.compile(r"^\s*(GID\[\s*[0-9]{1,6}\]|[A-Za-z_][A-Za-z0-9_ ]{0,60}?):\s*(.*?)\s*$")
+# The value is taken whole and stripped in code: "(.*?)\s*$" backtracks quadratically over inner blank runs.
+_KV_RE = re.compile(r"^\s*(GID\[\s*[0-9]{1,6}\]|[A-Za-z_][A-Za-z0-9_ ]{0,60}?):(.*)$")
 _MTU_BY_CODE = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 _LANES_BY_CODE = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
 # rdma-core < v39 prints "invalid speed (128)" for 100G lanes: decode the code ourselves.
@@ -50,13 +51,17 @@ class IbvGid(Record):
     index: int
     gid: str
     roce_version: int | None
+    masked: bool = False  # hex digits pasted as 'x': `gid` keeps the text as given
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class IbvPort(Record):
-    """One port block; active_speed_gbps is per lane, rate_gbps = lanes x lane speed."""
+    """One port block; active_speed_gbps is per lane, rate_gbps = lanes x lane speed.
 
-    port: int
+    `port` is None for an excerpt that starts inside a port block (`ibv_devinfo -v | grep active_`).
+    """
+
+    port: int | None
     state: str | None
     phys_state: str | None
     max_mtu_bytes: int | None
@@ -77,9 +82,9 @@ class IbvPort(Record):
 
 @dataclass(frozen=True, repr=False, eq=False)
 class IbvDevice(Record):
-    """One `hca_id:` block."""
+    """One `hca_id:` block; `hca_id` is None for an excerpt pasted without its `hca_id:` line."""
 
-    hca_id: str
+    hca_id: str | None
     fw_ver: str | None
     node_guid: str | None
     sys_image_guid: str | None
@@ -90,7 +95,7 @@ class IbvDevice(Record):
 
 @dataclass
 class _PortDraft:
-    port: int
+    port: int | None
     line_no: int
     fields: dict[str, str] = field(default_factory=dict)
     gids: list[IbvGid] = field(default_factory=list)
@@ -98,7 +103,7 @@ class _PortDraft:
 
 @dataclass
 class _DeviceDraft:
-    hca_id: str
+    hca_id: str | None
     fields: dict[str, str] = field(default_factory=dict)
     ports: list[_PortDraft] = field(default_factory=list)
 
@@ -123,15 +128,17 @@ def _mtu(value: str | None) -> int | None:
 def _gid_line(key: str, value: str, line_no: int) -> IbvGid:
     gid_text, _, suffix = value.partition(",")
     gid = normalize_gid(gid_text)
+    masked = gid is None and masked_gid(gid_text) is not None
+    gid = masked_gid(gid_text) if masked else gid
     if gid is None:
         raise ParseError("ibv_devinfo", f"invalid GID {gid_text!r}", line_no)
     index = int("".join(c for c in key if c in "0123456789"))
-    return IbvGid(index, gid, roce_version(suffix) if "RoCE" in suffix else None)
+    return IbvGid(index, gid, roce_version(suffix) if "RoCE" in suffix else None, masked)
 
 
-def _build_port(draft: _PortDraft) -> IbvPort:
+def _build_port(draft: _PortDraft, excerpt: bool) -> IbvPort:
     f = draft.fields
-    if "state" not in f:
+    if "state" not in f and not excerpt:  # an excerpt (no hca_id line) may hold any subset of lines
         raise ParseError("ibv_devinfo", f"port {draft.port} has no state line: truncated", draft.line_no)
     width, width_code = f.get("active_width"), _code(f.get("active_width"))
     lanes = _LANES_BY_CODE.get(width_code) if width_code is not None else _int((width or "").rstrip("X"))
@@ -147,7 +154,7 @@ def _build_device(draft: _DeviceDraft) -> IbvDevice:
     f = draft.fields
     if not draft.ports and (_int(f.get("phys_port_cnt")) or 0) > 0:
         raise ParseError("ibv_devinfo", f"{draft.hca_id}: no port block: truncated")
-    ports = tuple(_build_port(p) for p in draft.ports)
+    ports = tuple(_build_port(p, draft.hca_id is None or p.port is None) for p in draft.ports)
     return IbvDevice(draft.hca_id, f.get("fw_ver"), f.get("node_guid"), f.get("sys_image_guid"),
                      _int(f.get("vendor_part_id")), f.get("board_id"), ports)
 
@@ -158,14 +165,34 @@ def _devinfo_field(dev: _DeviceDraft, key: str, value: str, line_no: int) -> Non
         if number is None:
             raise ParseError("ibv_devinfo", f"bad port number {value!r}", line_no)
         dev.ports.append(_PortDraft(number, line_no))
-    elif key.startswith("GID["):
-        if not dev.ports:
-            raise ParseError("ibv_devinfo", "GID line outside a port block", line_no)
-        dev.ports[-1].gids.append(_gid_line(key, value, line_no))
-    elif dev.ports and key in _PORT_KEYS:
-        dev.ports[-1].fields.setdefault(key, value)
+    elif key.startswith("GID[") or (key in _PORT_KEYS and key not in _DEVICE_KEYS):
+        if not dev.ports:  # an excerpt that starts inside the port block
+            dev.ports.append(_PortDraft(None, line_no))
+        if key.startswith("GID["):
+            dev.ports[-1].gids.append(_gid_line(key, value, line_no))
+        else:
+            dev.ports[-1].fields.setdefault(key, value)
     elif not dev.ports and key in _DEVICE_KEYS:
         dev.fields.setdefault(key, value)
+
+
+def _excerpt_key(key: str) -> bool:
+    """A key that an excerpt without `hca_id:` may start with."""
+    return key in _PORT_KEYS or key in _DEVICE_KEYS or key in ("port", "transport") or key.startswith("GID[")
+
+
+def _devinfo_line(devices: list[_DeviceDraft], line: str, line_no: int) -> None:
+    match = _KV_RE.match(line)
+    value = match.group(2).strip() if match else ""
+    if match and match.group(1) == "hca_id" and value:
+        devices.append(_DeviceDraft(value))
+    elif not devices and not (match and _excerpt_key(match.group(1))):
+        raise ParseError("ibv_devinfo", f"unexpected text before the first hca_id: {line.strip()[:80]!r}", line_no)
+    elif match:
+        if not devices:  # pasted without its hca_id line
+            devices.append(_DeviceDraft(None))
+        _devinfo_field(devices[-1], match.group(1), value, line_no)
+    # else: capability flag lines and "... not supported" notes of -v: not needed
 
 
 def parse_ibv_devinfo(text: str) -> tuple[IbvDevice, ...]:
@@ -195,14 +222,7 @@ def parse_ibv_devinfo(text: str) -> tuple[IbvDevice, ...]:
             continue
         if stripped.startswith(("Failed", "IB device ", "Invalid port")):
             raise ParseError(spec, f"tool error: {stripped[:80]!r}", line_no)
-        match = _KV_RE.match(line)
-        if match and match.group(1) == "hca_id" and match.group(2):
-            devices.append(_DeviceDraft(match.group(2)))
-        elif not devices:
-            raise ParseError(spec, f"unexpected text before the first hca_id: {stripped[:80]!r}", line_no)
-        elif match:
-            _devinfo_field(devices[-1], match.group(1), match.group(2), line_no)
-        # else: capability flag lines and "... not supported" notes of -v: not needed
+        _devinfo_line(devices, line, line_no)
     if no_devices and devices:
         raise ParseError(spec, "'No IB devices found' next to device blocks")
     if not devices and not no_devices:
@@ -214,14 +234,19 @@ def parse_ibv_devinfo(text: str) -> tuple[IbvDevice, ...]:
 
 _CA_RE = re.compile(r"^(?:CA|Switch|Router|iWARP RNIC|\?\?\?):? '(.+)'$")
 _PORT_RE = re.compile(r"^Port ([0-9]{1,4}):$")
-_IBSTAT_KV_RE = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}?):\s*(.*?)\s*$")
+_IBSTAT_PORT_KEYS = frozenset({"State", "Physical state", "Rate", "Base lid", "LMC", "SM lid", "Capability mask",
+                               "Port GUID", "Link layer"})
+_IBSTAT_KV_RE = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}?):(.*)$")  # value stripped in code, as _KV_RE
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class IbstatPort(Record):
-    """One `Port N:` block; a Down port reports `Rate: 40`, so read the rate only with State Active."""
+    """One `Port N:` block; a Down port reports `Rate: 40`, so read the rate only with State Active.
 
-    port: int
+    `port` is None for an excerpt that starts inside the block (`ibstat | grep -A3 State`).
+    """
+
+    port: int | None
     state: str | None
     physical_state: str | None
     rate_gbps: float | None
@@ -233,25 +258,43 @@ class IbstatPort(Record):
 class IbstatCa(Record):
     """One `CA '<name>'` block."""
 
-    name: str
+    name: str | None  # None for an excerpt pasted without its "CA '<name>'" line
     ca_type: str | None
     fw_version: str | None
     node_guid: str | None
     ports: tuple[IbstatPort, ...]
 
 
-def _ibstat_port(port: int, f: dict[str, str], line_no: int) -> IbstatPort:
-    if "State" not in f or "Physical state" not in f:
+def _ibstat_port(port: int | None, f: dict[str, str], line_no: int, excerpt: bool = False) -> IbstatPort:
+    if ("State" not in f or "Physical state" not in f) and not excerpt:
         raise ParseError("ibstat", f"port {port} lacks State/Physical state: truncated", line_no)
-    return IbstatPort(port, f["State"], f["Physical state"], _num(f.get("Rate")), f.get("Link layer"),
+    return IbstatPort(port, f.get("State"), f.get("Physical state"), _num(f.get("Rate")), f.get("Link layer"),
                       f.get("Port GUID"))
 
 
-def _ibstat_ca(name: str, f: dict[str, str], ports: list[IbstatPort]) -> IbstatCa:
+def _ibstat_ca(name: str | None, f: dict[str, str], ports: list[IbstatPort]) -> IbstatCa:
     declared = _int(f.get("Number of ports"))
     if declared is not None and 0 < len(ports) < declared:
         raise ParseError("ibstat", f"CA {name}: {len(ports)} of {declared} ports: truncated")
     return IbstatCa(name, f.get("CA type"), f.get("Firmware version"), f.get("Node GUID"), tuple(ports))
+
+
+_PortAcc = tuple[int | None, dict[str, str], int, bool]  # port, fields, line, excerpt
+
+
+def _implicit_port(port: _PortAcc | None, kv: re.Match[str] | None, line_no: int) -> _PortAcc | None:
+    """Open a port of unknown number for port lines pasted without their "Port N:" line."""
+    if port is None and kv is not None and kv.group(1) in _IBSTAT_PORT_KEYS:
+        return (None, {}, line_no, True)
+    return port
+
+
+def _ibstat_line(s: str, line_no: int) -> tuple[re.Match[str] | None, re.Match[str] | None, re.Match[str] | None]:
+    """(CA line, Port line, key: value line) matches of one stripped line; anything else is an error."""
+    ca, new_port, kv = _CA_RE.match(s), _PORT_RE.match(s), _IBSTAT_KV_RE.match(s)
+    if s.startswith(("ibpanic:", "iberror:")) or not (ca or new_port or kv):
+        raise ParseError("ibstat", f"unexpected line {s[:80]!r}", line_no)
+    return ca, new_port, kv
 
 
 def parse_ibstat(text: str) -> tuple[IbstatCa, ...]:
@@ -265,24 +308,25 @@ def parse_ibstat(text: str) -> tuple[IbstatCa, ...]:
     spec = "ibstat"
     if "\x00" in text:
         raise ParseError(spec, "binary data (NUL bytes)")
-    cas: list[tuple[str, dict[str, str], list[IbstatPort]]] = []
-    port: tuple[int, dict[str, str], int] | None = None
+    cas: list[tuple[str | None, dict[str, str], list[IbstatPort]]] = []
+    port: _PortAcc | None = None
     for line_no, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("ibwarn:"):
             continue
-        ca, new_port, kv = _CA_RE.match(s), _PORT_RE.match(s), _IBSTAT_KV_RE.match(s)
-        if s.startswith(("ibpanic:", "iberror:")) or not (ca or new_port or kv) or (not cas and not ca):
-            raise ParseError(spec, f"unexpected line {s[:80]!r}", line_no)
+        ca, new_port, kv = _ibstat_line(s, line_no)
+        if not cas and not ca:  # an excerpt pasted without its CA line
+            cas.append((None, {}, []))
+        port = _implicit_port(port, kv, line_no)
         if (ca or new_port) and port is not None:
             cas[-1][2].append(_ibstat_port(*port))
             port = None
         if ca:
             cas.append((ca.group(1), {}, []))
         elif new_port:
-            port = (int(new_port.group(1)), {}, line_no)
+            port = (int(new_port.group(1)), {}, line_no, cas[-1][0] is None)
         elif kv:
-            (port[1] if port is not None else cas[-1][1]).setdefault(kv.group(1), kv.group(2))
+            (port[1] if port is not None else cas[-1][1]).setdefault(kv.group(1), kv.group(2).strip())
     if port is not None:
         cas[-1][2].append(_ibstat_port(*port))
     return tuple(_ibstat_ca(*c) for c in cas)

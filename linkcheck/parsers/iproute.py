@@ -46,6 +46,7 @@ class IpInterface(Record):
     parentdev: str | None
     altnames: tuple[str, ...]
     addresses: tuple[IpAddress, ...]
+    mac_masked: bool = False  # the MAC was pasted with 'xx' bytes: `mac` is None, never a false mismatch
 
     @property
     def admin_up(self) -> bool:
@@ -82,6 +83,7 @@ class IpNeighbour(Record):
     dev: str | None
     lladdr: str | None
     state: tuple[str, ...]
+    lladdr_masked: bool = False  # pasted with 'xx' bytes: `lladdr` is None
 
 
 # iproute2 ~5.9/5.10 printed a route's non-unicast type as a bare string: {"blackhole","dst":...}
@@ -170,19 +172,32 @@ def _addresses(obj: dict[str, Any], spec: str) -> tuple[IpAddress, ...]:
     return tuple(a for a in (_address(item, spec) for item in value) if a is not None)
 
 
+_MASKED_MAC_RE = re.compile(r"^(?:[0-9a-fA-F]{2}|[xX]{1,2})(?::(?:[0-9a-fA-F]{2}|[xX]{1,2})){5,19}$")
+
+
+def _mac(obj: dict[str, Any], key: str, spec: str) -> tuple[str | None, bool]:
+    """(MAC, masked): a MAC with bytes masked as 'xx' ('3c:6d:66:xx:xx:xx') is no MAC to compare."""
+    value = _str(obj, key, spec)
+    if value is not None and "x" in value.lower() and _MASKED_MAC_RE.match(value):
+        return None, True
+    return value, False
+
+
 def _interface(obj: dict[str, Any], spec: str) -> IpInterface:
+    mac, masked = _mac(obj, "address", spec)
     return IpInterface(
         ifname=_required_str(obj, "ifname", spec),
         ifindex=_int(obj, "ifindex", spec),
         flags=_strs(obj, "flags", spec),
         operstate=_str(obj, "operstate", spec),
         mtu=_int(obj, "mtu", spec),
-        mac=_str(obj, "address", spec),
+        mac=mac,
         link_type=_str(obj, "link_type", spec),
         phys_port_name=_str(obj, "phys_port_name", spec),
         parentdev=_str(obj, "parentdev", spec),
         altnames=_strs(obj, "altnames", spec),
         addresses=_addresses(obj, spec),
+        mac_masked=masked,
     )
 
 
@@ -239,12 +254,11 @@ def parse_ip_neigh(text: str) -> tuple[IpNeighbour, ...]:
     ('REACHABLE',)
     """
     spec = "ip_neigh"
-    return tuple(
-        IpNeighbour(
-            dst=_required_str(obj, "dst", spec),
-            dev=_str(obj, "dev", spec),
-            lladdr=_str(obj, "lladdr", spec),
-            state=_strs(obj, "state", spec),
-        )
-        for obj in _load_list(text, spec)
-    )
+    return tuple(_neighbour(obj, spec) for obj in _load_list(text, spec))
+
+
+def _neighbour(obj: dict[str, Any], spec: str) -> IpNeighbour:
+    # iproute2 6.1 leaves "dev" out of `ip -j neigh show to PEER dev IF` objects: dev is then None.
+    lladdr, masked = _mac(obj, "lladdr", spec)
+    return IpNeighbour(dst=_required_str(obj, "dst", spec), dev=_str(obj, "dev", spec), lladdr=lladdr,
+                       state=_strs(obj, "state", spec), lladdr_masked=masked)

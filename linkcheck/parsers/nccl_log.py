@@ -19,11 +19,16 @@ from linkcheck.parsers._text import require_text
 SPEC = "nccl_log"
 
 _MPI_TAG = re.compile(r"^\[[0-9]+,[0-9]+\]<std(?:out|err)>:\s?")  # mpirun --tag-output
+# vLLM / Ray prefix their workers' lines: "(EngineCore_DP0 pid=2301) (RayWorkerWrapper pid=2981, ip=...) "
+_PROCESS_TAGS = re.compile(r"^(?:\([^()\n]{1,200}\) )+")
 _LINE = re.compile(  # optional "[%F %T] " timestamp (WARN, >= 2.26), then host:pid:tid [cudaDev]
     r"^(?:\[[^\]]*\] )?(?P<host>[^\s:\[\]]+):[0-9]+:[0-9]+ \[-?[0-9]+\] "
     r"(?:.*? )?NCCL (?P<lvl>INFO|WARN|TRACE) (?P<msg>.*)$"
 )
-_BARE_VERSION = re.compile(r"^NCCL version [0-9]")  # NCCL_DEBUG=VERSION/WARN prints it without prefix
+# Lines quoted without the "host:pid:tid [dev] NCCL INFO" prefix (forum and issue excerpts), with an optional
+# "[%F %T] " timestamp and an optional "[dev] file.cc:line (function) NCCL WARN " rest of the prefix.
+_TIMESTAMP = re.compile(r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:.,]{5,20}\] ")
+_BARE_LEVEL = re.compile(r"^(?:\[-?[0-9]+\] )?(?:[\w./-]+:[0-9]+ )?(?:\([\w:~]+\) )?NCCL (INFO|WARN|TRACE) (.*)$")
 _VERSION = re.compile(r"^NCCL version ([0-9]+(?:\.[0-9]+)+)")
 _NETWORK = re.compile(r"^Using network (\S+)")
 _IB_USING = re.compile(r"^NET/IB\w*\s*: Using (.*)$")
@@ -31,9 +36,9 @@ _SOCKET_USING = re.compile(r"^NET/Socket\s*: Using (.*)$")
 _NO_IB = re.compile(r"^NET/IB\w*\s*: No device found")
 _CHANNEL = re.compile(r"\bvia NET/(\w+)/([0-9]{1,9})\b")
 _ENV = re.compile(r"^(\w+) set by environment to (.*)$|^(NCCL_\w+) set to (.*)$")
-_QP = re.compile(
+_QP = re.compile(  # bounded gap (query_ece={...} is < 100 chars): an open ".*?" per "Dev" is quadratic
     r"\b(?:I[bB]Dev (?P<ibdev>[0-9]{1,9})|Dev [0-9]{1,9}) Port [0-9]+ (?:qpn|qp_num) [0-9]+ mtu [0-9]+ "
-    r"(?:.*? )?GID (?P<gid>-?[0-9]{1,9}) \((?P<sp>[0-9A-Fa-f]{1,16})/(?P<iid>[0-9A-Fa-f]{1,16})\)"
+    r"(?:.{0,400}? )?GID (?P<gid>-?[0-9]{1,9}) \((?P<sp>[0-9A-Fa-f]{1,16})/(?P<iid>[0-9A-Fa-f]{1,16})\)"
 )
 _DEV_NAME = re.compile(r"\[[0-9]+\]([^\s:\[\]/]+)")
 
@@ -110,15 +115,14 @@ def parse_nccl_log(text: str) -> NcclLog:
     text = require_text(SPEC, text)
     acc = _Acc()
     for raw in text.split("\n"):
-        line = _MPI_TAG.sub("", raw.strip())
+        line = _PROCESS_TAGS.sub("", _MPI_TAG.sub("", raw.strip()), count=1)
         m = _LINE.match(line)
         if m is not None:
             acc.matched += 1
             acc.hosts[m.group("host")] = None
             _message(acc, m.group("lvl"), m.group("msg").strip())
-        elif _BARE_VERSION.match(line):
-            acc.matched += 1
-            _message(acc, "INFO", line)
+        else:
+            _bare_line(acc, line)
     if acc.matched == 0:
         raise ParseError(SPEC, "no NCCL debug lines")
     return NcclLog(
@@ -130,12 +134,23 @@ def parse_nccl_log(text: str) -> NcclLog:
     )
 
 
-def _message(acc: _Acc, level: str, msg: str) -> None:
+def _message(acc: _Acc, level: str, msg: str) -> bool:
+    """Record one message; True when a handler knew it (a WARN is always kept)."""
     if level == "WARN":
         acc.warnings.append(msg)
-    for handler in _HANDLERS:
-        if handler(acc, msg):
-            return
+    return any(handler(acc, msg) for handler in _HANDLERS)
+
+
+def _bare_line(acc: _Acc, line: str) -> None:
+    """A line without host:pid:tid: counted when it is a WARN or a message a handler knows.
+
+    NCCL_DEBUG=VERSION prints "NCCL version ..." this way, and pasted excerpts often start at the message.
+    """
+    msg = _TIMESTAMP.sub("", line, count=1)
+    level = _BARE_LEVEL.match(msg)
+    lvl, text = (level.group(1), level.group(2).strip()) if level else ("INFO", msg.strip())
+    if text and (_message(acc, lvl, text) or lvl == "WARN"):
+        acc.matched += 1
 
 
 def _version_network(acc: _Acc, msg: str) -> bool:

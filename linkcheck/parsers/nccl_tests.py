@@ -20,7 +20,10 @@ from linkcheck.parsers._text import require_text
 
 SPEC = "nccl-tests"
 
-_VERSION = re.compile(r"^# nccl-tests version (\S+) nccl-headers=[0-9]+ nccl-library=([0-9]{1,18})\b")
+# v2.20 builds from git add the commit: "# nccl-tests version 2.20.0 (b4d5bee) nccl-headers=..."
+_VERSION = re.compile(
+    r"^# nccl-tests version (\S+) (?:\([0-9a-f]{4,40}\) )?nccl-headers=[0-9]+ nccl-library=([0-9]{1,18})\b"
+)
 _PROGRAM = re.compile(r"^# Collective test (?:starting|concluded): (\S+)")
 _NTHREAD = re.compile(r"^# nThread [0-9]+ ")
 _RANK = re.compile(  # "Group" appeared in v2.11; hostnames are cut at the first "."
@@ -107,7 +110,7 @@ class _Acc:
     version: str | None = None
     nccl_version: int | None = None
     ranks: int = 0
-    hosts: list[str] = field(default_factory=list)
+    hosts: dict[str, None] = field(default_factory=dict)  # ordered set: `not in list` is quadratic
     rows: list[NcclTestRow] = field(default_factory=list)
     avg: float | None = None
     oob: int | None = None
@@ -117,6 +120,7 @@ class _Acc:
     layout: _Layout = field(default_factory=_Layout)
     bad_row: int | None = None
     recognised: bool = False
+    header_seen: bool = False
 
 
 def parse_nccl_tests(text: str) -> NcclTestResult:
@@ -160,8 +164,7 @@ def _preamble(acc: _Acc, line: str, no: int) -> bool:
         acc.blocks += 1
     elif (m := _RANK.match(line)) is not None:
         acc.ranks += 1
-        if m.group(1) not in acc.hosts:
-            acc.hosts.append(m.group(1))
+        acc.hosts.setdefault(m.group(1), None)
     return m is not None or _NTHREAD.match(line) is not None
 
 
@@ -173,6 +176,7 @@ def _table_header(acc: _Acc, line: str, no: int) -> bool:
     if len(starts) == 2 and starts[0] in (4, 5) and starts[1] - starts[0] >= 4:
         pre, width = starts[0], starts[1] - starts[0]
         acc.layout = _Layout(pre, width, "root" in names[:pre], names[pre + 3] == "#wrong")
+        acc.header_seen = True
     return True
 
 
@@ -206,14 +210,22 @@ def _row(acc: _Acc, line: str, no: int) -> bool:
     if len(tokens) < 2 or not (tokens[0].isascii() and tokens[0].isdigit() and _INT.fullmatch(tokens[1])):
         return False
     words = [m.span() for m in _WORD.finditer(line)]
-    pre = acc.layout.pre
+    layout = acc.layout if acc.header_seen else _guess_layout(tokens)
+    pre = layout.pre
     # trace replay prints 32 blanks instead of the out-of-place fields; a normal row has <= 8 there
     oop_blank = len(words) > pre and words[pre][0] - words[pre - 1][1] >= 30
     try:
-        acc.rows.append(_make_row(tokens, acc.layout, oop_blank))
+        acc.rows.append(_make_row(tokens, layout, oop_blank))
     except (ValueError, OverflowError):
         acc.bad_row = no  # a cut-off last row is normal in truncated output
     return True
+
+
+def _guess_layout(tokens: list[str]) -> _Layout:
+    """Columns of a row pasted without its table header: 12 fields are the <= v2.10 rows (no root column)."""
+    if len(tokens) == 12 and not _INT.fullmatch(tokens[4]):
+        return _Layout(4, 4, False, _INT.fullmatch(tokens[7]) is not None)  # "0e+00": max error, not a count
+    return _Layout()
 
 
 _HANDLERS = (_preamble, _table_header, _footer, _error, _row)

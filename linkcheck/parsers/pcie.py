@@ -59,7 +59,7 @@ def _combined_note(*notes: str | None) -> str | None:
 class _Device:
     """Mutable accumulator for one device block."""
 
-    def __init__(self, bdf: str, description: str) -> None:
+    def __init__(self, bdf: str | None, description: str) -> None:
         self.bdf = bdf
         self.description = description
         self.cap: tuple[float | None, int] | None = None
@@ -95,6 +95,16 @@ class _Device:
         )
 
 
+def _starts_excerpt(devices: list[_Device], stripped: str) -> bool:
+    """A LnkCap/LnkSta line that cannot belong to the current block: no block yet, or a headerless one full."""
+    if not stripped.startswith(("LnkCap:", "LnkSta:")):
+        return False
+    if not devices:
+        return True
+    last = devices[-1]
+    return last.bdf is None and (last.cap is not None if stripped.startswith("LnkCap:") else last.sta is not None)
+
+
 def parse_lspci(text: str) -> tuple[PciLink, ...]:
     """Parse `lspci -vv` (one or many devices); empty output means no matching device, not an error.
 
@@ -114,6 +124,10 @@ def parse_lspci(text: str) -> tuple[PciLink, ...]:
         header = None if line[:1].isspace() else HEADER_RE.match(line)
         if header is not None:
             devices.append(_Device(header.group(1), header.group(2).strip()))
+        elif _starts_excerpt(devices, line.strip()):
+            # `lspci -vv -s BDF | grep -E 'LnkCap|LnkSta'`: link lines without their device header
+            devices.append(_Device(None, ""))
+            devices[-1].feed(line.strip(), line_no)
         elif devices:
             devices[-1].feed(line.strip(), line_no)
         elif line.strip():

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers.ethtool import (
-    EthtoolDriver,
-    EthtoolSettings,
-    EthtoolStats,
     ModuleEeprom,
     parse_ethtool,
     parse_ethtool_i,
@@ -285,44 +279,6 @@ def test_module_malformed_hex_row() -> None:
 def test_module_truncated_hexdump_without_byte0() -> None:
     with pytest.raises(ParseError, match="byte 0"):
         parse_ethtool_m("Offset\t\tValues\n------\t\t------\n0x0080:\t\t1e 00\n")
-
-
-# ---------------------------------------------------------------- fuzz
-
-PARSERS: tuple[tuple[Callable[[str], object], type], ...] = (
-    (parse_ethtool, EthtoolSettings),
-    (parse_ethtool_i, EthtoolDriver),
-    (parse_ethtool_s, EthtoolStats),
-    (parse_ethtool_m, ModuleEeprom),
-)
-ALL_SAMPLES = sorted(p.name for p in SAMPLES.iterdir())
-
-
-def _record_or_parse_error(text: str) -> None:
-    """Each parser returns its record or raises ParseError; any other exception fails the test."""
-    for parser, record_type in PARSERS:
-        try:
-            result = parser(text)
-        except ParseError:
-            continue
-        assert isinstance(result, record_type)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_fuzz_any_text(text: str) -> None:
-    _record_or_parse_error(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.sampled_from(ALL_SAMPLES), st.data())
-def test_fuzz_truncated_and_mutated_samples(name: str, data: st.DataObject) -> None:
-    text = sample(name)
-    cut = data.draw(st.integers(0, len(text)))
-    _record_or_parse_error(text[:cut])
-    pos = data.draw(st.integers(0, len(text)))
-    insert = data.draw(st.text(alphabet=st.sampled_from(": \t\n()0x1fzé/-"), max_size=8))
-    _record_or_parse_error(text[:pos] + insert + text[pos + len(insert) :])
 
 
 def test_module_record_is_frozen() -> None:

@@ -6,14 +6,11 @@ named like the Spark's twins; the iproute2_4.15/5.9 samples reproduce older rele
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers.iproute import (
@@ -208,43 +205,3 @@ def test_broken(parse: Callable[[str], Any], text: str) -> None:
 def test_wrong_types_are_errors(text: str) -> None:
     with pytest.raises(ParseError):
         parse_ip_addr(text)
-
-
-# ---------------------------------------------------------------- fuzz: a record or ParseError, nothing else
-
-_SAMPLES = [sample(n) for n in ("ip_addr.json", "ip_link_d.json", "ip_route.json", "ip_neigh.json",
-                                "ip_route_iproute2_5.9_bare_type.json", "ip_addr_pretty.json")]
-
-
-def _total(text: str) -> None:
-    for parse in PARSE:
-        with contextlib.suppress(ParseError):
-            parse(text)
-
-
-@st.composite
-def mutated(draw: st.DrawFn) -> str:
-    text = draw(st.sampled_from(_SAMPLES))
-    start = draw(st.integers(0, len(text)))
-    end = draw(st.integers(start, min(len(text), start + 20)))
-    tokens = ['"', ",", "{}", "[]", "null", "1", "true", ":"]
-    filler = st.one_of(st.text(max_size=10), st.sampled_from(tokens))
-    return text[:start] + draw(filler) + text[end:]
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_fuzz_any_text(text: str) -> None:
-    _total(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(mutated())
-def test_fuzz_mutated_samples(text: str) -> None:
-    _total(text)
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.sampled_from(_SAMPLES), st.data())
-def test_fuzz_truncated_samples(text: str, data: st.DataObject) -> None:
-    _total(text[: data.draw(st.integers(0, len(text)))])

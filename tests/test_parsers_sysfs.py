@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers.gids import (
@@ -224,42 +221,3 @@ def test_gid_entry_properties(gid: str, empty: bool, link_local: bool) -> None:
     assert entry.empty is empty
     assert entry.link_local is link_local
     assert len(entry.gid) == 39 and entry.gid.count(":") == 7
-
-
-# ---------------------------------------------------------------- fuzz: a record or ParseError, nothing else
-
-_NAMES = ("sysfs_infiniband_grep.txt", "sysfs_pci_gx10.txt", "sysfs_pci_grep_old_kernel.txt")
-_SAMPLES = [sample(n) for n in _NAMES]
-_SAMPLES.append(sample("sysfs_infiniband_spark.txt")[:4000])
-
-
-@st.composite
-def mutated(draw: st.DrawFn) -> str:
-    text = draw(st.sampled_from(_SAMPLES))
-    start = draw(st.integers(0, len(text)))
-    end = draw(st.integers(start, len(text)))
-    return text[:start] + draw(st.text(max_size=30)) + text[end:]
-
-
-def _total(text: str) -> None:
-    for parse in (parse_sysfs_dump, parse_gid_sysfs):
-        with contextlib.suppress(ParseError):
-            parse(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_fuzz_any_text(text: str) -> None:
-    _total(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(mutated())
-def test_fuzz_mutated_samples(text: str) -> None:
-    _total(text)
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.sampled_from(_SAMPLES), st.data())
-def test_fuzz_truncated_samples(text: str, data: st.DataObject) -> None:
-    _total(text[: data.draw(st.integers(0, len(text)))])

@@ -1,19 +1,15 @@
-"""Tests for the pcie, netplan, nccl_conf and kernel parsers: real formats, version quirks, fuzzing."""
+"""Tests for the pcie, netplan, nccl_conf and kernel parsers: real formats and version quirks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers.kernel import (
     DmesgLog,
     MemInfo,
-    SysctlValues,
     Uptime,
     parse_dmesg,
     parse_meminfo,
@@ -400,56 +396,3 @@ def test_meminfo() -> None:
     with pytest.raises(ParseError) as info:
         parse_meminfo("MemTotal: 1 kB\nMemFree 2 kB\n")
     assert info.value.line_no == 2
-
-
-# ================================================================ fuzz
-
-PARSERS: tuple[tuple[Callable[[str], object], type | tuple[type, ...]], ...] = (
-    (parse_lspci, tuple),
-    (parse_netplan, NetplanConfig),
-    (parse_nccl_env, NcclSettings),
-    (parse_nccl_conf, NcclSettings),
-    (parse_dmesg, DmesgLog),
-    (parse_uptime, Uptime),
-    (parse_sysctl, SysctlValues),
-    (parse_meminfo, MemInfo),
-)
-ALL_SAMPLES = sorted(p.name for p in SAMPLES.iterdir())
-
-
-def _record_or_parse_error(text: str) -> None:
-    """Each parser returns its record or raises ParseError; any other exception fails the test."""
-    for parser, record_type in PARSERS:
-        try:
-            result = parser(text)
-        except ParseError:
-            continue
-        assert isinstance(result, record_type)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_fuzz_any_text(text: str) -> None:
-    _record_or_parse_error(text)
-
-
-YAMLISH = st.text(
-    alphabet=st.sampled_from("network: ethernets\n -[]{}'\"#&*!|>%@`0123456789/.\t"), max_size=80
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(YAMLISH)
-def test_fuzz_yaml_like(text: str) -> None:
-    _record_or_parse_error(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.sampled_from(ALL_SAMPLES), st.data())
-def test_fuzz_truncated_and_mutated_samples(name: str, data: st.DataObject) -> None:
-    text = sample(name)
-    cut = data.draw(st.integers(0, len(text)))
-    _record_or_parse_error(text[:cut])
-    pos = data.draw(st.integers(0, len(text)))
-    insert = data.draw(st.text(alphabet=st.sampled_from(": \t\n[]{}=#\"'x0.-/"), max_size=8))
-    _record_or_parse_error(text[:pos] + insert + text[pos + len(insert) :])

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
-import typer
 
-from linkcheck.errors import ExitCode, LinkcheckError, UsageError
+def _interrupted_while_starting(signum: int, frame: Any) -> None:
+    """Ctrl-C before `main` runs (while typer and rich import): the documented line and code, no traceback."""
+    os.write(2, b"linkcheck: interrupted\n")
+    os._exit(130)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "linkcheck":
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import typer  # noqa: E402 - after the start-up Ctrl-C handler, which must come first
+
+from linkcheck.errors import ExitCode, LinkcheckError, UsageError  # noqa: E402
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -92,13 +103,38 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> o
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
 
 
+def _say(line: str) -> None:
+    """One line on stderr, its foreign parts (hostnames, tool output) shown as text."""
+    from linkcheck.report.safe_text import shown
+
+    typer.echo(shown(line), err=True)
+
+
+def _out(text: str) -> None:
+    """Text for stdout, shown as text and written so that a full or closed stdout is an error line."""
+    from linkcheck.report.output import write_stdout
+    from linkcheck.report.safe_text import shown
+
+    write_stdout(shown(text, multiline=True) + "\n")
+
+
+def _checked_save(save: Path | None) -> Path:
+    """The bundle folder, refused before any work when it cannot receive a bundle."""
+    from linkcheck.collect.bundle import check_save_dir
+    from linkcheck.live import default_save_dir
+
+    target = save or default_save_dir()
+    check_save_dir(target, "--save" if save else "the default bundle folder")
+    return target
+
+
 def _node_errors(outcome: object) -> None:
     from linkcheck.pipeline import Outcome
     from linkcheck.report.problems import node_problem_lines
 
     assert isinstance(outcome, Outcome)
     for line in node_problem_lines(outcome):
-        typer.echo(f"linkcheck: {line}", err=True)
+        _say(f"linkcheck: {line}")
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
@@ -108,6 +144,7 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
 
     cfg = _live_config(config, node, accept)
     assert isinstance(cfg, Config) and (traffic is None or isinstance(traffic, TrafficRequest))
+    save = _checked_save(save)
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
         from rich.console import Console
@@ -116,22 +153,27 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
 
         progress = ConsoleProgress(Console(stderr=True))
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress)
-    assert result.outcome is not None
+    if result.outcome is None:  # Ctrl-C before any node answered: nothing to diagnose
+        _say(f"partial bundle saved to {result.saved}")
+        raise typer.Exit(130)
     _node_errors(result.outcome)
     _emit(result.outcome, fmt, show_all)
-    typer.echo(f"bundle saved to {result.saved}", err=True)
+    _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
 FmtOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Also show passed findings.")]
-DurationOpt = Annotated[int, typer.Option("--duration", help="Seconds per ib_write_bw run (-D); perftest measures the "
-                                         "middle half (10 s: a 6 s window, as the published GB10 numbers).")]
-SizeOpt = Annotated[int, typer.Option("--size", help="ib_write_bw message size in bytes (-s).")]
-QpsOpt = Annotated[int, typer.Option("--qps", help="ib_write_bw queue pairs (-q).")]
-PortOpt = Annotated[Optional[int], typer.Option("--port-base", help="First TCP port for perftest servers.")]  # noqa: UP045
-NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", help="Largest all_gather size (capped by free memory).")]
+DurationOpt = Annotated[int, typer.Option("--duration", min=1, max=3600, help="Seconds per ib_write_bw run (-D); "
+                                         "perftest measures the middle half (10 s: a 6 s window, as the published "
+                                         "GB10 numbers).")]
+SizeOpt = Annotated[int, typer.Option("--size", min=1, max=1 << 30, help="ib_write_bw message size in bytes (-s).")]
+QpsOpt = Annotated[int, typer.Option("--qps", min=1, max=1024, help="ib_write_bw queue pairs (-q).")]
+PortOpt = Annotated[Optional[int], typer.Option("--port-base", min=1024, max=65000,  # noqa: UP045
+                                                help="First TCP port for perftest servers.")]
+NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", min=8, max=1 << 40,
+                                         help="Largest all_gather size (capped by free memory).")]
 NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path of all_gather_perf on the nodes.")]  # noqa: UP045
 
 
@@ -193,12 +235,12 @@ def collect(
 
     cfg = _live_config(config, node, accept_new_host_keys)
     assert isinstance(cfg, Config)
-    result = run_live(cfg, save, anonymize=anonymize, diagnose=False)
+    result = run_live(cfg, _checked_save(save), anonymize=anonymize, diagnose=False)
     errors = load_bundle(result.saved).collection_errors
     for error in errors.values():
-        typer.echo(f"linkcheck: {error}", err=True)
-    typer.echo(f"bundle saved to {result.saved}", err=True)
-    raise typer.Exit(int(ExitCode.INCONCLUSIVE) if errors else 0)
+        _say(f"linkcheck: {error}")
+    _say(f"bundle saved to {result.saved}")
+    raise typer.Exit(130 if result.interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
 
 
 @app.command()
@@ -227,7 +269,7 @@ def init(
     cfg = _live_config(config, node, accept_new_host_keys)
     assert isinstance(cfg, Config)
     link = write_initial_config(cfg, output, force=force)
-    typer.echo(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
+    _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
                f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
 
 
@@ -247,7 +289,7 @@ def parse(
     from linkcheck.parse_file import parse_file, record_to_json, record_to_text
 
     record = parse_file(kind, file)
-    typer.echo(record_to_json(record) if fmt is Format.json else record_to_text(record))
+    _out(record_to_json(record) if fmt is Format.json else record_to_text(record))
 
 
 @playbooks_app.command("list")
@@ -255,8 +297,8 @@ def playbooks_list(playbook: PlaybookOpt = None) -> None:
     """List every rule: id, severity, scope, title, source file."""
     from linkcheck.diagnose.playbook import load_playbooks
 
-    for rule in load_playbooks(playbook):
-        typer.echo(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]")
+    _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]"
+                   for rule in load_playbooks(playbook)))
 
 
 @playbooks_app.command("show")
@@ -268,7 +310,7 @@ def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbo
     rules = {r.id: r for r in load_playbooks(playbook)}
     if rule_id not in rules:
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
-    typer.echo(describe_rule(rules[rule_id]))
+    _out(describe_rule(rules[rule_id]))
 
 
 @playbooks_app.command("validate")
@@ -279,16 +321,18 @@ def playbooks_validate(
     from linkcheck.diagnose.playbook import load_playbooks
 
     rules = load_playbooks(paths)
-    typer.echo(f"ok: {len(rules)} rules")
+    _out(f"ok: {len(rules)} rules")
 
 
 def _click_usage(exc: BaseException) -> int | None:
     """Exit code for click's own usage errors (typer may vendor click, so match by shape, not class)."""
     if type(exc).__name__ == "NoArgsIsHelpError":
         return 0  # bare `linkcheck` printed the help
-    show = getattr(exc, "show", None)
-    if callable(show) and hasattr(exc, "exit_code"):
-        show()
+    message = getattr(exc, "format_message", None)
+    if callable(message) and hasattr(exc, "exit_code"):
+        ctx = getattr(exc, "ctx", None)
+        command = getattr(ctx, "command_path", None) or "linkcheck"
+        _say(f"linkcheck: {message()} (see `{command} --help`)")
         return int(ExitCode.BAD_INPUT)  # click would exit 2, which means "failures" here
     return None
 
@@ -302,22 +346,42 @@ def _quiet_libraries(debug: bool) -> None:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
 
 
+def _require_stdout() -> None:
+    """Started with stdout closed (`>&-`): nothing could be reported, so say so before any work."""
+    if sys.stdout is None:
+        from linkcheck.errors import OutputError
+
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - takes fd 1, so no later file lands there
+        raise OutputError("standard output is closed; nothing can be reported",
+                          fix="redirect it to a file or /dev/null")
+
+
+def _said_if_interrupted(code: int) -> int:
+    """typer turns Ctrl-C into a silent 130; the documented "interrupted" line goes with it."""
+    if code == ExitCode.INTERRUPTED:
+        _say("linkcheck: interrupted")
+    return code
+
+
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
     debug = "--debug" in sys.argv[1:]
     _quiet_libraries(debug)
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds and cleans up
+        _require_stdout()
         code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
+        sys.exit(_said_if_interrupted(code if isinstance(code, int) else 0))
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        sys.exit(_said_if_interrupted(exc.exit_code))
     except (typer.Abort, KeyboardInterrupt):
-        typer.echo("linkcheck: interrupted", err=True)
+        _say("linkcheck: interrupted")
         sys.exit(130)
     except LinkcheckError as exc:
         if debug:
             raise
-        typer.echo(f"linkcheck: {exc}", err=True)
+        for line in getattr(exc, "lines", None) or [str(exc)]:
+            _say(f"linkcheck: {line}")
         sys.exit(int(exc.exit_code))
     except Exception as exc:
         usage = _click_usage(exc)
@@ -325,7 +389,7 @@ def main() -> None:
             sys.exit(usage)
         if debug:
             raise
-        typer.echo(f"linkcheck: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+        _say(f"linkcheck: internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
         sys.exit(int(ExitCode.INTERNAL))
 
 
@@ -339,6 +403,7 @@ def run() -> None:
         code: object = 0
     except SystemExit as exc:
         code = exc.code
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: a late Ctrl-C must not kill the teardown (exit -2)
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)  # what sys.exit("message") does
         code = 1

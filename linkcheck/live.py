@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 # Only light imports here: the inspection should start before the rest of linkcheck is loaded.
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.bench.runner import Progress
@@ -133,6 +135,28 @@ def _warm_diagnosis_imports() -> None:
     preload_parsers(spec.id for spec in SPECS)
 
 
+def _interrupted_inspection(config: Config, pending: Future[Bundle]) -> Bundle:
+    """Ctrl-C during the inspection: the part that arrived, once the closed connections end it (or none)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from linkcheck.collect.bundle import Bundle
+
+    try:
+        bundle = pending.result(timeout=10)
+    except (FutureTimeout, Exception):  # nothing usable came back: the bundle still says what happened
+        bundle = Bundle(captures=[], nodes={n: {"target": str(t)} for n, t in sorted(config.nodes.items())})
+    bundle.collection_errors["interrupted"] = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
+    return bundle
+
+
+def _refuse_if_nothing_answered(bundle: Bundle) -> None:
+    """No capture from any node: one line per node, and no empty bundle folder left behind."""
+    from linkcheck.errors import UnreachableError
+
+    if not bundle.captures and bundle.collection_errors:
+        raise UnreachableError(bundle.collection_errors)
+
+
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
              traffic: TrafficRequest | None = None, progress: Progress | None = None) -> LiveResult:
     """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks.
@@ -154,11 +178,16 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
                 rules = _rules(config) if diagnose else []
                 if diagnose:
                     _warm_diagnosis_imports()
+                bundle = pending.result()
+            except KeyboardInterrupt:
+                close_transports(transports)  # the scripts end; what they sent so far is kept
+                bundle, interrupted = _interrupted_inspection(config, pending), True
             except BaseException:
                 close_transports(transports)  # ends the remote scripts at once instead of waiting them out
                 raise
-            bundle = pending.result()
-        if traffic is not None and (traffic.rdma or traffic.nccl):
+        if not interrupted:
+            _refuse_if_nothing_answered(bundle)
+        if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl):
             interrupted = _traffic(config, transports, bundle, traffic, progress)
     finally:
         close_transports(transports)
@@ -166,7 +195,7 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
 
     saving, saved = _to_save(bundle, save_dir, anonymize=anonymize)
     bundle.path = saved  # the report on screen keeps the real names: only what is saved is anonymised
-    if not diagnose:
+    if not diagnose or (interrupted and not bundle.captures):
         write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
     from linkcheck.pipeline import diagnose_captures

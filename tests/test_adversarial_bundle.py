@@ -141,3 +141,15 @@ def test_path_leaving_bundle_is_skipped(tmp_path: Path, rel: str) -> None:
     save_manifest(bundle, data)
     code, report = _verdict(bundle)
     assert code == 3 and any("leaves the bundle" in n for n in report["notes"])
+
+
+def test_oversized_answer_at_collection_is_skipped_with_reason() -> None:
+    from linkcheck.collect.bundle import MAX_CAPTURE_BYTES
+    from linkcheck.collect.collector import bounded
+    from linkcheck.model import Capture
+
+    small = Capture("a", "uptime", "cat /proc/uptime", "1 2\n")
+    huge = Capture("a", "dmesg", "dmesg", "x" * (MAX_CAPTURE_BYTES + 1))
+    kept, cut = bounded([small, huge])
+    assert kept == small
+    assert cut.stdout == "" and cut.skipped is not None and "16 MiB" in cut.skipped

@@ -126,7 +126,24 @@ def _collect_node(
             error = _truncated_error(name, answer, len(captures))
         captures += _not_reached(name, remote_specs, captures, error)
     order = {spec.id: i for i, spec in enumerate(specs)}
-    return sorted(native + captures, key=lambda c: order.get(c.spec, len(order))), error
+    return sorted(bounded(native + captures), key=lambda c: order.get(c.spec, len(order))), error
+
+
+def bounded(captures: list[Capture]) -> list[Capture]:
+    """Captures whose output is over MAX_CAPTURE_BYTES are kept as skipped ones, with the reason, not the text:
+    a node's answer cannot make the bundle (or the parsers after it) hold gigabytes."""
+    from dataclasses import replace
+
+    from linkcheck.collect.bundle import MAX_CAPTURE_BYTES
+
+    out = []
+    for cap in captures:
+        size = max(len(cap.stdout), len(cap.stderr))
+        if size > MAX_CAPTURE_BYTES:
+            cap = replace(cap, stdout="", stderr="", skipped=f"the node's answer was {size} characters, over the "
+                          f"{MAX_CAPTURE_BYTES >> 20} MiB a capture may hold (not kept)")
+        out.append(cap)
+    return out
 
 
 def _run_script(transport: Transport, script: str, timeout_s: float) -> tuple[RemoteResult | None, NodeError | None]:

@@ -42,3 +42,11 @@ def test_no_shared_subnet_between_the_nodes_is_a_failure() -> None:
     findings = [f for f in diagnose(link, load_playbooks()).findings if f.rule_id == "LINK_DOWN"]
     assert [f.subject for f in findings if f.status is Status.FAIL] == ["pair"]
     assert any("no data path" in f.message for f in findings)
+
+
+def test_unknown_carrier_is_not_a_down_link() -> None:
+    link = _healthy()
+    unknown = tuple(replace(f, carrier=None) for f in link.a.functions)
+    findings = diagnose(replace(link, a=replace(link.a, functions=unknown)), load_playbooks()).findings
+    (node_a,) = [f for f in findings if f.rule_id == "LINK_DOWN" and f.subject == "node a"]
+    assert node_a.status is Status.SKIP and "carrier could be read" in (node_a.skip_reason or "")

@@ -17,6 +17,10 @@ def _node_link_down(node: NodeFacts) -> list[Observation]:
                                     "removed from the PCI bus when no cable is attached at boot)",
                                     "netdev": "<cx7-netdev>"},
                             evidence=(Evidence("ConnectX-7 netdevs", [], "sysfs_net"),))]
+    if not node.cabled_cages and all(f.carrier is None for f in node.functions):
+        # The netdevs are known (e.g. from ethtool's arguments) but not one carrier: unknown is not down.
+        return [Observation(subject=f"node {node.name}", fired=False, nodes=(node.name,),
+                            skip="no twin's carrier could be read (sysfs_net, ip addr and ethtool)")]
     if not node.cabled_cages:
         downs = [f.netdev for f in node.functions]
         return [Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),

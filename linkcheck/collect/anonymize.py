@@ -46,6 +46,9 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("nccl", rf"(?<=GID )-?\d+ \({_H}{{1,16}}/{_H}{{1,16}}\)"),
     ("snctx", rf'{_SN_LABELS}[^\s"][^\n"]*?(?=[ \t]*(?:"|$))'),
     ("dgid", r"(?<![\w:])\d{1,3}(?::\d{1,3}){15}(?![\w:])"),  # perftest prints GID bytes in decimal
+    # NCCL's %lX of a RoCE v2 IPv4 GID's interface id on its own (before the
+    # 16-digit GUID forms, which it can look like): d c b a ff ff 00 00, little-endian.
+    ("ncclv4", r"(?<![0-9A-Za-z])[0-9A-Fa-f]{1,8}(?:FFFF0000|ffff0000)(?![0-9A-Za-z])"),
     # "Node GUID: 0x..", "node_guid 3c6d:..", "GUID 0x..": the label is kept, the value mapped.
     ("guidlbl", rf"""(?i:guid)["']?[ \t]*[:=]?[ \t]*["']?{_GUID_VALUE}"""),
     ("guidctx", r'(?:(?<="phys_switch_id":")|(?<=switchid )|(?<=Serial Number ))' + _GUID_VALUE),
@@ -54,8 +57,6 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("mac", rf"(?<![0-9A-Fa-f:]){_H}{{2}}(?::{_H}{{2}}){{5}}(?![0-9A-Fa-f:])"),
     ("macdash", rf"(?<![0-9A-Fa-f:-]){_H}{{2}}(?:-{_H}{{2}}){{5}}(?![0-9A-Fa-f:-])"),
     ("macdot", rf"(?<![0-9A-Fa-f.]){_H}{{4}}\.{_H}{{4}}\.{_H}{{4}}(?![0-9A-Fa-f]|\.{_H})"),
-    # NCCL's %lX of a RoCE v2 IPv4 GID's interface id on its own: d c b a ff ff 00 00, little-endian.
-    ("ncclv4", r"(?<![0-9A-Za-z])[0-9A-Fa-f]{1,8}(?:FFFF0000|ffff0000)(?![0-9A-Za-z])"),
     ("mack", rf"(?<![0-9A-Fa-f]){_H}{{12}}(?![0-9A-Fa-f])"),
     # `grep -H .` of sysfs GID files: "<path>/gids/3:0000:...:c0a8:640a" (the ':' after the index).
     ("sysgid", rf"(?<=\d:)(?:{_H}{{4}}:){{7}}{_H}{{4}}(?![\w:])"),
@@ -97,7 +98,7 @@ run rv rwq rx rxof sdes sec segs send serial serr server set sge show size sl sl
 speed srq state step such sudo surp sys sz tag tbl temp test the this time tlp to true tso tx type uc ud udf
 up url us use v0 v1 v2 ver via viol vl vlan won wq wqe wr www x4 xdp xmit xrc yaml yes
 """
-_TOOL_WORDS = frozenset(_TOOL_WORD_LIST.split())
+TOOL_WORDS = frozenset(_TOOL_WORD_LIST.split())
 # Single-label domains that say nothing about a site.
 _GENERIC_DOMAINS = frozenset({"local", "localdomain", "lan", "home", "internal", "intranet", "invalid", "example"})
 
@@ -134,7 +135,7 @@ def _hex_value(text: str) -> int:
 
 def _tool_word(form: str) -> bool:
     """A name the tools also print as a word or number: replaced only where it stands as a hostname."""
-    return len(form) < 2 or form in _TOOL_WORDS or form.isdigit() or re.fullmatch("[0-9a-f]{1,4}", form) is not None
+    return len(form) < 2 or form in TOOL_WORDS or form.isdigit()
 
 
 def _alternatives(forms: list[str]) -> str:
@@ -170,7 +171,8 @@ class Anonymizer:
             "guidctx": self._guid_ctx, "guid": self._guid_colon, "guidk": self._guid_known, "mac": self._mac,
             "macdash": self._mac_loose, "macdot": self._mac_loose, "ncclv4": self._nccl_v4,
             "mack": self._mac_known, "v6": self._v6, "sysgid": self._v6, "v4": self._v4, "v4dash": self._v4_dash,
-            "host": host, "hostw": host, "hosta": host, "hostat": host, "hostnccl": host, "hoston": host,
+            **dict.fromkeys(("host", "hostw", "hosta", "hostx", "hostwx", "hostax", "hostat", "hostnccl", "hoston"),
+                            host),
             "hostlist": self._host_list, "domain": self._domain, "domain1": self._domain,
             "user": lambda m: self.users[m.group()], "home": self._home,
             "serial": lambda m: self.serials.get(m.group().upper(), m.group())}
@@ -414,12 +416,20 @@ class Anonymizer:
         short = [f for f in free if len(f) <= 2]
         alpha = [f for f in free if len(f) > 2 and f.isalpha()]
         other = [f for f in free if len(f) > 2 and not f.isalpha()]
-        if other:  # "spark-a", "dgx-spark-1", FQDNs: also inside paths and longer names ("nccl-spark-a.log")
-            parts.append(("host", rf"(?<![A-Za-z0-9])(?i:{_alternatives(other)})(?![A-Za-z0-9])"))
-        if alpha:  # an English-looking name: a whole word, also in paths, never part of a hyphenated word
-            parts.append(("hosta", rf"(?<![\w.-])(?i:{_alternatives(alpha)})(?![\w-])"))
-        if short:  # "vm": a standalone word only, never in "kvm", "vm.swappiness", "vm-1" or a path
-            parts.append(("hostw", rf"(?<![\w./-])(?i:{_alternatives(short)})(?![\w/-]|\.\w)"))
+        for name, group, left, right in (
+                # "spark-a", "dgx-spark-1", FQDNs: also inside paths and longer names ("nccl-spark-a.log")
+                ("host", other, "(?<![A-Za-z0-9])", "(?![A-Za-z0-9])"),
+                # an English-looking name: also in paths, never in a snake_case key ("carrier_changes")
+                ("hosta", alpha, "(?<![A-Za-z0-9_])", "(?![A-Za-z0-9_])"),
+                # "vm": a standalone word only, never in "kvm", "vm.swappiness", "vm-1" or a path
+                ("hostw", short, r"(?<![\w./-])", r"(?![\w/-]|\.\w)")):
+            plain = [f for f in group if not re.fullmatch("[0-9a-f]+", f)]
+            hexy = [f for f in group if re.fullmatch("[0-9a-f]+", f)]  # "ab", "cafe": never a group of a MAC,
+            if plain:                                                   # GUID or IPv6 address
+                parts.append((name, rf"{left}(?i:{_alternatives(plain)}){right}"))
+            if hexy:
+                parts.append((name + "x", rf"{left}(?<![0-9A-Fa-f:]:)(?<!::)(?i:{_alternatives(hexy)}){right}"
+                                          r"(?![:.][0-9A-Fa-f])"))
         multi = [d for d in self.domains if "." in d]
         single = [d for d in self.domains if "." not in d]
         if multi:

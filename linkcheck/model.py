@@ -1,62 +1,10 @@
-"""Shared value types that cross module boundaries: captures, findings, statuses, and their Record base."""
+"""Shared value types that cross module boundaries: captures, findings, statuses."""
 
 from __future__ import annotations
 
-import _thread
-import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any
-
-
-class Record:
-    """Base of the frozen records: `==`, `hash()` and `repr()` exactly as `@dataclass(frozen=True)` writes them.
-
-    Subclasses are declared `@dataclass(frozen=True, repr=False, eq=False)` and inherit these three.
-    dataclasses compiles each generated method with its own exec(); sharing these three cuts a third of
-    what defining a record costs, and a diagnosis defines about fifty of them. Semantics are Python 3.11's:
-    `==` compares the `compare` fields as tuples when both classes are the same, `hash()` hashes the
-    tuple of the `hash` (default: `compare`) fields, `repr()` shows the `repr` fields and "..." on recursion.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            names = _field_names(self.__class__)[0]
-            return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, n) for n in _field_names(self.__class__)[1]))
-
-    def __repr__(self) -> str:
-        key = id(self), _thread.get_ident()
-        if key in _REPR_RUNNING:
-            return "..."
-        _REPR_RUNNING.add(key)
-        try:
-            names = _field_names(self.__class__)[2]
-            return f"{self.__class__.__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
-        finally:
-            _REPR_RUNNING.discard(key)
-
-
-_REPR_RUNNING: set[tuple[int, int]] = set()
-_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _field_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """Names of the fields that `==`, `hash()` and `repr()` use, in declaration order; computed once per class."""
-    names = _NAMES.get(cls)
-    if names is None:
-        fields = dataclasses.fields(cls)
-        names = _NAMES[cls] = (
-            tuple(f.name for f in fields if f.compare),
-            tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)),
-            tuple(f.name for f in fields if f.repr),
-        )
-    return names
 
 
 class Status(str, enum.Enum):
@@ -85,8 +33,8 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Capture(Record):
+@dataclass(frozen=True, slots=True)
+class Capture:
     """One command's raw result on one node, exactly as it came back.
 
     `exit_status` is None when the command never ran or its status was lost (truncated answer);
@@ -115,8 +63,8 @@ class Capture(Record):
         return self.skipped is None and self.exit_status == 0
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Evidence(Record):
+@dataclass(frozen=True, slots=True)
+class Evidence:
     """One observed value that decided a finding, with where it came from."""
 
     fact: str
@@ -127,8 +75,8 @@ class Evidence(Record):
         return {"fact": self.fact, "value": self.value, "source": self.source}
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Finding(Record):
+@dataclass(frozen=True, slots=True)
+class Finding:
     """The result of one rule on one subject (a node, an HCA, a path or the pair)."""
 
     rule_id: str

@@ -11,14 +11,13 @@ from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import Rule, load_playbooks, with_thresholds
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
-from linkcheck.model import Record
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Outcome(Record):
+@dataclass(frozen=True, slots=True)
+class Outcome:
     """What one diagnosis run produced, for the reporters."""
 
     bundle: Bundle

@@ -14,7 +14,7 @@ from linkcheck.diagnose.observation import Observation
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, Rule
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import LinkFacts
-from linkcheck.model import Evidence, Finding, Record, Severity, Status, Verdict
+from linkcheck.model import Evidence, Finding, Severity, Status, Verdict
 
 BENCH_HINT = {
     "bench_rdma": "no RDMA traffic test in this bundle (run `linkcheck check --bench`)",
@@ -23,8 +23,8 @@ BENCH_HINT = {
 _BENCH_KIND = {"bench_rdma": "rdma", "bench_nccl": "nccl"}
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Diagnosis(Record):
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
     """All findings, the verdict and the exit code the CLI returns."""
 
     findings: tuple[Finding, ...]

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkcheck.facts.model import LinkFacts
-from linkcheck.model import Evidence, Record, Severity
+from linkcheck.model import Evidence, Severity
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Observation(Record):
+@dataclass(frozen=True, slots=True)
+class Observation:
     """One subject's outcome: fired or not, the values for the message and fix, the evidence."""
 
     subject: str
@@ -27,8 +27,8 @@ class Observation(Record):
 CheckFunc = Callable[[LinkFacts, dict[str, Any]], list[Observation]]
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class CheckDef(Record):
+@dataclass(frozen=True, slots=True)
+class CheckDef:
     """A named check: the function, the placeholders it fills, the thresholds it reads."""
 
     func: CheckFunc

@@ -17,7 +17,7 @@ from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
 from linkcheck.diagnose.yaml_lines import YamlLimitError, line_of, load_with_lines, read_yaml_file
 from linkcheck.errors import PlaybookError
-from linkcheck.model import Record, Severity
+from linkcheck.model import Severity
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
 RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
@@ -29,8 +29,8 @@ ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Condition(Record):
+@dataclass(frozen=True, slots=True)
+class Condition:
     """`all`/`any` of children, or one operator applied to a fact (or two facts for `differs`)."""
 
     op: str
@@ -45,8 +45,8 @@ class Condition(Record):
         return own.union(*(c.facts() for c in self.children))
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Rule(Record):
+@dataclass(frozen=True, slots=True)
+class Rule:
     """One diagnosis with everything a user needs when it fires."""
 
     id: str

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from linkcheck.model import Record
-
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
 NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg"})
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class CableInfo(Record):
+@dataclass(frozen=True, slots=True)
+class CableInfo:
     """The cable's identity from the module EEPROM (`ethtool -m`)."""
 
     vendor_name: str | None
@@ -26,8 +24,8 @@ class CableInfo(Record):
     length_m: float | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Function(Record):
+@dataclass(frozen=True, slots=True)
+class Function:
     """One ConnectX-7 PCIe function: a netdev and its RDMA device. Two of them (twins) serve a cage."""
 
     node: str
@@ -70,8 +68,8 @@ class Function(Record):
         return f"{self.node}:{self.netdev}"
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Neighbour(Record):
+@dataclass(frozen=True, slots=True)
+class Neighbour:
     """A resolved peer address: which MAC the kernel will send to for an IP, and out of which netdev."""
 
     ip: str
@@ -79,8 +77,8 @@ class Neighbour(Record):
     mac: str | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class DmesgHint(Record):
+@dataclass(frozen=True, slots=True)
+class DmesgHint:
     """A kernel event that matters for a diagnosis (hot-plug, link up/down)."""
 
     kind: str
@@ -88,8 +86,8 @@ class DmesgHint(Record):
     text: str
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NodeFacts(Record):
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
     """Everything learned about one node."""
 
     name: str
@@ -120,8 +118,8 @@ class NodeFacts(Record):
         return tuple(f for f in self.functions if f.ipv4)
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class DataPath(Record):
+@dataclass(frozen=True, slots=True)
+class DataPath:
     """A twin on node a facing its twin on node b (same subnet): one data path."""
 
     a: Function
@@ -133,8 +131,8 @@ class DataPath(Record):
         return f"{self.a.netdev}<->{self.b.netdev}"
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class RdmaRun(Record):
+@dataclass(frozen=True, slots=True)
+class RdmaRun:
     """One ib_write_bw client result for one path, mode and direction."""
 
     path_key: str
@@ -147,8 +145,8 @@ class RdmaRun(Record):
     round_id: str = ""  # the bundle's round, when it records one
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class RdmaCounters(Record):
+@dataclass(frozen=True, slots=True)
+class RdmaCounters:
     """Per-HCA port_xmit_data / port_rcv_data deltas (bytes) over a traffic run."""
 
     node: str
@@ -158,8 +156,8 @@ class RdmaCounters(Record):
     round_id: str = ""
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NcclRun(Record):
+@dataclass(frozen=True, slots=True)
+class NcclRun:
     """The nccl-tests result and what the NCCL log says about the transport."""
 
     busbw_gbs: float | None  # large-message bus bandwidth (max over rows)
@@ -173,8 +171,8 @@ class NcclRun(Record):
     largest_bytes: int | None = None  # the largest message size of the sweep
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class BenchFacts(Record):
+@dataclass(frozen=True, slots=True)
+class BenchFacts:
     """Traffic-test results, when the bundle has them."""
 
     rdma: tuple[RdmaRun, ...] = ()
@@ -200,8 +198,8 @@ class BenchFacts(Record):
         return out
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class ExpectedPath(Record):
+@dataclass(frozen=True, slots=True)
+class ExpectedPath:
     """One path as `linkcheck init` recorded it: the twin on a, the twin on b, their subnet."""
 
     a: str
@@ -209,8 +207,8 @@ class ExpectedPath(Record):
     subnet: str | None = None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class ExpectedLink(Record):
+@dataclass(frozen=True, slots=True)
+class ExpectedLink:
     """The link as linkcheck.yaml's `link:` section describes it, to compare the live link with."""
 
     cage: str | None
@@ -218,8 +216,8 @@ class ExpectedLink(Record):
     source: str
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class LinkFacts(Record):
+@dataclass(frozen=True, slots=True)
+class LinkFacts:
     """The pair: both nodes, the data paths between them, and the traffic results."""
 
     a: NodeFacts

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers import _eeprom
 from linkcheck.parsers._text import require_text
 
@@ -30,8 +29,8 @@ def _error_reason(lines: list[str]) -> str | None:
     return None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class EthtoolSettings(Record):
+@dataclass(frozen=True, slots=True)
+class EthtoolSettings:
     """`ethtool IFACE`: negotiated link state and the link modes on offer."""
 
     ifname: str | None
@@ -141,8 +140,8 @@ def parse_ethtool(text: str) -> EthtoolSettings:
     )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class EthtoolDriver(Record):
+@dataclass(frozen=True, slots=True)
+class EthtoolDriver:
     """`ethtool -i IFACE`: driver, firmware (mlx5 appends the board PSID) and PCI address."""
 
     driver: str | None
@@ -185,8 +184,8 @@ def parse_ethtool_i(text: str) -> EthtoolDriver:
     )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class EthtoolStats(Record):
+@dataclass(frozen=True, slots=True)
+class EthtoolStats:
     """`ethtool -S IFACE`: driver counters in output order (first occurrence wins on duplicates)."""
 
     counters: tuple[tuple[str, int], ...]
@@ -226,8 +225,8 @@ def parse_ethtool_s(text: str) -> EthtoolStats:
     return EthtoolStats(counters=tuple(counters))
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class ModuleEeprom(Record):
+@dataclass(frozen=True, slots=True)
+class ModuleEeprom:
     """`ethtool -m IFACE`: the cable's identity (vendor, part number, serial, length) and every field."""
 
     memory_map: str

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
 from linkcheck.parsers.sysfs import SysfsDump, parse_sysfs_dump
 
@@ -28,8 +27,8 @@ _N_GIDS_RE = re.compile(r"^n_gids_found=([0-9]{1,9})$")
 _SMALL_INT_RE = re.compile(r"^[0-9]{1,6}$")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class GidEntry(Record):
+@dataclass(frozen=True, slots=True)
+class GidEntry:
     """One GID table slot; `gid` is 8 groups of 4 lower-case hex digits, as sysfs prints it."""
 
     device: str

@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
 from linkcheck.parsers.gids import masked_gid, normalize_gid, roce_version
 
@@ -44,8 +43,8 @@ _DEVICE_KEYS = frozenset(
 )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IbvGid(Record):
+@dataclass(frozen=True, slots=True)
+class IbvGid:
     """One GID line of `ibv_devinfo -v`; roce_version is None without a ', RoCE vN' suffix."""
 
     index: int
@@ -54,8 +53,8 @@ class IbvGid(Record):
     masked: bool = False  # hex digits pasted as 'x': `gid` keeps the text as given
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IbvPort(Record):
+@dataclass(frozen=True, slots=True)
+class IbvPort:
     """One port block; active_speed_gbps is per lane, rate_gbps = lanes x lane speed.
 
     `port` is None for an excerpt that starts inside a port block (`ibv_devinfo -v | grep active_`).
@@ -80,8 +79,8 @@ class IbvPort(Record):
         return self.active_width_lanes * self.active_speed_gbps
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IbvDevice(Record):
+@dataclass(frozen=True, slots=True)
+class IbvDevice:
     """One `hca_id:` block; `hca_id` is None for an excerpt pasted without its `hca_id:` line."""
 
     hca_id: str | None
@@ -239,8 +238,8 @@ _IBSTAT_PORT_KEYS = frozenset({"State", "Physical state", "Rate", "Base lid", "L
 _IBSTAT_KV_RE = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}?):(.*)$")  # value stripped in code, as _KV_RE
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IbstatPort(Record):
+@dataclass(frozen=True, slots=True)
+class IbstatPort:
     """One `Port N:` block; a Down port reports `Rate: 40`, so read the rate only with State Active.
 
     `port` is None for an excerpt that starts inside the block (`ibstat | grep -A3 State`).
@@ -254,8 +253,8 @@ class IbstatPort(Record):
     port_guid: str | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IbstatCa(Record):
+@dataclass(frozen=True, slots=True)
+class IbstatCa:
     """One `CA '<name>'` block."""
 
     name: str | None  # None for an excerpt pasted without its "CA '<name>'" line

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IpAddress(Record):
+@dataclass(frozen=True, slots=True)
+class IpAddress:
     """One `addr_info` entry; `local` is validated, so `network` never fails."""
 
     family: str
@@ -31,8 +30,8 @@ class IpAddress(Record):
         return str(ipaddress.ip_interface(f"{self.local}/{self.prefixlen}").network)
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IpInterface(Record):
+@dataclass(frozen=True, slots=True)
+class IpInterface:
     """One interface of `ip [-d] -j link|addr show`; `mac` is the `address` key."""
 
     ifname: str
@@ -62,8 +61,8 @@ class IpInterface(Record):
         return tuple(a for a in self.addresses if a.family == "inet")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IpRoute(Record):
+@dataclass(frozen=True, slots=True)
+class IpRoute:
     """One route; `dev` is None for multipath routes (nexthops)."""
 
     dst: str
@@ -75,8 +74,8 @@ class IpRoute(Record):
     metric: int | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class IpNeighbour(Record):
+@dataclass(frozen=True, slots=True)
+class IpNeighbour:
     """One neighbour entry; `lladdr` is absent while resolution fails (state FAILED/INCOMPLETE)."""
 
     dst: str

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
 
 BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
@@ -49,8 +48,8 @@ MLX5_EVENTS = (
 )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class DmesgEvent(Record):
+@dataclass(frozen=True, slots=True)
+class DmesgEvent:
     """One kernel message that matters for the CX-7 link; `device` is the netdev, RDMA device or BDF."""
 
     time_s: float | None
@@ -61,8 +60,8 @@ class DmesgEvent(Record):
     bdf: str | None = None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class DmesgLog(Record):
+@dataclass(frozen=True, slots=True)
+class DmesgLog:
     """The recognised events in log order, how many non-empty lines were read, and dmesg_restrict."""
 
     events: tuple[DmesgEvent, ...]
@@ -128,8 +127,8 @@ def parse_dmesg(text: str) -> DmesgLog:
     return DmesgLog(events=tuple(events), lines=len(lines), restricted=restricted)
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Uptime(Record):
+@dataclass(frozen=True, slots=True)
+class Uptime:
     """/proc/uptime: seconds since boot, and summed idle seconds of all CPUs."""
 
     uptime_s: float
@@ -148,8 +147,8 @@ def parse_uptime(text: str) -> Uptime:
     return Uptime(uptime_s=float(fields[0]), idle_s=float(fields[1]) if len(fields) == 2 else None)
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class SysctlValues(Record):
+@dataclass(frozen=True, slots=True)
+class SysctlValues:
     """`sysctl KEY...` output, in order; keys that could not be read are absent."""
 
     values: tuple[tuple[str, str], ...]
@@ -176,8 +175,8 @@ def parse_sysctl(text: str) -> SysctlValues:
     return SysctlValues(values=tuple(values))
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class MemInfo(Record):
+@dataclass(frozen=True, slots=True)
+class MemInfo:
     """/proc/meminfo totals that size NCCL buffers on the GB10's unified memory."""
 
     mem_total_kib: int | None

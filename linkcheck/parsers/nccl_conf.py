@@ -13,14 +13,13 @@ import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 
 ENV_LINE_RE = re.compile(r"^(?:export\s+|declare -x\s+)?(NCCL_[A-Za-z0-9_]*)=(.*)$")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NcclSettings(Record):
+@dataclass(frozen=True, slots=True)
+class NcclSettings:
     """NCCL variables in order of first appearance (a later assignment wins) and their line numbers."""
 
     values: tuple[tuple[str, str], ...]

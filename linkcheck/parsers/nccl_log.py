@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
 
 SPEC = "nccl_log"
@@ -43,8 +42,8 @@ _QP = re.compile(  # bounded gap (query_ece={...} is < 100 chars): an open ".*?"
 _DEV_NAME = re.compile(r"\[[0-9]+\]([^\s:\[\]/]+)")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NcclQpGid(Record):
+@dataclass(frozen=True, slots=True)
+class NcclQpGid:
     """The GID one RDMA QP was connected with; `ipv4` is set only for an IPv4-mapped (RoCE v2 IPv4) GID."""
 
     ib_dev: int | None
@@ -52,8 +51,8 @@ class NcclQpGid(Record):
     ipv4: str | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NcclLog(Record):
+@dataclass(frozen=True, slots=True)
+class NcclLog:
     """What an NCCL debug log says about versions, devices, the chosen transport and GIDs."""
 
     nccl_version: str | None

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
 
 SPEC = "nccl-tests"
@@ -40,8 +39,8 @@ _WORD = re.compile(r"\S+")
 _TIME_LABELS = ("time", "cputime")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NcclTestRow(Record):
+@dataclass(frozen=True, slots=True)
+class NcclTestRow:
     """One size of the sweep; times in microseconds, bandwidths in GB/s (10^9 bytes/s)."""
 
     size_bytes: int
@@ -59,8 +58,8 @@ class NcclTestRow(Record):
     ip_wrong: int | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NcclTestResult(Record):
+@dataclass(frozen=True, slots=True)
+class NcclTestResult:
     """One nccl-tests run as rank 0 reported it; `completed` is False for output cut before the footer."""
 
     program: str | None
@@ -94,8 +93,8 @@ class NcclTestResult(Record):
         return self.header_blocks
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class _Layout(Record):
+@dataclass(frozen=True, slots=True)
+class _Layout:
     """Where the columns are, read from the `#  size  count ...` header line."""
 
     pre: int = 5  # size count type redop [root]

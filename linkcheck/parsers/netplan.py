@@ -16,7 +16,6 @@ from typing import Any
 import yaml
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 
 FILE_HEADER_RE = re.compile(r"^==> (.+) <==$")
 # GLib warnings netplan >= 0.106 prints when stderr is captured with stdout; blanked to keep line numbers.
@@ -28,8 +27,8 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DIR_PRIORITY = {"/lib/netplan": 0, "/etc/netplan": 1, "/run/netplan": 2}
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NetplanEthernet(Record):
+@dataclass(frozen=True, slots=True)
+class NetplanEthernet:
     """One `network.ethernets.<id>` definition after merging; `renderer` is the definition's own."""
 
     netdef_id: str
@@ -53,8 +52,8 @@ class NetplanEthernet(Record):
         return self.netdef_id
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class NetplanConfig(Record):
+@dataclass(frozen=True, slots=True)
+class NetplanConfig:
     """The merged netplan configuration: global renderer, ethernets, and the files merged (in order)."""
 
     renderer: str | None

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 
 # "0002:01:00.0 Ethernet controller: ..." (domain printed with -D or when any device has a non-zero domain).
 HEADER_RE = re.compile(r"^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
@@ -23,8 +22,8 @@ LNKSTA_RE = re.compile(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x(\
 NOTE_RANK = ("downgraded", "overdriven", "strange", "ok")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class PciLink(Record):
+@dataclass(frozen=True, slots=True)
+class PciLink:
     """One PCI function's PCIe link as lspci reports it; speeds None when unknown or not readable.
 
     `sta_note` is the more alarming of lspci's speed and width suffixes ("downgraded" > "overdriven" >

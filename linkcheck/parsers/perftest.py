@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._perftest_json import load_json as _load_json
 from linkcheck.parsers._text import require_text
 
@@ -80,8 +79,8 @@ _CPU_FREQ = re.compile(  # only where glued to other text, so line numbers stay 
 )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class PerftestRow(Record):
+@dataclass(frozen=True, slots=True)
+class PerftestRow:
     """One result row; bandwidths already converted to Gb/s (10^9 bit/s)."""
 
     size_bytes: int
@@ -92,8 +91,8 @@ class PerftestRow(Record):
     cpu_util_pct: float | None = None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class PerftestResult(Record):
+@dataclass(frozen=True, slots=True)
+class PerftestResult:
     """One side's perftest BW report; `rows` is empty when the run died before its first result."""
 
     test: str | None
@@ -125,8 +124,8 @@ class PerftestResult(Record):
         return sum(r.bw_avg_gbps for r in self.rows) / len(self.rows) if self.rows else None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class PerftestVersion(Record):
+@dataclass(frozen=True, slots=True)
+class PerftestVersion:
     """What `ib_write_bw -V` says, and the two output traits that depend on it."""
 
     version: str

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 from linkcheck.parsers._text import require_text
 
 # ---------------------------------------------------------------- rdma link (iproute2 rdma/link.c)
@@ -21,8 +20,8 @@ from linkcheck.parsers._text import require_text
 _RDMA_LINK_RE = re.compile(r"^(?:link\s+|[0-9]{1,9}/[0-9]{1,9}:\s+)([^\s/]+)/([0-9]{1,4}):?(?:\s+(.*))?$")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class RdmaPort(Record):
+@dataclass(frozen=True, slots=True)
+class RdmaPort:
     """One RDMA device port and the netdev the kernel binds to it (none on InfiniBand ports)."""
 
     device: str
@@ -108,8 +107,8 @@ _I2N_VERBOSE_TAIL_RE = re.compile(
 _BDF_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Ibdev2NetdevEntry(Record):
+@dataclass(frozen=True, slots=True)
+class Ibdev2NetdevEntry:
     """One `ibdev2netdev` line; `link_state` is the netdev carrier: Up, Down or NA."""
 
     device: str

@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 
 from linkcheck.errors import ParseError
-from linkcheck.model import Record
 
 SPEC = "sysfs"
 
@@ -29,8 +28,8 @@ _PATH_RE = re.compile(r"^/\S*$")
 _SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class SysfsEntry(Record):
+@dataclass(frozen=True, slots=True)
+class SysfsEntry:
     """One sysfs file: its first line, the read error, or (for a symlink) its target."""
 
     path: str
@@ -39,8 +38,8 @@ class SysfsEntry(Record):
     link: str | None = None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class SysfsDump(Record):
+@dataclass(frozen=True, slots=True)
+class SysfsDump:
     """All entries of a dump in input order; a path seen twice keeps its last entry in `get`."""
 
     entries: tuple[SysfsEntry, ...]

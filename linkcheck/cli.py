@@ -8,7 +8,7 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 
 def _interrupted_while_starting(signum: int, frame: Any) -> None:
@@ -23,6 +23,9 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "linkcheck":
 import typer  # noqa: E402 - after the start-up Ctrl-C handler, which must come first
 
 from linkcheck.errors import ExitCode, LinkcheckError, UsageError  # noqa: E402
+
+if TYPE_CHECKING:
+    from linkcheck.config import Config
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -66,12 +69,20 @@ def diagnose(
         "`check` (default ./linkcheck.yaml when present).")] = None,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
-    from linkcheck.config import find_config
     from linkcheck.pipeline import diagnose_bundle
 
-    outcome = diagnose_bundle(bundle, playbook, find_config(config))
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
+
+
+def _offline_config(path: Path | None) -> Config | None:
+    """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
+    if path is None and not Path("linkcheck.yaml").is_file():
+        return None
+    from linkcheck.config import find_config
+
+    return find_config(path)
 
 
 def _emit(outcome: object, fmt: Format, show_all: bool) -> None:

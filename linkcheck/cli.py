@@ -114,10 +114,15 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> o
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
 
 
+_INTERRUPTION_SAID: list[bool] = []  # set once a line has told the user that Ctrl-C ended the run
+
+
 def _say(line: str) -> None:
     """One line on stderr, its foreign parts (hostnames, tool output) shown as text."""
     from linkcheck.report.safe_text import shown
 
+    if "interrupted" in line:
+        _INTERRUPTION_SAID.append(True)
     typer.echo(shown(line), err=True)
 
 
@@ -369,7 +374,7 @@ def _require_stdout() -> None:
 
 def _said_if_interrupted(code: int) -> int:
     """typer turns Ctrl-C into a silent 130; the documented "interrupted" line goes with it."""
-    if code == ExitCode.INTERRUPTED:
+    if code == ExitCode.INTERRUPTED and not _INTERRUPTION_SAID:
         _say("linkcheck: interrupted")
     return code
 

@@ -135,7 +135,8 @@ def _expected_link(r: _Reader, data: dict[str, Any]) -> ExpectedLink | None:
         if subnet is not None and not isinstance(subnet, str):
             raise r.fail("'subnet' must be a CIDR such as 192.168.100.0/24", item, "subnet")
         out.append(ExpectedPath(item["a"], item["b"], subnet))
-    return ExpectedLink(cage=None if cage in (None, "none") else cage, paths=tuple(out), source=r.path)
+    # The file name, not the path: the same config read from another folder gives the same findings.
+    return ExpectedLink(cage=None if cage in (None, "none") else cage, paths=tuple(out), source=Path(r.path).name)
 
 
 def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, ...], dict[str, dict[str, Any]]]:

@@ -87,7 +87,8 @@ def _run_via_init(lab: Lab, live: Live, work: Path, run: dict[str, Any]) -> None
     run["config_text"] = config.read_text(encoding="utf-8") if config.is_file() else ""
     run["check"] = live.run("check", "--save", str(run["saved"]), "-f", "json", cwd=cwd, home=home)
     run["collect"] = live.run("collect", "--save", str(work / "collected"), cwd=cwd, home=home)
-    run["collected"] = live.run("diagnose", str(work / "collected"), "-f", "json")
+    # Offline, the same config applies (diagnose finds ./linkcheck.yaml as check does).
+    run["collected"] = live.run("diagnose", str(work / "collected"), "-f", "json", cwd=cwd)
 
 
 def _run_scenario(name: str, make_lab: Callable[..., Lab], live: Live, work: Path) -> ScenarioRun:
@@ -97,12 +98,15 @@ def _run_scenario(name: str, make_lab: Callable[..., Lab], live: Live, work: Pat
         run: dict[str, Any] = {"saved": work / "saved"}
         if name == "healthy":
             _run_via_init(lab, live, work, run)
+            config = work / "cwd" / "linkcheck.yaml"
         else:
             run["check"] = _check_by_ip(lab, live, work, run["saved"])
+            config = work / "lab.yaml"
         run["strays"] = live.strays(lab, before)
     finally:
         lab.down()  # one lab at a time; the module fixture's own teardown is then a no-op
-    run["rediagnosed"] = live.run("diagnose", str(run["saved"]), "-f", "json")
+    # The same bundle and config give the same findings offline as live.
+    run["rediagnosed"] = live.run("diagnose", str(run["saved"]), "-f", "json", "--config", str(config))
     run["fixture"] = live.run("diagnose", str(REPO / "fixtures" / name), "-f", "json")
     return ScenarioRun(name=name, **run)
 

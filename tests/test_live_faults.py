@@ -177,9 +177,10 @@ def test_unknown_host_keys_on_both_nodes(conn_lab: Lab, live: Live, tmp_path: Pa
     for node in ("a", "b"):
         ip = conn_lab.node(node).mgmt_ip
         assert f"ssh-keyscan -p 22 -t ed25519 {ip} >> {empty}" in _one_line(run, node, "unknown SSH host key")
+    # No node answered: one line per node, exit 3 (could not measure), no report and no empty bundle folder.
     assert len(run.error_lines()) == 2, run.describe()
-    _inconclusive(run)
-    assert sorted(_manifest(run, tmp_path / "saved")["collection_errors"]) == ["a", "b"]
+    assert run.returncode == 3 and run.stdout == "", run.describe()
+    assert not (tmp_path / "saved").exists()
     assert empty.read_text() == ""  # nothing trusted behind the user's back
 
 

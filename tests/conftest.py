@@ -177,3 +177,14 @@ def module_lab_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cal
     if reason:
         pytest.skip(reason)
     yield from lab_pool(lambda: tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_restored() -> Iterator[None]:
+    """`linkcheck.cli.run()` ignores Ctrl-C once it is done (its process is exiting); a test that calls it in
+    process must not leave pytest ignoring SIGINT, which every later subprocess would inherit."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, previous)

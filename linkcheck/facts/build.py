@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
+from linkcheck.facts.draft import NodeDraft
 from linkcheck.facts.host_facts import host_facts
 from linkcheck.facts.model import CableInfo, Function, NodeFacts
 from linkcheck.facts.rdma_facts import attach_rdma
-from linkcheck.facts.sources import NodeSources
 from linkcheck.facts.sysfs_views import ib_devices, int_or_none, net_attrs, pci_links
 from linkcheck.model import Capture
 
 
-class _Builder:
+class _Builder(NodeDraft):
     """Gathers one node's facts; each step fills what it can and records what it could not."""
-
-    def __init__(self, name: str, captures: list[Capture]) -> None:
-        self.src = NodeSources(name, captures)
-        self.name = name
-        self.unavailable: dict[str, str] = {}
-        self.functions: dict[str, Function] = {}
-
-    def missing(self, group: str, reason: str) -> None:
-        self.unavailable.setdefault(group, reason)
-
-    def update(self, netdev: str, **changes: Any) -> None:
-        self.functions[netdev] = replace(self.functions[netdev], **changes)
 
     # -- functions -------------------------------------------------------------------------------
     def _cx7_bdfs(self) -> tuple[set[str], bool]:

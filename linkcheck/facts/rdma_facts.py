@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from linkcheck.facts.sysfs_views import ib_devices
 
 if TYPE_CHECKING:
-    from linkcheck.facts.build import _Builder
+    from linkcheck.facts.draft import NodeDraft
     from linkcheck.parsers.gids import GidEntry
     from linkcheck.parsers.sysfs import SysfsDump
 
 
-def _device_map(b: _Builder, ib: SysfsDump | None) -> dict[str, tuple[str, str | None]]:
+def _device_map(b: NodeDraft, ib: SysfsDump | None) -> dict[str, tuple[str, str | None]]:
     """netdev -> (rdma device, port state); by PCI function first, then by what rdma tools report."""
     by_bdf = {d["bdf"]: (name, d.get("state")) for name, d in (ib_devices(ib) if ib else {}).items() if d.get("bdf")}
     out: dict[str, tuple[str, str | None]] = {}
@@ -28,7 +28,7 @@ def _device_map(b: _Builder, ib: SysfsDump | None) -> dict[str, tuple[str, str |
     return out
 
 
-def _gid_entries(b: _Builder, ib: SysfsDump | None) -> tuple[GidEntry, ...] | None:
+def _gid_entries(b: NodeDraft, ib: SysfsDump | None) -> tuple[GidEntry, ...] | None:
     """GID table entries from sysfs, else show_gids, else ibv_devinfo; None if no source worked."""
     from linkcheck.parsers.gids import GidEntry, gid_entries_from_sysfs
 
@@ -56,7 +56,7 @@ def _ipv4(gid: str) -> str | None:
     return ipv4_of_gid(gid)
 
 
-def attach_rdma(b: _Builder) -> None:
+def attach_rdma(b: NodeDraft) -> None:
     """Fill rdma_dev, rdma_state, gid_index and gid_holes of every function of the node."""
     from linkcheck.parsers.gids import holes, resolve_roce_v2_ipv4_index
 

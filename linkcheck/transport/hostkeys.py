@@ -15,7 +15,7 @@ from linkcheck.errors import HostKeyError
 if TYPE_CHECKING:
     import paramiko
 
-    from linkcheck.transport.ssh import ResolvedTarget
+    from linkcheck.transport.target import ResolvedTarget
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +27,7 @@ from linkcheck.transport.base import (
 )
 from linkcheck.transport.hostkeys import host_key_policy
 from linkcheck.transport.ssh_errors import connect_error
+from linkcheck.transport.target import ResolvedTarget
 
 if TYPE_CHECKING:
     import paramiko
@@ -47,22 +47,6 @@ def load_ssh_library() -> None:
     """Import paramiko now, on the calling thread, before the per-node threads start: imports hold the
     GIL, so two connection threads importing it while the main thread works only take turns."""
     import paramiko  # noqa: F401
-
-
-@dataclass(frozen=True)
-class ResolvedTarget:
-    """A target after ~/.ssh/config: what we actually connect to. `alias` is the name the user gave."""
-
-    alias: str
-    host: str
-    port: int
-    user: str
-    identity_files: tuple[str, ...]
-    known_hosts: str | None = None  # UserKnownHostsFile from the SSH config, used unless one is given
-
-    @property
-    def where(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}"
 
 
 def resolve_target(target: NodeTarget, ssh_config: Path | None) -> ResolvedTarget:

@@ -13,7 +13,7 @@ from linkcheck.errors import NodeError
 from linkcheck.transport.hostkeys import changed_key_error, host_key_policy
 
 if TYPE_CHECKING:
-    from linkcheck.transport.ssh import ResolvedTarget
+    from linkcheck.transport.target import ResolvedTarget
 
 __all__ = ["connect_error", "host_key_policy", "keys_tried"]
 

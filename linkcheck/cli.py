@@ -25,7 +25,7 @@ import typer  # noqa: E402 - after the start-up Ctrl-C handler, which must come 
 from linkcheck.errors import ExitCode, LinkcheckError, UsageError  # noqa: E402
 
 if TYPE_CHECKING:
-    from linkcheck.config import Config
+    from linkcheck.collect.config import Config
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -80,7 +80,7 @@ def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():
         return None
-    from linkcheck.config import find_config
+    from linkcheck.collect.config import find_config
 
     return find_config(path)
 
@@ -107,7 +107,7 @@ AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, I
 def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> object:
     from dataclasses import replace
 
-    from linkcheck.config import resolve_config
+    from linkcheck.collect.config import resolve_config
 
     resolved = resolve_config(config, node or [])
     accept = accept or resolved.ssh.accept_new_host_keys
@@ -155,7 +155,7 @@ def _node_errors(outcome: object) -> None:
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: object | None) -> None:
-    from linkcheck.config import Config
+    from linkcheck.collect.config import Config
     from linkcheck.live import TrafficRequest, run_live
 
     cfg = _live_config(config, node, accept)
@@ -246,7 +246,7 @@ def collect(
 ) -> None:
     """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
     from linkcheck.collect.bundle import load_bundle
-    from linkcheck.config import Config
+    from linkcheck.collect.config import Config
     from linkcheck.live import run_live
 
     cfg = _live_config(config, node, accept_new_host_keys)
@@ -279,8 +279,8 @@ def init(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
-    from linkcheck.config import Config
-    from linkcheck.init_config import write_initial_config
+    from linkcheck.collect.config import Config
+    from linkcheck.collect.init_config import write_initial_config
 
     cfg = _live_config(config, node, accept_new_host_keys)
     assert isinstance(cfg, Config)
@@ -302,7 +302,7 @@ def parse(
     file: Annotated[Path, typer.Argument(help="The raw output; '-' reads standard input.")],
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
 ) -> None:
-    from linkcheck.parse_file import parse_file, record_to_json, record_to_text
+    from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
 
     record = parse_file(kind, file)
     _out(record_to_json(record) if fmt is Format.json else record_to_text(record))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.bench.runner import Progress
     from linkcheck.collect.bundle import Bundle
-    from linkcheck.config import Config
+    from linkcheck.collect.config import Config
     from linkcheck.diagnose.playbook import Rule
     from linkcheck.pipeline import Outcome
     from linkcheck.transport.base import Transport

@@ -13,7 +13,7 @@ from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
 
 if TYPE_CHECKING:
-    from linkcheck.config import Config
+    from linkcheck.collect.config import Config
 
 
 @dataclass(frozen=True, slots=True)

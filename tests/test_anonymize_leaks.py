@@ -232,7 +232,7 @@ def test_cli_anonymize(tmp_path: Path) -> None:
 def test_check_anonymize_reports_real_names_and_saves_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`check --save DIR --anonymize`: the report on screen is of the real bundle, the saved one is anonymised."""
     import linkcheck.live as live
-    from linkcheck.config import resolve_config
+    from linkcheck.collect.config import resolve_config
 
     original = load_bundle(HEALTHY)
     monkeypatch.setattr(live, "_open", lambda config: {})

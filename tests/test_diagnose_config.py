@@ -91,7 +91,7 @@ def test_linkcheck_yaml_in_the_working_directory_is_found_as_check_finds_it(tmp_
 
 
 def test_live_and_offline_use_the_same_rules(tmp_path: Path) -> None:
-    from linkcheck.config import load_config
+    from linkcheck.collect.config import load_config
     from linkcheck.live import _rules
     from linkcheck.pipeline import configured_rules
 

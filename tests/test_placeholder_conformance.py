@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from linkcheck.config import load_config
+from linkcheck.collect.config import load_config
 from linkcheck.diagnose import engine
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, load_playbooks
 from linkcheck.pipeline import diagnose_bundle

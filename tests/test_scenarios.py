@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from linkcheck.config import load_config
+from linkcheck.collect.config import load_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
 from linkcheck.pipeline import Outcome, diagnose_bundle

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from linkcheck.config import Config
+from linkcheck.collect.config import Config
 from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts

@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from linkcheck.collect.bundle import Bundle
     from linkcheck.collect.config import Config
     from linkcheck.diagnose.playbook import Rule
+    from linkcheck.facts.model import LinkFacts
     from linkcheck.pipeline import Outcome
     from linkcheck.transport.base import Transport
 
@@ -78,21 +79,18 @@ def collect_bundle(config: Config) -> Bundle:
         close_transports(transports)
 
 
-def _traffic(config: Config, transports: dict[str, Transport], bundle: Bundle, request: TrafficRequest,
-             progress: Progress | None) -> bool:
-    """Run the traffic tests into `bundle`; True when Ctrl-C stopped them."""
+def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, request: TrafficRequest,
+             progress: Progress | None) -> tuple[Bundle, bool]:
+    """The bundle with the traffic tests' captures added, and whether Ctrl-C stopped them."""
     from linkcheck.bench.runner import run_traffic
-    from linkcheck.facts.pair import build_link_facts
 
     if bundle.collection_errors:
-        bundle.collection_errors["bench"] = "traffic tests not run: a node could not be inspected"
-        return False
-    link = build_link_facts(bundle.captures)
+        why = "traffic tests not run: a node could not be inspected"
+        return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
     result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl, progress=progress)
-    bundle.captures.extend(result.captures)
-    if result.error:
-        bundle.collection_errors["bench"] = result.error
-    return result.interrupted
+    errors = {**bundle.collection_errors, **({"bench": result.error} if result.error else {})}
+    return replace(bundle, captures=[*bundle.captures, *result.captures], collection_errors=errors), \
+        result.interrupted
 
 
 def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
@@ -102,8 +100,7 @@ def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tupl
 
         bundle = anonymize_bundle(bundle)
     target = directory or default_save_dir()
-    bundle.path = target
-    return bundle, target
+    return replace(bundle, path=target), target
 
 
 def _rules(config: Config) -> list[Rule]:
@@ -145,8 +142,8 @@ def _interrupted_inspection(config: Config, pending: Future[Bundle]) -> Bundle:
         bundle = pending.result(timeout=10)
     except (FutureTimeout, Exception):  # nothing usable came back: the bundle still says what happened
         bundle = Bundle(captures=[], nodes={n: {"target": str(t)} for n, t in sorted(config.nodes.items())})
-    bundle.collection_errors["interrupted"] = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
-    return bundle
+    why = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
+    return replace(bundle, collection_errors={**bundle.collection_errors, "interrupted": why})
 
 
 def _refuse_if_nothing_answered(bundle: Bundle) -> None:
@@ -187,23 +184,27 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
                 raise
         if not interrupted:
             _refuse_if_nothing_answered(bundle)
+        from linkcheck.facts.pair import build_link_facts, with_traffic
+
+        # The facts are built once: the traffic plan reads them, then the diagnosis adds the traffic results.
+        link = build_link_facts(bundle.captures, bundle.collection_errors, config.expected_link)
         if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl):
-            interrupted = _traffic(config, transports, bundle, traffic, progress)
+            bundle, interrupted = _traffic(transports, bundle, link, traffic, progress)
     finally:
         close_transports(transports)
     from linkcheck.collect.bundle import write_bundle
 
     saving, saved = _to_save(bundle, save_dir, anonymize=anonymize)
-    bundle.path = saved  # the report on screen keeps the real names: only what is saved is anonymised
+    bundle = replace(bundle, path=saved)  # the report on screen keeps the real names: only what is saved is anonymised
     if not diagnose or (interrupted and not bundle.captures):
         write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
-    from linkcheck.pipeline import diagnose_captures
+    from linkcheck.pipeline import diagnose_facts
 
     # Creating the bundle's files is mostly waiting on the file system, so the diagnosis of that very
     # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
         writing = pool.submit(write_bundle, saving, saved)
-        outcome = diagnose_captures(bundle, rules, config.expected_link)
+        outcome = diagnose_facts(bundle, with_traffic(link, bundle.captures), rules)
         writing.result()
     return LiveResult(saved, outcome, interrupted)

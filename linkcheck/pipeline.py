@@ -26,7 +26,11 @@ class Outcome:
 
 
 def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None) -> Outcome:
-    link = build_link_facts(bundle.captures, bundle.collection_errors, expected)
+    return diagnose_facts(bundle, build_link_facts(bundle.captures, bundle.collection_errors, expected), rules)
+
+
+def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule]) -> Outcome:
+    """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too)."""
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}
     return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors))

@@ -32,9 +32,12 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Bundle:
-    """A bundle in memory: what was collected, from which nodes, and what went wrong."""
+    """A bundle in memory: what was collected, from which nodes, and what went wrong.
+
+    Frozen: a run that adds traffic results or a save folder makes a new Bundle (dataclasses.replace),
+    so what was diagnosed is what was written."""
 
     captures: list[Capture]
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -46,6 +46,10 @@ def build_link_facts(captures: list[Capture], errors: dict[str, str] | None = No
     inspection = [c for c in captures if not c.meta]
     a = _node("a", inspection, errors or {})
     b = _node("b", inspection, errors or {})
-    paths = match_paths(a, b)
-    bench, present = build_bench_facts([c for c in captures if c.meta], paths)
-    return LinkFacts(a=a, b=b, paths=paths, bench=bench, bench_present=present, expected=expected)
+    return with_traffic(LinkFacts(a=a, b=b, paths=match_paths(a, b), expected=expected), captures)
+
+
+def with_traffic(link: LinkFacts, captures: list[Capture]) -> LinkFacts:
+    """The link facts with the traffic results among `captures`; the nodes' facts are reused as they are."""
+    bench, present = build_bench_facts([c for c in captures if c.meta], link.paths)
+    return replace(link, bench=bench, bench_present=present)

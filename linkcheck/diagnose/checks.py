@@ -18,8 +18,6 @@ CHECKS: dict[str, CheckDef] = {
     "link_down": CheckDef(checks_link.link_down, _p("node", "netdev", "what")),
     "link_changed": CheckDef(checks_link.link_changed, _p("what", "config")),
     "twins_same_subnet": CheckDef(checks_link.twins_same_subnet, _p("node", "subnet", "netdevs", "second")),
-    "mtu_mismatch": CheckDef(checks_link.mtu_mismatch, _p("path", "low_node", "low_netdev", "low_mtu",
-                                                          "high_node", "high_netdev", "high_mtu")),
     "cable_not_approved": CheckDef(checks_link.cable_not_approved, _p("node", "pn", "vendor", "sn", "note",
                                                                       "approved"),
                                    _p("approved_part_numbers")),

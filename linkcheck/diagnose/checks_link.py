@@ -94,22 +94,6 @@ def twins_same_subnet(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obser
     return out
 
 
-def mtu_mismatch(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
-    out = []
-    for path in link.paths:
-        if path.a.mtu is None or path.b.mtu is None:
-            out.append(Observation(subject=path.key, fired=False, skip="MTU unknown on one end"))
-            continue
-        low, high = sorted((path.a, path.b), key=lambda f: f.mtu or 0)
-        out.append(Observation(
-            subject=path.key, fired=path.a.mtu != path.b.mtu,
-            values={"path": path.key, "low_node": low.node, "low_netdev": low.netdev, "low_mtu": low.mtu,
-                    "high_node": high.node, "high_netdev": high.netdev, "high_mtu": high.mtu},
-            evidence=(Evidence(f"MTU {path.a.label}", path.a.mtu, "ip addr"),
-                      Evidence(f"MTU {path.b.label}", path.b.mtu, "ip addr"))))
-    return out
-
-
 def cable_not_approved(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
     approved = {str(pn).strip().upper() for pn in thresholds["approved_part_numbers"]}
     known = {str(pn).strip().upper() for pn in thresholds.get("field_reported_part_numbers", [])}

@@ -14,7 +14,9 @@ FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS
 _FUNCTION_FIELDS = tuple(f.name for f in dataclasses.fields(Function) if f.name != "cable")
 FUNCTION_FACTS = frozenset(_FUNCTION_FIELDS + ("domain", "ip", "label", "used", "cabled", "cable_pn"))
 NODE_FACTS = frozenset({"name", "hostname", "uptime_s", "mem_available_kib", "arp_ignore"})
-PATH_FACTS = frozenset({"subnet", "key"} | {f"{side}.{f}" for side in "ab" for f in FUNCTION_FACTS})
+# low.* / high.*: the end with the lower and the higher MTU (when both are known), so a rule can name who to fix.
+PATH_SIDES = ("a", "b", "low", "high")
+PATH_FACTS = frozenset({"subnet", "key"} | {f"{side}.{f}" for side in PATH_SIDES for f in FUNCTION_FACTS})
 
 
 def is_known_fact(scope: str, fact: str) -> bool:
@@ -41,8 +43,12 @@ def function_values(fn: Function, node: NodeFacts) -> dict[str, Any]:
 
 def path_values(path: DataPath, link: LinkFacts) -> dict[str, Any]:
     values: dict[str, Any] = {"subnet": path.subnet, "key": path.key}
-    for side, fn in (("a", path.a), ("b", path.b)):
-        for name, value in function_values(fn, link.node(side)).items():
+    ends = [("a", path.a), ("b", path.b)]
+    if path.a.mtu is not None and path.b.mtu is not None:
+        low, high = sorted((path.a, path.b), key=lambda f: f.mtu or 0)
+        ends += [("low", low), ("high", high)]
+    for side, fn in ends:
+        for name, value in function_values(fn, link.node(fn.node)).items():
             values[f"{side}.{name}"] = value
     return values
 

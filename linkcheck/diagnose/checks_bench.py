@@ -2,11 +2,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import CheckValues, Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class HotplugValues(CheckValues):
+    """The hot-plug signature on one path."""
+
+    path: str
+    gbps: str
+    host_a: str
+    host_b: str
+
+
+@dataclass(frozen=True, slots=True)
+class BelowNominalValues(CheckValues):
+    """A path below a healthy one."""
+
+    path: str
+    gbps: str
+    pct: str
+
+
+@dataclass(frozen=True, slots=True)
+class SocketFallbackValues(CheckValues):
+    """The transport NCCL used."""
+
+    network: str
+
+
+@dataclass(frozen=True, slots=True)
+class BusbwValues(CheckValues):
+    """The collective's bus bandwidth and the band it falls in."""
+
+    busbw: str
+    wrong: int
+    band: str
+
 
 FLAPPED = "the link flapped or a GID changed during the traffic test; its numbers cannot be trusted"
 
@@ -63,8 +100,8 @@ def hotplug_degraded(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observ
         fired = low <= best <= high and _looks_healthy(path)
         return Observation(
             subject=path.key, fired=fired,
-            values={"path": path.key, "gbps": f"{best:.1f}", "host_a": link.a.hostname or "node a",
-                    "host_b": link.b.hostname or "node b"},
+            values=HotplugValues(path=path.key, gbps=f"{best:.1f}", host_a=link.a.hostname or "node a",
+                                 host_b=link.b.hostname or "node b"),
             evidence=tuple(Evidence(f"ib_write_bw {r.mode} {r.direction}", r.gbps, "Gb/s") for r in runs)
             + (Evidence("link speed", [path.a.speed_mbps, path.b.speed_mbps], "ethtool Mb/s"),
                Evidence("PCIe", [f"{f.pcie_speed_gts} GT/s x{f.pcie_width}" for f in (path.a, path.b)], "sysfs"))
@@ -80,7 +117,7 @@ def below_nominal(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observati
         hotplug = low <= best <= high and _looks_healthy(path)
         return Observation(
             subject=path.key, fired=best < thresholds["nominal_min_gbps"] and not hotplug,
-            values={"path": path.key, "gbps": f"{best:.1f}", "pct": f"{100 * best / 200:.0f}"},
+            values=BelowNominalValues(path=path.key, gbps=f"{best:.1f}", pct=f"{100 * best / 200:.0f}"),
             evidence=tuple(Evidence(f"ib_write_bw {r.mode} {r.direction}", r.gbps, "Gb/s") for r in runs))
 
     return _per_path(link, thresholds, judge)
@@ -91,7 +128,7 @@ def nccl_socket_fallback(link: LinkFacts, thresholds: dict[str, Any]) -> list[Ob
     if run is None or run.network is None and not run.uses_socket:
         return [Observation(subject="nccl", fired=False, skip="no NCCL_DEBUG=INFO transport line in the log")]
     return [Observation(subject="nccl", fired=run.uses_socket or run.network == "Socket",
-                        values={"network": run.network or "unknown"},
+                        values=SocketFallbackValues(network=run.network or "unknown"),
                         evidence=(Evidence("Using network", run.network, "NCCL log"),
                                   Evidence("NET/IB devices", list(run.ib_devices), "NCCL log")))]
 
@@ -151,5 +188,5 @@ def nccl_busbw_low(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observat
                 Evidence("largest message", run.largest_bytes, "bytes"),
                 Evidence("#wrong", run.wrong, "all_gather_perf"))
     return [Observation(subject="nccl", fired=severity is not None, severity=severity,
-                        values={"busbw": f"{busbw:.2f}", "wrong": run.wrong, "band": band},
+                        values=BusbwValues(busbw=f"{busbw:.2f}", wrong=run.wrong, band=band),
                         evidence=evidence)]

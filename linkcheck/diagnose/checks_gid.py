@@ -2,12 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import CheckValues, Observation
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class StalePinValues(CheckValues):
+    """A pinned GID index against the one resolved for an HCA."""
+
+    node: str
+    hca: str | None
+    netdev: str
+    ip: str | None
+    pinned: str
+    resolved: int | str
+    source: str
+    remove_pin: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmptyPinValues(CheckValues):
+    """An empty NCCL_IB_GID_INDEX and where it is set."""
+
+    node: str
+    source: str
+    remove_pin: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSpreadValues(CheckValues):
+    """The resolved indices across HCAs and nodes."""
+
+    indices: str
+    distinct: str
+
 
 PIN = "NCCL_IB_GID_INDEX"
 _REMOVE = {
@@ -27,9 +60,9 @@ def nccl_functions(node: NodeFacts) -> list[Function]:
 def _stale(node: NodeFacts, fn: Function, pin: str, source: str) -> Observation:
     pinned = int(pin) if pin.strip().lstrip("-").isdigit() else None
     resolved = fn.gid_index
-    values = {"node": node.name, "hca": fn.rdma_dev, "netdev": fn.netdev, "ip": fn.ip, "pinned": pin,
-              "resolved": "none" if resolved is None else resolved, "source": source,
-              "remove_pin": _REMOVE.get(source, f"remove {PIN} from {source}")}
+    values = StalePinValues(node=node.name, hca=fn.rdma_dev, netdev=fn.netdev, ip=fn.ip, pinned=pin,
+                            resolved="none" if resolved is None else resolved, source=source,
+                            remove_pin=_REMOVE.get(source, f"remove {PIN} from {source}"))
     evidence = (
         Evidence(PIN, pin, source),
         Evidence(f"RoCE v2 GID index of {fn.ip} on {fn.rdma_dev}", resolved, "sysfs gid_attrs"),
@@ -57,7 +90,7 @@ def gid_index_empty_pin(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obs
         source = node.nccl_sources.get(PIN, "not set")
         out.append(Observation(
             subject=f"node {node.name}", fired=pin is not None and not pin.strip(), nodes=(node.name,),
-            values={"node": node.name, "source": source, "remove_pin": _REMOVE.get(source, f"remove {PIN}")},
+            values=EmptyPinValues(node=node.name, source=source, remove_pin=_REMOVE.get(source, f"remove {PIN}")),
             evidence=(Evidence(PIN, pin, source),)))
     return out
 
@@ -70,6 +103,6 @@ def gid_index_differs(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obser
     # Unpinned, NCCL (>= 2.21) resolves the index per HCA, so differing indices are worth a note only.
     pinned = any(node.nccl.get(PIN, "").strip() for node in (link.a, link.b))
     return [Observation(subject="pair", fired=len(distinct) > 1, severity=None if pinned else Severity.INFO,
-                        values={"indices": listing, "distinct": ", ".join(map(str, distinct))},
+                        values=IndexSpreadValues(indices=listing, distinct=", ".join(map(str, distinct))),
                         evidence=tuple(Evidence(f"RoCE v2 IPv4 GID index of {k}", v, "sysfs gid_attrs")
                                        for k, v in sorted(indices.items())))]

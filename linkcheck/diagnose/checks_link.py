@@ -3,19 +3,59 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import CheckValues, Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDownValues(CheckValues):
+    """What is down, and where to look."""
+
+    node: str
+    netdev: str
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class SharedSubnetValues(CheckValues):
+    """Twins of one node in one subnet."""
+
+    node: str
+    subnet: str
+    netdevs: str
+    second: str
+
+
+@dataclass(frozen=True, slots=True)
+class CableValues(CheckValues):
+    """The cable's identity against NVIDIA's list."""
+
+    node: str
+    pn: str
+    vendor: str
+    sn: str
+    note: str
+    approved: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkChangedValues(CheckValues):
+    """What moved since linkcheck.yaml recorded the link."""
+
+    what: str
+    config: str
 
 
 def _node_link_down(node: NodeFacts) -> list[Observation]:
     if not node.functions:
         return [Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
-                            values={"node": node.name, "what": "no ConnectX-7 function is present (the CX-7 is "
-                                    "removed from the PCI bus when no cable is attached at boot)",
-                                    "netdev": "<cx7-netdev>"},
+                            values=LinkDownValues(node=node.name, what="no ConnectX-7 function is present (the CX-7 is "
+                                                       "removed from the PCI bus when no cable is attached at boot)",
+                                                  netdev="<cx7-netdev>"),
                             evidence=(Evidence("ConnectX-7 netdevs", [], "sysfs_net"),))]
     if not node.cabled_cages and all(f.carrier is None for f in node.functions):
         # The netdevs are known (e.g. from ethtool's arguments) but not one carrier: unknown is not down.
@@ -24,8 +64,8 @@ def _node_link_down(node: NodeFacts) -> list[Observation]:
     if not node.cabled_cages:
         downs = [f.netdev for f in node.functions]
         return [Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
-                            values={"node": node.name, "what": "no twin reports carrier (cable unplugged?)",
-                                    "netdev": downs[0]},
+                            values=LinkDownValues(node=node.name, what="no twin reports carrier (cable unplugged?)",
+                                                  netdev=downs[0]),
                             evidence=tuple(Evidence(f"{f.netdev} carrier", f.carrier, "sysfs")
                                            for f in node.functions))]
     out = []
@@ -35,9 +75,9 @@ def _node_link_down(node: NodeFacts) -> list[Observation]:
         down = fn.carrier is False or (fn.rdma_state is not None and fn.rdma_state != "ACTIVE")
         out.append(Observation(
             subject=fn.label, fired=down, nodes=(node.name,),
-            values={"node": node.name, "netdev": fn.netdev,
-                    "what": f"{fn.netdev} ({fn.rdma_dev}) in cabled cage {fn.cage} is down: carrier {fn.carrier}, "
-                            f"RDMA port {fn.rdma_state}"},
+            values=LinkDownValues(node=node.name, netdev=fn.netdev,
+                                  what=f"{fn.netdev} ({fn.rdma_dev}) in cabled cage {fn.cage} is down: "
+                                       f"carrier {fn.carrier}, RDMA port {fn.rdma_state}"),
             evidence=(Evidence(f"{fn.netdev} carrier", fn.carrier, "sysfs"),
                       Evidence(f"{fn.rdma_dev} port state", fn.rdma_state, "sysfs infiniband"))))
     return out
@@ -51,9 +91,10 @@ def link_down(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
         # the link, and the asymmetry is only a note.
         out.append(Observation(
             subject="pair", fired=cages_a != cages_b, severity=Severity.INFO,
-            values={"node": "b", "netdev": "-", "what": f"the cable joins different cages (a {', '.join(cages_a)}, "
-                    f"b {', '.join(cages_b)}); this works, but NVIDIA's guides ask for the same physical port on "
-                    "both, and netplan files written for one node do not fit the other"},
+            values=LinkDownValues(
+                node="b", netdev="-", what=f"the cable joins different cages (a {', '.join(cages_a)}, "
+                     f"b {', '.join(cages_b)}); this works, but NVIDIA's guides ask for the same physical port on "
+                     "both, and netplan files written for one node do not fit the other"),
             evidence=(Evidence("cabled cages on a", list(cages_a), "phys_port_name + carrier"),
                       Evidence("cabled cages on b", list(cages_b), "phys_port_name + carrier"))))
     if cages_a and cages_b and not link.paths and _addressed(link.a) and _addressed(link.b):
@@ -71,9 +112,9 @@ def _no_path(link: LinkFacts) -> Observation:
                         if f.cage in n.cabled_cages] for n in (link.a, link.b)}
     return Observation(
         subject="pair", fired=True,
-        values={"node": "a", "netdev": "-",
-                "what": f"no data path: no twin of the cabled cage on a ({'; '.join(listing['a'])}) shares a subnet "
-                        f"with one on b ({'; '.join(listing['b'])})"},
+        values=LinkDownValues(node="a", netdev="-",
+                              what=f"no data path: no twin of the cabled cage on a ({'; '.join(listing['a'])}) "
+                                   f"shares a subnet with one on b ({'; '.join(listing['b'])})"),
         evidence=tuple(Evidence(f"cabled twins on {k}", v, "ip addr") for k, v in listing.items()))
 
 
@@ -88,8 +129,8 @@ def twins_same_subnet(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obser
         subnet, names = next(iter(sorted(shared.items())), ("-", []))
         out.append(Observation(
             subject=f"node {node.name}", fired=bool(shared), nodes=(node.name,),
-            values={"node": node.name, "subnet": subnet, "netdevs": " and ".join(names),
-                    "second": names[1] if len(names) > 1 else "-"},
+            values=SharedSubnetValues(node=node.name, subnet=subnet, netdevs=" and ".join(names),
+                                      second=names[1] if len(names) > 1 else "-"),
             evidence=tuple(Evidence(f"{fn.netdev} IPv4", list(fn.ipv4), "ip addr") for fn in node.used_functions)))
     return out
 
@@ -109,9 +150,9 @@ def cable_not_approved(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obse
                 else "is not on NVIDIA's approved list")
         out.append(Observation(
             subject=f"node {node.name}", fired=pn.upper() not in approved, nodes=(node.name,),
-            values={"node": node.name, "pn": pn or "unknown", "vendor": cable.vendor_name or "unknown",
-                    "sn": cable.vendor_sn or "unknown", "note": note,
-                    "approved": ", ".join(sorted(thresholds["approved_part_numbers"]))},
+            values=CableValues(node=node.name, pn=pn or "unknown", vendor=cable.vendor_name or "unknown",
+                               sn=cable.vendor_sn or "unknown", note=note,
+                               approved=", ".join(sorted(thresholds["approved_part_numbers"]))),
             evidence=(Evidence("Vendor name", cable.vendor_name, "ethtool -m"),
                       Evidence("Vendor PN", cable.vendor_pn, "ethtool -m"),
                       Evidence("Vendor SN", cable.vendor_sn, "ethtool -m"),
@@ -139,7 +180,7 @@ def link_changed(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observatio
             moved.append(f"path a:{key[0]} <-> b:{key[1]} moved from {recorded[key]} to {live[key]}")
     return [Observation(
         subject="pair", fired=bool(moved),
-        values={"what": "; ".join(moved), "config": expected.source},
+        values=LinkChangedValues(what="; ".join(moved), config=expected.source),
         evidence=(Evidence("recorded cage", expected.cage, expected.source),
                   Evidence("live cabled cages on a", list(link.a.cabled_cages), "phys_port_name + carrier"),
                   Evidence("recorded paths", [f"{a}<->{b} {s}" for (a, b), s in sorted(recorded.items())],

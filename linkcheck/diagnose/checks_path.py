@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from linkcheck.diagnose.checks_gid import nccl_functions
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import CheckValues, Observation
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class SinglePathValues(CheckValues):
+    """Why one PCIe x4 link carries both flows, on which node, and the first fix."""
+
+    what: str
+    node: str
+    remedy: str
 
 
 def _hca_list(twins: list[Function]) -> str:
@@ -40,8 +50,8 @@ def _config(node: NodeFacts) -> Observation | None:
         return None
     twins = [f for f in node.functions if f.cage in node.cabled_cages]
     return Observation(subject=f"node {node.name}", fired=True, nodes=(node.name,),
-                       values={"what": why, "node": node.name,
-                               "remedy": _hca_remedy(twins)},
+                       values=SinglePathValues(what=why, node=node.name,
+                                               remedy=_hca_remedy(twins)),
                        evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "not set")),)
                        + tuple(Evidence(f"{f.netdev} PCI function", f.bdf, "sysfs") for f in used))
 
@@ -72,13 +82,14 @@ def _unaddressed_twins(node: NodeFacts) -> list[Observation]:
             address = _suggested_address(other)
             out.append(Observation(
                 subject=idle.label, fired=True, nodes=(node.name,),
-                values={"what": f"{idle.netdev} ({idle.rdma_dev or '?'}, PCI {idle.bdf or '?'}), the twin of "
-                                f"{other.netdev} in cabled cage {cage}, is {state} but has no IPv4 address, so it "
-                                f"carries nothing and every flow uses {other.netdev}'s PCIe link",
-                        "node": node.name,
-                        "remedy": f"address {idle.netdev} in a subnet of its own: in /etc/netplan/40-cx7.yaml add "
-                                  f"'{idle.netdev}: {{addresses: [{address}], dhcp4: false}}' (the peer's twin "
-                                  "likewise), sudo netplan apply, and list both twins in NCCL_IB_HCA"},
+                values=SinglePathValues(
+                    what=f"{idle.netdev} ({idle.rdma_dev or '?'}, PCI {idle.bdf or '?'}), the twin of "
+                         f"{other.netdev} in cabled cage {cage}, is {state} but has no IPv4 address, so it "
+                         f"carries nothing and every flow uses {other.netdev}'s PCIe link",
+                    node=node.name,
+                    remedy=f"address {idle.netdev} in a subnet of its own: in /etc/netplan/40-cx7.yaml add "
+                           f"'{idle.netdev}: {{addresses: [{address}], dhcp4: false}}' (the peer's twin "
+                           "likewise), sudo netplan apply, and list both twins in NCCL_IB_HCA"),
                 evidence=(Evidence(f"{idle.netdev} IPv4", [], "ip addr"),
                           Evidence(f"{other.netdev} IPv4", list(other.ipv4), "ip addr"),
                           Evidence(f"{idle.netdev} carrier", idle.carrier, "sysfs"),
@@ -99,12 +110,13 @@ def _listed_hcas_without_gid(node: NodeFacts) -> list[Observation]:
         why = "no IPv4 address" if not fn.ipv4 else f"no RoCE v2 GID for {fn.ip}"
         out.append(Observation(
             subject=f"{node.name}:{fn.rdma_dev}", fired=True, nodes=(node.name,),
-            values={"what": f"NCCL_IB_HCA={hca} names {fn.rdma_dev}, which has no RoCE v2 IPv4 GID ({fn.netdev} has "
-                            f"{why}): NCCL cannot use it, so one PCIe link carries the collective",
-                    "node": node.name,
-                    "remedy": f"address {fn.netdev} in its own subnet in /etc/netplan/40-cx7.yaml and sudo netplan "
-                              f"apply (its RoCE v2 GID appears with the address), or drop {fn.rdma_dev} from "
-                              "NCCL_IB_HCA"},
+            values=SinglePathValues(
+                what=f"NCCL_IB_HCA={hca} names {fn.rdma_dev}, which has no RoCE v2 IPv4 GID ({fn.netdev} has "
+                     f"{why}): NCCL cannot use it, so one PCIe link carries the collective",
+                node=node.name,
+                remedy=f"address {fn.netdev} in its own subnet in /etc/netplan/40-cx7.yaml and sudo netplan "
+                       f"apply (its RoCE v2 GID appears with the address), or drop {fn.rdma_dev} from "
+                       "NCCL_IB_HCA"),
             evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "?")),
                       Evidence(f"{fn.netdev} IPv4", list(fn.ipv4), "ip addr"),
                       Evidence(f"RoCE v2 IPv4 GID index of {fn.rdma_dev}", None, "sysfs gid_attrs"))))
@@ -120,12 +132,13 @@ def _wrong_mac(local: Function, peer: Function, node: NodeFacts, peer_node: Node
         return None
     return Observation(
         subject=f"{node.name}:{local.netdev}", fired=True, nodes=(node.name, peer_node.name),
-        values={"what": f"node {node.name} sends to {peer.ip} ({peer_node.name}:{peer.netdev}) with the MAC of "
-                        f"{peer_node.name}:{owner.netdev} ({entry.mac}), the other twin, so both flows reach one "
-                        f"PCIe link on node {peer_node.name}",
-                "node": node.name,
-                "remedy": f"sudo ip neigh del {peer.ip} dev {local.netdev}  (re-resolved on the next packet; "
-                          "keep arp_ignore=1 and arp_announce=2)"},
+        values=SinglePathValues(
+            what=f"node {node.name} sends to {peer.ip} ({peer_node.name}:{peer.netdev}) with the MAC of "
+                 f"{peer_node.name}:{owner.netdev} ({entry.mac}), the other twin, so both flows reach one "
+                 f"PCIe link on node {peer_node.name}",
+            node=node.name,
+            remedy=f"sudo ip neigh del {peer.ip} dev {local.netdev}  (re-resolved on the next packet; "
+                   "keep arp_ignore=1 and arp_announce=2)"),
         evidence=(Evidence(f"neighbour {peer.ip} on {node.name}:{local.netdev}", entry.mac, "ip neigh"),
                   Evidence(f"MAC of {peer_node.name}:{peer.netdev}", peer.mac, "sysfs"),
                   Evidence(f"MAC of {peer_node.name}:{owner.netdev}", owner.mac, "sysfs")))
@@ -149,9 +162,10 @@ def _bench(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
         if (len(rates) >= 2 and low <= total <= high) or idle:
             out.append(Observation(
                 subject=f"rdma {direction} concurrent", fired=True,
-                values={"what": f"both paths at once total {total:.1f} Gb/s ({' + '.join(f'{r:.1f}' for r in rates)})"
-                                f" in direction {direction}: roughly one PCIe x4 path",
-                        "node": direction[0], "remedy": _path_remedy(link, direction[0])},
+                values=SinglePathValues(
+                    what=f"both paths at once total {total:.1f} Gb/s ({' + '.join(f'{r:.1f}' for r in rates)})"
+                         f" in direction {direction}: roughly one PCIe x4 path",
+                    node=direction[0], remedy=_path_remedy(link, direction[0])),
                 evidence=tuple(Evidence(f"concurrent {direction} path {i}", r, "ib_write_bw")
                                for i, r in enumerate(rates))))
     return out
@@ -172,9 +186,9 @@ def _counters(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
         if idle:
             out.append(Observation(
                 subject=f"counters {round_id}", fired=True,
-                values={"what": f"during {round_id} {', '.join(idle)} moved almost nothing while "
-                                f"{max(sent, key=lambda k: sent[k])} sent {busiest / 1e9:.1f} GB",
-                        "node": idle[0].split(":")[0], "remedy": _path_remedy(link, idle[0].split(":")[0])},
+                values=SinglePathValues(what=f"during {round_id} {', '.join(idle)} moved almost nothing while "
+                                             f"{max(sent, key=lambda k: sent[k])} sent {busiest / 1e9:.1f} GB",
+                                        node=idle[0].split(":")[0], remedy=_path_remedy(link, idle[0].split(":")[0])),
                 evidence=tuple(Evidence(f"{c.node}:{c.rdma_dev} xmit/rcv bytes", [c.xmit_bytes, c.rcv_bytes],
                                         "port_xmit_data/port_rcv_data delta") for c in rows)))
     return out
@@ -191,9 +205,9 @@ def _nccl(link: LinkFacts) -> list[Observation]:
     if len(run.ib_devices) >= 2 and len(run.channel_net_devs) != 1:
         return []
     return [Observation(subject="nccl", fired=True,
-                        values={"what": f"NCCL used {', '.join(run.ib_devices) or 'one device'} "
-                                        f"(channels via NET/IB/{', '.join(map(str, run.channel_net_devs))}) only",
-                                "node": "a", "remedy": _path_remedy(link, "a")},
+                        values=SinglePathValues(what=f"NCCL used {', '.join(run.ib_devices) or 'one device'} (channels"
+                                                     f" via NET/IB/{', '.join(map(str, run.channel_net_devs))}) only",
+                                                node="a", remedy=_path_remedy(link, "a")),
                         evidence=(Evidence("NET/IB devices", list(run.ib_devices), "NCCL log"),
                                   Evidence("NET/IB channel devices", list(run.channel_net_devs), "NCCL log")))]
 

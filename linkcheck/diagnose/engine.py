@@ -51,7 +51,7 @@ def render(template: str, values: dict[str, Any]) -> str:
 
 
 def _finding(rule: Rule, obs: Observation) -> Finding:
-    values = {**{f"thresholds.{k}": v for k, v in rule.thresholds.items()}, **obs.values, "subject": obs.subject}
+    values = {**{f"thresholds.{k}": v for k, v in rule.thresholds.items()}, **obs.value_map(), "subject": obs.subject}
     if obs.skip is not None:
         return Finding(rule.id, Status.SKIP, rule.severity, obs.subject, rule.title, f"not judged: {obs.skip}",
                        evidence=obs.evidence, required=rule.required, skip_reason=obs.skip,

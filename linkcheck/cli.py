@@ -272,6 +272,19 @@ def anonymize(
 
 
 @app.command()
+def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")]) -> None:
+    """Check a bundle against its manifest and SHA256SUMS: exit 0 when intact, 2 naming each changed, added or
+    removed file (one line each), 4 when it is not a bundle."""
+    from linkcheck.collect.verify import verify_bundle
+
+    result = verify_bundle(bundle)
+    if result.problems:
+        _out("\n".join(result.problems))
+    _out(result.summary())
+    raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
+
+
+@app.command()
 def init(
     node: NodeOpt = None, config: ConfigOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = Path("linkcheck.yaml"),

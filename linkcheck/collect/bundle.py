@@ -5,13 +5,13 @@ Layout (format version 1):
     <node>/<spec>[.<arg>].stdout   raw stdout of one command, untouched
     <node>/<spec>[.<arg>].stderr   raw stderr, only when non-empty
     <node>/bench/<spec>.<n>.stdout benchmark outputs (their identity lives in the capture's `meta`)
+    SHA256SUMS                    every file above, manifest.json included, for `sha256sum -c` (see digests.py)
 A capture's identity (node, spec, arg, meta) is read from the manifest, never from a file name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from linkcheck import __version__
+from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 
@@ -61,8 +62,7 @@ def _file_stem(capture: Capture, index: int) -> str:
     return f"{capture.node}/{_SAFE.sub('_', capture.spec)}{arg}"
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+_sha256 = sha256_hex
 
 
 def check_save_dir(directory: Path, option: str = "--save") -> None:
@@ -126,10 +126,19 @@ def write_bundle(bundle: Bundle, directory: Path) -> Path:
         "collection_errors": bundle.collection_errors,
         "captures": entries,
         "files": files,
+        DIGEST_KEY: files_digest(files),
     }
     path = directory / MANIFEST
-    path.write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    text = json.dumps(manifest, indent=1, sort_keys=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    sums = {**files, MANIFEST: _sha256(text.encode("utf-8"))}
+    (directory / SUMS).write_text(sums_text(sums), encoding="utf-8", errors="surrogateescape")
     return path
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of the bundle at `directory` (or the manifest file itself), checked as `load_bundle` does."""
+    return _load_manifest(directory)
 
 
 def _load_manifest(directory: Path) -> dict[str, Any]:

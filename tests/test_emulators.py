@@ -294,8 +294,10 @@ EXPECTED = {
     "twins-same-subnet": {"TWINS_SAME_SUBNET": "warn"}, "mtu-mismatch": {"MTU_MISMATCH": "fail"},
     "nccl-socket-fallback": {"NCCL_SOCKET_FALLBACK": "fail", "NCCL_BUSBW_LOW": "fail"},
     "unapproved-cable": {"CABLE_NOT_APPROVED": "warn"}, "degraded-collection": {},
-    "link-down": {"LINK_DOWN": "fail"}, "link-below-nominal": {"LINK_BELOW_NOMINAL": "fail"},
-    "gid-empty-pin": {"GID_INDEX_EMPTY_PIN": "fail"},
+    "link-down": {"LINK_DOWN": "fail", "NCCL_HCA_UNCABLED": "warn"},
+    "link-below-nominal": {"LINK_BELOW_NOMINAL": "fail"},
+    "gid-empty-pin": {"GID_INDEX_EMPTY_PIN": "fail"}, "nccl-hca-order": {"NCCL_HCA_ORDER": "fail"},
+    "nccl-hca-uncabled": {"NCCL_HCA_UNCABLED": "warn"}, "replugged-since-boot": {"LINK_REPLUGGED_SINCE_BOOT": "warn"},
 }
 META_KEYS = {"kind", "mode", "direction", "role", "local_netdev", "local_rdma_dev", "peer_netdev", "peer_rdma_dev",
              "gid_index", "report_gbits", "duration_s"}

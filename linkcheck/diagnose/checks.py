@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linkcheck.diagnose import checks_bench, checks_gid, checks_link, checks_path
+from linkcheck.diagnose import checks_bench, checks_gid, checks_link, checks_nccl_hca, checks_path
 from linkcheck.diagnose.observation import CheckDef
 
 
@@ -26,6 +26,10 @@ CHECKS: dict[str, CheckDef] = {
                                  _t("degraded_min_gbps", "degraded_max_gbps", "late_plug_after_boot_s")),
     "below_nominal": CheckDef(checks_bench.below_nominal, checks_bench.BelowNominalValues,
                               _t("degraded_min_gbps", "degraded_max_gbps", "nominal_min_gbps")),
+    "replugged_since_boot": CheckDef(checks_bench.replugged_since_boot, checks_bench.ReplugValues,
+                                     _t("late_plug_after_boot_s")),
+    "nccl_hca_order": CheckDef(checks_nccl_hca.nccl_hca_order, checks_nccl_hca.HcaOrderValues),
+    "nccl_hca_uncabled": CheckDef(checks_nccl_hca.nccl_hca_uncabled, checks_nccl_hca.HcaUncabledValues),
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, checks_bench.SocketFallbackValues),
     "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, checks_bench.BusbwValues,
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),

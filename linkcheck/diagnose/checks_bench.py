@@ -45,6 +45,7 @@ class BusbwValues(CheckValues):
     band: str
 
 
+PLUG_KINDS = ("cx7_cable_plugin", "module_cable_plugged")
 FLAPPED = "the link flapped or a GID changed during the traffic test; its numbers cannot be trusted"
 
 
@@ -70,9 +71,40 @@ def _hotplug_evidence(link: LinkFacts, late_s: float) -> tuple[Evidence, ...]:
     out = []
     for node in (link.a, link.b):
         for hint in node.dmesg:
-            if hint.kind in ("cx7_cable_plugin", "module_cable_plugged") and (hint.time_s or 0) > late_s:
+            if hint.kind in PLUG_KINDS and (hint.time_s or 0) > late_s:
                 out.append(Evidence(f"dmesg on {node.name} ({hint.time_s:.0f} s after boot)", hint.text, "dmesg"))
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplugValues(CheckValues):
+    """A cable plug-in that the kernel logged long after boot, on one node."""
+
+    node: str
+    host_a: str
+    host_b: str
+    after_s: str
+    uptime: str
+
+
+def replugged_since_boot(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    """From inspection alone: a cable plug-in logged long after boot (the hot-plug path) warns that the link
+    may be in the slow state; a traffic test decides, so with one in the bundle this is only a note."""
+    late = thresholds["late_plug_after_boot_s"]
+    out = []
+    for node in (link.a, link.b):
+        if "dmesg" in node.unavailable:
+            continue  # a heuristic without its log says nothing, neither pass nor skip (it is not required)
+        hints = [h for h in _hotplug_evidence(link, late) if h.fact.startswith(f"dmesg on {node.name} ")]
+        plugs = [h.time_s for h in node.dmesg if h.kind in PLUG_KINDS and (h.time_s or 0) > late]
+        out.append(Observation(
+            subject=f"node {node.name}", fired=bool(plugs), nodes=(node.name,),
+            severity=Severity.INFO if "rdma" in link.bench_present else None,
+            values=ReplugValues(node=node.name, host_a=link.a.hostname or "node a", host_b=link.b.hostname or "node b",
+                                after_s=f"{max((p or 0) for p in plugs):.0f}" if plugs else "-",
+                                uptime=f"{node.uptime_s:.0f}" if node.uptime_s is not None else "?"),
+            evidence=tuple(hints)))
+    return out
 
 
 def _per_path(link: LinkFacts, thresholds: dict[str, Any], judge: Any) -> list[Observation]:

@@ -199,7 +199,8 @@ def degraded_collection() -> Scenario:
     b = replace(b, sudo_ok=False, missing_tools=missing)
     return Scenario("degraded-collection", "Node b refuses sudo without a password (lspci, ethtool -m, netplan "
                     "files and dmesg fail) and has no rdma-core/MLNX tools; node a is healthy. The verdict must "
-                    "be inconclusive.", a, b, (), {}, {}, ("CABLE_NOT_APPROVED", *NO_BENCH))
+                    "be inconclusive.", a, b, (), {}, {},
+                    ("CABLE_NOT_APPROVED", *NO_BENCH))
 
 
 def link_down() -> Scenario:
@@ -208,7 +209,8 @@ def link_down() -> Scenario:
     return Scenario("link-down", "Node b's enP2p1s0f1np1, a twin of the cabled cage p1, was left administratively "
                     "down (`ip link set enP2p1s0f1np1 down`) while its twin and node a are up: that twin has no "
                     "carrier and its RoCE device is DOWN.",
-                    a, b, (), {"LINK_DOWN": "fail"}, {"LINK_DOWN": (f"b:{P1_2}",)}, NO_BENCH)
+                    a, b, (), {"LINK_DOWN": "fail", "NCCL_HCA_UNCABLED": "warn"},
+                    {"LINK_DOWN": (f"b:{P1_2}",), "NCCL_HCA_UNCABLED": ("b:roceP2p1s0f1",)}, NO_BENCH)
 
 
 def link_below_nominal() -> Scenario:
@@ -231,8 +233,39 @@ def gid_empty_pin() -> Scenario:
                     NO_BENCH)
 
 
+def nccl_hca_order() -> Scenario:
+    a, b = _two_subnets()
+    b = replace(b, nccl_env={**HCA_ENV, "NCCL_IB_HCA": "roceP2p1s0f1,rocep1s0f1"})
+    return Scenario("nccl-hca-order", "Node b lists the same two twins as node a but in the other order; NCCL pairs "
+                    "HCAs by their position in NCCL_IB_HCA (getainode/ainode#89), so each connection crosses to the "
+                    "other path's twin.",
+                    a, b, (), {"NCCL_HCA_ORDER": "fail"}, {"NCCL_HCA_ORDER": ("pair",)}, NO_BENCH)
+
+
+def nccl_hca_uncabled() -> Scenario:
+    a, b = _two_subnets()
+    env = {**HCA_ENV, "NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1,roceP2p1s0f1"}
+    a, b = replace(a, nccl_env=dict(env)), replace(b, nccl_env=dict(env))
+    return Scenario("nccl-hca-uncabled", "Both nodes list rocep1s0f0, a twin of the empty cage p0, besides the two "
+                    "twins of the cabled cage p1.",
+                    a, b, (), {"NCCL_HCA_UNCABLED": "warn"},
+                    {"NCCL_HCA_UNCABLED": ("a:rocep1s0f0", "b:rocep1s0f0")}, NO_BENCH)
+
+
+def replugged_since_boot() -> Scenario:
+    a, b = _two_subnets()
+    log = (*boot_dmesg(a.functions, None), *hotplug_dmesg(a.functions, "p1", 3600.41))
+    a = replace(a, dmesg=tuple(log), uptime_s=7212.55)
+    return Scenario("replugged-since-boot", "Inspection only, after a reboot of node b: node a booted without the "
+                    "cable and it was plugged in an hour later (cx7-pcie-hotplug). No traffic test was run, so the "
+                    "slow state cannot be measured; the plug-in time is named.",
+                    a, b, (), {"LINK_REPLUGGED_SINCE_BOOT": "warn"}, {"LINK_REPLUGGED_SINCE_BOOT": ("node a",)},
+                    NO_BENCH)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
-                        link_down(), link_below_nominal(), gid_empty_pin())
+                        link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_order(), nccl_hca_uncabled(),
+                        replugged_since_boot())
 }

@@ -22,7 +22,8 @@ FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "sysfs": "rdma", "gid_sysfs": "rdma", "show_gids": "rdma", "rdma_link": "rdma", "ibdev2netdev": "rdma",
     "ibv_devinfo": "rdma", "ibstat": "rdma", "ethtool": "ethtool", "ethtool_i": "ethtool",
     "ethtool_s": "ethtool", "ethtool_m": "ethtool", "lspci": "system", "netplan": "system",
-    "nccl_env": "system", "nccl_conf": "system", "dmesg": "system", "uptime": "system", "sysctl": "system",
+    "nccl_env": "system", "nccl_conf": "system", "dmesg": "system", "uptime": "system", "os_release": "system",
+    "sysctl": "system",
     "meminfo": "system", "ib_write_bw": "perftest", "perftest_version": "perftest",
     "all_gather_perf": "nccl", "all_reduce_perf": "nccl", "nccl_log": "nccl",
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linkcheck.diagnose import checks_bench, checks_gid, checks_link, checks_nccl_hca, checks_path
+from linkcheck.diagnose import checks_bench, checks_gid, checks_link, checks_nccl_hca, checks_nodes, checks_path
 from linkcheck.diagnose.observation import CheckDef
 
 
@@ -30,6 +30,7 @@ CHECKS: dict[str, CheckDef] = {
                                      _t("late_plug_after_boot_s")),
     "nccl_hca_order": CheckDef(checks_nccl_hca.nccl_hca_order, checks_nccl_hca.HcaOrderValues),
     "nccl_hca_uncabled": CheckDef(checks_nccl_hca.nccl_hca_uncabled, checks_nccl_hca.HcaUncabledValues),
+    "nodes_differ": CheckDef(checks_nodes.nodes_differ, checks_nodes.NodesDifferValues),
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, checks_bench.SocketFallbackValues),
     "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, checks_bench.BusbwValues,
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),

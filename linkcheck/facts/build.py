@@ -86,6 +86,10 @@ class _Builder(NodeDraft):
 
     def ethtool(self) -> None:
         for netdev in list(self.functions):
+            info = self.src.ethtool_i(netdev)
+            if info is not None:
+                driver = " ".join(p for p in (info.driver, info.version) if p) or None
+                self.update(netdev, firmware=info.firmware_version, psid=info.psid, driver=driver)
             settings = self.src.ethtool(netdev)
             if settings is not None and settings.speed_mbps:
                 self.update(netdev, speed_mbps=settings.speed_mbps)

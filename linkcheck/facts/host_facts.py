@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from linkcheck.facts.model import DmesgHint, Neighbour
 from linkcheck.facts.sources import NcclSpec, NodeSources
+from linkcheck.model import Capture
 
 if TYPE_CHECKING:
     from linkcheck.parsers.iproute import IpNeighbour
@@ -45,6 +46,8 @@ class HostFacts(TypedDict):
     neighbours: tuple[Neighbour, ...]
     routes: tuple[tuple[str, str | None], ...]
     arp_ignore: str | None
+    kernel_release: str | None
+    os_name: str | None
 
 
 def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFacts:
@@ -58,6 +61,7 @@ def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFac
     neigh = src.ip_neigh()
     routes = src.ip_route()
     sysctl = src.sysctl()
+    os_release = src.os_release()
     return {
         "nccl": nccl,
         "nccl_sources": nccl_sources,
@@ -67,7 +71,15 @@ def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFac
         "neighbours": neighbours(neigh) if neigh else (),
         "routes": tuple((r.dst, r.dev) for r in routes) if routes else (),
         "arp_ignore": sysctl.get("net.ipv4.conf.all.arp_ignore") if sysctl else None,
+        "kernel_release": _first_line(src.capture("kernel_release")),
+        "os_name": os_release.pretty_name if os_release else None,
     }
+
+
+def _first_line(cap: Capture | None) -> str | None:
+    """`uname -r` and the like: one line of text, no parser needed."""
+    line = cap.stdout.strip().splitlines()[0].strip() if cap is not None and cap.ok and cap.stdout.strip() else ""
+    return line or None
 
 
 def dmesg_hints(log: DmesgLog) -> tuple[DmesgHint, ...]:

@@ -47,6 +47,9 @@ class Function:
     gid_holes: tuple[int, ...] = ()
     carrier_changes: int | None = None
     cable: CableInfo | None = None
+    firmware: str | None = None  # CX-7 firmware (ethtool -i), e.g. 28.45.4028
+    psid: str | None = None  # the board's PSID that mlx5 appends to the firmware version
+    driver: str | None = None  # driver and its version, e.g. "mlx5_core 6.17.0-1008-nvidia"
 
     @property
     def domain(self) -> str | None:
@@ -101,6 +104,8 @@ class NodeFacts:
     neighbours: tuple[Neighbour, ...] = ()
     routes: tuple[tuple[str, str | None], ...] = ()  # (destination CIDR, device)
     arp_ignore: str | None = None
+    kernel_release: str | None = None
+    os_name: str | None = None  # PRETTY_NAME of /etc/os-release
     unavailable: dict[str, str] = field(default_factory=dict)  # fact group -> why it is missing
 
     def function(self, netdev: str) -> Function | None:

@@ -10,11 +10,11 @@ from linkcheck.model import Capture
 from linkcheck.parsers import PARSERS, get_parser
 
 if TYPE_CHECKING:
-    from linkcheck.parsers.ethtool import EthtoolSettings, ModuleEeprom
+    from linkcheck.parsers.ethtool import EthtoolDriver, EthtoolSettings, ModuleEeprom
     from linkcheck.parsers.gids import GidEntry
     from linkcheck.parsers.ibverbs import IbvDevice
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
-    from linkcheck.parsers.kernel import DmesgLog, MemInfo, SysctlValues, Uptime
+    from linkcheck.parsers.kernel import DmesgLog, MemInfo, OsRelease, SysctlValues, Uptime
     from linkcheck.parsers.nccl_conf import NcclSettings
     from linkcheck.parsers.pcie import PciLink
     from linkcheck.parsers.rdma import Ibdev2NetdevEntry, RdmaPort
@@ -96,6 +96,16 @@ class NodeSources:
         from linkcheck.parsers.ethtool import parse_ethtool
 
         return self._parsed("ethtool", netdev, parse_ethtool)
+
+    def ethtool_i(self, netdev: str) -> EthtoolDriver | None:
+        from linkcheck.parsers.ethtool import parse_ethtool_i
+
+        return self._parsed("ethtool_i", netdev, parse_ethtool_i)
+
+    def os_release(self) -> OsRelease | None:
+        from linkcheck.parsers.kernel import parse_os_release
+
+        return self._parsed("os_release", None, parse_os_release)
 
     def ethtool_m(self, netdev: str) -> ModuleEeprom | None:
         from linkcheck.parsers.ethtool import parse_ethtool_m

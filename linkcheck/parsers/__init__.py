@@ -35,6 +35,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "nccl_conf": ("nccl_conf:parse_nccl_conf", "/etc/nccl.conf or ~/.nccl.conf"),
     "dmesg": ("kernel:parse_dmesg", "dmesg (CX-7 hot-plug and mlx5 link events)"),
     "uptime": ("kernel:parse_uptime", "/proc/uptime"),
+    "os_release": ("kernel:parse_os_release", "/etc/os-release"),
     "sysctl": ("kernel:parse_sysctl", "sysctl output (arp_ignore, arp_announce, ...)"),
     "meminfo": ("kernel:parse_meminfo", "/proc/meminfo"),
     "ib_write_bw": ("perftest:parse_perftest", "perftest BW test output, client or server, text or JSON"),

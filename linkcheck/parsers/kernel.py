@@ -128,6 +128,41 @@ def parse_dmesg(text: str) -> DmesgLog:
 
 
 @dataclass(frozen=True, slots=True)
+class OsRelease:
+    """/etc/os-release (os-release(5)): the distribution's name and version."""
+
+    pretty_name: str | None
+    id: str | None
+    version_id: str | None
+
+
+_OS_LINE_RE = re.compile(r"^([A-Z][A-Z0-9_]*)=(.*)$")
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return value
+
+
+def parse_os_release(text: str) -> OsRelease:
+    """Parse `cat /etc/os-release`: KEY=value lines, values optionally quoted; comments and blanks skipped.
+
+    >>> parse_os_release('PRETTY_NAME="Ubuntu 24.04.3 LTS"\\nID=ubuntu\\nVERSION_ID="24.04"\\n').pretty_name
+    'Ubuntu 24.04.3 LTS'
+    """
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _OS_LINE_RE.match(line.strip())
+        if match:
+            values[match.group(1)] = _unquote(match.group(2))
+    if not values and text.strip():
+        raise ParseError("os_release", "no KEY=value line", 1)
+    return OsRelease(values.get("PRETTY_NAME"), values.get("ID"), values.get("VERSION_ID"))
+
+
+@dataclass(frozen=True, slots=True)
 class Uptime:
     """/proc/uptime: seconds since boot, and summed idle seconds of all CPUs."""
 

@@ -22,7 +22,7 @@ from tests.emulators.build import (
 )
 from tests.emulators.captures import scenario_bench_captures, scenario_captures
 from tests.emulators.derive import fe80_gid, ipv4_gid
-from tests.emulators.node import GID_TYPE_V1, GID_TYPE_V2, Cable, GidSlot, NetplanFile, Node
+from tests.emulators.node import GID_TYPE_V1, GID_TYPE_V2, UBUNTU_2404_OS_RELEASE, Cable, GidSlot, NetplanFile, Node
 
 __all__ = ["SCENARIOS", "Scenario", "scenario_captures", "scenario_bench_captures"]
 
@@ -263,9 +263,20 @@ def replugged_since_boot() -> Scenario:
                     NO_BENCH)
 
 
+def nodes_differ() -> Scenario:
+    a, b = _two_subnets()
+    newer = UBUNTU_2404_OS_RELEASE.replace("24.04.3", "24.04.4")
+    b = replace(b, kernel_release="7.0.0-1019-nvidia", os_release=newer,
+                functions=tuple(replace(f, fw_ver="28.47.1026") for f in b.functions))
+    return Scenario("nodes-differ", "Node b was updated and node a was not: kernel 7.0.0-1019-nvidia against "
+                    "6.17.0-1008-nvidia, Ubuntu 24.04.4 against 24.04.3, CX-7 firmware 28.47.1026 against 28.45.4028 "
+                    "(a mixed pair: 'every failure has a second candidate cause').",
+                    a, b, (), {"NODES_DIFFER": "warn"}, {"NODES_DIFFER": ("pair",)}, NO_BENCH)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
                         link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_order(), nccl_hca_uncabled(),
-                        replugged_since_boot())
+                        replugged_since_boot(), nodes_differ())
 }

@@ -1,0 +1,85 @@
+"""NODES_DIFFER: the two nodes compared field by field, so a difference is named before it is blamed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.facts.model import LinkFacts, NodeFacts
+from linkcheck.model import Evidence, Severity
+
+# NCCL settings whose difference between the ranks is only noted: logging, names that differ by design (the
+# management NIC of each node; HCA names when the cable joins different cages), and NCCL_IB_HCA, whose meaning
+# across the pair NCCL_HCA_ORDER and NCCL_HCA_UNCABLED judge.
+HARMLESS_NCCL = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")
+
+
+@dataclass(frozen=True, slots=True)
+class NodesDifferValues(CheckValues):
+    """The fields that differ between the two nodes, as one table."""
+
+    count: int
+    table: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Difference:
+    field: str
+    a: object
+    b: object
+    source: str
+    harmless: bool
+
+
+def _one(values: set[str | None]) -> str | None:
+    known = sorted(v for v in values if v)
+    return ", ".join(known) or None
+
+
+def _node_fields(node: NodeFacts) -> dict[str, tuple[str | None, str, bool]]:
+    """field -> (value, source, harmless when it differs)."""
+    cx7 = [f for f in node.functions if f.cage in node.cabled_cages] or list(node.functions)
+    return {
+        "CX-7 firmware": (_one({f.firmware for f in cx7}), "ethtool -i", False),
+        "CX-7 driver": (_one({f.driver for f in cx7}), "ethtool -i", False),
+        "board PSID": (_one({f.psid for f in cx7}), "ethtool -i", True),  # OEM boards differ by design
+        "kernel": (node.kernel_release, "uname -r", False),
+        "OS": (node.os_name, "/etc/os-release", False),
+    }
+
+
+def _differences(link: LinkFacts) -> list[_Difference]:
+    out = []
+    fields_a, fields_b = _node_fields(link.a), _node_fields(link.b)
+    for name, (value_a, source, harmless) in fields_a.items():
+        value_b = fields_b[name][0]
+        if value_a is not None and value_b is not None and value_a != value_b:
+            out.append(_Difference(name, value_a, value_b, source, harmless))
+    for key in sorted(set(link.a.nccl) | set(link.b.nccl)):
+        value_a, value_b = link.a.nccl.get(key), link.b.nccl.get(key)
+        if value_a != value_b and ("nccl_settings" not in link.a.unavailable | link.b.unavailable):
+            where = f"{link.a.nccl_sources.get(key, 'unset')} / {link.b.nccl_sources.get(key, 'unset')}"
+            out.append(_Difference(key, value_a, value_b, where, key in HARMLESS_NCCL))
+    for path in link.paths:
+        if path.a.mtu is not None and path.b.mtu is not None and path.a.mtu != path.b.mtu:
+            # Noted here for the table; MTU_MISMATCH judges it.
+            out.append(_Difference(f"MTU of {path.key}", path.a.mtu, path.b.mtu, "ip addr", True))
+        if path.a.gid_index is not None and path.b.gid_index is not None and path.a.gid_index != path.b.gid_index:
+            # NCCL resolves the index per HCA; GID_INDEX_DIFFERS judges it when something pins it.
+            out.append(_Difference(f"RoCE v2 GID index on {path.key}", path.a.gid_index, path.b.gid_index,
+                                   "sysfs gid_attrs", True))
+    return out
+
+
+def nodes_differ(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    """A warning for differences that change behaviour (firmware, driver, kernel, OS, NCCL settings, MTU), a note
+    for those that are harmless by design; mixed builds make every failure have a second candidate cause."""
+    found = _differences(link)
+    serious = [d for d in found if not d.harmless]
+    table = "; ".join(f"{d.field}: a {d.a if d.a is not None else 'unset'}, b {d.b if d.b is not None else 'unset'}"
+                      for d in (serious or found))
+    return [Observation(
+        subject="pair", fired=bool(found), severity=None if serious else Severity.INFO,
+        values=NodesDifferValues(count=len(serious or found), table=table),
+        evidence=tuple(Evidence(d.field, [d.a, d.b], d.source) for d in found))]

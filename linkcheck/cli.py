@@ -76,6 +76,36 @@ def diagnose(
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
 
+@app.command()
+def report(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown or html (the names in "
+                                     "linkcheck/report/formats.py).")] = "json",
+    output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--output", "-o", help="Write the report to this file (atomically) instead of standard output.")] = None,
+    playbook: PlaybookOpt = None,
+    config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
+) -> None:
+    """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
+    from linkcheck.pipeline import diagnose_bundle
+    from linkcheck.report.formats import renderer
+    from linkcheck.report.writer import check_output_path, write_atomically
+
+    render = renderer(fmt)
+    target = check_output_path(output) if output is not None else None
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
+    text = render(outcome)
+    if target is not None:
+        write_atomically(target, text)
+        _say(f"report written to {target}")
+    else:
+        from linkcheck.report.output import write_stdout
+
+        write_stdout(text)
+    raise typer.Exit(int(outcome.diagnosis.exit_code))
+
+
 def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():

@@ -23,6 +23,7 @@ class Outcome:
     bundle: Bundle
     link: LinkFacts
     diagnosis: Diagnosis
+    rules: tuple[Rule, ...] = ()  # what judged it: reports name each finding's playbook (its stage)
 
 
 def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None) -> Outcome:
@@ -33,7 +34,7 @@ def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule]) -> Outcom
     """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too)."""
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}
-    return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors))
+    return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors), tuple(rules))
 
 
 def configured_rules(playbooks: list[Path], config: Config | None) -> list[Rule]:

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin shellcheck)
+DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin shellcheck chromium)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
@@ -18,7 +18,8 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+# [html] brings matplotlib, so the HTML report's plots are tested too; chromium (above) renders that page.
+.venv/bin/python -m pip install -q -e '.[test,html]'
 
 # The inspection script every node runs (POSIX sh); as root shellcheck was installed above.
 if [ "$(id -u)" = 0 ] || command -v shellcheck >/dev/null 2>&1; then

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from typing import Any
 
@@ -49,7 +50,9 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "tool_version": __version__,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "bundle": str(outcome.bundle.path) if outcome.bundle.path else None,
+        "bundle_created": outcome.bundle.created or None,
         "verdict": diagnosis.verdict.value,
         "exit_code": int(diagnosis.exit_code),
         "nodes": {"a": _node(outcome.link.a), "b": _node(outcome.link.b)},

@@ -1,0 +1,122 @@
+"""The HTML report: one self-contained file (inline CSS, inline SVG plots, no script, no remote URL).
+
+For the air-gapped machines these pairs live on, nothing is fetched when the page opens. Every string from
+the nodes or the bundle is escaped with html.escape. Plots need matplotlib (`pip install linkcheck[html]`);
+without it the page has the same tables and says how to get the plots.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from linkcheck.model import Finding, Status
+from linkcheck.pipeline import Outcome
+from linkcheck.report.safe_text import shown
+from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#1d1d1f;
+background:#fff;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;
+vertical-align:top;text-align:left}th{background:#f2f4f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.total td{font-weight:bold;background:#fafafa}.verdict{display:inline-block;padding:.3em .8em;border-radius:4px;
+font-weight:bold;color:#fff}.pass{background:#2e7d32}.warn{background:#b26a00}.fail{background:#c62828}
+.inconclusive,.skip{background:#00838f}.finding{border:1px solid #ddd;border-left:6px solid #999;padding:.4em 1em;
+margin:.8em 0}.finding.fail{border-left-color:#c62828;background:#fff}.finding.warn{border-left-color:#b26a00;
+background:#fff}.tag{color:#fff;padding:0 .4em;border-radius:3px;font-size:.85em}pre{background:#f6f8fa;
+padding:.6em;overflow-x:auto}ul.ev{color:#555;font-size:.9em}figure{margin:1em 0}figure svg{max-width:100%;
+height:auto}.muted{color:#666}
+"""
+
+
+def h(value: object) -> str:
+    return escape(shown(value, multiline=True), quote=True)
+
+
+def _table(heads: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
+    head = "".join(f"<th>{cell}</th>" for cell in heads)
+    body = "".join(f"<tr{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>" + "".join(rows[i]) + "</tr>"
+                   for i, cls in enumerate(classes or [""] * len(rows)))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _nodes(outcome: Outcome) -> str:
+    heads, rows = node_rows(outcome.link)
+    cells = [[f"<th>{h(slot)}</th>", *(f"<td>{'<br>'.join(map(h, lines))}</td>" for lines in (a, b))]
+             for slot, a, b in rows]
+    return "<h2>Nodes</h2>" + _table(["cage / domain", *map(h, heads)], cells)
+
+
+def _traffic(outcome: Outcome) -> str:
+    link = outcome.link
+    parts = []
+    rows = rdma_rows(link)
+    if rows:
+        cells = [[f"<td>{h(path)}</td>", f"<td>{h(mode)}</td>", f'<td class="num">{h(rate(ab))}</td>',
+                  f'<td class="num">{h(rate(ba))}</td>'] for path, mode, ab, ba in rows]
+        classes = [""] * len(cells)
+        totals = total_cells(link)
+        if totals:
+            cells.append(["<td>both paths at once</td>", "<td>total</td>",
+                          *(f'<td class="num">{h(t)}</td>' for t in totals)])
+            classes.append("total")
+        parts.append("<h2>Traffic: ib_write_bw (Gb/s)</h2>" + _table(["path", "mode", "a-&gt;b", "b-&gt;a"],
+                                                                     cells, classes))
+    nccl = nccl_text(link)
+    if nccl:
+        parts.append(f"<h2>NCCL</h2><p>{h(nccl)}</p>")
+    return "".join(parts) or '<h2>Traffic</h2><p class="muted">No traffic test in this bundle.</p>'
+
+
+def _plots(outcome: Outcome) -> str:
+    from linkcheck.report.html_plots import have_matplotlib, svg_plots
+
+    if not have_matplotlib():
+        return ('<p class="muted">Plots need matplotlib: <code>pip install linkcheck[html]</code>; '
+                "this page has the tables only.</p>")
+    figures = "".join(f"<figure>{svg}<figcaption>{h(caption)}</figcaption></figure>"
+                      for caption, svg in svg_plots(outcome))
+    return f"<h2>Plots</h2>{figures}" if figures else ""
+
+
+def _finding(finding: Finding) -> str:
+    status = finding.status.value
+    evidence = "".join(f"<li>{h(line)}</li>" for line in evidence_lines(finding))
+    fix = f"<p>Fix:</p><pre>{h(chr(10).join(finding.fix))}</pre>" if finding.fix else ""
+    return (f'<div class="finding {status}"><h3><span class="tag {status}">{status.upper()}</span> '
+            f"<code>{h(finding.rule_id)}</code> {h(finding.subject)}</h3><p><b>{h(finding.title)}</b></p>"
+            f"<p>{h(finding.message)}</p><ul class=\"ev\">{evidence}</ul>{fix}</div>")
+
+
+def _findings(outcome: Outcome) -> str:
+    diagnosis = outcome.diagnosis
+    problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
+    out = "<h2>Findings</h2>" + ("".join(map(_finding, problems)) or "<p>No warning or failure.</p>")
+    skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
+    if skips:
+        out += "<h2>Not judged</h2>" + _table(
+            ["rule", "subject", "required", "why"],
+            [[f"<td><code>{h(f.rule_id)}</code></td>", f"<td>{h(f.subject)}</td>",
+              f"<td>{'yes' if f.required else 'no'}</td>", f"<td>{h(f.skip_reason)}</td>"] for f in skips])
+    passed = [f for f in diagnosis.findings if f.status is Status.PASS]
+    if passed:
+        out += "<h2>Passed</h2>" + _table(["rule", "subject", "message"], [
+            [f"<td><code>{h(f.rule_id)}</code></td>", f"<td>{h(f.subject)}</td>", f"<td>{h(f.message)}</td>"]
+            for f in passed])
+    if diagnosis.notes:
+        out += "<h2>Notes</h2><ul>" + "".join(f"<li>{h(n)}</li>" for n in diagnosis.notes) + "</ul>"
+    return out
+
+
+def render_html(outcome: Outcome) -> str:
+    diagnosis = outcome.diagnosis
+    bundle = outcome.bundle
+    verdict = diagnosis.verdict.value
+    header = (f'<h1>linkcheck report</h1><p><span class="verdict {verdict}">{h(verdict_line(outcome))}</span></p>'
+              f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
+              f"linkcheck {h(bundle.tool_version or '?')}</p>")
+    body = header + _nodes(outcome) + _traffic(outcome) + _plots(outcome) + _findings(outcome)
+    title = h(f"linkcheck: {verdict.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            f"<style>{CSS}</style></head><body>{body}</body></html>\n")

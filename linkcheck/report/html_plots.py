@@ -1,0 +1,117 @@
+"""The HTML report's plots, drawn by matplotlib as inline SVG (the optional extra `linkcheck[html]`).
+
+matplotlib is imported here only, when a page is rendered; without it `svg_plots` returns no plots and the
+page keeps its tables. Labels are node-derived text: `$` is escaped so that it is never read as mathtext.
+The SVG's XML prolog, DOCTYPE (a remote DTD URL) and metadata are dropped, so the page names no remote
+resource.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from linkcheck.parsers.nccl_tests import NcclTestRow
+from linkcheck.pipeline import Outcome
+from linkcheck.report.safe_text import shown
+from linkcheck.report.tables import threshold
+
+_PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+
+
+def have_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _label(value: object) -> str:
+    return shown(value).replace("$", r"\$")
+
+
+def _svg(figure: Any) -> str:
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "linkcheck", "text.usetex": False}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1))
+
+
+def throughput_svg(outcome: Outcome) -> str | None:
+    """Per path and mode the Gb/s in both directions, against the playbook's nominal and hot-plug thresholds."""
+    runs = outcome.link.bench.rdma
+    if not runs:
+        return None
+    from matplotlib.figure import Figure
+
+    keys = sorted({(r.mode != "alone", r.mode, r.path_key, r.round_id) for r in runs})
+    figure = Figure(figsize=(8, 3.6))
+    axes = figure.add_subplot()
+    width = 0.38
+    for offset, direction, colour in ((-width / 2, "a->b", "#3b6ea5"), (width / 2, "b->a", "#e0892b")):
+        values = [next((r.gbps or 0.0 for r in runs if (r.mode, r.path_key, r.round_id) == k[1:]
+                        and r.direction == direction), 0.0) for k in keys]
+        axes.bar([i + offset for i in range(len(keys))], values, width, label=direction, color=colour)
+    nominal = threshold(outcome, "LINK_BELOW_NOMINAL", "nominal_min_gbps")
+    hotplug = threshold(outcome, "LINK_HOTPLUG_DEGRADED", "degraded_max_gbps")
+    if nominal is not None:
+        axes.axhline(nominal, color="#2e7d32", linestyle="--", label=f"nominal floor {nominal:g} Gb/s")
+    if hotplug is not None:
+        axes.axhspan(0, hotplug, color="#c62828", alpha=0.12, label=f"hot-plug state <= {hotplug:g} Gb/s")
+    axes.set_xticks(range(len(keys)), [f"{_label(k[2])}\n{_label(f'{k[1]} {k[3]}'.strip())}" for k in keys],
+                    fontsize=7, rotation=12, ha="right")
+    axes.set_ylabel("Gb/s")
+    axes.set_title("ib_write_bw per path (alone and concurrent)")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _svg(figure)
+
+
+def _nccl_rows(outcome: Outcome) -> tuple[NcclTestRow, ...]:
+    from linkcheck.errors import ParseError
+    from linkcheck.parsers.nccl_tests import parse_nccl_tests
+
+    capture = next((c for c in outcome.bundle.captures if c.meta.get("kind") == "nccl" and c.spec != "nccl_log"
+                    and c.meta.get("format") != "json" and c.ok), None)
+    if capture is None:
+        return ()
+    try:
+        return parse_nccl_tests(capture.stdout).rows
+    except ParseError:
+        return ()
+
+
+def nccl_svg(outcome: Outcome) -> str | None:
+    """all_gather bus bandwidth by message size, against NCCL_BUSBW_LOW's warn and fail thresholds."""
+    rows = [r for r in _nccl_rows(outcome) if r.size_bytes > 0 and r.oop_busbw_gbs is not None]
+    if not rows:
+        return None
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 3.2))
+    axes = figure.add_subplot()
+    axes.plot([r.size_bytes for r in rows], [r.oop_busbw_gbs or 0.0 for r in rows], marker="o", color="#3b6ea5",
+              label="bus bandwidth (out of place)")
+    for name, colour, text in (("min_busbw_gbs", "#2e7d32", "pass from"), ("fail_below_busbw_gbs", "#c62828",
+                                                                           "fail below")):
+        value = threshold(outcome, "NCCL_BUSBW_LOW", name)
+        if value is not None:
+            axes.axhline(value, color=colour, linestyle="--", label=f"{text} {value:g} GB/s")
+    axes.axvline(1 << 30, color="#777777", linestyle=":", label="1 GiB: judged from here")
+    axes.set_xscale("log", base=2)
+    axes.set_ylim(bottom=0)
+    axes.set_xlabel("message size (bytes)")
+    axes.set_ylabel("GB/s")
+    axes.set_title("NCCL all_gather bus bandwidth by size")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _svg(figure)
+
+
+def svg_plots(outcome: Outcome) -> list[tuple[str, str]]:
+    """(caption, inline SVG) per plot; none without matplotlib."""
+    if not have_matplotlib():
+        return []
+    plots = [("Throughput per path", throughput_svg(outcome)), ("NCCL bus bandwidth", nccl_svg(outcome))]
+    return [(caption, svg) for caption, svg in plots if svg]

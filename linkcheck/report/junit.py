@@ -1,0 +1,95 @@
+"""The JUnit XML report, for CI systems: one testcase per judged subject (rule and subject).
+
+GitLab reads `testcase@classname` (shown as the suite), `@name`, `@time` and the *text* of
+failure/error/skipped, and drops duplicate names; Jenkins follows junit-4.xsd. So: `classname` is
+`linkcheck.<stage>` (the rule's playbook), names are unique, the finding's text is inside the element, and
+the values are both `properties` and `system-out`. A warning is a `<failure type="warning">` (it exits 1);
+a required rule that could not be judged (inconclusive) is an `<error>`; other skips are `<skipped>`.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from linkcheck.model import Finding, Status
+from linkcheck.pipeline import Outcome
+from linkcheck.report.safe_text import shown
+from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
+
+# XML 1.0 cannot hold these even escaped (shown() already made C0/C1 controls visible).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _x(value: object, *, multiline: bool = False) -> str:
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", shown(value, multiline=multiline))
+
+
+def _body(finding: Finding) -> str:
+    lines = [finding.message, *(f"evidence: {e}" for e in evidence_lines(finding)),
+             *(f"fix: {step}" for step in finding.fix)]
+    return _x("\n".join(lines), multiline=True)
+
+
+def _outcome_element(case: ET.Element, finding: Finding) -> str:
+    """Adds failure/error/skipped to `case`; returns which one (or 'pass')."""
+    if finding.status in (Status.FAIL, Status.WARN):
+        kind = "failure"
+        ET.SubElement(case, kind, message=_x(finding.title),
+                      type="error" if finding.status is Status.FAIL else "warning").text = _body(finding)
+    elif finding.status is Status.SKIP and finding.required:
+        kind = "error"
+        ET.SubElement(case, kind, message=_x(f"inconclusive: {finding.skip_reason}"),
+                      type="inconclusive").text = _x(f"not judged: {finding.skip_reason}")
+    elif finding.status is Status.SKIP:
+        kind = "skipped"
+        ET.SubElement(case, kind, message=_x(finding.skip_reason or "")).text = _x(finding.skip_reason or "")
+    else:
+        kind = "pass"
+    return kind
+
+
+def _case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
+    case = ET.SubElement(suite, "testcase", name=_x(name), classname=_x(f"linkcheck.{stage}"), time="0")
+    kind = _outcome_element(case, finding)
+    if finding.evidence:
+        props = ET.SubElement(case, "properties")
+        for ev in finding.evidence:
+            ET.SubElement(props, "property", name=_x(ev.fact), value=_x(repr(ev.value)))
+    out = [f"{finding.status.value} {finding.rule_id} {finding.subject}: {finding.message}",
+           *(f"evidence: {e}" for e in evidence_lines(finding)), *(f"fix: {s}" for s in finding.fix)]
+    ET.SubElement(case, "system-out").text = _x("\n".join(out), multiline=True)
+    return kind
+
+
+def _timestamp() -> str:
+    import datetime as dt
+
+    # junit-4.xsd's timestamp has no zone designator: it is UTC here, as every linkcheck time.
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def render_junit(outcome: Outcome) -> str:
+    diagnosis = outcome.diagnosis
+    root = ET.Element("testsuites", name="linkcheck")
+    suite = ET.SubElement(root, "testsuite", name="linkcheck", timestamp=_timestamp(), time="0")
+    props = ET.SubElement(suite, "properties")
+    pairs = [("verdict", diagnosis.verdict.value), ("exit_code", str(int(diagnosis.exit_code))),
+             ("tool_version", outcome.bundle.tool_version), ("bundle", str(outcome.bundle.path or "")),
+             ("bundle_created", outcome.bundle.created), ("node.a", outcome.link.a.hostname or "?"),
+             ("node.b", outcome.link.b.hostname or "?")]
+    for name, value in pairs:
+        ET.SubElement(props, "property", name=name, value=_x(value))
+    stage_of = stages(outcome)
+    kinds = [_case(suite, f, name, stage_of.get(f.rule_id, "rules"))
+             for f, name in zip(diagnosis.findings, case_names(diagnosis.findings), strict=True)]
+    tallies = {"tests": len(kinds), "failures": kinds.count("failure"), "errors": kinds.count("error"),
+               "skipped": kinds.count("skipped")}
+    for element in (root, suite):
+        for key, count in tallies.items():
+            element.set(key, str(count))
+    ET.SubElement(suite, "system-out").text = _x(verdict_line(outcome), multiline=True)
+    if diagnosis.notes:
+        ET.SubElement(suite, "system-err").text = _x("\n".join(diagnosis.notes), multiline=True)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,79 @@
+"""The Markdown report, for a support ticket or a pull request: verdict, nodes, traffic, findings with fix."""
+
+from __future__ import annotations
+
+import re
+
+from linkcheck.model import Finding, Status
+from linkcheck.pipeline import Outcome
+from linkcheck.report.safe_text import shown
+from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def md(value: object) -> str:
+    """Node-derived text as literal Markdown: its markup characters (and `|` in tables, `<` for HTML) escaped."""
+    return _SPECIAL.sub(r"\\\1", shown(value))
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _nodes(outcome: Outcome) -> list[str]:
+    heads, rows = node_rows(outcome.link)
+    lines = ["## Nodes", "", _row(["cage / domain", *map(md, heads)]), _row(["---"] * 3)]
+    lines += [_row([md(slot), "<br>".join(map(md, a)), "<br>".join(map(md, b))]) for slot, a, b in rows]
+    return [*lines, ""]
+
+
+def _traffic(outcome: Outcome) -> list[str]:
+    link = outcome.link
+    lines: list[str] = []
+    rows = rdma_rows(link)
+    if rows:
+        lines += ["## Traffic: ib_write_bw (Gb/s)", "", _row(["path", "mode", "a->b", "b->a"]),
+                  _row(["---", "---", "---:", "---:"])]
+        lines += [_row([md(path), md(mode), md(rate(ab)), md(rate(ba))]) for path, mode, ab, ba in rows]
+        totals = total_cells(link)
+        if totals:
+            lines.append(_row(["**both paths at once**", "**total**", *(f"**{t}**" for t in totals)]))
+        lines.append("")
+    nccl = nccl_text(link)
+    if nccl:
+        lines += ["## NCCL", "", md(nccl), ""]
+    if not lines:
+        lines = ["## Traffic", "", "No traffic test in this bundle (run `linkcheck check --bench`).", ""]
+    return lines
+
+
+def _finding(finding: Finding) -> list[str]:
+    lines = [f"### {finding.status.value.upper()} `{finding.rule_id}` {md(finding.subject)}", "",
+             md(finding.title) + ".", "", md(finding.message), ""]
+    lines += [f"- evidence: {md(e)}" for e in evidence_lines(finding)]
+    if finding.fix:
+        fence = "````" if any("```" in step for step in finding.fix) else "```"
+        lines += ["", "Fix:", "", fence + "sh", *(shown(step) for step in finding.fix), fence]
+    return [*lines, ""]
+
+
+def render_markdown(outcome: Outcome) -> str:
+    diagnosis = outcome.diagnosis
+    bundle = outcome.bundle
+    lines = ["# linkcheck report", "", f"**{md(verdict_line(outcome))}**", "",
+             f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
+             f"linkcheck {md(bundle.tool_version or '?')})", ""]
+    lines += _nodes(outcome) + _traffic(outcome)
+    problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
+    lines += ["## Findings", ""]
+    lines += [line for f in problems for line in _finding(f)] or ["No warning or failure.", ""]
+    skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
+    if skips:
+        lines += ["## Not judged", ""]
+        lines += [f"- `{f.rule_id}` ({md(f.subject)}){' **required**' if f.required else ''}: {md(f.skip_reason)}"
+                  for f in skips]
+        lines.append("")
+    if diagnosis.notes:
+        lines += ["## Notes", "", *(f"- {md(note)}" for note in diagnosis.notes), ""]
+    return "\n".join(lines)

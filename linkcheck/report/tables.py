@@ -1,0 +1,124 @@
+"""Plain-text views of an outcome that the file reports share: stages, thresholds, node and traffic tables.
+
+Everything here is text as it came from the nodes (passed through `shown`, so no control characters);
+each renderer escapes it for its own format (XML, Markdown, HTML).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
+from linkcheck.model import Finding, Status
+from linkcheck.pipeline import Outcome
+from linkcheck.report.safe_text import shown
+
+
+def stages(outcome: Outcome) -> dict[str, str]:
+    """Rule id -> its stage: the playbook file it comes from (link-state, gid-index, throughput, nccl, ...)."""
+    return {rule.id: Path(rule.source.rsplit(":", 1)[0]).stem or "rules" for rule in outcome.rules}
+
+
+def threshold(outcome: Outcome, rule_id: str, name: str) -> float | None:
+    rule = next((r for r in outcome.rules if r.id == rule_id), None)
+    value = rule.thresholds.get(name) if rule else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def case_names(findings: tuple[Finding, ...]) -> list[str]:
+    """`RULE subject` per finding, made unique (`#2`, ...) where one rule judged a subject twice."""
+    seen: dict[str, int] = {}
+    names = []
+    for finding in findings:
+        base = shown(f"{finding.rule_id} {finding.subject}")
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base} #{seen[base]}")
+    return names
+
+
+def counts(findings: tuple[Finding, ...]) -> dict[Status, int]:
+    return {s: sum(1 for f in findings if f.status is s) for s in Status}
+
+
+def verdict_line(outcome: Outcome) -> str:
+    diagnosis = outcome.diagnosis
+    summary = ", ".join(f"{n} {s.value}" for s, n in counts(diagnosis.findings).items() if n)
+    return f"verdict: {diagnosis.verdict.value.upper()} ({summary}) exit {int(diagnosis.exit_code)}"
+
+
+def evidence_lines(finding: Finding) -> list[str]:
+    return [shown(f"{ev.fact} = {ev.value!r}" + (f"  [{ev.source}]" if ev.source else "")) for ev in finding.evidence]
+
+
+def _cell(fn: Function | None, node: NodeFacts) -> list[str]:
+    if fn is None:
+        return ["-"]
+    pin = node.nccl.get("NCCL_IB_GID_INDEX")
+    state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
+    speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
+    pcie = f"{fn.pcie_speed_gts:g}GT/s x{fn.pcie_width}" if fn.pcie_speed_gts and fn.pcie_width else "PCIe ?"
+    gid = "-" if fn.gid_index is None else str(fn.gid_index)
+    return [shown(line) for line in (
+        f"{fn.netdev} / {fn.rdma_dev or '?'}", f"{state} {speed}, {pcie}",
+        f"{', '.join(fn.ipv4) or 'no IPv4'} mtu {fn.mtu or '?'}",
+        f"GID {gid} (pin {'-' if pin is None else repr(pin)})")]
+
+
+def _slot(fn: Function) -> tuple[str, str]:
+    return (fn.cage or "?", fn.domain or "?")
+
+
+def node_rows(link: LinkFacts) -> tuple[list[str], list[tuple[str, list[str], list[str]]]]:
+    """(column heads, rows): one row per twin slot (cage / PCI domain), then cable and NCCL_IB_HCA."""
+    heads = [shown(f"{n.name}: {n.hostname or '?'}") for n in (link.a, link.b)]
+    rows: list[tuple[str, list[str], list[str]]] = []
+    for slot in sorted({_slot(f) for n in (link.a, link.b) for f in n.functions}):
+        a, b = (_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in (link.a, link.b))
+        rows.append((shown(f"{slot[0]} / {slot[1]}"), a, b))
+    cables = []
+    for node in (link.a, link.b):
+        cable = next((f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages), None)
+        cables.append([shown(f"{cable.vendor_name or '?'} {cable.vendor_pn or '?'} SN {cable.vendor_sn or '?'}"
+                             if cable else node.unavailable.get("cable", "-"))])
+    rows.append(("cable", cables[0], cables[1]))
+    hca = [[shown(n.nccl.get("NCCL_IB_HCA", "(unset)"))] for n in (link.a, link.b)]
+    rows.append(("NCCL_IB_HCA", hca[0], hca[1]))
+    return heads, rows
+
+
+def rate(run: RdmaRun | None) -> str:
+    if run is None:
+        return "-"
+    return f"{run.gbps:.2f}" if run.gbps is not None else shown(f"no number: {run.problem}")
+
+
+def rdma_rows(link: LinkFacts) -> list[tuple[str, str, RdmaRun | None, RdmaRun | None]]:
+    """(path, mode, a->b run, b->a run): alone before concurrent, repeated rounds apart."""
+    order = {"alone": 0, "concurrent": 1}
+    grouped: dict[tuple[int, str, str, str], dict[str, RdmaRun]] = {}
+    for run in link.bench.rdma:
+        grouped.setdefault((order.get(run.mode, 2), run.mode, run.round_id, run.path_key), {})[run.direction] = run
+    rows = []
+    for (_, mode, round_id, path_key), by_direction in sorted(grouped.items()):
+        label = f"{mode} {round_id}" if round_id.startswith("#") else mode
+        rows.append((shown(path_key), shown(label), by_direction.get("a->b"), by_direction.get("b->a")))
+    return rows
+
+
+def total_cells(link: LinkFacts) -> list[str] | None:
+    totals = link.bench.totals("concurrent")
+    if not totals:
+        return None
+    return [("-" if d not in totals else "no total" if totals[d] is None else f"{totals[d]:.2f}")
+            for d in ("a->b", "b->a")]
+
+
+def nccl_text(link: LinkFacts) -> str | None:
+    nccl = link.bench.nccl
+    if nccl is None:
+        return None
+    if nccl.busbw_gbs is None:
+        return shown(f"all_gather_perf: no number: {nccl.problem}")
+    avg = "?" if nccl.avg_busbw_gbs is None else f"{nccl.avg_busbw_gbs:.2f} GB/s"
+    return shown(f"all_gather_perf: {nccl.busbw_gbs:.2f} GB/s peak bus bandwidth (average over sizes {avg}), "
+                 f"#wrong {nccl.wrong}, over {nccl.network or '?'} ({', '.join(nccl.ib_devices) or '?'})")

@@ -19,6 +19,8 @@ from linkcheck.report.markdown import render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+# link-state, gid-index, throughput, nccl, ...: one stage per built-in playbook file.
+STAGES = {f"linkcheck.{p.stem}" for p in (ROOT / "linkcheck" / "playbooks").glob("*.yaml")}
 
 
 def _outcome(fixture: Path) -> Outcome:
@@ -68,8 +70,7 @@ def test_junit_is_valid_xml_with_one_testcase_per_finding(fixture: Path) -> None
     for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
         assert sum(c.find(tag) is not None for c in cases) == expected[tag] == int(suite.get(attribute, "-1"))
     for case, finding in zip(cases, findings, strict=True):
-        assert case.get("classname") in {"linkcheck.link-state", "linkcheck.gid-index", "linkcheck.throughput",
-                                         "linkcheck.nccl"}
+        assert case.get("classname") in STAGES
         assert finding.rule_id in (case.get("name") or "")
         failure = case.find("failure")
         if failure is not None:
@@ -81,6 +82,7 @@ def test_junit_is_valid_xml_with_one_testcase_per_finding(fixture: Path) -> None
 
 
 def test_junit_stage_is_the_rules_playbook() -> None:
+    assert {"linkcheck.link-state", "linkcheck.gid-index", "linkcheck.throughput", "linkcheck.nccl"} <= STAGES
     root = ET.fromstring(renderer("junit")(_outcome(ROOT / "fixtures" / "gid-stale")))
     classes = {c.get("name", "").split()[0]: c.get("classname") for c in root.iter("testcase")}
     assert classes["GID_INDEX_STALE"] == "linkcheck.gid-index"

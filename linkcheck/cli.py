@@ -40,6 +40,9 @@ app.add_typer(playbooks_app, name="playbooks")
 bench_app = typer.Typer(help="Traffic tests (inspection first, then the test; bundle saved and diagnosed).",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+baseline_app = typer.Typer(help="Save, list, show and delete the pair's known-good states (baselines).",
+                           no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
 
 
 class Format(str, Enum):
@@ -51,6 +54,18 @@ PlaybookOpt = Annotated[
     Optional[list[Path]],  # noqa: UP045 - typer needs Optional at runtime on Python 3.10
     typer.Option("--playbook", "-p", help="Extra playbook file or folder (repeatable)."),
 ]
+BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--baseline", help="Compare with this saved baseline (a name from `linkcheck baseline list`, or a baseline "
+    "JSON file): DRIFT_* findings.")]
+
+
+def _baseline(name: str | None) -> Any:
+    """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
+    if name is None:
+        return None
+    from linkcheck.baseline.store import resolve
+
+    return resolve(name)
 
 
 @app.callback()
@@ -67,11 +82,12 @@ def diagnose(
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
+    baseline: BaselineOpt = None,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
     from linkcheck.pipeline import diagnose_bundle
 
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), _baseline(baseline))
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
@@ -183,13 +199,22 @@ def _node_errors(outcome: object) -> None:
         _say(f"linkcheck: {line}")
 
 
+def _record(command: str, baseline: str | None) -> object:
+    """What the run records besides its report; the baseline is loaded (and checked) before any work."""
+    from linkcheck.baseline.runs import RunRecord
+
+    return RunRecord(command, baseline=_baseline(baseline))
+
+
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
-               fmt: Format, show_all: bool, traffic: object | None) -> None:
+               fmt: Format, show_all: bool, traffic: object | None, record: object = None) -> None:
+    from linkcheck.baseline.runs import RunRecord, finish_run
     from linkcheck.collect.config import Config
     from linkcheck.live import TrafficRequest, run_live
 
     cfg = _live_config(config, node, accept)
     assert isinstance(cfg, Config) and (traffic is None or isinstance(traffic, TrafficRequest))
+    assert isinstance(record, RunRecord)
     save = _checked_save(save)
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
@@ -203,9 +228,12 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
         _say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     _node_errors(result.outcome)
-    _emit(result.outcome, fmt, show_all)
+    outcome, problems = finish_run(result.outcome, record, cfg)
+    _emit(outcome, fmt, show_all)
+    for line in problems:
+        _say(f"linkcheck: {line}")
     _say(f"bundle saved to {result.saved}")
-    raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
+    raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
@@ -240,11 +268,12 @@ def check(
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
     duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
-    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None,
+    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
     traffic = _traffic(True, True, duration, size, qps, port_base, nccl_max_bytes, nccl_binary) if bench else None
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               _record("check", baseline))
 
 
 @bench_app.command("rdma")
@@ -252,21 +281,24 @@ def bench_rdma(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    baseline: BaselineOpt = None,
 ) -> None:
     """ib_write_bw on each path alone, then both at once, both directions; with counters before and after."""
     traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               _record("bench rdma", baseline))
 
 
 @bench_app.command("nccl")
 def bench_nccl(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
-    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None,
+    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
 ) -> None:
     """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log."""
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               _record("bench nccl", baseline))
 
 
 @app.command()
@@ -381,6 +413,46 @@ def playbooks_validate(
 
     rules = load_playbooks(paths)
     _out(f"ok: {len(rules)} rules")
+
+
+@baseline_app.command("save")
+def baseline_save(
+    name: Annotated[str, typer.Argument(help="The baseline's name (A-Z a-z 0-9 _ . -).")],
+    bundle: Annotated[Optional[Path], typer.Argument(  # noqa: UP045
+        help="A saved bundle (default: the newest linkcheck-* folder here).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Save a failing or inconclusive run too; replace a "
+                                        "baseline of the same name.")] = False,
+    playbook: PlaybookOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Record a passing run as the pair's known-good state, under $XDG_DATA_HOME/linkcheck/baselines/."""
+    from linkcheck.baseline.commands import save_baseline
+
+    path, verdict = save_baseline(name, bundle, force=force, playbooks=playbook, config=_offline_config(config))
+    _out(f"baseline {name} saved to {path} (run verdict: {verdict})")
+
+
+@baseline_app.command("list")
+def baseline_list() -> None:
+    """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
+    from linkcheck.baseline.commands import list_text
+
+    _out(list_text())
+
+
+@baseline_app.command("show")
+def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:
+    """One baseline in full (its JSON): identity, configuration, GID indices, performance with its parameters."""
+    from linkcheck.baseline.commands import show_text
+
+    _out(show_text(name))
+
+
+@baseline_app.command("delete")
+def baseline_delete(name: Annotated[str, typer.Argument(help="A saved baseline's name.")]) -> None:
+    """Remove a saved baseline."""
+    from linkcheck.baseline.store import delete
+
+    _out(f"deleted {delete(name)}")
 
 
 def _click_usage(exc: BaseException) -> int | None:

@@ -13,6 +13,7 @@ from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
 
 if TYPE_CHECKING:
+    from linkcheck.baseline.model import Baseline
     from linkcheck.collect.config import Config
 
 
@@ -26,8 +27,21 @@ class Outcome:
     rules: tuple[Rule, ...] = ()  # what judged it: reports name each finding's playbook (its stage)
 
 
-def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None) -> Outcome:
-    return diagnose_facts(bundle, build_link_facts(bundle.captures, bundle.collection_errors, expected), rules)
+def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None,
+                      baseline: Baseline | None = None) -> Outcome:
+    link = build_link_facts(bundle.captures, bundle.collection_errors, expected)
+    if baseline is not None:
+        from linkcheck.baseline.attach import attach_baseline
+
+        link = attach_baseline(bundle, link, baseline)
+    return diagnose_facts(bundle, link, rules)
+
+
+def with_baseline(outcome: Outcome, baseline: Baseline, rules: list[Rule]) -> Outcome:
+    """A live run's outcome diagnosed again with the baseline in its facts (the drift rules then speak)."""
+    from linkcheck.baseline.attach import attach_baseline
+
+    return diagnose_facts(outcome.bundle, attach_baseline(outcome.bundle, outcome.link, baseline), rules)
 
 
 def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule]) -> Outcome:
@@ -46,7 +60,9 @@ def configured_rules(playbooks: list[Path], config: Config | None) -> list[Rule]
                            config.source or "linkcheck.yaml")
 
 
-def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None) -> Outcome:
-    """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's."""
+def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
+                    baseline: Baseline | None = None) -> Outcome:
+    """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's, and
+    against `baseline` when one is given."""
     rules = configured_rules(list(playbooks or []), config)
-    return diagnose_captures(load_bundle(path), rules, config.expected_link if config else None)
+    return diagnose_captures(load_bundle(path), rules, config.expected_link if config else None, baseline)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from linkcheck.baseline.store import read_baseline
 from linkcheck.collect.config import load_config
 from linkcheck.diagnose import engine
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, load_playbooks
@@ -27,8 +28,10 @@ def _unfilled_while_diagnosing(name: str, monkeypatch: pytest.MonkeyPatch) -> se
         return real_render(template, values)
 
     monkeypatch.setattr(engine, "render", render)
-    config = yaml.safe_load((FIXTURES / name / "expected.yaml").read_text()).get("config")
-    diagnose_bundle(FIXTURES / name, config=load_config(FIXTURES / name / config) if config else None)
+    expected = yaml.safe_load((FIXTURES / name / "expected.yaml").read_text())
+    config, baseline = expected.get("config"), expected.get("baseline")
+    diagnose_bundle(FIXTURES / name, config=load_config(FIXTURES / name / config) if config else None,
+                    baseline=read_baseline(FIXTURES / name / baseline) if baseline else None)
     return unfilled
 
 

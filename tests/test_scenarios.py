@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from linkcheck.baseline.store import read_baseline
 from linkcheck.collect.config import load_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
@@ -33,9 +34,17 @@ def _config_args(name: str) -> list[str]:
     return ["--config", str(FIXTURES / name / str(config))] if config else []
 
 
+def _baseline_args(name: str) -> list[str]:
+    """A fixture may ship the baseline it is compared with (`baseline:` in expected.yaml, a baseline JSON file)."""
+    baseline = _expected(name).get("baseline")
+    return ["--baseline", str(FIXTURES / name / str(baseline))] if baseline else []
+
+
 def _diagnose(name: str) -> Outcome:
     args = _config_args(name)
-    return diagnose_bundle(FIXTURES / name, config=load_config(Path(args[1])) if args else None)
+    baseline = _baseline_args(name)
+    return diagnose_bundle(FIXTURES / name, config=load_config(Path(args[1])) if args else None,
+                           baseline=read_baseline(Path(baseline[1])) if baseline else None)
 
 
 def test_the_issue_scenarios_are_shipped() -> None:
@@ -112,7 +121,7 @@ def test_fixture_figures(name: str) -> None:
 def test_cli_json_matches_and_exit_code(name: str) -> None:
     expected = _expected(name)
     proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / name), "-f", "json",
-                           *_config_args(name)], capture_output=True, text=True, timeout=60)
+                           *_config_args(name), *_baseline_args(name)], capture_output=True, text=True, timeout=60)
     doc = json.loads(proc.stdout)
     assert proc.returncode == EXIT[str(expected["verdict"])] == doc["exit_code"]
     assert doc["schema"] == "linkcheck-report" and doc["verdict"] == expected["verdict"]

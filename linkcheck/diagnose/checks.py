@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from linkcheck.diagnose import checks_bench, checks_gid, checks_link, checks_nccl_hca, checks_nodes, checks_path
+from linkcheck.diagnose import (
+    checks_bench,
+    checks_drift,
+    checks_gid,
+    checks_link,
+    checks_nccl_hca,
+    checks_nodes,
+    checks_path,
+)
 from linkcheck.diagnose.observation import CheckDef
 
 
@@ -34,4 +42,9 @@ CHECKS: dict[str, CheckDef] = {
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, checks_bench.SocketFallbackValues),
     "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, checks_bench.BusbwValues,
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),
+    "drift_identity": CheckDef(checks_drift.drift_identity, checks_drift.ChangeValues),
+    "drift_config": CheckDef(checks_drift.drift_config, checks_drift.ChangeValues),
+    "drift_gid_index": CheckDef(checks_drift.drift_gid_index, checks_drift.GidMoveValues),
+    "drift_throughput": CheckDef(checks_drift.drift_throughput, checks_drift.ThroughputValues,
+                                 _t("warn_below_ratio", "fail_below_ratio")),
 }

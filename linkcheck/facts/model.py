@@ -7,6 +7,10 @@ Rules read these typed facts, never raw text. A fact group that could not be gat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from linkcheck.baseline.model import BaselineFacts
 
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
 NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg"})
@@ -231,6 +235,7 @@ class LinkFacts:
     bench: BenchFacts = field(default_factory=BenchFacts)
     bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
     expected: ExpectedLink | None = None  # linkcheck.yaml's `link:` section, when a config is in use
+    baseline: BaselineFacts | None = None  # the saved known-good state to compare with (`--baseline`)
 
     def node(self, name: str) -> NodeFacts:
         return self.a if name == "a" else self.b

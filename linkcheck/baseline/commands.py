@@ -1,0 +1,60 @@
+"""What the `baseline` commands do, so that the CLI stays one call per command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from linkcheck.baseline import store
+from linkcheck.baseline.identity import pair_id, snapshot_of
+from linkcheck.errors import UsageError
+
+if TYPE_CHECKING:
+    from linkcheck.collect.config import Config
+
+
+def newest_bundle(folder: Path) -> Path:
+    """The newest `linkcheck-*` bundle folder (what `check` saves by default) in `folder`."""
+    bundles = [p for p in folder.glob("linkcheck-*") if (p / "manifest.json").is_file()]
+    if not bundles:
+        raise UsageError(f"no bundle folder linkcheck-* in {folder.resolve()}; give the bundle: "
+                         "linkcheck baseline save NAME BUNDLE")
+    return max(bundles, key=lambda p: ((p / "manifest.json").stat().st_mtime, p.name))
+
+
+def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: list[Path] | None = None,
+                  config: Config | None = None) -> tuple[Path, str]:
+    """Diagnose the bundle and store its state as baseline `name`; only a passing run, unless `force`.
+
+    Returns where it was stored and the run's verdict."""
+    from linkcheck.pipeline import diagnose_bundle
+
+    store.check_name(name)
+    path = bundle or newest_bundle(Path.cwd())
+    outcome = diagnose_bundle(path, playbooks, config)
+    verdict = outcome.diagnosis.verdict.value
+    if verdict != "pass" and not force:
+        raise UsageError(f"{path}: the run's verdict is {verdict}, not pass; a baseline is the known-good state "
+                         "(fix the findings first, or pass --force to record it anyway)")
+    snapshot = snapshot_of(outcome.bundle, outcome.link, verdict)
+    baseline = store.new_baseline(name, snapshot, path, outcome.bundle.created, forced=verdict != "pass")
+    return store.save(baseline, pair_id(snapshot.pair), overwrite=force), verdict
+
+
+def list_text() -> str:
+    rows = store.list_baselines()
+    if not rows:
+        return f"no baselines in {store.baselines_dir()}"
+    lines = [f"{'NAME':<24} {'PAIR':<40} {'CREATED':<26} {'VERDICT':<8} SOURCE"]
+    for b in rows:
+        pair = f"{b.snapshot.pair.a_hostname or '?'} + {b.snapshot.pair.b_hostname or '?'}"
+        verdict = b.snapshot.verdict + (" (forced)" if b.forced else "")
+        lines.append(f"{b.name:<24} {pair:<40} {b.created:<26} {verdict:<8} {b.source_bundle}")
+    return "\n".join(lines)
+
+
+def show_text(name: str) -> str:
+    import json
+
+    baseline = store.resolve(name)
+    return f"# {baseline.path}\n" + json.dumps(store.to_json(baseline), indent=2, sort_keys=True)

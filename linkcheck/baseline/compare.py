@@ -1,0 +1,114 @@
+"""Compare a bundle's snapshot with a baseline: is it the same pair, what changed, how fast it is relative to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from linkcheck.baseline.model import Baseline, Fields, PairKey, Performance, Snapshot
+
+ABSENT = "absent"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One field that differs: its name, the baseline's value and the value now."""
+
+    field: str
+    baseline: str
+    now: str
+
+    def __str__(self) -> str:
+        return f"{self.field} {self.baseline} -> {self.now}"
+
+
+def _node_differences(name: str, base: PairKey, now: PairKey) -> list[str]:
+    """Why node `name` of `now` is not the baseline's node: the machine id decides where both have one,
+    otherwise the hostname or any shared ConnectX-7 MAC (a renamed node or a swapped NIC is still the pair)."""
+    ids = (getattr(base, f"{name}_machine_id"), getattr(now, f"{name}_machine_id"))
+    if None not in ids:
+        return [] if ids[0] == ids[1] else [f"{name} machine id {ids[0]} -> {ids[1]}"]
+    hosts = (getattr(base, f"{name}_hostname"), getattr(now, f"{name}_hostname"))
+    macs: tuple[set[str], set[str]] = (set(getattr(base, f"{name}_macs")), set(getattr(now, f"{name}_macs")))
+    if (hosts[0] is not None and hosts[0] == hosts[1]) or macs[0] & macs[1]:
+        return []
+    return [f"{name} hostname {hosts[0] or '?'} -> {hosts[1] or '?'} and no ConnectX-7 MAC in common "
+            f"({len(macs[0])} in the baseline, {len(macs[1])} now)"]
+
+
+def pair_differences(base: PairKey, now: PairKey) -> list[str]:
+    """Empty when `now` is the baseline's pair; else the identity fields that say it is another one."""
+    out = _node_differences("a", base, now) + _node_differences("b", base, now)
+    if out and not _node_differences("a", base, _swapped(now)) + _node_differences("b", base, _swapped(now)):
+        out.append("(nodes a and b are swapped relative to the baseline: give --node a/b as when it was saved)")
+    return out
+
+
+def _swapped(key: PairKey) -> PairKey:
+    return PairKey(a_hostname=key.b_hostname, a_macs=key.b_macs, b_hostname=key.a_hostname, b_macs=key.a_macs,
+                   cable_sn=key.cable_sn, a_machine_id=key.b_machine_id, b_machine_id=key.a_machine_id)
+
+
+def _unknown(key: str, *snapshots: Snapshot) -> bool:
+    return any(key.startswith(prefix) for snap in snapshots for prefix in snap.unknown)
+
+
+def changes(base: Fields, now: Fields, recorded: Snapshot, current: Snapshot) -> tuple[list[Change], list[str]]:
+    """Fields that differ (a field present on one side only is 'absent' on the other), and fields not judged
+    because one run could not read them."""
+    changed: list[Change] = []
+    unread: list[str] = []
+    for key in sorted(set(base) | set(now)):
+        old, new = base.get(key, ABSENT), now.get(key, ABSENT)
+        if old is None or new is None or _unknown(key, recorded, current):
+            if old != new:
+                unread.append(key)
+            continue
+        if old != new:
+            changed.append(Change(key, old, new))
+    return changed, unread
+
+
+def parameter_differences(base: dict[str, str], now: dict[str, str]) -> list[str]:
+    return [f"{k} {base.get(k, ABSENT)} in the baseline, {now.get(k, ABSENT)} now"
+            for k in sorted(set(base) | set(now)) if base.get(k) != now.get(k)]
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """One traffic figure now against the baseline's."""
+
+    subject: str
+    metric: str  # rdma | rdma_total | nccl_busbw
+    baseline: float
+    now: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.now is None or self.baseline <= 0 else self.now / self.baseline
+
+
+def rdma_ratios(base: Performance, now: Performance) -> list[Ratio]:
+    out = [Ratio(key.replace("|", " "), "rdma", gbps, now.rdma_gbps.get(key))
+           for key, gbps in sorted(base.rdma_gbps.items())]
+    out += [Ratio(f"concurrent total {d}", "rdma_total", gbps, now.concurrent_total_gbps.get(d))
+            for d, gbps in sorted(base.concurrent_total_gbps.items())]
+    return out
+
+
+def nccl_ratio(base: Performance, now: Performance) -> Ratio | None:
+    if base.nccl_busbw_gbs is None:
+        return None
+    return Ratio("nccl all_gather busbw", "nccl_busbw", base.nccl_busbw_gbs, now.nccl_busbw_gbs)
+
+
+def comparable_ratios(baseline: Baseline, current: Snapshot) -> list[Ratio]:
+    """The ratios whose test parameters match the baseline's (for reports such as the Prometheus file)."""
+    base, now = baseline.snapshot.performance, current.performance
+    out: list[Ratio] = []
+    if now.rdma_gbps and not parameter_differences(base.rdma_parameters, now.rdma_parameters):
+        out += [r for r in rdma_ratios(base, now) if r.now is not None]
+    nccl = nccl_ratio(base, now)
+    if nccl is not None and nccl.now is not None and not parameter_differences(base.nccl_parameters,
+                                                                               now.nccl_parameters):
+        out.append(nccl)
+    return out

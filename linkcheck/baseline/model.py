@@ -1,0 +1,72 @@
+"""A baseline as data: what one passing run of a pair looked like, in the kinds that are compared differently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA = "linkcheck-baseline"
+SCHEMA_VERSION = 1
+
+# A field whose value could not be read (a node not inspected, sudo refused): never compared.
+Fields = dict[str, "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class PairKey:
+    """Who the pair is: per node its machine id (when the bundle has one), hostname and ConnectX-7 MACs; the cable."""
+
+    a_hostname: str | None
+    a_macs: tuple[str, ...]
+    b_hostname: str | None
+    b_macs: tuple[str, ...]
+    cable_sn: str | None
+    a_machine_id: str | None = None
+    b_machine_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Performance:
+    """Traffic results with the parameters they were measured with (other parameters make them incomparable)."""
+
+    rdma_gbps: dict[str, float] = field(default_factory=dict)  # "path|mode|direction" -> lowest Gb/s
+    concurrent_total_gbps: dict[str, float] = field(default_factory=dict)  # direction -> Gb/s
+    nccl_busbw_gbs: float | None = None
+    rdma_parameters: dict[str, str] = field(default_factory=dict)  # size_bytes, duration_s, qps
+    nccl_parameters: dict[str, str] = field(default_factory=dict)  # min_bytes, max_bytes, step_factor, gpus
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One run's state: identity and configuration compared exactly, GID indices recorded, performance relative.
+
+    `unknown` lists key prefixes (a node, its NCCL settings) that could not be read in this run."""
+
+    pair: PairKey
+    identity: Fields
+    configuration: Fields
+    gid_index: dict[str, int | None]  # "a:rocep1s0f1" -> resolved RoCE v2 IPv4 GID index
+    performance: Performance
+    verdict: str
+    unknown: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """A saved snapshot: its name, when and from which bundle it was taken, and where it is stored."""
+
+    name: str
+    created: str
+    tool_version: str
+    source_bundle: str
+    bundle_created: str
+    forced: bool
+    snapshot: Snapshot
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineFacts:
+    """The baseline a diagnosis compares with, and the same fields read from the bundle being diagnosed."""
+
+    baseline: Baseline
+    current: Snapshot

@@ -1,0 +1,224 @@
+"""Baselines on disk: plain JSON with a schema version under $XDG_DATA_HOME/linkcheck/baselines/<pair>/<NAME>.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from linkcheck import __version__
+from linkcheck.baseline.model import SCHEMA, SCHEMA_VERSION, Baseline, PairKey, Performance, Snapshot
+from linkcheck.errors import InputFileError, UsageError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+MAX_BYTES = 4 << 20
+
+
+class BaselineError(InputFileError):
+    """A baseline file is corrupt, of a newer schema, or of another pair."""
+
+
+def data_dir() -> Path:
+    """The user's XDG data directory for linkcheck ($XDG_DATA_HOME, else ~/.local/share)."""
+    base = os.environ.get("XDG_DATA_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return root / "linkcheck"
+
+
+def baselines_dir() -> Path:
+    return data_dir() / "baselines"
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise UsageError(f"baseline name {name!r} must be 1-64 characters of A-Z a-z 0-9 _ . - "
+                         "(not starting with . or -)")
+    return name
+
+
+def to_json(baseline: Baseline) -> dict[str, Any]:
+    snap = baseline.snapshot
+    return {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": baseline.name, "created": baseline.created,
+        "tool_version": baseline.tool_version,
+        "source": {"bundle": baseline.source_bundle, "bundle_created": baseline.bundle_created,
+                   "verdict": snap.verdict, "forced": baseline.forced},
+        "pair": {**dataclasses.asdict(snap.pair), "a_macs": list(snap.pair.a_macs), "b_macs": list(snap.pair.b_macs)},
+        "identity": snap.identity, "configuration": snap.configuration,
+        "recorded": {"gid_index": snap.gid_index},
+        "performance": dataclasses.asdict(snap.performance),
+        "unknown": list(snap.unknown),
+    }
+
+
+class _Reader:
+    """Typed access to a parsed baseline document; any mistake is one BaselineError naming the file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, reason: str) -> BaselineError:
+        return BaselineError(self.path, reason, fix="save it again: linkcheck baseline save NAME BUNDLE --force")
+
+    def obj(self, data: Any, key: str) -> dict[str, Any]:
+        value = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(value, dict):
+            raise self.fail(f"'{key}' must be an object")
+        return value
+
+    def text(self, data: dict[str, Any], key: str, *, optional: bool = False) -> str | None:
+        value = data.get(key)
+        if (value is None and optional) or isinstance(value, str):
+            return value
+        raise self.fail(f"'{key}' must be a string")
+
+    def fields(self, data: Any, key: str) -> dict[str, str | None]:
+        value = self.obj(data, key)
+        if not all(isinstance(v, (str, type(None))) for v in value.values()):
+            raise self.fail(f"'{key}' values must be strings or null")
+        return dict(value)
+
+    def numbers(self, data: Any, key: str, kind: type = float) -> dict[str, Any]:
+        value = self.obj(data, key)
+
+        def ok(v: object) -> bool:
+            if kind is int:
+                return v is None or (isinstance(v, int) and not isinstance(v, bool))
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        if not all(ok(v) for v in value.values()):
+            raise self.fail(f"'{key}' values must be numbers")
+        return {k: (v if kind is int else float(v)) for k, v in value.items()}
+
+    def strings(self, data: dict[str, Any], key: str) -> tuple[str, ...]:
+        value = data.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(f"'{key}' must be a list of strings")
+        return tuple(value)
+
+
+def _pair(r: _Reader, data: dict[str, Any]) -> PairKey:
+    pair = r.obj(data, "pair")
+    return PairKey(a_hostname=r.text(pair, "a_hostname", optional=True), a_macs=r.strings(pair, "a_macs"),
+                   b_hostname=r.text(pair, "b_hostname", optional=True), b_macs=r.strings(pair, "b_macs"),
+                   cable_sn=r.text(pair, "cable_sn", optional=True),
+                   a_machine_id=r.text(pair, "a_machine_id", optional=True),
+                   b_machine_id=r.text(pair, "b_machine_id", optional=True))
+
+
+def _performance(r: _Reader, data: dict[str, Any]) -> Performance:
+    perf = r.obj(data, "performance")
+    busbw = perf.get("nccl_busbw_gbs")
+    if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))):
+        raise r.fail("'nccl_busbw_gbs' must be a number or null")
+    params = {k: r.fields(perf, k) for k in ("rdma_parameters", "nccl_parameters")}
+    if any(v is None for p in params.values() for v in p.values()):
+        raise r.fail("test parameters must be strings")
+    return Performance(rdma_gbps=r.numbers(perf, "rdma_gbps"), concurrent_total_gbps=r.numbers(perf,
+                       "concurrent_total_gbps"), nccl_busbw_gbs=None if busbw is None else float(busbw),
+                       rdma_parameters={k: str(v) for k, v in params["rdma_parameters"].items()},
+                       nccl_parameters={k: str(v) for k, v in params["nccl_parameters"].items()})
+
+
+def from_json(data: Any, path: str) -> Baseline:
+    r = _Reader(path)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise r.fail(f"not a linkcheck baseline (no \"schema\": \"{SCHEMA}\")")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise r.fail("'schema_version' must be a positive integer")
+    if version > SCHEMA_VERSION:
+        raise BaselineError(path, f"baseline schema version {version} is newer than this linkcheck reads "
+                            f"({SCHEMA_VERSION})", fix="upgrade linkcheck, or save the baseline again")
+    source = r.obj(data, "source")
+    verdict, forced = source.get("verdict"), source.get("forced")
+    if not isinstance(verdict, str) or not isinstance(forced, bool):
+        raise r.fail("'source' needs a string 'verdict' and a boolean 'forced'")
+    snapshot = Snapshot(pair=_pair(r, data), identity=r.fields(data, "identity"),
+                        configuration=r.fields(data, "configuration"),
+                        gid_index=r.numbers(r.obj(data, "recorded"), "gid_index", int),
+                        performance=_performance(r, data), verdict=verdict, unknown=r.strings(data, "unknown"))
+    return Baseline(name=str(r.text(data, "name")), created=str(r.text(data, "created")),
+                    tool_version=str(r.text(data, "tool_version")), source_bundle=str(r.text(source, "bundle")),
+                    bundle_created=str(r.text(source, "bundle_created")), forced=forced, snapshot=snapshot,
+                    path=path)
+
+
+def read_baseline(path: Path) -> Baseline:
+    """Load and validate one baseline file; corrupt, truncated or future-schema files are one-line errors."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise BaselineError(str(path), f"larger than {MAX_BYTES >> 20} MiB; not a baseline")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise BaselineError(str(path), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
+    return from_json(data, str(path))
+
+
+def _paths() -> list[Path]:
+    root = baselines_dir()
+    return sorted(root.glob("*/*.json")) if root.is_dir() else []
+
+
+def find_path(name: str) -> Path | None:
+    return next((p for p in _paths() if p.stem == name), None)
+
+
+def resolve(name_or_file: str) -> Baseline:
+    """A stored baseline by name, or a baseline file given by path (a fixture's, a colleague's)."""
+    candidate = Path(name_or_file)
+    if (name_or_file.endswith(".json") or os.sep in name_or_file) and candidate.is_file():
+        return read_baseline(candidate)
+    path = find_path(check_name(name_or_file))
+    if path is None:
+        raise UsageError(f"no baseline named {name_or_file!r}; `linkcheck baseline list` shows the saved ones")
+    return read_baseline(path)
+
+
+def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
+    """Write the baseline atomically; an existing name is refused unless `overwrite`."""
+    check_name(baseline.name)
+    existing = find_path(baseline.name)
+    if existing is not None and not overwrite:
+        raise UsageError(f"a baseline named {baseline.name!r} exists ({existing}); choose another name or "
+                         "pass --force to replace it")
+    target = baselines_dir() / pair / f"{baseline.name}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+    if existing is not None and existing != target:
+        existing.unlink()
+    return target
+
+
+def list_baselines() -> list[Baseline]:
+    return [read_baseline(p) for p in _paths()]
+
+
+def delete(name: str) -> Path:
+    path = find_path(check_name(name))
+    if path is None:
+        raise UsageError(f"no baseline named {name!r}; `linkcheck baseline list` shows the saved ones")
+    path.unlink()
+    return path
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_baseline(name: str, snapshot: Snapshot, bundle_path: Path | None, bundle_created: str,
+                 forced: bool) -> Baseline:
+    return Baseline(name=check_name(name), created=now_iso(), tool_version=__version__,
+                    source_bundle=str(bundle_path.resolve()) if bundle_path else "", bundle_created=bundle_created,
+                    forced=forced, snapshot=snapshot)

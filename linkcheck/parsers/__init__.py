@@ -29,6 +29,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "ethtool_i": ("ethtool:parse_ethtool_i", "ethtool -i IFACE"),
     "ethtool_s": ("ethtool:parse_ethtool_s", "ethtool -S IFACE"),
     "ethtool_m": ("ethtool:parse_ethtool_m", "ethtool -m IFACE (SFF-8636, CMIS, hex dump)"),
+    "ethtool_fec": ("ethtool:parse_ethtool_fec", "ethtool [-I] [--json] --show-fec IFACE"),
     "lspci": ("pcie:parse_lspci", "lspci -vv (LnkCap/LnkSta)"),
     "netplan": ("netplan:parse_netplan", "netplan get, or netplan YAML files"),
     "nccl_env": ("nccl_conf:parse_nccl_env", "environment (env output), NCCL_* variables"),

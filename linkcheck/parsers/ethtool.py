@@ -338,3 +338,182 @@ def parse_ethtool_m(text: str) -> ModuleEeprom:
         # ("netlink error: Operation not supported" when no module, "... not permitted" without root).
         raise ParseError("ethtool_m", _error_reason(lines) or "no 'Identifier' line")
     return _module_from_fields(None, fields)
+
+
+@dataclass(frozen=True, slots=True)
+class FecStatistic:
+    """One FEC counter of `ethtool -I --show-fec`: its total and, where the driver reports them, per lane."""
+
+    name: str  # corrected_blocks, uncorrectable_blocks, corrected_bits, fec_bit_err_<low>[_to_<high>]
+    total: int
+    lanes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EthtoolFec:
+    """`ethtool --show-fec IFACE` (text, either prompt) or `ethtool --json --show-fec IFACE`.
+
+    Encodings are kept as ethtool prints them: RS, BaseR, LLRS, Off, None, Auto (and BIT<n> for a mode
+    ethtool has no name for). `Active FEC encoding: None` means no FEC is running on the link.
+    """
+
+    ifname: str | None
+    configured: tuple[str, ...]
+    active: tuple[str, ...]
+    statistics: tuple[FecStatistic, ...] = ()
+    form: str = "text"  # "text" (Supported/Configured prompt, ethtool >= 5.18), "text-legacy" (Configured), "json"
+
+    def statistic(self, name: str) -> int | None:
+        """A counter's total, or None when the output has none (mlx5 reports none while FEC is off)."""
+        return next((s.total for s in self.statistics if s.name == name), None)
+
+    @property
+    def corrected_blocks(self) -> int | None:
+        return self.statistic("corrected_blocks")
+
+    @property
+    def uncorrectable_blocks(self) -> int | None:
+        return self.statistic("uncorrectable_blocks")
+
+
+_FEC_HEADER_RE = re.compile(r"^FEC parameters for (\S+):$")
+_FEC_CONFIG_RE = re.compile(r"^(Supported/Configured|Configured) FEC encodings:(.*)$")
+_FEC_ACTIVE_RE = re.compile(r"^Active FEC encoding:(.*)$")
+_FEC_MODE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_FEC_STAT_RE = re.compile(r"^([a-z][a-z0-9_]*): (\d+)(?: \[ per_lane:\s*([\d,\s]*)\])?$")
+_FEC_LANE_RE = re.compile(r"^Lane (\d+): (\d+)$")
+
+
+def _fec_modes(value: str, line_no: int) -> tuple[str, ...]:
+    modes = tuple(value.split())
+    for mode in modes:
+        if not _FEC_MODE_RE.match(mode):
+            raise ParseError("ethtool_fec", f"unexpected FEC encoding {mode!r}", line_no)
+    return modes
+
+
+def _fec_stat_line(stats: list[FecStatistic], stripped: str, line_no: int) -> bool:
+    """Add one `Statistics:` line (a counter, a lane of the last counter); False when it is neither."""
+    if match := _FEC_LANE_RE.match(stripped):
+        if not stats:
+            raise ParseError("ethtool_fec", "a lane count before any FEC counter", line_no)
+        last = stats[-1]
+        stats[-1] = FecStatistic(last.name, last.total, (*last.lanes, int(match.group(2))))
+        return True
+    if match := _FEC_STAT_RE.match(stripped):
+        lanes = tuple(int(v) for v in re.split(r"[,\s]+", match.group(3) or "") if v)
+        stats.append(FecStatistic(match.group(1), int(match.group(2)), lanes))
+        return True
+    return False
+
+
+def _fec_text(lines: list[str]) -> EthtoolFec:
+    ifname: str | None = None
+    found: dict[str, tuple[str, ...]] = {}
+    legacy = False
+    stats: list[FecStatistic] | None = None  # a list once the `Statistics:` header was seen
+    for line_no, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if match := _FEC_HEADER_RE.match(stripped):
+            if ifname is not None:
+                raise ParseError("ethtool_fec", "output for more than one device", line_no)
+            ifname = match.group(1)
+        elif ifname is None or not stripped:
+            continue  # blank, or a shell prompt or a heading pasted above the output
+        elif match := _FEC_CONFIG_RE.match(stripped):
+            legacy = match.group(1) == "Configured"
+            found["configured"] = _fec_modes(match.group(2), line_no)
+        elif match := _FEC_ACTIVE_RE.match(stripped):
+            found["active"] = _fec_modes(match.group(1), line_no)
+        elif stripped == "Statistics:":
+            stats = []
+        elif stats is None or not _fec_stat_line(stats, stripped, line_no):
+            raise ParseError("ethtool_fec", f"unexpected line {stripped[:60]!r}", line_no)
+    if ifname is None:
+        # `netlink error: Operation not supported` (a driver without FEC), `Cannot get FEC settings: ...` (ioctl)
+        raise ParseError("ethtool_fec", _error_reason(lines) or "no 'FEC parameters for' line")
+    return _fec_record(ifname, found, stats, legacy)
+
+
+def _fec_record(ifname: str, found: dict[str, tuple[str, ...]], stats: list[FecStatistic] | None,
+                legacy: bool) -> EthtoolFec:
+    for key, label in (("configured", "Configured FEC encodings"), ("active", "Active FEC encoding")):
+        if key not in found:
+            raise ParseError("ethtool_fec", f"truncated: no '{label}' line")
+    return EthtoolFec(ifname, found["configured"], found["active"], tuple(stats or ()),
+                      "text-legacy" if legacy else "text")
+
+
+def _json_modes(value: object, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and _FEC_MODE_RE.match(v) for v in value):
+        raise ParseError("ethtool_fec", f"JSON '{key}' is not a list of FEC encodings")
+    return tuple(value)
+
+
+def _json_count(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParseError("ethtool_fec", f"JSON {what} is not a count")
+    return value
+
+
+def _json_stats(value: object) -> tuple[FecStatistic, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ParseError("ethtool_fec", "JSON 'statistics' is not an object")
+    out = []
+    for name, item in value.items():
+        if name == "hist":  # error histogram bins (ethtool >= 6.18): named as the text form names them
+            for b in item if isinstance(item, list) else []:
+                if not isinstance(b, dict):
+                    raise ParseError("ethtool_fec", "JSON 'hist' bin is not an object")
+                low, high = _json_count(b.get("bin_low"), "bin_low"), _json_count(b.get("bin_high"), "bin_high")
+                label = f"fec_bit_err_{low}" + (f"_to_{high}" if high != low else "")
+                lanes = tuple(_json_count(v, "lane") for v in b.get("lanes", []))
+                out.append(FecStatistic(label, _json_count(b.get("total"), "total"), lanes))
+            continue
+        if not isinstance(item, dict):
+            raise ParseError("ethtool_fec", f"JSON statistic {name!r} is not an object")
+        lanes = item.get("lanes", [])
+        if not isinstance(lanes, list):
+            raise ParseError("ethtool_fec", f"JSON lanes of {name!r} are not a list")
+        out.append(FecStatistic(str(name), _json_count(item.get("total"), f"{name} total"),
+                                tuple(_json_count(v, "lane") for v in lanes)))
+    return tuple(out)
+
+
+def _fec_json(text: str) -> EthtoolFec:
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ParseError("ethtool_fec", f"invalid JSON: {exc}") from None
+    items = data if isinstance(data, list) else [data]
+    if len(items) != 1 or not isinstance(items[0], dict):
+        raise ParseError("ethtool_fec", "JSON is not one device's FEC object")
+    obj = items[0]
+    if "config" not in obj or "active" not in obj:
+        raise ParseError("ethtool_fec", "JSON object without 'config' and 'active'")
+    ifname = obj.get("ifname")
+    return EthtoolFec(
+        ifname=ifname if isinstance(ifname, str) else None,
+        configured=_json_modes(obj["config"], "config"),
+        active=_json_modes(obj["active"], "active"),
+        statistics=_json_stats(obj.get("statistics")),
+        form="json",
+    )
+
+
+def parse_ethtool_fec(text: str) -> EthtoolFec:
+    """Parse `ethtool [-I] --show-fec IFACE`, in the text of any ethtool version or as `--json`.
+
+    >>> f = parse_ethtool_fec("FEC parameters for enp1s0f1np1:\\nSupported/Configured FEC encodings: Auto\\n"
+    ...                       "Active FEC encoding: RS\\n")
+    >>> f.ifname, f.configured, f.active
+    ('enp1s0f1np1', ('Auto',), ('RS',))
+    """
+    body = require_text("ethtool_fec", text)
+    if body.lstrip().startswith(("[", "{")):
+        return _fec_json(body)
+    return _fec_text(body.split("\n"))

@@ -8,6 +8,7 @@ from linkcheck.diagnose import (
     checks_gid,
     checks_link,
     checks_nccl_hca,
+    checks_netplan,
     checks_nodes,
     checks_path,
 )
@@ -38,6 +39,7 @@ CHECKS: dict[str, CheckDef] = {
                                      _t("late_plug_after_boot_s")),
     "nccl_hca_order": CheckDef(checks_nccl_hca.nccl_hca_order, checks_nccl_hca.HcaOrderValues),
     "nccl_hca_uncabled": CheckDef(checks_nccl_hca.nccl_hca_uncabled, checks_nccl_hca.HcaUncabledValues),
+    "netplan_not_applied": CheckDef(checks_netplan.netplan_not_applied, checks_netplan.NetplanValues),
     "nodes_differ": CheckDef(checks_nodes.nodes_differ, checks_nodes.NodesDifferValues),
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, checks_bench.SocketFallbackValues),
     "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, checks_bench.BusbwValues,

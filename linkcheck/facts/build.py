@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from linkcheck.facts.draft import NodeDraft
 from linkcheck.facts.host_facts import host_facts
-from linkcheck.facts.model import CableInfo, Function, NodeFacts
+from linkcheck.facts.model import CableInfo, Function, NetplanIntent, NodeFacts
+from linkcheck.facts.netplan_facts import netplan_intents
 from linkcheck.facts.rdma_facts import attach_rdma
 from linkcheck.facts.sysfs_views import ib_devices, int_or_none, net_attrs, pci_links
 from linkcheck.model import Capture
@@ -110,6 +111,14 @@ class _Builder(NodeDraft):
             self.missing("cable", "; ".join(reasons) or "no ConnectX-7 function to read a module from")
 
 
+    def netplan(self) -> tuple[NetplanIntent, ...]:
+        config = self.src.netplan()
+        if config is None:
+            self.missing("netplan", self.src.reason("netplan_files"))
+            return ()
+        return netplan_intents(config, self.functions)
+
+
 def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
     """All facts about one node; what could not be learned is listed in `unavailable`."""
     b = _Builder(name, captures)
@@ -119,12 +128,14 @@ def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
     b.ethtool()
     attach_rdma(b)
     b.cable()
+    netplan = b.netplan()
     host = host_facts(b.src, b.missing)
     hostname_cap = b.src.capture("hostname")
     return NodeFacts(
         name=name,
         hostname=hostname_cap.stdout.strip() if hostname_cap and hostname_cap.ok else None,
         functions=tuple(b.functions[n] for n in sorted(b.functions)),
+        netplan=netplan,
         unavailable=b.unavailable,
         **host,
     )

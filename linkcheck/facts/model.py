@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from linkcheck.baseline.model import BaselineFacts
 
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
-NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg"})
+NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg",
+                         "netplan"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,20 @@ class DmesgHint:
 
 
 @dataclass(frozen=True, slots=True)
+class NetplanIntent:
+    """What the netplan files say about one CX-7 netdev (matched by name, glob or MAC), to compare with it live."""
+
+    netdev: str
+    netdef_id: str
+    addresses: tuple[str, ...]  # IPv4 CIDRs the files assign
+    mtu: int | None
+    dhcp4: bool | None
+    link_local: tuple[str, ...] | None  # None: not set (netplan's default is [ipv6])
+    renderer: str | None
+    source: str | None  # the file that defines it, when the dump names files
+
+
+@dataclass(frozen=True, slots=True)
 class NodeFacts:
     """Everything learned about one node."""
 
@@ -110,6 +125,7 @@ class NodeFacts:
     arp_ignore: str | None = None
     kernel_release: str | None = None
     os_name: str | None = None  # PRETTY_NAME of /etc/os-release
+    netplan: tuple[NetplanIntent, ...] = ()
     unavailable: dict[str, str] = field(default_factory=dict)  # fact group -> why it is missing
 
     def function(self, netdev: str) -> Function | None:

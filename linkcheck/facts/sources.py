@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
     from linkcheck.parsers.kernel import DmesgLog, MemInfo, OsRelease, SysctlValues, Uptime
     from linkcheck.parsers.nccl_conf import NcclSettings
+    from linkcheck.parsers.netplan import NetplanConfig
     from linkcheck.parsers.pcie import PciLink
     from linkcheck.parsers.rdma import Ibdev2NetdevEntry, RdmaPort
     from linkcheck.parsers.sysfs import SysfsDump
@@ -106,6 +107,11 @@ class NodeSources:
         from linkcheck.parsers.kernel import parse_os_release
 
         return self._parsed("os_release", None, parse_os_release)
+
+    def netplan(self) -> NetplanConfig | None:
+        from linkcheck.parsers.netplan import parse_netplan
+
+        return self._parsed("netplan_files", None, parse_netplan)
 
     def ethtool_m(self, netdev: str) -> ModuleEeprom | None:
         from linkcheck.parsers.ethtool import parse_ethtool_m

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field, replace
 
 from tests.emulators.bench import BenchArtifact, nccl_artifacts, rdma_artifacts
 from tests.emulators.build import (
+    NETPLAN_PATH,
     NM_ALL_PATH,
     NM_ALL_TEXT,
     Addrs,
     boot_dmesg,
     gb10_node,
     hotplug_dmesg,
+    netplan_yaml,
     paired,
     with_function,
 )
@@ -274,9 +276,20 @@ def nodes_differ() -> Scenario:
                     a, b, (), {"NODES_DIFFER": "warn"}, {"NODES_DIFFER": ("pair",)}, NO_BENCH)
 
 
+def netplan_not_applied() -> Scenario:
+    a, b = _two_subnets()
+    edited = {P1: ("192.168.100.11/24",), P1_2: ("192.168.102.11/24",)}
+    b = replace(b, netplan_files=(NetplanFile(NETPLAN_PATH, netplan_yaml(edited, JUMBO)),))
+    return Scenario("netplan-not-applied", "On node b /etc/netplan/40-cx7.yaml was edited to move enP2p1s0f1np1 to "
+                    "192.168.102.11/24, but `netplan apply` never ran: the live twin still has 192.168.101.11/24, so "
+                    "the pair works today and loses that path at the next reboot.",
+                    a, b, (), {"NETPLAN_NOT_APPLIED": "warn"}, {"NETPLAN_NOT_APPLIED": (f"b:{P1_2}",)}, NO_BENCH)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
                         link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_order(), nccl_hca_uncabled(),
-                        replugged_since_boot(), nodes_differ())
+                        replugged_since_boot(), nodes_differ(),
+                        netplan_not_applied())
 }

@@ -4,7 +4,7 @@ What is checked, each mismatch one line:
 - every file of the manifest's `files` table is present and has its SHA-256 (else `changed:` / `removed:`);
 - every file in the folder is in that table (else `added:`), except manifest.json, SHA256SUMS and the
   fixture-only files at the top of the folder (FIXTURE_ONLY: a fixture's expected findings, the sources of
-  its real outputs and the config it is diagnosed with, none of which a bundle writer produces);
+  its real outputs, the config and the baseline it is diagnosed with, none of which a bundle writer produces);
 - every capture's stdout/stderr is hashed in `files` (an unhashed capture is never read by the diagnosis);
 - `files_sha256`, when the manifest records it, matches the table (digests.py says which bytes it covers);
 - SHA256SUMS, when present (or when `files_sha256` says one was written), lists exactly the table plus
@@ -22,7 +22,7 @@ from typing import Any
 from linkcheck.collect.bundle import MANIFEST, read_manifest
 from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, parse_sums, sha256_hex
 
-FIXTURE_ONLY = frozenset({"expected.yaml", "PROVENANCE.md", "linkcheck.yaml"})
+FIXTURE_ONLY = frozenset({"expected.yaml", "PROVENANCE.md", "linkcheck.yaml", "baseline.json"})
 
 
 @dataclass(frozen=True, slots=True)

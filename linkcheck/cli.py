@@ -68,9 +68,28 @@ def _baseline(name: str | None) -> Any:
     return resolve(name)
 
 
+_QUIET: list[bool] = []  # --quiet: no report body, only the verdict line on stderr and the exit code
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from linkcheck import __version__
+
+        typer.echo(f"linkcheck {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False) -> None:
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also after the command).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No report body: only the verdict line on stderr "
+                                        "and the exit code (also after the command).")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version,
+                                          help="Print linkcheck's version and exit.")] = False,
+) -> None:
     """Global options."""
+    if quiet:
+        _QUIET.append(True)
 
 
 @app.command()
@@ -114,7 +133,9 @@ def report(
     text = render(outcome)
     if target is not None:
         write_atomically(target, text)
-        _say(f"report written to {target}")
+        _verdict_line(outcome) if _QUIET else _say(f"report written to {target}")
+    elif _QUIET:
+        _verdict_line(outcome)
     else:
         from linkcheck.report.output import write_stdout
 
@@ -136,7 +157,16 @@ def _emit(outcome: object, fmt: Format, show_all: bool) -> None:
     from linkcheck.report.output import print_outcome
 
     assert isinstance(outcome, Outcome)
+    if _QUIET:
+        _verdict_line(outcome)
+        return
     print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
+
+
+def _verdict_line(outcome: object) -> None:
+    from linkcheck.report.tables import verdict_line
+
+    _say(verdict_line(outcome))  # type: ignore[arg-type]
 
 
 NodeOpt = Annotated[
@@ -340,9 +370,12 @@ def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")
     from linkcheck.collect.verify import verify_bundle
 
     result = verify_bundle(bundle)
-    if result.problems:
-        _out("\n".join(result.problems))
-    _out(result.summary())
+    if _QUIET:
+        _say(result.summary())
+    else:
+        if result.problems:
+            _out("\n".join(result.problems))
+        _out(result.summary())
     raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
 
 
@@ -494,14 +527,26 @@ def _said_if_interrupted(code: int) -> int:
     return code
 
 
+_GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
+
+
+def _hoisted(args: list[str]) -> list[str]:
+    """The global flags are accepted after the command too (`linkcheck diagnose X --debug`): moved to the front,
+    where click reads them. Nothing after a `--` is touched."""
+    end = args.index("--") if "--" in args else len(args)
+    flags = [a for a in args[:end] if a in _GLOBAL_FLAGS]
+    return [*dict.fromkeys(flags), *(a for a in args[:end] if a not in _GLOBAL_FLAGS), *args[end:]]
+
+
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
-    debug = "--debug" in sys.argv[1:]
+    args = _hoisted(sys.argv[1:])
+    debug = "--debug" in args
     _quiet_libraries(debug)
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds and cleans up
         _require_stdout()
-        code = app(standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
         sys.exit(_said_if_interrupted(code if isinstance(code, int) else 0))
     except typer.Exit as exc:
         sys.exit(_said_if_interrupted(exc.exit_code))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from linkcheck.diagnose import (
     checks_bench,
     checks_drift,
+    checks_fec,
     checks_gid,
     checks_link,
     checks_nccl_hca,
@@ -41,6 +42,7 @@ CHECKS: dict[str, CheckDef] = {
     "nccl_hca_uncabled": CheckDef(checks_nccl_hca.nccl_hca_uncabled, checks_nccl_hca.HcaUncabledValues),
     "netplan_not_applied": CheckDef(checks_netplan.netplan_not_applied, checks_netplan.NetplanValues),
     "nodes_differ": CheckDef(checks_nodes.nodes_differ, checks_nodes.NodesDifferValues),
+    "fec_not_rs": CheckDef(checks_fec.fec_not_rs, checks_fec.FecValues),
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, checks_bench.SocketFallbackValues),
     "nccl_busbw_low": CheckDef(checks_bench.nccl_busbw_low, checks_bench.BusbwValues,
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from linkcheck.diagnose.checks_fec import fec_evidence
 from linkcheck.diagnose.observation import CheckValues, Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
@@ -137,7 +138,7 @@ def hotplug_degraded(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observ
             evidence=tuple(Evidence(f"ib_write_bw {r.mode} {r.direction}", r.gbps, "Gb/s") for r in runs)
             + (Evidence("link speed", [path.a.speed_mbps, path.b.speed_mbps], "ethtool Mb/s"),
                Evidence("PCIe", [f"{f.pcie_speed_gts} GT/s x{f.pcie_width}" for f in (path.a, path.b)], "sysfs"))
-            + (hints if fired else ()))
+            + fec_evidence(path) + (hints if fired else ()))
 
     return _per_path(link, thresholds, judge)
 
@@ -150,7 +151,8 @@ def below_nominal(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observati
         return Observation(
             subject=path.key, fired=best < thresholds["nominal_min_gbps"] and not hotplug,
             values=BelowNominalValues(path=path.key, gbps=f"{best:.1f}", pct=f"{100 * best / 200:.0f}"),
-            evidence=tuple(Evidence(f"ib_write_bw {r.mode} {r.direction}", r.gbps, "Gb/s") for r in runs))
+            evidence=tuple(Evidence(f"ib_write_bw {r.mode} {r.direction}", r.gbps, "Gb/s") for r in runs)
+            + fec_evidence(path))
 
     return _per_path(link, thresholds, judge)
 

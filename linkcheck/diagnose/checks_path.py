@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from linkcheck.diagnose.checks_fec import fec_evidence
 from linkcheck.diagnose.checks_gid import nccl_functions
 from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.diagnose.observation import CheckValues, Observation
@@ -223,4 +224,6 @@ def single_pcie_path(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observ
         found.extend(_bench(link, thresholds))
         found.extend(_counters(link, thresholds))
     found.extend(_nccl(link))
-    return found or [Observation(subject="pair", fired=False)]
+    # The paths' FEC is evidence beside the cause named, never the cause itself (spark-link.md s.9).
+    fec = tuple(e for path in link.paths for e in fec_evidence(path))
+    return [replace(o, evidence=o.evidence + fec) for o in found] or [Observation(subject="pair", fired=False)]

@@ -97,6 +97,15 @@ class _Builder(NodeDraft):
             if settings is not None and self.functions[netdev].carrier is None:
                 self.update(netdev, carrier=settings.link_detected)
 
+    def fec(self) -> None:
+        """The active and configured FEC of each function; the group is missing when an up twin's is unknown."""
+        for netdev in list(self.functions):
+            fec = self.src.ethtool_fec(netdev)
+            if fec is not None:
+                self.update(netdev, fec_active=fec.active or None, fec_configured=fec.configured or None)
+            elif self.functions[netdev].carrier:
+                self.missing("fec", self.src.reason("ethtool_fec", netdev))
+
     def cable(self) -> None:
         reasons = []
         for netdev in list(self.functions):
@@ -128,6 +137,7 @@ def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
     b.ethtool()
     attach_rdma(b)
     b.cable()
+    b.fec()
     netplan = b.netplan()
     host = host_facts(b.src, b.missing)
     hostname_cap = b.src.capture("hostname")

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from linkcheck.baseline.model import BaselineFacts
 
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
-NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg",
+NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg", "fec",
                          "netplan"})
 
 
@@ -52,6 +52,8 @@ class Function:
     gid_holes: tuple[int, ...] = ()
     carrier_changes: int | None = None
     cable: CableInfo | None = None
+    fec_active: tuple[str, ...] | None = None  # `ethtool --show-fec` Active FEC encoding, e.g. ("RS",); None: unknown
+    fec_configured: tuple[str, ...] | None = None  # its Supported/Configured FEC encodings, e.g. ("Auto",)
     firmware: str | None = None  # CX-7 firmware (ethtool -i), e.g. 28.45.4028
     psid: str | None = None  # the board's PSID that mlx5 appends to the firmware version
     driver: str | None = None  # driver and its version, e.g. "mlx5_core 6.17.0-1008-nvidia"

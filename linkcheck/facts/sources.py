@@ -10,7 +10,7 @@ from linkcheck.model import Capture
 from linkcheck.parsers import PARSERS, get_parser
 
 if TYPE_CHECKING:
-    from linkcheck.parsers.ethtool import EthtoolDriver, EthtoolSettings, ModuleEeprom
+    from linkcheck.parsers.ethtool import EthtoolDriver, EthtoolFec, EthtoolSettings, ModuleEeprom
     from linkcheck.parsers.gids import GidEntry
     from linkcheck.parsers.ibverbs import IbvDevice
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
@@ -97,6 +97,11 @@ class NodeSources:
         from linkcheck.parsers.ethtool import parse_ethtool
 
         return self._parsed("ethtool", netdev, parse_ethtool)
+
+    def ethtool_fec(self, netdev: str) -> EthtoolFec | None:
+        from linkcheck.parsers.ethtool import parse_ethtool_fec
+
+        return self._parsed("ethtool_fec", netdev, parse_ethtool_fec)
 
     def ethtool_i(self, netdev: str) -> EthtoolDriver | None:
         from linkcheck.parsers.ethtool import parse_ethtool_i

@@ -27,7 +27,7 @@ def _cell(fn: Function | None, node: NodeFacts) -> Text:
     gid = "-" if fn.gid_index is None else str(fn.gid_index)
     lines = [
         f"{fn.netdev} / {fn.rdma_dev or '?'}",
-        f"{state} {speed}, {pcie}",
+        f"{state} {speed}, {pcie}, FEC {' '.join(fn.fec_active) if fn.fec_active else '?'}",
         f"{', '.join(fn.ipv4) or 'no IPv4'}  mtu {fn.mtu or '?'}",
         f"GID {gid} (pin {'-' if pin is None else repr(pin)})",
     ]

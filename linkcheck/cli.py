@@ -59,6 +59,11 @@ BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "JSON file): DRIFT_* findings.")]
 
 
+PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
+    "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
+
+
 def _baseline(name: str | None) -> Any:
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
@@ -101,12 +106,15 @@ def diagnose(
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
-    baseline: BaselineOpt = None,
+    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
     from linkcheck.pipeline import diagnose_bundle
 
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), _baseline(baseline))
+    record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), getattr(record, "baseline", None))
+    if record is not None:
+        outcome = _finish(outcome, record, None)
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
@@ -229,16 +237,31 @@ def _node_errors(outcome: object) -> None:
         _say(f"linkcheck: {line}")
 
 
-def _record(command: str, baseline: str | None) -> object:
-    """What the run records besides its report; the baseline is loaded (and checked) before any work."""
+def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> object:
+    """What the run records besides its report; the baseline and the textfile's folder are checked before any
+    work."""
     from linkcheck.baseline.runs import RunRecord
 
-    return RunRecord(command, baseline=_baseline(baseline))
+    if prometheus is not None:
+        from linkcheck.report.prometheus import check_textfile_path
+
+        check_textfile_path(prometheus)
+    return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
+
+
+def _finish(outcome: Any, record: Any, config: Any) -> Any:
+    """The run compared with its baseline and recorded (textfile, history); what could not be recorded is said."""
+    from linkcheck.baseline.runs import finish_run
+
+    outcome, problems = finish_run(outcome, record, config)
+    for line in problems:
+        _say(f"linkcheck: {line}")
+    return outcome
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: object | None, record: object = None) -> None:
-    from linkcheck.baseline.runs import RunRecord, finish_run
+    from linkcheck.baseline.runs import RunRecord
     from linkcheck.collect.config import Config
     from linkcheck.live import TrafficRequest, run_live
 
@@ -258,10 +281,8 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
         _say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     _node_errors(result.outcome)
-    outcome, problems = finish_run(result.outcome, record, cfg)
+    outcome = _finish(result.outcome, record, cfg)
     _emit(outcome, fmt, show_all)
-    for line in problems:
-        _say(f"linkcheck: {line}")
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
@@ -299,11 +320,12 @@ def check(
     bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
     duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
+    prometheus: PrometheusOpt = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
     traffic = _traffic(True, True, duration, size, qps, port_base, nccl_max_bytes, nccl_binary) if bench else None
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               _record("check", baseline))
+               _record("check", baseline, prometheus))
 
 
 @bench_app.command("rdma")
@@ -311,12 +333,12 @@ def bench_rdma(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
-    baseline: BaselineOpt = None,
+    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
 ) -> None:
     """ib_write_bw on each path alone, then both at once, both directions; with counters before and after."""
     traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               _record("bench rdma", baseline))
+               _record("bench rdma", baseline, prometheus))
 
 
 @bench_app.command("nccl")
@@ -324,11 +346,12 @@ def bench_nccl(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
+    prometheus: PrometheusOpt = None,
 ) -> None:
     """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log."""
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               _record("bench nccl", baseline))
+               _record("bench nccl", baseline, prometheus))
 
 
 @app.command()

@@ -28,4 +28,8 @@ def finish_run(outcome: Outcome, record: RunRecord, config: Config | None) -> tu
         from linkcheck.pipeline import configured_rules, with_baseline
 
         outcome = with_baseline(outcome, record.baseline, configured_rules([], config))
+    if record.prometheus is not None:
+        from linkcheck.report.prometheus import write_textfile
+
+        write_textfile(record.prometheus, outcome)
     return outcome, []

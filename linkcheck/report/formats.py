@@ -39,11 +39,18 @@ def _html(outcome: Outcome) -> str:
     return render_html(outcome)
 
 
+def _prometheus(outcome: Outcome) -> str:
+    from linkcheck.report.prometheus import render_prometheus
+
+    return render_prometheus(outcome)
+
+
 FORMATS: dict[str, Renderer] = {
     "json": _json,
     "junit": _junit,
     "markdown": _markdown,
     "html": _html,
+    "prometheus": _prometheus,
 }
 
 

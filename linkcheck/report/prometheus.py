@@ -1,0 +1,133 @@
+"""The node_exporter textfile format: the verdict, each run's bandwidth and the findings as Prometheus gauges.
+
+Names and units follow Prometheus conventions (base units: bytes per second, seconds; `_info` for identity,
+`_ratio` for ratios). No IP address or GID is ever a label. The textfile collector does not accept timestamps,
+so none are written; it adds `node_textfile_mtime_seconds` itself, which serves staleness alerts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from linkcheck import __version__
+from linkcheck.model import Status, Verdict
+
+if TYPE_CHECKING:
+    from linkcheck.pipeline import Outcome
+
+Labels = dict[str, str]
+
+
+def escape(value: str) -> str:
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
+
+
+class _Metrics:
+    """Metric families in order, each with its HELP and TYPE lines once and its samples."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
+        rows = list(samples)
+        if not rows:
+            return
+        self.lines += [f"# HELP {name} {_help(help_text)}", f"# TYPE {name} gauge"]
+        for labels, value in rows:
+            inner = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
+            self.lines.append(f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}")
+
+
+def _timestamp(created: str) -> float:
+    try:
+        stamp = dt.datetime.fromisoformat(created)
+    except ValueError:
+        return dt.datetime.now(dt.timezone.utc).timestamp()
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)).timestamp()
+
+
+def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
+    """Per client node, HCA, direction and mode, the lowest rate of the repetitions (as an acceptance judges)."""
+    lowest: dict[tuple[str, str, str, str], float] = {}
+    for run in outcome.link.bench.rdma:
+        if run.gbps is not None:
+            key = (run.client_node, run.device or run.path_key, run.direction, run.mode)
+            lowest[key] = min(run.gbps, lowest.get(key, run.gbps))
+    return [({"node": n, "hca": h, "direction": d, "mode": m}, gbps * 1e9 / 8)
+            for (n, h, d, m), gbps in sorted(lowest.items())]
+
+
+def _findings(outcome: Outcome) -> list[tuple[Labels, float]]:
+    """Per rule, how many subjects warn or fail (0 for a rule that judged everything clean)."""
+    counts: dict[tuple[str, str], int] = {}
+    for f in outcome.diagnosis.findings:
+        if f.status in (Status.WARN, Status.FAIL):
+            counts[(f.rule_id, f.severity.value)] = counts.get((f.rule_id, f.severity.value), 0) + 1
+    flagged = {rule for rule, _ in counts}
+    for f in outcome.diagnosis.findings:
+        if f.rule_id not in flagged and f.status is Status.PASS:
+            counts.setdefault((f.rule_id, f.severity.value), 0)
+    return [({"rule": r, "severity": s}, n) for (r, s), n in sorted(counts.items())]
+
+
+def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
+    facts = outcome.link.baseline
+    if facts is None:
+        return []
+    from linkcheck.baseline.compare import comparable_ratios
+
+    return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
+            for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
+
+
+def render_prometheus(outcome: Outcome) -> str:
+    """The outcome as a node_exporter textfile (ends with a newline)."""
+    link, diagnosis, m = outcome.link, outcome.diagnosis, _Metrics()
+    m.family("linkcheck_info", "The checked pair and the linkcheck version (value 1).",
+             [({"node_a": link.a.hostname or "unknown", "node_b": link.b.hostname or "unknown",
+                "tool_version": __version__}, 1)])
+    m.family("linkcheck_last_run_timestamp_seconds", "When the diagnosed bundle was collected (Unix time).",
+             [({}, _timestamp(outcome.bundle.created))])
+    m.family("linkcheck_verdict", "The run's verdict, one-hot over pass, warn, fail and inconclusive.",
+             [({"verdict": v.value}, 1 if diagnosis.verdict is v else 0) for v in Verdict])
+    m.family("linkcheck_exit_code", "The exit code linkcheck returned for this run.",
+             [({}, int(diagnosis.exit_code))])
+    m.family("linkcheck_rdma_bandwidth_bytes_per_second",
+             "ib_write_bw rate per client node, HCA, direction and mode (alone or concurrent), lowest repetition.",
+             _rdma(outcome))
+    m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
+             "Both paths at once: the sum of the paths' rates per direction.",
+             [({"direction": d}, t * 1e9 / 8) for d, t in link.bench.totals("concurrent").items() if t is not None])
+    nccl = link.bench.nccl
+    m.family("linkcheck_nccl_busbw_bytes_per_second", "nccl-tests all_gather bus bandwidth at the largest messages.",
+             [({}, nccl.busbw_gbs * 1e9)] if nccl is not None and nccl.busbw_gbs is not None else [])
+    m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
+             _baseline_ratios(outcome))
+    m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
+    return "\n".join(m.lines) + "\n"
+
+
+def check_textfile_path(path: Path) -> Path:
+    """Refuse, before any work, a textfile whose folder is missing or not writable (exit 4)."""
+    from linkcheck.report.writer import check_output_path
+
+    return check_output_path(path, "--prometheus-textfile")
+
+
+def write_textfile(path: Path, outcome: Outcome) -> None:
+    """Write the textfile atomically: a temporary file in the same folder, then a rename over `path`."""
+    from linkcheck.report.writer import write_atomically
+
+    write_atomically(path, render_prometheus(outcome))

@@ -471,6 +471,19 @@ def playbooks_validate(
     _out(f"ok: {len(rules)} rules")
 
 
+@app.command()
+def history(
+    pair: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--pair", help="Only this pair (its history file's name, or a part of it such as a hostname).")] = None,
+    since: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--since", help="Only runs from this date or time on (YYYY-MM-DD or ISO 8601).")] = None,
+) -> None:
+    """Each path's throughput, the NCCL bus bandwidth and the verdicts over time, from the runs' history."""
+    from linkcheck.baseline.history import history_table
+
+    _out(history_table(pair, since))
+
+
 @baseline_app.command("save")
 def baseline_save(
     name: Annotated[str, typer.Argument(help="The baseline's name (A-Z a-z 0-9 _ . -).")],

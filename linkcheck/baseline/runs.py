@@ -28,8 +28,16 @@ def finish_run(outcome: Outcome, record: RunRecord, config: Config | None) -> tu
         from linkcheck.pipeline import configured_rules, with_baseline
 
         outcome = with_baseline(outcome, record.baseline, configured_rules([], config))
+    problems: list[str] = []
+    if record.command != "diagnose" or record.baseline is not None:
+        from linkcheck.baseline.history import append_run
+
+        try:
+            append_run(outcome, record.command, record.baseline.name if record.baseline else None)
+        except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
+            problems.append(f"the run history was not recorded: {exc.strerror or exc}")
     if record.prometheus is not None:
         from linkcheck.report.prometheus import write_textfile
 
         write_textfile(record.prometheus, outcome)
-    return outcome, []
+    return outcome, problems

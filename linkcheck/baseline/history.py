@@ -1,0 +1,169 @@
+"""Per-pair run history: one JSON line per run under $XDG_DATA_HOME/linkcheck/history/<pair>.jsonl.
+
+JSON lines need no extra dependency to write. Each record is appended with one write(2) on an O_APPEND
+descriptor under an exclusive fcntl lock, so two runs appending at once lose and interleave nothing.
+Reading it (`linkcheck history`) is the one place pandas is imported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from linkcheck.baseline.identity import pair_id, pair_key
+from linkcheck.baseline.store import data_dir, now_iso
+from linkcheck.errors import InputFileError, UsageError
+
+if TYPE_CHECKING:
+    from linkcheck.pipeline import Outcome
+
+SCHEMA = "linkcheck-history"
+SCHEMA_VERSION = 1
+
+
+class HistoryError(InputFileError):
+    """A history file has a line that is not a history record."""
+
+
+def history_dir() -> Path:
+    return data_dir() / "history"
+
+
+def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str, Any]:
+    """What one run adds to the history: when, what, the verdict, each path's rates and the NCCL bus bandwidth."""
+    link, diagnosis = outcome.link, outcome.diagnosis
+    rdma: dict[str, float] = {}
+    for run in link.bench.rdma:
+        if run.gbps is not None:
+            key = f"{run.path_key}|{run.mode}|{run.direction}"
+            rdma[key] = min(run.gbps, rdma.get(key, run.gbps))
+    problems = sorted({f"{f.rule_id}:{f.status.value}" for f in diagnosis.findings
+                       if f.status.value in ("warn", "fail")})
+    return {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "time": now_iso(), "command": command,
+        "bundle": str(outcome.bundle.path or ""), "bundle_created": outcome.bundle.created,
+        "pair": pair_id(pair_key(link)), "hosts": [link.a.hostname, link.b.hostname],
+        "verdict": diagnosis.verdict.value, "exit_code": int(diagnosis.exit_code), "baseline": baseline,
+        "rdma_gbps": rdma,
+        "concurrent_total_gbps": {d: t for d, t in link.bench.totals("concurrent").items() if t is not None},
+        "nccl_busbw_gbs": link.bench.nccl.busbw_gbs if link.bench.nccl is not None else None,
+        "findings": problems,
+    }
+
+
+def append_line(path: Path, record: dict[str, Any]) -> None:
+    """Append one record as one line: a single write on an O_APPEND descriptor, under an exclusive lock."""
+    data = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(f"short write ({written} of {len(data)} bytes)")
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:
+    record = run_record(outcome, command, baseline)
+    path = history_dir() / f"{record['pair']}.jsonl"
+    append_line(path, record)
+    return path
+
+
+def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        record = None
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA or not isinstance(record.get("time"), str):
+        raise HistoryError(str(path), "not a history record (corrupt line)", line=number,
+                           fix="remove or repair that line")
+    version = record.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise HistoryError(str(path), f"history schema version {version!r} is not one this linkcheck reads",
+                           line=number, fix="upgrade linkcheck")
+    if not isinstance(record.get("rdma_gbps", {}), dict) or not isinstance(record.get("verdict"), str):
+        raise HistoryError(str(path), "a history record with fields of the wrong type", line=number)
+    return record
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HistoryError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    return [_parse_line(path, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _files(pair: str | None) -> list[Path]:
+    files = sorted(history_dir().glob("*.jsonl")) if history_dir().is_dir() else []
+    if pair is None:
+        return files
+    chosen = [f for f in files if f.stem == pair] or [f for f in files if pair in f.stem]
+    if not chosen:
+        known = ", ".join(f.stem for f in files) or "none yet"
+        raise UsageError(f"no history for pair {pair!r} (pairs: {known})")
+    return chosen
+
+
+def _since(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        stamp = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--since {value!r} is not a date (YYYY-MM-DD or an ISO 8601 time)") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+
+
+def _when(record: dict[str, Any]) -> dt.datetime:
+    """When the run's bundle was collected (a later diagnosis of an old bundle belongs at its own time)."""
+    for key in ("bundle_created", "time"):
+        try:
+            stamp = dt.datetime.fromisoformat(str(record.get(key)))
+        except ValueError:
+            continue
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(0, dt.timezone.utc)
+
+
+def _path_rates(record: dict[str, Any]) -> dict[str, float]:
+    """Per path, the concurrent rate of its slower direction (alone when the run had no concurrent round)."""
+    out: dict[str, dict[str, float]] = {}
+    for key, gbps in record.get("rdma_gbps", {}).items():
+        path, _, rest = str(key).partition("|")
+        mode = rest.partition("|")[0]
+        out.setdefault(path, {})[mode] = min(float(gbps), out.get(path, {}).get(mode, float(gbps)))
+    return {f"{p} Gb/s": modes.get("concurrent", modes.get("alone", 0.0)) for p, modes in sorted(out.items())}
+
+
+def history_table(pair: str | None = None, since: str | None = None) -> str:
+    """The runs over time: each path's rate, the concurrent total, the NCCL bus bandwidth and the verdict."""
+    import pandas as pd
+
+    start = _since(since)
+    rows: list[dict[str, Any]] = []
+    for path in _files(pair):
+        for record in read_records(path):
+            when = _when(record)
+            if start is not None and when < start:
+                continue
+            totals = record.get("concurrent_total_gbps") or {}
+            rows.append({"collected": when, "pair": path.stem, "command": record.get("command"),
+                         "verdict": record["verdict"], **_path_rates(record),
+                         "total Gb/s": min(totals.values()) if totals else None,
+                         "busbw GB/s": record.get("nccl_busbw_gbs"),
+                         "findings": " ".join(record.get("findings") or []) or "-"})
+    if not rows:
+        return "no runs in the history" + (f" since {since}" if since else "")
+    frame = pd.DataFrame(rows).sort_values("collected", kind="stable")
+    if frame["pair"].nunique() == 1:
+        frame = frame.drop(columns="pair")
+    frame["collected"] = frame["collected"].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
+    return str(frame.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.2f}"))

@@ -28,7 +28,8 @@ NcclSpec = Literal["nccl_env", "nccl_conf", "nccl_conf_user"]
 # Specs whose failure means "nothing configured", not "could not measure".
 ABSENT_MEANS_EMPTY = {"nccl_conf", "nccl_conf_user"}
 # The parser kind of each spec whose id is not itself a kind.
-PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "sysfs", "nccl_conf_user": "nccl_conf"}
+PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "sysfs", "nccl_conf_user": "nccl_conf",
+               "netplan_files": "netplan"}
 
 
 def preload_parsers(spec_ids: Iterable[str]) -> None:

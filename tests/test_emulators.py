@@ -299,6 +299,7 @@ EXPECTED = {
     "gid-empty-pin": {"GID_INDEX_EMPTY_PIN": "fail"}, "nccl-hca-order": {"NCCL_HCA_ORDER": "fail"},
     "nccl-hca-uncabled": {"NCCL_HCA_UNCABLED": "warn"}, "replugged-since-boot": {"LINK_REPLUGGED_SINCE_BOOT": "warn"},
     "nodes-differ": {"NODES_DIFFER": "warn"}, "netplan-not-applied": {"NETPLAN_NOT_APPLIED": "warn"},
+    "fec-off": {"FEC_NOT_RS": "warn"},
 }
 META_KEYS = {"kind", "mode", "direction", "role", "local_netdev", "local_rdma_dev", "peer_netdev", "peer_rdma_dev",
              "gid_index", "report_gbits", "duration_s"}

@@ -101,3 +101,22 @@ def test_single_pcie_path_carries_the_paths_fec_as_evidence() -> None:
     assert fired and all(("active FEC of a:enp1s0f1np1", "RS") in [(e.fact, e.value) for e in o.evidence]
                          for o in fired)
     assert all("FEC" not in str(o.value_map().get("what")) for o in fired)
+
+
+def test_emulated_show_fec_in_each_form_parses_back() -> None:
+    from linkcheck.parsers.ethtool import parse_ethtool_fec
+    from tests.emulators.cli import run_ethtool
+    from tests.emulators.scenarios import SCENARIOS
+
+    healthy, off = SCENARIOS["healthy"].node_b, SCENARIOS["fec-off"].node_b
+    text, _, rc = run_ethtool(healthy, ["--show-fec", P1])
+    assert rc == 0 and text.splitlines()[1] == "Supported/Configured FEC encodings: Auto"
+    assert parse_ethtool_fec(text).active == ("RS",)
+    assert parse_ethtool_fec(run_ethtool(healthy, ["--show-fec", "enp1s0f0np0"])[0]).active == ("None",)  # no carrier
+    js = parse_ethtool_fec(run_ethtool(healthy, ["--json", "-I", "--show-fec", P1])[0])
+    assert js.form == "json" and (js.corrected_blocks, js.uncorrectable_blocks) == (0, 0)
+    stats_off = parse_ethtool_fec(run_ethtool(off, ["-I", "--show-fec", P1])[0])
+    assert stats_off.active == ("None",) and stats_off.statistics == ()  # mlx5: no FEC counters while FEC is off
+    old = replace(healthy, versions={**healthy.versions, "ethtool": "5.16"})
+    assert "\nConfigured FEC encodings: Auto\n" in run_ethtool(old, ["--show-fec", P1])[0]
+    assert run_ethtool(healthy, ["--show-fec", "nosuch0"])[2] != 0

@@ -114,6 +114,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("ethtool", "ethtool {netdev}", per_netdev=True),
     Spec("ethtool_i", "ethtool -i {netdev}", per_netdev=True),
     Spec("ethtool_s", "ethtool -S {netdev}", per_netdev=True),
+    Spec("ethtool_fec", "ethtool --show-fec {netdev}", per_netdev=True, description="active and configured FEC"),
     Spec("ethtool_m", "sudo -n ethtool -m {netdev}", per_netdev=True, needs_root=True),
 )
 

@@ -17,7 +17,7 @@ SPEC_DURATION_S: dict[str, float] = {
     "sysfs_infiniband": 1.842, "sysfs_net": 0.118, "sysfs_pci": 0.047, "ibv_devinfo": 0.061,
     "lspci": 0.094, "show_gids": 0.733, "ibstat": 0.028, "ibdev2netdev": 0.052,
     "rdma_link": 0.009, "ethtool": 0.006, "ethtool_i": 0.003, "ethtool_s": 0.008, "ethtool_m": 0.031,
-    "dmesg": 0.012,
+    "dmesg": 0.012, "ethtool_fec": 0.004,
 }
 
 

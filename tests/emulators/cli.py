@@ -107,6 +107,16 @@ def run_lspci(node: Node, args: list[str]) -> Output:
     return short, "", 0
 
 
+def _show_fec(node: Node, args: list[str]) -> Output:
+    """`ethtool [--json|-j] [-I|--include-statistics] --show-fec IFACE` (global options before the command)."""
+    at = args.index("--show-fec")
+    options, rest = args[:at], args[at + 1:]
+    if len(rest) != 1 or any(o not in ("--json", "-j", "-I", "--include-statistics") for o in options):
+        return "", "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1
+    return render_ethtool.render_ethtool_fec(node, rest[0], as_json=bool({"--json", "-j"} & set(options)),
+                                             statistics=bool({"-I", "--include-statistics"} & set(options)))
+
+
 def run_ethtool(node: Node, args: list[str]) -> Output:
     if args in (["--version"], ["-V"]):
         return f"ethtool version {node.version('ethtool')}\n", "", 0
@@ -116,6 +126,8 @@ def run_ethtool(node: Node, args: list[str]) -> Output:
         return render_ethtool.render_ethtool_i(node, args[1])
     if len(args) == 2 and args[0] in ("-S", "--statistics"):
         return render_ethtool.render_ethtool_s(node, args[1])
+    if "--show-fec" in args:
+        return _show_fec(node, args)
     if len(args) == 2 and args[0] in ("-m", "--dump-module-eeprom", "--module-info"):
         if not _is_root():
             return "", "netlink error: Operation not permitted\n", 1

@@ -51,6 +51,8 @@ class Function:
     port_rcv_data: int = 0
     link_downed: int = 0
     fw_ver: str = "28.45.4028"
+    fec_active: str | None = None  # `ethtool --show-fec` Active FEC encoding; None: RS while the link is up, else None
+    fec_configured: str = "Auto"  # what mlx5 reports as Supported/Configured on GB10 (a field paste)
 
     @property
     def link_up(self) -> bool:

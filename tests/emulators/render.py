@@ -55,6 +55,7 @@ NETDEV_RENDERERS: dict[str, Callable[[Node, str], Output]] = {
     "ethtool": render_ethtool.render_ethtool,
     "ethtool_i": render_ethtool.render_ethtool_i,
     "ethtool_s": render_ethtool.render_ethtool_s,
+    "ethtool_fec": render_ethtool.render_ethtool_fec,
     "ethtool_m": render_eeprom.render_ethtool_m,
 }
 
@@ -64,7 +65,7 @@ SPEC_TOOL: dict[str, str] = {
     "sysctl": "sysctl", "rdma_link": "rdma", "ibv_devinfo": "ibv_devinfo", "ibstat": "ibstat",
     "ibdev2netdev": "ibdev2netdev", "show_gids": "show_gids", "lspci": "lspci",
     "dmesg": "dmesg", "ethtool": "ethtool", "ethtool_i": "ethtool", "ethtool_s": "ethtool",
-    "ethtool_m": "ethtool",
+    "ethtool_m": "ethtool", "ethtool_fec": "ethtool",
 }
 SUDO_SPECS = frozenset({"lspci", "netplan_files", "ethtool_m"})
 SUDO_REFUSED: Output = ("", "sudo: a password is required\n", 1)

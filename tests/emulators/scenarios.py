@@ -286,10 +286,19 @@ def netplan_not_applied() -> Scenario:
                     a, b, (), {"NETPLAN_NOT_APPLIED": "warn"}, {"NETPLAN_NOT_APPLIED": (f"b:{P1_2}",)}, NO_BENCH)
 
 
+def fec_off() -> Scenario:
+    a, b = _two_subnets()
+    b = replace(b, functions=tuple(replace(f, fec_active="None") if f.cage == "p1" else f for f in b.functions))
+    return Scenario("fec-off", "Node b's twins run 200G with no FEC (`Active FEC encoding: None`, as a GB10 field "
+                    "paste showed after a cable move) while node a's run RS; everything else is healthy. "
+                    "Inspection only: a warning, since the throughput that would show its cost was not measured.",
+                    a, b, (), {"FEC_NOT_RS": "warn"}, {"FEC_NOT_RS": (PATH_1, PATH_2)}, NO_BENCH)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
                         link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_order(), nccl_hca_uncabled(),
-                        replugged_since_boot(), nodes_differ(),
+                        replugged_since_boot(), nodes_differ(), fec_off(),
                         netplan_not_applied())
 }

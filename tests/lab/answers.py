@@ -30,7 +30,8 @@ def static_calls(node: Node) -> dict[str, list[list[str]]]:
         "rdma": [["-j", "link", "show"]],
         "lspci": [["-vv", "-d", "15b3:"]],
         "dmesg": [[]],
-        "ethtool": [args for nd in netdevs for args in ([nd], ["-i", nd], ["-S", nd], ["-m", nd])],
+        "ethtool": [args for nd in netdevs for args in ([nd], ["-i", nd], ["-S", nd], ["-m", nd],
+                                                                ["--show-fec", nd])],
     }
 
 

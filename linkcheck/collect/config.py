@@ -10,9 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from linkcheck.diagnose.yaml_lines import YamlLimitError, line_of, load_with_lines, read_yaml_file
+from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_target
@@ -153,18 +151,7 @@ def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, .
 
 def load_config(path: Path) -> Config:
     """Read and validate linkcheck.yaml."""
-    try:
-        text = read_yaml_file(path)
-    except YamlLimitError as exc:
-        raise ConfigError(str(path), str(exc.problem)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(str(path), f"cannot read: {exc}") from None
-    try:
-        data = load_with_lines(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
-                          line=mark.line + 1 if mark else None) from None
+    data = parse_yaml_text(read_yaml_text(path, ConfigError), str(path), ConfigError)
     r = _Reader(str(path))
     if data is None:
         data = {}

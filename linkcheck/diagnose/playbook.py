@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
-from linkcheck.diagnose.yaml_lines import YamlLimitError, line_of, load_with_lines, read_yaml_file
+from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Severity
 
@@ -240,12 +238,7 @@ def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
 def parse_playbook(text: str, path: str) -> list[Rule]:
     """Validate one playbook file's text; PlaybookError names path:line on the first problem."""
     ctx = _Ctx(path)
-    try:
-        data = load_with_lines(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise PlaybookError(path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+    data = parse_yaml_text(text, path, PlaybookError)
     if not isinstance(data, dict):
         raise PlaybookError(path, "a playbook must be a mapping with 'playbook' and 'rules'", line=1)
     unknown = sorted(set(data) - TOP_KEYS)
@@ -271,13 +264,7 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for file in files:
-        try:
-            text = read_yaml_file(file)
-        except YamlLimitError as exc:
-            raise PlaybookError(str(file), str(exc.problem)) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PlaybookError(str(file), f"cannot read: {exc}") from None
-        for rule in parse_playbook(text, str(file)):
+        for rule in parse_playbook(read_yaml_text(file, PlaybookError), str(file)):
             if rule.id in seen:
                 raise PlaybookError(str(file), f"duplicate rule id {rule.id} (first defined at {seen[rule.id]})",
                                     line=int(rule.source.rsplit(":", 1)[1]) if rule.source[-1].isdigit() else None)

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from linkcheck.errors import InputFileError
+
 MAX_YAML_BYTES = 1 << 20
 MAX_DEPTH = 64
 
@@ -58,6 +60,26 @@ def read_yaml_file(path: Path) -> str:
     if len(data) > MAX_YAML_BYTES:
         raise YamlLimitError(problem=f"file is larger than {MAX_YAML_BYTES // 1024} KiB")
     return data.decode("utf-8")
+
+
+def read_yaml_text(path: Path, error: type[InputFileError]) -> str:
+    """read_yaml_file, with an oversized, unreadable or non-UTF-8 file raised as `error` naming the file."""
+    try:
+        return read_yaml_file(path)
+    except YamlLimitError as exc:
+        raise error(str(path), str(exc.problem)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(str(path), f"cannot read: {exc}") from None
+
+
+def parse_yaml_text(text: str, path: str, error: type[InputFileError]) -> Any:
+    """load_with_lines, with invalid or unbounded YAML raised as `error` naming path:line."""
+    try:
+        return load_with_lines(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise error(path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None) from None
 
 
 def _check_graph(root: yaml.Node) -> None:

@@ -65,7 +65,9 @@ def inspect(config: Config, transports: dict[str, Transport]) -> Bundle:
     for cap in result.captures:
         if cap.spec == "hostname" and cap.ok:
             nodes[cap.node]["hostname"] = cap.stdout.strip()
-    return Bundle(captures=result.captures, nodes=nodes,
+    # Stamped when the answers are in, so the report on screen and the saved bundle name the same moment.
+    created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return Bundle(captures=result.captures, nodes=nodes, created=created,
                   collection_errors={n: str(e) for n, e in sorted(result.errors.items())})
 
 

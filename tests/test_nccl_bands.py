@@ -16,7 +16,7 @@ from linkcheck.model import Finding, Status
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 # The header of a real nccl-tests 2.17.6 table (with its trailing spaces), from the healthy fixture.
-_HEALTHY_TABLE = (FIXTURES / "healthy" / "a" / "bench" / "all_gather_perf.96.stdout").read_text()
+_HEALTHY_TABLE = next(c.stdout for c in load_bundle(FIXTURES / "healthy").captures if c.spec == "all_gather_perf")
 HEADER = "".join(ln for ln in _HEALTHY_TABLE.splitlines(keepends=True) if ln.startswith("#") and "Out of" not in ln
                  and "Avg bus" not in ln and "concluded" not in ln).rstrip("#\n") + "\n"
 ROW = "{size:>12}  {count:>12}     float    none      -1  {time:>7.0f}  {alg:6.2f}  {bus:6.2f}  {wrong:>6}  " \

@@ -43,6 +43,9 @@ app.add_typer(bench_app, name="bench")
 baseline_app = typer.Typer(help="Save, list, show and delete the pair's known-good states (baselines).",
                            no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")
+profiles_app = typer.Typer(help="List, show and validate acceptance profiles (what `accept` judges by).",
+                           no_args_is_help=True)
+app.add_typer(profiles_app, name="profiles")
 
 
 class Format(str, Enum):
@@ -469,6 +472,32 @@ def playbooks_validate(
 
     rules = load_playbooks(paths)
     _out(f"ok: {len(rules)} rules")
+
+
+@profiles_app.command("list")
+def profiles_list() -> None:
+    """The built-in acceptance profiles: name and description."""
+    from linkcheck.accept.profile import builtin_profiles, load_profile_file
+
+    _out("\n".join(f"{name:<20} {load_profile_file(path).description}" for name, path in builtin_profiles().items()))
+
+
+@profiles_app.command("show")
+def profiles_show(name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")]) -> None:
+    """One profile in full: the test it runs and every threshold with its unit and source."""
+    from linkcheck.accept.profile import resolve_profile
+    from linkcheck.accept.text import describe_profile
+
+    _out(describe_profile(resolve_profile(name)))
+
+
+@profiles_app.command("validate")
+def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
+    """Validate a profile file strictly: file:line on the first problem (exit 4)."""
+    from linkcheck.accept.profile import load_profile_file
+
+    prof = load_profile_file(path)
+    _out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
 
 
 @app.command()

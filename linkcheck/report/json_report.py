@@ -60,7 +60,20 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "bench": _bench(outcome.link),
         "findings": [f.to_dict() for f in diagnosis.findings],
         "notes": list(diagnosis.notes),
+        "acceptance": acceptance_document(outcome),
     }
+
+
+def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
+    """The bundle's acceptance.json (`linkcheck accept`), when the manifest vouches for it; else None, or
+    {"problem": ...} saying why the one there is not shown."""
+    path = outcome.bundle.path
+    if path is None or not (path / "acceptance.json").is_file():
+        return None
+    from linkcheck.accept.record import load_acceptance
+
+    doc, problem = load_acceptance(path)
+    return doc if doc is not None else {"problem": problem}
 
 
 def render_json(outcome: Outcome) -> str:

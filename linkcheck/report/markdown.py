@@ -48,6 +48,27 @@ def _traffic(outcome: Outcome) -> list[str]:
     return lines
 
 
+def _acceptance(outcome: Outcome) -> list[str]:
+    """The bundle's acceptance (`linkcheck accept`): verdict, each check against its threshold, why not PASS."""
+    from linkcheck.report.json_report import acceptance_document
+
+    doc = acceptance_document(outcome)
+    if doc is None:
+        return []
+    if "problem" in doc:
+        return ["## Acceptance", "", md(doc["problem"]), ""]
+    from linkcheck.accept.text import HEADER, headline, reasons, rows
+
+    lines = ["## Acceptance", "", f"**{md(headline(doc))}**", "", _row(list(HEADER)), _row(["---"] * 3 + ["---:"] +
+                                                                                       ["---", "---:"])]
+    lines += [_row([md(cell) for cell in row]) for row in rows(doc)]
+    why = reasons(doc)
+    lines += ["", *(f"- {md(line)}" for line in why)] if why else []
+    sources = {t["source"] for c in doc.get("checks", []) for t in c.get("thresholds", [])}
+    lines += ["", "Threshold sources:", "", *(f"- {md(s)}" for s in sorted(sources))]
+    return [*lines, ""]
+
+
 def _finding(finding: Finding) -> list[str]:
     lines = [f"### {finding.status.value.upper()} `{finding.rule_id}` {md(finding.subject)}", "",
              md(finding.title) + ".", "", md(finding.message), ""]
@@ -64,7 +85,7 @@ def render_markdown(outcome: Outcome) -> str:
     lines = ["# linkcheck report", "", f"**{md(verdict_line(outcome))}**", "",
              f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
              f"linkcheck {md(bundle.tool_version or '?')})", ""]
-    lines += _nodes(outcome) + _traffic(outcome)
+    lines += _acceptance(outcome) + _nodes(outcome) + _traffic(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
     lines += [line for f in problems for line in _finding(f)] or ["No warning or failure.", ""]

@@ -1,0 +1,301 @@
+"""Judge a diagnosed run against an acceptance profile: each check's measurements, the worst of the repetitions
+against its thresholds, and the regular findings; one verdict PASS / DEGRADED / FAIL / INCONCLUSIVE.
+
+Missing is never passing: a check whose measurement is absent, or has fewer numbers than the repetitions asked
+for (a round that failed, a flapped round, NCCL that did not run), is INCONCLUSIVE unless a number it does have
+already fails. A failure outranks inconclusive, inconclusive outranks degraded, as for the findings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from linkcheck.accept.profile import Profile, ProfileCheck, Threshold
+from linkcheck.diagnose.engine import Diagnosis
+from linkcheck.errors import ExitCode
+from linkcheck.facts.model import Function, LinkFacts
+from linkcheck.model import Status, Verdict
+
+SCHEMA = "linkcheck-acceptance"
+SCHEMA_VERSION = 1
+DIRECTIONS = ("a->b", "b->a")
+
+
+class AcceptVerdict(str, enum.Enum):
+    PASS = "PASS"
+    DEGRADED = "DEGRADED"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return {AcceptVerdict.PASS: ExitCode.PASS, AcceptVerdict.DEGRADED: ExitCode.WARN,
+                AcceptVerdict.FAIL: ExitCode.FAIL, AcceptVerdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE}[self]
+
+
+_RANK = {AcceptVerdict.PASS: 0, AcceptVerdict.DEGRADED: 1, AcceptVerdict.INCONCLUSIVE: 2, AcceptVerdict.FAIL: 3}
+_FROM_DIAGNOSIS = {Verdict.PASS: AcceptVerdict.PASS, Verdict.WARN: AcceptVerdict.DEGRADED,
+                   Verdict.FAIL: AcceptVerdict.FAIL, Verdict.INCONCLUSIVE: AcceptVerdict.INCONCLUSIVE}
+
+
+def worst(verdicts: Iterable[AcceptVerdict]) -> AcceptVerdict:
+    return max(verdicts, key=_RANK.__getitem__, default=AcceptVerdict.PASS)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One subject's samples: the numbers (or texts) read, and why any expected sample has none."""
+
+    subject: str
+    values: tuple[float, ...] = ()
+    texts: tuple[str, ...] = ()  # what was read, as shown in the record
+    missing: tuple[str, ...] = ()
+    compared: tuple[str, ...] = ()  # `same` checks: the values that must all be equal
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    check: ProfileCheck
+    subject: str
+    status: AcceptVerdict
+    measured: Measured
+    margin: float | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        spec, values = self.check.spec, self.measured.values
+        measured: dict[str, Any] = {"unit": spec.unit, "samples": len(values) + len(self.measured.missing)}
+        if spec.kind in ("min", "max"):
+            measured.update(min=_r(min(values)) if values else None,
+                            median=_r(statistics.median(values)) if values else None,
+                            max=_r(max(values)) if values else None, values=[_r(v) for v in values])
+        else:
+            measured["values"] = list(self.measured.texts)
+        if self.measured.missing:
+            measured["missing"] = list(self.measured.missing)
+        return {"id": self.check.id, "subject": self.subject, "what": spec.what, "status": self.status.value,
+                "measured": measured, "threshold": _threshold(self.check.thresholds[-1]),
+                "thresholds": [_threshold(t) for t in self.check.thresholds], "margin": self.margin,
+                "reason": self.reason}
+
+
+def _r(value: float) -> float:
+    return round(value, 3)
+
+
+def _threshold(t: Threshold) -> dict[str, Any]:
+    value = list(t.value) if isinstance(t.value, tuple) else t.value
+    return {"band": t.band, "operator": t.operator, "value": value, "unit": t.unit, "source": t.source,
+            "on_miss": "FAIL" if t.fails else "DEGRADED"}
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    profile: Profile
+    repetitions: int
+    verdict: AcceptVerdict
+    checks: tuple[CheckResult, ...]
+    diagnosis_verdict: Verdict
+    findings: tuple[tuple[str, str, str], ...] = ()  # (rule, status, subject) of the findings that count
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return self.verdict.exit_code
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.profile
+        return {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "profile": {"name": p.name, "sha256": p.sha256, "source": p.source, "description": p.description},
+            "test": {"repetitions": self.repetitions, "rdma": {"duration_s": p.test.duration_s,
+                                                               "size_bytes": p.test.size_bytes, "qps": p.test.qps},
+                     "nccl": {"max_bytes": p.test.nccl_max_bytes}},
+            "verdict": self.verdict.value, "exit_code": int(self.exit_code),
+            "diagnosis": {"verdict": self.diagnosis_verdict.value,
+                          "findings": [{"id": r, "status": s, "subject": subj} for r, s, subj in self.findings]},
+            "checks": [c.to_dict() for c in self.checks],
+            "notes": list(self.notes),
+        }
+
+
+# -- what each check measures ------------------------------------------------------------------------------------
+
+
+def _used(link: LinkFacts) -> list[Function]:
+    """The functions that carry traffic: both ends of every data path (else each node's addressed twins)."""
+    if link.paths:
+        return [fn for p in link.paths for fn in (p.a, p.b)]
+    return [*link.a.used_functions, *link.b.used_functions]
+
+
+def _expect(values: list[float], missing: list[str], expected: int) -> tuple[str, ...]:
+    short = expected - len(values) - len(missing)
+    return (*missing, *([f"{short} of {expected} repetitions have no run"] if short > 0 else []))
+
+
+def _rdma_path(link: LinkFacts, mode: str, expected: int) -> list[Measured]:
+    out = []
+    for path in link.paths:
+        for direction in DIRECTIONS:
+            runs = [r for r in link.bench.rdma
+                    if r.path_key == path.key and r.mode == mode and r.direction == direction]
+            values = [r.gbps for r in runs if r.gbps is not None]
+            missing = [f"round {r.round_id or '?'}: {r.problem or 'no number'}" for r in runs if r.gbps is None]
+            if not runs:
+                missing = [f"no {mode} ib_write_bw run"]
+            out.append(Measured(f"{path.key} {direction}", tuple(values), missing=_expect(values, missing, expected)))
+    return out
+
+
+def _rdma_total(link: LinkFacts, expected: int) -> list[Measured]:
+    out = []
+    for direction in DIRECTIONS:
+        rounds: dict[str, list[float | None]] = {}
+        for run in link.bench.rdma:
+            if run.mode == "concurrent" and run.direction == direction:
+                rounds.setdefault(run.round_id, []).append(run.gbps)
+        values = [sum(r for r in rates if r is not None) for rates in rounds.values() if None not in rates]
+        missing = [f"round {rid or '?'}: a path has no number" for rid, rates in rounds.items() if None in rates]
+        if not rounds:
+            missing = ["no concurrent ib_write_bw run"]
+        elif len(link.paths) > 1 and any(len(rates) < len(link.paths) for rates in rounds.values()):
+            missing.append("a concurrent round ran fewer paths than the link has")
+        out.append(Measured(f"both paths {direction}", tuple(values), missing=_expect(values, missing, expected)))
+    return out
+
+
+def _nccl(link: LinkFacts, what: str) -> list[Measured]:
+    nccl = link.bench.nccl
+    if nccl is None:
+        return [Measured("all_gather", missing=("no NCCL all_gather_perf run",))]
+    value = nccl.busbw_gbs if what == "busbw" else (float(nccl.wrong) if nccl.busbw_gbs is not None else None)
+    if value is None:
+        return [Measured("all_gather", missing=(nccl.problem or "no result row at messages >= 1 GiB",))]
+    return [Measured("all_gather", (value,))]
+
+
+def _pcie(link: LinkFacts, attr: str) -> list[Measured]:
+    out = []
+    for fn in _used(link):
+        value = getattr(fn, attr)
+        out.append(Measured(fn.label, () if value is None else (float(value),),
+                            missing=() if value is not None else ("not read (lspci/sysfs)",)))
+    return out or [Measured("used functions", missing=("no used CX-7 function",))]
+
+
+def _cable_part(link: LinkFacts) -> list[Measured]:
+    out = []
+    for node in (link.a, link.b):
+        fns = [fn for fn in _used(link) if fn.node == node.name]
+        pns = sorted({fn.cable.vendor_pn for fn in fns if fn.cable and fn.cable.vendor_pn})
+        out.append(Measured(f"node {node.name}", texts=tuple(pns),
+                            missing=() if pns else ("no cable part number read (sudo ethtool -m)",)))
+    return out
+
+
+def _serials(link: LinkFacts, node: str) -> list[str]:
+    return sorted({fn.cable.vendor_sn for fn in _used(link) if fn.node == node and fn.cable and fn.cable.vendor_sn})
+
+
+def _cable_serial(link: LinkFacts) -> list[Measured]:
+    a, b = _serials(link, "a"), _serials(link, "b")
+    missing = tuple(f"node {n}: no cable serial read (sudo ethtool -m)" for n, s in (("a", a), ("b", b)) if not s)
+    return [Measured("pair", texts=(f"a: {', '.join(a) or '?'}", f"b: {', '.join(b) or '?'}"), missing=missing,
+                     compared=(*a, *b))]
+
+
+def _firmware(link: LinkFacts) -> list[Measured]:
+    fns = _used(link)
+    unread = tuple(f"{fn.label}: firmware not read (ethtool -i)" for fn in fns if fn.firmware is None)
+    texts = tuple(f"{fn.label}: {fn.firmware}" for fn in fns if fn.firmware is not None)
+    return [Measured("pair", texts=texts, missing=unread if fns else ("no used CX-7 function",),
+                     compared=tuple(fn.firmware for fn in fns if fn.firmware is not None))]
+
+
+def measure(link: LinkFacts, check_id: str, repetitions: int) -> list[Measured]:
+    if check_id == "rdma_alone_gbps":
+        found = _rdma_path(link, "alone", repetitions)
+    elif check_id == "rdma_concurrent_gbps":
+        found = _rdma_path(link, "concurrent", repetitions)
+    elif check_id == "rdma_concurrent_total_gbps":
+        found = _rdma_total(link, repetitions)
+    elif check_id in ("nccl_busbw_gbs", "nccl_wrong"):
+        found = _nccl(link, "busbw" if check_id == "nccl_busbw_gbs" else "wrong")
+    elif check_id in ("pcie_speed_gts", "pcie_width"):
+        found = _pcie(link, check_id)
+    elif check_id == "cable_part_number":
+        found = _cable_part(link)
+    elif check_id == "cable_serial_both_ends":
+        found = _cable_serial(link)
+    else:
+        found = _firmware(link)
+    return found or [Measured("link", missing=("no data path between the nodes",))]
+
+
+# -- judging -----------------------------------------------------------------------------------------------------
+
+
+def _meets(t: Threshold, value: float) -> bool:
+    return bool(value >= t.value) if t.operator == ">=" else bool(value <= t.value)
+
+
+def _numeric(check: ProfileCheck, m: Measured) -> CheckResult:
+    kind = check.spec.kind
+    if not m.values:
+        return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, reason="; ".join(m.missing))
+    judged = min(m.values) if kind == "min" else max(m.values)
+    passing = check.thresholds[-1]
+    margin = _r(judged - passing.value if kind == "min" else passing.value - judged)
+    which = "lowest" if kind == "min" else "highest"
+    for t in check.thresholds:
+        if t.fails and not _meets(t, judged):
+            return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, margin,
+                               f"{which} {judged:g} {t.unit} is not {t.operator} {t.value:g}")
+    if m.missing:
+        return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, margin, "; ".join(m.missing))
+    for t in check.thresholds:
+        if not t.fails and not _meets(t, judged):
+            return CheckResult(check, m.subject, AcceptVerdict.DEGRADED, m, margin,
+                               f"{which} {judged:g} {t.unit} is not {t.operator} {t.value:g}")
+    return CheckResult(check, m.subject, AcceptVerdict.PASS, m, margin)
+
+
+def _textual(check: ProfileCheck, m: Measured) -> CheckResult:
+    if m.missing:
+        return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, reason="; ".join(m.missing))
+    t = check.thresholds[0]
+    if check.spec.kind == "in":
+        bad = [v for v in m.texts if v not in t.value]
+        if bad:
+            return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, reason=f"{', '.join(bad)} not approved")
+        return CheckResult(check, m.subject, AcceptVerdict.PASS, m)
+    seen = set(m.compared)
+    if len(seen) != 1:
+        return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, reason=f"{len(seen)} different values: "
+                           f"{', '.join(sorted(seen))}")
+    return CheckResult(check, m.subject, AcceptVerdict.PASS, m)
+
+
+def judge_check(check: ProfileCheck, link: LinkFacts, repetitions: int) -> list[CheckResult]:
+    judge = _numeric if check.spec.kind in ("min", "max") else _textual
+    return [judge(check, m) for m in measure(link, check.id, repetitions)]
+
+
+def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: int | None = None) -> Acceptance:
+    """The acceptance of a diagnosed run: every check of `profile` and the diagnosis' own verdict."""
+    reps = repetitions if repetitions is not None else profile.test.repetitions
+    results = tuple(r for check in profile.checks for r in judge_check(check, link, reps))
+    counted = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
+                    if f.status in (Status.FAIL, Status.WARN) or (f.status is Status.SKIP and f.required))
+    from_findings = _FROM_DIAGNOSIS[diagnosis.verdict]
+    verdict = worst([from_findings, *(r.status for r in results)])
+    notes = [] if from_findings is AcceptVerdict.PASS else [
+        f"the findings make it {from_findings.value} (verdict {diagnosis.verdict.value})"]
+    return Acceptance(profile, reps, verdict, results, diagnosis.verdict, counted, tuple(notes))

@@ -1,0 +1,315 @@
+"""Acceptance profiles: the test to run and the thresholds it is judged by, loaded strictly with file:line.
+
+A profile is YAML (bounded like playbooks: 1 MiB, 64 levels, no anchors or aliases):
+
+    profile: dgx-spark-pair
+    version: 1
+    description: ...
+    test:
+      repetitions: 3                      # RDMA rounds run this many times; the minimum is judged
+      rdma: {duration_s: 10, size_bytes: 1048576, qps: 1}
+      nccl: {max_bytes: 17179869184}
+    checks:
+      rdma_alone_gbps:
+        fail_below: {value: 92, unit: Gb/s, source: "..."}
+      nccl_busbw_gbs:
+        warn_below: {value: 20, unit: GB/s, source: "..."}   # below it: DEGRADED
+        fail_below: {value: 8, unit: GB/s, source: "..."}    # below it: FAIL
+
+Each check id is one of `CHECKS`, which fixes its unit, its bands and what is impossible for it. Every
+threshold states its value, unit and source. Unknown keys, wrong types, a unit other than the check's, a
+value outside what the hardware can show, and a warn floor under the fail floor (or a warn ceiling over
+the fail ceiling) are refused naming file:line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
+from linkcheck.errors import InputFileError, UsageError
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+TOP_KEYS = {"profile", "version", "description", "test", "checks"}
+TEST_KEYS = {"repetitions", "rdma", "nccl"}
+THRESHOLD_KEYS = {"value", "unit", "source"}
+
+
+class ProfileError(InputFileError):
+    """An acceptance profile breaks the schema: unknown key, wrong type, impossible or contradictory threshold."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSpec:
+    """What a check measures and which thresholds make sense for it.
+
+    kind: `min` (measured >= value passes: fail_below / warn_below), `max` (measured <= value passes:
+    fail_above / warn_above), `in` (the measured text is one of a list: approved), `same` (both ends or
+    both nodes read the same: same).
+    """
+
+    kind: str
+    unit: str
+    what: str
+    low: float = 0.0  # the lowest value a threshold may take
+    high: float | None = None  # the highest a measurement can reach; a floor above it can never pass
+    integer: bool = False
+
+
+CHECKS: dict[str, CheckSpec] = {
+    "rdma_alone_gbps": CheckSpec("min", "Gb/s", "ib_write_bw on each path alone, per direction", high=200),
+    "rdma_concurrent_gbps": CheckSpec("min", "Gb/s", "ib_write_bw per path with both paths at once, per direction",
+                                      high=200),
+    "rdma_concurrent_total_gbps": CheckSpec("min", "Gb/s", "both paths at once, summed, per direction (one 200G "
+                                            "cage)", high=200),
+    "nccl_busbw_gbs": CheckSpec("min", "GB/s", "all_gather_perf bus bandwidth at messages >= 1 GiB", high=25),
+    "nccl_wrong": CheckSpec("max", "errors", "all_gather_perf #wrong over every row", integer=True),
+    "pcie_speed_gts": CheckSpec("min", "GT/s", "PCIe link speed of every used CX-7 function", high=64),
+    "pcie_width": CheckSpec("min", "lanes", "PCIe link width of every used CX-7 function", low=1, high=16,
+                            integer=True),
+    "cable_part_number": CheckSpec("in", "part number", "the cable's EEPROM part number, at each end"),
+    "cable_serial_both_ends": CheckSpec("same", "serial number", "the same cable serial seen from both nodes"),
+    "firmware_same": CheckSpec("same", "firmware version", "the same ConnectX-7 firmware on every used function "
+                               "of both nodes"),
+}
+BANDS = {"min": ("fail_below", "warn_below"), "max": ("fail_above", "warn_above"), "in": ("approved",),
+         "same": ("same",)}
+OPERATORS = {"min": ">=", "max": "<=", "in": "in", "same": "=="}
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """One band of a check: measured `operator` value passes it."""
+
+    band: str  # fail_below, warn_below, fail_above, warn_above, approved, same
+    operator: str
+    value: Any  # a number, a list of texts (approved) or True (same)
+    unit: str
+    source: str
+
+    @property
+    def fails(self) -> bool:
+        """Missing this band is a failure (else: DEGRADED)."""
+        return not self.band.startswith("warn")
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileCheck:
+    id: str
+    spec: CheckSpec
+    thresholds: tuple[Threshold, ...]  # the fail band first, then the warn band when there is one
+
+
+@dataclass(frozen=True, slots=True)
+class TestPlan:
+    """What `accept` runs: the RDMA rounds `repetitions` times, then NCCL once."""
+
+    repetitions: int = 3
+    duration_s: int = 10
+    size_bytes: int = 1048576
+    qps: int = 1
+    nccl_max_bytes: int = 1 << 34
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    description: str
+    test: TestPlan
+    checks: tuple[ProfileCheck, ...]
+    source: str  # the file it came from
+    sha256: str  # of the file's bytes
+    text: str = field(default="", repr=False)
+
+    def check(self, check_id: str) -> ProfileCheck | None:
+        return next((c for c in self.checks if c.id == check_id), None)
+
+
+# Ranges of the test parameters, as the CLI takes them (`bench rdma --duration`, ...).
+_TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": (1, 1 << 30), "qps": (1, 1024),
+                "max_bytes": (8, 1 << 40)}
+
+
+class _Ctx:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, reason: str, node: Any = None, key: str | None = None) -> ProfileError:
+        return ProfileError(self.path, reason, line=line_of(node, key))
+
+
+def _mapping(ctx: _Ctx, raw: Any, where: str, allowed: set[str], parent: Any = None, key: str | None = None
+             ) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ctx.fail(f"{where} must be a mapping", parent, key)
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        raise ctx.fail(f"unknown key '{unknown[0]}' in {where}; expected one of {', '.join(sorted(allowed))}",
+                       raw, unknown[0])
+    return raw
+
+
+def _integer(ctx: _Ctx, raw: dict[str, Any], key: str, name: str) -> int:
+    value = raw[key]
+    low, high = _TEST_RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ctx.fail(f"'{key}' must be an integer from {low} to {high}, got {value!r}", raw, key)
+    return value
+
+
+def _test(ctx: _Ctx, doc: dict[str, Any]) -> TestPlan:
+    if "test" not in doc:
+        return TestPlan()
+    raw = _mapping(ctx, doc["test"], "'test'", TEST_KEYS, doc, "test")
+    values: dict[str, int] = {}
+    if "repetitions" in raw:
+        values["repetitions"] = _integer(ctx, raw, "repetitions", "repetitions")
+    if "rdma" in raw:
+        rdma = _mapping(ctx, raw["rdma"], "'test.rdma'", {"duration_s", "size_bytes", "qps"}, raw, "rdma")
+        values.update({k: _integer(ctx, rdma, k, k) for k in rdma})
+    if "nccl" in raw:
+        nccl = _mapping(ctx, raw["nccl"], "'test.nccl'", {"max_bytes"}, raw, "nccl")
+        if "max_bytes" in nccl:
+            values["nccl_max_bytes"] = _integer(ctx, nccl, "max_bytes", "max_bytes")
+    return TestPlan(**values)
+
+
+def _number(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:
+    value = raw["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ctx.fail(f"{check_id}: 'value' must be a number, got {value!r}", raw, "value")
+    if spec.integer and value != int(value):
+        raise ctx.fail(f"{check_id}: 'value' must be a whole number of {spec.unit}, got {value!r}", raw, "value")
+    if value < spec.low:
+        raise ctx.fail(f"{check_id}: {value} {spec.unit} is impossible (the lowest is {spec.low:g})", raw, "value")
+    if spec.high is not None and value > spec.high:
+        raise ctx.fail(f"{check_id}: {value} {spec.unit} can never be measured ({spec.what} reaches at most "
+                       f"{spec.high:g} {spec.unit})", raw, "value")
+    return float(value)
+
+
+def _value(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> Any:
+    if spec.kind == "in":
+        value = raw["value"]
+        if not (isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)):
+            raise ctx.fail(f"{check_id}: 'value' must be a non-empty list of {spec.unit}s", raw, "value")
+        return tuple(v.strip() for v in value)
+    if spec.kind == "same":
+        if raw["value"] is not True:
+            raise ctx.fail(f"{check_id}: 'value' must be true (the two sides must read the same)", raw, "value")
+        return True
+    return _number(ctx, spec, check_id, raw)
+
+
+def _threshold(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: Any, parent: Any) -> Threshold:
+    where = f"'{check_id}.{band}'"
+    raw = _mapping(ctx, raw, where, THRESHOLD_KEYS, parent, band)
+    missing = sorted(THRESHOLD_KEYS - set(raw))
+    if missing:
+        raise ctx.fail(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source)",
+                       raw)
+    if raw["unit"] != spec.unit:
+        raise ctx.fail(f"{check_id}: unit must be '{spec.unit}', got {raw['unit']!r}", raw, "unit")
+    source = raw["source"]
+    if not isinstance(source, str) or not source.strip():
+        raise ctx.fail(f"{where}: 'source' must say where the value comes from", raw, "source")
+    return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
+                     " ".join(source.split()))
+
+
+def _contradiction(check_id: str, spec: CheckSpec, fail: Threshold, warn: Threshold) -> str | None:
+    if spec.kind == "min" and warn.value < fail.value:
+        return (f"{check_id}: warn_below {warn.value:g} is under fail_below {fail.value:g}: the warn floor must be "
+                "at or above the fail floor")
+    if spec.kind == "max" and warn.value > fail.value:
+        return (f"{check_id}: warn_above {warn.value:g} is over fail_above {fail.value:g}: the warn ceiling must be "
+                "at or below the fail ceiling")
+    return None
+
+
+def _check(ctx: _Ctx, check_id: str, raw: Any, parent: Any) -> ProfileCheck:
+    spec = CHECKS.get(check_id)
+    if spec is None:
+        raise ctx.fail(f"unknown check '{check_id}'; expected one of {', '.join(CHECKS)}", parent, check_id)
+    bands = BANDS[spec.kind]
+    raw = _mapping(ctx, raw, f"check '{check_id}'", set(bands), parent, check_id)
+    if bands[0] not in raw:
+        raise ctx.fail(f"check '{check_id}' needs '{bands[0]}'", parent, check_id)
+    found = tuple(_threshold(ctx, spec, check_id, band, raw[band], raw) for band in bands if band in raw)
+    if len(found) == 2:
+        problem = _contradiction(check_id, spec, found[0], found[1])
+        if problem:
+            raise ctx.fail(problem, raw, bands[1])
+    return ProfileCheck(check_id, spec, found)
+
+
+def _checks(ctx: _Ctx, doc: dict[str, Any]) -> tuple[ProfileCheck, ...]:
+    raw = doc.get("checks")
+    if not isinstance(raw, dict) or not raw:
+        raise ctx.fail("'checks' must be a non-empty mapping of check ids to thresholds", doc,
+                       "checks" if "checks" in doc else None)
+    checks = tuple(_check(ctx, str(k), v, raw) for k, v in raw.items())
+    _consistent(ctx, checks, raw)
+    return checks
+
+
+def _consistent(ctx: _Ctx, checks: tuple[ProfileCheck, ...], raw: dict[str, Any]) -> None:
+    """Thresholds that no pair can meet together: both paths share one 200 Gb/s cage, so a per-path
+    concurrent floor over 100 Gb/s asks for more than the cage carries."""
+    per_path = next((c for c in checks if c.id == "rdma_concurrent_gbps"), None)
+    if per_path is not None:
+        floor = max(t.value for t in per_path.thresholds)
+        if 2 * floor > 200:
+            raise ctx.fail(f"rdma_concurrent_gbps: two paths at {floor:g} Gb/s each exceed the cage's 200 Gb/s; "
+                           "no pair can meet it", raw, "rdma_concurrent_gbps")
+
+
+def parse_profile(text: str, path: str) -> Profile:
+    """A profile from its YAML text; ProfileError naming path:line on the first problem."""
+    ctx = _Ctx(path)
+    doc = parse_yaml_text(text, path, ProfileError)
+    doc = _mapping(ctx, doc, "a profile", TOP_KEYS)
+    name = doc.get("profile")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ctx.fail("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", doc,
+                       "profile" if "profile" in doc else None)
+    if doc.get("version") != 1 or isinstance(doc.get("version"), bool):
+        raise ctx.fail(f"'version' must be 1, got {doc.get('version')!r}", doc, "version" if "version" in doc else None)
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.fail("'description' must be text", doc, "description")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Profile(name, " ".join(description.split()), _test(ctx, doc), _checks(ctx, doc), path, digest, text)
+
+
+def load_profile_file(path: Path) -> Profile:
+    return parse_profile(read_yaml_text(path, ProfileError), str(path))
+
+
+def builtin_profiles() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.yaml"))}
+
+
+DEFAULT_PROFILE = "dgx-spark-pair"
+
+
+def resolve_profile(name_or_file: str | None) -> Profile:
+    """A built-in profile by name, or a profile file by path (anything with a '/' or ending in .yaml/.yml)."""
+    wanted = name_or_file or DEFAULT_PROFILE
+    builtins = builtin_profiles()
+    if wanted in builtins:
+        from dataclasses import replace
+
+        return replace(load_profile_file(builtins[wanted]), source=f"built-in ({builtins[wanted].name})")
+    path = Path(wanted)
+    if "/" in wanted or path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise ProfileError(wanted, "no such profile file")
+        return load_profile_file(path)
+    raise UsageError(f"no profile {wanted!r}; built in: {', '.join(builtins) or 'none'} "
+                     "(`linkcheck profiles list`), or give a file")

@@ -1,0 +1,70 @@
+"""The acceptance in the bundle: `acceptance.json` and a copy of the profile, added to the manifest's file table
+(with its digest) and to SHA256SUMS, so `linkcheck verify` covers them like every capture."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from linkcheck.collect.bundle import MANIFEST, read_manifest
+from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
+
+ACCEPTANCE = "acceptance.json"
+PROFILE_COPY = "acceptance-profile.yaml"
+MAX_ACCEPTANCE_BYTES = 4 << 20
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """`path` holds either its old bytes or all of `data`: written beside it, then renamed over it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def add_files(directory: Path, texts: dict[str, str]) -> None:
+    """Add top-level files to a written bundle: the files, then the manifest's table and digest, then SHA256SUMS."""
+    data = read_manifest(directory)
+    table: dict[str, str] = dict(data.get("files", {}))
+    for rel, text in texts.items():
+        raw = text.encode("utf-8")
+        _replace(directory / rel, raw)
+        table[rel] = sha256_hex(raw)
+    data["files"], data[DIGEST_KEY] = table, files_digest(table)
+    manifest = json.dumps(data, indent=1, sort_keys=False) + "\n"
+    _replace(directory / MANIFEST, manifest.encode("utf-8"))
+    sums = {**table, MANIFEST: sha256_hex(manifest.encode("utf-8"))}
+    _replace(directory / SUMS, sums_text(sums).encode("utf-8", errors="surrogateescape"))
+
+
+def write_acceptance(directory: Path, document: dict[str, Any], profile_text: str) -> None:
+    add_files(directory, {ACCEPTANCE: json.dumps(document, indent=2) + "\n", PROFILE_COPY: profile_text})
+
+
+def load_acceptance(directory: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The bundle's acceptance document, or (None, why it cannot be used); (None, None) when it has none.
+
+    Read only when the manifest lists it with the same SHA-256: an edited acceptance is never shown as the run's.
+    """
+    path = directory / ACCEPTANCE
+    if not path.is_file():
+        return None, None
+    files = read_manifest(directory).get("files", {})
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_ACCEPTANCE_BYTES + 1)
+    except OSError as exc:
+        return None, f"{ACCEPTANCE}: cannot read: {exc.strerror or exc}"
+    if ACCEPTANCE not in files:
+        return None, f"{ACCEPTANCE} is not in {MANIFEST} (unverified, not shown)"
+    if len(raw) > MAX_ACCEPTANCE_BYTES or sha256_hex(raw) != files[ACCEPTANCE]:
+        return None, f"{ACCEPTANCE} does not match its SHA-256 in {MANIFEST} (changed since the run; not shown)"
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, f"{ACCEPTANCE} is not JSON"
+    if not isinstance(doc, dict) or doc.get("schema") != "linkcheck-acceptance" or not isinstance(doc.get("checks"),
+                                                                                                  list):
+        return None, f"{ACCEPTANCE} is not a linkcheck-acceptance document"
+    return doc, None

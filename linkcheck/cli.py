@@ -358,6 +358,57 @@ def bench_nccl(
 
 
 @app.command()
+def accept(
+    profile: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--profile", "-P", help="A built-in profile's name (`linkcheck profiles list`) or a profile file "
+        "(default dgx-spark-pair).")] = None,
+    repetitions: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--repetitions", "-r", min=1, max=100, help="Run the RDMA rounds this many times (default: the "
+        "profile's, 3); the lowest of each measurement is judged.")] = None,
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
+    fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+) -> None:
+    """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated;
+    NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE."""
+    from linkcheck.accept.profile import resolve_profile
+
+    prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
+    reps = repetitions or prof.test.repetitions
+    from linkcheck.accept.run import expected_paths, run_accept
+    from linkcheck.collect.config import Config
+
+    cfg = _live_config(config, node, accept_new_host_keys)
+    assert isinstance(cfg, Config)
+    target = _checked_save(save)
+    progress = None
+    if fmt is Format.console and not _QUIET:
+        from rich.console import Console
+
+        from linkcheck.accept.budget import plan_line
+        from linkcheck.report.progress import ConsoleProgress
+
+        _say(plan_line("accept", paths=expected_paths(cfg), duration_s=prof.test.duration_s, repetitions=reps,
+                       nccl_max_bytes=prof.test.nccl_max_bytes))
+        progress = ConsoleProgress(Console(stderr=True))
+    result = run_accept(cfg, prof, reps, target, progress)
+    if result.outcome is None or result.acceptance is None:
+        _say(f"partial bundle saved to {result.saved}")
+        raise typer.Exit(130)
+    _node_errors(result.outcome)
+    from linkcheck.accept.text import acceptance_text, headline
+
+    document = result.acceptance.to_dict()
+    if _QUIET:
+        _say(headline(document))
+    else:
+        _emit(result.outcome, fmt, show_all)
+        if fmt is Format.console:
+            _out("\n" + acceptance_text(document))
+    _say(f"bundle saved to {result.saved}")
+    raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
+
+
+@app.command()
 def collect(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False,

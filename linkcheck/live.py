@@ -21,16 +21,21 @@ if TYPE_CHECKING:
     from linkcheck.collect.config import Config
     from linkcheck.diagnose.playbook import Rule
     from linkcheck.facts.model import LinkFacts
+    from linkcheck.model import Capture
     from linkcheck.pipeline import Outcome
     from linkcheck.transport.base import Transport
 
 
 @dataclass(frozen=True)
 class TrafficRequest:
-    """Which traffic tests to run after the inspection (None = skip that test)."""
+    """Which traffic tests to run after the inspection (None = skip that test).
+
+    `repetitions` > 1 (`accept`) runs the RDMA rounds that many times, then NCCL once; each repetition's
+    captures carry their own `round` ids (`<round>-rep<n>`), so the facts keep them apart."""
 
     rdma: RdmaOptions | None = None
     nccl: NcclOptions | None = None
+    repetitions: int = 1
 
 
 @dataclass(frozen=True)
@@ -89,10 +94,23 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
     if bundle.collection_errors:
         why = "traffic tests not run: a node could not be inspected"
         return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
-    result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl, progress=progress)
-    errors = {**bundle.collection_errors, **({"bench": result.error} if result.error else {})}
-    return replace(bundle, captures=[*bundle.captures, *result.captures], collection_errors=errors), \
-        result.interrupted
+    captures: list[Capture] = []
+    reps = request.repetitions if request.rdma is not None else 1
+    for n in range(1, reps + 1):  # the first error or Ctrl-C ends the repetitions
+        result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if n == reps else None,
+                             progress=progress)
+        captures += result.captures if reps == 1 else _repetition(result.captures, n)
+        if result.error or result.interrupted:
+            break
+    error = f"repetition {n} of {reps}: {result.error}" if reps > 1 and result.error else result.error
+    errors = {**bundle.collection_errors, **({"bench": error} if error else {})}
+    return replace(bundle, captures=[*bundle.captures, *captures], collection_errors=errors), result.interrupted
+
+
+def _repetition(captures: list[Capture], n: int) -> list[Capture]:
+    """One repetition's captures with their round ids made its own (the mode stays the id's first word)."""
+    return [replace(c, meta={**c.meta, "round": f"{c.meta['round']}-rep{n}"}) if c.meta.get("round") else c
+            for c in captures]
 
 
 def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:

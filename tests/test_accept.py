@@ -167,6 +167,16 @@ def test_bad_profile_is_one_line_with_file_and_line(case: str, tmp_path: Path) -
     assert proc.returncode == 4 and len(lines) == 1 and f"site.yaml:{raised.value.line}:" in lines[0], proc.stderr
 
 
+def test_bad_profile_stops_accept_before_any_work(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD["warn floor under fail floor"][0], encoding="utf-8")
+    proc = _cli("accept", "--profile", str(path), "--node", "a=nobody@192.0.2.1", "--node", "b=nobody@192.0.2.2",
+                "--save", str(tmp_path / "saved"))
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 4 and len(lines) == 1 and "bad.yaml:" in lines[0], proc.stderr
+    assert not (tmp_path / "saved").exists()
+
+
 def test_yaml_anchor_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "alias.yaml"
     text = GOOD.replace("    fail_below:\n      value: 92", "    fail_below: &x\n      value: 92", 1)

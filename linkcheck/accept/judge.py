@@ -214,7 +214,12 @@ def _cable_serial(link: LinkFacts) -> list[Measured]:
 def _firmware(link: LinkFacts) -> list[Measured]:
     fns = _used(link)
     unread = tuple(f"{fn.label}: firmware not read (ethtool -i)" for fn in fns if fn.firmware is None)
-    texts = tuple(f"{fn.label}: {fn.firmware}" for fn in fns if fn.firmware is not None)
+    by_version: dict[str, list[str]] = {}
+    for fn in fns:
+        if fn.firmware is not None:
+            by_version.setdefault(fn.firmware, []).append(fn.label)
+    texts = tuple(f"{v} on {', '.join(labels)}" if len(by_version) > 1 else f"{v} on all {len(labels)} functions"
+                  for v, labels in sorted(by_version.items()))
     return [Measured("pair", texts=texts, missing=unread if fns else ("no used CX-7 function",),
                      compared=tuple(fn.firmware for fn in fns if fn.firmware is not None))]
 

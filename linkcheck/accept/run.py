@@ -1,0 +1,62 @@
+"""`linkcheck accept`: a live run planned from the profile (inspection, the RDMA rounds repeated, NCCL once),
+diagnosed with the configured playbooks, judged against the profile, the acceptance saved into the bundle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
+from linkcheck.accept.profile import Profile
+from linkcheck.accept.record import write_acceptance
+
+if TYPE_CHECKING:
+    from linkcheck.bench.runner import Progress
+    from linkcheck.collect.config import Config
+    from linkcheck.live import TrafficRequest
+    from linkcheck.pipeline import Outcome
+
+
+@dataclass(frozen=True)
+class AcceptRun:
+    saved: Path
+    outcome: Outcome | None
+    acceptance: Acceptance | None
+    interrupted: bool = False
+
+
+def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
+    from linkcheck.bench.nccl import NcclOptions
+    from linkcheck.bench.plan import RdmaOptions
+    from linkcheck.live import TrafficRequest
+
+    t = profile.test
+    return TrafficRequest(rdma=RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
+                          nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions)
+
+
+def expected_paths(config: Config) -> int:
+    """How many data paths the plan assumes before the inspection: those `init` recorded, else both twins."""
+    return len(config.expected_link.paths) if config.expected_link and config.expected_link.paths else 2
+
+
+def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,
+               progress: Progress | None = None) -> AcceptRun:
+    """Inspect, run the traffic tests, save, diagnose, judge; the acceptance joins the saved bundle."""
+    from linkcheck.live import run_live
+
+    result = run_live(config, save_dir, anonymize=False, diagnose=True,
+                      traffic=traffic_request(profile, repetitions), progress=progress)
+    if result.outcome is None:
+        return AcceptRun(result.saved, None, None, result.interrupted)
+    acceptance = accept_outcome(result.outcome, profile, repetitions)
+    if result.interrupted:
+        acceptance = replace(acceptance, verdict=AcceptVerdict.INCONCLUSIVE,
+                             notes=(*acceptance.notes, "interrupted (Ctrl-C): the run is partial"))
+    write_acceptance(result.saved, acceptance.to_dict(), profile.text)
+    return AcceptRun(result.saved, result.outcome, acceptance, result.interrupted)
+
+
+def accept_outcome(outcome: Outcome, profile: Profile, repetitions: int | None = None) -> Acceptance:
+    return judge(outcome.link, outcome.diagnosis, profile, repetitions)

@@ -272,6 +272,8 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     assert isinstance(cfg, Config) and (traffic is None or isinstance(traffic, TrafficRequest))
     assert isinstance(record, RunRecord)
     save = _checked_save(save)
+    if fmt is Format.console and not _QUIET and (traffic is not None or sys.stderr.isatty()):
+        _say(_plan(command_name(record), cfg, traffic))
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
         from rich.console import Console
@@ -288,6 +290,19 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     _emit(outcome, fmt, show_all)
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
+
+
+def command_name(record: object) -> str:
+    return str(getattr(record, "command", "check"))
+
+
+def _plan(command: str, cfg: Config, traffic: Any) -> str:
+    """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
+    from linkcheck.accept.budget import expected_paths, plan_line
+
+    rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
+    return plan_line(command, paths=expected_paths(cfg), duration_s=rdma.duration_s if rdma else None,
+                     nccl_max_bytes=nccl.max_bytes if nccl else None)
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
@@ -374,7 +389,7 @@ def accept(
 
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
     reps = repetitions or prof.test.repetitions
-    from linkcheck.accept.run import expected_paths, run_accept
+    from linkcheck.accept.run import run_accept
     from linkcheck.collect.config import Config
 
     cfg = _live_config(config, node, accept_new_host_keys)
@@ -384,7 +399,7 @@ def accept(
     if fmt is Format.console and not _QUIET:
         from rich.console import Console
 
-        from linkcheck.accept.budget import plan_line
+        from linkcheck.accept.budget import expected_paths, plan_line
         from linkcheck.report.progress import ConsoleProgress
 
         _say(plan_line("accept", paths=expected_paths(cfg), duration_s=prof.test.duration_s, repetitions=reps,

@@ -347,3 +347,22 @@ def test_reports_without_acceptance_have_none() -> None:
     report = json.loads(_cli("report", str(FIXTURES / "healthy"), "--format", "json").stdout)
     assert report["acceptance"] is None
     assert "## Acceptance" not in _cli("report", str(FIXTURES / "healthy"), "--format", "markdown").stdout
+
+
+# -- time budgets ---------------------------------------------------------------------------------------------------
+
+
+def test_planned_wall_time_follows_rounds_durations_and_repetitions() -> None:
+    from linkcheck.accept.budget import ROUND_OVERHEAD_S, nccl_seconds, plan_line, planned_seconds, rdma_rounds
+
+    assert rdma_rounds(2) == 6 and rdma_rounds(1) == 2  # each path alone, both at once, per direction
+    inspection = planned_seconds()
+    once = planned_seconds(duration_s=10) - inspection
+    assert once == pytest.approx(6 * (10 + ROUND_OVERHEAD_S))
+    assert planned_seconds(duration_s=10, repetitions=3) - inspection == pytest.approx(3 * once)
+    assert planned_seconds(paths=1, duration_s=10) - inspection == pytest.approx(once / 3)
+    assert nccl_seconds(1 << 34) > nccl_seconds(1 << 30) > 0
+    line = plan_line("accept", duration_s=10, repetitions=3, nccl_max_bytes=1 << 34)
+    assert line.startswith("linkcheck accept: planned wall time ~")
+    assert "6 ib_write_bw rounds of 10 s x 3 repetitions" in line and "all_gather_perf up to 16384 MiB" in line
+    assert plan_line("check") == f"linkcheck check: planned wall time ~{inspection:.0f} s (inspection)"

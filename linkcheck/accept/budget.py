@@ -7,12 +7,22 @@ exit, the counter snapshots), and mpirun with NCCL's set-up ~10 s before the all
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from linkcheck.collect.config import Config
+
 INSPECTION_S = 2.0
 ROUND_OVERHEAD_S = 2.0
 NCCL_START_S = 10.0
-NCCL_SWEEP_GBS = 20.0  # algbw the sweep's data moves at (2 ranks: busbw x 2 ~ 40-47 GB/s; counted low)
+NCCL_SWEEP_GBS = 40.0  # algbw of a healthy pair at 2 ranks (busbw x 2: 43-47 GB/s), counted a little low
 NCCL_ITERATIONS = 2 * 21  # out-of-place and in-place, 20 iterations and a warm-up per size
 NCCL_MIN_BYTES = 1 << 30
+
+
+def expected_paths(config: Config) -> int:
+    """How many data paths the plan assumes before the inspection: those `init` recorded, else both twins."""
+    return len(config.expected_link.paths) if config.expected_link and config.expected_link.paths else 2
 
 
 def rdma_rounds(paths: int, directions: int = 2) -> int:

@@ -36,11 +36,6 @@ def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
                           nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions)
 
 
-def expected_paths(config: Config) -> int:
-    """How many data paths the plan assumes before the inspection: those `init` recorded, else both twins."""
-    return len(config.expected_link.paths) if config.expected_link and config.expected_link.paths else 2
-
-
 def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,
                progress: Progress | None = None) -> AcceptRun:
     """Inspect, run the traffic tests, save, diagnose, judge; the acceptance joins the saved bundle."""

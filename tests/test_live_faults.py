@@ -349,13 +349,17 @@ def _command_fault(fault: FaultRun, healthy: set[tuple[str, str, str]], node: st
     return unavailable[group]
 
 
+BOTH_FAULTS = {"cable", "fec", "netplan"}
+
+
 def test_missing_tool(run_missing_and_sudo: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
-    _command_fault(run_missing_and_sudo, healthy_findings, "a", "cable", {"cable"}, r"tool missing: ethtool")
+    # One run holds both faults: no ethtool on a (no EEPROM, no FEC), no sudo on b (no EEPROM, no netplan files).
+    _command_fault(run_missing_and_sudo, healthy_findings, "a", "cable", BOTH_FAULTS, r"tool missing: ethtool")
     _one_line(run_missing_and_sudo.run, "a", r"ethtool.*(missing|not found|not installed)")
 
 
 def test_sudo_refused(run_missing_and_sudo: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
-    _command_fault(run_missing_and_sudo, healthy_findings, "b", "cable", {"cable"}, r"sudo refused")
+    _command_fault(run_missing_and_sudo, healthy_findings, "b", "cable", BOTH_FAULTS, r"sudo refused")
     _one_line(run_missing_and_sudo.run, "b", r"sudo")
     manifest = _manifest(run_missing_and_sudo.run, run_missing_and_sudo.saved)
     refused = {c["spec"] for c in manifest["captures"] if c["node"] == "b" and "sudo" in (c["skipped"] or "")}

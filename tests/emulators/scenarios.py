@@ -202,7 +202,7 @@ def degraded_collection() -> Scenario:
     return Scenario("degraded-collection", "Node b refuses sudo without a password (lspci, ethtool -m, netplan "
                     "files and dmesg fail) and has no rdma-core/MLNX tools; node a is healthy. The verdict must "
                     "be inconclusive.", a, b, (), {}, {},
-                    ("CABLE_NOT_APPROVED", *NO_BENCH))
+                    ("CABLE_NOT_APPROVED", "NETPLAN_NOT_APPLIED", *NO_BENCH))
 
 
 def link_down() -> Scenario:

@@ -188,3 +188,10 @@ def _sigint_handler_restored() -> Iterator[None]:
     previous = signal.getsignal(signal.SIGINT)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(autouse=True)
+def _private_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs append to a per-pair history and baselines live under XDG_DATA_HOME: every test, and every linkcheck
+    it starts, uses its own, never the user's (which would also make results depend on earlier runs)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))

@@ -122,7 +122,7 @@ def _since(value: str | None) -> dt.datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
 
 
-def _when(record: dict[str, Any]) -> dt.datetime:
+def when_of(record: dict[str, Any]) -> dt.datetime:
     """When the run's bundle was collected (a later diagnosis of an old bundle belongs at its own time)."""
     for key in ("bundle_created", "time"):
         try:
@@ -151,7 +151,7 @@ def history_table(pair: str | None = None, since: str | None = None) -> str:
     rows: list[dict[str, Any]] = []
     for path in _files(pair):
         for record in read_records(path):
-            when = _when(record)
+            when = when_of(record)
             if start is not None and when < start:
                 continue
             totals = record.get("concurrent_total_gbps") or {}

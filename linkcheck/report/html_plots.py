@@ -109,9 +109,62 @@ def nccl_svg(outcome: Outcome) -> str | None:
     return _svg(figure)
 
 
+def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, str]]:
+    """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history, oldest first."""
+    from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
+    from linkcheck.baseline.identity import pair_id, pair_key
+
+    path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
+    if not path.is_file():
+        return []
+    try:
+        records = read_records(path)
+    except HistoryError:
+        return []  # `linkcheck history` names the bad line; the report keeps its other plots
+    out = []
+    for record in records:
+        totals = [float(t) for t in (record.get("concurrent_total_gbps") or {}).values()]
+        busbw = record.get("nccl_busbw_gbs")
+        out.append((when_of(record), min(totals) if totals else None,
+                    float(busbw) if isinstance(busbw, (int, float)) else None, str(record.get("verdict"))))
+    return sorted(out, key=lambda r: r[0])
+
+
+def trend_svg(outcome: Outcome) -> str | None:
+    """The pair's history: both paths' concurrent total and the NCCL bus bandwidth over time, with verdicts."""
+    runs = _history(outcome)
+    if len(runs) < 2:
+        return None
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 3.2))
+    axes = figure.add_subplot()
+    rdma = [(w, t) for w, t, _, _ in runs if t is not None]
+    if rdma:
+        axes.plot([w for w, _ in rdma], [t for _, t in rdma], marker="o", color="#3b6ea5",
+                  label="both paths at once, Gb/s (lowest direction)")
+    nccl = [(w, b) for w, _, b, _ in runs if b is not None]
+    if nccl:
+        second = axes.twinx()
+        second.plot([w for w, _ in nccl], [b for _, b in nccl], marker="s", color="#e0892b", label="NCCL busbw, GB/s")
+        second.set_ylabel("GB/s")
+        second.set_ylim(bottom=0)
+        second.legend(fontsize=7, loc="lower right")
+    for when, total, _, verdict in runs:
+        if total is not None and verdict != "pass":
+            axes.annotate(_label(verdict), (when, total), fontsize=7, color="#c62828")
+    axes.set_ylim(bottom=0)
+    axes.set_ylabel("Gb/s")
+    axes.set_title("This pair over time (linkcheck history)")
+    axes.legend(fontsize=7, loc="lower left")
+    figure.autofmt_xdate()
+    return _svg(figure)
+
+
 def svg_plots(outcome: Outcome) -> list[tuple[str, str]]:
-    """(caption, inline SVG) per plot; none without matplotlib."""
+    """(caption, inline SVG) per plot; none without matplotlib. The trend appears once the pair has a history."""
     if not have_matplotlib():
         return []
-    plots = [("Throughput per path", throughput_svg(outcome)), ("NCCL bus bandwidth", nccl_svg(outcome))]
+    plots = [("Throughput per path", throughput_svg(outcome)), ("NCCL bus bandwidth", nccl_svg(outcome)),
+             ("Trend", trend_svg(outcome))]
     return [(caption, svg) for caption, svg in plots if svg]

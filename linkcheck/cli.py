@@ -77,6 +77,7 @@ def _baseline(name: str | None) -> Any:
 
 
 _QUIET: list[bool] = []  # --quiet: no report body, only the verdict line on stderr and the exit code
+_DEBUG: list[bool] = []  # --debug: tracebacks, and the libraries' log messages
 
 
 def _show_version(value: bool) -> None:
@@ -192,10 +193,12 @@ AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, I
 
 
 def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> object:
+    """The resolved config of a command that contacts the nodes (each such command starts here)."""
     from dataclasses import replace
 
     from linkcheck.collect.config import resolve_config
 
+    _quiet_libraries(bool(_DEBUG))
     resolved = resolve_config(config, node or [])
     accept = accept or resolved.ssh.accept_new_host_keys
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
@@ -633,7 +636,9 @@ def _click_usage(exc: BaseException) -> int | None:
 
 
 def _quiet_libraries(debug: bool) -> None:
-    """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed."""
+    """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed.
+
+    Only the commands that contact nodes log (offline ones never load logging)."""
     import logging
 
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
@@ -673,7 +678,8 @@ def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
     args = _hoisted(sys.argv[1:])
     debug = "--debug" in args
-    _quiet_libraries(debug)
+    if debug:
+        _DEBUG.append(True)
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds and cleans up
         _require_stdout()

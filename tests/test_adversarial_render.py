@@ -93,3 +93,11 @@ def test_hostile_rule_text_in_playbooks_show_and_list(tmp_path: Path, text: str)
     for proc in (shown_proc, listed):
         assert proc.returncode == 0, proc.stderr
         assert_no_raw_controls(proc.stdout + proc.stderr)
+
+
+def test_emoji_codes_from_a_node_stay_text(tmp_path: Path) -> None:
+    bundle = copy_healthy(tmp_path)
+    rewrite_capture(bundle, "a", "hostname", b":thumbs_up:-node\n")
+    proc = run("diagnose", str(bundle))
+    assert ":thumbs_up:-node" in proc.stdout, proc.stdout
+    assert "\N{THUMBS UP SIGN}" not in proc.stdout

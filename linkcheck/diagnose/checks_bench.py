@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from linkcheck.diagnose.checks_fec import fec_evidence
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
 
 
-@dataclass(frozen=True, slots=True)
-class HotplugValues(CheckValues):
+class HotplugValues(TypedDict):
     """The hot-plug signature on one path."""
 
     path: str
@@ -21,8 +19,7 @@ class HotplugValues(CheckValues):
     host_b: str
 
 
-@dataclass(frozen=True, slots=True)
-class BelowNominalValues(CheckValues):
+class BelowNominalValues(TypedDict):
     """A path below a healthy one."""
 
     path: str
@@ -30,15 +27,13 @@ class BelowNominalValues(CheckValues):
     pct: str
 
 
-@dataclass(frozen=True, slots=True)
-class SocketFallbackValues(CheckValues):
+class SocketFallbackValues(TypedDict):
     """The transport NCCL used."""
 
     network: str
 
 
-@dataclass(frozen=True, slots=True)
-class BusbwValues(CheckValues):
+class BusbwValues(TypedDict):
     """The collective's bus bandwidth and the band it falls in."""
 
     busbw: str
@@ -77,8 +72,7 @@ def _hotplug_evidence(link: LinkFacts, late_s: float) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class ReplugValues(CheckValues):
+class ReplugValues(TypedDict):
     """A cable plug-in that the kernel logged long after boot, on one node."""
 
     node: str

@@ -5,10 +5,9 @@ Without a baseline they observe nothing, so they add no finding; the baseline co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
 PIN = "NCCL_IB_GID_INDEX"
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeValues(CheckValues):
+class ChangeValues(TypedDict):
     """What differs from the baseline, each as 'field baseline -> now'."""
 
     baseline: str
@@ -29,8 +27,7 @@ class ChangeValues(CheckValues):
     count: int
 
 
-@dataclass(frozen=True, slots=True)
-class GidMoveValues(CheckValues):
+class GidMoveValues(TypedDict):
     """One HCA's RoCE v2 IPv4 GID index in the baseline and now, and whether something pins it."""
 
     baseline: str
@@ -42,8 +39,7 @@ class GidMoveValues(CheckValues):
     consequence: str
 
 
-@dataclass(frozen=True, slots=True)
-class ThroughputValues(CheckValues):
+class ThroughputValues(TypedDict):
     """A traffic figure now against the baseline's."""
 
     baseline: str

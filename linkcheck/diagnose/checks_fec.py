@@ -6,10 +6,9 @@ FEC is a warning and evidence, never the cause named for a bandwidth loss: a GB1
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, Function, LinkFacts
 from linkcheck.model import Evidence
 
@@ -17,8 +16,7 @@ RS = "RS"
 PAM4_MIN_MBPS = 200_000  # 2 lanes x 100G PAM4 on the GB10's CX-7: RS(544,514) is mandatory
 
 
-@dataclass(frozen=True, slots=True)
-class FecValues(CheckValues):
+class FecValues(TypedDict):
     """What is wrong with a path's FEC, the end to fix first and both ends' active FEC."""
 
     path: str
@@ -55,7 +53,7 @@ def _judge(path: DataPath) -> Observation | None:
     if unknown:
         return Observation(subject=path.key, fired=False, evidence=evidence,
                            skip=f"the active FEC of {', '.join(f.label for f in unknown)} is unknown")
-    values = {"path": path.key, "fec_a": fec_text(path.a.fec_active), "fec_b": fec_text(path.b.fec_active)}
+    fec_a, fec_b = fec_text(path.a.fec_active), fec_text(path.b.fec_active)
     not_rs = [f for f in ends if _pam4(f) and f.fec_active != (RS,)]
     if not_rs:
         fn = not_rs[0]
@@ -64,13 +62,14 @@ def _judge(path: DataPath) -> Observation | None:
     elif path.a.fec_active != path.b.fec_active:
         fn = next(f for f in ends if f.fec_active != (RS,)) if (RS,) in (path.a.fec_active, path.b.fec_active) \
             else path.b
-        what = (f"the ends differ: {path.a.label} runs FEC {values['fec_a']}, {path.b.label} runs "
-                f"FEC {values['fec_b']}")
+        what = f"the ends differ: {path.a.label} runs FEC {fec_a}, {path.b.label} runs FEC {fec_b}"
     else:
         return Observation(subject=path.key, fired=False, evidence=evidence,
-                           values=FecValues(what="", node=path.a.node, netdev=path.a.netdev, **values))
+                           values=FecValues(path=path.key, what="", node=path.a.node, netdev=path.a.netdev,
+                                            fec_a=fec_a, fec_b=fec_b))
     return Observation(subject=path.key, fired=True, nodes=("a", "b"), evidence=evidence,
-                       values=FecValues(what=what, node=fn.node, netdev=fn.netdev, **values))
+                       values=FecValues(path=path.key, what=what, node=fn.node, netdev=fn.netdev, fec_a=fec_a,
+                                        fec_b=fec_b))
 
 
 def fec_not_rs(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
 
-@dataclass(frozen=True, slots=True)
-class StalePinValues(CheckValues):
+class StalePinValues(TypedDict):
     """A pinned GID index against the one resolved for an HCA."""
 
     node: str
@@ -25,8 +23,7 @@ class StalePinValues(CheckValues):
     remove_pin: str
 
 
-@dataclass(frozen=True, slots=True)
-class EmptyPinValues(CheckValues):
+class EmptyPinValues(TypedDict):
     """An empty NCCL_IB_GID_INDEX and where it is set."""
 
     node: str
@@ -34,8 +31,7 @@ class EmptyPinValues(CheckValues):
     remove_pin: str
 
 
-@dataclass(frozen=True, slots=True)
-class IndexSpreadValues(CheckValues):
+class IndexSpreadValues(TypedDict):
     """The resolved indices across HCAs and nodes."""
 
     indices: str

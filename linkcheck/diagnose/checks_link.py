@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
 
-@dataclass(frozen=True, slots=True)
-class LinkDownValues(CheckValues):
+class LinkDownValues(TypedDict):
     """What is down, and where to look."""
 
     node: str
@@ -20,8 +18,7 @@ class LinkDownValues(CheckValues):
     what: str
 
 
-@dataclass(frozen=True, slots=True)
-class SharedSubnetValues(CheckValues):
+class SharedSubnetValues(TypedDict):
     """Twins of one node in one subnet."""
 
     node: str
@@ -30,8 +27,7 @@ class SharedSubnetValues(CheckValues):
     second: str
 
 
-@dataclass(frozen=True, slots=True)
-class CableValues(CheckValues):
+class CableValues(TypedDict):
     """The cable's identity against NVIDIA's list."""
 
     node: str
@@ -42,8 +38,7 @@ class CableValues(CheckValues):
     approved: str
 
 
-@dataclass(frozen=True, slots=True)
-class LinkChangedValues(CheckValues):
+class LinkChangedValues(TypedDict):
     """What moved since linkcheck.yaml recorded the link."""
 
     what: str

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from linkcheck.diagnose.nccl_hca import ordered_hcas, select_hcas
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence
 
 HCA = "NCCL_IB_HCA"
 
 
-@dataclass(frozen=True, slots=True)
-class HcaOrderValues(CheckValues):
+class HcaOrderValues(TypedDict):
     """Both nodes' NCCL_IB_HCA orders and the order that pairs each path's twins."""
 
     order_a: str
@@ -23,8 +21,7 @@ class HcaOrderValues(CheckValues):
     fixed_b: str
 
 
-@dataclass(frozen=True, slots=True)
-class HcaUncabledValues(CheckValues):
+class HcaUncabledValues(TypedDict):
     """A listed HCA that cannot reach the peer."""
 
     node: str

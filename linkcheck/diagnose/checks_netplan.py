@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import Function, LinkFacts, NetplanIntent, NodeFacts
 from linkcheck.model import Evidence
 
 
-@dataclass(frozen=True, slots=True)
-class NetplanValues(CheckValues):
+class NetplanValues(TypedDict):
     """The files' intent and the live state of one netdev, side by side, and the fix."""
 
     node: str

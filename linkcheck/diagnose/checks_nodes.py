@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
@@ -15,8 +15,7 @@ from linkcheck.model import Evidence, Severity
 HARMLESS_NCCL = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")
 
 
-@dataclass(frozen=True, slots=True)
-class NodesDifferValues(CheckValues):
+class NodesDifferValues(TypedDict):
     """The fields that differ between the two nodes, as one table."""
 
     count: int

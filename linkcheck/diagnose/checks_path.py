@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypedDict
 
 from linkcheck.diagnose.checks_fec import fec_evidence
 from linkcheck.diagnose.checks_gid import nccl_functions
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import CheckValues, Observation
+from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence
 
 
-@dataclass(frozen=True, slots=True)
-class SinglePathValues(CheckValues):
+class SinglePathValues(TypedDict):
     """Why one PCIe x4 link carries both flows, on which node, and the first fix."""
 
     what: str

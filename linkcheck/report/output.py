@@ -53,7 +53,7 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
     if sys.stdout is None:
         raise _output_error(OSError("standard output is closed"))
     try:
-        print_report(outcome, _Console(), show_all=show_all)
+        print_report(outcome, _Console(emoji=False), show_all=show_all)  # `:name:` stays text
     except (OSError, ValueError) as exc:
         raise _output_error(exc) from None
 

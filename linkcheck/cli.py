@@ -1,7 +1,7 @@
 """The linkcheck command line: parse options, call one library function, render, exit with the verdict."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: typer reads every command's parameter annotations at each
+# start, and string annotations would be compiled and evaluated again there (~5 ms for all commands).
 import contextlib
 import os
 import signal
@@ -155,7 +155,7 @@ def report(
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
 
-def _offline_config(path: Path | None) -> Config | None:
+def _offline_config(path: Path | None) -> "Config | None":
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():
         return None
@@ -299,7 +299,7 @@ def command_name(record: object) -> str:
     return str(getattr(record, "command", "check"))
 
 
-def _plan(command: str, cfg: Config, traffic: Any) -> str:
+def _plan(command: str, cfg: "Config", traffic: Any) -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
     from linkcheck.accept.budget import expected_paths, plan_line
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -194,18 +196,42 @@ def _parse_manifest(path: Path) -> Any:
         raise BundleError(str(path), "malformed JSON: nested too deeply") from None
 
 
-def _read_file(directory: Path, rel: str | None, files: Mapping[str, str]) -> tuple[str, str | None]:
+def regular_files(directory: Path) -> frozenset[str]:
+    """The bundle's plain files, as relative POSIX paths, found without following a symbolic link.
+
+    One walk of the folder vouches for every path the manifest names: a name outside this set is missing,
+    a link or outside the bundle, and is never opened (resolving each path instead cost an lstat per
+    component of its absolute path, several thousand for one bundle)."""
+    found: set[str] = set()
+    folders = [("", str(directory))]
+    while folders:
+        prefix, folder = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:  # a DirEntry knows its type from the directory listing: no stat per file
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir():
+                    folders.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    found.add(prefix + entry.name)
+    return frozenset(found)
+
+
+def _read_file(directory: Path, rel: str | None, files: Mapping[str, str],
+               present: frozenset[str]) -> tuple[str, str | None]:
     """Return (text, problem); a missing or altered file yields a problem instead of an exception."""
     if rel is None:
         return "", None
-    target = (directory / rel).resolve()
-    if directory not in target.parents:  # the caller passes the folder already resolved
+    name = posixpath.normpath(rel)
+    if name == ".." or name.startswith(("../", "/")):
         return "", f"{rel}: path leaves the bundle directory"
-    if not target.is_file():
-        return "", f"{rel}: missing from bundle"
+    if name not in present:
+        return "", f"{rel}: missing from bundle" if not os.path.lexists(directory / name) else \
+            f"{rel}: not a plain file of the bundle (a link or a folder; not read)"
     expected = files.get(rel)
     if expected is None:  # nothing vouches for this file: it is not read, so it cannot pass a rule
         return "", f"{rel}: not hashed in the manifest's 'files' (unverified, not read)"
+    target = directory / name
     size = target.stat().st_size
     if size > MAX_CAPTURE_BYTES:
         return "", f"{rel}: {size} bytes, over the {MAX_CAPTURE_BYTES >> 20} MiB a capture may hold (not read)"
@@ -247,9 +273,9 @@ def _check_entry(manifest: Path, index: int, entry: Any) -> dict[str, Any]:
 
 
 def _capture_from_entry(directory: Path, entry: dict[str, Any], files: Mapping[str, str],
-                        problems: list[str]) -> Capture:
-    stdout, out_problem = _read_file(directory, entry.get("stdout"), files)
-    stderr, err_problem = _read_file(directory, entry.get("stderr"), files)
+                        present: frozenset[str], problems: list[str]) -> Capture:
+    stdout, out_problem = _read_file(directory, entry.get("stdout"), files, present)
+    stderr, err_problem = _read_file(directory, entry.get("stderr"), files, present)
     problem = out_problem or err_problem
     skipped = entry.get("skipped")
     if problem:
@@ -281,10 +307,10 @@ def load_bundle(directory: Path) -> Bundle:
     base = directory if directory.is_dir() else directory.parent
     files = _mapping(data.get("files"))
     problems: list[str] = []
-    resolved = base.resolve()  # once, not per file: _read_file checks every path stays inside it
-    manifest = resolved / MANIFEST
+    manifest = base / MANIFEST
     entries = [_check_entry(manifest, i, e) for i, e in enumerate(data["captures"])]
-    captures = [_capture_from_entry(resolved, e, files, problems) for e in entries]
+    present = regular_files(base)
+    captures = [_capture_from_entry(base, e, files, present, problems) for e in entries]
     nodes = _mapping(data.get("nodes"))
     errors = _mapping(data.get("collection_errors"))
     return Bundle(

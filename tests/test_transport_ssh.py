@@ -347,3 +347,19 @@ def test_threads_sharing_a_fresh_transport_make_one_connection(
         assert results == ["hi\n"] * 4 and opened == ["tcp"]
     finally:
         transport.close()
+
+
+
+def test_ssh_config_match_exec_is_run_or_refused_in_one_line(tmp_path: Path) -> None:
+    # paramiko 3 runs `Match exec` through invoke, an optional package that linkcheck does not install.
+    import importlib.util
+
+    config = tmp_path / "ssh_config"
+    config.write_text("Match exec true\n  HostName 198.18.7.7\n")
+    target = parse_target("labnode", name="a")
+    if importlib.util.find_spec("invoke") is not None:
+        assert resolve_target(target, config).host == "198.18.7.7"
+        return
+    with pytest.raises(ConfigError, match=r"Match exec.*invoke") as caught:
+        resolve_target(target, config)
+    assert caught.value.fix is not None and "pip install invoke" in caught.value.fix

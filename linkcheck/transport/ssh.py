@@ -90,6 +90,9 @@ def _ssh_config_for(host: str, path: Path) -> dict[str, Any]:
         return dict(paramiko.SSHConfig.from_path(str(path)).lookup(host))
     except (OSError, paramiko.ConfigParseError, ValueError) as exc:
         raise ConfigError(str(path), f"cannot read SSH config: {exc}") from exc
+    except ImportError:  # paramiko 3 runs `Match exec` through the optional invoke package
+        raise ConfigError(str(path), f"a `Match exec` line applies to {host}, and running it needs the Python "
+                          "package invoke", fix="pip install invoke, or give the node as USER@HOST[:PORT]") from None
 
 
 def _port(value: Any, ssh_config: Path | None) -> int:

@@ -229,7 +229,7 @@ def test_dropped_connection_mid_run_is_reported(server: Sshd, tmp_path: Path) ->
     def run() -> None:
         try:
             transport.run("sleep 4", timeout_s=5)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+        except BaseException as exc:
             outcome.append(exc)
 
     worker = threading.Thread(target=run)

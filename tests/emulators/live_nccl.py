@@ -52,7 +52,7 @@ class Job:
         except (KeyError, ValueError):
             return None
         env = os.environ
-        job = env.get("PMIX_NAMESPACE") or env.get("OMPI_MCA_ess_base_jobid") or str(os.getppid())  # noqa: SIM112
+        job = env.get("PMIX_NAMESPACE") or env.get("OMPI_MCA_ess_base_jobid") or str(os.getppid())
         return cls(rank, size, "".join(c if c.isalnum() else "_" for c in job))
 
 

@@ -94,7 +94,7 @@ def _load(name: str | None, body: str) -> dict[str, Any]:
     """yaml.safe_load one file; returns its `network` mapping ({} for an empty file or `network: null`)."""
     where = f"{name}: " if name else ""
     try:  # libyaml's loader when PyYAML has it: the pure-Python one takes seconds per MB
-        doc = yaml.load(body, Loader=_SAFE_LOADER)
+        doc = yaml.load(body, Loader=_SAFE_LOADER)  # a SafeLoader, C or Python
     except RecursionError:
         raise ParseError("netplan", f"{where}YAML nested too deeply") from None
     except UnicodeEncodeError:  # libyaml reads UTF-8: a lone surrogate cannot be encoded

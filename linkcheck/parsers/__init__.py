@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
 
 PARSERS: dict[str, tuple[str, str]] = {
     # kind: (module:function, one-line description)
@@ -47,10 +46,10 @@ PARSERS: dict[str, tuple[str, str]] = {
 }
 
 
-def get_parser(kind: str) -> Callable[[str], Any]:
+def get_parser(kind: str) -> Callable[[str], object]:
     """Import and return the parser for `kind`; KeyError when the kind is unknown."""
     target, _ = PARSERS[kind]
     module_name, func_name = target.split(":")
     module = importlib.import_module(f"linkcheck.parsers.{module_name}")
-    func: Callable[[str], Any] = getattr(module, func_name)
+    func: Callable[[str], object] = getattr(module, func_name)
     return func

@@ -582,6 +582,26 @@ def history(
     _out(history_table(pair, since))
 
 
+class Shell(str, Enum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+# What the shell sets when it asks linkcheck for completions (click's convention: _<PROG>_COMPLETE).
+COMPLETE_VAR = "_LINKCHECK_COMPLETE"
+
+
+@app.command()
+def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")]) -> None:
+    """Print the shell's completion script: `eval "$(linkcheck completion bash)"` in ~/.bashrc (zsh alike;
+    fish: `linkcheck completion fish > ~/.config/fish/completions/linkcheck.fish`)."""
+    from typer.completion import completion_init, get_completion_script
+
+    completion_init()
+    _out(get_completion_script(prog_name="linkcheck", complete_var=COMPLETE_VAR, shell=shell.value))
+
+
 @baseline_app.command("save")
 def baseline_save(
     name: Annotated[str, typer.Argument(help="The baseline's name (A-Z a-z 0-9 _ . -).")],
@@ -674,16 +694,25 @@ def _hoisted(args: list[str]) -> list[str]:
     return [*dict.fromkeys(flags), *(a for a in args[:end] if a not in _GLOBAL_FLAGS), *args[end:]]
 
 
+def _prepare_completion() -> None:
+    """The shell asks for completions (COMPLETE_VAR set): typer's shell classes must be there to answer."""
+    if COMPLETE_VAR in os.environ:
+        from typer.completion import completion_init
+
+        completion_init()
+
+
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
     args = _hoisted(sys.argv[1:])
     debug = "--debug" in args
     if debug:
         _DEBUG.append(True)
+    _prepare_completion()
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds and cleans up
         _require_stdout()
-        code = app(args=args, standalone_mode=False)
+        code = app(args=args, prog_name="linkcheck", complete_var=COMPLETE_VAR, standalone_mode=False)
         sys.exit(_said_if_interrupted(code if isinstance(code, int) else 0))
     except typer.Exit as exc:
         sys.exit(_said_if_interrupted(exc.exit_code))

@@ -33,7 +33,7 @@ app = typer.Typer(
     "4 bad input (unknown option, malformed bundle, playbook, config or tool output), 70 internal error.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 playbooks_app = typer.Typer(help="List, show and validate playbooks (rules as data).", no_args_is_help=True)
 app.add_typer(playbooks_app, name="playbooks")
@@ -582,24 +582,8 @@ def history(
     _out(history_table(pair, since))
 
 
-class Shell(str, Enum):
-    bash = "bash"
-    zsh = "zsh"
-    fish = "fish"
-
-
 # What the shell sets when it asks linkcheck for completions (click's convention: _<PROG>_COMPLETE).
 COMPLETE_VAR = "_LINKCHECK_COMPLETE"
-
-
-@app.command()
-def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")]) -> None:
-    """Print the shell's completion script: `eval "$(linkcheck completion bash)"` in ~/.bashrc (zsh alike;
-    fish: `linkcheck completion fish > ~/.config/fish/completions/linkcheck.fish`)."""
-    from typer.completion import completion_init, get_completion_script
-
-    completion_init()
-    _out(get_completion_script(prog_name="linkcheck", complete_var=COMPLETE_VAR, shell=shell.value))
 
 
 @baseline_app.command("save")
@@ -694,21 +678,12 @@ def _hoisted(args: list[str]) -> list[str]:
     return [*dict.fromkeys(flags), *(a for a in args[:end] if a not in _GLOBAL_FLAGS), *args[end:]]
 
 
-def _prepare_completion() -> None:
-    """The shell asks for completions (COMPLETE_VAR set): typer's shell classes must be there to answer."""
-    if COMPLETE_VAR in os.environ:
-        from typer.completion import completion_init
-
-        completion_init()
-
-
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
     args = _hoisted(sys.argv[1:])
     debug = "--debug" in args
     if debug:
         _DEBUG.append(True)
-    _prepare_completion()
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds and cleans up
         _require_stdout()

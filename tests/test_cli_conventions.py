@@ -88,8 +88,8 @@ def test_timestamps_are_utc_iso8601(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_completion_prints_the_shell_s_script(shell: str) -> None:
-    proc = run("completion", shell)
+def test_show_completion_prints_the_shell_s_script(shell: str) -> None:
+    proc = run("--show-completion", shell)
     assert proc.returncode == 0, proc.stderr
     assert "_LINKCHECK_COMPLETE" in proc.stdout and "linkcheck" in proc.stdout
 
@@ -99,8 +99,3 @@ def test_the_shell_s_completion_request_is_answered() -> None:
     assert commands.returncode == 0 and commands.stdout.split() == ["diagnose"], commands.stderr
     options = run(COMP_WORDS="linkcheck diagnose --fo", COMP_CWORD="2", _LINKCHECK_COMPLETE="complete_bash")
     assert options.stdout.split() == ["--format"]
-
-
-def test_completion_refuses_an_unknown_shell() -> None:
-    proc = run("completion", "tcsh")
-    assert proc.returncode == 4 and proc.stderr.count("\n") == 1, proc.stderr

@@ -5,11 +5,10 @@ at once, both directions) and `accept` with the shipped dgx-spark-pair profile (
 of 10 s three times, all_gather_perf). The full accept takes minutes; `--accept-duration S` and
 `--accept-repetitions N` run it on a copy of the profile with shorter rounds or fewer repetitions, and the
 output says so. Each tier runs `--runs` times (median and range shown); every run is one `linkcheck`
-process, start-up included, against one lab built once. Needs root (the lab); run it under the lab lock,
-from the repository root:
+process, start-up included, against one lab built once. Needs root (the lab); run it with no other lab
+running (they share the CPUs), from the repository root:
 
-    flock /tmp/linkcheck-lab.lock python benchmarks/tiers.py [--runs N] [--accept-duration S]
-        [--accept-repetitions N] [--no-accept]
+    python benchmarks/tiers.py [--runs N] [--accept-duration S] [--accept-repetitions N] [--no-accept]
 """
 
 from __future__ import annotations

@@ -347,7 +347,8 @@ def check(
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
     prometheus: PrometheusOpt = None,
 ) -> None:
-    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
+    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
+    short ib_write_bw rounds (24 s of traffic), --bench the full traffic tests."""
     if quick and (bench or duration is not None):
         raise UsageError("--quick runs its own short ib_write_bw rounds (-D 4); for other durations use "
                          "--bench --duration S or `linkcheck bench rdma --duration S`")

@@ -305,15 +305,18 @@ def _plan(command: str, cfg: "Config", traffic: Any) -> str:
 
     rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
     return plan_line(command, paths=expected_paths(cfg), duration_s=rdma.duration_s if rdma else None,
-                     nccl_max_bytes=nccl.max_bytes if nccl else None)
+                     nccl_max_bytes=nccl.max_bytes if nccl else None, traffic_total=command == QUICK_COMMAND)
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
+QUICK_COMMAND = "check --quick"
 FmtOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Also show passed findings.")]
-DurationOpt = Annotated[int, typer.Option("--duration", min=1, max=3600, help="Seconds per ib_write_bw run (-D); "
-                                         "perftest measures the middle half (10 s: a 6 s window, as the published "
-                                         "GB10 numbers).")]
+_DURATION_HELP = ("Seconds per ib_write_bw run (-D); perftest leaves a quarter (rounded down) out at each "
+                  "end (10 s: a 6 s window, as the published GB10 numbers).")
+DurationOpt = Annotated[int, typer.Option("--duration", min=1, max=3600, help=_DURATION_HELP)]
+CheckDurationOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--duration", min=1, max=3600, help=_DURATION_HELP + " With --bench (default 10).")]
 SizeOpt = Annotated[int, typer.Option("--size", min=1, max=1 << 30, help="ib_write_bw message size in bytes (-s).")]
 QpsOpt = Annotated[int, typer.Option("--qps", min=1, max=1024, help="ib_write_bw queue pairs (-q).")]
 PortOpt = Annotated[Optional[int], typer.Option("--port-base", min=1024, max=65000,  # noqa: UP045
@@ -339,14 +342,30 @@ def check(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
-    duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    quick: Annotated[bool, typer.Option("--quick", help="The quick traffic tier: ib_write_bw -D 4 on each path "
+                                        "alone and both at once, both directions (24 s of traffic), no NCCL; "
+                                        "catches the hot-plug state and a single PCIe path.")] = False,
+    duration: CheckDurationOpt = None,
+    size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
     prometheus: PrometheusOpt = None,
 ) -> None:
-    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it."""
-    traffic = _traffic(True, True, duration, size, qps, port_base, nccl_max_bytes, nccl_binary) if bench else None
+    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
+    short ib_write_bw rounds (24 s of traffic), --bench the full traffic tests."""
+    if quick and (bench or duration is not None):
+        raise UsageError("--quick runs its own short ib_write_bw rounds (-D 4); for other durations use "
+                         "--bench --duration S or `linkcheck bench rdma --duration S`")
+    traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
+                       nccl_binary) if bench else _quick_traffic(size, qps, port_base) if quick else None
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               _record("check", baseline, prometheus))
+               _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
+
+
+def _quick_traffic(size: int, qps: int, port_base: int | None) -> object:
+    from linkcheck.bench.plan import quick_options
+    from linkcheck.live import TrafficRequest
+
+    return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
 
 
 @bench_app.command("rdma")

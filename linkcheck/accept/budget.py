@@ -51,17 +51,26 @@ def planned_seconds(*, paths: int = 2, duration_s: int | None = None, repetition
 
 
 def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, repetitions: int = 1,
-              nccl_max_bytes: int | None = None) -> str:
-    """One line for stderr: the planned wall time and what it is made of."""
+              nccl_max_bytes: int | None = None, traffic_total: bool = False) -> str:
+    """One line for stderr: the planned wall time and what it is made of; `traffic_total` adds the seconds of
+    ib_write_bw traffic and each run's measured window (the quick tier's budget is stated in them)."""
     total = planned_seconds(paths=paths, duration_s=duration_s, repetitions=repetitions,
                             nccl_max_bytes=nccl_max_bytes)
     parts = ["inspection"]
     if duration_s is not None:
         reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
-        parts.append(f"{rdma_rounds(paths)} ib_write_bw rounds of {duration_s} s{reps}")
+        rounds = rdma_rounds(paths)
+        traffic = (f" ({repetitions * rounds * duration_s} s of traffic, {measured_window_s(duration_s)} s "
+                   "measured per run)") if traffic_total else ""
+        parts.append(f"{rounds} ib_write_bw rounds of {duration_s} s{reps}{traffic}")
     if nccl_max_bytes is not None:
         parts.append(f"all_gather_perf up to {nccl_max_bytes >> 20} MiB (~{nccl_seconds(nccl_max_bytes):.0f} s)")
     return f"linkcheck {command}: planned wall time ~{_human(total)} ({', '.join(parts)})"
+
+
+def measured_window_s(duration_s: int) -> int:
+    """The seconds perftest measures of a -D run: it leaves duration / 4 (integer) out at each end."""
+    return duration_s - 2 * (duration_s // 4)
 
 
 def _human(seconds: float) -> str:

@@ -53,6 +53,19 @@ class RdmaOptions:
     modes: tuple[str, ...] = MODES
 
 
+# The quick tier (`check --quick`): the same six rounds at -D 4, 24 s of traffic in all. perftest leaves
+# duration / 4 (integer) out at each end of a timed run (perftest_parameters.c: margin = duration / 4), so
+# each run measures 2 s after a 1 s warm-up; -D 5 would measure 3 s but make 30 s. Enough to tell the
+# hot-plug state (13-15 Gb/s per path) and one shared PCIe x4 link (~95 instead of ~196 Gb/s in total) from
+# a healthy pair: both are 2-7x off, not a few per cent (spark-link.md s.0, s.5).
+QUICK_DURATION_S = 4
+
+
+def quick_options(*, size_bytes: int = 1048576, qps: int = 1, port_base: int | None = None) -> RdmaOptions:
+    """The quick tier's ib_write_bw: each path alone and all at once, both directions, -D QUICK_DURATION_S."""
+    return RdmaOptions(duration_s=QUICK_DURATION_S, size_bytes=size_bytes, qps=qps, port_base=port_base)
+
+
 @dataclass(frozen=True)
 class Round:
     """Paths that run at the same time, in one direction."""

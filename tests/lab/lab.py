@@ -50,8 +50,10 @@ class Lab:
         self.ready_timeout_s = ready_timeout_s
         serial = next(_COUNTER)
         self.lab_id = f"lc-{os.getpid()}-{serial}"
-        # Host-side interface names must be unique among concurrent labs and fit in 15 characters.
-        self._host_tag = f"{os.getpid() % 100000:05d}{serial % 10}"
+        # Host-side interface names must be unique among concurrent labs and fit in 15 characters: "lch",
+        # 5 + 2 digits and a node name of at most 4 make 14. Two digits of the serial, so that up to 100 labs
+        # of one process can be up at once (a lab's serial recurs only 100 labs later).
+        self._host_tag = f"{os.getpid() % 100000:05d}{serial % 100:02d}"
         self.state = LabState(lab_id=self.lab_id, workdir=str(self.workdir), keep_files=keep_files)
         self.state.created_workdir = not self.workdir.exists()  # then teardown removes it too
         self.nodes: dict[str, LabNode] = {}

@@ -1,0 +1,148 @@
+"""Benchmark: each tier's wall time on the healthy two-node lab, beside the wall time it plans.
+
+Tiers: `check` (inspection only), `check --quick` (inspection, ib_write_bw -D 4 on each path alone and both
+at once, both directions) and `accept` with the shipped dgx-spark-pair profile (inspection, the six rounds
+of 10 s three times, all_gather_perf). The full accept takes minutes; `--accept-duration S` and
+`--accept-repetitions N` run it on a copy of the profile with shorter rounds or fewer repetitions, and the
+output says so. Each tier runs `--runs` times (median and range shown); every run is one `linkcheck`
+process, start-up included, against one lab built once. Needs root (the lab); run it with no other lab
+running (they share the CPUs), from the repository root:
+
+    python benchmarks/tiers.py [--runs N] [--accept-duration S] [--accept-repetitions N] [--no-accept]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from linkcheck.accept.budget import planned_seconds  # noqa: E402 - after the path set-up above
+from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file  # noqa: E402
+from linkcheck.bench.plan import QUICK_DURATION_S  # noqa: E402
+from tests.lab import Lab  # noqa: E402
+from tests.lab.pytest_plugin import lab_skip_reason  # noqa: E402
+from tests.lab.scenario import specs_for_scenario  # noqa: E402
+
+PLAN_RE = re.compile(r"planned wall time ~([\d.]+) (s|min)")
+
+
+@dataclass
+class Tier:
+    name: str
+    args: list[str]
+    planned_s: float
+    note: str = ""
+
+
+def _profile(work: Path, duration: int | None) -> tuple[Path, int, int]:
+    """The profile accept runs: the shipped one, or a copy with shorter rounds; with its -D and NCCL size."""
+    shipped = BUILTIN_DIR / "dgx-spark-pair.yaml"
+    prof = load_profile_file(shipped)
+    if duration is None:
+        return shipped, prof.test.duration_s, prof.test.nccl_max_bytes
+    text = shipped.read_text(encoding="utf-8")
+    short = text.replace(f"rdma: {{duration_s: {prof.test.duration_s},", f"rdma: {{duration_s: {duration},")
+    if short == text:
+        raise SystemExit("cannot shorten the profile: its test.rdma line changed; update benchmarks/tiers.py")
+    path = work / "reduced-profile.yaml"
+    path.write_text(short, encoding="utf-8")
+    return path, duration, prof.test.nccl_max_bytes
+
+
+def _tiers(work: Path, config: Path, options: argparse.Namespace) -> list[Tier]:
+    common = ["-c", str(config)]
+    tiers = [Tier("check", ["check", *common], planned_seconds()),
+             Tier("check --quick", ["check", "--quick", *common], planned_seconds(duration_s=QUICK_DURATION_S))]
+    if options.accept:
+        shipped = load_profile_file(BUILTIN_DIR / "dgx-spark-pair.yaml").test
+        path, duration, nccl = _profile(work, options.accept_duration)
+        reps = options.accept_repetitions or shipped.repetitions
+        args = ["accept", "--profile", str(path), "--repetitions", str(reps), *common]
+        reduced = [f"-D {duration} instead of the profile's {shipped.duration_s}"] if options.accept_duration else []
+        reduced += [f"{reps} repetition(s) instead of {shipped.repetitions}"] if options.accept_repetitions else []
+        note = ("REDUCED: " + ", ".join(reduced)) if reduced else "the shipped dgx-spark-pair profile as it is"
+        tiers.append(Tier("accept", args, planned_seconds(duration_s=duration, repetitions=reps,
+                                                           nccl_max_bytes=nccl), note))
+    return tiers
+
+
+def _said_plan(stderr: str) -> str:
+    """The planned wall time the run itself printed first on stderr (check prints none off a terminal)."""
+    match = PLAN_RE.search(stderr.splitlines()[0]) if stderr else None
+    if not match:
+        return "-"
+    return f"{match.group(1)} {match.group(2)}"
+
+
+def _run(tier: Tier, work: Path, env: dict[str, str], n: int) -> tuple[float, int, str]:
+    save = work / f"saved-{tier.name.replace(' ', '').replace('-', '')}-{n}"
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *tier.args, "--save", str(save)],
+                          capture_output=True, text=True, env=env, check=False, stdin=subprocess.DEVNULL)
+    return time.perf_counter() - start, proc.returncode, proc.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs per tier (accept: once unless --accept-runs)")
+    parser.add_argument("--accept-runs", type=int, default=1)
+    parser.add_argument("--accept-duration", type=int, default=None, help="-D of accept's rounds (reduced run)")
+    parser.add_argument("--accept-repetitions", type=int, default=None, help="accept's repetitions (reduced run)")
+    parser.add_argument("--no-accept", dest="accept", action="store_false")
+    options = parser.parse_args()
+    reason = lab_skip_reason()
+    if reason:
+        raise SystemExit(f"cannot run: {reason}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lc-tiers-") as tmp:
+        work = Path(tmp)
+        with Lab(specs_for_scenario("healthy", work / "models"), work / "lab") as lab:
+            config = work / "linkcheck.yaml"
+            config.write_text(f"nodes: {{a: {{target: a}}, b: {{target: b}}}}\n"
+                              f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n")
+            # Bytecode for every module, as an installed copy has (a warm-up run writes it).
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(work / "pyc"),
+                   "XDG_DATA_HOME": str(work / "xdg")}
+            warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            subprocess.run([sys.executable, "-c", "import linkcheck.cli, linkcheck.bench.runner, linkcheck.pipeline, "
+                            "linkcheck.accept.run, linkcheck.accept.judge"], env=warm, check=False)
+            subprocess.run([sys.executable, "-m", "linkcheck.cli", "collect", "-c", str(config),
+                            "--save", str(work / "warm-up")], capture_output=True, env=warm, check=False)
+            for tier in _tiers(work, config, options):
+                runs = options.accept_runs if tier.name == "accept" else options.runs
+                walls, codes, said = [], set(), "-"
+                for n in range(runs):
+                    wall, code, stderr = _run(tier, work, env, n)
+                    walls.append(wall)
+                    codes.add(code)
+                    said = _said_plan(stderr)
+                    if code not in (0, 1):
+                        print(f"{tier.name}: exit {code}: {stderr.strip()[-1500:]}", file=sys.stderr)
+                rows.append((tier, walls, codes, said))
+    print(f"healthy lab (tests/lab, 2 paths), {os.cpu_count()} CPUs; wall time of one linkcheck process, "
+          "start-up included")
+    print(f"{'tier':<15} {'planned':>9} {'printed':>9} {'measured median':>16} {'min-max':>15} {'runs':>5}  exit")
+    for tier, walls, codes, said in rows:
+        span = f"{min(walls):.1f}-{max(walls):.1f} s"
+        print(f"{tier.name:<15} {tier.planned_s:>7.1f} s {said:>9} {statistics.median(walls):>14.1f} s "
+              f"{span:>15} {len(walls):>5}  {','.join(map(str, sorted(codes)))}")
+        if tier.note:
+            print(f"  {tier.name}: {tier.note}")
+    print("planned: linkcheck/accept/budget.py (~2 s per round beyond -D; NCCL at a GB10 pair's rate, ~45 s for "
+          "the 16 GiB sweep, where the lab's emulated all_gather_perf takes ~2 s); printed: the run's own first "
+          "stderr line (`check` prints none off a terminal)")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,10 +8,10 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 
-def _interrupted_while_starting(signum: int, frame: Any) -> None:
+def _interrupted_while_starting(signum: int, frame: "FrameType | None") -> None:
     """Ctrl-C before `main` runs (while typer and rich import): the documented line and code, no traceback."""
     os.write(2, b"linkcheck: interrupted\n")
     os._exit(130)
@@ -24,8 +24,14 @@ import typer  # noqa: E402 - after the start-up Ctrl-C handler, which must come 
 
 from linkcheck.errors import ExitCode, LinkcheckError, UsageError  # noqa: E402
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the types of the helpers below; their modules load only where a command uses them
+    from types import FrameType
+
+    from linkcheck.baseline.model import Baseline
+    from linkcheck.baseline.runs import RunRecord
     from linkcheck.collect.config import Config
+    from linkcheck.live import TrafficRequest
+    from linkcheck.pipeline import Outcome
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -67,7 +73,7 @@ PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
 
 
-def _baseline(name: str | None) -> Any:
+def _baseline(name: str | None) -> "Baseline | None":
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
         return None
@@ -116,7 +122,7 @@ def diagnose(
     from linkcheck.pipeline import diagnose_bundle
 
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), getattr(record, "baseline", None))
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None)
     if record is not None:
         outcome = _finish(outcome, record, None)
     _emit(outcome, fmt, show_all)
@@ -164,21 +170,19 @@ def _offline_config(path: Path | None) -> "Config | None":
     return find_config(path)
 
 
-def _emit(outcome: object, fmt: Format, show_all: bool) -> None:
-    from linkcheck.pipeline import Outcome
+def _emit(outcome: "Outcome", fmt: Format, show_all: bool) -> None:
     from linkcheck.report.output import print_outcome
 
-    assert isinstance(outcome, Outcome)
     if _QUIET:
         _verdict_line(outcome)
         return
     print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
 
 
-def _verdict_line(outcome: object) -> None:
+def _verdict_line(outcome: "Outcome") -> None:
     from linkcheck.report.tables import verdict_line
 
-    _say(verdict_line(outcome))  # type: ignore[arg-type]
+    _say(verdict_line(outcome))
 
 
 NodeOpt = Annotated[
@@ -192,7 +196,7 @@ SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Bundle folder (
 AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, IPs, MACs, GUIDs and serials.")]
 
 
-def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> object:
+def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> "Config":
     """The resolved config of a command that contacts the nodes (each such command starts here)."""
     from dataclasses import replace
 
@@ -234,16 +238,14 @@ def _checked_save(save: Path | None) -> Path:
     return target
 
 
-def _node_errors(outcome: object) -> None:
-    from linkcheck.pipeline import Outcome
+def _node_errors(outcome: "Outcome") -> None:
     from linkcheck.report.problems import node_problem_lines
 
-    assert isinstance(outcome, Outcome)
     for line in node_problem_lines(outcome):
         _say(f"linkcheck: {line}")
 
 
-def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> object:
+def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> "RunRecord":
     """What the run records besides its report; the baseline and the textfile's folder are checked before any
     work."""
     from linkcheck.baseline.runs import RunRecord
@@ -255,7 +257,7 @@ def _record(command: str, baseline: str | None, prometheus: Path | None = None) 
     return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
 
 
-def _finish(outcome: Any, record: Any, config: Any) -> Any:
+def _finish(outcome: "Outcome", record: "RunRecord", config: "Config | None") -> "Outcome":
     """The run compared with its baseline and recorded (textfile, history); what could not be recorded is said."""
     from linkcheck.baseline.runs import finish_run
 
@@ -266,14 +268,10 @@ def _finish(outcome: Any, record: Any, config: Any) -> Any:
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
-               fmt: Format, show_all: bool, traffic: object | None, record: object = None) -> None:
-    from linkcheck.baseline.runs import RunRecord
-    from linkcheck.collect.config import Config
-    from linkcheck.live import TrafficRequest, run_live
+               fmt: Format, show_all: bool, traffic: "TrafficRequest | None", record: "RunRecord") -> None:
+    from linkcheck.live import run_live
 
     cfg = _live_config(config, node, accept)
-    assert isinstance(cfg, Config) and (traffic is None or isinstance(traffic, TrafficRequest))
-    assert isinstance(record, RunRecord)
     save = _checked_save(save)
     if fmt is Format.console and not _QUIET and (traffic is not None or sys.stderr.isatty()):
         _say(_plan(command_name(record), cfg, traffic))
@@ -295,11 +293,11 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
 
-def command_name(record: object) -> str:
-    return str(getattr(record, "command", "check"))
+def command_name(record: "RunRecord") -> str:
+    return record.command
 
 
-def _plan(command: str, cfg: "Config", traffic: Any) -> str:
+def _plan(command: str, cfg: "Config", traffic: "TrafficRequest | None") -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
     from linkcheck.accept.budget import expected_paths, plan_line
 
@@ -327,7 +325,7 @@ NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path o
 
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
-             nccl_max_bytes: int, nccl_binary: str | None) -> object:
+             nccl_max_bytes: int, nccl_binary: str | None) -> "TrafficRequest":
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.live import TrafficRequest
@@ -361,7 +359,7 @@ def check(
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
 
-def _quick_traffic(size: int, qps: int, port_base: int | None) -> object:
+def _quick_traffic(size: int, qps: int, port_base: int | None) -> "TrafficRequest":
     from linkcheck.bench.plan import quick_options
     from linkcheck.live import TrafficRequest
 
@@ -412,10 +410,8 @@ def accept(
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
     reps = repetitions or prof.test.repetitions
     from linkcheck.accept.run import run_accept
-    from linkcheck.collect.config import Config
 
     cfg = _live_config(config, node, accept_new_host_keys)
-    assert isinstance(cfg, Config)
     target = _checked_save(save)
     progress = None
     if fmt is Format.console and not _QUIET:
@@ -452,11 +448,9 @@ def collect(
 ) -> None:
     """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
     from linkcheck.collect.bundle import load_bundle
-    from linkcheck.collect.config import Config
     from linkcheck.live import run_live
 
     cfg = _live_config(config, node, accept_new_host_keys)
-    assert isinstance(cfg, Config)
     result = run_live(cfg, _checked_save(save), anonymize=anonymize, diagnose=False)
     errors = load_bundle(result.saved).collection_errors
     for error in errors.values():
@@ -501,11 +495,9 @@ def init(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
-    from linkcheck.collect.config import Config
     from linkcheck.collect.init_config import write_initial_config
 
     cfg = _live_config(config, node, accept_new_host_keys)
-    assert isinstance(cfg, Config)
     link = write_initial_config(cfg, output, force=force)
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
                f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))

@@ -49,7 +49,7 @@ def _node_fields(node: NodeFacts) -> dict[str, tuple[str | None, str, bool]]:
         "kernel": (node.kernel_release, "uname -r", False),
         "OS": (node.os_name, "/etc/os-release", False),
         "product": (_joined(ident.vendor, ident.product), "DMI sys_vendor, product_name", True),  # mixed OEM pairs work
-        "BIOS": (_joined(ident.bios_vendor, ident.bios_version), "DMI bios_vendor, bios_version", False),
+        "BIOS": (ident.bios_version, "DMI bios_version", False),
         "perftest": (ident.perftest_version, "ib_write_bw -V", False),
         "NCCL": (ident.nccl_version, "libnccl.so file name", False),
     }

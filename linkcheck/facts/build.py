@@ -116,7 +116,8 @@ class _Builder(NodeDraft):
                 continue
             self.update(netdev, cable=CableInfo(
                 vendor_name=eeprom.vendor_name, vendor_pn=eeprom.vendor_pn, vendor_sn=eeprom.vendor_sn,
-                identifier=eeprom.identifier, memory_map=eeprom.memory_map, length_m=eeprom.length_m))
+                identifier=eeprom.identifier, memory_map=eeprom.memory_map, length_m=eeprom.length_m,
+                vendor_oui=eeprom.vendor_oui, vendor_rev=eeprom.vendor_rev, date_code=eeprom.date_code))
         if not any(f.cable for f in self.functions.values()):
             self.missing("cable", "; ".join(reasons) or "no ConnectX-7 function to read a module from")
 

@@ -27,6 +27,9 @@ class CableInfo:
     identifier: str | None
     memory_map: str
     length_m: float | None
+    vendor_oui: str | None = None
+    vendor_rev: str | None = None
+    date_code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +133,8 @@ class NodeIdentity:
     perftest_version: str | None = None  # `ib_write_bw -V`
     nccl_version: str | None = None  # from libnccl.so.X.Y.Z, else the version a traffic test's NCCL printed
     nccl_library: str | None = None  # the libnccl.so file it was read from
-    nccl_tests_binary: str | None = None  # the all_gather_perf found (PATH, then ~/nccl-tests/build)
-    nccl_tests_version: str | None = None  # only a traffic test's output says it ("# nccl-tests version ...")
+    nccl_tests_binary: str | None = None  # the all_gather_perf found (PATH, then ~/nccl-tests/build); its version
+    # is printed only by a run (rank 0's "# nccl-tests version ..."): acceptance.json's evidence.traffic_versions
 
 
 @dataclass(frozen=True, slots=True)

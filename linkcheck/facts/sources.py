@@ -13,14 +13,13 @@ if TYPE_CHECKING:
     from linkcheck.parsers.ethtool import EthtoolDriver, EthtoolFec, EthtoolSettings, ModuleEeprom
     from linkcheck.parsers.gids import GidEntry
     from linkcheck.parsers.ibverbs import IbvDevice
-    from linkcheck.parsers.identity import DmiSerial, NcclInstall
+    from linkcheck.parsers.identity import DmiSerial, NcclInstall, PerftestVersion
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
     from linkcheck.parsers.kernel import DmesgLog, MemInfo, OsRelease, SysctlValues, Uptime
     from linkcheck.parsers.nccl_conf import NcclSettings
     from linkcheck.parsers.netplan import NetplanConfig
     from linkcheck.parsers.networkmanager import NmProfiles
     from linkcheck.parsers.pcie import PciLink
-    from linkcheck.parsers.perftest import PerftestVersion
     from linkcheck.parsers.rdma import Ibdev2NetdevEntry, RdmaPort
     from linkcheck.parsers.sysfs import SysfsDump
 
@@ -185,7 +184,7 @@ class NodeSources:
         return self._parsed("nccl_install", None, parse_nccl_install)
 
     def perftest_version(self) -> PerftestVersion | None:
-        from linkcheck.parsers.perftest import parse_perftest_version
+        from linkcheck.parsers.identity import parse_perftest_version
 
         return self._parsed("perftest_version", None, parse_perftest_version)
 

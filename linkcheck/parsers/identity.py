@@ -1,4 +1,5 @@
-"""Parsers for what identifies a node and its software: the DMI product serial and the NCCL installation.
+"""Parsers for what identifies a node and its software: the DMI product serial, perftest's version and the NCCL
+installation.
 
 The DMI fields other than the serial and the boot id come as a sysfs dump (`sysfs_dmi`, parsed by the
 sysfs parser); the serial is root-only and comes through `sudo -n grep -H .` (`dmi_serial`). NCCL has no
@@ -109,3 +110,33 @@ def nccl_version_code(code: int | None) -> str | None:
     if code >= 10000:
         return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+@dataclass(frozen=True, slots=True)
+class PerftestVersion:
+    """What `ib_write_bw -V` says, and the two output traits that depend on it."""
+
+    version: str
+    json_valid: bool
+    header_unit: str
+
+
+def parse_perftest_version(text: str) -> PerftestVersion:
+    """Parse `ib_write_bw -V` (its exit status 1 is normal) into the version and its output traits.
+
+    >>> parse_perftest_version("Version: 6.22\\n")
+    PerftestVersion(version='6.22', json_valid=True, header_unit='MiB/sec')
+    """
+    text = require_text("perftest_version", text)
+    m = re.search(r"^\s*Version:\s*([0-9]+\.[0-9]+)", text, re.MULTILINE)
+    if m is None:
+        raise ParseError("perftest_version", "no 'Version: X.Y' line")
+    # A float keeps "6.2" == "6.20" and orders "6.205" < "6.22" as the decimal numbers they are (parsing is
+    # correctly rounded, so comparing with the same literals is exact); every diagnosis reads this version now,
+    # and `decimal` alone cost more to import than the rest of the parse.
+    number = float(m.group(1))
+    return PerftestVersion(
+        version=m.group(1),
+        json_valid=number >= 6.20,  # perftest 24.01: --out_json became standard JSON
+        header_unit="MiB/sec" if number >= 6.22 else "MB/sec",  # 24.07 renamed the unit
+    )

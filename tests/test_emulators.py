@@ -49,7 +49,8 @@ def test_every_spec_renders_on_every_node() -> None:
             for arg in cx7_netdevs(node) if spec.per_netdev else [None]:
                 out, err, rc = render(node, spec.id, arg)
                 assert isinstance(out, str) and isinstance(err, str) and isinstance(rc, int)
-                assert rc != 0 or out, (spec.id, arg)
+                # No NetworkManager keyfile at all (a networkd node) is an empty answer, as on a real node.
+                assert rc != 0 or out or (spec.id == "nm_connections" and not node.nm_connections), (spec.id, arg)
 
 
 def test_show_gids_matches_the_script_layout() -> None:
@@ -299,7 +300,7 @@ EXPECTED = {
     "gid-empty-pin": {"GID_INDEX_EMPTY_PIN": "fail"}, "nccl-hca-order": {"NCCL_HCA_ORDER": "fail"},
     "nccl-hca-uncabled": {"NCCL_HCA_UNCABLED": "warn"}, "replugged-since-boot": {"LINK_REPLUGGED_SINCE_BOOT": "warn"},
     "nodes-differ": {"NODES_DIFFER": "warn"}, "netplan-not-applied": {"NETPLAN_NOT_APPLIED": "warn"},
-    "fec-off": {"FEC_NOT_RS": "warn"},
+    "fec-off": {"FEC_NOT_RS": "warn"}, "nm-profile-runtime-only": {"NM_PROFILE_RUNTIME_ONLY": "warn"},
 }
 META_KEYS = {"kind", "mode", "direction", "role", "local_netdev", "local_rdma_dev", "peer_netdev", "peer_rdma_dev",
              "gid_index", "report_gbits", "duration_s"}

@@ -635,3 +635,36 @@ def test_pre_rendered_answers_match_the_emulator(lab_factory: LabFactory, scenar
                     (name, tool, args)
                 answered += 1
         assert answered >= (19 if scenario == "healthy" else 1)
+
+
+@needs_lab
+def test_lab_answers_the_identity_specs(lab_factory: LabFactory) -> None:
+    """The node's DMI, root-only serial, PSID, perftest version and NCCL listing, read by the specs' own commands."""
+    pytest.importorskip("tests.emulators.scenarios")
+    from linkcheck.collect.specs import SPECS_BY_ID
+    from linkcheck.facts.sysfs_views import ib_devices
+    from linkcheck.parsers.identity import parse_dmi_serial, parse_nccl_install
+    from linkcheck.parsers.networkmanager import parse_nm_connections
+    from linkcheck.parsers.perftest import parse_perftest_version
+    from linkcheck.parsers.sysfs import parse_sysfs_dump
+    from tests.emulators.node import Node
+
+    lab = lab_factory("healthy")
+    model = Node.load(str(lab.node("b").model_json))
+
+    def run(spec: str) -> subprocess.CompletedProcess[str]:
+        return lab.ssh("b", SPECS_BY_ID[spec].command)
+
+    dmi = parse_sysfs_dump(run("sysfs_dmi").stdout)
+    assert dmi.value("/sys/class/dmi/id/product_name") == model.dmi["product_name"]
+    assert dmi.value("/sys/class/dmi/id/bios_version") == model.dmi["bios_version"]
+    assert dmi.value("/proc/sys/kernel/random/boot_id")  # the lab host's: both lab nodes share one kernel
+    assert parse_dmi_serial(run("dmi_serial").stdout).serial == model.product_serial
+    ib = ib_devices(parse_sysfs_dump(run("sysfs_infiniband").stdout))
+    assert {d.get("board_id") for d in ib.values()} == {"NVD0000000087"}
+    version = run("perftest_version")
+    assert version.returncode == 1 and parse_perftest_version(version.stdout).version == model.version("perftest")
+    found = parse_nccl_install(run("nccl_install").stdout)
+    assert any(p.endswith("/all_gather_perf") for p in found.tests_binaries)  # the emulator on the node's PATH
+    keyfiles = run("nm_connections")  # the host's NetworkManager files, if it has any: the lab stages none
+    assert keyfiles.returncode == 0 and isinstance(parse_nm_connections(keyfiles.stdout).profiles, tuple)

@@ -25,7 +25,8 @@ FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "netplan": "system",
     "nccl_env": "system", "nccl_conf": "system", "dmesg": "system", "uptime": "system", "os_release": "system",
     "sysctl": "system",
-    "meminfo": "system", "ib_write_bw": "perftest", "perftest_version": "perftest",
+    "meminfo": "system", "ib_write_bw": "perftest", "perftest_version": "perftest", "dmi_serial": "system",
+    "nm_connections": "system", "nccl_install": "nccl",
     "all_gather_perf": "nccl", "all_reduce_perf": "nccl", "nccl_log": "nccl",
 }
 MAX_SAMPLE_CHARS = 4000  # a few large dumps would otherwise dominate the run time

@@ -49,8 +49,15 @@ def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Pat
     if result.interrupted:
         acceptance = replace(acceptance, verdict=AcceptVerdict.INCONCLUSIVE,
                              notes=(*acceptance.notes, "interrupted (Ctrl-C): the run is partial"))
-    write_acceptance(result.saved, acceptance.to_dict(), profile.text)
+    write_acceptance(result.saved, acceptance_record(result.outcome, acceptance), profile.text)
     return AcceptRun(result.saved, result.outcome, acceptance, result.interrupted)
+
+
+def acceptance_record(outcome: Outcome, acceptance: Acceptance) -> dict[str, object]:
+    """acceptance.json: the judged checks and the evidence of who was tested, with what and how."""
+    from linkcheck.accept.evidence import acceptance_evidence
+
+    return {**acceptance.to_dict(), "evidence": acceptance_evidence(outcome)}
 
 
 def accept_outcome(outcome: Outcome, profile: Profile, repetitions: int | None = None) -> Acceptance:

@@ -49,7 +49,7 @@ class TrafficResult:
 def detect_tools(transports: dict[str, Transport], run_id: str = "") -> tuple[dict[str, ToolInfo], list[Capture]]:
     """`ib_write_bw -V` on each node (it exits 1 by design); JSON output only where it is valid JSON."""
     from linkcheck.errors import ParseError
-    from linkcheck.parsers.perftest import parse_perftest_version
+    from linkcheck.parsers.identity import parse_perftest_version
 
     tools, caps = {}, []
     answers = remote.on_each_node(transports, lambda name, t: t.run("ib_write_bw -V", timeout_s=15))

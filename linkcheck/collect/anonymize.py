@@ -37,7 +37,8 @@ from linkcheck.parsers._eeprom import CMIS_ASCII, CMIS_IDS, SFF8636_ASCII, SFF86
 _H = "[0-9A-Fa-f]"
 _SN_LABELS = (r'(?i:Vendor SN[ \t]*:[ \t]*|\[SN\] Serial number:[ \t]*|"vendor_sn":[ \t]*"'
               r'|Serial Number:[ \t]*|UUID:[ \t]*|"?serial(?:_number)?"?[ \t]*[:=][ \t]*"?'
-              r'|(?:product|board|chassis)_(?:serial|uuid)\t)')
+              r'|(?:product|board|chassis)_(?:serial|uuid)[\t:]|boot_id[\t:]|boot_id"?[ \t]*:[ \t]*"'
+              r'|(?m:^uuid=))')
 _GUID_VALUE = rf"(?:(?:0x)?{_H}{{16}}|{_H}{{4}}(?::{_H}{{4}}){{3}}|{_H}{{2}}(?:-{_H}{{2}}){{7}})(?![0-9A-Fa-f:-])"
 _QUAD = r"\d{1,3}(?:\.\d{1,3}){3}"
 # Order matters only between alternatives that start at the same place: specific forms first.

@@ -27,6 +27,28 @@ SYSFS_DUMP_FN = r"""lc_dump() { for f in "$@"; do
   else printf '%s\t!%s\n' "$f" "${v##*: }"; fi
 done; }"""
 
+# The node's identity: DMI (world-readable files; product_serial is root-only, see dmi_serial) and the boot id,
+# which tells one boot from the next. machine-id is not read: it is a stable secret-ish identifier.
+DMI_FILES = " ".join(f"/sys/class/dmi/id/{n}" for n in (
+    "sys_vendor", "product_name", "product_version", "board_vendor", "board_name", "bios_vendor", "bios_version",
+    "bios_date"))
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# Where NCCL and nccl-tests live on a GB10: Debian/NVIDIA packages under the multiarch lib directory, CUDA's
+# tree, /usr/local, and the source builds NVIDIA's DGX Spark playbooks make ($HOME/nccl/build,
+# $HOME/nccl-tests/build, which is also where `bench nccl` looks). Globs and `[` only: no process but the sh.
+NCCL_LIB_GLOBS = ("/usr/lib/*-linux-gnu/libnccl.so* /usr/lib64/libnccl.so* /usr/local/lib/libnccl.so*"
+                  " /usr/local/cuda*/lib*/libnccl.so* /usr/local/cuda*/targets/*/lib/libnccl.so*"
+                  ' "$HOME"/nccl/build/lib/libnccl.so*')
+NCCL_INSTALL = (
+    f"for f in {NCCL_LIB_GLOBS}; do [ -e \"$f\" ] && printf 'lib %s\\n' \"$f\"; done;"
+    ' IFS=:; for d in $PATH; do [ -x "$d/all_gather_perf" ] && printf \'tests %s\\n\' "$d/all_gather_perf"; done;'
+    ' f="$HOME/nccl-tests/build/all_gather_perf"; [ -x "$f" ] && printf \'tests %s\\n\' "$f"; true'
+)
+# NetworkManager keyfiles: /etc holds the persistent profiles, /run the in-memory ones (lost at reboot) and
+# the ones netplan generates there (netplan-<id>.nmconnection, regenerated at boot). Root-only (0600).
+NM_KEYFILES = ("sudo -n sh -c 'tail -v -n +1 /etc/NetworkManager/system-connections/*"
+               " /run/NetworkManager/system-connections/* 2>/dev/null; true'")
+
 NET_ATTRS = "address mtu carrier carrier_changes speed operstate phys_port_name device"
 IB_PORT_FILES = (
     "state phys_state rate link_layer counters/port_xmit_data counters/port_rcv_data counters/link_downed"
@@ -79,7 +101,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "sysfs_infiniband",
         SYSFS_DUMP_FN
-        + "\nfor d in /sys/class/infiniband/*; do lc_dump \"$d/device\" \"$d/node_guid\" \"$d/fw_ver\";"
+        + "\nfor d in /sys/class/infiniband/*; do lc_dump \"$d/device\" \"$d/node_guid\" \"$d/fw_ver\" \"$d/board_id\";"
         + " for p in \"$d\"/ports/*; do for a in " + IB_PORT_FILES + '; do lc_dump "$p/$a"; done;'
         # A port has 255 GID slots and most are empty (all-zero GID, EINVAL on their attributes). Dump
         # the used slots with their type and netdev (read errors kept via 2>&1); an absent index
@@ -89,7 +111,7 @@ SPECS: tuple[Spec, ...] = (
         + ' echo "$l"; f=${l%%:*}; i=${f##*/}; for g in "$p/gid_attrs/types/$i" "$p/gid_attrs/ndevs/$i"; do'
         + ' v=; if IFS= read -r v 2>/dev/null <"$g" || [ -n "$v" ]; then printf "%s:%s\\n" "$g" "$v";'
         + ' else grep -H . "$g" 2>&1; fi; done; done; done; done; true',
-        description="RDMA devices, port state and counters, RoCE GID tables",
+        description="RDMA devices (firmware, board PSID), port state and counters, RoCE GID tables",
     ),
     Spec(
         "sysfs_pci",
@@ -100,6 +122,10 @@ SPECS: tuple[Spec, ...] = (
         + ' "$d/max_link_speed" "$d/max_link_width"; done',
         description="PCIe link speed and width of the ConnectX-7 functions",
     ),
+    Spec("sysfs_dmi", SYSFS_DUMP_FN + f"\nlc_dump {DMI_FILES} {BOOT_ID}",
+         description="node identity: DMI vendor, product, board, BIOS; the boot id"),
+    Spec("dmi_serial", "sudo -n grep -H . /sys/class/dmi/id/product_serial", needs_root=True,
+         description="the DMI product serial (root-only file)"),
     Spec("rdma_link", "rdma -j link show"),
     Spec("ibv_devinfo", "ibv_devinfo -v"),
     Spec("ibstat", "ibstat", optional_tool=True),
@@ -107,6 +133,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("show_gids", "show_gids", optional_tool=True),
     Spec("lspci", "sudo -n lspci -vv -d 15b3:", needs_root=True),
     Spec("netplan_files", "sudo -n sh -c 'tail -n +1 /etc/netplan/*.yaml'", needs_root=True),
+    Spec("nm_connections", NM_KEYFILES, needs_root=True,
+         description="NetworkManager keyfiles under /etc and /run (which CX-7 addressing survives a reboot)"),
+    Spec("perftest_version", "ib_write_bw -V", optional_tool=True, description="perftest's version (exit 1 is normal)"),
+    Spec("nccl_install", NCCL_INSTALL, description="NCCL libraries (their file names carry the version), nccl-tests"),
     Spec("nccl_env", "env | grep '^NCCL_' || true", description="NCCL_* variables only; never the whole env"),
     Spec("nccl_conf", "cat /etc/nccl.conf"),
     Spec("nccl_conf_user", 'cat "$HOME/.nccl.conf"'),

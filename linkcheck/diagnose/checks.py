@@ -41,6 +41,7 @@ CHECKS: dict[str, CheckDef] = {
     "nccl_hca_order": CheckDef(checks_nccl_hca.nccl_hca_order, checks_nccl_hca.HcaOrderValues),
     "nccl_hca_uncabled": CheckDef(checks_nccl_hca.nccl_hca_uncabled, checks_nccl_hca.HcaUncabledValues),
     "netplan_not_applied": CheckDef(checks_netplan.netplan_not_applied, checks_netplan.NetplanValues),
+    "nm_profile_runtime_only": CheckDef(checks_netplan.nm_profile_runtime_only, checks_netplan.RuntimeProfileValues),
     "nodes_differ": CheckDef(checks_nodes.nodes_differ, checks_nodes.NodesDifferValues),
     "fec_not_rs": CheckDef(checks_fec.fec_not_rs, checks_fec.FecValues),
     "nccl_socket_fallback": CheckDef(checks_bench.nccl_socket_fallback, checks_bench.SocketFallbackValues),

@@ -1,4 +1,5 @@
-"""NETPLAN_NOT_APPLIED: what the netplan files say about each CX-7 netdev against what is live."""
+"""NETPLAN_NOT_APPLIED: what the netplan files say about each CX-7 netdev against what is live; NM_PROFILE_RUNTIME_ONLY:
+its addressing kept only in a NetworkManager profile under /run, which the next boot loses."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import ipaddress
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.observation import Observation
-from linkcheck.facts.model import Function, LinkFacts, NetplanIntent, NodeFacts
+from linkcheck.facts.model import Function, LinkFacts, NetplanIntent, NmRuntimeProfile, NodeFacts
 from linkcheck.model import Evidence
 
 
@@ -82,4 +83,42 @@ def netplan_not_applied(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obs
         if "netplan" in node.unavailable or "addresses" in node.unavailable:
             continue  # the files could not be read (sudo refused): nothing to compare, and not required
         out += [o for o in (_judge(node, i) for i in node.netplan) if o is not None]
+    return out
+
+
+class RuntimeProfileValues(TypedDict):
+    """A CX-7 netdev addressed by a NetworkManager profile that lives only under /run."""
+
+    node: str
+    netdev: str
+    profile: str
+    path: str
+    addresses: str
+    persistent: str
+
+
+def _runtime_observation(node: NodeFacts, prof: NmRuntimeProfile) -> Observation:
+    addresses = ", ".join(prof.addresses) or f"ipv4.method {prof.method or 'unset'}"
+    where = ("also configured by netplan or an /etc keyfile, which a reboot applies" if prof.persistent
+             else "nothing under /etc/netplan or /etc/NetworkManager configures it")
+    return Observation(
+        subject=f"{node.name}:{prof.netdev}", fired=not prof.persistent, nodes=(node.name,),
+        values=RuntimeProfileValues(node=node.name, netdev=prof.netdev, profile=prof.profile_id or prof.path,
+                                    path=prof.path, addresses=addresses, persistent=where),
+        evidence=(Evidence(f"NetworkManager profile {prof.profile_id or '?'}", f"{prof.path}: {addresses}",
+                           "nm_connections"),
+                  Evidence("persistent configuration", where, "netplan files, /etc/NetworkManager")))
+
+
+def nm_profile_runtime_only(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+    """Each CX-7 netdev whose live IPv4 comes from a /run-only NetworkManager profile (netplan's own generated
+    `netplan-*.nmconnection` files there are regenerated at boot and do not count); a node without one passes."""
+    out = []
+    for node in (link.a, link.b):
+        if "nm_profiles" in node.unavailable:
+            continue
+        found = [_runtime_observation(node, p) for p in node.nm_runtime]
+        out += found or [Observation(subject=f"node {node.name}", fired=False, nodes=(node.name,),
+                                     values=RuntimeProfileValues(node=node.name, netdev="-", profile="-", path="-",
+                                                                 addresses="-", persistent="-"))]
     return out

@@ -39,22 +39,34 @@ def _one(values: set[str | None]) -> str | None:
 def _node_fields(node: NodeFacts) -> dict[str, tuple[str | None, str, bool]]:
     """field -> (value, source, harmless when it differs)."""
     cx7 = [f for f in node.functions if f.cage in node.cabled_cages] or list(node.functions)
+    ident = node.identity
+    # The DMI serial and the boot id always differ: they are evidence, never compared.
     return {
         "CX-7 firmware": (_one({f.firmware for f in cx7}), "ethtool -i", False),
         "CX-7 driver": (_one({f.driver for f in cx7}), "ethtool -i", False),
-        "board PSID": (_one({f.psid for f in cx7}), "ethtool -i", True),  # OEM boards differ by design
+        "board PSID": (_one({f.psid for f in cx7}), "ethtool -i, sysfs board_id", True),  # OEM boards differ by design
         "kernel": (node.kernel_release, "uname -r", False),
         "OS": (node.os_name, "/etc/os-release", False),
+        "product": (_joined(ident.vendor, ident.product), "DMI sys_vendor, product_name", True),  # mixed OEM pairs work
+        "BIOS": (ident.bios_version, "DMI bios_version", False),
+        "perftest": (ident.perftest_version, "ib_write_bw -V", False),
+        "NCCL": (ident.nccl_version, "libnccl.so file name", False),
     }
+
+
+def _joined(*parts: str | None) -> str | None:
+    return " ".join(p for p in parts if p) or None
 
 
 def _differences(link: LinkFacts) -> list[_Difference]:
     out = []
     fields_a, fields_b = _node_fields(link.a), _node_fields(link.b)
+    other_product = fields_a["product"][0] != fields_b["product"][0]
     for name, (value_a, source, harmless) in fields_a.items():
         value_b = fields_b[name][0]
         if value_a is not None and value_b is not None and value_a != value_b:
-            out.append(_Difference(name, value_a, value_b, source, harmless))
+            # Two OEMs' boards run their own BIOS lines: a difference there says nothing.
+            out.append(_Difference(name, value_a, value_b, source, harmless or (name == "BIOS" and other_product)))
     for key in sorted(set(link.a.nccl) | set(link.b.nccl)):
         value_a, value_b = link.a.nccl.get(key), link.b.nccl.get(key)
         if value_a != value_b and ("nccl_settings" not in link.a.unavailable | link.b.unavailable):
@@ -72,8 +84,9 @@ def _differences(link: LinkFacts) -> list[_Difference]:
 
 
 def nodes_differ(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
-    """A warning for differences that change behaviour (firmware, driver, kernel, OS, NCCL settings, MTU), a note
-    for those that are harmless by design; mixed builds make every failure have a second candidate cause."""
+    """A warning for differences that change behaviour (firmware, driver, kernel, OS, BIOS, perftest, NCCL, NCCL
+    settings), a note for those that are harmless by design (PSID, product, MTU and GID index judged elsewhere);
+    mixed builds make every failure have a second candidate cause."""
     found = _differences(link)
     serious = [d for d in found if not d.harmless]
     table = "; ".join(f"{d.field}: a {d.a if d.a is not None else 'unset'}, b {d.b if d.b is not None else 'unset'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from linkcheck.facts.draft import NodeDraft
 from linkcheck.facts.host_facts import host_facts
+from linkcheck.facts.identity_facts import nm_runtime_profiles, node_identity
 from linkcheck.facts.model import CableInfo, Function, NetplanIntent, NodeFacts
 from linkcheck.facts.netplan_facts import netplan_intents
 from linkcheck.facts.rdma_facts import attach_rdma
@@ -115,7 +116,8 @@ class _Builder(NodeDraft):
                 continue
             self.update(netdev, cable=CableInfo(
                 vendor_name=eeprom.vendor_name, vendor_pn=eeprom.vendor_pn, vendor_sn=eeprom.vendor_sn,
-                identifier=eeprom.identifier, memory_map=eeprom.memory_map, length_m=eeprom.length_m))
+                identifier=eeprom.identifier, memory_map=eeprom.memory_map, length_m=eeprom.length_m,
+                vendor_oui=eeprom.vendor_oui, vendor_rev=eeprom.vendor_rev, date_code=eeprom.date_code))
         if not any(f.cable for f in self.functions.values()):
             self.missing("cable", "; ".join(reasons) or "no ConnectX-7 function to read a module from")
 
@@ -139,6 +141,7 @@ def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
     b.cable()
     b.fec()
     netplan = b.netplan()
+    nm_runtime = nm_runtime_profiles(b.src, b.functions, netplan, b.missing)
     host = host_facts(b.src, b.missing)
     hostname_cap = b.src.capture("hostname")
     return NodeFacts(
@@ -146,6 +149,8 @@ def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
         hostname=hostname_cap.stdout.strip() if hostname_cap and hostname_cap.ok else None,
         functions=tuple(b.functions[n] for n in sorted(b.functions)),
         netplan=netplan,
+        identity=node_identity(b.src),
+        nm_runtime=nm_runtime,
         unavailable=b.unavailable,
         **host,
     )

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
 NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg", "fec",
-                         "netplan"})
+                         "netplan", "nm_profiles"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,9 @@ class CableInfo:
     identifier: str | None
     memory_map: str
     length_m: float | None
+    vendor_oui: str | None = None
+    vendor_rev: str | None = None
+    date_code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,42 @@ class NetplanIntent:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    """Who the node is and what software it runs: evidence for an acceptance record and the node comparison.
+
+    None where the node could not tell (no DMI in a VM, a root-only serial without sudo, a tool not installed).
+    """
+
+    vendor: str | None = None  # DMI sys_vendor, e.g. NVIDIA, Dell Inc., ASUSTeK COMPUTER INC.
+    product: str | None = None  # DMI product_name
+    product_version: str | None = None
+    board_vendor: str | None = None
+    board_name: str | None = None
+    serial: str | None = None  # DMI product_serial (root-only); never compared between the nodes
+    bios_vendor: str | None = None
+    bios_version: str | None = None
+    bios_date: str | None = None
+    boot_id: str | None = None  # /proc/sys/kernel/random/boot_id: changes at every boot
+    perftest_version: str | None = None  # `ib_write_bw -V`
+    nccl_version: str | None = None  # from libnccl.so.X.Y.Z, else the version a traffic test's NCCL printed
+    nccl_library: str | None = None  # the libnccl.so file it was read from
+    nccl_tests_binary: str | None = None  # the all_gather_perf found (PATH, then ~/nccl-tests/build); its version
+    # is printed only by a run (rank 0's "# nccl-tests version ..."): acceptance.json's evidence.traffic_versions
+
+
+@dataclass(frozen=True, slots=True)
+class NmRuntimeProfile:
+    """A NetworkManager profile kept only under /run (lost at reboot) that configures a CX-7 netdev."""
+
+    netdev: str
+    profile_id: str | None
+    path: str
+    method: str | None  # ipv4.method
+    addresses: tuple[str, ...]  # what the profile assigns
+    persistent: bool  # an /etc keyfile or a netplan definition also configures the netdev
+
+
+@dataclass(frozen=True, slots=True)
 class NodeFacts:
     """Everything learned about one node."""
 
@@ -128,6 +167,8 @@ class NodeFacts:
     kernel_release: str | None = None
     os_name: str | None = None  # PRETTY_NAME of /etc/os-release
     netplan: tuple[NetplanIntent, ...] = ()
+    identity: NodeIdentity = field(default_factory=NodeIdentity)
+    nm_runtime: tuple[NmRuntimeProfile, ...] = ()
     unavailable: dict[str, str] = field(default_factory=dict)  # fact group -> why it is missing
 
     def function(self, netdev: str) -> Function | None:

@@ -67,8 +67,12 @@ def attach_rdma(b: NodeDraft) -> None:
     if not mapping:
         b.missing("rdma", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("rdma_link")]))
         return
+    sysfs_devs = ib_devices(ib) if ib else {}
     for netdev, (dev, state) in mapping.items():
-        b.update(netdev, rdma_dev=dev, rdma_state=state)
+        fn, info = b.functions[netdev], sysfs_devs.get(dev, {})
+        # The board PSID (sysfs board_id) and firmware also come from `ethtool -i`; sysfs fills what it lacks.
+        b.update(netdev, rdma_dev=dev, rdma_state=state, psid=fn.psid or info.get("board_id"),
+                 firmware=fn.firmware or info.get("fw_ver"))
     entries = _gid_entries(b, ib)
     if entries is None:
         b.missing("gids", "; ".join([b.src.reason("sysfs_infiniband"), b.src.reason("show_gids"),

@@ -13,23 +13,27 @@ if TYPE_CHECKING:
     from linkcheck.parsers.ethtool import EthtoolDriver, EthtoolFec, EthtoolSettings, ModuleEeprom
     from linkcheck.parsers.gids import GidEntry
     from linkcheck.parsers.ibverbs import IbvDevice
+    from linkcheck.parsers.identity import DmiSerial, NcclInstall, PerftestVersion
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
     from linkcheck.parsers.kernel import DmesgLog, MemInfo, OsRelease, SysctlValues, Uptime
     from linkcheck.parsers.nccl_conf import NcclSettings
     from linkcheck.parsers.netplan import NetplanConfig
+    from linkcheck.parsers.networkmanager import NmProfiles
     from linkcheck.parsers.pcie import PciLink
     from linkcheck.parsers.rdma import Ibdev2NetdevEntry, RdmaPort
     from linkcheck.parsers.sysfs import SysfsDump
 
 T = TypeVar("T")
-SysfsSpec = Literal["sysfs_net", "sysfs_pci", "sysfs_infiniband"]
+SysfsSpec = Literal["sysfs_net", "sysfs_pci", "sysfs_infiniband", "sysfs_dmi"]
 NcclSpec = Literal["nccl_env", "nccl_conf", "nccl_conf_user"]
 
 # Specs whose failure means "nothing configured", not "could not measure".
 ABSENT_MEANS_EMPTY = {"nccl_conf", "nccl_conf_user"}
 # The parser kind of each spec whose id is not itself a kind.
-PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "sysfs", "nccl_conf_user": "nccl_conf",
-               "netplan_files": "netplan"}
+PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "sysfs", "sysfs_dmi": "sysfs",
+               "nccl_conf_user": "nccl_conf", "netplan_files": "netplan"}
+# Exit statuses that still carry the tool's answer: perftest's -V returns FAILURE (1) after printing it.
+EXIT_OK = {"perftest_version": frozenset({0, 1})}
 
 
 def preload_parsers(spec_ids: Iterable[str]) -> None:
@@ -169,6 +173,26 @@ class NodeSources:
 
         return self._parsed("sysctl", None, parse_sysctl)
 
+    def dmi_serial(self) -> DmiSerial | None:
+        from linkcheck.parsers.identity import parse_dmi_serial
+
+        return self._parsed("dmi_serial", None, parse_dmi_serial)
+
+    def nccl_install(self) -> NcclInstall | None:
+        from linkcheck.parsers.identity import parse_nccl_install
+
+        return self._parsed("nccl_install", None, parse_nccl_install)
+
+    def perftest_version(self) -> PerftestVersion | None:
+        from linkcheck.parsers.identity import parse_perftest_version
+
+        return self._parsed("perftest_version", None, parse_perftest_version)
+
+    def nm_connections(self) -> NmProfiles | None:
+        from linkcheck.parsers.networkmanager import parse_nm_connections
+
+        return self._parsed("nm_connections", None, parse_nm_connections)
+
     # -- parsing ------------------------------------------------------------------------------------
     def _parsed(self, spec: str, arg: str | None, parser: Callable[[str], T]) -> T | None:
         """The record `parser` makes of the capture, parsed once; None with the reason kept in `problems`."""
@@ -186,7 +210,7 @@ class NodeSources:
         if cap.skipped:
             self.problems[label] = f"{label}: {cap.skipped}"
             return None
-        if cap.exit_status != 0:
+        if cap.exit_status not in EXIT_OK.get(spec, (0,)):
             if spec in ABSENT_MEANS_EMPTY:
                 return parser("")
             first = next((ln.strip() for ln in cap.stderr.splitlines() if ln.strip()), "no error text")

@@ -43,15 +43,17 @@ def pci_links(dump: SysfsDump) -> dict[str, dict[str, str | None]]:
 
 
 def ib_devices(dump: SysfsDump) -> dict[str, dict[str, str | None]]:
-    """rdma device -> {"bdf": ..., "state": ...} from the sysfs_infiniband dump."""
+    """rdma device -> {"bdf", "state", "fw_ver", "board_id"} from the sysfs_infiniband dump."""
     out: dict[str, dict[str, str | None]] = {}
     for entry in dump.under(IB):
-        if not entry.path.endswith(("/device", "/state")):
+        if not entry.path.endswith(("/device", "/state", "/fw_ver", "/board_id")):
             continue  # most of the dump is GID table slots, which this view does not need
         parts = entry.path[len(IB):].split("/")
         dev = out.setdefault(parts[0], {})
         if parts[1:] == ["device"] and entry.link:
             dev["bdf"] = posixpath.basename(entry.link)
+        elif parts[1:] in (["fw_ver"], ["board_id"]) and entry.value:
+            dev[parts[1]] = entry.value
         elif len(parts) == 4 and parts[1] == "ports" and parts[3] == "state" and entry.value:
             dev["state"] = entry.value.split(":", 1)[-1].strip()
     return out

@@ -15,6 +15,7 @@ from typing import Any
 from linkcheck.errors import ParseError
 from linkcheck.parsers._perftest_json import load_json as _load_json
 from linkcheck.parsers._text import require_text
+from linkcheck.parsers.identity import PerftestVersion, parse_perftest_version  # noqa: F401 - kept importable here
 
 SPEC = "perftest"
 _MIB_GBPS = 1048576 * 8 / 1e9  # MB/sec and MiB/sec are both 2^20 bytes per second
@@ -122,15 +123,6 @@ class PerftestResult:
     def bw_mean_gbps(self) -> float | None:
         """Mean of every row's average: the figure of interest for --run_infinitely."""
         return sum(r.bw_avg_gbps for r in self.rows) / len(self.rows) if self.rows else None
-
-
-@dataclass(frozen=True, slots=True)
-class PerftestVersion:
-    """What `ib_write_bw -V` says, and the two output traits that depend on it."""
-
-    version: str
-    json_valid: bool
-    header_unit: str
 
 
 @dataclass
@@ -337,23 +329,3 @@ def _jint(obj: dict[str, Any], key: str) -> int:
     if not number.is_integer():
         raise ParseError(SPEC, f"JSON results key {key!r} is not an integer")
     return int(number)
-
-
-def parse_perftest_version(text: str) -> PerftestVersion:
-    """Parse `ib_write_bw -V` (its exit status 1 is normal) into the version and its output traits.
-
-    >>> parse_perftest_version("Version: 6.22\\n")
-    PerftestVersion(version='6.22', json_valid=True, header_unit='MiB/sec')
-    """
-    from decimal import Decimal  # here, not at the top: only `linkcheck bench` asks for the version
-
-    text = require_text("perftest_version", text)
-    m = re.search(r"^\s*Version:\s*([0-9]+\.[0-9]+)", text, re.MULTILINE)
-    if m is None:
-        raise ParseError("perftest_version", "no 'Version: X.Y' line")
-    number = Decimal(m.group(1))
-    return PerftestVersion(
-        version=m.group(1),
-        json_valid=number >= Decimal("6.20"),  # perftest 24.01: --out_json became standard JSON
-        header_unit="MiB/sec" if number >= Decimal("6.22") else "MB/sec",  # 24.07 renamed the unit
-    )

@@ -11,6 +11,7 @@ from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.pipeline import Outcome
 from linkcheck.report.safe_text import as_text
+from linkcheck.report.tables import identity_lines
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
@@ -44,6 +45,7 @@ def node_table(link: LinkFacts) -> Table:
     table.add_column("cage / domain")
     for node in (link.a, link.b):
         table.add_column(as_text(f"{node.name}: {node.hostname or '?'}"))
+    table.add_row("node", *(as_text("\n".join(identity_lines(n))) for n in (link.a, link.b)))
     slots = sorted({_slot(f) for n in (link.a, link.b) for f in n.functions})
     for slot in slots:
         cells = [_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in (link.a, link.b)]

@@ -64,6 +64,24 @@ def _cell(fn: Function | None, node: NodeFacts) -> list[str]:
         f"GID {gid} (pin {'-' if pin is None else repr(pin)})")]
 
 
+def identity_lines(node: NodeFacts) -> list[str]:
+    """The node's identity for the node table: DMI product and serial, BIOS, OS and kernel, CX-7 firmware and PSID,
+    tool versions, boot id; '?' where the node could not tell."""
+    ident = node.identity
+    cx7 = [f for f in node.functions if f.cage in node.cabled_cages] or list(node.functions)
+    firmware = ", ".join(sorted({f.firmware for f in cx7 if f.firmware})) or "?"
+    psid = ", ".join(sorted({f.psid for f in cx7 if f.psid})) or "?"
+    product = " ".join(p for p in (ident.vendor, ident.product) if p) or "?"
+    board = f" ({ident.board_name})" if ident.board_name else ""
+    return [shown(line) for line in (
+        f"{product}{board} SN {ident.serial or '?'}",
+        f"BIOS {ident.bios_version or '?'} ({ident.bios_date or '?'})",
+        f"{node.os_name or '?'}, kernel {node.kernel_release or '?'}",
+        f"CX-7 fw {firmware} PSID {psid}",
+        f"perftest {ident.perftest_version or '-'}, NCCL {ident.nccl_version or '-'}",
+        f"boot id {ident.boot_id or '?'}")]
+
+
 def _slot(fn: Function) -> tuple[str, str]:
     return (fn.cage or "?", fn.domain or "?")
 
@@ -71,7 +89,7 @@ def _slot(fn: Function) -> tuple[str, str]:
 def node_rows(link: LinkFacts) -> tuple[list[str], list[tuple[str, list[str], list[str]]]]:
     """(column heads, rows): one row per twin slot (cage / PCI domain), then cable and NCCL_IB_HCA."""
     heads = [shown(f"{n.name}: {n.hostname or '?'}") for n in (link.a, link.b)]
-    rows: list[tuple[str, list[str], list[str]]] = []
+    rows: list[tuple[str, list[str], list[str]]] = [("node", identity_lines(link.a), identity_lines(link.b))]
     for slot in sorted({_slot(f) for n in (link.a, link.b) for f in n.functions}):
         a, b = (_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in (link.a, link.b))
         rows.append((shown(f"{slot[0]} / {slot[1]}"), a, b))

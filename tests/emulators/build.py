@@ -103,7 +103,21 @@ def gb10_node(hostname: str, mac_base: str, *, addrs: Addrs, mtu: dict[str, int]
         hostname=hostname, functions=fns, cabled_cage=cabled_cage, cable=cable if cable is not None else Cable(),
         netplan_files=files, dmesg=tuple(boot_dmesg(fns, cabled_cage)), uptime_s=uptime_s,
         mgmt=MgmtNic(mac=mac_add(mac_base, -1), ipv4=mgmt_ip),
+        product_serial=_serial_of(hostname), boot_id=_boot_id_of(hostname),
     )
+
+
+def _serial_of(hostname: str) -> str:
+    """A DGX Spark-shaped 13-digit serial of its own per node, stable for a hostname."""
+    import zlib
+
+    return f"15819250{zlib.crc32(hostname.encode()) % 100000:05d}"
+
+
+def _boot_id_of(hostname: str) -> str:
+    import uuid
+
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"boot.{hostname}"))
 
 
 def with_function(node: Node, netdev: str, **changes: object) -> Node:

@@ -51,6 +51,7 @@ class Function:
     port_rcv_data: int = 0
     link_downed: int = 0
     fw_ver: str = "28.45.4028"
+    board_id: str = "NVD0000000087"  # the PSID mlx5 reports (sysfs board_id, `ethtool -i` in parentheses)
     fec_active: str | None = None  # `ethtool --show-fec` Active FEC encoding; None: RS while the link is up, else None
     fec_configured: str = "Auto"  # what mlx5 reports as Supported/Configured on GB10 (a field paste)
 
@@ -131,6 +132,19 @@ class MgmtNic:
     speed_mbps: int = 10000
 
 
+# DMI of an NVIDIA DGX Spark founder's edition, from the dmi modalias pasted in canonical/secboot#560 (the
+# modalias drops blanks: "AmericanMegatrendsInternational,LLC." is sysfs' "American Megatrends International, LLC.").
+DGX_SPARK_DMI: dict[str, str] = {
+    "sys_vendor": "NVIDIA",
+    "product_name": "NVIDIA_DGX_Spark",
+    "product_version": "A.7",
+    "board_vendor": "NVIDIA",
+    "board_name": "P4242",
+    "bios_vendor": "American Megatrends International, LLC.",
+    "bios_version": "5.36_0ACUM018",
+    "bios_date": "08/06/2025",
+}
+
 DEFAULT_VERSIONS: dict[str, str] = {
     "ethtool": "6.7",
     "iproute2": "6.1.0",
@@ -184,6 +198,11 @@ class Node:
     sudo_ok: bool = True
     os_release: str = UBUNTU_2404_OS_RELEASE
     kernel_release: str = "6.17.0-1008-nvidia"
+    dmi: dict[str, str] = field(default_factory=lambda: dict(DGX_SPARK_DMI))  # /sys/class/dmi/id, world-readable
+    product_serial: str | None = "1581925012345"  # root-only; None: the file is absent (a VM)
+    boot_id: str = "5d0c1f0e-7f1a-4c2b-9e5d-3a8b6c4d2e10"
+    nm_connections: tuple[NetplanFile, ...] = ()  # NetworkManager keyfiles (path under /etc or /run, text)
+    nccl_files: tuple[str, ...] = ()  # libnccl.so* paths; () : derived from versions["nccl"] (the .deb layout)
     user: str = "nvidia"
     mgmt: MgmtNic = field(default_factory=MgmtNic)
     perftest_gbps: float = 109.0  # what an emulated ib_write_bw reports on one path (lab CLI)
@@ -246,6 +265,8 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
     d["functions"] = tuple(_function_from_dict(f) for f in d["functions"])
     d["cable"] = None if d.get("cable") is None else Cable(**d["cable"])
     d["netplan_files"] = tuple(NetplanFile(**f) for f in d.get("netplan_files", ()))
+    d["nm_connections"] = tuple(NetplanFile(**f) for f in d.get("nm_connections", ()))
+    d["nccl_files"] = tuple(d.get("nccl_files", ()))
     routes = d.get("routes")
     d["routes"] = None if routes is None else tuple(Route(**r) for r in routes)
     d["neighbours"] = tuple(Neighbour(**n) for n in d.get("neighbours", ()))

@@ -38,6 +38,8 @@ NODE_RENDERERS: dict[str, Callable[[Node], Output]] = {
     "sysfs_net": render_sysfs.render_sysfs_net,
     "sysfs_infiniband": render_sysfs.render_sysfs_infiniband,
     "sysfs_pci": render_sysfs.render_sysfs_pci,
+    "sysfs_dmi": render_sysfs.render_sysfs_dmi,
+    "dmi_serial": render_sysfs.render_dmi_serial,
     "rdma_link": render_rdma.render_rdma_link,
     "ibv_devinfo": render_rdma.render_ibv_devinfo,
     "ibstat": render_rdma.render_ibstat,
@@ -45,6 +47,9 @@ NODE_RENDERERS: dict[str, Callable[[Node], Output]] = {
     "show_gids": render_rdma.render_show_gids,
     "lspci": render_pci.render_lspci,
     "netplan_files": render_netplan.render_netplan_files,
+    "nm_connections": render_sys.render_nm_connections,
+    "perftest_version": render_sys.render_perftest_version,
+    "nccl_install": render_sys.render_nccl_install,
     "nccl_env": render_sys.render_nccl_env,
     "nccl_conf": render_sys.render_nccl_conf,
     "nccl_conf_user": render_sys.render_nccl_conf_user,
@@ -65,9 +70,9 @@ SPEC_TOOL: dict[str, str] = {
     "sysctl": "sysctl", "rdma_link": "rdma", "ibv_devinfo": "ibv_devinfo", "ibstat": "ibstat",
     "ibdev2netdev": "ibdev2netdev", "show_gids": "show_gids", "lspci": "lspci",
     "dmesg": "dmesg", "ethtool": "ethtool", "ethtool_i": "ethtool", "ethtool_s": "ethtool",
-    "ethtool_m": "ethtool", "ethtool_fec": "ethtool",
+    "ethtool_m": "ethtool", "ethtool_fec": "ethtool", "perftest_version": "ib_write_bw",
 }
-SUDO_SPECS = frozenset({"lspci", "netplan_files", "ethtool_m"})
+SUDO_SPECS = frozenset({"lspci", "netplan_files", "ethtool_m", "dmi_serial", "nm_connections"})
 SUDO_REFUSED: Output = ("", "sudo: a password is required\n", 1)
 
 

@@ -93,3 +93,33 @@ def render_nccl_conf(node: Node) -> Output:
 
 def render_nccl_conf_user(node: Node) -> Output:
     return _cat(f"{node.home}/.nccl.conf", node.nccl_conf_user)
+
+
+def render_nm_connections(node: Node) -> Output:
+    """`tail -v -n +1` of the keyfiles under /etc then /run (glob order), errors sent to /dev/null."""
+    etc = sorted((f for f in node.nm_connections if f.path.startswith("/etc/")), key=lambda f: f.path)
+    run = sorted((f for f in node.nm_connections if f.path.startswith("/run/")), key=lambda f: f.path)
+    chunks = [f"==> {f.path} <==\n{f.text}" for f in etc + run]
+    return "\n".join(chunks), "", 0
+
+
+def render_perftest_version(node: Node) -> Output:
+    # perftest prints the version and returns FAILURE (1) from its parser (src/perftest_parameters.c).
+    return f"Version: {node.version('perftest')}\n", "", 1
+
+
+def nccl_files(node: Node) -> tuple[str, ...]:
+    """The libnccl.so* paths of the node: its own list, else the layout of NVIDIA's libnccl2 .deb."""
+    if node.nccl_files:
+        return node.nccl_files
+    version = node.version("nccl")
+    if not version:
+        return ()
+    return ("/usr/lib/aarch64-linux-gnu/libnccl.so.2", f"/usr/lib/aarch64-linux-gnu/libnccl.so.{version}")
+
+
+def render_nccl_install(node: Node) -> Output:
+    lines = [f"lib {p}" for p in nccl_files(node)]
+    if "all_gather_perf" not in node.missing_tools:
+        lines.append(f"tests {node.home}/nccl-tests/build/all_gather_perf")
+    return "".join(line + "\n" for line in lines), "", 0

@@ -129,7 +129,8 @@ def _ib_entries(node: Node) -> list[Entry]:
     for fn in sorted(node.functions, key=lambda f: dev_sort_key(f.rdma_dev)):
         base = f"/sys/class/infiniband/{fn.rdma_dev}"
         out += [Entry(base + "/device", f"../../../{fn.bdf}", "link"),
-                Entry(base + "/node_guid", node_guid(fn)), Entry(base + "/fw_ver", fn.fw_ver)]
+                Entry(base + "/node_guid", node_guid(fn)), Entry(base + "/fw_ver", fn.fw_ver),
+                Entry(base + "/board_id", fn.board_id)]
         port = base + "/ports/1"
         out += [Entry(f"{port}/{name}", _port_file(fn, name)) for name in IB_PORT_FILES.split()]
         out += _gid_entries(fn, port)
@@ -177,6 +178,28 @@ def render_sysfs_infiniband(node: Node) -> Output:
 
 def render_sysfs_pci(node: Node) -> Output:
     return _dump(_pci_entries(node)), "", 0
+
+
+DMI_DIR = "/sys/class/dmi/id"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+DMI_ORDER = ("sys_vendor", "product_name", "product_version", "board_vendor", "board_name", "bios_vendor",
+             "bios_version", "bios_date")
+
+
+def _dmi_entries(node: Node) -> list[Entry]:
+    return [Entry(f"{DMI_DIR}/{name}", node.dmi[name]) for name in DMI_ORDER if name in node.dmi]
+
+
+def render_sysfs_dmi(node: Node) -> Output:
+    """The spec's order: the DMI files that exist, then the boot id."""
+    return _dump(_dmi_entries(node) + [Entry(BOOT_ID, node.boot_id)]), "", 0
+
+
+def render_dmi_serial(node: Node) -> Output:
+    path = f"{DMI_DIR}/product_serial"
+    if node.product_serial is None:
+        return "", f"grep: {path}: No such file or directory\n", 2
+    return f"{path}:{node.product_serial}\n" if node.product_serial else "", "", 0 if node.product_serial else 1
 
 
 # Materialisation ----------------------------------------------------------------------------------
@@ -240,5 +263,13 @@ def materialise_sysfs(node: Node, root_dir: Path) -> None:
         _write(root, _pci_dir(fn.bdf) + "/device", Entry("", CX7_DEVICE))
     for bdf, vendor in {**_OTHER_PCI, node.mgmt.bdf: "0x10ec"}.items():
         _write(root, _pci_dir(bdf) + "/vendor", Entry("", vendor))
+    # /sys/class/dmi/id is a link to the virtual DMI device; product_serial is root-only (0400).
+    for entry in _dmi_entries(node):
+        _write(root, entry.path.replace("/sys/class/dmi/id", "/sys/devices/virtual/dmi/id"), entry)
+    if node.product_serial is not None:
+        serial = root / "sys/devices/virtual/dmi/id/product_serial"
+        _write(root, "/sys/devices/virtual/dmi/id/product_serial", Entry("", node.product_serial))
+        serial.chmod(0o400)
+    _link(root, "/sys/class/dmi/id", "/sys/devices/virtual/dmi/id")
     for bdf in list(_OTHER_PCI) + [node.mgmt.bdf] + [f.bdf for f in node.functions]:
         _link(root, f"/sys/bus/pci/devices/{bdf}", _pci_dir(bdf))

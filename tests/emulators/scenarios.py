@@ -202,7 +202,7 @@ def degraded_collection() -> Scenario:
     return Scenario("degraded-collection", "Node b refuses sudo without a password (lspci, ethtool -m, netplan "
                     "files and dmesg fail) and has no rdma-core/MLNX tools; node a is healthy. The verdict must "
                     "be inconclusive.", a, b, (), {}, {},
-                    ("CABLE_NOT_APPROVED", "NETPLAN_NOT_APPLIED", *NO_BENCH))
+                    ("CABLE_NOT_APPROVED", "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", *NO_BENCH))
 
 
 def link_down() -> Scenario:
@@ -269,10 +269,14 @@ def nodes_differ() -> Scenario:
     a, b = _two_subnets()
     newer = UBUNTU_2404_OS_RELEASE.replace("24.04.3", "24.04.4")
     b = replace(b, kernel_release="7.0.0-1019-nvidia", os_release=newer,
-                functions=tuple(replace(f, fw_ver="28.47.1026") for f in b.functions))
+                functions=tuple(replace(f, fw_ver="28.47.1026") for f in b.functions),
+                versions={**b.versions, "perftest": "6.29", "nccl": "2.29.2"},
+                dmi={**b.dmi, "bios_version": "5.36_0ACUM021", "bios_date": "09/26/2025"})
     return Scenario("nodes-differ", "Node b was updated and node a was not: kernel 7.0.0-1019-nvidia against "
-                    "6.17.0-1008-nvidia, Ubuntu 24.04.4 against 24.04.3, CX-7 firmware 28.47.1026 against 28.45.4028 "
-                    "(a mixed pair: 'every failure has a second candidate cause').",
+                    "6.17.0-1008-nvidia, Ubuntu 24.04.4 against 24.04.3, CX-7 firmware 28.47.1026 against 28.45.4028, "
+                    "BIOS 5.36_0ACUM021 against 5.36_0ACUM018, perftest 6.29 against 6.22, NCCL 2.29.2 against "
+                    "2.28.9 (a mixed pair: 'every failure has a second candidate cause'; the DMI serials and boot ids "
+                    "differ too, and are never reported).",
                     a, b, (), {"NODES_DIFFER": "warn"}, {"NODES_DIFFER": ("pair",)}, NO_BENCH)
 
 
@@ -284,6 +288,41 @@ def netplan_not_applied() -> Scenario:
                     "192.168.102.11/24, but `netplan apply` never ran: the live twin still has 192.168.101.11/24, so "
                     "the pair works today and loses that path at the next reboot.",
                     a, b, (), {"NETPLAN_NOT_APPLIED": "warn"}, {"NETPLAN_NOT_APPLIED": (f"b:{P1_2}",)}, NO_BENCH)
+
+
+NM_DIR = "/run/NetworkManager/system-connections"
+
+
+def nm_keyfile(name: str, netdev: str, cidr: str, mac: str | None = None) -> str:
+    """A keyfile as `nmcli connection add type ethernet ifname X ipv4.method manual ipv4.addresses Y` writes it."""
+    eth = f"\n[ethernet]\nmac-address={mac.upper()}\n" if mac else "\n[ethernet]\n"
+    return (f"[connection]\nid={name}\nuuid=7f3c2a5e-1b6d-4e8f-9a0b-2c4d6e8f0a1b\ntype=ethernet\n"
+            f"interface-name={netdev}\n{eth}\n[ipv4]\naddress1={cidr}\nmethod=manual\n\n"
+            "[ipv6]\naddr-gen-mode=default\nmethod=disabled\n\n[proxy]\n")
+
+
+def netplan_nm_keyfile(netdev: str, cidr: str) -> str:
+    """What netplan's NetworkManager renderer writes for an ethernet with one address (src/nm.c)."""
+    return (f"[connection]\nid=netplan-{netdev}\ntype=ethernet\ninterface-name={netdev}\n\n[ethernet]\n"
+            f"wake-on-lan=0\n\n[ipv4]\nmethod=manual\naddress1={cidr}\n\n[ipv6]\nmethod=ignore\n")
+
+
+def nm_profile_runtime_only() -> Scenario:
+    a, b = _two_subnets()
+    # Node a: the netplan file names only the first twin; the second got its address from an in-memory profile.
+    only_p1 = netplan_yaml({P1: ("192.168.100.10/24",)}, {})
+    a = replace(a, netplan_files=(NetplanFile(NETPLAN_PATH, only_p1),), nm_connections=(
+        NetplanFile(f"{NM_DIR}/cx7-p1-2.nmconnection", nm_keyfile("cx7-p1-2", P1_2, "192.168.101.10/24")),))
+    # Node b: netplan with the NetworkManager renderer; its generated profiles under /run are not flagged.
+    b = replace(b, netplan_files=(NetplanFile(NM_ALL_PATH, NM_ALL_TEXT), *b.netplan_files), nm_connections=(
+        NetplanFile(f"{NM_DIR}/netplan-{P1}.nmconnection", netplan_nm_keyfile(P1, "192.168.100.11/24")),
+        NetplanFile(f"{NM_DIR}/netplan-{P1_2}.nmconnection", netplan_nm_keyfile(P1_2, "192.168.101.11/24"))))
+    return Scenario("nm-profile-runtime-only", "On node a the second twin's address comes from a NetworkManager "
+                    "profile made with `nmcli connection add ... save no`: it lives in /run and is gone at the next "
+                    "boot, and no netplan file names the twin. Node b's profiles under /run are netplan's own "
+                    "(renderer NetworkManager), regenerated at every boot.",
+                    a, b, (), {"NM_PROFILE_RUNTIME_ONLY": "warn"}, {"NM_PROFILE_RUNTIME_ONLY": (f"a:{P1_2}",)},
+                    NO_BENCH)
 
 
 def fec_off() -> Scenario:
@@ -300,5 +339,5 @@ SCENARIOS: dict[str, Scenario] = {
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
                         link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_order(), nccl_hca_uncabled(),
                         replugged_since_boot(), nodes_differ(), fec_off(),
-                        netplan_not_applied())
+                        netplan_not_applied(), nm_profile_runtime_only())
 }

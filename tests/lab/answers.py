@@ -30,6 +30,7 @@ def static_calls(node: Node) -> dict[str, list[list[str]]]:
         "rdma": [["-j", "link", "show"]],
         "lspci": [["-vv", "-d", "15b3:"]],
         "dmesg": [[]],
+        "ib_write_bw": [["-V"]],
         "ethtool": [args for nd in netdevs for args in ([nd], ["-i", nd], ["-S", nd], ["-m", nd],
                                                                 ["--show-fec", nd])],
     }

@@ -1,0 +1,242 @@
+"""Node identity, tool versions and NetworkManager profiles: parsers on each real format, facts, rules, reports,
+the anonymiser and the acceptance record."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file
+from linkcheck.accept.run import accept_outcome, acceptance_record
+from linkcheck.collect.anonymize import anonymize_bundle
+from linkcheck.collect.bundle import Bundle, load_bundle
+from linkcheck.errors import ParseError
+from linkcheck.facts.build import build_node_facts
+from linkcheck.model import Capture, Severity, Status
+from linkcheck.parsers import get_parser
+from linkcheck.parsers.identity import nccl_version_code, parse_dmi_serial, parse_nccl_install
+from linkcheck.parsers.networkmanager import parse_nm_connections
+from linkcheck.parsers.perftest import parse_perftest_version
+from linkcheck.pipeline import diagnose_bundle, diagnose_captures
+from linkcheck.report.json_report import report_document
+from tests.emulators.scenarios import SCENARIOS, scenario_captures
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = Path(__file__).parent / "samples"
+FIXTURES = ROOT / "fixtures"
+
+
+# -- parsers -------------------------------------------------------------------------------------------------------
+
+def test_perftest_version_of_debian_perftest_as_captured() -> None:
+    # Debian's perftest 4.5+0.17 (AC_INIT 6.06) prints this and exits 1, as every release since 4.x does.
+    version = parse_perftest_version((SAMPLES / "perftest" / "version_6.06_debian_captured.txt").read_text())
+    assert (version.version, version.json_valid, version.header_unit) == ("6.06", False, "MB/sec")
+
+
+@pytest.mark.parametrize(("text", "serial"), [
+    ("/sys/class/dmi/id/product_serial:1581925012345\n", "1581925012345"),  # grep -H . (the spec)
+    ("1581925012345\n", "1581925012345"),  # a bare `cat`
+    ("/sys/class/dmi/id/product_serial:Default string\n", None),  # AMI's unset string
+    ("/sys/class/dmi/id/product_serial:To Be Filled By O.E.M.\n", None),
+])
+def test_dmi_serial_forms(text: str, serial: str | None) -> None:
+    assert parse_dmi_serial(text).serial == serial
+
+
+def test_dmi_serial_refuses_what_is_not_one_value() -> None:
+    with pytest.raises(ParseError):
+        parse_dmi_serial("a\nb\n")
+    with pytest.raises(ParseError):
+        parse_dmi_serial("")
+
+
+def test_nccl_install_takes_the_highest_full_version() -> None:
+    found = parse_nccl_install((SAMPLES / "nccl" / "nccl_install_deb_and_source_emulated.txt").read_text())
+    assert found.nccl_version == "2.29.2"
+    assert found.tests_binaries == ("/home/nvidia/nccl-tests/build/all_gather_perf",)
+    assert len(found.libraries) == 5
+    nothing = parse_nccl_install("")  # no NCCL on the node (captured on a machine without it): not an error
+    assert (nothing.libraries, nothing.nccl_version, nothing.tests_binaries) == ((), None, ())
+    # pip's nvidia-nccl wheels ship libnccl.so.2 only: the library is recorded, its version is not known
+    assert parse_nccl_install("lib /usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2\n").nccl_version is None
+    with pytest.raises(ParseError):
+        parse_nccl_install("garbage\n")
+
+
+def test_nccl_version_codes_as_nccl_tests_prints_them() -> None:
+    assert nccl_version_code(22809) == "2.28.9"
+    assert nccl_version_code(22905) == "2.29.5"
+    assert nccl_version_code(2804) == "2.8.4"  # NCCL_VERSION_CODE before 2.9 was MAJOR*1000+MINOR*100+PATCH
+    assert nccl_version_code(None) is None
+
+
+def test_nm_keyfiles_under_etc_and_run() -> None:
+    profiles = parse_nm_connections((SAMPLES / "system" / "nm_keyfiles_etc_run_emulated.txt").read_text()).profiles
+    by_id = {p.id: p for p in profiles}
+    assert set(by_id) == {"Wired connection 1", "cx7-p1-2", "netplan-enp1s0f1np1"}
+    runtime = by_id["cx7-p1-2"]
+    assert runtime.runtime_only and not runtime.netplan_generated
+    assert (runtime.interface_name, runtime.mac_address, runtime.mtu) == ("enP2p1s0f1np1", "3c:6d:66:cc:b3:b9", 9000)
+    assert (runtime.ipv4_method, runtime.ipv4_addresses) == ("manual", ("192.168.101.10/24",))
+    generated = by_id["netplan-enp1s0f1np1"]
+    assert generated.netplan_generated and not generated.runtime_only  # netplan rewrites it at every boot
+    assert not by_id["Wired connection 1"].runtime_only
+
+
+def test_nm_keyfile_older_forms_and_odd_input() -> None:
+    old = ("==> /run/NetworkManager/system-connections/fabric <==\n[connection]\nid=fabric\ntype=802-3-ethernet\n"
+           "\n[802-3-ethernet]\nmac-address=3c:6d:66:cc:b3:b6;\n\n[ipv4]\nmethod=manual\n"
+           "addresses1=192.168.100.10;24;192.168.100.1;\n"
+           "\n==> /run/NetworkManager/system-connections/sub <==\n")
+    (profile,) = parse_nm_connections(old).profiles  # the directory's empty header is no profile
+    assert profile.mac_address == "3c:6d:66:cc:b3:b6" and profile.ipv4_addresses == ("192.168.100.10/32",)
+    assert parse_nm_connections("").profiles == ()
+    with pytest.raises(ParseError):
+        parse_nm_connections("[connection]\nid=x\n")  # no file header: not what the spec prints
+    with pytest.raises(ParseError):
+        parse_nm_connections("==> /etc/x <==\nkey-before-section=1\n")
+
+
+def test_parse_kinds_are_registered() -> None:
+    assert get_parser("dmi_serial") is parse_dmi_serial
+    assert get_parser("nccl_install") is parse_nccl_install
+    assert get_parser("nm_connections") is parse_nm_connections
+
+
+# -- facts ---------------------------------------------------------------------------------------------------------
+
+def _node_a(name: str = "healthy") -> list[Capture]:
+    return [c for c in scenario_captures(SCENARIOS[name]) if c.node == "a"]
+
+
+def _with(caps: list[Capture], spec: str, **changes: object) -> list[Capture]:
+    return [dataclasses.replace(c, **changes) if c.spec == spec else c for c in caps]  # type: ignore[arg-type]
+
+
+def test_identity_from_the_inspection() -> None:
+    ident = build_node_facts("a", _node_a()).identity
+    assert (ident.vendor, ident.product, ident.board_name) == ("NVIDIA", "NVIDIA_DGX_Spark", "P4242")
+    assert (ident.bios_version, ident.bios_date) == ("5.36_0ACUM018", "08/06/2025")
+    assert ident.serial and ident.boot_id
+    assert (ident.perftest_version, ident.nccl_version) == ("6.22", "2.28.9")  # -V exits 1: still read
+    assert ident.nccl_library == "/usr/lib/aarch64-linux-gnu/libnccl.so.2.28.9"
+
+
+def test_identity_on_a_machine_without_dmi_and_without_sudo() -> None:
+    no_dmi = (SAMPLES / "system" / "sysfs_dmi_no_dmi_container_captured.txt").read_text()
+    caps = _with(_node_a(), "sysfs_dmi", stdout=no_dmi)
+    caps = _with(caps, "dmi_serial", stdout="", stderr="sudo: a password is required\n", exit_status=1,
+                 skipped="sudo refused (needs passwordless sudo for: grep -H . /sys/class/dmi/id/product_serial)")
+    facts = build_node_facts("a", caps)
+    assert facts.identity.vendor is None and facts.identity.serial is None
+    assert facts.identity.boot_id == "e4474e7d-c033-4f20-b496-9356fc398ba5"
+    assert not facts.unavailable  # identity is evidence: a serial that cannot be read makes nothing skip
+
+
+def test_psid_and_firmware_from_sysfs_when_ethtool_i_is_missing() -> None:
+    caps = [c for c in _node_a() if c.spec != "ethtool_i"]
+    facts = build_node_facts("a", caps)
+    assert {(f.psid, f.firmware) for f in facts.functions} == {("NVD0000000087", "28.45.4028")}
+
+
+def test_runtime_profile_facts_and_what_makes_them_persistent() -> None:
+    facts = build_node_facts("a", _node_a("nm-profile-runtime-only"))
+    (prof,) = facts.nm_runtime
+    assert (prof.netdev, prof.profile_id, prof.persistent) == ("enP2p1s0f1np1", "cx7-p1-2", False)
+    # the same profile while an /etc keyfile also configures the twin: the address survives a reboot
+    caps = _node_a("nm-profile-runtime-only")
+    extra = ("\n==> /etc/NetworkManager/system-connections/fabric.nmconnection <==\n[connection]\nid=fabric\n"
+             "type=ethernet\ninterface-name=enP2p1s0f1np1\n\n[ipv4]\nmethod=manual\naddress1=192.168.101.10/24\n")
+    nm = next(c for c in caps if c.spec == "nm_connections")
+    (prof,) = build_node_facts("a", _with(caps, "nm_connections", stdout=nm.stdout + extra)).nm_runtime
+    assert prof.persistent
+
+
+# -- rules and reports ---------------------------------------------------------------------------------------------
+
+def _findings(path: Path, rule: str) -> list[tuple[str, str]]:
+    return [(f.status.value, f.subject) for f in diagnose_bundle(path).diagnosis.findings if f.rule_id == rule]
+
+
+def test_nm_profile_runtime_only_fires_on_its_fixture_and_passes_on_healthy() -> None:
+    assert ("warn", "a:enP2p1s0f1np1") in _findings(FIXTURES / "nm-profile-runtime-only", "NM_PROFILE_RUNTIME_ONLY")
+    assert {s for s, _ in _findings(FIXTURES / "nm-profile-runtime-only", "NM_PROFILE_RUNTIME_ONLY")} == {"warn",
+                                                                                                      "pass"}
+    assert _findings(FIXTURES / "healthy", "NM_PROFILE_RUNTIME_ONLY") == [("pass", "node a"), ("pass", "node b")]
+
+
+def test_nodes_differ_names_versions_and_never_serials() -> None:
+    outcome = diagnose_bundle(FIXTURES / "nodes-differ")
+    (finding,) = [f for f in outcome.diagnosis.findings if f.rule_id == "NODES_DIFFER"]
+    assert finding.status is Status.WARN
+    for text in ("BIOS: a 5.36_0ACUM018, b 5.36_0ACUM021", "perftest: a 6.22, b 6.29", "NCCL: a 2.28.9, b 2.29.2"):
+        assert text in finding.message
+    assert "serial" not in finding.message and "boot" not in finding.message
+    healthy = diagnose_bundle(FIXTURES / "healthy")
+    assert healthy.link.a.identity.serial != healthy.link.b.identity.serial  # they differ, and pass
+    assert [f.status for f in healthy.diagnosis.findings if f.rule_id == "NODES_DIFFER"] == [Status.PASS]
+
+
+def test_bios_of_two_oems_is_only_a_note() -> None:
+    bundle = load_bundle(FIXTURES / "healthy")
+    caps = [dataclasses.replace(c, stdout=c.stdout.replace("NVIDIA_DGX_Spark", "Dell Pro Max with GB10 FCM1253")
+                                .replace("5.36_0ACUM018", "1.1.1"))
+            if c.node == "b" and c.spec == "sysfs_dmi" else c for c in bundle.captures]
+    outcome = diagnose_captures(Bundle(captures=caps, nodes=bundle.nodes), [])
+    from linkcheck.diagnose.checks_nodes import nodes_differ
+
+    (obs,) = nodes_differ(outcome.link, {})
+    assert obs.fired and obs.severity is Severity.INFO  # a note, not a warning
+    assert "BIOS" in obs.value_map()["table"]
+
+
+def test_json_report_and_console_show_the_identity() -> None:
+    outcome = diagnose_bundle(FIXTURES / "healthy")
+    doc = report_document(outcome)
+    ident = doc["nodes"]["a"]["identity"]
+    assert ident["product"] == "NVIDIA_DGX_Spark" and ident["perftest_version"] == "6.22"
+    assert doc["nodes"]["b"]["kernel_release"] == "6.17.0-1008-nvidia"
+    from rich.console import Console
+
+    from linkcheck.report.console import node_table
+
+    console = Console(width=200, record=True)
+    console.print(node_table(outcome.link))
+    text = console.export_text()
+    assert "BIOS 5.36_0ACUM018" in text and "PSID NVD0000000087" in text and "NCCL 2.28.9" in text
+
+
+# -- anonymiser and acceptance record ------------------------------------------------------------------------------
+
+def test_anonymiser_replaces_serial_boot_id_and_profile_uuids() -> None:
+    bundle = load_bundle(FIXTURES / "nm-profile-runtime-only")
+    before = diagnose_captures(bundle, [])
+    secrets = {before.link.a.identity.serial, before.link.b.identity.serial, before.link.a.identity.boot_id,
+               before.link.b.identity.boot_id, "7f3c2a5e-1b6d-4e8f-9a0b-2c4d6e8f0a1b"}
+    anon = anonymize_bundle(bundle)
+    blob = "\n".join(c.stdout + c.stderr + c.command for c in anon.captures)
+    assert not [s for s in secrets if s and s in blob]
+    after = diagnose_captures(anon, [])
+    assert after.link.a.identity.serial and after.link.a.identity.serial != after.link.b.identity.serial
+    assert after.link.a.identity.bios_version == "5.36_0ACUM018"  # versions and PSIDs stay
+    assert [p.netdev for p in after.link.a.nm_runtime] == ["enP2p1s0f1np1"]
+
+
+def test_acceptance_record_carries_identity_tools_cable_and_commands() -> None:
+    outcome = diagnose_bundle(FIXTURES / "healthy")
+    profile = load_profile_file(BUILTIN_DIR / "dgx-spark-pair.yaml")
+    doc = json.loads(json.dumps(acceptance_record(outcome, accept_outcome(outcome, profile, 1))))
+    ev = doc["evidence"]
+    assert ev["nodes"]["a"]["serial"] and ev["nodes"]["a"]["serial"] != ev["nodes"]["b"]["serial"]
+    assert {f["psid"] for n in "ab" for f in ev["nodes"][n]["cx7"]} == {"NVD0000000087"}
+    assert ev["nodes"]["b"]["perftest_version"] == "6.22" and ev["nodes"]["b"]["nccl_version"] == "2.28.9"
+    assert ev["traffic_versions"]["nccl_tests"] == "2.17.6" and ev["traffic_versions"]["nccl_log"] == "2.28.9"
+    serials = {end["node"]: end["serial"] for end in ev["cable"]}
+    assert serials["a"] == serials["b"] and all(end["part_number"] for end in ev["cable"])
+    commands = [r["command"] for r in ev["runs"]]
+    assert any(c.startswith("ib_write_bw -d ") for c in commands) and any("all_gather_perf" in c for c in commands)
+    assert doc["profile"]["sha256"] == profile.sha256

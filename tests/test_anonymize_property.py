@@ -30,6 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 HOSTS = ("dgx-spark-1", "dgx-spark-2")  # the fixture's own hostnames, renamed in every example
 SERIAL = "APF25090012345"  # the fixture's cable serial
 FAKE_WORDS = re.compile(r"node|site|user|invalid|sn\d")  # what the fakes are made of: not a useful original
+# The fixed words of the probe lines (`lcprobe-<label> ...`): a generated name equal to one would be "found" there.
+PROBE_WORDS = frozenset({"lcprobe", "host", "fqdn", "search", "ip0", "ip1", "ip2", "tok", "range", "gidhex",
+                         "gidmapped", "giddec", "ncclle", "mac", "macforms", "ll", "guid", "dmi", "sn", "path",
+                         "ip", "example", "peer", "gid", "bare", "node", "serial", "number", "vendor", "var",
+                         "log", "nccl", "home", "nvidia", "run", "enx", "ffff"})
 
 
 @functools.cache
@@ -57,8 +62,9 @@ def _name_ok(name: str) -> bool:
     """Not a fake's part, not a word the tools print (replaced only where it stands as a hostname; tested in
     test_anonymize_leaks), not already in the fixture."""
     lower = name.lower()
-    return not FAKE_WORDS.search(lower) and lower not in TOOL_WORDS and not set(re.findall("[a-z0-9]+", lower)) & \
-        _base_words()
+    words = set(re.findall("[a-z0-9]+", lower))
+    return not FAKE_WORDS.search(lower) and lower not in TOOL_WORDS and not words & _base_words() and \
+        not words & PROBE_WORDS
 
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"

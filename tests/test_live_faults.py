@@ -349,11 +349,12 @@ def _command_fault(fault: FaultRun, healthy: set[tuple[str, str, str]], node: st
     return unavailable[group]
 
 
-BOTH_FAULTS = {"cable", "fec", "netplan"}
+BOTH_FAULTS = {"cable", "fec", "netplan", "nm_profiles"}
 
 
 def test_missing_tool(run_missing_and_sudo: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
-    # One run holds both faults: no ethtool on a (no EEPROM, no FEC), no sudo on b (no EEPROM, no netplan files).
+    # One run holds both faults: no ethtool on a (no EEPROM, no FEC), no sudo on b (no EEPROM, no netplan files,
+    # no NetworkManager keyfiles).
     _command_fault(run_missing_and_sudo, healthy_findings, "a", "cable", BOTH_FAULTS, r"tool missing: ethtool")
     _one_line(run_missing_and_sudo.run, "a", r"ethtool.*(missing|not found|not installed)")
 
@@ -363,7 +364,7 @@ def test_sudo_refused(run_missing_and_sudo: FaultRun, healthy_findings: set[tupl
     _one_line(run_missing_and_sudo.run, "b", r"sudo")
     manifest = _manifest(run_missing_and_sudo.run, run_missing_and_sudo.saved)
     refused = {c["spec"] for c in manifest["captures"] if c["node"] == "b" and "sudo" in (c["skipped"] or "")}
-    assert {"lspci", "netplan_files", "ethtool_m"} <= refused
+    assert {"lspci", "netplan_files", "ethtool_m", "nm_connections"} <= refused
 
 
 def test_hanging_command_times_out_and_the_rest_is_judged(

@@ -388,3 +388,35 @@ def test_quick_with_other_traffic_options_is_refused_before_any_work(extra: tupl
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 4 and len(lines) == 1 and "--quick" in lines[0], proc.stderr
     assert not (tmp_path / "saved").exists()
+
+
+def test_the_console_record_names_who_was_tested() -> None:
+    from linkcheck.accept.text import acceptance_text
+
+    doc = {"verdict": "PASS", "exit_code": 0, "profile": {"name": "p", "sha256": "ab" * 32}, "test": {},
+           "checks": [], "evidence": {
+               "nodes": {"a": {"hostname": "spark-a", "vendor": "NVIDIA", "product": "DGX Spark", "serial": "1234",
+                               "bios_version": "5.36", "os": "Ubuntu 24.04.3 LTS", "kernel": "6.11.0-1016-nvidia",
+                               "cx7": [{"firmware": "28.45.1020", "psid": "NVD0000000087"}]},
+                         "b": {"hostname": "spark-b", "cx7": []}},
+               "cable": [{"node": "a", "netdev": "enp1s0f1np1", "vendor": "NVIDIA", "part_number": "MCP1650-V00AE30",
+                          "serial": "MT2412VS01234"}, {"node": "b", "netdev": None, "problem": "sudo refused"}]}}
+    text = acceptance_text(doc)
+    assert ("node a: spark-a, NVIDIA DGX Spark, serial 1234, BIOS 5.36, Ubuntu 24.04.3 LTS, kernel "
+            "6.11.0-1016-nvidia, CX-7 firmware 28.45.1020 (NVD0000000087)") in text
+    assert "node b: spark-b, ?, serial ?, BIOS ?, ?, kernel ?, CX-7 firmware ?" in text
+    assert "cable seen from a (enp1s0f1np1): NVIDIA MCP1650-V00AE30, serial MT2412VS01234" in text
+    assert "cable seen from b: not read (sudo refused)" in text
+
+
+def test_the_markdown_report_lists_who_was_tested(monkeypatch: pytest.MonkeyPatch) -> None:
+    from linkcheck.pipeline import diagnose_bundle
+    from linkcheck.report import json_report
+    from linkcheck.report.markdown import render_markdown
+
+    doc = {"verdict": "PASS", "exit_code": 0, "profile": {"name": "p", "sha256": "ab" * 32}, "test": {},
+           "checks": [], "evidence": {"nodes": {"a": {"hostname": "spark-a", "serial": "1234", "cx7": []}},
+                                      "cable": []}}
+    monkeypatch.setattr(json_report, "acceptance_document", lambda outcome: doc)
+    text = render_markdown(diagnose_bundle(Path(__file__).resolve().parent.parent / "fixtures" / "healthy"))
+    assert "Tested:" in text and "- node a: spark-a, ?, serial 1234" in text

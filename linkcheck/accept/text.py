@@ -60,6 +60,30 @@ def reasons(doc: dict[str, Any]) -> list[str]:
     return out + [str(n) for n in doc.get("notes", [])]
 
 
+def _known(*parts: Any) -> str:
+    return " ".join(str(p) for p in parts if p not in (None, "")) or "?"
+
+
+def evidence_lines(doc: dict[str, Any]) -> list[str]:
+    """Who was tested: each node's product, serial, BIOS, OS and CX-7 firmware/PSID; the cable seen from each end."""
+    ev = doc.get("evidence") or {}
+    out = []
+    for name, node in sorted((ev.get("nodes") or {}).items()):
+        fw = sorted({_known(f.get("firmware"), f"({f['psid']})" if f.get("psid") else None)
+                     for f in node.get("cx7", [])})
+        out.append(f"node {name}: {_known(node.get('hostname'))}, {_known(node.get('vendor'), node.get('product'))}"
+                   f", serial {_known(node.get('serial'))}, BIOS {_known(node.get('bios_version'))}, "
+                   f"{_known(node.get('os'))}, kernel {_known(node.get('kernel'))}, CX-7 firmware "
+                   f"{', '.join(fw) or '?'}")
+    for end in ev.get("cable") or []:
+        if end.get("netdev") is None:
+            out.append(f"cable seen from {end.get('node')}: not read ({end.get('problem')})")
+        else:
+            out.append(f"cable seen from {end.get('node')} ({end['netdev']}): "
+                       f"{_known(end.get('vendor'), end.get('part_number'))}, serial {_known(end.get('serial'))}")
+    return out
+
+
 def acceptance_text(doc: dict[str, Any]) -> str:
     table = [HEADER, *rows(doc)]
     widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
@@ -68,6 +92,9 @@ def acceptance_text(doc: dict[str, Any]) -> str:
     why = reasons(doc)
     if why:
         lines += ["", *(f"  - {line}" for line in why)]
+    evidence = evidence_lines(doc)
+    if evidence:
+        lines += ["", *(f"  {line}" for line in evidence)]
     return "\n".join(lines)
 
 

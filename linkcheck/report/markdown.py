@@ -57,7 +57,7 @@ def _acceptance(outcome: Outcome) -> list[str]:
         return []
     if "problem" in doc:
         return ["## Acceptance", "", md(doc["problem"]), ""]
-    from linkcheck.accept.text import HEADER, headline, reasons, rows
+    from linkcheck.accept.text import HEADER, evidence_lines, headline, reasons, rows
 
     lines = ["## Acceptance", "", f"**{md(headline(doc))}**", "", _row(list(HEADER)), _row(["---"] * 3 + ["---:"] +
                                                                                        ["---", "---:"])]
@@ -66,6 +66,8 @@ def _acceptance(outcome: Outcome) -> list[str]:
     lines += ["", *(f"- {md(line)}" for line in why)] if why else []
     sources = {t["source"] for c in doc.get("checks", []) for t in c.get("thresholds", [])}
     lines += ["", "Threshold sources:", "", *(f"- {md(s)}" for s in sorted(sources))]
+    tested = evidence_lines(doc)
+    lines += ["", "Tested:", "", *(f"- {md(line)}" for line in tested)] if tested else []
     return [*lines, ""]
 
 

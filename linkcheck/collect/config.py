@@ -8,12 +8,14 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
 from linkcheck.errors import ConfigError
-from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_target
+
+if TYPE_CHECKING:  # the facts model loads only for a `link:` section: `check` reads its config before connecting
+    from linkcheck.facts.model import ExpectedLink
 
 DEFAULT_PATH = Path("linkcheck.yaml")
 CONFIG_VERSION = 1
@@ -115,6 +117,8 @@ def _expected_link(r: _Reader, data: dict[str, Any]) -> ExpectedLink | None:
     """The `link:` section that `init` wrote: the cabled cage and the paths, compared with the live link."""
     if "link" not in data:
         return None
+    from linkcheck.facts.model import ExpectedLink, ExpectedPath
+
     link = r.mapping(data, "link", {"cage", "paths"})
     cage = link.get("cage")
     if cage is not None and not isinstance(cage, str):

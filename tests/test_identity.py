@@ -240,3 +240,29 @@ def test_acceptance_record_carries_identity_tools_cable_and_commands() -> None:
     commands = [r["command"] for r in ev["runs"]]
     assert any(c.startswith("ib_write_bw -d ") for c in commands) and any("all_gather_perf" in c for c in commands)
     assert doc["profile"]["sha256"] == profile.sha256
+
+
+def test_nm_keyfile_secrets_never_leave_the_node(tmp_path: Path) -> None:
+    # The spec's own pipeline (tail | grep), run on keyfiles in a temporary tree instead of the node's folders.
+    import subprocess
+
+    from linkcheck.collect.specs import NM_KEYFILES
+    from linkcheck.parsers.networkmanager import parse_nm_connections
+
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir()
+    run.mkdir()
+    (etc / "home.nmconnection").write_text(
+        "[connection]\nid=home\nuuid=0b5b0c1e-0000-4000-8000-000000000001\ntype=wifi\n\n[wifi]\nssid=home\n\n"
+        "[wifi-security]\nkey-mgmt=wpa-psk\npsk=correct-horse-battery\n\n[ipv4]\nmethod=auto\n")
+    (run / "cx7.nmconnection").write_text(
+        "[connection]\nid=cx7\ntype=ethernet\ninterface-name=enp1s0f1np1\n\n[802-1x]\neap=peap;\n"
+        "password=s3cret-eap\n\n[ipv4]\nmethod=manual\naddress1=192.168.100.10/24,192.168.100.1\n")
+    command = (NM_KEYFILES.replace("sudo -n ", "")
+               .replace("/etc/NetworkManager/system-connections", str(etc))
+               .replace("/run/NetworkManager/system-connections", str(run)))
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10, check=True).stdout
+    assert "correct-horse" not in out and "s3cret" not in out and "ssid" not in out
+    cx7 = next(p for p in parse_nm_connections(out).profiles if p.id == "cx7")
+    assert cx7.interface_name == "enp1s0f1np1" and cx7.ipv4_addresses == ("192.168.100.10/24",)
+    assert cx7.path == f"{run}/cx7.nmconnection"

@@ -46,8 +46,12 @@ NCCL_INSTALL = (
 )
 # NetworkManager keyfiles: /etc holds the persistent profiles, /run the in-memory ones (lost at reboot) and
 # the ones netplan generates there (netplan-<id>.nmconnection, regenerated at boot). Root-only (0600).
+# Only what the diagnosis reads leaves the node: the file headers, the section names and these keys. A keyfile
+# also holds secrets (Wi-Fi psk=, 802-1x and VPN password=), which must never reach a bundle.
+NM_KEYS = ("id", "uuid", "type", "interface-name", "mac-address", "mtu", "method", "address(es)?[0-9]*")
+NM_KEEP = "^(==> |\\[|(" + "|".join(NM_KEYS) + ")=)"
 NM_KEYFILES = ("sudo -n sh -c 'tail -v -n +1 /etc/NetworkManager/system-connections/*"
-               " /run/NetworkManager/system-connections/* 2>/dev/null; true'")
+               f" /run/NetworkManager/system-connections/* 2>/dev/null | grep -E \"{NM_KEEP}\"; true'")
 
 NET_ATTRS = "address mtu carrier carrier_changes speed operstate phys_port_name device"
 IB_PORT_FILES = (

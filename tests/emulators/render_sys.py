@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from linkcheck.collect.specs import NM_KEEP
 from tests.emulators.node import Node
 
 Output = tuple[str, str, int]
@@ -96,11 +99,13 @@ def render_nccl_conf_user(node: Node) -> Output:
 
 
 def render_nm_connections(node: Node) -> Output:
-    """`tail -v -n +1` of the keyfiles under /etc then /run (glob order), errors sent to /dev/null."""
+    """`tail -v -n +1` of the keyfiles under /etc then /run (glob order), errors sent to /dev/null, through the
+    spec's `grep -E` of the lines it keeps (headers, sections, the keys the diagnosis reads)."""
     etc = sorted((f for f in node.nm_connections if f.path.startswith("/etc/")), key=lambda f: f.path)
     run = sorted((f for f in node.nm_connections if f.path.startswith("/run/")), key=lambda f: f.path)
-    chunks = [f"==> {f.path} <==\n{f.text}" for f in etc + run]
-    return "\n".join(chunks), "", 0
+    text = "\n".join(f"==> {f.path} <==\n{f.text}" for f in etc + run)
+    keep = re.compile(NM_KEEP)  # the ERE is also a valid Python pattern with the same meaning
+    return "".join(line + "\n" for line in text.split("\n") if keep.match(line)), "", 0
 
 
 def render_perftest_version(node: Node) -> Output:

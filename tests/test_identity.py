@@ -266,3 +266,34 @@ def test_nm_keyfile_secrets_never_leave_the_node(tmp_path: Path) -> None:
     cx7 = next(p for p in parse_nm_connections(out).profiles if p.id == "cx7")
     assert cx7.interface_name == "enp1s0f1np1" and cx7.ipv4_addresses == ("192.168.100.10/24",)
     assert cx7.path == f"{run}/cx7.nmconnection"
+
+
+def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
+    # The spec's own command (tail, then sed), run on files in a temporary folder instead of /etc/netplan.
+    import subprocess
+
+    from linkcheck.collect.specs import SPECS_BY_ID
+    from linkcheck.parsers.netplan import parse_netplan
+
+    def run(folder: Path) -> subprocess.CompletedProcess[str]:
+        command = SPECS_BY_ID["netplan_files"].command.replace("sudo -n ", "").replace("/etc/netplan", str(folder))
+        return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10)
+
+    (tmp_path / "40-cx7.yaml").write_text(
+        "network:\n  version: 2\n  ethernets:\n    enp1s0f1np1:\n      addresses: [192.168.100.10/24]\n"
+        "      mtu: 9000\n")
+    (tmp_path / "90-NM-1234.yaml").write_text(
+        "network:\n  version: 2\n  wifis:\n    NM-1234:\n      renderer: NetworkManager\n      access-points:\n"
+        '        "home":\n          auth:\n            key-management: "psk"\n            password: "correct-horse"\n'
+        "  tunnels:\n    wg0:\n      mode: wireguard\n      keys:\n        private: cHJpdmF0ZQ==\n")
+    proc = run(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "correct-horse" not in proc.stdout and "cHJpdmF0ZQ" not in proc.stdout
+    assert 'password: "(not collected)"' in proc.stdout and 'key-management: "psk"' in proc.stdout
+    config = parse_netplan(proc.stdout)
+    assert [(e.netdef_id, e.addresses, e.mtu) for e in config.ethernets] == [
+        ("enp1s0f1np1", ("192.168.100.10/24",), 9000)]
+    empty = tmp_path / "none"
+    empty.mkdir()
+    missing = run(empty)  # no file: tail's own error and status, as without the filter
+    assert missing.returncode == 1 and "cannot open" in missing.stderr and missing.stdout == ""

@@ -345,3 +345,18 @@ def test_real_specs_run_their_commands(shell: str, tmp_path: Path, monkeypatch: 
         f"net.ipv4.conf.all.arp_{key} = {Path(f'/proc/sys/net/ipv4/conf/all/arp_{key}').read_text().strip()}"
         for key in ("ignore", "announce")]
     assert got["nccl_conf"].exit_status != 0 or Path("/etc/nccl.conf").exists()
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    ("sudo -n lspci -vv -d 15b3:", "lspci -vv -d 15b3:"),
+    ("dmesg 2>/dev/null || sudo -n dmesg", "dmesg"),
+    ("lc_np=$(sudo -n tail -n +1 /etc/netplan/*.yaml) || exit; printf '%s\\n' \"$lc_np\" | sed -E 's/x/y/'",
+     "tail -n +1 /etc/netplan/*.yaml"),
+    ("if [ -r f ]; then grep -H . f; else sudo -n grep -H . f; fi", "grep -H . f"),
+    ("sudo -n sh -c 'tail -v -n +1 /a/* 2>/dev/null | grep -E \"^x\"; true'",
+     "sh -c 'tail -v -n +1 /a/* 2>/dev/null | grep -E \"^x\"; true'"),
+])
+def test_sudo_refusal_names_the_command_sudoers_must_allow(command: str, expected: str) -> None:
+    from linkcheck.collect.script import sudo_part
+
+    assert sudo_part(command) == expected

@@ -93,8 +93,18 @@ def skip_reason(spec: Spec, command: str, rc: int, stderr: str, ms: int, timeout
     if rc == 127 or (rc != 0 and missing and stderr.startswith("sudo: ")):
         return f"tool missing: {missing.group(1) if missing else _tool(spec.command)}"
     if rc != 0 and _SUDO_REFUSED_RE.search(stderr):
-        return f"sudo refused (needs passwordless sudo for: {command.rsplit(_SUDO_PREFIX, 1)[-1]})"
+        return f"sudo refused (needs passwordless sudo for: {sudo_part(command)})"
     return None
+
+
+def sudo_part(command: str) -> str:
+    """What a spec runs through `sudo -n`, as a sudoers line names it: the words after it up to the end of that
+    command (`)`, `;`, `|`, `&&`), or a whole `sh -c '...'`."""
+    rest = command.rsplit(_SUDO_PREFIX, 1)[-1]
+    if rest.startswith("sh -c '"):
+        end = rest.find("'", len("sh -c '"))
+        return rest[:end + 1] if end != -1 else rest
+    return re.split(r"\)|;|\||&&", rest, maxsplit=1)[0].strip()
 
 
 def _tool(command: str) -> str:

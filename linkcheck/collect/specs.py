@@ -46,6 +46,13 @@ NCCL_INSTALL = (
 )
 # NetworkManager keyfiles: /etc holds the persistent profiles, /run the in-memory ones (lost at reboot) and
 # the ones netplan generates there (netplan-<id>.nmconnection, regenerated at boot). Root-only (0600).
+# The netplan files, with the value of every key that names a secret (password, psk, private keys) replaced on
+# the node: Ubuntu's NetworkManager writes its Wi-Fi profiles, passwords included, to /etc/netplan/90-NM-*.yaml.
+# The glob expands as the user (the folder is world-readable); tail's status is kept (no file: exit 1).
+NETPLAN_SECRET_KEY = "^([[:space:]-]*[A-Za-z0-9_-]*(password|psk|private)[A-Za-z0-9_-]*[[:space:]]*:).*"
+NETPLAN_REDACTED = '"(not collected)"'
+NETPLAN_FILES = ("lc_np=$(sudo -n tail -n +1 /etc/netplan/*.yaml) || exit; printf '%s\\n' \"$lc_np\" |"
+                 f" sed -E 's/{NETPLAN_SECRET_KEY}/\\1 {NETPLAN_REDACTED}/'")
 # Only what the diagnosis reads leaves the node: the file headers, the section names and these keys. A keyfile
 # also holds secrets (Wi-Fi psk=, 802-1x and VPN password=), which must never reach a bundle.
 NM_KEYS = ("id", "uuid", "type", "interface-name", "mac-address", "mtu", "method", "address(es)?[0-9]*")
@@ -136,7 +143,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("ibdev2netdev", "ibdev2netdev", optional_tool=True),
     Spec("show_gids", "show_gids", optional_tool=True),
     Spec("lspci", "sudo -n lspci -vv -d 15b3:", needs_root=True),
-    Spec("netplan_files", "sudo -n sh -c 'tail -n +1 /etc/netplan/*.yaml'", needs_root=True),
+    Spec("netplan_files", NETPLAN_FILES, needs_root=True,
+         description="the netplan YAML files, their secret values replaced on the node"),
     Spec("nm_connections", NM_KEYFILES, needs_root=True,
          description="NetworkManager keyfiles under /etc and /run (which CX-7 addressing survives a reboot)"),
     Spec("perftest_version", "ib_write_bw -V", optional_tool=True, description="perftest's version (exit 1 is normal)"),

@@ -7,10 +7,12 @@ dropped. tail prints one file bare and several with "==> path <==" headers.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
+from linkcheck.collect.specs import NETPLAN_REDACTED, NETPLAN_SECRET_KEY
 from tests.emulators.node import Node
 
 Output = tuple[str, str, int]
@@ -96,8 +98,15 @@ def render_netplan_files(node: Node) -> Output:
     if not files:
         return "", "tail: cannot open '/etc/netplan/*.yaml' for reading: No such file or directory\n", 1
     if len(files) == 1:
-        return files[0].text, "", 0
+        return _as_collected(files[0].text), "", 0
     out = ""
     for i, f in enumerate(files):
         out += ("" if i == 0 else "\n") + f"==> {f.path} <==\n" + f.text
-    return out, "", 0
+    return _as_collected(out), "", 0
+
+
+def _as_collected(text: str) -> str:
+    """What the spec's `$(tail ...)` and sed make of tail's output: trailing newlines cut to one, secret values
+    replaced (NETPLAN_SECRET_KEY is a POSIX ERE; its [:space:] class is \\s here)."""
+    pattern = re.compile(NETPLAN_SECRET_KEY.replace("[:space:]", r"\s"), re.M)
+    return pattern.sub(lambda m: f"{m.group(1)} {NETPLAN_REDACTED}", text.rstrip("\n") + "\n")

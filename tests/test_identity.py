@@ -285,10 +285,14 @@ def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
     (tmp_path / "90-NM-1234.yaml").write_text(
         "network:\n  version: 2\n  wifis:\n    NM-1234:\n      renderer: NetworkManager\n      access-points:\n"
         '        "home":\n          auth:\n            key-management: "psk"\n            password: "correct-horse"\n'
-        "  tunnels:\n    wg0:\n      mode: wireguard\n      keys:\n        private: cHJpdmF0ZQ==\n")
+        "  tunnels:\n    wg0:\n      mode: wireguard\n      keys:\n        private: cHJpdmF0ZQ==\n"
+        '    wg1: {mode: wireguard, keys: {private: "d2cx,AQ=="}}\n'
+        '    NM-5678: {auth: {key-management: psk, password: s3cret-flow}, renderer: NetworkManager}\n')
     proc = run(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "correct-horse" not in proc.stdout and "cHJpdmF0ZQ" not in proc.stdout
+    assert "d2cx" not in proc.stdout and "AQ==" not in proc.stdout and "s3cret-flow" not in proc.stdout
+    assert '{auth: {key-management: psk, password: "(not collected)"}, renderer: NetworkManager}' in proc.stdout
     assert 'password: "(not collected)"' in proc.stdout and 'key-management: "psk"' in proc.stdout
     config = parse_netplan(proc.stdout)
     assert [(e.netdef_id, e.addresses, e.mtu) for e in config.ethernets] == [

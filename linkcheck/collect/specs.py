@@ -49,10 +49,13 @@ NCCL_INSTALL = (
 # The netplan files, with the value of every key that names a secret (password, psk, private keys) replaced on
 # the node: Ubuntu's NetworkManager writes its Wi-Fi profiles, passwords included, to /etc/netplan/90-NM-*.yaml.
 # The glob expands as the user (the folder is world-readable); tail's status is kept (no file: exit 1).
-NETPLAN_SECRET_KEY = "^([[:space:]-]*[A-Za-z0-9_-]*(password|psk|private)[A-Za-z0-9_-]*[[:space:]]*:).*"
+_SECRET_NAME = "[A-Za-z0-9_-]*(password|psk|private)[A-Za-z0-9_-]*[[:space:]]*:"
+NETPLAN_SECRET_KEY = f"^([[:space:]-]*{_SECRET_NAME}).*"  # block style: the rest of the line is the value
+NETPLAN_SECRET_INLINE = f'([{{,][[:space:]]*{_SECRET_NAME})[[:space:]]*("[^"]*"|[^,}}]*)'  # {a: x, password: y}
 NETPLAN_REDACTED = '"(not collected)"'
 NETPLAN_FILES = ("lc_np=$(sudo -n tail -n +1 /etc/netplan/*.yaml) || exit; printf '%s\\n' \"$lc_np\" |"
-                 f" sed -E 's/{NETPLAN_SECRET_KEY}/\\1 {NETPLAN_REDACTED}/'")
+                 f" sed -E -e 's/{NETPLAN_SECRET_KEY}/\\1 {NETPLAN_REDACTED}/'"
+                 f" -e 's/{NETPLAN_SECRET_INLINE}/\\1 {NETPLAN_REDACTED}/g'")
 # Only what the diagnosis reads leaves the node: the file headers, the section names and these keys. A keyfile
 # also holds secrets (Wi-Fi psk=, 802-1x and VPN password=), which must never reach a bundle.
 NM_KEYS = ("id", "uuid", "type", "interface-name", "mac-address", "mtu", "method", "address(es)?[0-9]*")

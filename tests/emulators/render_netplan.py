@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from linkcheck.collect.specs import NETPLAN_REDACTED, NETPLAN_SECRET_KEY
+from linkcheck.collect.specs import NETPLAN_REDACTED, NETPLAN_SECRET_INLINE, NETPLAN_SECRET_KEY
 from tests.emulators.node import Node
 
 Output = tuple[str, str, int]
@@ -108,5 +108,7 @@ def render_netplan_files(node: Node) -> Output:
 def _as_collected(text: str) -> str:
     """What the spec's `$(tail ...)` and sed make of tail's output: trailing newlines cut to one, secret values
     replaced (NETPLAN_SECRET_KEY is a POSIX ERE; its [:space:] class is \\s here)."""
-    pattern = re.compile(NETPLAN_SECRET_KEY.replace("[:space:]", r"\s"), re.M)
-    return pattern.sub(lambda m: f"{m.group(1)} {NETPLAN_REDACTED}", text.rstrip("\n") + "\n")
+    block = re.compile(NETPLAN_SECRET_KEY.replace("[:space:]", r"\s"), re.M)
+    inline = re.compile(NETPLAN_SECRET_INLINE.replace("[:space:]", r"\s"))
+    text = block.sub(lambda m: f"{m.group(1)} {NETPLAN_REDACTED}", text.rstrip("\n") + "\n")
+    return inline.sub(lambda m: f"{m.group(1)} {NETPLAN_REDACTED}", text)

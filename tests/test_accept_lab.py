@@ -173,3 +173,14 @@ def test_each_trap_fails_or_degrades_with_its_finding(runs: AcceptRuns, name: st
     assert (rule, status) in {(f["id"], f["status"]) for f in doc["diagnosis"]["findings"]}, doc["diagnosis"]
     assert {(rule, status)} <= {(f["id"], f["status"]) for f in run.report["findings"]}
     assert run.report["acceptance"]["verdict"] == doc["verdict"]
+
+
+def test_a_down_twin_leaves_its_path_untested_and_the_other_measured(runs: AcceptRuns) -> None:
+    doc = runs.acceptance("link-down")
+    alone = [c for c in doc["checks"] if c["id"] == "rdma_alone_gbps"]
+    measured = [c for c in alone if c["status"] == "PASS"]
+    untested = [c for c in alone if c["status"] == "INCONCLUSIVE"]
+    assert len(measured) == 2 and all(c["measured"]["min"] > 90 for c in measured), alone  # both directions
+    assert len(untested) == 2 and all("no carrier" in c["reason"] for c in untested), untested
+    manifest = json.loads((runs.saved["link-down"] / "manifest.json").read_text())
+    assert "bench" not in manifest["collection_errors"], manifest["collection_errors"]

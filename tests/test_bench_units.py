@@ -197,3 +197,25 @@ def test_the_cli_default_duration_is_the_planners() -> None:
     from linkcheck.cli import DEFAULT_DURATION_S
 
     assert DEFAULT_DURATION_S == RdmaOptions().duration_s == 10
+
+
+def test_a_path_with_a_down_twin_is_left_out_and_says_why() -> None:
+    from dataclasses import replace
+
+    from linkcheck.bench.plan import untested_paths
+    from linkcheck.bench.runner import untested_runs
+
+    link = build_link_facts(load_bundle(FIXTURES / "link-down").captures)
+    left_out = untested_paths(link)
+    assert len(link.paths) == 2 and len(left_out) == 1
+    (key, why), = left_out.items()
+    assert "enP2p1s0f1np1" in why and "no carrier" in why
+    tested = bench_paths(link)
+    assert [p.key for p in tested] == [p.key for p in link.paths if p.key != key]
+    assert [r.mode for r in plan_rounds(tested, RdmaOptions())] == ["alone", "alone"]  # one path: no concurrent
+    runs = build_bench_facts(untested_runs(link, RdmaOptions(), "r1"), link.paths)[0].rdma
+    assert sorted((r.path_key, r.direction, r.gbps, r.problem) for r in runs) == [
+        (key, "a->b", None, why), (key, "b->a", None, why)]
+    all_down = replace(link, paths=tuple(replace(p, a=replace(p.a, carrier=False)) for p in link.paths))
+    with pytest.raises(BenchError, match="no data path has carrier at both ends"):
+        bench_paths(all_down)

@@ -87,12 +87,29 @@ def _end(fn: Function) -> PathEnd:
     return PathEnd(fn.node, validate_name(fn.netdev), validate_name(fn.rdma_dev), fn.gid_index, fn.ip)
 
 
+def untested_paths(link: LinkFacts) -> dict[str, str]:
+    """The paths the traffic tests leave out, each with why: an end without carrier (LINK_DOWN names it) would
+    only fail the first round, and so stop the test for the paths that work."""
+    out = {}
+    for path in link.paths:
+        down = [f.label for f in (path.a, path.b) if f.carrier is False]
+        if down:
+            out[path.key] = f"not run: {' and '.join(down)} has no carrier (see LINK_DOWN)"
+    return out
+
+
 def bench_paths(link: LinkFacts) -> tuple[BenchPath, ...]:
+    """The data paths to test: every path between the nodes but those `untested_paths` leaves out."""
     if not link.paths:
         raise BenchError("no data path between the nodes (no twin on a shares a subnet with one on b)",
                          fix="address the twins (netplan), then run `linkcheck check`")
+    left_out = untested_paths(link)
+    if len(left_out) == len(link.paths):
+        raise BenchError("no data path has carrier at both ends: " + "; ".join(left_out.values()),
+                         fix="bring the twins up (`ip link set IFACE up`, or check the cable), then run "
+                             "`linkcheck check`")
     return tuple(BenchPath(p.key, _end(p.a), _end(p.b), str(ipaddress.IPv4Network(p.subnet, strict=False)))
-                 for p in link.paths)
+                 for p in link.paths if p.key not in left_out)
 
 
 def plan_rounds(paths: tuple[BenchPath, ...], options: RdmaOptions) -> list[Round]:

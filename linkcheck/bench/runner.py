@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
 from linkcheck.bench.perftest import RoundContext, Servers, ToolInfo, refuse_busy, round_failure, run_round
-from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, plan_rounds
+from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, plan_rounds, untested_paths
 from linkcheck.errors import BenchError, LinkcheckError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Capture
@@ -128,6 +128,23 @@ def _round(ctx: RoundContext, nxt: RoundContext | None, carry: _Carry, progress:
     return _Carry(next_before, upcoming) if nxt is not None else None
 
 
+def untested_runs(link: LinkFacts, rdma: RdmaOptions, run_id: str) -> list[Capture]:
+    """A client run per path left out and direction, never started, saying why: the diagnosis then names the
+    reason on that path while the other paths are measured."""
+    out = []
+    for path in link.paths:
+        reason = untested_paths(link).get(path.key)
+        for direction in rdma.directions if reason else ():
+            client, server = (path.a, path.b) if direction == "a->b" else (path.b, path.a)
+            meta = {"kind": "rdma", "round": f"untested-{direction.replace('->', '2')}", "mode": "alone",
+                    "direction": direction, "role": "client", "path": path.key, "local_netdev": client.netdev,
+                    "local_rdma_dev": client.rdma_dev or "", "peer_netdev": server.netdev,
+                    "peer_rdma_dev": server.rdma_dev or "", "format": "text", "run_id": run_id}
+            out.append(Capture(client.node, "ib_write_bw", "", "", exit_status=None, skipped=reason,
+                               arg=f"{meta['round']}.client.{client.netdev}", meta=meta))
+    return out
+
+
 def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions | None) -> float:
     """How long the node-side watchdogs stay up: every round and the NCCL run at their longest."""
     per_round = rdma.ready_timeout_s + rdma.duration_s + 90 if rdma else 0
@@ -142,7 +159,7 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
     tools: dict[str, ToolInfo] = {}
     if rdma is not None:
         tools, caps = detect_tools(transports, registry.run_id)
-        out.captures += caps
+        out.captures += caps + untested_runs(link, rdma, registry.run_id)
         refuse_busy(transports, rounds)  # before anything is started
     registry.prepare(_budget_s(rounds, rdma, nccl))
     if rounds:

@@ -7,11 +7,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
+from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.pipeline import Outcome
 from linkcheck.report.safe_text import as_text
-from linkcheck.report.tables import identity_lines
+from linkcheck.report.tables import identity_lines, nccl_text, rate, rdma_rows, total_cells
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
@@ -60,12 +60,6 @@ def node_table(link: LinkFacts) -> Table:
     return table
 
 
-def _rate(run: RdmaRun | None) -> str:
-    if run is None:
-        return "-"
-    return f"{run.gbps:.2f}" if run.gbps is not None else f"no number: {run.problem}"
-
-
 def bench_table(link: LinkFacts) -> Table | None:
     """ib_write_bw per path and mode, both directions side by side, then each direction's concurrent total."""
     if not link.bench.rdma:
@@ -73,36 +67,17 @@ def bench_table(link: LinkFacts) -> Table | None:
     table = Table(title="Traffic: ib_write_bw (Gb/s)")
     for col in ("path", "mode", "a->b", "b->a"):
         table.add_column(col, justify="right" if "->" in col else "left")
-    order = {"alone": 0, "concurrent": 1}
-    rows: dict[tuple[int, str, str, str], dict[str, RdmaRun]] = {}
-    for run in link.bench.rdma:
-        rows.setdefault((order.get(run.mode, 2), run.mode, run.round_id, run.path_key), {})[run.direction] = run
-    for (_, mode, round_id, path_key), by_direction in sorted(rows.items()):
-        label = f"{mode} {round_id}" if round_id.startswith("#") else mode
-        table.add_row(*map(as_text, (path_key, label, _rate(by_direction.get("a->b")),
-                                     _rate(by_direction.get("b->a")))))
-    totals = link.bench.totals("concurrent")
+    for path, label, a_to_b, b_to_a in rdma_rows(link):
+        table.add_row(*map(as_text, (path, label, rate(a_to_b), rate(b_to_a))))
+    totals = total_cells(link)
     if totals:
-        cells = [("-" if d not in totals else "no total" if totals[d] is None else f"{totals[d]:.2f}")
-                 for d in ("a->b", "b->a")]
-        table.add_row("both paths at once", "total", *cells, style="bold")
+        table.add_row("both paths at once", "total", *totals, style="bold")
     return table
 
 
-def _gbs(value: float | None) -> str:
-    return "?" if value is None else f"{value:.2f} GB/s"
-
-
 def nccl_line(link: LinkFacts) -> Text | None:
-    nccl = link.bench.nccl
-    if nccl is None:
-        return None
-    if nccl.busbw_gbs is None:
-        return as_text(f"all_gather_perf: no number: {nccl.problem}")
-    devices = ", ".join(nccl.ib_devices) or "?"
-    return as_text(f"all_gather_perf: {nccl.busbw_gbs:.2f} GB/s peak bus bandwidth (average over sizes "
-                f"{_gbs(nccl.avg_busbw_gbs)}), #wrong {nccl.wrong}, "
-                f"over {nccl.network or '?'} ({devices})")
+    text = nccl_text(link)
+    return None if text is None else as_text(text)
 
 
 def _finding_panel(finding: Finding) -> Panel:

@@ -132,8 +132,9 @@ def untested_runs(link: LinkFacts, rdma: RdmaOptions, run_id: str) -> list[Captu
     """A client run per path left out and direction, never started, saying why: the diagnosis then names the
     reason on that path while the other paths are measured."""
     out = []
+    left_out = untested_paths(link)
     for path in link.paths:
-        reason = untested_paths(link).get(path.key)
+        reason = left_out.get(path.key)
         for direction in rdma.directions if reason else ():
             client, server = (path.a, path.b) if direction == "a->b" else (path.b, path.a)
             meta = {"kind": "rdma", "round": f"untested-{direction.replace('->', '2')}", "mode": "alone",

@@ -90,10 +90,10 @@ def test_nm_keyfiles_under_etc_and_run() -> None:
 def test_nm_keyfile_older_forms_and_odd_input() -> None:
     old = ("==> /run/NetworkManager/system-connections/fabric <==\n[connection]\nid=fabric\ntype=802-3-ethernet\n"
            "\n[802-3-ethernet]\nmac-address=3c:6d:66:cc:b3:b6;\n\n[ipv4]\nmethod=manual\n"
-           "addresses1=192.168.100.10;24;192.168.100.1;\n"
+           "addresses1=192.168.100.10;24;192.168.100.1;\n"  # IP;PREFIX;GATEWAY: a /24
            "\n==> /run/NetworkManager/system-connections/sub <==\n")
     (profile,) = parse_nm_connections(old).profiles  # the directory's empty header is no profile
-    assert profile.mac_address == "3c:6d:66:cc:b3:b6" and profile.ipv4_addresses == ("192.168.100.10/32",)
+    assert profile.mac_address == "3c:6d:66:cc:b3:b6" and profile.ipv4_addresses == ("192.168.100.10/24",)
     assert parse_nm_connections("").profiles == ()
     with pytest.raises(ParseError):
         parse_nm_connections("[connection]\nid=x\n")  # no file header: not what the spec prints
@@ -301,3 +301,31 @@ def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
     empty.mkdir()
     missing = run(empty)  # no file: tail's own error and status, as without the filter
     assert missing.returncode == 1 and "cannot open" in missing.stderr and missing.stdout == ""
+
+
+def test_nm_keyfiles_from_networkmanager_s_own_tests_parse_through_the_spec(tmp_path: Path) -> None:
+    # Real keyfiles (tests/samples/system/real/PROVENANCE.md) through the spec's own tail | grep pipeline.
+    import subprocess
+
+    from linkcheck.collect.specs import NM_KEYFILES
+    from linkcheck.parsers.networkmanager import parse_nm_connections
+
+    real = Path(__file__).resolve().parent / "samples" / "system" / "real"
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir()
+    run.mkdir()
+    for name in ("wired", "wireless"):
+        (etc / f"{name}.nmconnection").write_text((real / f"nm_keyfile_test_{name}_connection.txt").read_text())
+    command = (NM_KEYFILES.replace("sudo -n ", "").replace("/etc/NetworkManager/system-connections", str(etc))
+               .replace("/run/NetworkManager/system-connections", str(run)))
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10, check=True).stdout
+    assert "ssid" not in out and "routes" not in out and "dns" not in out
+    profiles = {p.id: p for p in parse_nm_connections(out).profiles}
+    wired, wireless = profiles["Test Wired Connection"], profiles["Test Wireless Connection"]
+    assert (wired.type, wired.mac_address, wired.mtu, wired.ipv4_method) == (
+        "802-3-ethernet", "00:11:22:33:44:55", 1400, "manual")
+    # The old `addressesN=IP;PREFIX;GW;` form and the new `addressN=CIDR,GW` one; no IPv6 address among them.
+    assert {"192.168.0.5/24", "1.2.3.4/16", "2.3.4.5/24", "3.4.5.6/16"} <= set(wired.ipv4_addresses)
+    assert not any(":" in a for a in wired.ipv4_addresses)
+    assert (wireless.type, wireless.ipv4_method, wireless.ipv4_addresses) == ("802-11-wireless", "auto", ())
+    assert not wired.runtime_only and not wireless.runtime_only

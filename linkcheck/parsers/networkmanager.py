@@ -87,8 +87,12 @@ def _profile(path: str, sections: dict[str, dict[str, str]]) -> NmProfile:
     addresses = []
     for key, value in sorted(ipv4.items()):
         if _ADDRESS_KEY_RE.match(key):
-            # "192.168.100.10/24,192.168.100.1" (address1) or "192.168.100.10/24;192.168.100.1;" (old addresses1)
-            first = re.split(r"[,;]", value, maxsplit=1)[0].strip()
+            # "192.168.100.10/24,192.168.100.1" (address1); the old addresses1 wrote "192.168.100.10;24;GW;"
+            # (NetworkManager's own keyfile tests hold both), or "192.168.100.10/24;GW;"
+            parts = [part.strip() for part in re.split(r"[,;]", value)]
+            first = parts[0]
+            if first and "/" not in first and ";" in value and len(parts) > 1 and parts[1].isdigit():
+                first = f"{first}/{parts[1]}"
             if first:
                 addresses.append(first if "/" in first else f"{first}/32")
     mac = eth.get("mac-address", "").rstrip(";")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Status(str, enum.Enum):
@@ -63,8 +64,7 @@ class Capture:
         return self.skipped is None and self.exit_status == 0
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(NamedTuple):
     """One observed value that decided a finding, with where it came from."""
 
     fact: str
@@ -75,8 +75,7 @@ class Evidence:
         return {"fact": self.fact, "value": self.value, "source": self.source}
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """The result of one rule on one subject (a node, an HCA, a path or the pair)."""
 
     rule_id: str
@@ -91,7 +90,7 @@ class Finding:
     references: tuple[str, ...] = ()
     required: bool = True
     skip_reason: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = {}  # a shared default: read-only
 
     def to_dict(self) -> dict[str, Any]:
         return {

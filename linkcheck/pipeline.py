@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from linkcheck.collect.bundle import Bundle, load_bundle
 from linkcheck.diagnose.engine import Diagnosis, diagnose
@@ -17,8 +16,7 @@ if TYPE_CHECKING:
     from linkcheck.collect.config import Config
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What one diagnosis run produced, for the reporters."""
 
     bundle: Bundle

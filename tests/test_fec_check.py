@@ -75,7 +75,7 @@ def test_bandwidth_findings_carry_the_fec_as_evidence_only() -> None:
     pairs = [(e.fact, e.value) for e in hot.evidence]
     assert ("active FEC of a:enp1s0f1np1", "RS") in pairs and ("active FEC of b:enp1s0f1np1", "None") in pairs
     assert "FEC" not in " ".join(str(v) for v in hot.value_map().values())  # the message never blames FEC
-    (low,) = below_nominal(replace(link, bench=_runs(60.0)), thresholds)
+    (low,) = below_nominal(link._replace(bench=_runs(60.0)), thresholds)
     assert low.fired and ("active FEC of b:enp1s0f1np1", "None") in [(e.fact, e.value) for e in low.evidence]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from linkcheck.collect.bundle import load_bundle
@@ -17,10 +16,10 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 def _moved_index(pin: str | None) -> LinkFacts:
     link = build_link_facts(load_bundle(FIXTURES / "healthy").captures)
-    moved = tuple(replace(f, gid_index=5) if f.netdev == "enP2p1s0f1np1" else f for f in link.b.functions)
+    moved = tuple(f._replace(gid_index=5) if f.netdev == "enP2p1s0f1np1" else f for f in link.b.functions)
     nccl = {k: v for k, v in link.b.nccl.items() if k != "NCCL_IB_GID_INDEX"}
-    b = replace(link.b, functions=moved, nccl=nccl if pin is None else {**nccl, "NCCL_IB_GID_INDEX": pin})
-    return replace(link, b=b)
+    b = link.b._replace(functions=moved, nccl=nccl if pin is None else {**nccl, "NCCL_IB_GID_INDEX": pin})
+    return link._replace(b=b)
 
 
 def test_unpinned_differing_indices_are_a_note() -> None:

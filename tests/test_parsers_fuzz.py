@@ -6,7 +6,6 @@ so the whole module stays a few seconds long.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers import PARSERS, get_parser
+from linkcheck.records import is_record
 
 SAMPLES = Path(__file__).parent / "samples"
 FAMILY = {  # the sample folder whose files feed the mutations of each kind
@@ -43,8 +43,8 @@ def record_or_parse_error(kind: str, text: str) -> None:
         result = get_parser(kind)(text)
     except ParseError:
         return
-    records = result if isinstance(result, tuple) else (result,)
-    assert all(dataclasses.is_dataclass(r) for r in records), f"{kind} returned {type(result).__name__}"
+    records = (result,) if is_record(result) else result if isinstance(result, tuple) else (result,)
+    assert all(is_record(r) for r in records), f"{kind} returned {type(result).__name__}"
 
 
 @st.composite

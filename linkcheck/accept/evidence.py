@@ -8,8 +8,9 @@ recorded them. Everything comes from the bundle's facts and captures, so a saved
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
+
+from linkcheck.records import plain
 
 if TYPE_CHECKING:
     from linkcheck.facts.model import Function, LinkFacts, NodeFacts
@@ -25,7 +26,7 @@ def _used(node: NodeFacts, link: LinkFacts) -> list[Function]:
 def _node(node: NodeFacts, link: LinkFacts) -> dict[str, Any]:
     return {
         "hostname": node.hostname,
-        **dataclasses.asdict(node.identity),
+        **plain(node.identity),
         "os": node.os_name, "kernel": node.kernel_release, "uptime_s": node.uptime_s,
         "cx7": [{"netdev": f.netdev, "rdma_dev": f.rdma_dev, "bdf": f.bdf, "cage": f.cage, "mac": f.mac,
                  "firmware": f.firmware, "psid": f.psid, "driver": f.driver} for f in _used(node, link)],

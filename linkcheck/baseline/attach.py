@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from linkcheck.baseline.compare import pair_differences
@@ -23,4 +22,4 @@ def attach_baseline(bundle: Bundle, link: LinkFacts, baseline: Baseline) -> Link
         raise BaselineError(baseline.path or baseline.name,
                             f"baseline {baseline.name!r} is of another pair: {'; '.join(differences)}",
                             fix="compare with a baseline of this pair (linkcheck baseline list), or save one")
-    return replace(link, baseline=BaselineFacts(baseline=baseline, current=current))
+    return link._replace(baseline=BaselineFacts(baseline=baseline, current=current))

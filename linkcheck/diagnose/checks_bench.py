@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.checks_fec import fec_evidence
@@ -82,7 +83,7 @@ class ReplugValues(TypedDict):
     uptime: str
 
 
-def replugged_since_boot(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def replugged_since_boot(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """From inspection alone: a cable plug-in logged long after boot (the hot-plug path) warns that the link
     may be in the slow state; a traffic test decides, so with one in the bundle this is only a note."""
     late = thresholds["late_plug_after_boot_s"]
@@ -102,7 +103,7 @@ def replugged_since_boot(link: LinkFacts, thresholds: dict[str, Any]) -> list[Ob
     return out
 
 
-def _per_path(link: LinkFacts, thresholds: dict[str, Any], judge: Any) -> list[Observation]:
+def _per_path(link: LinkFacts, thresholds: Mapping[str, Any], judge: Any) -> list[Observation]:
     if link.bench.flapped:
         return [Observation(subject="rdma", fired=False, skip=FLAPPED)]
     out = []
@@ -119,7 +120,7 @@ def _per_path(link: LinkFacts, thresholds: dict[str, Any], judge: Any) -> list[O
     return out
 
 
-def hotplug_degraded(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def hotplug_degraded(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     low, high = thresholds["degraded_min_gbps"], thresholds["degraded_max_gbps"]
     hints = _hotplug_evidence(link, thresholds["late_plug_after_boot_s"])
 
@@ -137,7 +138,7 @@ def hotplug_degraded(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observ
     return _per_path(link, thresholds, judge)
 
 
-def below_nominal(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def below_nominal(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     low, high = thresholds["degraded_min_gbps"], thresholds["degraded_max_gbps"]
 
     def judge(path: DataPath, runs: list[RdmaRun], best: float) -> Observation:
@@ -151,7 +152,7 @@ def below_nominal(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observati
     return _per_path(link, thresholds, judge)
 
 
-def nccl_socket_fallback(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def nccl_socket_fallback(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     run = link.bench.nccl
     if run is None or run.network is None and not run.uses_socket:
         return [Observation(subject="nccl", fired=False, skip="no NCCL_DEBUG=INFO transport line in the log")]
@@ -189,7 +190,7 @@ def _busbw_pointers(link: LinkFacts) -> list[str]:
     return hints
 
 
-def nccl_busbw_low(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def nccl_busbw_low(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """Bands from published pairs: healthy at or above min_busbw_gbs, a failure below fail_below_busbw_gbs
     (or any #wrong), a warning in between that names what the evidence points at."""
     run = link.bench.nccl

@@ -5,6 +5,7 @@ Without a baseline they observe nothing, so they add no finding; the baseline co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from linkcheck.diagnose.observation import Observation
@@ -72,15 +73,15 @@ def _changed(link: LinkFacts, kind: str) -> list[Observation]:
                                             changes="; ".join(map(str, changed))))]
 
 
-def drift_identity(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def drift_identity(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     return _changed(link, "identity")
 
 
-def drift_config(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def drift_config(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     return _changed(link, "configuration")
 
 
-def drift_gid_index(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def drift_gid_index(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     facts = link.baseline
     if facts is None:
         return []
@@ -105,7 +106,7 @@ def drift_gid_index(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observa
     return out
 
 
-def _band(ratio: float, thresholds: dict[str, Any]) -> tuple[bool, Severity | None, str]:
+def _band(ratio: float, thresholds: Mapping[str, Any]) -> tuple[bool, Severity | None, str]:
     if ratio < float(thresholds["fail_below_ratio"]):
         return True, None, f"below the {thresholds['fail_below_ratio']}x failure line"
     if ratio < float(thresholds["warn_below_ratio"]):
@@ -113,7 +114,7 @@ def _band(ratio: float, thresholds: dict[str, Any]) -> tuple[bool, Severity | No
     return False, None, "within the baseline's band"
 
 
-def _ratio_observation(r: Ratio, name: str, thresholds: dict[str, Any]) -> Observation:
+def _ratio_observation(r: Ratio, name: str, thresholds: Mapping[str, Any]) -> Observation:
     unit = "GB/s" if r.metric == "nccl_busbw" else "Gb/s"
     if r.now is None or r.ratio is None:
         return Observation(r.subject, False, skip=f"no result for it in this bundle (baseline {name}: "
@@ -142,7 +143,7 @@ def _performance_skip(facts: BaselineFacts, link: LinkFacts, kind: str) -> str |
     return None
 
 
-def drift_throughput(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def drift_throughput(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     facts = link.baseline
     if facts is None:
         return []

@@ -6,6 +6,7 @@ FEC is a warning and evidence, never the cause named for a bandwidth loss: a GB1
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.observation import Observation
@@ -72,7 +73,7 @@ def _judge(path: DataPath) -> Observation | None:
                                         fec_b=fec_b))
 
 
-def fec_not_rs(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def fec_not_rs(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """Per path with both ends up: fires when either end's active FEC is not RS at 200G, or the ends differ."""
     found = [o for o in (_judge(p) for p in link.paths) if o is not None]
     return found or [Observation(subject="pair", fired=False)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.nccl_hca import select_hcas
@@ -67,7 +68,7 @@ def _stale(node: NodeFacts, fn: Function, pin: str, source: str) -> Observation:
                        nodes=(node.name,), values=values, evidence=evidence)
 
 
-def gid_index_stale(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def gid_index_stale(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     out: list[Observation] = []
     for node in (link.a, link.b):
         pin = node.nccl.get(PIN)
@@ -79,7 +80,7 @@ def gid_index_stale(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observa
     return out
 
 
-def gid_index_empty_pin(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def gid_index_empty_pin(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     out = []
     for node in (link.a, link.b):
         pin = node.nccl.get(PIN)
@@ -91,7 +92,7 @@ def gid_index_empty_pin(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obs
     return out
 
 
-def gid_index_differs(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def gid_index_differs(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     indices = {f"{fn.node}:{fn.rdma_dev}": fn.gid_index
                for node in (link.a, link.b) for fn in nccl_functions(node) if fn.gid_index is not None}
     distinct = sorted(set(indices.values()))

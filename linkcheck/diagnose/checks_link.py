@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.observation import Observation
@@ -78,7 +79,7 @@ def _node_link_down(node: NodeFacts) -> list[Observation]:
     return out
 
 
-def link_down(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def link_down(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     out = _node_link_down(link.a) + _node_link_down(link.b)
     cages_a, cages_b = link.a.cabled_cages, link.b.cabled_cages
     if cages_a and cages_b:
@@ -113,7 +114,7 @@ def _no_path(link: LinkFacts) -> Observation:
         evidence=tuple(Evidence(f"cabled twins on {k}", v, "ip addr") for k, v in listing.items()))
 
 
-def twins_same_subnet(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def twins_same_subnet(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     out = []
     for node in (link.a, link.b):
         by_subnet: dict[str, list[str]] = defaultdict(list)
@@ -130,7 +131,7 @@ def twins_same_subnet(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obser
     return out
 
 
-def cable_not_approved(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def cable_not_approved(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     approved = {str(pn).strip().upper() for pn in thresholds["approved_part_numbers"]}
     known = {str(pn).strip().upper() for pn in thresholds.get("field_reported_part_numbers", [])}
     out = []
@@ -155,7 +156,7 @@ def cable_not_approved(link: LinkFacts, thresholds: dict[str, Any]) -> list[Obse
     return out
 
 
-def link_changed(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def link_changed(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """The live link against linkcheck.yaml's `link:` section (what `init` recorded): name what moved."""
     expected = link.expected
     if expected is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.nccl_hca import ordered_hcas, select_hcas
@@ -36,7 +37,7 @@ def _order(node: NodeFacts) -> list[str] | None:
     return ordered_hcas(node.nccl.get(HCA), [f.rdma_dev for f in node.functions if f.rdma_dev])
 
 
-def nccl_hca_order(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def nccl_hca_order(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """NCCL pairs the k-th HCA of one rank with the k-th of the other: each position must hold a path's twins."""
     order_a, order_b = _order(link.a), _order(link.b)
     if order_a is None or order_b is None or not link.paths:
@@ -57,7 +58,7 @@ def nccl_hca_order(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observat
                            "subnets")))]
 
 
-def nccl_hca_uncabled(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def nccl_hca_uncabled(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """A listed HCA that is not a twin of the cabled cage, or whose port is not ACTIVE, cannot reach the peer:
     an extra live port in the list made NCCL fail with `ibv_modify_qp ... 110` in a field report."""
     out = []

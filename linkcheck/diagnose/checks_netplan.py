@@ -4,6 +4,7 @@ its addressing kept only in a NetworkManager profile under /run, which the next 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.observation import Observation
@@ -76,7 +77,7 @@ def _judge(node: NodeFacts, intent: NetplanIntent) -> Observation | None:
                   Evidence(f"live {fn.netdev}", live, "ip addr")))
 
 
-def netplan_not_applied(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def netplan_not_applied(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """Each CX-7 netdev that a netplan definition configures, compared with its live addresses and MTU."""
     out = []
     for node in (link.a, link.b):
@@ -110,7 +111,7 @@ def _runtime_observation(node: NodeFacts, prof: NmRuntimeProfile) -> Observation
                   Evidence("persistent configuration", where, "netplan files, /etc/NetworkManager")))
 
 
-def nm_profile_runtime_only(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def nm_profile_runtime_only(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """Each CX-7 netdev whose live IPv4 comes from a /run-only NetworkManager profile (netplan's own generated
     `netplan-*.nmconnection` files there are regenerated at boot and do not count); a node without one passes."""
     out = []

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import Any, NamedTuple, TypedDict
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
@@ -22,8 +22,7 @@ class NodesDifferValues(TypedDict):
     table: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Difference:
+class _Difference(NamedTuple):
     field: str
     a: object
     b: object
@@ -67,9 +66,10 @@ def _differences(link: LinkFacts) -> list[_Difference]:
         if value_a is not None and value_b is not None and value_a != value_b:
             # Two OEMs' boards run their own BIOS lines: a difference there says nothing.
             out.append(_Difference(name, value_a, value_b, source, harmless or (name == "BIOS" and other_product)))
+    nccl_known = "nccl_settings" not in link.a.unavailable and "nccl_settings" not in link.b.unavailable
     for key in sorted(set(link.a.nccl) | set(link.b.nccl)):
         value_a, value_b = link.a.nccl.get(key), link.b.nccl.get(key)
-        if value_a != value_b and ("nccl_settings" not in link.a.unavailable | link.b.unavailable):
+        if value_a != value_b and nccl_known:
             where = f"{link.a.nccl_sources.get(key, 'unset')} / {link.b.nccl_sources.get(key, 'unset')}"
             out.append(_Difference(key, value_a, value_b, where, key in HARMLESS_NCCL))
     for path in link.paths:
@@ -83,7 +83,7 @@ def _differences(link: LinkFacts) -> list[_Difference]:
     return out
 
 
-def nodes_differ(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def nodes_differ(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """A warning for differences that change behaviour (firmware, driver, kernel, OS, BIOS, perftest, NCCL, NCCL
     settings), a note for those that are harmless by design (PSID, product, MTU and GID index judged elsewhere);
     mixed builds make every failure have a second candidate cause."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.checks_fec import fec_evidence
@@ -149,7 +149,7 @@ def _neighbours(link: LinkFacts, path: DataPath) -> list[Observation]:
     return [o for o in found if o is not None]
 
 
-def _bench(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def _bench(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     by_direction: dict[str, list[float]] = defaultdict(list)
     for run in link.bench.rdma:
         if run.mode == "concurrent" and run.gbps is not None:
@@ -171,7 +171,7 @@ def _bench(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
     return out
 
 
-def _counters(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def _counters(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     """In a concurrent round every used HCA must move data; one near zero means one PCIe path did the work."""
     concurrent = {r.round_id for r in link.bench.counters if r.round_id.startswith("concurrent")}
     out = []
@@ -212,7 +212,7 @@ def _nccl(link: LinkFacts) -> list[Observation]:
                                   Evidence("NET/IB channel devices", list(run.channel_net_devs), "NCCL log")))]
 
 
-def single_pcie_path(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observation]:
+def single_pcie_path(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
     found = [o for o in (_config(link.a), _config(link.b)) if o is not None]
     for node in (link.a, link.b):
         found.extend(_unaddressed_twins(node))
@@ -225,4 +225,4 @@ def single_pcie_path(link: LinkFacts, thresholds: dict[str, Any]) -> list[Observ
     found.extend(_nccl(link))
     # The paths' FEC is evidence beside the cause named, never the cause itself (spark-link.md s.9).
     fec = tuple(e for path in link.paths for e in fec_evidence(path))
-    return [replace(o, evidence=o.evidence + fec) for o in found] or [Observation(subject="pair", fired=False)]
+    return [o._replace(evidence=o.evidence + fec) for o in found] or [Observation(subject="pair", fired=False)]

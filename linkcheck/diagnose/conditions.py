@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from linkcheck.diagnose.operands import MAX_MATCH_INPUT
@@ -17,7 +18,7 @@ class UnknownFact(Exception):
         self.fact = fact
 
 
-def _resolve(value: Any, thresholds: dict[str, Any]) -> Any:
+def _resolve(value: Any, thresholds: Mapping[str, Any]) -> Any:
     if isinstance(value, str) and value.startswith("$"):
         return thresholds[value[1:]]
     if isinstance(value, list):
@@ -72,7 +73,7 @@ def _decide(op: str, fact: str, actual: Any, expected: Any) -> bool:
         raise UnknownFact(f"{fact} ({exc})") from None
 
 
-def evaluate(cond: Condition, values: dict[str, Any], thresholds: dict[str, Any]) -> bool:
+def evaluate(cond: Condition, values: dict[str, Any], thresholds: Mapping[str, Any]) -> bool:
     """True when the condition holds; UnknownFact when it cannot be decided."""
     if cond.op == "all":
         return all(evaluate(c, values, thresholds) for c in cond.children)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.diagnose.checks import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
@@ -23,13 +22,12 @@ BENCH_HINT = {
 _BENCH_KIND = {"bench_rdma": "rdma", "bench_nccl": "nccl"}
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
+class Diagnosis(NamedTuple):
     """All findings, the verdict and the exit code the CLI returns."""
 
     findings: tuple[Finding, ...]
     verdict: Verdict
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> ExitCode:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(NamedTuple):
     """One subject's outcome: fired or not, the values for the message and fix, the evidence.
 
     Named checks give their typed values record (a TypedDict whose keys are exactly the placeholders that the
@@ -30,11 +28,10 @@ class Observation:
         return dict(self.values or {})
 
 
-CheckFunc = Callable[[LinkFacts, dict[str, Any]], list[Observation]]
+CheckFunc = Callable[[LinkFacts, Mapping[str, Any]], list[Observation]]
 
 
-@dataclass(frozen=True, slots=True)
-class CheckDef:
+class CheckDef(NamedTuple):
     """A named check: the function, the TypedDict of the values it fills, the thresholds it reads."""
 
     func: CheckFunc

@@ -9,9 +9,8 @@ characters of a fact.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from linkcheck.facts.model import Function, NodeFacts
@@ -52,7 +51,7 @@ def _kind_of_annotation(annotation: str) -> str:
 
 
 def _field_kinds(cls: type) -> dict[str, str]:
-    return {f.name: _kind_of_annotation(str(f.type)) for f in dataclasses.fields(cls)}
+    return {name: _kind_of_annotation(str(annotation)) for name, annotation in cls.__annotations__.items()}
 
 
 _FUNCTION_KINDS = _field_kinds(Function)
@@ -79,7 +78,7 @@ def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def resolve(value: Any, thresholds: dict[str, Any]) -> Any:
+def resolve(value: Any, thresholds: Mapping[str, Any]) -> Any:
     """`$name` (also inside a list) replaced by the threshold's value."""
     if isinstance(value, str) and value.startswith("$") and value[1:] in thresholds:
         return thresholds[value[1:]]
@@ -93,7 +92,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def check_operand(op: str, raw: Any, fact: str, scope: str, thresholds: dict[str, Any]) -> None:
+def check_operand(op: str, raw: Any, fact: str, scope: str, thresholds: Mapping[str, Any]) -> None:
     """Raise OperandError when `op` cannot be applied to `fact` with this operand (thresholds resolved)."""
     value = resolve(raw, thresholds)
     shown = _show(value) + (f" (from {raw})" if isinstance(raw, str) and raw.startswith("$") else "")
@@ -188,7 +187,7 @@ def _walk(items: list[Any], inside_unbounded: bool, counter: list[int]) -> str |
     return None
 
 
-def check_conditions(conditions: Iterable[Condition | None], scope: str, thresholds: dict[str, Any]) -> None:
+def check_conditions(conditions: Iterable[Condition | None], scope: str, thresholds: Mapping[str, Any]) -> None:
     """Every comparison of these conditions accepts its operand with these threshold values."""
     stack = [c for c in conditions if c is not None]
     while stack:

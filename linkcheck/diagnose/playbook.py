@@ -7,9 +7,9 @@ Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
@@ -27,8 +27,7 @@ ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(NamedTuple):
     """`all`/`any` of children, or one operator applied to a fact (or two facts for `differs`)."""
 
     op: str
@@ -43,8 +42,7 @@ class Condition:
         return own.union(*(c.facts() for c in self.children))
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """One diagnosis with everything a user needs when it fires."""
 
     id: str
@@ -57,12 +55,12 @@ class Rule:
     when: Condition | None = None
     where: Condition | None = None
     needs: tuple[str, ...] = ()
-    thresholds: dict[str, Any] = field(default_factory=dict)
+    thresholds: Mapping[str, Any] = {}  # a shared default: read-only, as Mapping says
     fix: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     required: bool = True
     source: str = ""
-    threshold_sources: dict[str, str] = field(default_factory=dict)  # threshold name -> where its value comes from
+    threshold_sources: Mapping[str, str] = {}  # threshold name -> where its value comes from
 
 
 class _Ctx:
@@ -91,7 +89,7 @@ def _strings(ctx: _Ctx, rule: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _condition(ctx: _Ctx, raw: Any, scope: str, thresholds: dict[str, Any]) -> Condition:
+def _condition(ctx: _Ctx, raw: Any, scope: str, thresholds: Mapping[str, Any]) -> Condition:
     if not isinstance(raw, dict) or not raw:
         raise ctx.fail("a condition must be a mapping such as {fact: mtu, lt: 9000}", raw)
     if set(raw) in ({"all"}, {"any"}):
@@ -118,7 +116,7 @@ def _differs(ctx: _Ctx, raw: dict[str, Any], scope: str) -> Condition:
     return Condition("differs", value=tuple(value))
 
 
-def _comparison(ctx: _Ctx, raw: dict[str, Any], op: str, scope: str, thresholds: dict[str, Any]) -> Condition:
+def _comparison(ctx: _Ctx, raw: dict[str, Any], op: str, scope: str, thresholds: Mapping[str, Any]) -> Condition:
     value = raw[op]
     fact = raw.get("fact")
     if not isinstance(fact, str):
@@ -137,7 +135,7 @@ def _check_fact(ctx: _Ctx, fact: str, scope: str, node: Any) -> None:
         raise ctx.fail(f"unknown fact path '{fact}' for scope '{scope}'", node)
 
 
-def _check_threshold_refs(ctx: _Ctx, value: Any, thresholds: dict[str, Any], node: Any, key: str) -> None:
+def _check_threshold_refs(ctx: _Ctx, value: Any, thresholds: Mapping[str, Any], node: Any, key: str) -> None:
     refs = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
     for ref in refs:
         if isinstance(ref, str) and ref.startswith("$") and ref[1:] not in thresholds:
@@ -172,7 +170,7 @@ def _header(ctx: _Ctx, raw: Any) -> tuple[str, Severity, dict[str, Any]]:
     return rule_id, severity, thresholds
 
 
-def _scope_and_placeholders(ctx: _Ctx, raw: dict[str, Any], thresholds: dict[str, Any]) -> tuple[str, set[str]]:
+def _scope_and_placeholders(ctx: _Ctx, raw: dict[str, Any], thresholds: Mapping[str, Any]) -> tuple[str, set[str]]:
     """The rule's scope, and the placeholder names its message and fix may use."""
     from linkcheck.diagnose.checks import CHECKS
     from linkcheck.diagnose.facts_schema import placeholders_for_scope
@@ -203,7 +201,7 @@ def _needs(ctx: _Ctx, raw: dict[str, Any]) -> tuple[str, ...]:
     return needs
 
 
-def _threshold_sources(ctx: _Ctx, raw: dict[str, Any], thresholds: dict[str, Any]) -> dict[str, str]:
+def _threshold_sources(ctx: _Ctx, raw: dict[str, Any], thresholds: Mapping[str, Any]) -> dict[str, str]:
     sources = raw.get("threshold_sources", {})
     if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
         raise ctx.fail("threshold_sources must map threshold names to a non-empty text", raw, "threshold_sources")
@@ -275,7 +273,6 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
 
 def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], source: str) -> list[Rule]:
     """Rules with the user's threshold values; unknown rule ids or threshold names are errors."""
-    from dataclasses import replace
 
     by_id = {r.id: r for r in rules}
     for rule_id, values in overrides.items():
@@ -287,7 +284,7 @@ def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], sou
                                 f"(it has: {', '.join(sorted(by_id[rule_id].thresholds)) or 'none'})",
                                 line=line_of(values, unknown[0]))
         _check_override(by_id[rule_id], values, source)
-    return [replace(r, thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]
+    return [r._replace(thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]
 
 
 def _check_override(rule: Rule, values: dict[str, Any], source: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from linkcheck.facts.model import Function
@@ -24,4 +23,4 @@ class NodeDraft:
         self.unavailable.setdefault(group, reason)
 
     def update(self, netdev: str, **changes: Any) -> None:
-        self.functions[netdev] = replace(self.functions[netdev], **changes)
+        self.functions[netdev] = self.functions[netdev]._replace(**changes)

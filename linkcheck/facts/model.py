@@ -6,8 +6,8 @@ Rules read these typed facts, never raw text. A fact group that could not be gat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from linkcheck.baseline.model import BaselineFacts
@@ -17,8 +17,7 @@ NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable"
                          "netplan", "nm_profiles"})
 
 
-@dataclass(frozen=True, slots=True)
-class CableInfo:
+class CableInfo(NamedTuple):
     """The cable's identity from the module EEPROM (`ethtool -m`)."""
 
     vendor_name: str | None
@@ -32,8 +31,7 @@ class CableInfo:
     date_code: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Function:
+class Function(NamedTuple):
     """One ConnectX-7 PCIe function: a netdev and its RDMA device. Two of them (twins) serve a cage."""
 
     node: str
@@ -81,8 +79,7 @@ class Function:
         return f"{self.node}:{self.netdev}"
 
 
-@dataclass(frozen=True, slots=True)
-class Neighbour:
+class Neighbour(NamedTuple):
     """A resolved peer address: which MAC the kernel will send to for an IP, and out of which netdev."""
 
     ip: str
@@ -90,8 +87,7 @@ class Neighbour:
     mac: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class DmesgHint:
+class DmesgHint(NamedTuple):
     """A kernel event that matters for a diagnosis (hot-plug, link up/down)."""
 
     kind: str
@@ -99,8 +95,7 @@ class DmesgHint:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class NetplanIntent:
+class NetplanIntent(NamedTuple):
     """What the netplan files say about one CX-7 netdev (matched by name, glob or MAC), to compare with it live."""
 
     netdev: str
@@ -113,8 +108,7 @@ class NetplanIntent:
     source: str | None  # the file that defines it, when the dump names files
 
 
-@dataclass(frozen=True, slots=True)
-class NodeIdentity:
+class NodeIdentity(NamedTuple):
     """Who the node is and what software it runs: evidence for an acceptance record and the node comparison.
 
     None where the node could not tell (no DMI in a VM, a root-only serial without sudo, a tool not installed).
@@ -137,8 +131,7 @@ class NodeIdentity:
     # is printed only by a run (rank 0's "# nccl-tests version ..."): acceptance.json's evidence.traffic_versions
 
 
-@dataclass(frozen=True, slots=True)
-class NmRuntimeProfile:
+class NmRuntimeProfile(NamedTuple):
     """A NetworkManager profile kept only under /run (lost at reboot) that configures a CX-7 netdev."""
 
     netdev: str
@@ -149,15 +142,14 @@ class NmRuntimeProfile:
     persistent: bool  # an /etc keyfile or a netplan definition also configures the netdev
 
 
-@dataclass(frozen=True, slots=True)
-class NodeFacts:
+class NodeFacts(NamedTuple):
     """Everything learned about one node."""
 
     name: str
     hostname: str | None = None
     functions: tuple[Function, ...] = ()
-    nccl: dict[str, str] = field(default_factory=dict)  # effective NCCL_* settings
-    nccl_sources: dict[str, str] = field(default_factory=dict)  # key -> where it was set
+    nccl: Mapping[str, str] = {}  # effective NCCL_* settings (the {} defaults are shared: read-only)
+    nccl_sources: Mapping[str, str] = {}  # key -> where it was set
     uptime_s: float | None = None
     mem_available_kib: int | None = None
     dmesg: tuple[DmesgHint, ...] = ()
@@ -167,9 +159,9 @@ class NodeFacts:
     kernel_release: str | None = None
     os_name: str | None = None  # PRETTY_NAME of /etc/os-release
     netplan: tuple[NetplanIntent, ...] = ()
-    identity: NodeIdentity = field(default_factory=NodeIdentity)
+    identity: NodeIdentity = NodeIdentity()
     nm_runtime: tuple[NmRuntimeProfile, ...] = ()
-    unavailable: dict[str, str] = field(default_factory=dict)  # fact group -> why it is missing
+    unavailable: Mapping[str, str] = {}  # fact group -> why it is missing
 
     def function(self, netdev: str) -> Function | None:
         return next((f for f in self.functions if f.netdev == netdev), None)
@@ -186,8 +178,7 @@ class NodeFacts:
         return tuple(f for f in self.functions if f.ipv4)
 
 
-@dataclass(frozen=True, slots=True)
-class DataPath:
+class DataPath(NamedTuple):
     """A twin on node a facing its twin on node b (same subnet): one data path."""
 
     a: Function
@@ -199,8 +190,7 @@ class DataPath:
         return f"{self.a.netdev}<->{self.b.netdev}"
 
 
-@dataclass(frozen=True, slots=True)
-class RdmaRun:
+class RdmaRun(NamedTuple):
     """One ib_write_bw client result for one path, mode and direction."""
 
     path_key: str
@@ -213,8 +203,7 @@ class RdmaRun:
     round_id: str = ""  # the bundle's round, when it records one
 
 
-@dataclass(frozen=True, slots=True)
-class RdmaCounters:
+class RdmaCounters(NamedTuple):
     """Per-HCA port_xmit_data / port_rcv_data deltas (bytes) over a traffic run."""
 
     node: str
@@ -224,8 +213,7 @@ class RdmaCounters:
     round_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class NcclRun:
+class NcclRun(NamedTuple):
     """The nccl-tests result and what the NCCL log says about the transport."""
 
     busbw_gbs: float | None  # large-message bus bandwidth (max over rows)
@@ -239,8 +227,7 @@ class NcclRun:
     largest_bytes: int | None = None  # the largest message size of the sweep
 
 
-@dataclass(frozen=True, slots=True)
-class BenchFacts:
+class BenchFacts(NamedTuple):
     """Traffic-test results, when the bundle has them."""
 
     rdma: tuple[RdmaRun, ...] = ()
@@ -266,8 +253,7 @@ class BenchFacts:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ExpectedPath:
+class ExpectedPath(NamedTuple):
     """One path as `linkcheck init` recorded it: the twin on a, the twin on b, their subnet."""
 
     a: str
@@ -275,8 +261,7 @@ class ExpectedPath:
     subnet: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ExpectedLink:
+class ExpectedLink(NamedTuple):
     """The link as linkcheck.yaml's `link:` section describes it, to compare the live link with."""
 
     cage: str | None
@@ -284,14 +269,13 @@ class ExpectedLink:
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class LinkFacts:
+class LinkFacts(NamedTuple):
     """The pair: both nodes, the data paths between them, and the traffic results."""
 
     a: NodeFacts
     b: NodeFacts
     paths: tuple[DataPath, ...] = ()
-    bench: BenchFacts = field(default_factory=BenchFacts)
+    bench: BenchFacts = BenchFacts()
     bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
     expected: ExpectedLink | None = None  # linkcheck.yaml's `link:` section, when a config is in use
     baseline: BaselineFacts | None = None  # the saved known-good state to compare with (`--baseline`)

@@ -7,7 +7,7 @@ for these commands in common versions, so the text is the interface.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers import _eeprom
@@ -29,8 +29,7 @@ def _error_reason(lines: list[str]) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class EthtoolSettings:
+class EthtoolSettings(NamedTuple):
     """`ethtool IFACE`: negotiated link state and the link modes on offer."""
 
     ifname: str | None
@@ -140,8 +139,7 @@ def parse_ethtool(text: str) -> EthtoolSettings:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class EthtoolDriver:
+class EthtoolDriver(NamedTuple):
     """`ethtool -i IFACE`: driver, firmware (mlx5 appends the board PSID) and PCI address."""
 
     driver: str | None
@@ -184,8 +182,7 @@ def parse_ethtool_i(text: str) -> EthtoolDriver:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class EthtoolStats:
+class EthtoolStats(NamedTuple):
     """`ethtool -S IFACE`: driver counters in output order (first occurrence wins on duplicates)."""
 
     counters: tuple[tuple[str, int], ...]
@@ -225,8 +222,7 @@ def parse_ethtool_s(text: str) -> EthtoolStats:
     return EthtoolStats(counters=tuple(counters))
 
 
-@dataclass(frozen=True, slots=True)
-class ModuleEeprom:
+class ModuleEeprom(NamedTuple):
     """`ethtool -m IFACE`: the cable's identity (vendor, part number, serial, length) and every field."""
 
     memory_map: str
@@ -340,8 +336,7 @@ def parse_ethtool_m(text: str) -> ModuleEeprom:
     return _module_from_fields(None, fields)
 
 
-@dataclass(frozen=True, slots=True)
-class FecStatistic:
+class FecStatistic(NamedTuple):
     """One FEC counter of `ethtool -I --show-fec`: its total and, where the driver reports them, per lane."""
 
     name: str  # corrected_blocks, uncorrectable_blocks, corrected_bits, fec_bit_err_<low>[_to_<high>]
@@ -349,8 +344,7 @@ class FecStatistic:
     lanes: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class EthtoolFec:
+class EthtoolFec(NamedTuple):
     """`ethtool --show-fec IFACE` (text, either prompt) or `ethtool --json --show-fec IFACE`.
 
     Encodings are kept as ethtool prints them: RS, BaseR, LLRS, Off, None, Auto (and BIT<n> for a mode

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -53,8 +54,7 @@ class IbvGid:
     masked: bool = False  # hex digits pasted as 'x': `gid` keeps the text as given
 
 
-@dataclass(frozen=True, slots=True)
-class IbvPort:
+class IbvPort(NamedTuple):
     """One port block; active_speed_gbps is per lane, rate_gbps = lanes x lane speed.
 
     `port` is None for an excerpt that starts inside a port block (`ibv_devinfo -v | grep active_`).
@@ -79,8 +79,7 @@ class IbvPort:
         return self.active_width_lanes * self.active_speed_gbps
 
 
-@dataclass(frozen=True, slots=True)
-class IbvDevice:
+class IbvDevice(NamedTuple):
     """One `hca_id:` block; `hca_id` is None for an excerpt pasted without its `hca_id:` line."""
 
     hca_id: str | None
@@ -238,8 +237,7 @@ _IBSTAT_PORT_KEYS = frozenset({"State", "Physical state", "Rate", "Base lid", "L
 _IBSTAT_KV_RE = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}?):(.*)$")  # value stripped in code, as _KV_RE
 
 
-@dataclass(frozen=True, slots=True)
-class IbstatPort:
+class IbstatPort(NamedTuple):
     """One `Port N:` block; a Down port reports `Rate: 40`, so read the rate only with State Active.
 
     `port` is None for an excerpt that starts inside the block (`ibstat | grep -A3 State`).
@@ -253,8 +251,7 @@ class IbstatPort:
     port_guid: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class IbstatCa:
+class IbstatCa(NamedTuple):
     """One `CA '<name>'` block."""
 
     name: str | None  # None for an excerpt pasted without its "CA '<name>'" line

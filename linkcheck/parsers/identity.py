@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -30,8 +30,7 @@ _LIB_VERSION = re.compile(r"^libnccl\.so\.([0-9]+\.[0-9]+\.[0-9]+)$")
 _INSTALL_LINE = re.compile(r"^(lib|tests) (/\S.*)$")
 
 
-@dataclass(frozen=True, slots=True)
-class DmiSerial:
+class DmiSerial(NamedTuple):
     """The DMI product serial; None when the firmware holds a placeholder."""
 
     serial: str | None
@@ -62,8 +61,7 @@ def parse_dmi_serial(text: str) -> DmiSerial:
     return DmiSerial(dmi_value(m.group(1)))
 
 
-@dataclass(frozen=True, slots=True)
-class NcclInstall:
+class NcclInstall(NamedTuple):
     """NCCL libraries and nccl-tests binaries found on the node."""
 
     libraries: tuple[str, ...]  # every libnccl.so* path, links included
@@ -112,8 +110,7 @@ def nccl_version_code(code: int | None) -> str | None:
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
-@dataclass(frozen=True, slots=True)
-class PerftestVersion:
+class PerftestVersion(NamedTuple):
     """What `ib_write_bw -V` says, and the two output traits that depend on it."""
 
     version: str

@@ -9,14 +9,12 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.errors import ParseError
 
 
-@dataclass(frozen=True, slots=True)
-class IpAddress:
+class IpAddress(NamedTuple):
     """One `addr_info` entry; `local` is validated, so `network` never fails."""
 
     family: str
@@ -30,8 +28,7 @@ class IpAddress:
         return str(ipaddress.ip_interface(f"{self.local}/{self.prefixlen}").network)
 
 
-@dataclass(frozen=True, slots=True)
-class IpInterface:
+class IpInterface(NamedTuple):
     """One interface of `ip [-d] -j link|addr show`; `mac` is the `address` key."""
 
     ifname: str
@@ -61,8 +58,7 @@ class IpInterface:
         return tuple(a for a in self.addresses if a.family == "inet")
 
 
-@dataclass(frozen=True, slots=True)
-class IpRoute:
+class IpRoute(NamedTuple):
     """One route; `dev` is None for multipath routes (nexthops)."""
 
     dst: str
@@ -74,8 +70,7 @@ class IpRoute:
     metric: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class IpNeighbour:
+class IpNeighbour(NamedTuple):
     """One neighbour entry; `lladdr` is absent while resolution fails (state FAILED/INCOMPLETE)."""
 
     dst: str

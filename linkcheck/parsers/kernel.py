@@ -7,7 +7,7 @@ state that runs at ~13 Gb/s until both nodes reboot (spark-link.md 3b), and when
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -48,8 +48,7 @@ MLX5_EVENTS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class DmesgEvent:
+class DmesgEvent(NamedTuple):
     """One kernel message that matters for the CX-7 link; `device` is the netdev, RDMA device or BDF."""
 
     time_s: float | None
@@ -60,8 +59,7 @@ class DmesgEvent:
     bdf: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class DmesgLog:
+class DmesgLog(NamedTuple):
     """The recognised events in log order, how many non-empty lines were read, and dmesg_restrict."""
 
     events: tuple[DmesgEvent, ...]
@@ -127,8 +125,7 @@ def parse_dmesg(text: str) -> DmesgLog:
     return DmesgLog(events=tuple(events), lines=len(lines), restricted=restricted)
 
 
-@dataclass(frozen=True, slots=True)
-class OsRelease:
+class OsRelease(NamedTuple):
     """/etc/os-release (os-release(5)): the distribution's name and version."""
 
     pretty_name: str | None
@@ -162,8 +159,7 @@ def parse_os_release(text: str) -> OsRelease:
     return OsRelease(values.get("PRETTY_NAME"), values.get("ID"), values.get("VERSION_ID"))
 
 
-@dataclass(frozen=True, slots=True)
-class Uptime:
+class Uptime(NamedTuple):
     """/proc/uptime: seconds since boot, and summed idle seconds of all CPUs."""
 
     uptime_s: float
@@ -182,8 +178,7 @@ def parse_uptime(text: str) -> Uptime:
     return Uptime(uptime_s=float(fields[0]), idle_s=float(fields[1]) if len(fields) == 2 else None)
 
 
-@dataclass(frozen=True, slots=True)
-class SysctlValues:
+class SysctlValues(NamedTuple):
     """`sysctl KEY...` output, in order; keys that could not be read are absent."""
 
     values: tuple[tuple[str, str], ...]
@@ -210,8 +205,7 @@ def parse_sysctl(text: str) -> SysctlValues:
     return SysctlValues(values=tuple(values))
 
 
-@dataclass(frozen=True, slots=True)
-class MemInfo:
+class MemInfo(NamedTuple):
     """/proc/meminfo totals that size NCCL buffers on the GB10's unified memory."""
 
     mem_total_kib: int | None

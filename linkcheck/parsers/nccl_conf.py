@@ -10,7 +10,7 @@ in `warnings`, so a rule can say why the setting is ignored.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 
@@ -18,14 +18,13 @@ ENV_LINE_RE = re.compile(r"^(?:export\s+|declare -x\s+)?(NCCL_[A-Za-z0-9_]*)=(.*
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True, slots=True)
-class NcclSettings:
+class NcclSettings(NamedTuple):
     """NCCL variables in order of first appearance (a later assignment wins) and their line numbers."""
 
     values: tuple[tuple[str, str], ...]
     source: str
     line_numbers: tuple[tuple[str, int], ...]
-    warnings: tuple[tuple[int, str], ...] = field(default=())
+    warnings: tuple[tuple[int, str], ...] = ()
 
     def get(self, key: str) -> str | None:
         """The value NCCL would see for `key` from this source ("" when set empty), None when unset."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -42,8 +43,7 @@ _QP = re.compile(  # bounded gap (query_ece={...} is < 100 chars): an open ".*?"
 _DEV_NAME = re.compile(r"\[[0-9]+\]([^\s:\[\]/]+)")
 
 
-@dataclass(frozen=True, slots=True)
-class NcclQpGid:
+class NcclQpGid(NamedTuple):
     """The GID one RDMA QP was connected with; `ipv4` is set only for an IPv4-mapped (RoCE v2 IPv4) GID."""
 
     ib_dev: int | None
@@ -51,8 +51,7 @@ class NcclQpGid:
     ipv4: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class NcclLog:
+class NcclLog(NamedTuple):
     """What an NCCL debug log says about versions, devices, the chosen transport and GIDs."""
 
     nccl_version: str | None

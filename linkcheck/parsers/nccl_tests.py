@@ -12,7 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -58,8 +58,7 @@ class NcclTestRow:
     ip_wrong: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class NcclTestResult:
+class NcclTestResult(NamedTuple):
     """One nccl-tests run as rank 0 reported it; `completed` is False for output cut before the footer."""
 
     program: str | None
@@ -93,8 +92,7 @@ class NcclTestResult:
         return self.header_blocks
 
 
-@dataclass(frozen=True, slots=True)
-class _Layout:
+class _Layout(NamedTuple):
     """Where the columns are, read from the `#  size  count ...` header line."""
 
     pre: int = 5  # size count type redop [root]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -27,8 +26,7 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DIR_PRIORITY = {"/lib/netplan": 0, "/etc/netplan": 1, "/run/netplan": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class NetplanEthernet:
+class NetplanEthernet(NamedTuple):
     """One `network.ethernets.<id>` definition after merging; `renderer` is the definition's own."""
 
     netdef_id: str
@@ -52,8 +50,7 @@ class NetplanEthernet:
         return self.netdef_id
 
 
-@dataclass(frozen=True, slots=True)
-class NetplanConfig:
+class NetplanConfig(NamedTuple):
     """The merged netplan configuration: global renderer, ethernets, and the files merged (in order)."""
 
     renderer: str | None

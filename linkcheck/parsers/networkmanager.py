@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 
@@ -26,8 +26,7 @@ _ADDRESS_KEY_RE = re.compile(r"^address(?:es)?\d*$")
 _MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$")
 
 
-@dataclass(frozen=True, slots=True)
-class NmProfile:
+class NmProfile(NamedTuple):
     """One NetworkManager connection profile as its keyfile states it."""
 
     path: str
@@ -50,8 +49,7 @@ class NmProfile:
         return posixpath.dirname(self.path) == RUN_DIR and posixpath.basename(self.path).startswith("netplan-")
 
 
-@dataclass(frozen=True, slots=True)
-class NmProfiles:
+class NmProfiles(NamedTuple):
     profiles: tuple[NmProfile, ...]
 
 

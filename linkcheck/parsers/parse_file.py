@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from linkcheck.errors import InputFileError, ParseError, UsageError
 from linkcheck.parsers import PARSERS, get_parser
+from linkcheck.records import is_record, record_fields
 
 
 def parse_file(kind: str, path: Path) -> Any:
@@ -28,8 +28,8 @@ def parse_file(kind: str, path: Path) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if is_record(value):
+        out = {name: _plain(field) for name, field in record_fields(value).items()}
         for name in _properties(type(value)):
             out[name] = _plain(getattr(value, name))
         return out

@@ -7,7 +7,7 @@ width is what matters most. Formats from pciutils `ls-caps.c` `cap_express_link(
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 
@@ -22,8 +22,7 @@ LNKSTA_RE = re.compile(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x(\
 NOTE_RANK = ("downgraded", "overdriven", "strange", "ok")
 
 
-@dataclass(frozen=True, slots=True)
-class PciLink:
+class PciLink(NamedTuple):
     """One PCI function's PCIe link as lspci reports it; speeds None when unknown or not readable.
 
     `sta_note` is the more alarming of lspci's speed and width suffixes ("downgraded" > "overdriven" >

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._perftest_json import load_json as _load_json
@@ -80,8 +80,7 @@ _CPU_FREQ = re.compile(  # only where glued to other text, so line numbers stay 
 )
 
 
-@dataclass(frozen=True, slots=True)
-class PerftestRow:
+class PerftestRow(NamedTuple):
     """One result row; bandwidths already converted to Gb/s (10^9 bit/s)."""
 
     size_bytes: int
@@ -92,8 +91,7 @@ class PerftestRow:
     cpu_util_pct: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PerftestResult:
+class PerftestResult(NamedTuple):
     """One side's perftest BW report; `rows` is empty when the run died before its first result."""
 
     test: str | None

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -20,8 +19,7 @@ from linkcheck.parsers._text import require_text
 _RDMA_LINK_RE = re.compile(r"^(?:link\s+|[0-9]{1,9}/[0-9]{1,9}:\s+)([^\s/]+)/([0-9]{1,4}):?(?:\s+(.*))?$")
 
 
-@dataclass(frozen=True, slots=True)
-class RdmaPort:
+class RdmaPort(NamedTuple):
     """One RDMA device port and the netdev the kernel binds to it (none on InfiniBand ports)."""
 
     device: str
@@ -107,8 +105,7 @@ _I2N_VERBOSE_TAIL_RE = re.compile(
 _BDF_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
-@dataclass(frozen=True, slots=True)
-class Ibdev2NetdevEntry:
+class Ibdev2NetdevEntry(NamedTuple):
     """One `ibdev2netdev` line; `link_state` is the netdev carrier: Up, Down or NA."""
 
     device: str

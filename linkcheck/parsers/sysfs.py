@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from linkcheck.errors import ParseError
 
@@ -28,8 +29,7 @@ _PATH_RE = re.compile(r"^/\S*$")
 _SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 
 
-@dataclass(frozen=True, slots=True)
-class SysfsEntry:
+class SysfsEntry(NamedTuple):
     """One sysfs file: its first line, the read error, or (for a symlink) its target."""
 
     path: str

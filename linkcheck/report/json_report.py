@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from typing import Any
@@ -10,13 +9,14 @@ from typing import Any
 from linkcheck import __version__
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.pipeline import Outcome
+from linkcheck.records import plain
 
 SCHEMA = "linkcheck-report"
 SCHEMA_VERSION = 1
 
 
 def _function(fn: Function) -> dict[str, Any]:
-    data = dataclasses.asdict(fn)
+    data: dict[str, Any] = plain(fn)
     data.update(domain=fn.domain, subnets=list(fn.subnets), ipv4=list(fn.ipv4), gid_holes=list(fn.gid_holes))
     return data
 
@@ -28,10 +28,10 @@ def _node(node: NodeFacts) -> dict[str, Any]:
         "functions": [_function(f) for f in node.functions],
         "nccl": node.nccl,
         "nccl_sources": node.nccl_sources,
-        "identity": dataclasses.asdict(node.identity),
+        "identity": plain(node.identity),
         "kernel_release": node.kernel_release,
         "os_name": node.os_name,
-        "nm_runtime_profiles": [dataclasses.asdict(p) for p in node.nm_runtime],
+        "nm_runtime_profiles": plain(node.nm_runtime),
         "uptime_s": node.uptime_s,
         "mem_available_kib": node.mem_available_kib,
         "unavailable": node.unavailable,
@@ -40,10 +40,10 @@ def _node(node: NodeFacts) -> dict[str, Any]:
 
 def _bench(link: LinkFacts) -> dict[str, Any]:
     return {
-        "rdma": [dataclasses.asdict(r) for r in link.bench.rdma],
+        "rdma": plain(link.bench.rdma),
         # Per direction, both paths at once (the lowest round when the run was repeated).
         "rdma_concurrent_total_gbps": link.bench.totals("concurrent"),
-        "nccl": dataclasses.asdict(link.bench.nccl) if link.bench.nccl else None,
+        "nccl": plain(link.bench.nccl),
         "flapped": list(link.bench.flapped),
     }
 

@@ -1,0 +1,38 @@
+"""Records as plain data: the fields of a NamedTuple or dataclass record, recursively, ready for JSON.
+
+The offline pipeline's records (parsers, facts, diagnosis) are `typing.NamedTuple`s and the rest are frozen
+dataclasses (README, "Records"). `dataclasses.asdict` knows only the second kind and would leave a
+NamedTuple inside a dataclass as a tuple, which JSON writes as a bare list; `plain` treats both alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+def is_record(value: object) -> bool:
+    """A NamedTuple or dataclass instance (not a class)."""
+    return (isinstance(value, tuple) and hasattr(value, "_fields")) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type))
+
+
+def record_fields(record: object) -> dict[str, Any]:
+    """One record's fields by name, in definition order, values as they are."""
+    if isinstance(record, tuple) and hasattr(record, "_asdict"):
+        fields: dict[str, Any] = record._asdict()
+        return fields
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+    raise TypeError(f"not a record: {type(record).__name__}")
+
+
+def plain(value: object) -> Any:
+    """`value` with every record turned into a dict of its fields and every tuple into a list, recursively."""
+    if is_record(value):
+        return {name: plain(v) for name, v in record_fields(value).items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value

@@ -50,22 +50,28 @@ _JSON_KEYS = {
     "link_type": "Link_type", "mtu_bytes": "Mtu", "gid_index": "GID_index",
     "data_exchange": "Data_ex_method", "tx_depth": "TX_depth",
 }
-_ERROR = re.compile(  # tool-formats.md 1.10, fatal messages, matched on the stripped line
-    r"^(?:Did not detect devices|If device exists, check if driver is up|IB device \S+ not found"
-    r"|No IB devices found|Unable to find the Infiniband/RoCE device|Couldn't get context for the device"
-    r"|Unable to query port|Port number [0-9]+ state is|Link layer on port|Couldn't set the link layer"
-    r"|Couldn't connect to|Couldn't listen to port|Problem in resolving basic address and port"
-    r"|Unable to open file descriptor for socket|Unable to init the socket connection|ethernet_read_keys:"
-    r"|Unable to (?:read|write) (?:from|to) socket/rdma_cm|Failed to exchange data"
-    r"|Current implementation is not compatible|Unable to set up socket connection|Failed to modify QP"
-    r"|Found Incompatibility issue with GID types|Please Try to use a different IP version"
-    r"|Unable to Connect the HCA's through the link|Unable to create RDMA_CM resources"
-    r"|Failed to create RDMA CM connection|Unable to connect \(retries|Received [0-9]+ times ADDR_ERROR"
-    r"|rdma_resolve_(?:addr|route) failed|unexpected CM event|Completion with error at|Failed status|[sr]cnt="
-    r"|Failed to complete run_iter_bw|Did not get Message for|Total Received=|Can't produce a report|Error: "
-    r"|Parser function exited with Error|Invalid Command|Duplicated argument|Message Size should be between"
-    r"|Gid index should be between|IB Port can't be less than|Unsupported memory type|Invalid verbosity level"
-    r"|please check that DURATION|Duration mode currently doesn't support|Please check command line)"
+# tool-formats.md 1.10: the fatal messages, matched at the start of the stripped line. Most open with fixed
+# words; the few that carry a device name or a number are one small pattern.
+_ERROR_OPENINGS = (
+    "Did not detect devices", "If device exists, check if driver is up", "No IB devices found",
+    "Unable to find the Infiniband/RoCE device", "Couldn't get context for the device", "Unable to query port",
+    "Link layer on port", "Couldn't set the link layer", "Couldn't connect to", "Couldn't listen to port",
+    "Problem in resolving basic address and port", "Unable to open file descriptor for socket",
+    "Unable to init the socket connection", "ethernet_read_keys:", "Failed to exchange data",
+    "Current implementation is not compatible", "Unable to set up socket connection", "Failed to modify QP",
+    "Found Incompatibility issue with GID types", "Please Try to use a different IP version",
+    "Unable to Connect the HCA's through the link", "Unable to create RDMA_CM resources",
+    "Failed to create RDMA CM connection", "Unable to connect (retries", "unexpected CM event",
+    "Completion with error at", "Failed status",
+    "Failed to complete run_iter_bw", "Did not get Message for", "Total Received=", "Can't produce a report",
+    "Error: ", "Parser function exited with Error", "Invalid Command", "Duplicated argument",
+    "Message Size should be between", "Gid index should be between", "IB Port can't be less than",
+    "Unsupported memory type", "Invalid verbosity level", "please check that DURATION",
+    "Duration mode currently doesn't support", "Please check command line",
+)
+_ERROR_RE = re.compile(
+    r"^(?:IB device \S+ not found|Port number [0-9]+ state is|Unable to (?:read|write) (?:from|to) socket/rdma_cm"
+    r"|Received [0-9]+ times ADDR_ERROR|rdma_resolve_(?:addr|route) failed|[sr]cnt=)"
 )
 _WARNING = re.compile(  # non-fatal: the run goes on (MTU corrected, peak not measured, CPU not at max)
     r"^(?:WARNING:|Conflicting CPU frequency values detected|Requested mtu is higher|Changing to active mtu"
@@ -224,7 +230,7 @@ def gid_text(fields: list[str], line_no: int | None = None) -> str:
 
 def _message(acc: _Acc, line: str, no: int) -> bool:
     stripped = line.strip()
-    if _ERROR.match(stripped):
+    if stripped.startswith(_ERROR_OPENINGS) or _ERROR_RE.match(stripped):
         acc.errors.append(stripped)
     elif _WARNING.match(stripped):
         acc.warnings.append(stripped)

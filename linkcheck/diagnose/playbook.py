@@ -4,8 +4,8 @@ A rule either states a condition over facts (a small operator vocabulary, never 
 Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune them without code.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +33,7 @@ class Condition(NamedTuple):
     op: str
     fact: str | None = None
     value: Any = None
-    children: tuple[Condition, ...] = ()
+    children: tuple["Condition", ...] = ()
 
     def facts(self) -> set[str]:
         own = {self.fact} if self.fact else set()

@@ -4,8 +4,8 @@ Rules read these typed facts, never raw text. A fact group that could not be gat
 `NodeFacts.unavailable` with the reason, so rules that need it skip instead of passing.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -278,7 +278,7 @@ class LinkFacts(NamedTuple):
     bench: BenchFacts = BenchFacts()
     bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
     expected: ExpectedLink | None = None  # linkcheck.yaml's `link:` section, when a config is in use
-    baseline: BaselineFacts | None = None  # the saved known-good state to compare with (`--baseline`)
+    baseline: "BaselineFacts | None" = None  # the saved known-good state to compare with (`--baseline`)
 
     def node(self, name: str) -> NodeFacts:
         return self.a if name == "a" else self.b

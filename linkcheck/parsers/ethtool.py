@@ -4,8 +4,8 @@ Formats follow ethtool 5.x-6.x (netlink and ioctl paths); see tool-formats.md 3.
 for these commands in common versions, so the text is the interface.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from typing import NamedTuple
 

@@ -3,8 +3,8 @@
 Split from rdma.py so that a diagnosis, which reads these only as a fallback, does not define their records.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple

@@ -4,8 +4,8 @@ Why JSON only: the text forms changed wording across iproute2 releases, the JSON
 older releases omit keys (all optional here) and some emitted `{}` placeholders, which are skipped.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import ipaddress
 import json
 import re

@@ -4,8 +4,8 @@ dmesg tells whether the CX-7 came up through the hot-plug path (cable plugged lo
 state that runs at ~13 Gb/s until both nodes reboot (spark-link.md 3b), and when links flapped.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from typing import NamedTuple
 

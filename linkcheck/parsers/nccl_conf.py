@@ -7,8 +7,8 @@ variable named "NCCL_IB_HCA " that NCCL never looks up. Such lines are kept unde
 in `warnings`, so a rule can say why the setting is ignored.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from typing import NamedTuple
 

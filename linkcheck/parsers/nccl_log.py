@@ -6,8 +6,8 @@ timestamp prefix of WARN lines (>= 2.26), Open MPI --tag-output prefixes, every 
 env-echo forms ("set by environment to" and the newer "set to").
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import ipaddress
 import re
 from dataclasses import dataclass, field

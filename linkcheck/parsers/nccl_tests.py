@@ -6,8 +6,8 @@ fields), -S (timestamp appended), -I (per-iteration columns after each side) and
 object holds rank 0's whole environment and is never read.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import json
 import math
 import re

@@ -5,8 +5,8 @@ override, mappings merge key by key; `addresses` accumulate (observed with netpl
 `link-local` is replaced. Only `ethernets` is modelled: the CX-7 ports are plain ethernets.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import ipaddress
 import posixpath
 import re

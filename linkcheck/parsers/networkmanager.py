@@ -9,8 +9,8 @@ put there) and are gone at the next boot, except those netplan's NetworkManager 
 /etc/netplan at every boot (canonical/netplan `src/nm.c`).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import posixpath
 import re
 from typing import NamedTuple

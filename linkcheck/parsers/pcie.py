@@ -4,8 +4,8 @@ A GB10 CX-7 function should train at 32GT/s x4; x2 on the 0002 domain is a known
 width is what matters most. Formats from pciutils `ls-caps.c` `cap_express_link()`, v3.6 to v3.14.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from typing import NamedTuple
 

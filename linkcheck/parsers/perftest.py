@@ -5,8 +5,8 @@ Every era is accepted: MB/sec (<= 6.21), MiB/sec (>= 6.22) and Gb/sec headers, t
 shapes (pseudo-JSON before 24.01, standard JSON, standard JSON with a trailing comma).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import ipaddress
 import re
 from dataclasses import dataclass, field

@@ -5,8 +5,8 @@ the same dump, and the dump's quirks live here once: ':' inside PCI paths and GI
 empty GID attributes, symlinks recorded as targets, and a stray shell warning or two.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
+# records below into a ForwardRef at every start (README, "Speed").
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple

@@ -1,7 +1,7 @@
 """Records as plain data: the fields of a NamedTuple or dataclass record, recursively, ready for JSON.
 
 The offline pipeline's records (parsers, facts, diagnosis) are `typing.NamedTuple`s and the rest are frozen
-dataclasses (README, "Records"). `dataclasses.asdict` knows only the second kind and would leave a
+dataclasses (README, "Speed"). `dataclasses.asdict` knows only the second kind and would leave a
 NamedTuple inside a dataclass as a tuple, which JSON writes as a bare list; `plain` treats both alike.
 """
 
@@ -27,12 +27,20 @@ def record_fields(record: object) -> dict[str, Any]:
     raise TypeError(f"not a record: {type(record).__name__}")
 
 
-def plain(value: object) -> Any:
-    """`value` with every record turned into a dict of its fields and every tuple into a list, recursively."""
+def plain(value: object, properties: bool = False) -> Any:
+    """`value` with every record turned into a dict of its fields (and, with `properties`, its public properties)
+    and every tuple into a list, recursively; mapping keys become text, as JSON needs."""
     if is_record(value):
-        return {name: plain(v) for name, v in record_fields(value).items()}
+        out = {name: plain(v, properties) for name, v in record_fields(value).items()}
+        for name in _properties(type(value)) if properties else ():
+            out[name] = plain(getattr(value, name), properties)
+        return out
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [plain(v, properties) for v in value]
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {str(k): plain(v, properties) for k, v in value.items()}
     return value
+
+
+def _properties(cls: type) -> list[str]:
+    return [n for n in dir(cls) if not n.startswith("_") and isinstance(getattr(cls, n, None), property)]

@@ -41,7 +41,7 @@ class OperandError(ValueError):
 
 
 def _kind_of_annotation(annotation: str) -> str:
-    if "tuple" in annotation or "dict" in annotation or "Mapping" in annotation:
+    if "[" in annotation:  # a subscripted type (tuple[...], Mapping[...]) holds several values
         return "other"
     if "bool" in annotation:
         return "bool"

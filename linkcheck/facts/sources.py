@@ -39,7 +39,7 @@ EXIT_OK = {"perftest_version": frozenset({0, 1})}
 def preload_parsers(spec_ids: Iterable[str]) -> None:
     """Import the parsers these specs' captures will need before the captures arrive.
 
-    A live run calls this while the nodes are still answering: the imports (a dozen dataclasses) then
+    A live run calls this while the nodes are still answering: the imports (a dozen parser modules) then
     cost no wall time, instead of delaying the diagnosis once the last answer is in.
     """
     for spec in spec_ids:

@@ -9,7 +9,7 @@ from typing import Any
 
 from linkcheck.errors import InputFileError, ParseError, UsageError
 from linkcheck.parsers import PARSERS, get_parser
-from linkcheck.records import is_record, record_fields
+from linkcheck.records import plain
 
 
 def parse_file(kind: str, path: Path) -> Any:
@@ -27,30 +27,13 @@ def parse_file(kind: str, path: Path) -> Any:
         raise InputFileError(str(path), f"not valid {kind} output: {exc.reason}", line=exc.line_no) from None
 
 
-def _plain(value: Any) -> Any:
-    if is_record(value):
-        out = {name: _plain(field) for name, field in record_fields(value).items()}
-        for name in _properties(type(value)):
-            out[name] = _plain(getattr(value, name))
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
-
-
-def _properties(cls: type) -> list[str]:
-    return [n for n in dir(cls) if not n.startswith("_") and isinstance(getattr(cls, n, None), property)]
-
-
 def record_to_json(record: Any) -> str:
-    return json.dumps({"record": _plain(record)}, indent=2, default=str)
+    return json.dumps({"record": plain(record, properties=True)}, indent=2, default=str)
 
 
 def record_to_text(record: Any) -> str:
     lines: list[str] = []
-    _walk(_plain(record), "", lines)
+    _walk(plain(record, properties=True), "", lines)
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 
 def _function(fn: Function) -> dict[str, Any]:
     data: dict[str, Any] = plain(fn)
-    data.update(domain=fn.domain, subnets=list(fn.subnets), ipv4=list(fn.ipv4), gid_holes=list(fn.gid_holes))
+    data.update(domain=fn.domain, subnets=list(fn.subnets))  # the properties; `plain` made the tuples lists
     return data
 
 

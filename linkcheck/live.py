@@ -61,11 +61,12 @@ def _open(config: Config) -> dict[str, Transport]:
 
 def inspect(config: Config, transports: dict[str, Transport]) -> Bundle:
     """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors."""
-    from linkcheck.collect.bundle import Bundle
     from linkcheck.collect.collector import collect
 
     result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
                      per_command_timeout_s=config.ssh.command_timeout_s)
+    from linkcheck.collect.bundle import Bundle  # loaded meanwhile by the diagnosis imports, not before the logins
+
     nodes: dict[str, dict[str, object]] = {name: {"target": str(t)} for name, t in sorted(config.nodes.items())}
     for cap in result.captures:
         if cap.spec == "hostname" and cap.ok:

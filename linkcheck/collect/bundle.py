@@ -67,26 +67,6 @@ def _file_stem(capture: Capture, index: int) -> str:
 _sha256 = sha256_hex
 
 
-def check_save_dir(directory: Path, option: str = "--save") -> None:
-    """Refuse, before any work, a bundle folder that `write_bundle` could not fill: a file, a folder that is
-    not empty, or a place this user cannot write."""
-    import os
-
-    if directory.exists() or directory.is_symlink():
-        if not directory.is_dir():
-            raise BundleError(str(directory), f"{option} names a file, not a folder", fix="choose a new folder")
-        if any(directory.iterdir()):
-            raise BundleError(str(directory), f"{option} folder is not empty", fix="choose a new folder")
-        writable = directory
-    else:
-        writable = next((p for p in directory.absolute().parents if p.exists()), Path("/"))
-        if not writable.is_dir():
-            raise BundleError(str(directory), f"{option}: {writable} is a file, not a folder")
-    if not os.access(writable, os.W_OK | os.X_OK):
-        raise BundleError(str(directory), f"{option}: {writable} is not writable by this user",
-                          fix="choose a folder you can write")
-
-
 def write_bundle(bundle: Bundle, directory: Path) -> Path:
     """Write `bundle` to `directory` (created; must be empty or absent) and return the manifest path."""
     directory.mkdir(parents=True, exist_ok=True)

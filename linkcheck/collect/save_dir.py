@@ -1,0 +1,30 @@
+"""The folder a live run will save its bundle in, refused before any work when it cannot receive one.
+
+Apart from the bundle format (bundle.py): a `check` runs this before it contacts the nodes, and the format's
+code (hashing, JSON) need not load before the connections start.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from linkcheck.errors import BundleError
+
+
+def check_save_dir(directory: Path, option: str = "--save") -> None:
+    """Refuse, before any work, a bundle folder that `write_bundle` could not fill: a file, a folder that is
+    not empty, or a place this user cannot write."""
+    if directory.exists() or directory.is_symlink():
+        if not directory.is_dir():
+            raise BundleError(str(directory), f"{option} names a file, not a folder", fix="choose a new folder")
+        if any(directory.iterdir()):
+            raise BundleError(str(directory), f"{option} folder is not empty", fix="choose a new folder")
+        writable = directory
+    else:
+        writable = next((p for p in directory.absolute().parents if p.exists()), Path("/"))
+        if not writable.is_dir():
+            raise BundleError(str(directory), f"{option}: {writable} is a file, not a folder")
+    if not os.access(writable, os.W_OK | os.X_OK):
+        raise BundleError(str(directory), f"{option}: {writable} is not writable by this user",
+                          fix="choose a folder you can write")

@@ -18,12 +18,13 @@ def is_record(value: object) -> bool:
 
 
 def record_fields(record: object) -> dict[str, Any]:
-    """One record's fields by name, in definition order, values as they are."""
+    """One record's fields by name, in definition order, values as they are; a dataclass field named with a
+    leading underscore is the record's own (SysfsDump's lookup index by path) and not part of what it says."""
     if isinstance(record, tuple) and hasattr(record, "_asdict"):
         fields: dict[str, Any] = record._asdict()
         return fields
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+        return {f.name: getattr(record, f.name) for f in dataclasses.fields(record) if not f.name.startswith("_")}
     raise TypeError(f"not a record: {type(record).__name__}")
 
 

@@ -78,6 +78,18 @@ def test_parse_reads_stdin_and_emits_json() -> None:
     assert [e["link_state"] for e in record] == ["Up", "Down"]
 
 
+def test_parse_shows_a_records_fields_not_its_private_lookup() -> None:
+    """A sysfs dump keeps a `_index` by path for its lookups; `parse` shows each entry once, as the text gave it."""
+    text = "/sys/class/net/enp1s0f0np0/mtu\t9000\n/sys/class/net/enp1s0f0np0/operstate\tup\n"
+    proc = run("parse", "sysfs", "-", "-f", "json", stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)["record"]
+    assert list(record) == ["entries"]
+    assert [e["value"] for e in record["entries"]] == ["9000", "up"]
+    text_out = run("parse", "sysfs", "-", stdin=text).stdout
+    assert "_index" not in text_out and text_out.count("9000") == 1
+
+
 def test_playbooks_show_unknown_id() -> None:
     _one_line_error(run("playbooks", "show", "NOPE"), 4, "no rule 'NOPE'")
 

@@ -230,8 +230,7 @@ def _out(text: str) -> None:
 
 def _checked_save(save: Path | None) -> Path:
     """The bundle folder, refused before any work when it cannot receive a bundle."""
-    from linkcheck.collect.save_dir import check_save_dir
-    from linkcheck.live import default_save_dir
+    from linkcheck.collect.save_dir import check_save_dir, default_save_dir
 
     target = save or default_save_dir()
     check_save_dir(target, "--save" if save else "the default bundle folder")

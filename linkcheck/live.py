@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # Only light imports here: the inspection should start before the rest of linkcheck is loaded.
+from linkcheck.collect.save_dir import default_save_dir
+
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
@@ -45,10 +47,6 @@ class LiveResult:
     saved: Path
     outcome: Outcome | None
     interrupted: bool = False
-
-
-def default_save_dir() -> Path:
-    return Path(f"linkcheck-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
 
 
 def _open(config: Config) -> dict[str, Transport]:

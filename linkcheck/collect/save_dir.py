@@ -1,4 +1,5 @@
-"""The folder a live run will save its bundle in, refused before any work when it cannot receive one.
+"""The folder a live run saves its bundle in: the default name, and the refusal, before any work, of one that
+cannot receive a bundle.
 
 Apart from the bundle format (bundle.py): a `check` runs this before it contacts the nodes, and the format's
 code (hashing, JSON) need not load before the connections start.
@@ -6,10 +7,15 @@ code (hashing, JSON) need not load before the connections start.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 
 from linkcheck.errors import BundleError
+
+
+def default_save_dir() -> Path:
+    return Path(f"linkcheck-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
 
 
 def check_save_dir(directory: Path, option: str = "--save") -> None:

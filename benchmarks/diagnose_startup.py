@@ -78,18 +78,17 @@ def main() -> None:
     # `-m` would find this checkout first whatever PYTHONPATH says, and the editable install's finder comes
     # after PYTHONPATH, so each copy of the code is looked up the same way.
     here = {"PYTHONPATH": str(ROOT)}
+    linkcheck = [sys.executable, "-m", "linkcheck.cli"]
+    diagnoses = {"diagnose": [*linkcheck, "diagnose", healthy],
+                 "diagnose -f json": [*linkcheck, "diagnose", "-f", "json", healthy]}
     commands: dict[str, Command] = {
         BASELINE: ([sys.executable, "-c", "import typer, rich"], here),
-        "linkcheck --help": ([sys.executable, "-m", "linkcheck.cli", "--help"], here),
-        "linkcheck diagnose fixtures/healthy": ([sys.executable, "-m", "linkcheck.cli", "diagnose", healthy], here),
-        "linkcheck diagnose -f json fixtures/healthy": (
-            [sys.executable, "-m", "linkcheck.cli", "diagnose", "-f", "json", healthy], here),
+        "linkcheck --help": ([*linkcheck, "--help"], here),
+        **{f"linkcheck {name} fixtures/healthy": (argv, here) for name, argv in diagnoses.items()},
     }
     for other in args.against:
-        code = {"PYTHONPATH": str(other.resolve())}  # ahead of the installed (editable) copy
-        commands[f"  from {other}: diagnose"] = ([sys.executable, "-m", "linkcheck.cli", "diagnose", healthy], code)
-        commands[f"  from {other}: diagnose -f json"] = (
-            [sys.executable, "-m", "linkcheck.cli", "diagnose", "-f", "json", healthy], code)
+        code = {"PYTHONPATH": str(other.resolve())}
+        commands.update({f"  from {other}: {name}": (argv, code) for name, argv in diagnoses.items()})
     prefix = tempfile.mkdtemp(prefix="linkcheck-pyc-") if args.bytecode else None
     cwd = tempfile.mkdtemp(prefix="linkcheck-bench-")
     try:

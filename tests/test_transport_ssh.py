@@ -81,10 +81,13 @@ def test_runs_commands_and_keeps_exit_statuses(server: Sshd, tmp_path: Path) -> 
         transport.close()
 
 
-def test_nagle_is_off(server: Sshd, tmp_path: Path) -> None:
-    """Small requests leave at once (TCP_NODELAY on the socket handed to paramiko), so the SSH handshake
-    and each command do not wait on the node's delayed ACK (benchmarks/check_vs_ssh.py measures it)."""
+def test_nagle_is_off_and_acks_are_prompt(server: Sshd, tmp_path: Path) -> None:
+    """Small requests leave at once (TCP_NODELAY on the socket handed to paramiko), and what sshd sends is
+    acknowledged at once (transport/tcp.py), so neither end waits on the other's delayed ACK
+    (benchmarks/check_vs_ssh.py measures it)."""
     import socket
+
+    from linkcheck.transport.tcp import PromptAckSocket
 
     transport = make_transport(server, tmp_path)
     try:
@@ -92,6 +95,7 @@ def test_nagle_is_off(server: Sshd, tmp_path: Path) -> None:
         assert transport._client is not None
         link = transport._client.get_transport()
         assert link is not None
+        assert isinstance(link.sock, PromptAckSocket)
         assert link.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     finally:
         transport.close()
@@ -333,8 +337,8 @@ def test_threads_sharing_a_fresh_transport_make_one_connection(
     import linkcheck.transport.ssh as ssh_module
 
     opened: list[str] = []
-    original = ssh_module._open_socket
-    monkeypatch.setattr(ssh_module, "_open_socket", lambda *a: (opened.append("tcp"), original(*a))[1])
+    original = ssh_module.open_tcp
+    monkeypatch.setattr(ssh_module, "open_tcp", lambda *a: (opened.append("tcp"), original(*a))[1])
     transport = make_transport(server, tmp_path)
     try:
         results: list[str] = []

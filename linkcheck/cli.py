@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 
 def _interrupted_while_starting(signum: int, frame: "FrameType | None") -> None:
-    """Ctrl-C before `main` runs (while typer and rich import): the documented line and code, no traceback."""
+    """Ctrl-C before `main` runs (while typer and rich import): the documented line and code, no traceback
+    (the interpreter prints none for SystemExit, wherever in an import it is raised)."""
     os.write(2, b"linkcheck: interrupted\n")
-    os._exit(130)
+    raise SystemExit(130)
 
 
 if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "linkcheck":

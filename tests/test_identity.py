@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file
 from linkcheck.accept.run import accept_outcome, acceptance_record
@@ -287,13 +288,35 @@ def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
         '        "home":\n          auth:\n            key-management: "psk"\n            password: "correct-horse"\n'
         "  tunnels:\n    wg0:\n      mode: wireguard\n      keys:\n        private: cHJpdmF0ZQ==\n"
         '    wg1: {mode: wireguard, keys: {private: "d2cx,AQ=="}}\n'
-        '    NM-5678: {auth: {key-management: psk, password: s3cret-flow}, renderer: NetworkManager}\n')
+        '    NM-5678: {auth: {key-management: psk, password: s3cret-flow}, renderer: NetworkManager}\n'
+        # quoted values that hold the other quote, a comma or an escaped quote; quoted keys
+        "    wg2: {mode: wireguard, keys: {private: 'Zqa1,BQ=='}, port: 51820}\n"
+        '    wg3: {keys: {private: "Zqb2\\",CQ=="}, mtu: 1420}\n'
+        "    wg4: {keys: {psk: 'Zqc3''Zqd4,DQ=='}, peers: []}\n"
+        '    wg5: {"psk": "Zqe5"}\n'
+        # values over several lines: a block scalar, a list, a quoted value in a flow mapping split over lines
+        "    wg6:\n      keys:\n        private: |\n          Zqf6Yw==\n\n          Zqg7ZA==\n        shared: kept-1\n"
+        "    wg7:\n      password:\n      - Zqh8\n      - Zqi9\n      mode: kept-2\n"
+        '    wg8: {auth: {key-management: psk,\n           password: "Zqj0"}, renderer: kept-3}\n'
+        "    wg9:\n      'private-key': Zqk1\n        Zql2\n      mode: kept-4\n")
     proc = run(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "correct-horse" not in proc.stdout and "cHJpdmF0ZQ" not in proc.stdout
     assert "d2cx" not in proc.stdout and "AQ==" not in proc.stdout and "s3cret-flow" not in proc.stdout
+    for secret in ("Zqa1", "BQ==", "Zqb2", "CQ==", "Zqc3", "Zqd4", "DQ==", "Zqe5", "Zqf6Yw", "Zqg7ZA", "Zqh8", "Zqi9",
+                   "Zqj0", "Zqk1", "Zql2"):
+        assert secret not in proc.stdout, secret
     assert '{auth: {key-management: psk, password: "(not collected)"}, renderer: NetworkManager}' in proc.stdout
     assert 'password: "(not collected)"' in proc.stdout and 'key-management: "psk"' in proc.stdout
+    # what is not a secret stays, and so does the structure around each value
+    assert "wg2: {mode: wireguard, keys: {private: \"(not collected)\"}, port: 51820}" in proc.stdout
+    assert "wg3: {keys: {private: \"(not collected)\"}, mtu: 1420}" in proc.stdout
+    assert "wg4: {keys: {psk: \"(not collected)\"}, peers: []}" in proc.stdout
+    assert 'password: "(not collected)"}, renderer: kept-3}' in proc.stdout
+    for kept in ("shared: kept-1", "mode: kept-2", "mode: kept-4"):
+        assert kept in proc.stdout, kept
+    assert yaml.safe_load(proc.stdout.split("<==\n", 2)[2])["network"]["tunnels"]["wg7"] == {
+        "password": "(not collected)", "mode": "kept-2"}
     config = parse_netplan(proc.stdout)
     assert [(e.netdef_id, e.addresses, e.mtu) for e in config.ethernets] == [
         ("enp1s0f1np1", ("192.168.100.10/24",), 9000)]

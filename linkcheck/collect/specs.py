@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
@@ -48,14 +49,16 @@ NCCL_INSTALL = (
 # the ones netplan generates there (netplan-<id>.nmconnection, regenerated at boot). Root-only (0600).
 # The netplan files, with the value of every key that names a secret (password, psk, private keys) replaced on
 # the node: Ubuntu's NetworkManager writes its Wi-Fi profiles, passwords included, to /etc/netplan/90-NM-*.yaml.
-# The glob expands as the user (the folder is world-readable); tail's status is kept (no file: exit 1).
-_SECRET_NAME = "[A-Za-z0-9_-]*(password|psk|private)[A-Za-z0-9_-]*[[:space:]]*:"
-NETPLAN_SECRET_KEY = f"^([[:space:]-]*{_SECRET_NAME}).*"  # block style: the rest of the line is the value
-NETPLAN_SECRET_INLINE = f'([{{,][[:space:]]*{_SECRET_NAME})[[:space:]]*("[^"]*"|[^,}}]*)'  # {a: x, password: y}
+# redact_netplan.awk (POSIX awk: mawk on Ubuntu) replaces, for a key in block style, a quoted value closed on its
+# line, else the rest of the line and every line that continues the value (blank, indented deeper than the key,
+# or a `- ` item at its column: a block scalar, a multi-line value, a list); in flow style ({a: b, psk: c}), a
+# "double" (with \ escapes), 'single' (with '' escapes) or plain value. Keys may be quoted. Without awk the
+# command fails (127) and nothing is collected. The glob expands as the user (the folder is world-readable);
+# tail's status is kept (no file: exit 1).
+NETPLAN_REDACT_AWK = (Path(__file__).parent / "redact_netplan.awk").read_text(encoding="utf-8")
 NETPLAN_REDACTED = '"(not collected)"'
 NETPLAN_FILES = ("lc_np=$(sudo -n tail -n +1 /etc/netplan/*.yaml) || exit; printf '%s\\n' \"$lc_np\" |"
-                 f" sed -E -e 's/{NETPLAN_SECRET_KEY}/\\1 {NETPLAN_REDACTED}/'"
-                 f" -e 's/{NETPLAN_SECRET_INLINE}/\\1 {NETPLAN_REDACTED}/g'")
+                 f" awk {shlex.quote(NETPLAN_REDACT_AWK)}")
 # Only what the diagnosis reads leaves the node: the file headers, the section names and these keys. A keyfile
 # also holds secrets (Wi-Fi psk=, 802-1x and VPN password=), which must never reach a bundle.
 NM_KEYS = ("id", "uuid", "type", "interface-name", "mac-address", "mtu", "method", "address(es)?[0-9]*")

@@ -7,12 +7,12 @@ dropped. tail prints one file bare and several with "==> path <==" headers.
 
 from __future__ import annotations
 
-import re
+import subprocess
 from typing import Any
 
 import yaml
 
-from linkcheck.collect.specs import NETPLAN_REDACTED, NETPLAN_SECRET_INLINE, NETPLAN_SECRET_KEY
+from linkcheck.collect.specs import NETPLAN_REDACT_AWK
 from tests.emulators.node import Node
 
 Output = tuple[str, str, int]
@@ -106,9 +106,8 @@ def render_netplan_files(node: Node) -> Output:
 
 
 def _as_collected(text: str) -> str:
-    """What the spec's `$(tail ...)` and sed make of tail's output: trailing newlines cut to one, secret values
-    replaced (NETPLAN_SECRET_KEY is a POSIX ERE; its [:space:] class is \\s here)."""
-    block = re.compile(NETPLAN_SECRET_KEY.replace("[:space:]", r"\s"), re.M)
-    inline = re.compile(NETPLAN_SECRET_INLINE.replace("[:space:]", r"\s"))
-    text = block.sub(lambda m: f"{m.group(1)} {NETPLAN_REDACTED}", text.rstrip("\n") + "\n")
-    return inline.sub(lambda m: f"{m.group(1)} {NETPLAN_REDACTED}", text)
+    """What the spec's `$(tail ...)` and its awk filter make of tail's output: trailing newlines cut to one,
+    secret values replaced by the node's own filter (redact_netplan.awk), run here with the system's awk."""
+    filtered = subprocess.run(["awk", NETPLAN_REDACT_AWK], input=text.rstrip("\n") + "\n", capture_output=True,
+                              text=True, check=True, timeout=30)
+    return filtered.stdout

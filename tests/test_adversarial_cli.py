@@ -165,6 +165,8 @@ def test_ctrl_c_during_local_inspection_saves_partial_bundle(tmp_path: Path) -> 
         save = tmp_path / f"partial{attempt}"
         proc = _interrupt_after(delay_s, "collect", "--node", "a=localhost", "--node", "b=localhost", "--save",
                                 str(save), cwd=tmp_path)
+        if proc.returncode == -signal.SIGINT:  # landed in the interpreter's own start (a loaded machine): the
+            continue  # README's residual, judged by test_ctrl_c_while_starting; not during the inspection
         assert proc.returncode in (0, 130), proc.stderr
         assert "Traceback" not in proc.stderr
         if "during the inspection" in proc.stderr:

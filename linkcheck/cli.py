@@ -125,7 +125,7 @@ def diagnose(
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None)
     if record is not None:
-        outcome = _finish(outcome, record, None)
+        _finish(outcome, record)
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
@@ -257,14 +257,12 @@ def _record(command: str, baseline: str | None, prometheus: Path | None = None) 
     return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
 
 
-def _finish(outcome: "Outcome", record: "RunRecord", config: "Config | None") -> "Outcome":
-    """The run compared with its baseline and recorded (textfile, history); what could not be recorded is said."""
+def _finish(outcome: "Outcome", record: "RunRecord") -> None:
+    """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
     from linkcheck.baseline.runs import finish_run
 
-    outcome, problems = finish_run(outcome, record, config)
-    for line in problems:
+    for line in finish_run(outcome, record):
         _say(f"linkcheck: {line}")
-    return outcome
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
@@ -282,12 +280,14 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
         from linkcheck.report.progress import ConsoleProgress
 
         progress = ConsoleProgress(Console(stderr=True))
-    result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress)
+    result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,
+                      baseline=record.baseline)
     if result.outcome is None:  # Ctrl-C before any node answered: nothing to diagnose
         _say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     _node_errors(result.outcome)
-    outcome = _finish(result.outcome, record, cfg)
+    outcome = result.outcome
+    _finish(outcome, record)
     _emit(outcome, fmt, show_all)
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))

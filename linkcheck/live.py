@@ -16,6 +16,7 @@ from linkcheck.collect.save_dir import default_save_dir
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from linkcheck.baseline.model import Baseline
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.bench.runner import Progress
@@ -174,8 +175,10 @@ def _refuse_if_nothing_answered(bundle: Bundle) -> None:
 
 
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
-             traffic: TrafficRequest | None = None, progress: Progress | None = None) -> LiveResult:
-    """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks.
+             traffic: TrafficRequest | None = None, progress: Progress | None = None,
+             baseline: Baseline | None = None) -> LiveResult:
+    """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks, against
+    `baseline` when one is given (its drift rules then speak in that one diagnosis).
 
     The inspection starts first, in the background, because it is mostly waiting on the nodes; the
     playbooks load and the diagnosis code imports meanwhile. A broken playbook still stops the run
@@ -224,6 +227,11 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
         writing = pool.submit(write_bundle, saving, saved)
-        outcome = diagnose_facts(bundle, with_traffic(link, bundle.captures), rules)
+        link = with_traffic(link, bundle.captures)
+        if baseline is not None:
+            from linkcheck.baseline.attach import attach_baseline
+
+            link = attach_baseline(bundle, link, baseline)
+        outcome = diagnose_facts(bundle, link, rules)
         writing.result()
     return LiveResult(saved, outcome, interrupted)

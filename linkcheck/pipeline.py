@@ -35,13 +35,6 @@ def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink 
     return diagnose_facts(bundle, link, rules)
 
 
-def with_baseline(outcome: Outcome, baseline: Baseline, rules: list[Rule]) -> Outcome:
-    """A live run's outcome diagnosed again with the baseline in its facts (the drift rules then speak)."""
-    from linkcheck.baseline.attach import attach_baseline
-
-    return diagnose_facts(outcome.bundle, attach_baseline(outcome.bundle, outcome.link, baseline), rules)
-
-
 def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule]) -> Outcome:
     """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too)."""
     problems = {f"bundle: {p}": p for p in bundle.problems}

@@ -53,6 +53,8 @@ class ScenarioRun:
     cabled: tuple[str, ...] = ()
     collect: CliRun | None = None
     collected: CliRun | None = None
+    baseline_saved: CliRun | None = None
+    against: CliRun | None = None
 
 
 def _ip_ssh_config(lab: Lab, path: Path) -> Path:
@@ -86,6 +88,10 @@ def _run_via_init(lab: Lab, live: Live, work: Path, run: dict[str, Any]) -> None
     config = cwd / "linkcheck.yaml"
     run["config_text"] = config.read_text(encoding="utf-8") if config.is_file() else ""
     run["check"] = live.run("check", "--save", str(run["saved"]), "-f", "json", cwd=cwd, home=home)
+    # The pair's known-good state, then a check against it: the drift rules speak in its one diagnosis.
+    run["baseline_saved"] = live.run("baseline", "save", "lab-good", str(run["saved"]), cwd=cwd, home=home)
+    run["against"] = live.run("check", "--baseline", "lab-good", "--save", str(work / "against"), "-f", "json",
+                              cwd=cwd, home=home)
     run["collect"] = live.run("collect", "--save", str(work / "collected"), cwd=cwd, home=home)
     # Offline, the same config applies (diagnose finds ./linkcheck.yaml as check does).
     run["collected"] = live.run("diagnose", str(work / "collected"), "-f", "json", cwd=cwd)
@@ -224,3 +230,16 @@ def test_collect_saves_a_bundle_that_diagnoses_like_check(scenario_run: Callable
     assert run.collected.returncode == run.check.returncode
     every = ("pass", "warn", "fail", "skip")
     assert run.collected.findings(every) == run.check.findings(every)
+
+
+def test_check_against_a_baseline_judges_drift(scenario_run: Callable[[str], ScenarioRun]) -> None:
+    """`check --baseline` on the lab a moment after its known-good state was saved: the drift rules are judged
+    (none without a baseline) and find nothing, so the verdict is the plain check's."""
+    run = scenario_run("healthy")
+    assert run.baseline_saved is not None and run.against is not None
+    assert run.baseline_saved.returncode == 0, run.baseline_saved.stderr
+    assert run.against.returncode == run.check.returncode, run.against.describe()
+    drift = {(f["id"], f["status"]) for f in run.against.report["findings"] if f["id"].startswith("DRIFT_")}
+    assert {"DRIFT_IDENTITY", "DRIFT_GID_INDEX"} <= {rule for rule, _ in drift}, drift
+    assert {status for _, status in drift} <= {"pass", "skip"}, drift
+    assert not [f for f in run.check.report["findings"] if f["id"].startswith("DRIFT_")]

@@ -1,4 +1,4 @@
-"""After a run is diagnosed: compare it with the baseline asked for, and keep its record."""
+"""After a run is diagnosed (against the baseline asked for, if any): keep its record."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from linkcheck.baseline.model import Baseline
-    from linkcheck.collect.config import Config
     from linkcheck.pipeline import Outcome
 
 
@@ -21,13 +20,10 @@ class RunRecord:
     prometheus: Path | None = None
 
 
-def finish_run(outcome: Outcome, record: RunRecord, config: Config | None) -> tuple[Outcome, list[str]]:
-    """The outcome compared with the record's baseline (a live run is diagnosed again with it in the facts);
-    and lines to say on stderr about anything that could not be recorded."""
-    if record.baseline is not None and outcome.link.baseline is None:
-        from linkcheck.pipeline import configured_rules, with_baseline
-
-        outcome = with_baseline(outcome, record.baseline, configured_rules([], config))
+def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
+    """Record a run diagnosed with the record's baseline in its facts (`diagnose_bundle` and `run_live` attach
+    it, so each run is diagnosed once): the history, the textfile; the lines to say on stderr about anything
+    that could not be recorded."""
     problems: list[str] = []
     if record.command != "diagnose" or record.baseline is not None:
         from linkcheck.baseline.history import append_run
@@ -40,4 +36,4 @@ def finish_run(outcome: Outcome, record: RunRecord, config: Config | None) -> tu
         from linkcheck.report.prometheus import write_textfile
 
         write_textfile(record.prometheus, outcome)
-    return outcome, problems
+    return problems

@@ -227,11 +227,6 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
         writing = pool.submit(write_bundle, saving, saved)
-        link = with_traffic(link, bundle.captures)
-        if baseline is not None:
-            from linkcheck.baseline.attach import attach_baseline
-
-            link = attach_baseline(bundle, link, baseline)
-        outcome = diagnose_facts(bundle, link, rules)
+        outcome = diagnose_facts(bundle, with_traffic(link, bundle.captures), rules, baseline)
         writing.result()
     return LiveResult(saved, outcome, interrupted)

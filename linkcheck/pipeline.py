@@ -27,16 +27,17 @@ class Outcome(NamedTuple):
 
 def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None,
                       baseline: Baseline | None = None) -> Outcome:
-    link = build_link_facts(bundle.captures, bundle.collection_errors, expected)
+    return diagnose_facts(bundle, build_link_facts(bundle.captures, bundle.collection_errors, expected), rules,
+                          baseline)
+
+
+def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule], baseline: Baseline | None = None) -> Outcome:
+    """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too), against
+    `baseline` when one is given: its drift rules then speak in this one diagnosis."""
     if baseline is not None:
         from linkcheck.baseline.attach import attach_baseline
 
         link = attach_baseline(bundle, link, baseline)
-    return diagnose_facts(bundle, link, rules)
-
-
-def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule]) -> Outcome:
-    """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too)."""
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}
     return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors), tuple(rules))

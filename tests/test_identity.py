@@ -295,7 +295,7 @@ def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
         "    wg4: {keys: {psk: 'Zqc3''Zqd4,DQ=='}, peers: []}\n"
         '    wg5: {"psk": "Zqe5"}\n'
         # values over several lines: a block scalar, a list, a quoted value in a flow mapping split over lines
-        "    wg6:\n      keys:\n        private: |\n          Zqf6Yw==\n\n          Zqg7ZA==\n        shared: kept-1\n"
+        "    wg6:\n      keys:\n        private: |\n          Zqf6Yw==\n\n          Zqg7ZA==\n        public: kept-1\n"
         "    wg7:\n      password:\n      - Zqh8\n      - Zqi9\n      mode: kept-2\n"
         '    wg8: {auth: {key-management: psk,\n           password: "Zqj0"}, renderer: kept-3}\n'
         "    wg9:\n      'private-key': Zqk1\n        Zql2\n      mode: kept-4\n")
@@ -313,7 +313,7 @@ def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
     assert "wg3: {keys: {private: \"(not collected)\"}, mtu: 1420}" in proc.stdout
     assert "wg4: {keys: {psk: \"(not collected)\"}, peers: []}" in proc.stdout
     assert 'password: "(not collected)"}, renderer: kept-3}' in proc.stdout
-    for kept in ("shared: kept-1", "mode: kept-2", "mode: kept-4"):
+    for kept in ("public: kept-1", "mode: kept-2", "mode: kept-4"):
         assert kept in proc.stdout, kept
     assert yaml.safe_load(proc.stdout.split("<==\n", 2)[2])["network"]["tunnels"]["wg7"] == {
         "password": "(not collected)", "mode": "kept-2"}
@@ -324,6 +324,48 @@ def test_netplan_secrets_never_leave_the_node(tmp_path: Path) -> None:
     empty.mkdir()
     missing = run(empty)  # no file: tail's own error and status, as without the filter
     assert missing.returncode == 1 and "cannot open" in missing.stderr and missing.stdout == ""
+
+
+# netplan's own example files (tests/samples/system/real/PROVENANCE.md): each secret key, where it sits.
+NETPLAN_EXAMPLE_SECRETS = {
+    "wireguard": {("tunnels", "wg0", "key"), ("tunnels", "wg1", "key"),
+                  ("tunnels", "wg0", "peers", 0, "keys", "shared"), ("tunnels", "wg1", "peers", 0, "keys", "shared")},
+    "wireless": {("wifis", "wlp2s0b1", "access-points", "network_ssid_name", "password")},
+    "wpa_enterprise": {("wifis", "wl0", "access-points", "workplace", "auth", "password"),
+                       ("wifis", "wl0", "access-points", "university", "auth", "client-key-password")},
+    "modem": {("modems", "cdc-wdm1", "password"), ("modems", "cdc-wdm1", "pin")},
+    "dhcp_wired8021x": {("ethernets", "enp3s0", "auth", "password")},
+}
+
+
+def _leaves(value: object, path: tuple[object, ...] = ()) -> dict[tuple[object, ...], object]:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _leaves(item, (*path, key)).items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _leaves(item, (*path, i)).items()}
+    return {path: value}
+
+
+@pytest.mark.parametrize("example", sorted(NETPLAN_EXAMPLE_SECRETS))
+def test_netplan_s_own_examples_leave_the_node_without_their_secrets(tmp_path: Path, example: str) -> None:
+    """The spec's command on netplan's documented layouts: every secret value replaced, every other value as it was
+    (a WireGuard private key sits under `key:`, a preshared key under `keys: shared:`, a SIM PIN under `pin:`)."""
+    import subprocess
+
+    from linkcheck.collect.specs import SPECS_BY_ID
+
+    text = (ROOT / "tests" / "samples" / "system" / "real" / f"netplan_example_{example}.yaml.txt").read_text()
+    (tmp_path / "60-example.yaml").write_text(text)
+    command = SPECS_BY_ID["netplan_files"].command.replace("sudo -n ", "").replace("/etc/netplan", str(tmp_path))
+    proc = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 0, proc.stderr
+    before = _leaves(yaml.safe_load(text)["network"])
+    after = _leaves(yaml.safe_load(proc.stdout)["network"])
+    secrets = NETPLAN_EXAMPLE_SECRETS[example]
+    assert secrets <= before.keys()
+    assert after == {path: "(not collected)" if path in secrets else value for path, value in before.items()}
+    for path in secrets:
+        assert str(before[path]) not in proc.stdout
 
 
 def test_nm_keyfiles_from_networkmanager_s_own_tests_parse_through_the_spec(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-# netplan YAML in, the same out with the value of every key named *password*, *psk* or *private* replaced.
+# netplan YAML in, the same out with the value of every key named *password*, *psk* or *private*, or key (a
+# WireGuard private key), shared (its preshared key) or pin (a SIM's), replaced.
 function quoted(s) { return match(s, /^"([^"\\]|\\.)*"/) || match(s, /^'([^']|'')*'/) }
 BEGIN {
-  name = "[\"']?[A-Za-z0-9_-]*(password|psk|private)[A-Za-z0-9_-]*[\"']?[ \t]*:"
+  name = "[\"']?([A-Za-z0-9_-]*(password|psk|private)[A-Za-z0-9_-]*|key|shared|pin)[\"']?[ \t]*:"
   hidden = "\"(not collected)\""; deeper = -1
 }
 deeper >= 0 {  # after a block-style secret: drop what continues its value

@@ -52,7 +52,9 @@ NCCL_INSTALL = (
 # redact_netplan.awk (POSIX awk: mawk on Ubuntu) replaces, for a key in block style, a quoted value closed on its
 # line, else the rest of the line and every line that continues the value (blank, indented deeper than the key,
 # or a `- ` item at its column: a block scalar, a multi-line value, a list); in flow style ({a: b, psk: c}), a
-# "double" (with \ escapes), 'single' (with '' escapes) or plain value. Keys may be quoted. Without awk the
+# "double" (with \ escapes), 'single' (with '' escapes) or plain value. Keys may be quoted. Besides the names
+# holding password/psk/private, netplan's own examples put a WireGuard private key under `key:`, its preshared
+# key under `keys: shared:` and a SIM PIN under `pin:` (tests/samples/system/real). Without awk the
 # command fails (127) and nothing is collected. The glob expands as the user (the folder is world-readable);
 # tail's status is kept (no file: exit 1).
 NETPLAN_REDACT_AWK = (Path(__file__).parent / "redact_netplan.awk").read_text(encoding="utf-8")

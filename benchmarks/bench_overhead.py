@@ -46,7 +46,7 @@ def main() -> None:
             warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
             subprocess.run([sys.executable, "-m", "linkcheck.cli", "collect", "-c", str(config),
                             "--save", str(work / "warm-up")], capture_output=True, env=warm, check=False)
-            subprocess.run([sys.executable, "-c", "import linkcheck.bench.runner, linkcheck.pipeline"],
+            subprocess.run([sys.executable, "-c", "import linkcheck.bench.runner, linkcheck.app.offline"],
                            env=warm, check=False)
             start = time.perf_counter()
             proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "bench", "rdma", "-c", str(config),

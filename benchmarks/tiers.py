@@ -115,8 +115,9 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(work / "pyc"),
                    "XDG_DATA_HOME": str(work / "xdg")}
             warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-            subprocess.run([sys.executable, "-c", "import linkcheck.cli, linkcheck.bench.runner, linkcheck.pipeline, "
-                            "linkcheck.accept.run, linkcheck.accept.judge"], env=warm, check=False)
+            subprocess.run([sys.executable, "-c", "import linkcheck.cli, linkcheck.bench.runner, "
+                            "linkcheck.app.offline, "
+                            "linkcheck.app.accept, linkcheck.accept.judge"], env=warm, check=False)
             subprocess.run([sys.executable, "-m", "linkcheck.cli", "collect", "-c", str(config),
                             "--save", str(work / "warm-up")], capture_output=True, env=warm, check=False)
             for tier in _tiers(work, config, options):

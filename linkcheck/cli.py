@@ -28,11 +28,11 @@ from linkcheck.errors import ExitCode, LinkcheckError, UsageError  # noqa: E402
 if TYPE_CHECKING:  # the types of the helpers below; their modules load only where a command uses them
     from types import FrameType
 
-    from linkcheck.baseline.model import Baseline
-    from linkcheck.baseline.runs import RunRecord
-    from linkcheck.collect.config import Config
-    from linkcheck.live import TrafficRequest
-    from linkcheck.pipeline import Outcome
+    from linkcheck.app.live import TrafficRequest
+    from linkcheck.app.offline import Outcome
+    from linkcheck.app.runs import RunRecord
+    from linkcheck.config import Config
+    from linkcheck.facts.snapshot_model import Baseline
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -120,7 +120,7 @@ def diagnose(
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
-    from linkcheck.pipeline import diagnose_bundle
+    from linkcheck.app.offline import diagnose_bundle
 
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None)
@@ -142,7 +142,7 @@ def report(
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
-    from linkcheck.pipeline import diagnose_bundle
+    from linkcheck.app.offline import diagnose_bundle
     from linkcheck.report.formats import renderer
     from linkcheck.report.writer import check_output_path, write_atomically
 
@@ -166,7 +166,7 @@ def _offline_config(path: Path | None) -> "Config | None":
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():
         return None
-    from linkcheck.collect.config import find_config
+    from linkcheck.config import find_config
 
     return find_config(path)
 
@@ -201,7 +201,7 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> "
     """The resolved config of a command that contacts the nodes (each such command starts here)."""
     from dataclasses import replace
 
-    from linkcheck.collect.config import resolve_config
+    from linkcheck.config import resolve_config
 
     _quiet_libraries(bool(_DEBUG))
     resolved = resolve_config(config, node or [])
@@ -231,7 +231,7 @@ def _out(text: str) -> None:
 
 def _checked_save(save: Path | None) -> Path:
     """The bundle folder, refused before any work when it cannot receive a bundle."""
-    from linkcheck.collect.save_dir import check_save_dir, default_save_dir
+    from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 
     target = save or default_save_dir()
     check_save_dir(target, "--save" if save else "the default bundle folder")
@@ -248,7 +248,7 @@ def _node_errors(outcome: "Outcome") -> None:
 def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> "RunRecord":
     """What the run records besides its report; the baseline and the textfile's folder are checked before any
     work."""
-    from linkcheck.baseline.runs import RunRecord
+    from linkcheck.app.runs import RunRecord
 
     if prometheus is not None:
         from linkcheck.report.prometheus import check_textfile_path
@@ -259,7 +259,7 @@ def _record(command: str, baseline: str | None, prometheus: Path | None = None) 
 
 def _finish(outcome: "Outcome", record: "RunRecord") -> None:
     """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
-    from linkcheck.baseline.runs import finish_run
+    from linkcheck.app.runs import finish_run
 
     for line in finish_run(outcome, record):
         _say(f"linkcheck: {line}")
@@ -267,7 +267,7 @@ def _finish(outcome: "Outcome", record: "RunRecord") -> None:
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: "TrafficRequest | None", record: "RunRecord") -> None:
-    from linkcheck.live import run_live
+    from linkcheck.app.live import run_live
 
     cfg = _live_config(config, node, accept)
     save = _checked_save(save)
@@ -326,9 +326,9 @@ NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path o
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
              nccl_max_bytes: int, nccl_binary: str | None) -> "TrafficRequest":
+    from linkcheck.app.live import TrafficRequest
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
-    from linkcheck.live import TrafficRequest
 
     return TrafficRequest(
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
@@ -360,8 +360,8 @@ def check(
 
 
 def _quick_traffic(size: int, qps: int, port_base: int | None) -> "TrafficRequest":
+    from linkcheck.app.live import TrafficRequest
     from linkcheck.bench.plan import quick_options
-    from linkcheck.live import TrafficRequest
 
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
 
@@ -409,7 +409,7 @@ def accept(
 
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
     reps = repetitions or prof.test.repetitions
-    from linkcheck.accept.run import run_accept
+    from linkcheck.app.accept import run_accept
 
     cfg = _live_config(config, node, accept_new_host_keys)
     target = _checked_save(save)
@@ -447,8 +447,8 @@ def collect(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
-    from linkcheck.collect.bundle import load_bundle
-    from linkcheck.live import run_live
+    from linkcheck.app.live import run_live
+    from linkcheck.bundle.format import load_bundle
 
     cfg = _live_config(config, node, accept_new_host_keys)
     result = run_live(cfg, _checked_save(save), anonymize=anonymize, diagnose=False)
@@ -465,7 +465,7 @@ def anonymize(
     out: Annotated[Path, typer.Argument(help="Where to write the anonymised copy (absent or empty).")],
 ) -> None:
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
-    from linkcheck.collect.anonymize import anonymize_saved
+    from linkcheck.bundle.anonymize import anonymize_saved
 
     anonymize_saved(bundle, out)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
@@ -475,7 +475,7 @@ def anonymize(
 def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")]) -> None:
     """Check a bundle against its manifest and SHA256SUMS: exit 0 when intact, 2 naming each changed, added or
     removed file (one line each), 4 when it is not a bundle."""
-    from linkcheck.collect.verify import verify_bundle
+    from linkcheck.bundle.verify import verify_bundle
 
     result = verify_bundle(bundle)
     if _QUIET:
@@ -495,7 +495,7 @@ def init(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
-    from linkcheck.collect.init_config import write_initial_config
+    from linkcheck.app.init import write_initial_config
 
     cfg = _live_config(config, node, accept_new_host_keys)
     link = write_initial_config(cfg, output, force=force)
@@ -607,7 +607,7 @@ def baseline_save(
     playbook: PlaybookOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Record a passing run as the pair's known-good state, under $XDG_DATA_HOME/linkcheck/baselines/."""
-    from linkcheck.baseline.commands import save_baseline
+    from linkcheck.app.baseline import save_baseline
 
     path, verdict = save_baseline(name, bundle, force=force, playbooks=playbook, config=_offline_config(config))
     _out(f"baseline {name} saved to {path} (run verdict: {verdict})")
@@ -616,7 +616,7 @@ def baseline_save(
 @baseline_app.command("list")
 def baseline_list() -> None:
     """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
-    from linkcheck.baseline.commands import list_text
+    from linkcheck.app.baseline import list_text
 
     _out(list_text())
 
@@ -624,7 +624,7 @@ def baseline_list() -> None:
 @baseline_app.command("show")
 def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:
     """One baseline in full (its JSON): identity, configuration, GID indices, performance with its parameters."""
-    from linkcheck.baseline.commands import show_text
+    from linkcheck.app.baseline import show_text
 
     _out(show_text(name))
 

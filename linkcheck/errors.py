@@ -66,6 +66,10 @@ class InputFileError(LinkcheckError):
         self.reason = reason
 
 
+class BaselineError(InputFileError):
+    """A baseline file is corrupt, of a newer schema, or of another pair."""
+
+
 class BundleError(InputFileError):
     """The evidence bundle is missing, partial or inconsistent with its manifest."""
 

@@ -18,7 +18,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from linkcheck.collect.bundle import Bundle, write_bundle  # noqa: E402
+from linkcheck.bundle.format import Bundle, write_bundle  # noqa: E402
 from tests.emulators.scenarios import SCENARIOS, scenario_bench_captures, scenario_captures  # noqa: E402
 
 # Verdicts stated independently of the findings: degraded collection must never pass.

@@ -24,7 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from linkcheck.collect.bundle import Bundle, write_bundle  # noqa: E402
+from linkcheck.bundle.format import Bundle, write_bundle  # noqa: E402
 from linkcheck.model import Capture  # noqa: E402
 from tests.emulators.bench import BenchArtifact, rdma_artifacts  # noqa: E402
 from tests.emulators.build import boot_dmesg, gb10_node, hotplug_dmesg, paired, with_function  # noqa: E402

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from linkcheck.collect.bundle import load_bundle, write_bundle
+from linkcheck.bundle.format import load_bundle, write_bundle
 from linkcheck.model import Capture
 
 ROW = re.compile(r"^(\s*\d+\s+\d+\s+)([\d.]+)(\s+)([\d.]+)(.*)$", re.M)  # bytes iters peak avg msgrate

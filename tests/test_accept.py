@@ -18,10 +18,10 @@ import pytest
 from linkcheck.accept.judge import AcceptVerdict, judge
 from linkcheck.accept.profile import BUILTIN_DIR, ProfileError, load_profile_file, parse_profile, resolve_profile
 from linkcheck.accept.record import ACCEPTANCE, PROFILE_COPY, write_acceptance
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
-from linkcheck.collect.verify import verify_bundle
+from linkcheck.app.offline import Outcome, diagnose_bundle
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
+from linkcheck.bundle.verify import verify_bundle
 from linkcheck.model import Capture
-from linkcheck.pipeline import Outcome, diagnose_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -410,7 +410,7 @@ def test_the_console_record_names_who_was_tested() -> None:
 
 
 def test_the_markdown_report_lists_who_was_tested(monkeypatch: pytest.MonkeyPatch) -> None:
-    from linkcheck.pipeline import diagnose_bundle
+    from linkcheck.app.offline import diagnose_bundle
     from linkcheck.report import json_report
     from linkcheck.report.markdown import render_markdown
 

@@ -144,7 +144,7 @@ def test_path_leaving_bundle_is_skipped(tmp_path: Path, rel: str) -> None:
 
 
 def test_oversized_answer_at_collection_is_skipped_with_reason() -> None:
-    from linkcheck.collect.bundle import MAX_CAPTURE_BYTES
+    from linkcheck.bundle.format import MAX_CAPTURE_BYTES
     from linkcheck.collect.collector import bounded
     from linkcheck.model import Capture
 

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkcheck.collect.anonymize import Anonymizer, anonymize_bundle
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
+from linkcheck.app.offline import diagnose_captures
+from linkcheck.bundle.anonymize import Anonymizer, anonymize_bundle
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture
 from linkcheck.parsers.ethtool import parse_ethtool_m
-from linkcheck.pipeline import diagnose_captures
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.collect.anonymize import Anonymizer, anonymize_bundle, anonymize_saved
-from linkcheck.collect.bundle import Bundle, load_bundle
+from linkcheck.bundle.anonymize import Anonymizer, anonymize_bundle, anonymize_saved
+from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 
@@ -231,8 +231,8 @@ def test_cli_anonymize(tmp_path: Path) -> None:
 
 def test_check_anonymize_reports_real_names_and_saves_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`check --save DIR --anonymize`: the report on screen is of the real bundle, the saved one is anonymised."""
-    import linkcheck.live as live
-    from linkcheck.collect.config import resolve_config
+    import linkcheck.app.live as live
+    from linkcheck.config import resolve_config
 
     original = load_bundle(HEALTHY)
     monkeypatch.setattr(live, "_open", lambda config: {})

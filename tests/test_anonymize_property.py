@@ -20,11 +20,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from linkcheck.collect.anonymize import TOOL_WORDS, anonymize_bundle
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
+from linkcheck.app.offline import diagnose_captures
+from linkcheck.bundle.anonymize import TOOL_WORDS, anonymize_bundle
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture
-from linkcheck.pipeline import diagnose_captures
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS = ("dgx-spark-1", "dgx-spark-2")  # the fixture's own hostnames, renamed in every example

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.baseline.model import SCHEMA, SCHEMA_VERSION
 from linkcheck.baseline.store import BaselineError, read_baseline
+from linkcheck.facts.snapshot_model import SCHEMA, SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.baseline.commands import save_baseline
+from linkcheck.app.baseline import save_baseline
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import BaselineError, resolve
-from linkcheck.collect.bundle import load_bundle, write_bundle
+from linkcheck.bundle.format import load_bundle, write_bundle
 from linkcheck.model import Finding, Severity, Status
-from linkcheck.pipeline import diagnose_bundle
 from tests.baseline_helpers import derived_bundle, is_client
 
 ROOT = Path(__file__).resolve().parent.parent

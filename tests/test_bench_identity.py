@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from linkcheck.collect.bundle import load_bundle
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.bundle.format import load_bundle
 from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture
-from linkcheck.pipeline import diagnose_bundle
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

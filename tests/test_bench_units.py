@@ -10,7 +10,7 @@ import pytest
 from linkcheck.bench.nccl import mpirun_script, scrub_env, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
 from linkcheck.bench.snapshot import snapshot_command
-from linkcheck.collect.bundle import load_bundle
+from linkcheck.bundle.format import load_bundle
 from linkcheck.errors import BenchError
 from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.model import LinkFacts, NodeFacts

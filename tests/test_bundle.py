@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 

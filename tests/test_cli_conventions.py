@@ -80,7 +80,7 @@ def test_no_color_is_honoured() -> None:
 def test_timestamps_are_utc_iso8601(tmp_path: Path) -> None:
     document = json.loads(run("report", HEALTHY, "-f", "json").stdout)
     assert dt.datetime.fromisoformat(document["created"]).utcoffset() == dt.timedelta(0)
-    from linkcheck.collect.bundle import Bundle, write_bundle
+    from linkcheck.bundle.format import Bundle, write_bundle
 
     write_bundle(Bundle(captures=[]), tmp_path / "b")
     created = json.loads((tmp_path / "b" / "manifest.json").read_text())["created"]

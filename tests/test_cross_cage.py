@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from linkcheck.collect.bundle import load_bundle
+from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import LinkFacts

@@ -91,9 +91,9 @@ def test_linkcheck_yaml_in_the_working_directory_is_found_as_check_finds_it(tmp_
 
 
 def test_live_and_offline_use_the_same_rules(tmp_path: Path) -> None:
-    from linkcheck.collect.config import load_config
-    from linkcheck.live import _rules
-    from linkcheck.pipeline import configured_rules
+    from linkcheck.app.live import _rules
+    from linkcheck.app.offline import configured_rules
+    from linkcheck.config import load_config
 
     config = load_config(_config(tmp_path, RECORDED, "{NCCL_BUSBW_LOW: {min_busbw_gbs: 22.5}}"))
     live, offline = _rules(config), configured_rules([], config)

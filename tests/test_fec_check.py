@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linkcheck.diagnose.checks_bench import below_nominal, hotplug_degraded
-from linkcheck.diagnose.checks_fec import fec_not_rs
+from linkcheck.diagnose.checks.bench import below_nominal, hotplug_degraded
+from linkcheck.diagnose.checks.fec import fec_not_rs
 from linkcheck.facts.model import BenchFacts, DataPath, Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.report.console import node_table
 
@@ -89,7 +89,7 @@ def test_node_table_shows_the_active_fec() -> None:
 
 
 def test_single_pcie_path_carries_the_paths_fec_as_evidence() -> None:
-    from linkcheck.diagnose.checks_path import single_pcie_path
+    from linkcheck.diagnose.checks.path import single_pcie_path
 
     key = f"{P1}<->{P1}"
     bench = BenchFacts(rdma=(RdmaRun(key, "concurrent", "a->b", 48.0, "a", "rocep1s0f1"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from linkcheck.baseline.history import append_line, read_records
-from linkcheck.collect.bundle import load_bundle, write_bundle
+from linkcheck.bundle.format import load_bundle, write_bundle
 from tests.baseline_helpers import derived_bundle, is_client
 
 ROOT = Path(__file__).resolve().parent.parent

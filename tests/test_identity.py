@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file
-from linkcheck.accept.run import accept_outcome, acceptance_record
-from linkcheck.collect.anonymize import anonymize_bundle
-from linkcheck.collect.bundle import Bundle, load_bundle
+from linkcheck.app.accept import accept_outcome, acceptance_record
+from linkcheck.app.offline import diagnose_bundle, diagnose_captures
+from linkcheck.bundle.anonymize import anonymize_bundle
+from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.errors import ParseError
 from linkcheck.facts.build import build_node_facts
 from linkcheck.model import Capture, Severity, Status
@@ -21,7 +22,6 @@ from linkcheck.parsers import get_parser
 from linkcheck.parsers.identity import nccl_version_code, parse_dmi_serial, parse_nccl_install
 from linkcheck.parsers.networkmanager import parse_nm_connections
 from linkcheck.parsers.perftest import parse_perftest_version
-from linkcheck.pipeline import diagnose_bundle, diagnose_captures
 from linkcheck.report.json_report import report_document
 from tests.emulators.scenarios import SCENARIOS, scenario_captures
 
@@ -188,7 +188,7 @@ def test_bios_of_two_oems_is_only_a_note() -> None:
                                 .replace("5.36_0ACUM018", "1.1.1"))
             if c.node == "b" and c.spec == "sysfs_dmi" else c for c in bundle.captures]
     outcome = diagnose_captures(Bundle(captures=caps, nodes=bundle.nodes), [])
-    from linkcheck.diagnose.checks_nodes import nodes_differ
+    from linkcheck.diagnose.checks.nodes import nodes_differ
 
     (obs,) = nodes_differ(outcome.link, {})
     assert obs.fired and obs.severity is Severity.INFO  # a note, not a warning

@@ -197,7 +197,7 @@ def test_check_ends_cleanly(scenario_run: Callable[[str], ScenarioRun], name: st
 
 
 def test_init_writes_a_config_that_check_then_uses(scenario_run: Callable[[str], ScenarioRun]) -> None:
-    from linkcheck.collect.config import load_config
+    from linkcheck.config import load_config
 
     run = scenario_run("healthy")
     assert run.init is not None

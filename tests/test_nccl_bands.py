@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.collect.bundle import load_bundle
+from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.pair import build_link_facts

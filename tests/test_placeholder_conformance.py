@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
-from linkcheck.collect.config import load_config
+from linkcheck.config import load_config
 from linkcheck.diagnose import engine
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, load_playbooks
-from linkcheck.pipeline import diagnose_bundle
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file())

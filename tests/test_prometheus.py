@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from linkcheck.app.offline import Outcome, diagnose_bundle
 from linkcheck.baseline.store import read_baseline
-from linkcheck.pipeline import Outcome, diagnose_bundle
 from linkcheck.report import prometheus
 from linkcheck.report.prometheus import render_prometheus, write_textfile
 

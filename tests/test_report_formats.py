@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from linkcheck.app.offline import Outcome, diagnose_bundle
 from linkcheck.model import Status
-from linkcheck.pipeline import Outcome, diagnose_bundle
 from linkcheck.report.formats import FORMATS, renderer
 from linkcheck.report.markdown import render_markdown
 
@@ -24,7 +24,7 @@ STAGES = {f"linkcheck.{p.stem}" for p in (ROOT / "linkcheck" / "playbooks").glob
 
 
 def _outcome(fixture: Path) -> Outcome:
-    from linkcheck.collect.config import load_config
+    from linkcheck.config import load_config
 
     config = fixture / "linkcheck.yaml"
     return diagnose_bundle(fixture, None, load_config(config) if config.is_file() else None)

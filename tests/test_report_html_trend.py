@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.history import append_run
-from linkcheck.collect.bundle import load_bundle
-from linkcheck.pipeline import diagnose_bundle
+from linkcheck.bundle.format import load_bundle
 from tests.test_history import FIXTURES, dated
 
 pytest.importorskip("matplotlib")

@@ -34,7 +34,7 @@ def test_json_diagnosis_imports_only_what_it_uses() -> None:
 PRELOAD_PROBE = """
 import sys
 from pathlib import Path
-from linkcheck.collect.bundle import load_bundle
+from linkcheck.bundle.format import load_bundle
 from linkcheck.collect.specs import SPECS
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.facts.sources import preload_parsers

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
-from linkcheck.collect.digests import SUMS, files_digest, parse_sums, sums_text
-from linkcheck.collect.verify import FIXTURE_ONLY, verify_bundle
+from linkcheck.bundle.digests import SUMS, files_digest, parse_sums, sums_text
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
+from linkcheck.bundle.verify import FIXTURE_ONLY, verify_bundle
 from linkcheck.model import Capture
 
 ROOT = Path(__file__).resolve().parent.parent

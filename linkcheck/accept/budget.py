@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from linkcheck.collect.config import Config
+    from linkcheck.config import Config
 
 INSPECTION_S = 2.0
 ROUND_OVERHEAD_S = 2.0

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
 from linkcheck.errors import InputFileError, UsageError
+from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")

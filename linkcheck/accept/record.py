@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from linkcheck.collect.bundle import MANIFEST, read_manifest
-from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
+from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
+from linkcheck.bundle.format import MANIFEST, read_manifest
 
 ACCEPTANCE = "acceptance.json"
 PROFILE_COPY = "acceptance-profile.yaml"

@@ -14,12 +14,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from linkcheck.baseline.identity import pair_id, pair_key
 from linkcheck.baseline.store import data_dir, now_iso
 from linkcheck.errors import InputFileError, UsageError
+from linkcheck.facts.snapshot import pair_id, pair_key
 
 if TYPE_CHECKING:
-    from linkcheck.pipeline import Outcome
+    from linkcheck.app.offline import Outcome
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1

@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.baseline.model import SCHEMA, SCHEMA_VERSION, Baseline, PairKey, Performance, Snapshot
-from linkcheck.errors import InputFileError, UsageError
+from linkcheck.errors import BaselineError, UsageError
+from linkcheck.facts.snapshot_model import SCHEMA, SCHEMA_VERSION, Baseline, PairKey, Performance, Snapshot
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 4 << 20
-
-
-class BaselineError(InputFileError):
-    """A baseline file is corrupt, of a newer schema, or of another pair."""
 
 
 def data_dir() -> Path:

@@ -134,7 +134,7 @@ def bounded(captures: list[Capture]) -> list[Capture]:
     a node's answer cannot make the bundle (or the parsers after it) hold gigabytes."""
     from dataclasses import replace
 
-    from linkcheck.collect.bundle import MAX_CAPTURE_BYTES
+    from linkcheck.bundle.format import MAX_CAPTURE_BYTES
 
     out = []
     for cap in captures:

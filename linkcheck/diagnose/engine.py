@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from linkcheck.diagnose.checks import CHECKS
+from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
 from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, node_values, path_values
 from linkcheck.diagnose.observation import Observation

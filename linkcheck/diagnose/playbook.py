@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
-from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Severity
+from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
 RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
@@ -172,7 +172,7 @@ def _header(ctx: _Ctx, raw: Any) -> tuple[str, Severity, dict[str, Any]]:
 
 def _scope_and_placeholders(ctx: _Ctx, raw: dict[str, Any], thresholds: Mapping[str, Any]) -> tuple[str, set[str]]:
     """The rule's scope, and the placeholder names its message and fix may use."""
-    from linkcheck.diagnose.checks import CHECKS
+    from linkcheck.diagnose.checks.registry import CHECKS
     from linkcheck.diagnose.facts_schema import placeholders_for_scope
 
     check = raw.get("check")

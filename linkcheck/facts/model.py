@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from linkcheck.baseline.model import BaselineFacts
+    from linkcheck.facts.snapshot_model import BaselineFacts
 
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
 NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg", "fec",

@@ -12,8 +12,8 @@ import io
 import re
 from typing import Any
 
+from linkcheck.app.offline import Outcome
 from linkcheck.parsers.nccl_tests import NcclTestRow
-from linkcheck.pipeline import Outcome
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import threshold
 
@@ -112,7 +112,7 @@ def nccl_svg(outcome: Outcome) -> str | None:
 def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, str]]:
     """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history, oldest first."""
     from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
-    from linkcheck.baseline.identity import pair_id, pair_key
+    from linkcheck.facts.snapshot import pair_id, pair_key
 
     path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
     if not path.is_file():

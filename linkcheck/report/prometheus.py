@@ -16,7 +16,7 @@ from linkcheck import __version__
 from linkcheck.model import Status, Verdict
 
 if TYPE_CHECKING:
-    from linkcheck.pipeline import Outcome
+    from linkcheck.app.offline import Outcome
 
 Labels = dict[str, str]
 
@@ -86,7 +86,7 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
     facts = outcome.link.baseline
     if facts is None:
         return []
-    from linkcheck.baseline.compare import comparable_ratios
+    from linkcheck.facts.drift import comparable_ratios
 
     return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from linkcheck.diagnose.yaml_lines import line_of, parse_yaml_text, read_yaml_text
 from linkcheck.errors import ConfigError
 from linkcheck.transport.base import NodeTarget, parse_target
+from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 if TYPE_CHECKING:  # the facts model loads only for a `link:` section: `check` reads its config before connecting
     from linkcheck.facts.model import ExpectedLink

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linkcheck.collect.bundle import MANIFEST, read_manifest
-from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, parse_sums, sha256_hex
+from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, parse_sums, sha256_hex
+from linkcheck.bundle.format import MANIFEST, read_manifest
 
 FIXTURE_ONLY = frozenset({"expected.yaml", "PROVENANCE.md", "linkcheck.yaml", "baseline.json"})
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 from linkcheck.parsers._eeprom import CMIS_ASCII, CMIS_IDS, SFF8636_ASCII, SFF8636_IDS

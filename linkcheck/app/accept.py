@@ -12,10 +12,10 @@ from linkcheck.accept.profile import Profile
 from linkcheck.accept.record import write_acceptance
 
 if TYPE_CHECKING:
+    from linkcheck.app.live import TrafficRequest
+    from linkcheck.app.offline import Outcome
     from linkcheck.bench.runner import Progress
-    from linkcheck.collect.config import Config
-    from linkcheck.live import TrafficRequest
-    from linkcheck.pipeline import Outcome
+    from linkcheck.config import Config
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,9 @@ class AcceptRun:
 
 
 def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
+    from linkcheck.app.live import TrafficRequest
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
-    from linkcheck.live import TrafficRequest
 
     t = profile.test
     return TrafficRequest(rdma=RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
@@ -39,7 +39,7 @@ def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
 def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,
                progress: Progress | None = None) -> AcceptRun:
     """Inspect, run the traffic tests, save, diagnose, judge; the acceptance joins the saved bundle."""
-    from linkcheck.live import run_live
+    from linkcheck.app.live import run_live
 
     result = run_live(config, save_dir, anonymize=False, diagnose=True,
                       traffic=traffic_request(profile, repetitions), progress=progress)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from linkcheck.diagnose.checks_fec import fec_evidence
+from linkcheck.diagnose.checks.fec import fec_evidence
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
@@ -164,7 +164,7 @@ def nccl_socket_fallback(link: LinkFacts, thresholds: Mapping[str, Any]) -> list
 
 def _busbw_pointers(link: LinkFacts) -> list[str]:
     """What the evidence points at when the collective is below a healthy pair but not broken."""
-    from linkcheck.diagnose.checks_gid import nccl_functions
+    from linkcheck.diagnose.checks.gid import nccl_functions
 
     run = link.bench.nccl
     hints = []

@@ -11,21 +11,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # Only light imports here: the inspection should start before the rest of linkcheck is loaded.
-from linkcheck.collect.save_dir import default_save_dir
+from linkcheck.bundle.save_dir import default_save_dir
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from linkcheck.baseline.model import Baseline
+    from linkcheck.app.offline import Outcome
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.bench.runner import Progress
-    from linkcheck.collect.bundle import Bundle
-    from linkcheck.collect.config import Config
+    from linkcheck.bundle.format import Bundle
+    from linkcheck.config import Config
     from linkcheck.diagnose.playbook import Rule
     from linkcheck.facts.model import LinkFacts
+    from linkcheck.facts.snapshot_model import Baseline
     from linkcheck.model import Capture
-    from linkcheck.pipeline import Outcome
     from linkcheck.transport.base import Transport
 
 
@@ -64,7 +64,7 @@ def inspect(config: Config, transports: dict[str, Transport]) -> Bundle:
 
     result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
                      per_command_timeout_s=config.ssh.command_timeout_s)
-    from linkcheck.collect.bundle import Bundle  # loaded meanwhile by the diagnosis imports, not before the logins
+    from linkcheck.bundle.format import Bundle  # loaded meanwhile by the diagnosis imports, not before the logins
 
     nodes: dict[str, dict[str, object]] = {name: {"target": str(t)} for name, t in sorted(config.nodes.items())}
     for cap in result.captures:
@@ -116,7 +116,7 @@ def _repetition(captures: list[Capture], n: int) -> list[Capture]:
 def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
     """The bundle as it will be saved (anonymized on request) and its folder."""
     if anonymize:
-        from linkcheck.collect.anonymize import anonymize_bundle
+        from linkcheck.bundle.anonymize import anonymize_bundle
 
         bundle = anonymize_bundle(bundle)
     target = directory or default_save_dir()
@@ -124,7 +124,7 @@ def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tupl
 
 
 def _rules(config: Config) -> list[Rule]:
-    from linkcheck.pipeline import configured_rules
+    from linkcheck.app.offline import configured_rules
 
     return configured_rules([], config)
 
@@ -144,8 +144,6 @@ def _responsive_threads(interval_s: float = 0.0005) -> Iterator[None]:
 
 def _warm_diagnosis_imports() -> None:
     """Import the diagnosis path now: done while the nodes are still answering, it costs no wall time."""
-    import linkcheck.facts.pair
-    import linkcheck.pipeline  # noqa: F401
     from linkcheck.collect.specs import SPECS
     from linkcheck.facts.sources import preload_parsers
 
@@ -156,7 +154,7 @@ def _interrupted_inspection(config: Config, pending: Future[Bundle]) -> Bundle:
     """Ctrl-C during the inspection: the part that arrived, once the closed connections end it (or none)."""
     from concurrent.futures import TimeoutError as FutureTimeout
 
-    from linkcheck.collect.bundle import Bundle
+    from linkcheck.bundle.format import Bundle
 
     try:
         bundle = pending.result(timeout=10)
@@ -214,14 +212,14 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
             bundle, interrupted = _traffic(transports, bundle, link, traffic, progress)
     finally:
         close_transports(transports)
-    from linkcheck.collect.bundle import write_bundle
+    from linkcheck.bundle.format import write_bundle
 
     saving, saved = _to_save(bundle, save_dir, anonymize=anonymize)
     bundle = replace(bundle, path=saved)  # the report on screen keeps the real names: only what is saved is anonymised
     if not diagnose or (interrupted and not bundle.captures):
         write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
-    from linkcheck.pipeline import diagnose_facts
+    from linkcheck.app.offline import diagnose_facts
 
     # Creating the bundle's files is mostly waiting on the file system, so the diagnosis of that very
     # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.

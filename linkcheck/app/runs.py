@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from linkcheck.baseline.model import Baseline
-    from linkcheck.pipeline import Outcome
+    from linkcheck.app.offline import Outcome
+    from linkcheck.facts.snapshot_model import Baseline
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
-from linkcheck.baseline.model import Fields, PairKey, Performance, Snapshot
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.facts.snapshot_model import Fields, PairKey, Performance, Snapshot
 
 if TYPE_CHECKING:
-    from linkcheck.collect.bundle import Bundle
+    from linkcheck.bundle.format import Bundle
     from linkcheck.model import Capture
 
 

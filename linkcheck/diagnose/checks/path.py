@@ -6,8 +6,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from linkcheck.diagnose.checks_fec import fec_evidence
-from linkcheck.diagnose.checks_gid import nccl_functions
+from linkcheck.diagnose.checks.fec import fec_evidence
+from linkcheck.diagnose.checks.gid import nccl_functions
 from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts

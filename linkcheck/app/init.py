@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from linkcheck.collect.config import Config
+from linkcheck.config import Config
 from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts
@@ -50,7 +50,7 @@ def render_config(config: Config, link: LinkFacts) -> str:
 
 def write_initial_config(config: Config, output: Path, *, force: bool) -> LinkFacts:
     """Inspect both nodes and write `output`; refuses to overwrite unless forced."""
-    from linkcheck.live import collect_bundle
+    from linkcheck.app.live import collect_bundle
 
     if output.exists() and not force:
         raise ConfigError(str(output), "already exists", fix="pass --force to overwrite, or --output another path")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
+from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 

@@ -1,10 +1,18 @@
-"""Compare a bundle's snapshot with a baseline: is it the same pair, what changed, how fast it is relative to it."""
+"""Compare a bundle's snapshot with a baseline: is it the same pair, what changed, how fast it is relative to it;
+and attach a baseline to a diagnosis (another pair's is refused)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from linkcheck.baseline.model import Baseline, Fields, PairKey, Performance, Snapshot
+from linkcheck.errors import BaselineError
+from linkcheck.facts.snapshot import snapshot_of
+from linkcheck.facts.snapshot_model import Baseline, BaselineFacts, Fields, PairKey, Performance, Snapshot
+
+if TYPE_CHECKING:
+    from linkcheck.bundle.format import Bundle
+    from linkcheck.facts.model import LinkFacts
 
 ABSENT = "absent"
 
@@ -112,3 +120,14 @@ def comparable_ratios(baseline: Baseline, current: Snapshot) -> list[Ratio]:
                                                                                now.nccl_parameters):
         out.append(nccl)
     return out
+
+
+def attach_baseline(bundle: Bundle, link: LinkFacts, baseline: Baseline) -> LinkFacts:
+    """The link facts with the baseline to compare with; a baseline of another pair compares nothing."""
+    current = snapshot_of(bundle, link, verdict="")
+    differences = pair_differences(baseline.snapshot.pair, current.pair)
+    if differences:
+        raise BaselineError(baseline.path or baseline.name,
+                            f"baseline {baseline.name!r} is of another pair: {'; '.join(differences)}",
+                            fix="compare with a baseline of this pair (linkcheck baseline list), or save one")
+    return link._replace(baseline=BaselineFacts(baseline=baseline, current=current))

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linkcheck.baseline import store
-from linkcheck.baseline.identity import pair_id, snapshot_of
 from linkcheck.errors import UsageError
+from linkcheck.facts.snapshot import pair_id, snapshot_of
 
 if TYPE_CHECKING:
-    from linkcheck.collect.config import Config
+    from linkcheck.config import Config
 
 
 def newest_bundle(folder: Path) -> Path:
@@ -27,7 +27,7 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
     """Diagnose the bundle and store its state as baseline `name`; only a passing run, unless `force`.
 
     Returns where it was stored and the run's verdict."""
-    from linkcheck.pipeline import diagnose_bundle
+    from linkcheck.app.offline import diagnose_bundle
 
     store.check_name(name)
     path = bundle or newest_bundle(Path.cwd())

@@ -13,8 +13,8 @@ from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
 if TYPE_CHECKING:
-    from linkcheck.baseline.compare import Change, Ratio
-    from linkcheck.baseline.model import BaselineFacts
+    from linkcheck.facts.drift import Change, Ratio
+    from linkcheck.facts.snapshot_model import BaselineFacts
 
 PIN = "NCCL_IB_GID_INDEX"
 
@@ -60,7 +60,7 @@ def _changed(link: LinkFacts, kind: str) -> list[Observation]:
     facts = link.baseline
     if facts is None:
         return []  # no --baseline: nothing to compare with
-    from linkcheck.baseline.compare import changes
+    from linkcheck.facts.drift import changes
 
     base, now = facts.baseline.snapshot, facts.current
     old, new = (base.identity, now.identity) if kind == "identity" else (base.configuration, now.configuration)
@@ -129,7 +129,7 @@ def _ratio_observation(r: Ratio, name: str, thresholds: Mapping[str, Any]) -> Ob
 
 
 def _performance_skip(facts: BaselineFacts, link: LinkFacts, kind: str) -> str | None:
-    from linkcheck.baseline.compare import parameter_differences
+    from linkcheck.facts.drift import parameter_differences
 
     base, now, name = facts.baseline.snapshot.performance, facts.current.performance, facts.baseline.name
     label = "RDMA" if kind == "rdma" else "NCCL"
@@ -147,7 +147,7 @@ def drift_throughput(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
     facts = link.baseline
     if facts is None:
         return []
-    from linkcheck.baseline.compare import nccl_ratio, rdma_ratios
+    from linkcheck.facts.drift import nccl_ratio, rdma_ratios
 
     base, now, name = facts.baseline.snapshot.performance, facts.current.performance, facts.baseline.name
     out: list[Observation] = []

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from linkcheck.collect.bundle import Bundle, load_bundle
+from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import Rule, load_playbooks, with_thresholds
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
 
 if TYPE_CHECKING:
-    from linkcheck.baseline.model import Baseline
-    from linkcheck.collect.config import Config
+    from linkcheck.config import Config
+    from linkcheck.facts.snapshot_model import Baseline
 
 
 class Outcome(NamedTuple):
@@ -35,7 +35,7 @@ def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule], baseline:
     """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too), against
     `baseline` when one is given: its drift rules then speak in this one diagnosis."""
     if baseline is not None:
-        from linkcheck.baseline.attach import attach_baseline
+        from linkcheck.facts.drift import attach_baseline
 
         link = attach_baseline(bundle, link, baseline)
     problems = {f"bundle: {p}": p for p in bundle.problems}

@@ -1,0 +1,1 @@
+"""The named checks: Python judgements that playbooks reference by name (registry.CHECKS)."""

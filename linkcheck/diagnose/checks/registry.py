@@ -1,0 +1,55 @@
+"""The registry of named checks that playbooks may reference by name."""
+
+from __future__ import annotations
+
+from linkcheck.diagnose.checks import (
+    bench,
+    drift,
+    fec,
+    gid,
+    link,
+    nccl_hca,
+    netplan,
+    nodes,
+    path,
+)
+from linkcheck.diagnose.observation import CheckDef
+
+
+def _t(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+CHECKS: dict[str, CheckDef] = {
+    "gid_index_stale": CheckDef(gid.gid_index_stale, gid.StalePinValues),
+    "gid_index_empty_pin": CheckDef(gid.gid_index_empty_pin, gid.EmptyPinValues),
+    "gid_index_differs": CheckDef(gid.gid_index_differs, gid.IndexSpreadValues),
+    "link_down": CheckDef(link.link_down, link.LinkDownValues),
+    "link_changed": CheckDef(link.link_changed, link.LinkChangedValues),
+    "twins_same_subnet": CheckDef(link.twins_same_subnet, link.SharedSubnetValues),
+    "cable_not_approved": CheckDef(link.cable_not_approved, link.CableValues,
+                                   _t("approved_part_numbers")),
+    "single_pcie_path": CheckDef(path.single_pcie_path, path.SinglePathValues,
+                                 _t("single_path_total_min_gbps", "single_path_total_max_gbps",
+                                    "idle_path_max_gbps", "idle_counter_share")),
+    "hotplug_degraded": CheckDef(bench.hotplug_degraded, bench.HotplugValues,
+                                 _t("degraded_min_gbps", "degraded_max_gbps", "late_plug_after_boot_s")),
+    "below_nominal": CheckDef(bench.below_nominal, bench.BelowNominalValues,
+                              _t("degraded_min_gbps", "degraded_max_gbps", "nominal_min_gbps")),
+    "replugged_since_boot": CheckDef(bench.replugged_since_boot, bench.ReplugValues,
+                                     _t("late_plug_after_boot_s")),
+    "nccl_hca_order": CheckDef(nccl_hca.nccl_hca_order, nccl_hca.HcaOrderValues),
+    "nccl_hca_uncabled": CheckDef(nccl_hca.nccl_hca_uncabled, nccl_hca.HcaUncabledValues),
+    "netplan_not_applied": CheckDef(netplan.netplan_not_applied, netplan.NetplanValues),
+    "nm_profile_runtime_only": CheckDef(netplan.nm_profile_runtime_only, netplan.RuntimeProfileValues),
+    "nodes_differ": CheckDef(nodes.nodes_differ, nodes.NodesDifferValues),
+    "fec_not_rs": CheckDef(fec.fec_not_rs, fec.FecValues),
+    "nccl_socket_fallback": CheckDef(bench.nccl_socket_fallback, bench.SocketFallbackValues),
+    "nccl_busbw_low": CheckDef(bench.nccl_busbw_low, bench.BusbwValues,
+                               _t("min_busbw_gbs", "fail_below_busbw_gbs")),
+    "drift_identity": CheckDef(drift.drift_identity, drift.ChangeValues),
+    "drift_config": CheckDef(drift.drift_config, drift.ChangeValues),
+    "drift_gid_index": CheckDef(drift.drift_gid_index, drift.GidMoveValues),
+    "drift_throughput": CheckDef(drift.drift_throughput, drift.ThroughputValues,
+                                 _t("warn_below_ratio", "fail_below_ratio")),
+}

@@ -29,10 +29,10 @@ if TYPE_CHECKING:  # the types of the helpers below; their modules load only whe
     from types import FrameType
 
     from linkcheck.app.live import TrafficRequest
-    from linkcheck.app.offline import Outcome
     from linkcheck.app.runs import RunRecord
     from linkcheck.config import Config
     from linkcheck.facts.snapshot_model import Baseline
+    from linkcheck.outcome import Outcome
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"

@@ -18,10 +18,11 @@ import pytest
 from linkcheck.accept.judge import AcceptVerdict, judge
 from linkcheck.accept.profile import BUILTIN_DIR, ProfileError, load_profile_file, parse_profile, resolve_profile
 from linkcheck.accept.record import ACCEPTANCE, PROFILE_COPY, write_acceptance
-from linkcheck.app.offline import Outcome, diagnose_bundle
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.model import Capture
+from linkcheck.outcome import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

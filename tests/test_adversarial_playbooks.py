@@ -8,7 +8,7 @@ import pytest
 
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
 from linkcheck.diagnose.operands import MAX_MATCH_INPUT, regex_problem
-from linkcheck.diagnose.playbook import Condition
+from linkcheck.diagnose.rule import Condition
 from tests.adversarial_helpers import HEALTHY, one_line_error, run
 
 RULE = """playbook: site

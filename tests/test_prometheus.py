@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from linkcheck.app.offline import Outcome, diagnose_bundle
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
+from linkcheck.outcome import Outcome
 from linkcheck.report import prometheus
 from linkcheck.report.prometheus import render_prometheus, write_textfile
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.app.offline import Outcome, diagnose_bundle
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.model import Status
+from linkcheck.outcome import Outcome
 from linkcheck.report.formats import FORMATS, renderer
 from linkcheck.report.markdown import render_markdown
 

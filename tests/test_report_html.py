@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.app.offline import Outcome, diagnose_bundle
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.bundle.format import load_bundle, write_bundle
+from linkcheck.outcome import Outcome
 from linkcheck.report import html_plots
 from linkcheck.report.html import render_html
 

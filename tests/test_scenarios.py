@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from linkcheck.app.offline import Outcome, diagnose_bundle
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
 from linkcheck.config import load_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
+from linkcheck.outcome import Outcome
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file()) if FIXTURES.is_dir() else []

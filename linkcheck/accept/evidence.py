@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from linkcheck.records import plain
 
 if TYPE_CHECKING:
-    from linkcheck.app.offline import Outcome
     from linkcheck.facts.model import Function, LinkFacts, NodeFacts
     from linkcheck.model import Capture
+    from linkcheck.outcome import Outcome
 
 
 def _used(node: NodeFacts, link: LinkFacts) -> list[Function]:

@@ -13,9 +13,9 @@ from linkcheck.accept.record import write_acceptance
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
-    from linkcheck.app.offline import Outcome
     from linkcheck.bench.runner import Progress
     from linkcheck.config import Config
+    from linkcheck.outcome import Outcome
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,16 @@ from linkcheck.bundle.save_dir import default_save_dir
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from linkcheck.app.offline import Outcome
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
     from linkcheck.bench.runner import Progress
     from linkcheck.bundle.format import Bundle
     from linkcheck.config import Config
-    from linkcheck.diagnose.playbook import Rule
+    from linkcheck.diagnose.rule import Rule
     from linkcheck.facts.model import LinkFacts
     from linkcheck.facts.snapshot_model import Baseline
     from linkcheck.model import Capture
+    from linkcheck.outcome import Outcome
     from linkcheck.transport.base import Transport
 
 

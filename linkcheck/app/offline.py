@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from linkcheck.bundle.format import Bundle, load_bundle
-from linkcheck.diagnose.engine import Diagnosis, diagnose
-from linkcheck.diagnose.playbook import Rule, load_playbooks, with_thresholds
+from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
+from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
+from linkcheck.outcome import Outcome
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
     from linkcheck.facts.snapshot_model import Baseline
-
-
-class Outcome(NamedTuple):
-    """What one diagnosis run produced, for the reporters."""
-
-    bundle: Bundle
-    link: LinkFacts
-    diagnosis: Diagnosis
-    rules: tuple[Rule, ...] = ()  # what judged it: reports name each finding's playbook (its stage)
 
 
 def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None,

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from linkcheck.app.offline import Outcome
     from linkcheck.facts.snapshot_model import Baseline
+    from linkcheck.outcome import Outcome
 
 
 @dataclass(frozen=True)

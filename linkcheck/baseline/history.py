@@ -19,7 +19,7 @@ from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.snapshot import pair_id, pair_key
 
 if TYPE_CHECKING:
-    from linkcheck.app.offline import Outcome
+    from linkcheck.outcome import Outcome
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from linkcheck.diagnose.operands import MAX_MATCH_INPUT
-from linkcheck.diagnose.playbook import Condition
+from linkcheck.diagnose.rule import Condition
 
 
 class UnknownFact(Exception):

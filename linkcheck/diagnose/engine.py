@@ -10,7 +10,8 @@ from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
 from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, node_values, path_values
 from linkcheck.diagnose.observation import Observation
-from linkcheck.diagnose.playbook import PLACEHOLDER_RE, Rule
+from linkcheck.diagnose.playbook import PLACEHOLDER_RE
+from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Finding, Severity, Status, Verdict

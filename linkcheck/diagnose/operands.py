@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef,unused-ignore]
 
 if TYPE_CHECKING:
-    from linkcheck.diagnose.playbook import Condition
+    from linkcheck.diagnose.rule import Condition
 
 MAX_PATTERN_CHARS = 1000
 MAX_MATCH_INPUT = 512  # characters of a fact that `matches` reads; longer values make the rule skip

@@ -9,10 +9,11 @@ Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune th
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
+from linkcheck.diagnose.rule import Condition, Rule
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Severity
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
@@ -25,42 +26,6 @@ COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "b
 OPERATORS = COMPARE_OPS | {"missing", "differs"}
 ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
-
-
-class Condition(NamedTuple):
-    """`all`/`any` of children, or one operator applied to a fact (or two facts for `differs`)."""
-
-    op: str
-    fact: str | None = None
-    value: Any = None
-    children: tuple["Condition", ...] = ()
-
-    def facts(self) -> set[str]:
-        own = {self.fact} if self.fact else set()
-        if self.op == "differs":
-            own |= set(self.value)
-        return own.union(*(c.facts() for c in self.children))
-
-
-class Rule(NamedTuple):
-    """One diagnosis with everything a user needs when it fires."""
-
-    id: str
-    title: str
-    severity: Severity
-    scope: str
-    message: str
-    mechanism: str = ""
-    check: str | None = None
-    when: Condition | None = None
-    where: Condition | None = None
-    needs: tuple[str, ...] = ()
-    thresholds: Mapping[str, Any] = {}  # a shared default: read-only, as Mapping says
-    fix: tuple[str, ...] = ()
-    references: tuple[str, ...] = ()
-    required: bool = True
-    source: str = ""
-    threshold_sources: Mapping[str, str] = {}  # threshold name -> where its value comes from
 
 
 class _Ctx:

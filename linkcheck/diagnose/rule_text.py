@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from linkcheck.diagnose.playbook import Condition, Rule
+from linkcheck.diagnose.rule import Condition, Rule
 
 
 def _condition(cond: Condition, indent: int = 0) -> list[str]:

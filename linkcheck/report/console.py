@@ -7,9 +7,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.app.offline import Outcome
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
+from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import as_text
 from linkcheck.report.tables import identity_lines, nccl_text, rate, rdma_rows, total_cells
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from linkcheck.app.offline import Outcome
+    from linkcheck.outcome import Outcome
 
 Renderer = Callable[["Outcome"], str]
 

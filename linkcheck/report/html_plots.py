@@ -12,7 +12,7 @@ import io
 import re
 from typing import Any
 
-from linkcheck.app.offline import Outcome
+from linkcheck.outcome import Outcome
 from linkcheck.parsers.nccl_tests import NcclTestRow
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import threshold

@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.app.offline import Outcome
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.outcome import Outcome
 from linkcheck.records import plain
 
 SCHEMA = "linkcheck-report"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from linkcheck.app.offline import Outcome
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from linkcheck.app.offline import Outcome
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
 

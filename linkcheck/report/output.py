@@ -7,8 +7,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from linkcheck.app.offline import Outcome
     from linkcheck.errors import OutputError
+    from linkcheck.outcome import Outcome
 
 
 def write_stdout(text: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linkcheck.app.offline import Outcome
+from linkcheck.outcome import Outcome
 
 
 def node_problem_lines(outcome: Outcome) -> list[str]:

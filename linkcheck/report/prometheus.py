@@ -16,7 +16,7 @@ from linkcheck import __version__
 from linkcheck.model import Status, Verdict
 
 if TYPE_CHECKING:
-    from linkcheck.app.offline import Outcome
+    from linkcheck.outcome import Outcome
 
 Labels = dict[str, str]
 

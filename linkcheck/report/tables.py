@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from linkcheck.app.offline import Outcome
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
 
 

@@ -236,7 +236,7 @@ def test_check_anonymize_reports_real_names_and_saves_fakes(tmp_path: Path, monk
 
     original = load_bundle(HEALTHY)
     monkeypatch.setattr(live, "_open", lambda config: {})
-    monkeypatch.setattr(live, "inspect", lambda config, transports: original)
+    monkeypatch.setattr(live, "inspect", lambda config, transports: (original, False))
     config = resolve_config(None, ["a=nvidia@dgx-spark-1", "b=nvidia@dgx-spark-2"])
     result = live.run_live(config, tmp_path / "saved", anonymize=True, diagnose=True)
     assert result.outcome is not None and result.outcome.bundle.captures == original.captures  # the real one

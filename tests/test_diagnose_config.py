@@ -6,6 +6,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from linkcheck.diagnose.rule import Rule
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -90,12 +95,24 @@ def test_linkcheck_yaml_in_the_working_directory_is_found_as_check_finds_it(tmp_
     assert "SITE_MTU_JUMBO" not in _fired(plain)
 
 
-def test_live_and_offline_use_the_same_rules(tmp_path: Path) -> None:
-    from linkcheck.app.live import _rules
+def test_live_and_offline_use_the_same_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import linkcheck.app.live as live
     from linkcheck.app.offline import configured_rules
+    from linkcheck.bundle.format import load_bundle
     from linkcheck.config import load_config
 
     config = load_config(_config(tmp_path, RECORDED, "{NCCL_BUSBW_LOW: {min_busbw_gbs: 22.5}}"))
-    live, offline = _rules(config), configured_rules([], config)
-    assert [(r.id, r.thresholds) for r in live] == [(r.id, r.thresholds) for r in offline]
-    assert dict(next(r for r in live if r.id == "NCCL_BUSBW_LOW").thresholds)["min_busbw_gbs"] == 22.5
+    used: list[list[Rule]] = []
+    real_diagnose = live.diagnose_facts
+
+    def spy(bundle: Any, link: Any, rules: list[Rule], baseline: Any = None) -> Any:
+        used.append(rules)
+        return real_diagnose(bundle, link, rules, baseline)
+
+    monkeypatch.setattr(live, "_open", lambda config: {})
+    monkeypatch.setattr(live, "inspect", lambda config, transports: (load_bundle(FIXTURES / "healthy"), False))
+    monkeypatch.setattr(live, "diagnose_facts", spy)
+    live.run_live(config, tmp_path / "saved", anonymize=False, diagnose=True)
+    offline = configured_rules([], config)
+    assert [(r.id, r.thresholds) for r in used[0]] == [(r.id, r.thresholds) for r in offline]
+    assert dict(next(r for r in used[0] if r.id == "NCCL_BUSBW_LOW").thresholds)["min_busbw_gbs"] == 22.5

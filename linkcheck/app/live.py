@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-# Only light imports here: the inspection should start before the rest of linkcheck is loaded.
+from linkcheck.app.offline import configured_rules, diagnose_facts
+from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.plan import RdmaOptions
+from linkcheck.bench.runner import Progress, run_traffic
+from linkcheck.bundle.anonymize import anonymize_bundle
+from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
-
-    from linkcheck.bench.nccl import NcclOptions
-    from linkcheck.bench.plan import RdmaOptions
-    from linkcheck.bench.runner import Progress
-    from linkcheck.bundle.format import Bundle
-    from linkcheck.config import Config
-    from linkcheck.diagnose.rule import Rule
-    from linkcheck.facts.model import LinkFacts
-    from linkcheck.facts.snapshot_model import Baseline
-    from linkcheck.model import Capture
-    from linkcheck.outcome import Outcome
-    from linkcheck.transport.base import Transport
+from linkcheck.collect.collector import close_transports, collect, open_transports
+from linkcheck.config import Config
+from linkcheck.errors import UnreachableError
+from linkcheck.facts.model import LinkFacts
+from linkcheck.facts.pair import build_link_facts, with_traffic
+from linkcheck.facts.snapshot_model import Baseline
+from linkcheck.model import Capture
+from linkcheck.outcome import Outcome
+from linkcheck.transport.base import Transport
 
 
 @dataclass(frozen=True)
@@ -51,37 +46,32 @@ class LiveResult:
 
 
 def _open(config: Config) -> dict[str, Transport]:
-    from linkcheck.collect.collector import open_transports
-
     return open_transports(list(config.nodes.values()), known_hosts=config.ssh.known_hosts,
                            accept_new_host_keys=config.ssh.accept_new_host_keys, ssh_config=config.ssh.config,
                            connect_timeout_s=config.ssh.connect_timeout_s)
 
 
-def inspect(config: Config, transports: dict[str, Transport]) -> Bundle:
-    """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors."""
-    from linkcheck.collect.collector import collect
-
+def inspect(config: Config, transports: dict[str, Transport]) -> tuple[Bundle, bool]:
+    """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors. Ctrl-C keeps what
+    arrived (the bundle then says it is partial); the flag says whether that happened."""
     result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
                      per_command_timeout_s=config.ssh.command_timeout_s)
-    from linkcheck.bundle.format import Bundle  # loaded meanwhile by the diagnosis imports, not before the logins
-
     nodes: dict[str, dict[str, object]] = {name: {"target": str(t)} for name, t in sorted(config.nodes.items())}
     for cap in result.captures:
-        if cap.spec == "hostname" and cap.ok:
+        if cap.spec == "hostname" and cap.ok and cap.node in nodes:
             nodes[cap.node]["hostname"] = cap.stdout.strip()
+    errors = {n: str(e) for n, e in sorted(result.errors.items())}
+    if result.interrupted:
+        errors["interrupted"] = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
     # Stamped when the answers are in, so the report on screen and the saved bundle name the same moment.
     created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    return Bundle(captures=result.captures, nodes=nodes, created=created,
-                  collection_errors={n: str(e) for n, e in sorted(result.errors.items())})
+    return Bundle(captures=result.captures, nodes=nodes, created=created, collection_errors=errors), result.interrupted
 
 
 def collect_bundle(config: Config) -> Bundle:
-    from linkcheck.collect.collector import close_transports
-
     transports = _open(config)
     try:
-        return inspect(config, transports)
+        return inspect(config, transports)[0]
     finally:
         close_transports(transports)
 
@@ -89,8 +79,6 @@ def collect_bundle(config: Config) -> Bundle:
 def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, request: TrafficRequest,
              progress: Progress | None) -> tuple[Bundle, bool]:
     """The bundle with the traffic tests' captures added, and whether Ctrl-C stopped them."""
-    from linkcheck.bench.runner import run_traffic
-
     if bundle.collection_errors:
         why = "traffic tests not run: a node could not be inspected"
         return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
@@ -116,58 +104,13 @@ def _repetition(captures: list[Capture], n: int) -> list[Capture]:
 def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
     """The bundle as it will be saved (anonymized on request) and its folder."""
     if anonymize:
-        from linkcheck.bundle.anonymize import anonymize_bundle
-
         bundle = anonymize_bundle(bundle)
     target = directory or default_save_dir()
     return replace(bundle, path=target), target
 
 
-def _rules(config: Config) -> list[Rule]:
-    from linkcheck.app.offline import configured_rules
-
-    return configured_rules([], config)
-
-
-@contextmanager
-def _responsive_threads(interval_s: float = 0.0005) -> Iterator[None]:
-    """While the main thread imports, an SSH thread whose answer has arrived waits for the GIL up to the
-    switch interval (5 ms by default), once per packet of the handshake; a short interval keeps the
-    connection's pace."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(interval_s)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
-
-
-def _warm_diagnosis_imports() -> None:
-    """Import the diagnosis path now: done while the nodes are still answering, it costs no wall time."""
-    from linkcheck.collect.specs import SPECS
-    from linkcheck.facts.sources import preload_parsers
-
-    preload_parsers(spec.id for spec in SPECS)
-
-
-def _interrupted_inspection(config: Config, pending: Future[Bundle]) -> Bundle:
-    """Ctrl-C during the inspection: the part that arrived, once the closed connections end it (or none)."""
-    from concurrent.futures import TimeoutError as FutureTimeout
-
-    from linkcheck.bundle.format import Bundle
-
-    try:
-        bundle = pending.result(timeout=10)
-    except (FutureTimeout, Exception):  # nothing usable came back: the bundle still says what happened
-        bundle = Bundle(captures=[], nodes={n: {"target": str(t)} for n, t in sorted(config.nodes.items())})
-    why = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
-    return replace(bundle, collection_errors={**bundle.collection_errors, "interrupted": why})
-
-
 def _refuse_if_nothing_answered(bundle: Bundle) -> None:
     """No capture from any node: one line per node, and no empty bundle folder left behind."""
-    from linkcheck.errors import UnreachableError
-
     if not bundle.captures and bundle.collection_errors:
         raise UnreachableError(bundle.collection_errors)
 
@@ -178,53 +121,23 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks, against
     `baseline` when one is given (its drift rules then speak in that one diagnosis).
 
-    The inspection starts first, in the background, because it is mostly waiting on the nodes; the
-    playbooks load and the diagnosis code imports meanwhile. A broken playbook still stops the run
-    before anything but the (read-only) inspection has touched the nodes.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from linkcheck.collect.collector import close_transports
-
+    The playbooks load first, so a broken one stops the run before anything touches the nodes."""
+    rules = configured_rules([], config) if diagnose else []
     transports = _open(config)
-    interrupted = False
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspect") as pool, _responsive_threads():
-            pending = pool.submit(inspect, config, transports)
-            try:
-                rules = _rules(config) if diagnose else []
-                if diagnose:
-                    _warm_diagnosis_imports()
-                bundle = pending.result()
-            except KeyboardInterrupt:
-                close_transports(transports)  # the scripts end; what they sent so far is kept
-                bundle, interrupted = _interrupted_inspection(config, pending), True
-            except BaseException:
-                close_transports(transports)  # ends the remote scripts at once instead of waiting them out
-                raise
+        bundle, interrupted = inspect(config, transports)
         if not interrupted:
             _refuse_if_nothing_answered(bundle)
-        from linkcheck.facts.pair import build_link_facts, with_traffic
-
         # The facts are built once: the traffic plan reads them, then the diagnosis adds the traffic results.
         link = build_link_facts(bundle.captures, bundle.collection_errors, config.expected_link)
         if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl):
             bundle, interrupted = _traffic(transports, bundle, link, traffic, progress)
     finally:
         close_transports(transports)
-    from linkcheck.bundle.format import write_bundle
-
     saving, saved = _to_save(bundle, save_dir, anonymize=anonymize)
-    bundle = replace(bundle, path=saved)  # the report on screen keeps the real names: only what is saved is anonymised
+    write_bundle(saving, saved)
     if not diagnose or (interrupted and not bundle.captures):
-        write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
-    from linkcheck.app.offline import diagnose_facts
-
-    # Creating the bundle's files is mostly waiting on the file system, so the diagnosis of that very
-    # bundle runs meanwhile; the bundle is written in full even if the diagnosis fails.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="save") as pool:
-        writing = pool.submit(write_bundle, saving, saved)
-        outcome = diagnose_facts(bundle, with_traffic(link, bundle.captures), rules, baseline)
-        writing.result()
+    # The report on screen keeps the real names: only what is saved is anonymised.
+    outcome = diagnose_facts(replace(bundle, path=saved), with_traffic(link, bundle.captures), rules, baseline)
     return LiveResult(saved, outcome, interrupted)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,8 @@ from linkcheck.transport.local import LocalTransport
 log = logging.getLogger(__name__)
 
 DEFAULT_PER_COMMAND_TIMEOUT_S = 20
+# After Ctrl-C, how long the closed connections may take to hand back what the nodes sent.
+INTERRUPT_GRACE_S = 10
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class CollectResult:
 
     captures: list[Capture] = field(default_factory=list)
     errors: dict[str, LinkcheckError] = field(default_factory=dict)
+    interrupted: bool = False
 
 
 def open_transports(
@@ -81,16 +84,27 @@ def collect(
     timeout_s: float,
     per_command_timeout_s: int = DEFAULT_PER_COMMAND_TIMEOUT_S,
 ) -> CollectResult:
-    """Run the inspection on every node in parallel (one thread, one round trip each)."""
+    """Run the inspection on every node in parallel (one thread, one round trip each).
+
+    Ctrl-C closes the connections, which ends the remote scripts; what each node sent until then is kept and
+    the result says it was interrupted."""
     per_command = max(1, min(per_command_timeout_s, int(timeout_s)))
     result = CollectResult()
-    with ThreadPoolExecutor(max_workers=max(1, len(transports)), thread_name_prefix="collect") as pool:
-        futures = {
-            name: pool.submit(_collect_node_safely, name, transport, specs, timeout_s, per_command)
-            for name, transport in transports.items()
-        }
+    pool = ThreadPoolExecutor(max_workers=max(1, len(transports)), thread_name_prefix="collect")
+    futures = {
+        name: pool.submit(_collect_node_safely, name, transport, specs, timeout_s, per_command)
+        for name, transport in transports.items()
+    }
+    try:
+        wait(futures.values())
+    except KeyboardInterrupt:
+        result = CollectResult(interrupted=True)
+        close_transports(transports)
+        wait(futures.values(), timeout=INTERRUPT_GRACE_S)
+    finally:
+        pool.shutdown(wait=False)
     for name, future in futures.items():
-        captures, error = future.result()
+        captures, error = future.result() if future.done() else ([], NodeError(name, "interrupted (Ctrl-C)"))
         result.captures.extend(captures)
         if error is not None:
             result.errors[name] = error

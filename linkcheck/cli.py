@@ -1,7 +1,7 @@
 """The linkcheck command line: parse options, call one library function, render, exit with the verdict."""
 
-# No `from __future__ import annotations` here: typer reads every command's parameter annotations at each
-# start, and string annotations would be compiled and evaluated again there (~5 ms for all commands).
+from __future__ import annotations
+
 import contextlib
 import os
 import signal
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 
-def _interrupted_while_starting(signum: int, frame: "FrameType | None") -> None:
+def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C before `main` runs (while typer and rich import): the documented line and code, no traceback
     (the interpreter prints none for SystemExit, wherever in an import it is raised)."""
     os.write(2, b"linkcheck: interrupted\n")
@@ -74,7 +74,7 @@ PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
 
 
-def _baseline(name: str | None) -> "Baseline | None":
+def _baseline(name: str | None) -> Baseline | None:
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
         return None
@@ -162,7 +162,7 @@ def report(
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
 
-def _offline_config(path: Path | None) -> "Config | None":
+def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():
         return None
@@ -171,7 +171,7 @@ def _offline_config(path: Path | None) -> "Config | None":
     return find_config(path)
 
 
-def _emit(outcome: "Outcome", fmt: Format, show_all: bool) -> None:
+def _emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
     from linkcheck.report.output import print_outcome
 
     if _QUIET:
@@ -180,7 +180,7 @@ def _emit(outcome: "Outcome", fmt: Format, show_all: bool) -> None:
     print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
 
 
-def _verdict_line(outcome: "Outcome") -> None:
+def _verdict_line(outcome: Outcome) -> None:
     from linkcheck.report.tables import verdict_line
 
     _say(verdict_line(outcome))
@@ -197,9 +197,9 @@ SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Bundle folder (
 AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, IPs, MACs, GUIDs and serials.")]
 
 
-def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> "Config":
+def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> Config:
     """The resolved config of a command that contacts the nodes (each such command starts here)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from linkcheck.config import resolve_config
 
@@ -238,14 +238,14 @@ def _checked_save(save: Path | None) -> Path:
     return target
 
 
-def _node_errors(outcome: "Outcome") -> None:
+def _node_errors(outcome: Outcome) -> None:
     from linkcheck.report.problems import node_problem_lines
 
     for line in node_problem_lines(outcome):
         _say(f"linkcheck: {line}")
 
 
-def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> "RunRecord":
+def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
     """What the run records besides its report; the baseline and the textfile's folder are checked before any
     work."""
     from linkcheck.app.runs import RunRecord
@@ -257,7 +257,7 @@ def _record(command: str, baseline: str | None, prometheus: Path | None = None) 
     return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
 
 
-def _finish(outcome: "Outcome", record: "RunRecord") -> None:
+def _finish(outcome: Outcome, record: RunRecord) -> None:
     """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
     from linkcheck.app.runs import finish_run
 
@@ -266,7 +266,7 @@ def _finish(outcome: "Outcome", record: "RunRecord") -> None:
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
-               fmt: Format, show_all: bool, traffic: "TrafficRequest | None", record: "RunRecord") -> None:
+               fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
     from linkcheck.app.live import run_live
 
     cfg = _live_config(config, node, accept)
@@ -293,11 +293,11 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
 
-def command_name(record: "RunRecord") -> str:
+def command_name(record: RunRecord) -> str:
     return record.command
 
 
-def _plan(command: str, cfg: "Config", traffic: "TrafficRequest | None") -> str:
+def _plan(command: str, cfg: Config, traffic: TrafficRequest | None) -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
     from linkcheck.accept.budget import expected_paths, plan_line
 
@@ -325,7 +325,7 @@ NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path o
 
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
-             nccl_max_bytes: int, nccl_binary: str | None) -> "TrafficRequest":
+             nccl_max_bytes: int, nccl_binary: str | None) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest
     from linkcheck.bench.nccl import NcclOptions
     from linkcheck.bench.plan import RdmaOptions
@@ -359,7 +359,7 @@ def check(
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
 
-def _quick_traffic(size: int, qps: int, port_base: int | None) -> "TrafficRequest":
+def _quick_traffic(size: int, qps: int, port_base: int | None) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest
     from linkcheck.bench.plan import quick_options
 

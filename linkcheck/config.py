@@ -6,9 +6,11 @@ Validated strictly like playbooks: an unknown key or a wrong type names file:lin
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.errors import ConfigError
 from linkcheck.transport.base import NodeTarget, parse_target
@@ -25,8 +27,7 @@ SSH_KEYS = {"known_hosts", "config", "connect_timeout_s", "command_timeout_s", "
             "accept_new_host_keys"}
 
 
-@dataclass(frozen=True)
-class SshOptions:
+class SshOptions(msgspec.Struct, frozen=True):
     """How to reach the nodes; strict host keys unless the user opts in."""
 
     known_hosts: Path | None = None
@@ -37,15 +38,14 @@ class SshOptions:
     accept_new_host_keys: bool = False
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(msgspec.Struct, frozen=True):
     """The resolved configuration of one run."""
 
     nodes: dict[str, NodeTarget]
-    ssh: SshOptions = field(default_factory=SshOptions)
+    ssh: SshOptions = msgspec.field(default_factory=SshOptions)
     expected_link: ExpectedLink | None = None
     playbooks: tuple[Path, ...] = ()
-    thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    thresholds: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     source: str | None = None
 
     @property

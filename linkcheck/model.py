@@ -1,11 +1,12 @@
 """Shared value types that cross module boundaries: captures, findings, statuses."""
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 
 class Status(str, enum.Enum):
@@ -34,8 +35,7 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
 
 
-@dataclass(frozen=True, slots=True)
-class Capture:
+class Capture(msgspec.Struct, frozen=True):
     """One command's raw result on one node, exactly as it came back.
 
     `exit_status` is None when the command never ran or its status was lost (truncated answer);
@@ -52,7 +52,7 @@ class Capture:
     arg: str | None = None
     skipped: str | None = None
     # Structured identity of benchmark captures (path, mode, direction, role, device, ...).
-    meta: dict[str, str] = field(default_factory=dict, compare=False)
+    meta: dict[str, str] = {}
 
     @property
     def key(self) -> tuple[str, str, str | None]:
@@ -64,7 +64,7 @@ class Capture:
         return self.skipped is None and self.exit_status == 0
 
 
-class Evidence(NamedTuple):
+class Evidence(msgspec.Struct, frozen=True):
     """One observed value that decided a finding, with where it came from."""
 
     fact: str
@@ -75,7 +75,7 @@ class Evidence(NamedTuple):
         return {"fact": self.fact, "value": self.value, "source": self.source}
 
 
-class Finding(NamedTuple):
+class Finding(msgspec.Struct, frozen=True):
     """The result of one rule on one subject (a node, an HCA, a path or the pair)."""
 
     rule_id: str

@@ -3,7 +3,7 @@ the one record every reporter reads."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import msgspec
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.diagnose.engine import Diagnosis
@@ -11,7 +11,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.model import LinkFacts
 
 
-class Outcome(NamedTuple):
+class Outcome(msgspec.Struct, frozen=True):
     """What one diagnosis run produced, for the reporters."""
 
     bundle: Bundle

@@ -1,31 +1,23 @@
-"""Records as plain data: the fields of a NamedTuple or dataclass record, recursively, ready for JSON.
-
-The offline pipeline's records (parsers, facts, diagnosis) are `typing.NamedTuple`s and the rest are frozen
-dataclasses (README, "Speed"). `dataclasses.asdict` knows only the second kind and would leave a
-NamedTuple inside a dataclass as a tuple, which JSON writes as a bare list; `plain` treats both alike.
-"""
+"""Records as plain data: the fields of a record (a msgspec.Struct), recursively, ready for JSON."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
+
+import msgspec
 
 
 def is_record(value: object) -> bool:
-    """A NamedTuple or dataclass instance (not a class)."""
-    return (isinstance(value, tuple) and hasattr(value, "_fields")) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type))
+    """A record instance (not a class)."""
+    return isinstance(value, msgspec.Struct)
 
 
 def record_fields(record: object) -> dict[str, Any]:
-    """One record's fields by name, in definition order, values as they are; a dataclass field named with a
-    leading underscore is the record's own (SysfsDump's lookup index by path) and not part of what it says."""
-    if isinstance(record, tuple) and hasattr(record, "_asdict"):
-        fields: dict[str, Any] = record._asdict()
-        return fields
-    if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return {f.name: getattr(record, f.name) for f in dataclasses.fields(record) if not f.name.startswith("_")}
-    raise TypeError(f"not a record: {type(record).__name__}")
+    """One record's fields by name, in definition order, values as they are; a field named with a leading
+    underscore is the record's own (SysfsDump's lookup index by path) and not part of what it says."""
+    if not isinstance(record, msgspec.Struct):
+        raise TypeError(f"not a record: {type(record).__name__}")
+    return {name: getattr(record, name) for name in record.__struct_fields__ if not name.startswith("_")}
 
 
 def plain(value: object, properties: bool = False) -> Any:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from linkcheck.bundle.format import load_bundle, write_bundle
 from linkcheck.model import Capture

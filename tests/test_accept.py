@@ -10,10 +10,10 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.accept.judge import AcceptVerdict, judge
 from linkcheck.accept.profile import BUILTIN_DIR, ProfileError, load_profile_file, parse_profile, resolve_profile
@@ -299,7 +299,7 @@ def test_a_failing_finding_fails_the_acceptance(tmp_path: Path) -> None:
     failing = next(f for f in outcome.diagnosis.findings if f.status.value == "pass")
     from linkcheck.model import Status, Verdict
 
-    broken = outcome.diagnosis._replace(findings=(failing._replace(status=Status.FAIL),), verdict=Verdict.FAIL)
+    broken = replace(outcome.diagnosis, findings=(replace(failing, status=Status.FAIL),), verdict=Verdict.FAIL)
     acceptance = judge(outcome.link, broken, load_profile_file(PROFILE), 3)
     assert acceptance.verdict is AcceptVerdict.FAIL
     assert all(c.status is AcceptVerdict.PASS for c in acceptance.checks)

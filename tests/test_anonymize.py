@@ -6,7 +6,6 @@ each original text with its anonymised text occurrence by occurrence: one origin
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import ipaddress
 import json
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from linkcheck.app.offline import diagnose_captures
 from linkcheck.bundle.anonymize import Anonymizer, anonymize_bundle
@@ -200,7 +200,7 @@ def test_deterministic_and_independent_of_capture_order() -> None:
     original, anon = _pair(_bundle_ids()[0])
     again = anonymize_bundle(original)
     assert [c.stdout for c in again.captures] == [c.stdout for c in anon.captures]
-    shuffled = anonymize_bundle(dataclasses.replace(original, captures=list(reversed(original.captures))))
+    shuffled = anonymize_bundle(replace(original, captures=list(reversed(original.captures))))
     by_key = {(c.key, json.dumps(c.meta, sort_keys=True)): c.stdout for c in shuffled.captures}
     assert all(by_key[(c.key, json.dumps(c.meta, sort_keys=True))] == c.stdout for c in anon.captures)
     assert anon.nodes["a"]["hostname"] == "node-a" and anon.nodes["b"]["hostname"] == "node-b"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from linkcheck.app.offline import diagnose_captures
 from linkcheck.bundle.anonymize import TOOL_WORDS, anonymize_bundle
@@ -175,10 +176,10 @@ def _inject(base: Bundle, inj: Injected) -> Bundle:
 
     captures = []
     for cap in base.captures:
-        cap = dataclasses.replace(cap, command=rename(cap.command), stdout=rename(cap.stdout),
+        cap = replace(cap, command=rename(cap.command), stdout=rename(cap.stdout),
                                   stderr=rename(cap.stderr), meta={k: rename(v) for k, v in cap.meta.items()})
         if cap.node == "a" and cap.spec == "dmesg":
-            cap = dataclasses.replace(cap, stdout=cap.stdout + _probe_text(inj))
+            cap = replace(cap, stdout=cap.stdout + _probe_text(inj))
         captures.append(cap)
     a, b = inj.hosts
     nodes = {"a": {"target": f"nvidia@{_case(a, inj.cases[5])}.{inj.domain}", "hostname": a},

@@ -6,10 +6,10 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.app.baseline import save_baseline
 from linkcheck.app.offline import diagnose_bundle

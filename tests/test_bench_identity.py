@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.bundle.format import load_bundle

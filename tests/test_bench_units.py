@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.bench.nccl import mpirun_script, scrub_env, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
@@ -40,21 +41,21 @@ def test_rounds_cover_alone_concurrent_both_directions_with_unique_ports() -> No
 def test_no_gid_means_no_bench() -> None:
     link = build_link_facts(load_bundle(FIXTURES / "gid-stale").captures)
 
-    broken = link.a._replace(functions=tuple(f._replace(gid_index=None) for f in link.a.functions))
+    broken = replace(link.a, functions=tuple(replace(f, gid_index=None) for f in link.a.functions))
     with pytest.raises(BenchError, match="no RoCE v2 GID"):
-        bench_paths(link._replace(a=broken, paths=tuple(p._replace(a=p.a._replace(gid_index=None))
+        bench_paths(replace(link, a=broken, paths=tuple(replace(p, a=replace(p.a, gid_index=None))
                                                              for p in link.paths)))
 
 
 def test_nccl_buffer_fits_free_memory() -> None:
     link = _healthy()
 
-    small = link._replace(a=link.a._replace(mem_available_kib=4 * 1024 * 1024))  # 4 GiB free
+    small = replace(link, a=replace(link.a, mem_available_kib=4 * 1024 * 1024))  # 4 GiB free
     size = size_max_bytes(small, 16 << 30)
     assert size & (size - 1) == 0  # a power of two
     assert size * 2.5 <= 4 * 1024**3 * 0.25 < size * 2 * 2.5
     with pytest.raises(BenchError, match="MemAvailable unknown"):
-        size_max_bytes(link._replace(b=NodeFacts(name="b")), 1 << 30)
+        size_max_bytes(replace(link, b=NodeFacts(name="b")), 1 << 30)
 
 
 def test_mpirun_keeps_host_keys_strict_and_lists_both_twins() -> None:
@@ -213,6 +214,6 @@ def test_a_path_with_a_down_twin_is_left_out_and_says_why() -> None:
     runs = build_bench_facts(untested_runs(link, RdmaOptions(), "r1"), link.paths)[0].rdma
     assert sorted((r.path_key, r.direction, r.gbps, r.problem) for r in runs) == [
         (key, "a->b", None, why), (key, "b->a", None, why)]
-    all_down = link._replace(paths=tuple(p._replace(a=p.a._replace(carrier=False)) for p in link.paths))
+    all_down = replace(link, paths=tuple(replace(p, a=replace(p.a, carrier=False)) for p in link.paths))
     with pytest.raises(BenchError, match="no data path has carrier at both ends"):
         bench_paths(all_down)

@@ -10,12 +10,12 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sshd_helper
+from msgspec.structs import replace
 from sshd_helper import Sshd
 
 from linkcheck.collect.collector import close_transports, collect, open_transports

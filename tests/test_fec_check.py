@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
+
+from msgspec.structs import replace
 
 from linkcheck.diagnose.checks.bench import below_nominal, hotplug_degraded
 from linkcheck.diagnose.checks.fec import fec_not_rs
@@ -75,7 +77,7 @@ def test_bandwidth_findings_carry_the_fec_as_evidence_only() -> None:
     pairs = [(e.fact, e.value) for e in hot.evidence]
     assert ("active FEC of a:enp1s0f1np1", "RS") in pairs and ("active FEC of b:enp1s0f1np1", "None") in pairs
     assert "FEC" not in " ".join(str(v) for v in hot.value_map().values())  # the message never blames FEC
-    (low,) = below_nominal(link._replace(bench=_runs(60.0)), thresholds)
+    (low,) = below_nominal(replace(link, bench=_runs(60.0)), thresholds)
     assert low.fired and ("active FEC of b:enp1s0f1np1", "None") in [(e.fact, e.value) for e in low.evidence]
 
 
@@ -117,6 +119,6 @@ def test_emulated_show_fec_in_each_form_parses_back() -> None:
     assert js.form == "json" and (js.corrected_blocks, js.uncorrectable_blocks) == (0, 0)
     stats_off = parse_ethtool_fec(run_ethtool(off, ["-I", "--show-fec", P1])[0])
     assert stats_off.active == ("None",) and stats_off.statistics == ()  # mlx5: no FEC counters while FEC is off
-    old = replace(healthy, versions={**healthy.versions, "ethtool": "5.16"})
+    old = dataclasses.replace(healthy, versions={**healthy.versions, "ethtool": "5.16"})
     assert "\nConfigured FEC encodings: Auto\n" in run_ethtool(old, ["--show-fec", P1])[0]
     assert run_ethtool(healthy, ["--show-fec", "nosuch0"])[2] != 0

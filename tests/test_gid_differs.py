@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
@@ -16,10 +18,10 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 def _moved_index(pin: str | None) -> LinkFacts:
     link = build_link_facts(load_bundle(FIXTURES / "healthy").captures)
-    moved = tuple(f._replace(gid_index=5) if f.netdev == "enP2p1s0f1np1" else f for f in link.b.functions)
+    moved = tuple(replace(f, gid_index=5) if f.netdev == "enP2p1s0f1np1" else f for f in link.b.functions)
     nccl = {k: v for k, v in link.b.nccl.items() if k != "NCCL_IB_GID_INDEX"}
-    b = link.b._replace(functions=moved, nccl=nccl if pin is None else {**nccl, "NCCL_IB_GID_INDEX": pin})
-    return link._replace(b=b)
+    b = replace(link.b, functions=moved, nccl=nccl if pin is None else {**nccl, "NCCL_IB_GID_INDEX": pin})
+    return replace(link, b=b)
 
 
 def test_unpinned_differing_indices_are_a_note() -> None:

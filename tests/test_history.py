@@ -6,10 +6,10 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.baseline.history import append_line, read_records
 from linkcheck.bundle.format import load_bundle, write_bundle

@@ -3,12 +3,12 @@ the anonymiser and the acceptance record."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from msgspec.structs import replace
 
 from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file
 from linkcheck.app.accept import accept_outcome, acceptance_record
@@ -115,7 +115,7 @@ def _node_a(name: str = "healthy") -> list[Capture]:
 
 
 def _with(caps: list[Capture], spec: str, **changes: object) -> list[Capture]:
-    return [dataclasses.replace(c, **changes) if c.spec == spec else c for c in caps]  # type: ignore[arg-type]
+    return [replace(c, **changes) if c.spec == spec else c for c in caps]  # type: ignore[arg-type]
 
 
 def test_identity_from_the_inspection() -> None:
@@ -184,7 +184,7 @@ def test_nodes_differ_names_versions_and_never_serials() -> None:
 
 def test_bios_of_two_oems_is_only_a_note() -> None:
     bundle = load_bundle(FIXTURES / "healthy")
-    caps = [dataclasses.replace(c, stdout=c.stdout.replace("NVIDIA_DGX_Spark", "Dell Pro Max with GB10 FCM1253")
+    caps = [replace(c, stdout=c.stdout.replace("NVIDIA_DGX_Spark", "Dell Pro Max with GB10 FCM1253")
                                 .replace("5.36_0ACUM018", "1.1.1"))
             if c.node == "b" and c.spec == "sysfs_dmi" else c for c in bundle.captures]
     outcome = diagnose_captures(Bundle(captures=caps, nodes=bundle.nodes), [])

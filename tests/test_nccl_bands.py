@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose.engine import diagnose
@@ -41,9 +41,9 @@ def _nccl_finding(text: str, *, mtu: int | None = None, hca: str | None = None) 
         captures.append(cap)
     link = build_link_facts(captures)
     if mtu is not None:
-        link = link._replace(a=link.a._replace(functions=tuple(f._replace(mtu=mtu) for f in link.a.functions)))
+        link = replace(link, a=replace(link.a, functions=tuple(replace(f, mtu=mtu) for f in link.a.functions)))
     if hca is not None:
-        link = link._replace(b=link.b._replace(nccl={**link.b.nccl, "NCCL_IB_HCA": hca}))
+        link = replace(link, b=replace(link.b, nccl={**link.b.nccl, "NCCL_IB_HCA": hca}))
     rules = [r for r in load_playbooks() if r.id == "NCCL_BUSBW_LOW"]
     (finding,) = diagnose(link, rules).findings
     return finding

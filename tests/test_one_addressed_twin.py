@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose.engine import diagnose

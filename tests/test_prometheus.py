@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from linkcheck.app.offline import diagnose_bundle
@@ -75,7 +76,7 @@ def test_findings_and_baseline_ratios_of_a_drifted_run() -> None:
 @pytest.mark.parametrize("hostname", ['spark "one"', "back\\slash", "new\nline", "x} 1\nlinkcheck_evil 2"])
 def test_label_values_are_escaped(hostname: str) -> None:
     outcome = diagnose_bundle(FIXTURES / "healthy")
-    odd = outcome._replace(link=outcome.link._replace(a=outcome.link.a._replace(hostname=hostname)))
+    odd = replace(outcome, link=replace(outcome.link, a=replace(outcome.link.a, hostname=hostname)))
     assert isinstance(odd, Outcome)
     got = samples(render_prometheus(odd))
     assert got["linkcheck_info"][0][0]["node_a"] == hostname

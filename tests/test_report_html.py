@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shutil
 import struct
@@ -12,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.bundle.format import load_bundle, write_bundle
@@ -56,12 +56,12 @@ def _hostile_bundle(tmp_path: Path) -> Path:
     captures = []
     for cap in bundle.captures:
         if cap.spec == "hostname" and cap.node == "a":
-            cap = dataclasses.replace(cap, stdout=HOSTILE + "\n")
+            cap = replace(cap, stdout=HOSTILE + "\n")
         elif cap.spec == "ethtool_m" and "Amphenol" in cap.stdout:
-            cap = dataclasses.replace(cap, stdout=cap.stdout.replace("Amphenol", HOSTILE))
+            cap = replace(cap, stdout=cap.stdout.replace("Amphenol", HOSTILE))
         captures.append(cap)
     target = tmp_path / "hostile"
-    write_bundle(dataclasses.replace(bundle, captures=captures, created="", path=None), target)
+    write_bundle(replace(bundle, captures=captures, created="", path=None), target)
     return target
 
 

@@ -1,4 +1,4 @@
-"""`--help` and offline diagnosis must not import the heavy libraries (pandas, paramiko, pyroute2)."""
+"""`--help` and offline diagnosis must not import the heavy libraries (pandas, paramiko, pyroute2, matplotlib)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pandas", "paramiko", "pyroute2")
+HEAVY = ("pandas", "paramiko", "pyroute2", "matplotlib")
 PROBE = """
 import sys
 sys.argv = {argv!r}

@@ -12,8 +12,9 @@ import datetime as dt
 import enum
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from linkcheck.accept.profile import Profile, ProfileCheck, Threshold
 from linkcheck.diagnose.engine import Diagnosis
@@ -47,8 +48,7 @@ def worst(verdicts: Iterable[AcceptVerdict]) -> AcceptVerdict:
     return max(verdicts, key=_RANK.__getitem__, default=AcceptVerdict.PASS)
 
 
-@dataclass(frozen=True, slots=True)
-class Measured:
+class Measured(msgspec.Struct, frozen=True):
     """One subject's samples: the numbers (or texts) read, and why any expected sample has none."""
 
     subject: str
@@ -58,8 +58,7 @@ class Measured:
     compared: tuple[str, ...] = ()  # `same` checks: the values that must all be equal
 
 
-@dataclass(frozen=True, slots=True)
-class CheckResult:
+class CheckResult(msgspec.Struct, frozen=True):
     check: ProfileCheck
     subject: str
     status: AcceptVerdict
@@ -94,15 +93,14 @@ def _threshold(t: Threshold) -> dict[str, Any]:
             "on_miss": "FAIL" if t.fails else "DEGRADED"}
 
 
-@dataclass(frozen=True, slots=True)
-class Acceptance:
+class Acceptance(msgspec.Struct, frozen=True):
     profile: Profile
     repetitions: int
     verdict: AcceptVerdict
     checks: tuple[CheckResult, ...]
     diagnosis_verdict: Verdict
     findings: tuple[tuple[str, str, str], ...] = ()  # (rule, status, subject) of the findings that count
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = msgspec.field(default=())
 
     @property
     def exit_code(self) -> ExitCode:

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
@@ -44,8 +45,7 @@ class ProfileError(InputFileError):
     """An acceptance profile breaks the schema: unknown key, wrong type, impossible or contradictory threshold."""
 
 
-@dataclass(frozen=True, slots=True)
-class CheckSpec:
+class CheckSpec(msgspec.Struct, frozen=True):
     """What a check measures and which thresholds make sense for it.
 
     kind: `min` (measured >= value passes: fail_below / warn_below), `max` (measured <= value passes:
@@ -82,8 +82,7 @@ BANDS = {"min": ("fail_below", "warn_below"), "max": ("fail_above", "warn_above"
 OPERATORS = {"min": ">=", "max": "<=", "in": "in", "same": "=="}
 
 
-@dataclass(frozen=True, slots=True)
-class Threshold:
+class Threshold(msgspec.Struct, frozen=True):
     """One band of a check: measured `operator` value passes it."""
 
     band: str  # fail_below, warn_below, fail_above, warn_above, approved, same
@@ -98,15 +97,13 @@ class Threshold:
         return not self.band.startswith("warn")
 
 
-@dataclass(frozen=True, slots=True)
-class ProfileCheck:
+class ProfileCheck(msgspec.Struct, frozen=True):
     id: str
     spec: CheckSpec
     thresholds: tuple[Threshold, ...]  # the fail band first, then the warn band when there is one
 
 
-@dataclass(frozen=True, slots=True)
-class TestPlan:
+class TestPlan(msgspec.Struct, frozen=True):
     """What `accept` runs: the RDMA rounds `repetitions` times, then NCCL once."""
 
     repetitions: int = 3
@@ -116,15 +113,14 @@ class TestPlan:
     nccl_max_bytes: int = 1 << 34
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     name: str
     description: str
     test: TestPlan
     checks: tuple[ProfileCheck, ...]
     source: str  # the file it came from
     sha256: str  # of the file's bytes
-    text: str = field(default="", repr=False)
+    text: str = ""
 
     def check(self, check_id: str) -> ProfileCheck | None:
         return next((c for c in self.checks if c.id == check_id), None)
@@ -303,7 +299,7 @@ def resolve_profile(name_or_file: str | None) -> Profile:
     wanted = name_or_file or DEFAULT_PROFILE
     builtins = builtin_profiles()
     if wanted in builtins:
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         return replace(load_profile_file(builtins[wanted]), source=f"built-in ({builtins[wanted].name})")
     path = Path(wanted)

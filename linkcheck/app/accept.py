@@ -3,9 +3,11 @@ diagnosed with the configured playbooks, judged against the profile, the accepta
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
 from linkcheck.accept.profile import Profile
@@ -18,8 +20,7 @@ if TYPE_CHECKING:
     from linkcheck.outcome import Outcome
 
 
-@dataclass(frozen=True)
-class AcceptRun:
+class AcceptRun(msgspec.Struct, frozen=True):
     saved: Path
     outcome: Outcome | None
     acceptance: Acceptance | None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
 from pathlib import Path
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.app.offline import configured_rules, diagnose_facts
 from linkcheck.bench.nccl import NcclOptions
@@ -24,8 +26,7 @@ from linkcheck.outcome import Outcome
 from linkcheck.transport.base import Transport
 
 
-@dataclass(frozen=True)
-class TrafficRequest:
+class TrafficRequest(msgspec.Struct, frozen=True):
     """Which traffic tests to run after the inspection (None = skip that test).
 
     `repetitions` > 1 (`accept`) runs the RDMA rounds that many times, then NCCL once; each repetition's
@@ -36,8 +37,7 @@ class TrafficRequest:
     repetitions: int = 1
 
 
-@dataclass(frozen=True)
-class LiveResult:
+class LiveResult(msgspec.Struct, frozen=True):
     """The saved bundle's folder, the diagnosis of exactly what was saved, and whether Ctrl-C stopped it."""
 
     saved: Path

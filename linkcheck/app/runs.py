@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from linkcheck.facts.snapshot_model import Baseline
     from linkcheck.outcome import Outcome
 
 
-@dataclass(frozen=True)
-class RunRecord:
+class RunRecord(msgspec.Struct, frozen=True):
     """What to do with a run's outcome besides the report: which command it was, the baseline to compare with."""
 
     command: str  # check | bench rdma | bench nccl | diagnose

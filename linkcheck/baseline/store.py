@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from linkcheck import __version__
 from linkcheck.errors import BaselineError, UsageError
@@ -43,10 +44,11 @@ def to_json(baseline: Baseline) -> dict[str, Any]:
         "tool_version": baseline.tool_version,
         "source": {"bundle": baseline.source_bundle, "bundle_created": baseline.bundle_created,
                    "verdict": snap.verdict, "forced": baseline.forced},
-        "pair": {**dataclasses.asdict(snap.pair), "a_macs": list(snap.pair.a_macs), "b_macs": list(snap.pair.b_macs)},
+        "pair": {**msgspec.structs.asdict(snap.pair), "a_macs": list(snap.pair.a_macs),
+                 "b_macs": list(snap.pair.b_macs)},
         "identity": snap.identity, "configuration": snap.configuration,
         "recorded": {"gid_index": snap.gid_index},
-        "performance": dataclasses.asdict(snap.performance),
+        "performance": msgspec.structs.asdict(snap.performance),
         "unknown": list(snap.unknown),
     }
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass, replace
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.bench import remote
 from linkcheck.bench.plan import BenchPath
@@ -26,8 +28,7 @@ BUFFER_FACTOR = 2.5
 MEMORY_SHARE = 0.25
 
 
-@dataclass(frozen=True)
-class NcclOptions:
+class NcclOptions(msgspec.Struct, frozen=True):
     max_bytes: int = 1 << 30
     timeout_s: int = 300
     binary: str | None = None  # path of all_gather_perf on the nodes; found on PATH or ~/nccl-tests/build

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.bench import remote
 from linkcheck.bench.plan import BenchPath, PathEnd, RdmaOptions, Round
@@ -22,8 +24,7 @@ PERFTEST_PAUSE_S = 1  # perftest sleeps 1 s after its TCP connection, before the
 ROLES = ("client", "server")
 
 
-@dataclass(frozen=True)
-class ToolInfo:
+class ToolInfo(msgspec.Struct, frozen=True):
     """What `ib_write_bw -V` said on a node, and whether its --out_json writes valid JSON (>= 6.20)."""
 
     version: str | None
@@ -50,8 +51,7 @@ def round_meta(rnd: Round, path: BenchPath, role: str, port: int, options: RdmaO
             "perftest_version": tool.version or "unknown", "format": "text", "run_id": run_id}
 
 
-@dataclass
-class Started:
+class Started(msgspec.Struct):
     path: BenchPath
     port: int
     server_argv: list[str]
@@ -61,8 +61,7 @@ class Started:
     client_started: float = 0.0
 
 
-@dataclass(frozen=True)
-class RoundContext:
+class RoundContext(msgspec.Struct, frozen=True):
     """What every step of a round needs; `sink` receives each capture as soon as it exists."""
 
     transports: dict[str, Transport]
@@ -152,8 +151,7 @@ def await_servers(ctx: RoundContext, started: list[Started]) -> None:
             raise BenchError(f"node {server.node}: {problem}" + (f" ({said})" if said else ""))
 
 
-@dataclass
-class Servers:
+class Servers(msgspec.Struct):
     """A round's servers once started: `ready` when each was seen listening, else the `problem` found."""
 
     started: list[Started]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-from dataclasses import dataclass
+
+import msgspec
 
 from linkcheck.collect.specs import validate_name
 from linkcheck.errors import BenchError
@@ -14,8 +15,7 @@ MODES = ("alone", "concurrent")
 DIRECTIONS = ("a->b", "b->a")
 
 
-@dataclass(frozen=True)
-class PathEnd:
+class PathEnd(msgspec.Struct, frozen=True):
     """One end of a data path, with everything ib_write_bw needs (names validated, GID resolved)."""
 
     node: str
@@ -25,8 +25,7 @@ class PathEnd:
     ip: str
 
 
-@dataclass(frozen=True)
-class BenchPath:
+class BenchPath(msgspec.Struct, frozen=True):
     """A data path as the traffic tests use it; `subnet` (a validated IPv4 CIDR) steers mpirun's own TCP."""
 
     key: str
@@ -39,8 +38,7 @@ class BenchPath:
         return (self.a, self.b) if direction == "a->b" else (self.b, self.a)
 
 
-@dataclass(frozen=True)
-class RdmaOptions:
+class RdmaOptions(msgspec.Struct, frozen=True):
     """Defaults follow the published GB10 measurements: 1 MiB messages, one QP, a 10 s timed run (perftest
     leaves a quarter of -D out at each end, so 6 s are measured; 5 s would leave 3)."""
 
@@ -66,8 +64,7 @@ def quick_options(*, size_bytes: int = 1048576, qps: int = 1, port_base: int | N
     return RdmaOptions(duration_s=QUICK_DURATION_S, size_bytes=size_bytes, qps=qps, port_base=port_base)
 
 
-@dataclass(frozen=True)
-class Round:
+class Round(msgspec.Struct, frozen=True):
     """Paths that run at the same time, in one direction."""
 
     id: str

@@ -18,8 +18,10 @@ import shlex
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from typing import TypeVar
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.errors import BenchError
 from linkcheck.model import Capture
@@ -33,8 +35,7 @@ EXTRA_MARK = "@@LC-BENCH-FILE@@"
 RUN_PREFIX = "/tmp/linkcheck-bench."
 
 
-@dataclass(frozen=True)
-class RemoteProcess:
+class RemoteProcess(msgspec.Struct, frozen=True):
     """A detached process on one node: its process group and its working folder."""
 
     node: str
@@ -43,8 +44,7 @@ class RemoteProcess:
     label: str
 
 
-@dataclass(frozen=True)
-class Finished:
+class Finished(msgspec.Struct, frozen=True):
     """What a finished remote process left: stdout, stderr, exit status (None if killed or unknown)."""
 
     stdout: str
@@ -77,16 +77,15 @@ def watchdog_script(run_dir: str) -> str:
             f"while [ -d {run} ] && printf . 2>/dev/null; do sleep 0.2; done")
 
 
-@dataclass
-class ProcessRegistry:
+class ProcessRegistry(msgspec.Struct):
     """Every process we started, with the capture it will make, so a failure, timeout or Ctrl-C can end
     all of them by PID and still keep what they printed."""
 
     transports: dict[str, Transport]
-    run_id: str = field(default_factory=lambda: secrets.token_hex(6))
-    running: dict[RemoteProcess, Capture] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    watchdogs: list[threading.Thread] = field(default_factory=list)
+    run_id: str = msgspec.field(default_factory=lambda: secrets.token_hex(6))
+    running: dict[RemoteProcess, Capture] = msgspec.field(default_factory=dict)
+    lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
+    watchdogs: list[threading.Thread] = msgspec.field(default_factory=list)
 
     def run_dir(self, node: str) -> str:
         """Per node: two nodes may share /tmp (a lab, or both targets on one machine)."""

@@ -13,7 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+
+import msgspec
 
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
@@ -39,9 +40,8 @@ class Progress:
     def nccl_done(self, captures: list[Capture]) -> None: ...
 
 
-@dataclass
-class TrafficResult:
-    captures: list[Capture] = field(default_factory=list)
+class TrafficResult(msgspec.Struct):
+    captures: list[Capture] = msgspec.field(default_factory=list)
     error: str | None = None
     interrupted: bool = False
 
@@ -92,8 +92,7 @@ def _wanted(rnd: Round, phase: str, nodes: list[str]) -> snapshot.Wanted:
                            {n: [e.netdev for e in ends if e.node == n] for n in nodes})
 
 
-@dataclass
-class _Carry:
+class _Carry(msgspec.Struct):
     """What one round hands the next: its snapshot before, and its servers, already started."""
 
     before: list[Capture]

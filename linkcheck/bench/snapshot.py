@@ -9,7 +9,8 @@ during the round makes its numbers inconclusive.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from linkcheck.bench.remote import on_each_node, run_step
 from linkcheck.collect.specs import validate_name
@@ -32,8 +33,7 @@ def snapshot_command(rdma_devs: Iterable[str], netdevs: Iterable[str], *, gid_ta
     return f"grep -H . {' '.join(files)} 2>&1; true" if files else "true"
 
 
-@dataclass(frozen=True)
-class Wanted:
+class Wanted(msgspec.Struct, frozen=True):
     """One snapshot to take: a round's phase, and per node the RDMA devices and netdevs it covers."""
 
     round_id: str

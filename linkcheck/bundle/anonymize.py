@@ -20,7 +20,6 @@ name only as a standalone word, never inside a path, a dotted key or a longer wo
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import itertools
 import json
@@ -28,6 +27,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.errors import BundleError
@@ -517,7 +518,7 @@ def _byte(new: dict[int, int], offset: int, token: str) -> str:
 
 def _capture(anon: Anonymizer, cap: Capture) -> Capture:
     stdout = anon.map_host(cap.stdout) if cap.spec == "hostname" else anon.text(cap.stdout)
-    return dataclasses.replace(
+    return replace(
         cap, command=anon.text(cap.command), stdout=stdout, stderr=anon.text(cap.stderr),
         arg=None if cap.arg is None else anon.text(cap.arg),
         skipped=None if cap.skipped is None else anon.text(cap.skipped),

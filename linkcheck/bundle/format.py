@@ -17,9 +17,10 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from linkcheck import __version__
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
@@ -35,19 +36,18 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
-@dataclass(frozen=True)
-class Bundle:
+class Bundle(msgspec.Struct, frozen=True):
     """A bundle in memory: what was collected, from which nodes, and what went wrong.
 
-    Frozen: a run that adds traffic results or a save folder makes a new Bundle (dataclasses.replace),
+    Frozen: a run that adds traffic results or a save folder makes a new Bundle (msgspec.structs.replace),
     so what was diagnosed is what was written."""
 
     captures: list[Capture]
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     created: str = ""
     tool_version: str = __version__
-    collection_errors: dict[str, str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)  # files missing or altered since collection
+    collection_errors: dict[str, str] = msgspec.field(default_factory=dict)
+    problems: list[str] = msgspec.field(default_factory=list)  # files missing or altered since collection
     path: Path | None = None
 
     def capture(self, node: str, spec: str, arg: str | None = None) -> Capture | None:

@@ -15,9 +15,10 @@ Bundles written before SHA256SUMS existed (the shipped fixtures) are checked aga
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, parse_sums, sha256_hex
 from linkcheck.bundle.format import MANIFEST, read_manifest
@@ -25,8 +26,7 @@ from linkcheck.bundle.format import MANIFEST, read_manifest
 FIXTURE_ONLY = frozenset({"expected.yaml", "PROVENANCE.md", "linkcheck.yaml", "baseline.json"})
 
 
-@dataclass(frozen=True, slots=True)
-class Verification:
+class Verification(msgspec.Struct, frozen=True):
     """The result of `verify_bundle`: how many files the manifest vouches for, and every mismatch."""
 
     path: Path

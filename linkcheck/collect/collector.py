@@ -10,8 +10,9 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from linkcheck.collect.script import build_inspection_script, new_token, split_script_output
 from linkcheck.collect.specs import SPECS, Spec
@@ -33,12 +34,11 @@ DEFAULT_PER_COMMAND_TIMEOUT_S = 20
 INTERRUPT_GRACE_S = 10
 
 
-@dataclass(frozen=True)
-class CollectResult:
+class CollectResult(msgspec.Struct, frozen=True):
     """Every capture from every node, and per node the error that kept it from being complete."""
 
-    captures: list[Capture] = field(default_factory=list)
-    errors: dict[str, LinkcheckError] = field(default_factory=dict)
+    captures: list[Capture] = msgspec.field(default_factory=list)
+    errors: dict[str, LinkcheckError] = msgspec.field(default_factory=dict)
     interrupted: bool = False
 
 
@@ -146,7 +146,7 @@ def _collect_node(
 def bounded(captures: list[Capture]) -> list[Capture]:
     """Captures whose output is over MAX_CAPTURE_BYTES are kept as skipped ones, with the reason, not the text:
     a node's answer cannot make the bundle (or the parsers after it) hold gigabytes."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from linkcheck.bundle.format import MAX_CAPTURE_BYTES
 

@@ -20,9 +20,10 @@ import re
 import secrets
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+import msgspec
 
 from linkcheck.collect.specs import Spec, validate_name
 from linkcheck.model import Capture
@@ -112,11 +113,10 @@ def _tool(command: str) -> str:
     return words[0] if words else command
 
 
-@dataclass
-class _Section:
+class _Section(msgspec.Struct):
     spec: Spec
     arg: str | None
-    stdout: list[str] = field(default_factory=list)
+    stdout: list[str] = msgspec.field(default_factory=list)
     stderr: list[str] | None = None  # None until the STDERR marker
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
@@ -74,8 +75,7 @@ IB_PORT_FILES = (
 )
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(msgspec.Struct, frozen=True):
     """One inspection command."""
 
     id: str

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
@@ -23,7 +25,7 @@ BENCH_HINT = {
 _BENCH_KIND = {"bench_rdma": "rdma", "bench_nccl": "nccl"}
 
 
-class Diagnosis(NamedTuple):
+class Diagnosis(msgspec.Struct, frozen=True):
     """All findings, the verdict and the exit code the CLI returns."""
 
     findings: tuple[Finding, ...]

@@ -10,7 +10,7 @@ SCOPES = ("function", "path", "node", "pair")
 BENCH_GROUPS = {"bench_rdma", "bench_nccl"}
 FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS
 
-_FUNCTION_FIELDS = tuple(name for name in Function._fields if name != "cable")
+_FUNCTION_FIELDS = tuple(name for name in Function.__struct_fields__ if name != "cable")
 FUNCTION_FACTS = frozenset(_FUNCTION_FIELDS + ("domain", "ip", "label", "used", "cabled", "cable_pn"))
 NODE_FACTS = frozenset({"name", "hostname", "uptime_s", "mem_available_kib", "arp_ignore"})
 # low.* / high.*: the end with the lower and the higher MTU (when both are known), so a rule can name who to fix.

@@ -3,36 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
 
-class Observation(NamedTuple):
+class Observation(msgspec.Struct, frozen=True):
     """One subject's outcome: fired or not, the values for the message and fix, the evidence.
 
-    Named checks give their typed values record (a TypedDict whose keys are exactly the placeholders that the
+    Named checks give their typed values record (a record whose fields are exactly the placeholders that the
     messages and fixes of its rules may use); condition rules give the subject's flattened facts."""
 
     subject: str
     fired: bool
     nodes: tuple[str, ...] = ("a", "b")
-    values: Mapping[str, object] | None = None
+    values: msgspec.Struct | Mapping[str, object] | None = None
     evidence: tuple[Evidence, ...] = ()
     skip: str | None = None
     # A check that grades its finding (a warning band below a failure band) lowers the rule's severity here.
     severity: Severity | None = None
 
     def value_map(self) -> dict[str, object]:
+        if isinstance(self.values, msgspec.Struct):
+            return msgspec.structs.asdict(self.values)
         return dict(self.values or {})
 
 
 CheckFunc = Callable[[LinkFacts, Mapping[str, Any]], list[Observation]]
 
 
-class CheckDef(NamedTuple):
-    """A named check: the function, the TypedDict of the values it fills, the thresholds it reads."""
+class CheckDef(msgspec.Struct, frozen=True):
+    """A named check: the function, the record of the values it fills, the thresholds it reads."""
 
     func: CheckFunc
     values: type
@@ -40,6 +44,6 @@ class CheckDef(NamedTuple):
 
     @property
     def placeholders(self) -> frozenset[str]:
-        # A TypedDict class lists its keys in its annotations (inherited ones included); the loader refuses a
+        # The values record's fields are the placeholders it fills; the loader refuses a
         # rule that uses any other placeholder, so none goes unfilled.
-        return frozenset(self.values.__annotations__)
+        return frozenset(getattr(self.values, "__struct_fields__", ()))

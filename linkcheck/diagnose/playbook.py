@@ -4,12 +4,14 @@ A rule either states a condition over facts (a small operator vocabulary, never 
 Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune them without code.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
@@ -249,7 +251,7 @@ def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], sou
                                 f"(it has: {', '.join(sorted(by_id[rule_id].thresholds)) or 'none'})",
                                 line=line_of(values, unknown[0]))
         _check_override(by_id[rule_id], values, source)
-    return [r._replace(thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]
+    return [replace(r, thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]
 
 
 def _check_override(rule: Rule, values: dict[str, Any], source: str) -> None:

@@ -1,20 +1,22 @@
 """A rule as data: its condition tree and everything a user needs when it fires (the playbook loader builds them)."""
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.model import Severity
 
 
-class Condition(NamedTuple):
+class Condition(msgspec.Struct, frozen=True):
     """`all`/`any` of children, or one operator applied to a fact (or two facts for `differs`)."""
 
     op: str
     fact: str | None = None
     value: Any = None
-    children: tuple["Condition", ...] = ()
+    children: tuple[Condition, ...] = ()
 
     def facts(self) -> set[str]:
         own = {self.fact} if self.fact else set()
@@ -23,7 +25,7 @@ class Condition(NamedTuple):
         return own.union(*(c.facts() for c in self.children))
 
 
-class Rule(NamedTuple):
+class Rule(msgspec.Struct, frozen=True):
     """One diagnosis with everything a user needs when it fires."""
 
     id: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from linkcheck.facts.draft import NodeDraft
 from linkcheck.facts.host_facts import host_facts
 from linkcheck.facts.identity_facts import nm_runtime_profiles, node_identity
@@ -152,5 +154,5 @@ def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
         identity=node_identity(b.src),
         nm_runtime=nm_runtime,
         unavailable=b.unavailable,
-        **host,
+        **msgspec.structs.asdict(host),
     )

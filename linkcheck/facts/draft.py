@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec.structs import replace
+
 from linkcheck.facts.model import Function
 from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
@@ -23,4 +25,4 @@ class NodeDraft:
         self.unavailable.setdefault(group, reason)
 
     def update(self, netdev: str, **changes: Any) -> None:
-        self.functions[netdev] = self.functions[netdev]._replace(**changes)
+        self.functions[netdev] = replace(self.functions[netdev], **changes)

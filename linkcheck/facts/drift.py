@@ -3,8 +3,10 @@ and attach a baseline to a diagnosis (another pair's is refused)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.errors import BaselineError
 from linkcheck.facts.snapshot import snapshot_of
@@ -17,8 +19,7 @@ if TYPE_CHECKING:
 ABSENT = "absent"
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(msgspec.Struct, frozen=True):
     """One field that differs: its name, the baseline's value and the value now."""
 
     field: str
@@ -81,8 +82,7 @@ def parameter_differences(base: dict[str, str], now: dict[str, str]) -> list[str
             for k in sorted(set(base) | set(now)) if base.get(k) != now.get(k)]
 
 
-@dataclass(frozen=True, slots=True)
-class Ratio:
+class Ratio(msgspec.Struct, frozen=True):
     """One traffic figure now against the baseline's."""
 
     subject: str
@@ -130,4 +130,4 @@ def attach_baseline(bundle: Bundle, link: LinkFacts, baseline: Baseline) -> Link
         raise BaselineError(baseline.path or baseline.name,
                             f"baseline {baseline.name!r} is of another pair: {'; '.join(differences)}",
                             fix="compare with a baseline of this pair (linkcheck baseline list), or save one")
-    return link._replace(baseline=BaselineFacts(baseline=baseline, current=current))
+    return replace(link, baseline=BaselineFacts(baseline=baseline, current=current))

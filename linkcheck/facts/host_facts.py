@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from linkcheck.facts.model import DmesgHint, Neighbour
 from linkcheck.facts.sources import NcclSpec, NodeSources
@@ -35,7 +37,7 @@ def _nccl(src: NodeSources, missing: Callable[[str, str], None]) -> tuple[dict[s
     return values, sources
 
 
-class HostFacts(TypedDict):
+class HostFacts(msgspec.Struct, frozen=True):
     """The NodeFacts fields that come from the host rather than from its CX-7 functions."""
 
     nccl: dict[str, str]
@@ -62,18 +64,18 @@ def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFac
     routes = src.ip_route()
     sysctl = src.sysctl()
     os_release = src.os_release()
-    return {
-        "nccl": nccl,
-        "nccl_sources": nccl_sources,
-        "uptime_s": uptime.uptime_s if uptime else None,
-        "mem_available_kib": mem.mem_available_kib if mem else None,
-        "dmesg": dmesg_hints(dmesg) if dmesg else (),
-        "neighbours": neighbours(neigh) if neigh else (),
-        "routes": tuple((r.dst, r.dev) for r in routes) if routes else (),
-        "arp_ignore": sysctl.get("net.ipv4.conf.all.arp_ignore") if sysctl else None,
-        "kernel_release": _first_line(src.capture("kernel_release")),
-        "os_name": os_release.pretty_name if os_release else None,
-    }
+    return HostFacts(
+        nccl=nccl,
+        nccl_sources=nccl_sources,
+        uptime_s=uptime.uptime_s if uptime else None,
+        mem_available_kib=mem.mem_available_kib if mem else None,
+        dmesg=dmesg_hints(dmesg) if dmesg else (),
+        neighbours=neighbours(neigh) if neigh else (),
+        routes=tuple((r.dst, r.dev) for r in routes) if routes else (),
+        arp_ignore=sysctl.get("net.ipv4.conf.all.arp_ignore") if sysctl else None,
+        kernel_release=_first_line(src.capture("kernel_release")),
+        os_name=os_release.pretty_name if os_release else None,
+    )
 
 
 def _first_line(cap: Capture | None) -> str | None:

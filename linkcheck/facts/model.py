@@ -4,10 +4,12 @@ Rules read these typed facts, never raw text. A fact group that could not be gat
 `NodeFacts.unavailable` with the reason, so rules that need it skip instead of passing.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from linkcheck.facts.snapshot_model import BaselineFacts
@@ -17,7 +19,7 @@ NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable"
                          "netplan", "nm_profiles"})
 
 
-class CableInfo(NamedTuple):
+class CableInfo(msgspec.Struct, frozen=True):
     """The cable's identity from the module EEPROM (`ethtool -m`)."""
 
     vendor_name: str | None
@@ -31,7 +33,7 @@ class CableInfo(NamedTuple):
     date_code: str | None = None
 
 
-class Function(NamedTuple):
+class Function(msgspec.Struct, frozen=True):
     """One ConnectX-7 PCIe function: a netdev and its RDMA device. Two of them (twins) serve a cage."""
 
     node: str
@@ -79,7 +81,7 @@ class Function(NamedTuple):
         return f"{self.node}:{self.netdev}"
 
 
-class Neighbour(NamedTuple):
+class Neighbour(msgspec.Struct, frozen=True):
     """A resolved peer address: which MAC the kernel will send to for an IP, and out of which netdev."""
 
     ip: str
@@ -87,7 +89,7 @@ class Neighbour(NamedTuple):
     mac: str | None
 
 
-class DmesgHint(NamedTuple):
+class DmesgHint(msgspec.Struct, frozen=True):
     """A kernel event that matters for a diagnosis (hot-plug, link up/down)."""
 
     kind: str
@@ -95,7 +97,7 @@ class DmesgHint(NamedTuple):
     text: str
 
 
-class NetplanIntent(NamedTuple):
+class NetplanIntent(msgspec.Struct, frozen=True):
     """What the netplan files say about one CX-7 netdev (matched by name, glob or MAC), to compare with it live."""
 
     netdev: str
@@ -108,7 +110,7 @@ class NetplanIntent(NamedTuple):
     source: str | None  # the file that defines it, when the dump names files
 
 
-class NodeIdentity(NamedTuple):
+class NodeIdentity(msgspec.Struct, frozen=True):
     """Who the node is and what software it runs: evidence for an acceptance record and the node comparison.
 
     None where the node could not tell (no DMI in a VM, a root-only serial without sudo, a tool not installed).
@@ -131,7 +133,7 @@ class NodeIdentity(NamedTuple):
     # is printed only by a run (rank 0's "# nccl-tests version ..."): acceptance.json's evidence.traffic_versions
 
 
-class NmRuntimeProfile(NamedTuple):
+class NmRuntimeProfile(msgspec.Struct, frozen=True):
     """A NetworkManager profile kept only under /run (lost at reboot) that configures a CX-7 netdev."""
 
     netdev: str
@@ -142,7 +144,7 @@ class NmRuntimeProfile(NamedTuple):
     persistent: bool  # an /etc keyfile or a netplan definition also configures the netdev
 
 
-class NodeFacts(NamedTuple):
+class NodeFacts(msgspec.Struct, frozen=True):
     """Everything learned about one node."""
 
     name: str
@@ -178,7 +180,7 @@ class NodeFacts(NamedTuple):
         return tuple(f for f in self.functions if f.ipv4)
 
 
-class DataPath(NamedTuple):
+class DataPath(msgspec.Struct, frozen=True):
     """A twin on node a facing its twin on node b (same subnet): one data path."""
 
     a: Function
@@ -190,7 +192,7 @@ class DataPath(NamedTuple):
         return f"{self.a.netdev}<->{self.b.netdev}"
 
 
-class RdmaRun(NamedTuple):
+class RdmaRun(msgspec.Struct, frozen=True):
     """One ib_write_bw client result for one path, mode and direction."""
 
     path_key: str
@@ -203,7 +205,7 @@ class RdmaRun(NamedTuple):
     round_id: str = ""  # the bundle's round, when it records one
 
 
-class RdmaCounters(NamedTuple):
+class RdmaCounters(msgspec.Struct, frozen=True):
     """Per-HCA port_xmit_data / port_rcv_data deltas (bytes) over a traffic run."""
 
     node: str
@@ -213,7 +215,7 @@ class RdmaCounters(NamedTuple):
     round_id: str = ""
 
 
-class NcclRun(NamedTuple):
+class NcclRun(msgspec.Struct, frozen=True):
     """The nccl-tests result and what the NCCL log says about the transport."""
 
     busbw_gbs: float | None  # large-message bus bandwidth (max over rows)
@@ -227,7 +229,7 @@ class NcclRun(NamedTuple):
     largest_bytes: int | None = None  # the largest message size of the sweep
 
 
-class BenchFacts(NamedTuple):
+class BenchFacts(msgspec.Struct, frozen=True):
     """Traffic-test results, when the bundle has them."""
 
     rdma: tuple[RdmaRun, ...] = ()
@@ -253,7 +255,7 @@ class BenchFacts(NamedTuple):
         return out
 
 
-class ExpectedPath(NamedTuple):
+class ExpectedPath(msgspec.Struct, frozen=True):
     """One path as `linkcheck init` recorded it: the twin on a, the twin on b, their subnet."""
 
     a: str
@@ -261,7 +263,7 @@ class ExpectedPath(NamedTuple):
     subnet: str | None = None
 
 
-class ExpectedLink(NamedTuple):
+class ExpectedLink(msgspec.Struct, frozen=True):
     """The link as linkcheck.yaml's `link:` section describes it, to compare the live link with."""
 
     cage: str | None
@@ -269,7 +271,7 @@ class ExpectedLink(NamedTuple):
     source: str
 
 
-class LinkFacts(NamedTuple):
+class LinkFacts(msgspec.Struct, frozen=True):
     """The pair: both nodes, the data paths between them, and the traffic results."""
 
     a: NodeFacts
@@ -278,7 +280,7 @@ class LinkFacts(NamedTuple):
     bench: BenchFacts = BenchFacts()
     bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
     expected: ExpectedLink | None = None  # linkcheck.yaml's `link:` section, when a config is in use
-    baseline: "BaselineFacts | None" = None  # the saved known-good state to compare with (`--baseline`)
+    baseline: BaselineFacts | None = None  # the saved known-good state to compare with (`--baseline`)
 
     def node(self, name: str) -> NodeFacts:
         return self.a if name == "a" else self.b

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.build import build_node_facts
 from linkcheck.facts.model import NODE_GROUPS, DataPath, ExpectedLink, Function, LinkFacts, NodeFacts
@@ -33,7 +35,7 @@ def _node(name: str, inspection: list[Capture], errors: dict[str, str]) -> NodeF
     facts = build_node_facts(name, own)
     if name in errors and not own:
         # Nothing came back from this node: every fact group is unknown, for the same reason.
-        return facts._replace(unavailable={g: errors[name] for g in NODE_GROUPS})
+        return replace(facts, unavailable={g: errors[name] for g in NODE_GROUPS})
     return facts
 
 
@@ -50,4 +52,4 @@ def build_link_facts(captures: list[Capture], errors: dict[str, str] | None = No
 def with_traffic(link: LinkFacts, captures: list[Capture]) -> LinkFacts:
     """The link facts with the traffic results among `captures`; the nodes' facts are reused as they are."""
     bench, present = build_bench_facts([c for c in captures if c.meta], link.paths)
-    return link._replace(bench=bench, bench_present=present)
+    return replace(link, bench=bench, bench_present=present)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 SCHEMA = "linkcheck-baseline"
 SCHEMA_VERSION = 1
@@ -11,8 +11,7 @@ SCHEMA_VERSION = 1
 Fields = dict[str, "str | None"]
 
 
-@dataclass(frozen=True, slots=True)
-class PairKey:
+class PairKey(msgspec.Struct, frozen=True):
     """Who the pair is: per node its machine id (when the bundle has one), hostname and ConnectX-7 MACs; the cable."""
 
     a_hostname: str | None
@@ -24,19 +23,17 @@ class PairKey:
     b_machine_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Performance:
+class Performance(msgspec.Struct, frozen=True):
     """Traffic results with the parameters they were measured with (other parameters make them incomparable)."""
 
-    rdma_gbps: dict[str, float] = field(default_factory=dict)  # "path|mode|direction" -> lowest Gb/s
-    concurrent_total_gbps: dict[str, float] = field(default_factory=dict)  # direction -> Gb/s
+    rdma_gbps: dict[str, float] = msgspec.field(default_factory=dict)  # "path|mode|direction" -> lowest Gb/s
+    concurrent_total_gbps: dict[str, float] = msgspec.field(default_factory=dict)  # direction -> Gb/s
     nccl_busbw_gbs: float | None = None
-    rdma_parameters: dict[str, str] = field(default_factory=dict)  # size_bytes, duration_s, qps
-    nccl_parameters: dict[str, str] = field(default_factory=dict)  # min_bytes, max_bytes, step_factor, gpus
+    rdma_parameters: dict[str, str] = msgspec.field(default_factory=dict)  # size_bytes, duration_s, qps
+    nccl_parameters: dict[str, str] = msgspec.field(default_factory=dict)  # min_bytes, max_bytes, step_factor, gpus
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(msgspec.Struct, frozen=True):
     """One run's state: identity and configuration compared exactly, GID indices recorded, performance relative.
 
     `unknown` lists key prefixes (a node, its NCCL settings) that could not be read in this run."""
@@ -50,8 +47,7 @@ class Snapshot:
     unknown: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Baseline:
+class Baseline(msgspec.Struct, frozen=True):
     """A saved snapshot: its name, when and from which bundle it was taken, and where it is stored."""
 
     name: str
@@ -64,8 +60,7 @@ class Baseline:
     path: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class BaselineFacts:
+class BaselineFacts(msgspec.Struct, frozen=True):
     """The baseline a diagnosis compares with, and the same fields read from the bundle being diagnosed."""
 
     baseline: Baseline

@@ -4,10 +4,11 @@ Formats follow ethtool 5.x-6.x (netlink and ioctl paths); see tool-formats.md 3.
 for these commands in common versions, so the text is the interface.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers import _eeprom
@@ -29,7 +30,7 @@ def _error_reason(lines: list[str]) -> str | None:
     return None
 
 
-class EthtoolSettings(NamedTuple):
+class EthtoolSettings(msgspec.Struct, frozen=True):
     """`ethtool IFACE`: negotiated link state and the link modes on offer."""
 
     ifname: str | None
@@ -139,7 +140,7 @@ def parse_ethtool(text: str) -> EthtoolSettings:
     )
 
 
-class EthtoolDriver(NamedTuple):
+class EthtoolDriver(msgspec.Struct, frozen=True):
     """`ethtool -i IFACE`: driver, firmware (mlx5 appends the board PSID) and PCI address."""
 
     driver: str | None
@@ -182,7 +183,7 @@ def parse_ethtool_i(text: str) -> EthtoolDriver:
     )
 
 
-class EthtoolStats(NamedTuple):
+class EthtoolStats(msgspec.Struct, frozen=True):
     """`ethtool -S IFACE`: driver counters in output order (first occurrence wins on duplicates)."""
 
     counters: tuple[tuple[str, int], ...]
@@ -222,7 +223,7 @@ def parse_ethtool_s(text: str) -> EthtoolStats:
     return EthtoolStats(counters=tuple(counters))
 
 
-class ModuleEeprom(NamedTuple):
+class ModuleEeprom(msgspec.Struct, frozen=True):
     """`ethtool -m IFACE`: the cable's identity (vendor, part number, serial, length) and every field."""
 
     memory_map: str
@@ -336,7 +337,7 @@ def parse_ethtool_m(text: str) -> ModuleEeprom:
     return _module_from_fields(None, fields)
 
 
-class FecStatistic(NamedTuple):
+class FecStatistic(msgspec.Struct, frozen=True):
     """One FEC counter of `ethtool -I --show-fec`: its total and, where the driver reports them, per lane."""
 
     name: str  # corrected_blocks, uncorrectable_blocks, corrected_bits, fec_bit_err_<low>[_to_<high>]
@@ -344,7 +345,7 @@ class FecStatistic(NamedTuple):
     lanes: tuple[int, ...] = ()
 
 
-class EthtoolFec(NamedTuple):
+class EthtoolFec(msgspec.Struct, frozen=True):
     """`ethtool --show-fec IFACE` (text, either prompt) or `ethtool --json --show-fec IFACE`.
 
     Encodings are kept as ethtool prints them: RS, BaseR, LLRS, Off, None, Auto (and BIT<n> for a mode

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -27,8 +28,7 @@ _N_GIDS_RE = re.compile(r"^n_gids_found=([0-9]{1,9})$")
 _SMALL_INT_RE = re.compile(r"^[0-9]{1,6}$")
 
 
-@dataclass(frozen=True, slots=True)
-class GidEntry:
+class GidEntry(msgspec.Struct, frozen=True):
     """One GID table slot; `gid` is 8 groups of 4 lower-case hex digits, as sysfs prints it."""
 
     device: str

@@ -3,11 +3,11 @@
 Split from rdma.py so that a diagnosis, which reads these only as a fallback, does not define their records.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass, field
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -44,8 +44,7 @@ _DEVICE_KEYS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class IbvGid:
+class IbvGid(msgspec.Struct, frozen=True):
     """One GID line of `ibv_devinfo -v`; roce_version is None without a ', RoCE vN' suffix."""
 
     index: int
@@ -54,7 +53,7 @@ class IbvGid:
     masked: bool = False  # hex digits pasted as 'x': `gid` keeps the text as given
 
 
-class IbvPort(NamedTuple):
+class IbvPort(msgspec.Struct, frozen=True):
     """One port block; active_speed_gbps is per lane, rate_gbps = lanes x lane speed.
 
     `port` is None for an excerpt that starts inside a port block (`ibv_devinfo -v | grep active_`).
@@ -79,7 +78,7 @@ class IbvPort(NamedTuple):
         return self.active_width_lanes * self.active_speed_gbps
 
 
-class IbvDevice(NamedTuple):
+class IbvDevice(msgspec.Struct, frozen=True):
     """One `hca_id:` block; `hca_id` is None for an excerpt pasted without its `hca_id:` line."""
 
     hca_id: str | None
@@ -91,19 +90,17 @@ class IbvDevice(NamedTuple):
     ports: tuple[IbvPort, ...]
 
 
-@dataclass
-class _PortDraft:
+class _PortDraft(msgspec.Struct):
     port: int | None
     line_no: int
-    fields: dict[str, str] = field(default_factory=dict)
-    gids: list[IbvGid] = field(default_factory=list)
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
+    gids: list[IbvGid] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class _DeviceDraft:
+class _DeviceDraft(msgspec.Struct):
     hca_id: str | None
-    fields: dict[str, str] = field(default_factory=dict)
-    ports: list[_PortDraft] = field(default_factory=list)
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
+    ports: list[_PortDraft] = msgspec.field(default_factory=list)
 
 
 def _code(value: str | None) -> int | None:
@@ -237,7 +234,7 @@ _IBSTAT_PORT_KEYS = frozenset({"State", "Physical state", "Rate", "Base lid", "L
 _IBSTAT_KV_RE = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}?):(.*)$")  # value stripped in code, as _KV_RE
 
 
-class IbstatPort(NamedTuple):
+class IbstatPort(msgspec.Struct, frozen=True):
     """One `Port N:` block; a Down port reports `Rate: 40`, so read the rate only with State Active.
 
     `port` is None for an excerpt that starts inside the block (`ibstat | grep -A3 State`).
@@ -251,7 +248,7 @@ class IbstatPort(NamedTuple):
     port_guid: str | None
 
 
-class IbstatCa(NamedTuple):
+class IbstatCa(msgspec.Struct, frozen=True):
     """One `CA '<name>'` block."""
 
     name: str | None  # None for an excerpt pasted without its "CA '<name>'" line

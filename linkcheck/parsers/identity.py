@@ -10,11 +10,12 @@ v2.17.4); `-h` prints the usage only, so the inspection records the binary's pat
 the version.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import posixpath
 import re
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -30,7 +31,7 @@ _LIB_VERSION = re.compile(r"^libnccl\.so\.([0-9]+\.[0-9]+\.[0-9]+)$")
 _INSTALL_LINE = re.compile(r"^(lib|tests) (/\S.*)$")
 
 
-class DmiSerial(NamedTuple):
+class DmiSerial(msgspec.Struct, frozen=True):
     """The DMI product serial; None when the firmware holds a placeholder."""
 
     serial: str | None
@@ -61,7 +62,7 @@ def parse_dmi_serial(text: str) -> DmiSerial:
     return DmiSerial(dmi_value(m.group(1)))
 
 
-class NcclInstall(NamedTuple):
+class NcclInstall(msgspec.Struct, frozen=True):
     """NCCL libraries and nccl-tests binaries found on the node."""
 
     libraries: tuple[str, ...]  # every libnccl.so* path, links included
@@ -110,7 +111,7 @@ def nccl_version_code(code: int | None) -> str | None:
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
-class PerftestVersion(NamedTuple):
+class PerftestVersion(msgspec.Struct, frozen=True):
     """What `ib_write_bw -V` says, and the two output traits that depend on it."""
 
     version: str

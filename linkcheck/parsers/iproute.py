@@ -4,17 +4,19 @@ Why JSON only: the text forms changed wording across iproute2 releases, the JSON
 older releases omit keys (all optional here) and some emitted `{}` placeholders, which are skipped.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import ipaddress
 import json
 import re
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.errors import ParseError
 
 
-class IpAddress(NamedTuple):
+class IpAddress(msgspec.Struct, frozen=True):
     """One `addr_info` entry; `local` is validated, so `network` never fails."""
 
     family: str
@@ -28,7 +30,7 @@ class IpAddress(NamedTuple):
         return str(ipaddress.ip_interface(f"{self.local}/{self.prefixlen}").network)
 
 
-class IpInterface(NamedTuple):
+class IpInterface(msgspec.Struct, frozen=True):
     """One interface of `ip [-d] -j link|addr show`; `mac` is the `address` key."""
 
     ifname: str
@@ -58,7 +60,7 @@ class IpInterface(NamedTuple):
         return tuple(a for a in self.addresses if a.family == "inet")
 
 
-class IpRoute(NamedTuple):
+class IpRoute(msgspec.Struct, frozen=True):
     """One route; `dev` is None for multipath routes (nexthops)."""
 
     dst: str
@@ -70,7 +72,7 @@ class IpRoute(NamedTuple):
     metric: int | None
 
 
-class IpNeighbour(NamedTuple):
+class IpNeighbour(msgspec.Struct, frozen=True):
     """One neighbour entry; `lladdr` is absent while resolution fails (state FAILED/INCOMPLETE)."""
 
     dst: str

@@ -4,10 +4,11 @@ dmesg tells whether the CX-7 came up through the hot-plug path (cable plugged lo
 state that runs at ~13 Gb/s until both nodes reboot (spark-link.md 3b), and when links flapped.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -48,7 +49,7 @@ MLX5_EVENTS = (
 )
 
 
-class DmesgEvent(NamedTuple):
+class DmesgEvent(msgspec.Struct, frozen=True):
     """One kernel message that matters for the CX-7 link; `device` is the netdev, RDMA device or BDF."""
 
     time_s: float | None
@@ -59,7 +60,7 @@ class DmesgEvent(NamedTuple):
     bdf: str | None = None
 
 
-class DmesgLog(NamedTuple):
+class DmesgLog(msgspec.Struct, frozen=True):
     """The recognised events in log order, how many non-empty lines were read, and dmesg_restrict."""
 
     events: tuple[DmesgEvent, ...]
@@ -125,7 +126,7 @@ def parse_dmesg(text: str) -> DmesgLog:
     return DmesgLog(events=tuple(events), lines=len(lines), restricted=restricted)
 
 
-class OsRelease(NamedTuple):
+class OsRelease(msgspec.Struct, frozen=True):
     """/etc/os-release (os-release(5)): the distribution's name and version."""
 
     pretty_name: str | None
@@ -159,7 +160,7 @@ def parse_os_release(text: str) -> OsRelease:
     return OsRelease(values.get("PRETTY_NAME"), values.get("ID"), values.get("VERSION_ID"))
 
 
-class Uptime(NamedTuple):
+class Uptime(msgspec.Struct, frozen=True):
     """/proc/uptime: seconds since boot, and summed idle seconds of all CPUs."""
 
     uptime_s: float
@@ -178,7 +179,7 @@ def parse_uptime(text: str) -> Uptime:
     return Uptime(uptime_s=float(fields[0]), idle_s=float(fields[1]) if len(fields) == 2 else None)
 
 
-class SysctlValues(NamedTuple):
+class SysctlValues(msgspec.Struct, frozen=True):
     """`sysctl KEY...` output, in order; keys that could not be read are absent."""
 
     values: tuple[tuple[str, str], ...]
@@ -205,7 +206,7 @@ def parse_sysctl(text: str) -> SysctlValues:
     return SysctlValues(values=tuple(values))
 
 
-class MemInfo(NamedTuple):
+class MemInfo(msgspec.Struct, frozen=True):
     """/proc/meminfo totals that size NCCL buffers on the GB10's unified memory."""
 
     mem_total_kib: int | None

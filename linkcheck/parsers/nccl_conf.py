@@ -7,10 +7,11 @@ variable named "NCCL_IB_HCA " that NCCL never looks up. Such lines are kept unde
 in `warnings`, so a rule can say why the setting is ignored.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 
@@ -18,7 +19,7 @@ ENV_LINE_RE = re.compile(r"^(?:export\s+|declare -x\s+)?(NCCL_[A-Za-z0-9_]*)=(.*
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class NcclSettings(NamedTuple):
+class NcclSettings(msgspec.Struct, frozen=True):
     """NCCL variables in order of first appearance (a later assignment wins) and their line numbers."""
 
     values: tuple[tuple[str, str], ...]

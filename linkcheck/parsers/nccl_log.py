@@ -6,12 +6,12 @@ timestamp prefix of WARN lines (>= 2.26), Open MPI --tag-output prefixes, every 
 env-echo forms ("set by environment to" and the newer "set to").
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import ipaddress
 import re
-from dataclasses import dataclass, field
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -43,7 +43,7 @@ _QP = re.compile(  # bounded gap (query_ece={...} is < 100 chars): an open ".*?"
 _DEV_NAME = re.compile(r"\[[0-9]+\]([^\s:\[\]/]+)")
 
 
-class NcclQpGid(NamedTuple):
+class NcclQpGid(msgspec.Struct, frozen=True):
     """The GID one RDMA QP was connected with; `ipv4` is set only for an IPv4-mapped (RoCE v2 IPv4) GID."""
 
     ib_dev: int | None
@@ -51,7 +51,7 @@ class NcclQpGid(NamedTuple):
     ipv4: str | None
 
 
-class NcclLog(NamedTuple):
+class NcclLog(msgspec.Struct, frozen=True):
     """What an NCCL debug log says about versions, devices, the chosen transport and GIDs."""
 
     nccl_version: str | None
@@ -82,19 +82,18 @@ class NcclLog(NamedTuple):
         )
 
 
-@dataclass
-class _Acc:
+class _Acc(msgspec.Struct):
     version: str | None = None
     network: str | None = None
-    ib_devices: dict[str, None] = field(default_factory=dict)  # ordered sets
-    socket_devices: dict[str, None] = field(default_factory=dict)
+    ib_devices: dict[str, None] = msgspec.field(default_factory=dict)  # ordered sets
+    socket_devices: dict[str, None] = msgspec.field(default_factory=dict)
     no_ib: bool = False
-    net_devs: set[int] = field(default_factory=set)
-    transports: set[str] = field(default_factory=set)
-    env: dict[str, str] = field(default_factory=dict)
-    qps: dict[NcclQpGid, None] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    hosts: dict[str, None] = field(default_factory=dict)
+    net_devs: set[int] = msgspec.field(default_factory=set)
+    transports: set[str] = msgspec.field(default_factory=set)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    qps: dict[NcclQpGid, None] = msgspec.field(default_factory=dict)
+    warnings: list[str] = msgspec.field(default_factory=list)
+    hosts: dict[str, None] = msgspec.field(default_factory=dict)
     matched: int = 0
 
 

@@ -6,13 +6,14 @@ fields), -S (timestamp appended), -I (per-iteration columns after each side) and
 object holds rank 0's whole environment and is never read.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -39,8 +40,7 @@ _WORD = re.compile(r"\S+")
 _TIME_LABELS = ("time", "cputime")
 
 
-@dataclass(frozen=True, slots=True)
-class NcclTestRow:
+class NcclTestRow(msgspec.Struct, frozen=True):
     """One size of the sweep; times in microseconds, bandwidths in GB/s (10^9 bytes/s)."""
 
     size_bytes: int
@@ -58,7 +58,7 @@ class NcclTestRow:
     ip_wrong: int | None
 
 
-class NcclTestResult(NamedTuple):
+class NcclTestResult(msgspec.Struct, frozen=True):
     """One nccl-tests run as rank 0 reported it; `completed` is False for output cut before the footer."""
 
     program: str | None
@@ -92,7 +92,7 @@ class NcclTestResult(NamedTuple):
         return self.header_blocks
 
 
-class _Layout(NamedTuple):
+class _Layout(msgspec.Struct, frozen=True):
     """Where the columns are, read from the `#  size  count ...` header line."""
 
     pre: int = 5  # size count type redop [root]
@@ -101,20 +101,19 @@ class _Layout(NamedTuple):
     wrong_is_count: bool = True  # <= v2.10 printed the max error value ("error"), not a count
 
 
-@dataclass
-class _Acc:
+class _Acc(msgspec.Struct):
     program: str | None = None
     version: str | None = None
     nccl_version: int | None = None
     ranks: int = 0
-    hosts: dict[str, None] = field(default_factory=dict)  # ordered set: `not in list` is quadratic
-    rows: list[NcclTestRow] = field(default_factory=list)
+    hosts: dict[str, None] = msgspec.field(default_factory=dict)  # ordered set: `not in list` is quadratic
+    rows: list[NcclTestRow] = msgspec.field(default_factory=list)
     avg: float | None = None
     oob: int | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     blocks: int = 0
     footers: int = 0
-    layout: _Layout = field(default_factory=_Layout)
+    layout: _Layout = msgspec.field(default_factory=_Layout)
     bad_row: int | None = None
     recognised: bool = False
     header_seen: bool = False

@@ -5,13 +5,14 @@ override, mappings merge key by key; `addresses` accumulate (observed with netpl
 `link-local` is replaced. Only `ethernets` is modelled: the CX-7 ports are plain ethernets.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import ipaddress
 import posixpath
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
+import msgspec
 import yaml
 
 from linkcheck.errors import ParseError
@@ -26,7 +27,7 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DIR_PRIORITY = {"/lib/netplan": 0, "/etc/netplan": 1, "/run/netplan": 2}
 
 
-class NetplanEthernet(NamedTuple):
+class NetplanEthernet(msgspec.Struct, frozen=True):
     """One `network.ethernets.<id>` definition after merging; `renderer` is the definition's own."""
 
     netdef_id: str
@@ -50,7 +51,7 @@ class NetplanEthernet(NamedTuple):
         return self.netdef_id
 
 
-class NetplanConfig(NamedTuple):
+class NetplanConfig(msgspec.Struct, frozen=True):
     """The merged netplan configuration: global renderer, ethernets, and the files merged (in order)."""
 
     renderer: str | None

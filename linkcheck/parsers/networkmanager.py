@@ -9,11 +9,12 @@ put there) and are gone at the next boot, except those netplan's NetworkManager 
 /etc/netplan at every boot (canonical/netplan `src/nm.c`).
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import posixpath
 import re
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 
@@ -26,7 +27,7 @@ _ADDRESS_KEY_RE = re.compile(r"^address(?:es)?\d*$")
 _MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$")
 
 
-class NmProfile(NamedTuple):
+class NmProfile(msgspec.Struct, frozen=True):
     """One NetworkManager connection profile as its keyfile states it."""
 
     path: str
@@ -49,7 +50,7 @@ class NmProfile(NamedTuple):
         return posixpath.dirname(self.path) == RUN_DIR and posixpath.basename(self.path).startswith("netplan-")
 
 
-class NmProfiles(NamedTuple):
+class NmProfiles(msgspec.Struct, frozen=True):
     profiles: tuple[NmProfile, ...]
 
 

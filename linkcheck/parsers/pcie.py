@@ -4,10 +4,11 @@ A GB10 CX-7 function should train at 32GT/s x4; x2 on the 0002 domain is a known
 width is what matters most. Formats from pciutils `ls-caps.c` `cap_express_link()`, v3.6 to v3.14.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 
@@ -22,7 +23,7 @@ LNKSTA_RE = re.compile(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x(\
 NOTE_RANK = ("downgraded", "overdriven", "strange", "ok")
 
 
-class PciLink(NamedTuple):
+class PciLink(msgspec.Struct, frozen=True):
     """One PCI function's PCIe link as lspci reports it; speeds None when unknown or not readable.
 
     `sta_note` is the more alarming of lspci's speed and width suffixes ("downgraded" > "overdriven" >

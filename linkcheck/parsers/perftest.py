@@ -5,12 +5,13 @@ Every era is accepted: MB/sec (<= 6.21), MiB/sec (>= 6.22) and Gb/sec headers, t
 shapes (pseudo-JSON before 24.01, standard JSON, standard JSON with a trailing comma).
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import ipaddress
 import re
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._perftest_json import load_json as _load_json
@@ -86,7 +87,7 @@ _CPU_FREQ = re.compile(  # only where glued to other text, so line numbers stay 
 )
 
 
-class PerftestRow(NamedTuple):
+class PerftestRow(msgspec.Struct, frozen=True):
     """One result row; bandwidths already converted to Gb/s (10^9 bit/s)."""
 
     size_bytes: int
@@ -97,7 +98,7 @@ class PerftestRow(NamedTuple):
     cpu_util_pct: float | None = None
 
 
-class PerftestResult(NamedTuple):
+class PerftestResult(msgspec.Struct, frozen=True):
     """One side's perftest BW report; `rows` is empty when the run died before its first result."""
 
     test: str | None
@@ -129,22 +130,21 @@ class PerftestResult(NamedTuple):
         return sum(r.bw_avg_gbps for r in self.rows) / len(self.rows) if self.rows else None
 
 
-@dataclass
-class _Acc:
+class _Acc(msgspec.Struct):
     """Mutable state while reading text lines."""
 
     test: str | None = None
     server: bool = False
-    banner: dict[str, str] = field(default_factory=dict)
+    banner: dict[str, str] = msgspec.field(default_factory=dict)
     unit: str | None = None
     sl_col: bool = False
     cpu_col: bool = False
-    rows: list[PerftestRow] = field(default_factory=list)
+    rows: list[PerftestRow] = msgspec.field(default_factory=list)
     side: str | None = None
-    gids: dict[str, list[str]] = field(default_factory=lambda: {"local": [], "remote": []})
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    numbers: list[float] = field(default_factory=list)
+    gids: dict[str, list[str]] = msgspec.field(default_factory=lambda: {"local": [], "remote": []})
+    errors: list[str] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
+    numbers: list[float] = msgspec.field(default_factory=list)
     recognised: bool = False
 
 

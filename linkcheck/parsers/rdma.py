@@ -4,11 +4,13 @@ Why two parsers for one fact: neither tool is everywhere (ibdev2netdev is an MLN
 needs RDMA netlink). `ibv_devinfo` and `ibstat` live in ibverbs.py: a diagnosis rarely needs them.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import json
 import re
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.errors import ParseError
 from linkcheck.parsers._text import require_text
@@ -19,7 +21,7 @@ from linkcheck.parsers._text import require_text
 _RDMA_LINK_RE = re.compile(r"^(?:link\s+|[0-9]{1,9}/[0-9]{1,9}:\s+)([^\s/]+)/([0-9]{1,4}):?(?:\s+(.*))?$")
 
 
-class RdmaPort(NamedTuple):
+class RdmaPort(msgspec.Struct, frozen=True):
     """One RDMA device port and the netdev the kernel binds to it (none on InfiniBand ports)."""
 
     device: str
@@ -105,7 +107,7 @@ _I2N_VERBOSE_TAIL_RE = re.compile(
 _BDF_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
-class Ibdev2NetdevEntry(NamedTuple):
+class Ibdev2NetdevEntry(msgspec.Struct, frozen=True):
     """One `ibdev2netdev` line; `link_state` is the netdev carrier: Up, Down or NA."""
 
     device: str

@@ -5,11 +5,11 @@ the same dump, and the dump's quirks live here once: ':' inside PCI paths and GI
 empty GID attributes, symlinks recorded as targets, and a stray shell warning or two.
 """
 
-# No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
-# records below into a ForwardRef at every start (README, "Speed").
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass, field
-from typing import NamedTuple
+
+import msgspec
 
 from linkcheck.errors import ParseError
 
@@ -29,7 +29,7 @@ _PATH_RE = re.compile(r"^/\S*$")
 _SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 
 
-class SysfsEntry(NamedTuple):
+class SysfsEntry(msgspec.Struct, frozen=True):
     """One sysfs file: its first line, the read error, or (for a symlink) its target."""
 
     path: str
@@ -38,15 +38,16 @@ class SysfsEntry(NamedTuple):
     link: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SysfsDump:
+class SysfsDump(msgspec.Struct, frozen=True):
     """All entries of a dump in input order; a path seen twice keeps its last entry in `get`."""
 
     entries: tuple[SysfsEntry, ...]
-    _index: dict[str, SysfsEntry] = field(init=False, repr=False, compare=False, hash=False)
+    # The lookup index by path, built with the entries (`of`); a leading underscore keeps it out of plain data.
+    _index: dict[str, SysfsEntry] = {}
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", {e.path: e for e in self.entries})
+    @classmethod
+    def of(cls, entries: tuple[SysfsEntry, ...]) -> SysfsDump:
+        return cls(entries, {e.path: e for e in entries})
 
     def get(self, path: str) -> SysfsEntry | None:
         """The entry for `path`, or None when the dump has no such file."""
@@ -122,7 +123,7 @@ def parse_sysfs_dump(text: str, *, spec: str = SPEC) -> SysfsDump:
     if unknown and len(unknown) * 2 > len(unknown) + len(entries):
         reason = "not a sysfs dump: most lines are neither '<path>\\t<value>' nor grep -H output"
         raise ParseError(spec, reason, unknown[0])
-    return SysfsDump(entries=tuple(entries))
+    return SysfsDump.of(tuple(entries))
 
 
 def parse_link_speed_gts(text: str) -> float | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Protocol
+
+import msgspec
 
 from linkcheck.errors import ConfigError, NodeError
 
@@ -14,8 +15,7 @@ _IPV6_RE = re.compile(r"^[0-9A-Fa-f:.]{2,45}$")
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
-@dataclass(frozen=True)
-class NodeTarget:
+class NodeTarget(msgspec.Struct, frozen=True):
     """Where a node lives; None fields are filled from ~/.ssh/config, then from the SSH defaults."""
 
     name: str
@@ -71,8 +71,7 @@ def _split_host_port(rest: str, text: str, name: str) -> tuple[str, str | None]:
     return host, (port_text if sep else None)
 
 
-@dataclass(frozen=True)
-class RemoteResult:
+class RemoteResult(msgspec.Struct, frozen=True):
     """A command's raw result; bytes decoded as UTF-8 with errors replaced. exit_status None: lost."""
 
     stdout: str

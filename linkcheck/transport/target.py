@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True)
-class ResolvedTarget:
+class ResolvedTarget(msgspec.Struct, frozen=True):
     """A target after ~/.ssh/config: what we actually connect to. `alias` is the name the user gave."""
 
     alias: str

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.checks.fec import fec_evidence
 from linkcheck.diagnose.observation import Observation
@@ -11,7 +13,7 @@ from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
 
 
-class HotplugValues(TypedDict):
+class HotplugValues(msgspec.Struct, frozen=True):
     """The hot-plug signature on one path."""
 
     path: str
@@ -20,7 +22,7 @@ class HotplugValues(TypedDict):
     host_b: str
 
 
-class BelowNominalValues(TypedDict):
+class BelowNominalValues(msgspec.Struct, frozen=True):
     """A path below a healthy one."""
 
     path: str
@@ -28,13 +30,13 @@ class BelowNominalValues(TypedDict):
     pct: str
 
 
-class SocketFallbackValues(TypedDict):
+class SocketFallbackValues(msgspec.Struct, frozen=True):
     """The transport NCCL used."""
 
     network: str
 
 
-class BusbwValues(TypedDict):
+class BusbwValues(msgspec.Struct, frozen=True):
     """The collective's bus bandwidth and the band it falls in."""
 
     busbw: str
@@ -73,7 +75,7 @@ def _hotplug_evidence(link: LinkFacts, late_s: float) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-class ReplugValues(TypedDict):
+class ReplugValues(msgspec.Struct, frozen=True):
     """A cable plug-in that the kernel logged long after boot, on one node."""
 
     node: str

@@ -6,7 +6,9 @@ Without a baseline they observe nothing, so they add no finding; the baseline co
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 PIN = "NCCL_IB_GID_INDEX"
 
 
-class ChangeValues(TypedDict):
+class ChangeValues(msgspec.Struct, frozen=True):
     """What differs from the baseline, each as 'field baseline -> now'."""
 
     baseline: str
@@ -28,7 +30,7 @@ class ChangeValues(TypedDict):
     count: int
 
 
-class GidMoveValues(TypedDict):
+class GidMoveValues(msgspec.Struct, frozen=True):
     """One HCA's RoCE v2 IPv4 GID index in the baseline and now, and whether something pins it."""
 
     baseline: str
@@ -40,7 +42,7 @@ class GidMoveValues(TypedDict):
     consequence: str
 
 
-class ThroughputValues(TypedDict):
+class ThroughputValues(msgspec.Struct, frozen=True):
     """A traffic figure now against the baseline's."""
 
     baseline: str

@@ -7,7 +7,9 @@ FEC is a warning and evidence, never the cause named for a bandwidth loss: a GB1
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, Function, LinkFacts
@@ -17,7 +19,7 @@ RS = "RS"
 PAM4_MIN_MBPS = 200_000  # 2 lanes x 100G PAM4 on the GB10's CX-7: RS(544,514) is mandatory
 
 
-class FecValues(TypedDict):
+class FecValues(msgspec.Struct, frozen=True):
     """What is wrong with a path's FEC, the end to fix first and both ends' active FEC."""
 
     path: str

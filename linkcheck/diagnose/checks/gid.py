@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.diagnose.observation import Observation
@@ -11,7 +13,7 @@ from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
 
-class StalePinValues(TypedDict):
+class StalePinValues(msgspec.Struct, frozen=True):
     """A pinned GID index against the one resolved for an HCA."""
 
     node: str
@@ -24,7 +26,7 @@ class StalePinValues(TypedDict):
     remove_pin: str
 
 
-class EmptyPinValues(TypedDict):
+class EmptyPinValues(msgspec.Struct, frozen=True):
     """An empty NCCL_IB_GID_INDEX and where it is set."""
 
     node: str
@@ -32,7 +34,7 @@ class EmptyPinValues(TypedDict):
     remove_pin: str
 
 
-class IndexSpreadValues(TypedDict):
+class IndexSpreadValues(msgspec.Struct, frozen=True):
     """The resolved indices across HCAs and nodes."""
 
     indices: str

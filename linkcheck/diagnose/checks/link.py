@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
 
-class LinkDownValues(TypedDict):
+class LinkDownValues(msgspec.Struct, frozen=True):
     """What is down, and where to look."""
 
     node: str
@@ -19,7 +21,7 @@ class LinkDownValues(TypedDict):
     what: str
 
 
-class SharedSubnetValues(TypedDict):
+class SharedSubnetValues(msgspec.Struct, frozen=True):
     """Twins of one node in one subnet."""
 
     node: str
@@ -28,7 +30,7 @@ class SharedSubnetValues(TypedDict):
     second: str
 
 
-class CableValues(TypedDict):
+class CableValues(msgspec.Struct, frozen=True):
     """The cable's identity against NVIDIA's list."""
 
     node: str
@@ -39,7 +41,7 @@ class CableValues(TypedDict):
     approved: str
 
 
-class LinkChangedValues(TypedDict):
+class LinkChangedValues(msgspec.Struct, frozen=True):
     """What moved since linkcheck.yaml recorded the link."""
 
     what: str

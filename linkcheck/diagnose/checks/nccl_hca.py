@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.nccl_hca import ordered_hcas, select_hcas
 from linkcheck.diagnose.observation import Observation
@@ -13,7 +15,7 @@ from linkcheck.model import Evidence
 HCA = "NCCL_IB_HCA"
 
 
-class HcaOrderValues(TypedDict):
+class HcaOrderValues(msgspec.Struct, frozen=True):
     """Both nodes' NCCL_IB_HCA orders and the order that pairs each path's twins."""
 
     order_a: str
@@ -22,7 +24,7 @@ class HcaOrderValues(TypedDict):
     fixed_b: str
 
 
-class HcaUncabledValues(TypedDict):
+class HcaUncabledValues(msgspec.Struct, frozen=True):
     """A listed HCA that cannot reach the peer."""
 
     node: str

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import Function, LinkFacts, NetplanIntent, NmRuntimeProfile, NodeFacts
 from linkcheck.model import Evidence
 
 
-class NetplanValues(TypedDict):
+class NetplanValues(msgspec.Struct, frozen=True):
     """The files' intent and the live state of one netdev, side by side, and the fix."""
 
     node: str
@@ -87,7 +89,7 @@ def netplan_not_applied(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[
     return out
 
 
-class RuntimeProfileValues(TypedDict):
+class RuntimeProfileValues(msgspec.Struct, frozen=True):
     """A CX-7 netdev addressed by a NetworkManager profile that lives only under /run."""
 
     node: str

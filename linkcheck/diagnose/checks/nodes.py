@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, TypedDict
+from typing import Any
+
+import msgspec
 
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import LinkFacts, NodeFacts
@@ -15,14 +17,14 @@ from linkcheck.model import Evidence, Severity
 HARMLESS_NCCL = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")
 
 
-class NodesDifferValues(TypedDict):
+class NodesDifferValues(msgspec.Struct, frozen=True):
     """The fields that differ between the two nodes, as one table."""
 
     count: int
     table: str
 
 
-class _Difference(NamedTuple):
+class _Difference(msgspec.Struct, frozen=True):
     field: str
     a: object
     b: object

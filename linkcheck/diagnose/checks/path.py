@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from linkcheck.diagnose.checks.fec import fec_evidence
 from linkcheck.diagnose.checks.gid import nccl_functions
@@ -14,7 +17,7 @@ from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence
 
 
-class SinglePathValues(TypedDict):
+class SinglePathValues(msgspec.Struct, frozen=True):
     """Why one PCIe x4 link carries both flows, on which node, and the first fix."""
 
     what: str
@@ -225,4 +228,4 @@ def single_pcie_path(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
     found.extend(_nccl(link))
     # The paths' FEC is evidence beside the cause named, never the cause itself (spark-link.md s.9).
     fec = tuple(e for path in link.paths for e in fec_evidence(path))
-    return [o._replace(evidence=o.evidence + fec) for o in found] or [Observation(subject="pair", fired=False)]
+    return [replace(o, evidence=o.evidence + fec) for o in found] or [Observation(subject="pair", fired=False)]

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
+# The Ctrl-C handler goes in before anything else loads, so an interrupt while the command starts ends with the
+# documented line and code, not a traceback from inside an import.
 import os
 import signal
 import sys
-from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from types import FrameType
 
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
@@ -21,18 +20,49 @@ def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
 if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "linkcheck":
     signal.signal(signal.SIGINT, _interrupted_while_starting)
 
-import typer  # noqa: E402 - after the start-up Ctrl-C handler, which must come first
+import contextlib
+import logging
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
 
-from linkcheck.errors import ExitCode, LinkcheckError, UsageError  # noqa: E402
+import typer
+from msgspec.structs import replace
+from rich.console import Console
 
-if TYPE_CHECKING:  # the types of the helpers below; their modules load only where a command uses them
-    from types import FrameType
-
-    from linkcheck.app.live import TrafficRequest
-    from linkcheck.app.runs import RunRecord
-    from linkcheck.config import Config
-    from linkcheck.facts.snapshot_model import Baseline
-    from linkcheck.outcome import Outcome
+from linkcheck import __version__
+from linkcheck.accept.budget import expected_paths, plan_line
+from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile
+from linkcheck.accept.text import acceptance_text, describe_profile, headline
+from linkcheck.app.accept import run_accept
+from linkcheck.app.baseline import list_text, save_baseline, show_text
+from linkcheck.app.init import write_initial_config
+from linkcheck.app.live import TrafficRequest, run_live
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.runs import RunRecord, finish_run
+from linkcheck.baseline.store import delete, resolve
+from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.plan import RdmaOptions, quick_options
+from linkcheck.bundle.anonymize import anonymize_saved
+from linkcheck.bundle.format import load_bundle
+from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
+from linkcheck.bundle.verify import verify_bundle
+from linkcheck.config import Config, find_config, resolve_config
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.rule_text import describe_rule
+from linkcheck.errors import ExitCode, LinkcheckError, OutputError, UsageError
+from linkcheck.facts.snapshot_model import Baseline
+from linkcheck.outcome import Outcome
+from linkcheck.parsers import PARSERS
+from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.report.formats import renderer
+from linkcheck.report.output import print_outcome, write_stdout
+from linkcheck.report.problems import node_problem_lines
+from linkcheck.report.progress import ConsoleProgress
+from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.safe_text import shown
+from linkcheck.report.tables import verdict_line
+from linkcheck.report.writer import check_output_path, write_atomically
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -59,7 +89,6 @@ class Format(str, Enum):
     console = "console"
     json = "json"
 
-
 PlaybookOpt = Annotated[
     Optional[list[Path]],  # noqa: UP045 - typer needs Optional at runtime on Python 3.10
     typer.Option("--playbook", "-p", help="Extra playbook file or folder (repeatable)."),
@@ -67,7 +96,6 @@ PlaybookOpt = Annotated[
 BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--baseline", help="Compare with this saved baseline (a name from `linkcheck baseline list`, or a baseline "
     "JSON file): DRIFT_* findings.")]
-
 
 PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
@@ -78,10 +106,7 @@ def _baseline(name: str | None) -> Baseline | None:
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
         return None
-    from linkcheck.baseline.store import resolve
-
     return resolve(name)
-
 
 _QUIET: list[bool] = []  # --quiet: no report body, only the verdict line on stderr and the exit code
 _DEBUG: list[bool] = []  # --debug: tracebacks, and the libraries' log messages
@@ -89,8 +114,6 @@ _DEBUG: list[bool] = []  # --debug: tracebacks, and the libraries' log messages
 
 def _show_version(value: bool) -> None:
     if value:
-        from linkcheck import __version__
-
         typer.echo(f"linkcheck {__version__}")
         raise typer.Exit(0)
 
@@ -120,8 +143,6 @@ def diagnose(
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
-    from linkcheck.app.offline import diagnose_bundle
-
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None)
     if record is not None:
@@ -142,10 +163,6 @@ def report(
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
-    from linkcheck.app.offline import diagnose_bundle
-    from linkcheck.report.formats import renderer
-    from linkcheck.report.writer import check_output_path, write_atomically
-
     render = renderer(fmt)
     target = check_output_path(output) if output is not None else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
@@ -156,8 +173,6 @@ def report(
     elif _QUIET:
         _verdict_line(outcome)
     else:
-        from linkcheck.report.output import write_stdout
-
         write_stdout(text)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
@@ -166,14 +181,10 @@ def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():
         return None
-    from linkcheck.config import find_config
-
     return find_config(path)
 
 
 def _emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
-    from linkcheck.report.output import print_outcome
-
     if _QUIET:
         _verdict_line(outcome)
         return
@@ -181,10 +192,7 @@ def _emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
 
 
 def _verdict_line(outcome: Outcome) -> None:
-    from linkcheck.report.tables import verdict_line
-
     _say(verdict_line(outcome))
-
 
 NodeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
@@ -199,23 +207,16 @@ AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, I
 
 def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> Config:
     """The resolved config of a command that contacts the nodes (each such command starts here)."""
-    from msgspec.structs import replace
-
-    from linkcheck.config import resolve_config
-
     _quiet_libraries(bool(_DEBUG))
     resolved = resolve_config(config, node or [])
     accept = accept or resolved.ssh.accept_new_host_keys
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
-
 
 _INTERRUPTION_SAID: list[bool] = []  # set once a line has told the user that Ctrl-C ended the run
 
 
 def _say(line: str) -> None:
     """One line on stderr, its foreign parts (hostnames, tool output) shown as text."""
-    from linkcheck.report.safe_text import shown
-
     if "interrupted" in line:
         _INTERRUPTION_SAID.append(True)
     typer.echo(shown(line), err=True)
@@ -223,24 +224,17 @@ def _say(line: str) -> None:
 
 def _out(text: str) -> None:
     """Text for stdout, shown as text and written so that a full or closed stdout is an error line."""
-    from linkcheck.report.output import write_stdout
-    from linkcheck.report.safe_text import shown
-
     write_stdout(shown(text, multiline=True) + "\n")
 
 
 def _checked_save(save: Path | None) -> Path:
     """The bundle folder, refused before any work when it cannot receive a bundle."""
-    from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
-
     target = save or default_save_dir()
     check_save_dir(target, "--save" if save else "the default bundle folder")
     return target
 
 
 def _node_errors(outcome: Outcome) -> None:
-    from linkcheck.report.problems import node_problem_lines
-
     for line in node_problem_lines(outcome):
         _say(f"linkcheck: {line}")
 
@@ -248,37 +242,25 @@ def _node_errors(outcome: Outcome) -> None:
 def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
     """What the run records besides its report; the baseline and the textfile's folder are checked before any
     work."""
-    from linkcheck.app.runs import RunRecord
-
     if prometheus is not None:
-        from linkcheck.report.prometheus import check_textfile_path
-
         check_textfile_path(prometheus)
     return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
 
 
 def _finish(outcome: Outcome, record: RunRecord) -> None:
     """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
-    from linkcheck.app.runs import finish_run
-
     for line in finish_run(outcome, record):
         _say(f"linkcheck: {line}")
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
-    from linkcheck.app.live import run_live
-
     cfg = _live_config(config, node, accept)
     save = _checked_save(save)
     if fmt is Format.console and not _QUIET and (traffic is not None or sys.stderr.isatty()):
         _say(_plan(command_name(record), cfg, traffic))
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
-        from rich.console import Console
-
-        from linkcheck.report.progress import ConsoleProgress
-
         progress = ConsoleProgress(Console(stderr=True))
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,
                       baseline=record.baseline)
@@ -299,12 +281,9 @@ def command_name(record: RunRecord) -> str:
 
 def _plan(command: str, cfg: Config, traffic: TrafficRequest | None) -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
-    from linkcheck.accept.budget import expected_paths, plan_line
-
     rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
     return plan_line(command, paths=expected_paths(cfg), duration_s=rdma.duration_s if rdma else None,
                      nccl_max_bytes=nccl.max_bytes if nccl else None, traffic_total=command == QUICK_COMMAND)
-
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
 QUICK_COMMAND = "check --quick"
@@ -326,10 +305,6 @@ NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path o
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
              nccl_max_bytes: int, nccl_binary: str | None) -> TrafficRequest:
-    from linkcheck.app.live import TrafficRequest
-    from linkcheck.bench.nccl import NcclOptions
-    from linkcheck.bench.plan import RdmaOptions
-
     return TrafficRequest(
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
         nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None)
@@ -360,9 +335,6 @@ def check(
 
 
 def _quick_traffic(size: int, qps: int, port_base: int | None) -> TrafficRequest:
-    from linkcheck.app.live import TrafficRequest
-    from linkcheck.bench.plan import quick_options
-
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
 
 
@@ -405,21 +377,12 @@ def accept(
 ) -> None:
     """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated;
     NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE."""
-    from linkcheck.accept.profile import resolve_profile
-
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
     reps = repetitions or prof.test.repetitions
-    from linkcheck.app.accept import run_accept
-
     cfg = _live_config(config, node, accept_new_host_keys)
     target = _checked_save(save)
     progress = None
     if fmt is Format.console and not _QUIET:
-        from rich.console import Console
-
-        from linkcheck.accept.budget import expected_paths, plan_line
-        from linkcheck.report.progress import ConsoleProgress
-
         _say(plan_line("accept", paths=expected_paths(cfg), duration_s=prof.test.duration_s, repetitions=reps,
                        nccl_max_bytes=prof.test.nccl_max_bytes))
         progress = ConsoleProgress(Console(stderr=True))
@@ -428,8 +391,6 @@ def accept(
         _say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     _node_errors(result.outcome)
-    from linkcheck.accept.text import acceptance_text, headline
-
     document = result.acceptance.to_dict()
     if _QUIET:
         _say(headline(document))
@@ -447,9 +408,6 @@ def collect(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
-    from linkcheck.app.live import run_live
-    from linkcheck.bundle.format import load_bundle
-
     cfg = _live_config(config, node, accept_new_host_keys)
     result = run_live(cfg, _checked_save(save), anonymize=anonymize, diagnose=False)
     errors = load_bundle(result.saved).collection_errors
@@ -465,8 +423,6 @@ def anonymize(
     out: Annotated[Path, typer.Argument(help="Where to write the anonymised copy (absent or empty).")],
 ) -> None:
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
-    from linkcheck.bundle.anonymize import anonymize_saved
-
     anonymize_saved(bundle, out)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
 
@@ -475,8 +431,6 @@ def anonymize(
 def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")]) -> None:
     """Check a bundle against its manifest and SHA256SUMS: exit 0 when intact, 2 naming each changed, added or
     removed file (one line each), 4 when it is not a bundle."""
-    from linkcheck.bundle.verify import verify_bundle
-
     result = verify_bundle(bundle)
     if _QUIET:
         _say(result.summary())
@@ -495,8 +449,6 @@ def init(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
-    from linkcheck.app.init import write_initial_config
-
     cfg = _live_config(config, node, accept_new_host_keys)
     link = write_initial_config(cfg, output, force=force)
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
@@ -504,8 +456,6 @@ def init(
 
 
 def _parse_help() -> str:
-    from linkcheck.parsers import PARSERS
-
     kinds = "\n".join(f"  {k:<18} {d}" for k, (_, d) in PARSERS.items())
     return f"Parse one raw tool output and print the normalised record.\n\nKINDS:\n\n{kinds}"
 
@@ -516,8 +466,6 @@ def parse(
     file: Annotated[Path, typer.Argument(help="The raw output; '-' reads standard input.")],
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
 ) -> None:
-    from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
-
     record = parse_file(kind, file)
     _out(record_to_json(record) if fmt is Format.json else record_to_text(record))
 
@@ -525,8 +473,6 @@ def parse(
 @playbooks_app.command("list")
 def playbooks_list(playbook: PlaybookOpt = None) -> None:
     """List every rule: id, severity, scope, title, source file."""
-    from linkcheck.diagnose.playbook import load_playbooks
-
     _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]"
                    for rule in load_playbooks(playbook)))
 
@@ -534,9 +480,6 @@ def playbooks_list(playbook: PlaybookOpt = None) -> None:
 @playbooks_app.command("show")
 def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
     """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references."""
-    from linkcheck.diagnose.playbook import load_playbooks
-    from linkcheck.diagnose.rule_text import describe_rule
-
     rules = {r.id: r for r in load_playbooks(playbook)}
     if rule_id not in rules:
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
@@ -548,8 +491,6 @@ def playbooks_validate(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Playbook files or folders.")] = None,  # noqa: UP045
 ) -> None:
     """Validate playbook files strictly (file:line on the first problem); the built-ins when none given."""
-    from linkcheck.diagnose.playbook import load_playbooks
-
     rules = load_playbooks(paths)
     _out(f"ok: {len(rules)} rules")
 
@@ -557,25 +498,18 @@ def playbooks_validate(
 @profiles_app.command("list")
 def profiles_list() -> None:
     """The built-in acceptance profiles: name and description."""
-    from linkcheck.accept.profile import builtin_profiles, load_profile_file
-
     _out("\n".join(f"{name:<20} {load_profile_file(path).description}" for name, path in builtin_profiles().items()))
 
 
 @profiles_app.command("show")
 def profiles_show(name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")]) -> None:
     """One profile in full: the test it runs and every threshold with its unit and source."""
-    from linkcheck.accept.profile import resolve_profile
-    from linkcheck.accept.text import describe_profile
-
     _out(describe_profile(resolve_profile(name)))
 
 
 @profiles_app.command("validate")
 def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
     """Validate a profile file strictly: file:line on the first problem (exit 4)."""
-    from linkcheck.accept.profile import load_profile_file
-
     prof = load_profile_file(path)
     _out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
 
@@ -588,10 +522,9 @@ def history(
         "--since", help="Only runs from this date or time on (YYYY-MM-DD or ISO 8601).")] = None,
 ) -> None:
     """Each path's throughput, the NCCL bus bandwidth and the verdicts over time, from the runs' history."""
-    from linkcheck.baseline.history import history_table
+    from linkcheck.app.history import history_table
 
     _out(history_table(pair, since))
-
 
 # What the shell sets when it asks linkcheck for completions (click's convention: _<PROG>_COMPLETE).
 COMPLETE_VAR = "_LINKCHECK_COMPLETE"
@@ -607,8 +540,6 @@ def baseline_save(
     playbook: PlaybookOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Record a passing run as the pair's known-good state, under $XDG_DATA_HOME/linkcheck/baselines/."""
-    from linkcheck.app.baseline import save_baseline
-
     path, verdict = save_baseline(name, bundle, force=force, playbooks=playbook, config=_offline_config(config))
     _out(f"baseline {name} saved to {path} (run verdict: {verdict})")
 
@@ -616,24 +547,18 @@ def baseline_save(
 @baseline_app.command("list")
 def baseline_list() -> None:
     """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
-    from linkcheck.app.baseline import list_text
-
     _out(list_text())
 
 
 @baseline_app.command("show")
 def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:
     """One baseline in full (its JSON): identity, configuration, GID indices, performance with its parameters."""
-    from linkcheck.app.baseline import show_text
-
     _out(show_text(name))
 
 
 @baseline_app.command("delete")
 def baseline_delete(name: Annotated[str, typer.Argument(help="A saved baseline's name.")]) -> None:
     """Remove a saved baseline."""
-    from linkcheck.baseline.store import delete
-
     _out(f"deleted {delete(name)}")
 
 
@@ -654,8 +579,6 @@ def _quiet_libraries(debug: bool) -> None:
     """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed.
 
     Only the commands that contact nodes log (offline ones never load logging)."""
-    import logging
-
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
     if not debug:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
@@ -664,8 +587,6 @@ def _quiet_libraries(debug: bool) -> None:
 def _require_stdout() -> None:
     """Started with stdout closed (`>&-`): nothing could be reported, so say so before any work."""
     if sys.stdout is None:
-        from linkcheck.errors import OutputError
-
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - takes fd 1, so no later file lands there
         raise OutputError("standard output is closed; nothing can be reported",
                           fix="redirect it to a file or /dev/null")
@@ -676,7 +597,6 @@ def _said_if_interrupted(code: int) -> int:
     if code == ExitCode.INTERRUPTED and not _INTERRUPTION_SAID:
         _say("linkcheck: interrupted")
     return code
-
 
 _GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
 
@@ -746,7 +666,6 @@ def run() -> None:
                 os.dup2(devnull, stream.fileno())
                 os.close(devnull)
     sys.exit(code or 0)
-
 
 if __name__ == "__main__":
     run()

@@ -13,6 +13,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.errors import ConfigError
+from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_target
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
@@ -117,8 +118,6 @@ def _expected_link(r: _Reader, data: dict[str, Any]) -> ExpectedLink | None:
     """The `link:` section that `init` wrote: the cabled cage and the paths, compared with the live link."""
     if "link" not in data:
         return None
-    from linkcheck.facts.model import ExpectedLink, ExpectedPath
-
     link = r.mapping(data, "link", {"cage", "paths"})
     cage = link.get("cage")
     if cage is not None and not isinstance(cage, str):

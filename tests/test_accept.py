@@ -412,12 +412,12 @@ def test_the_console_record_names_who_was_tested() -> None:
 
 def test_the_markdown_report_lists_who_was_tested(monkeypatch: pytest.MonkeyPatch) -> None:
     from linkcheck.app.offline import diagnose_bundle
-    from linkcheck.report import json_report
+    from linkcheck.report import markdown
     from linkcheck.report.markdown import render_markdown
 
     doc = {"verdict": "PASS", "exit_code": 0, "profile": {"name": "p", "sha256": "ab" * 32}, "test": {},
            "checks": [], "evidence": {"nodes": {"a": {"hostname": "spark-a", "serial": "1234", "cx7": []}},
                                       "cable": []}}
-    monkeypatch.setattr(json_report, "acceptance_document", lambda outcome: doc)
+    monkeypatch.setattr(markdown, "acceptance_document", lambda outcome: doc)
     text = render_markdown(diagnose_bundle(Path(__file__).resolve().parent.parent / "fixtures" / "healthy"))
     assert "Tested:" in text and "- node a: spark-a, ?, serial 1234" in text

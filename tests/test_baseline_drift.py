@@ -131,13 +131,3 @@ def test_a_baseline_of_another_pair_compares_nothing() -> None:
     assert proc.returncode == 4 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "another pair" in lines[0] and "b hostname dgx-spark-2 -> gx10-b" in lines[0]
-
-
-def test_plain_diagnose_loads_no_baseline_code_nor_pandas() -> None:
-    probe = ("import sys, contextlib, io\nsys.argv = ['linkcheck', 'diagnose', '-f', 'json', BUNDLE]\n"
-             "from linkcheck import cli\nwith contextlib.redirect_stdout(io.StringIO()):\n"
-             "    try:\n        cli.main()\n    except SystemExit:\n        pass\n"
-             "print(sorted(m for m in sys.modules if m.startswith(('linkcheck.baseline', 'pandas'))))"
-             ).replace("BUNDLE", repr(str(FIXTURES / "healthy")))
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert proc.stdout.strip() == "[]", proc.stderr

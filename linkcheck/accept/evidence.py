@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from linkcheck.errors import ParseError
+from linkcheck.parsers.identity import nccl_version_code, parse_perftest_version
+from linkcheck.parsers.nccl_log import parse_nccl_log
+from linkcheck.parsers.nccl_tests import parse_nccl_tests
 from linkcheck.records import plain
 
 if TYPE_CHECKING:
@@ -67,11 +71,6 @@ def _runs(captures: list[Capture]) -> list[dict[str, Any]]:
 def _traffic_versions(captures: list[Capture]) -> dict[str, Any]:
     """What the traffic test's outputs say of their own versions: perftest per node (`ib_write_bw -V` before the
     rounds), nccl-tests and the NCCL it loaded (rank 0's first line), NCCL's own banner in the debug log."""
-    from linkcheck.errors import ParseError
-    from linkcheck.parsers.identity import nccl_version_code, parse_perftest_version
-    from linkcheck.parsers.nccl_log import parse_nccl_log
-    from linkcheck.parsers.nccl_tests import parse_nccl_tests
-
     out: dict[str, Any] = {"perftest": {}, "nccl_tests": None, "nccl_library": None, "nccl_log": None}
     for cap in captures:
         try:

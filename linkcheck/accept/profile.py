@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
@@ -59,7 +60,6 @@ class CheckSpec(msgspec.Struct, frozen=True):
     low: float = 0.0  # the lowest value a threshold may take
     high: float | None = None  # the highest a measurement can reach; a floor above it can never pass
     integer: bool = False
-
 
 CHECKS: dict[str, CheckSpec] = {
     "rdma_alone_gbps": CheckSpec("min", "Gb/s", "ib_write_bw on each path alone, per direction", high=200),
@@ -124,7 +124,6 @@ class Profile(msgspec.Struct, frozen=True):
 
     def check(self, check_id: str) -> ProfileCheck | None:
         return next((c for c in self.checks if c.id == check_id), None)
-
 
 # Ranges of the test parameters, as the CLI takes them (`bench rdma --duration`, ...).
 _TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": (1, 1 << 30), "qps": (1, 1024),
@@ -290,7 +289,6 @@ def load_profile_file(path: Path) -> Profile:
 def builtin_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.yaml"))}
 
-
 DEFAULT_PROFILE = "dgx-spark-pair"
 
 
@@ -299,8 +297,6 @@ def resolve_profile(name_or_file: str | None) -> Profile:
     wanted = name_or_file or DEFAULT_PROFILE
     builtins = builtin_profiles()
     if wanted in builtins:
-        from msgspec.structs import replace
-
         return replace(load_profile_file(builtins[wanted]), source=f"built-in ({builtins[wanted].name})")
     path = Path(wanted)
     if "/" in wanted or path.suffix in (".yaml", ".yml") or path.is_file():

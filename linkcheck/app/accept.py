@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.accept.evidence import acceptance_evidence
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
 from linkcheck.accept.profile import Profile
 from linkcheck.accept.record import write_acceptance
+from linkcheck.app.live import TrafficRequest, run_live
+from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.plan import RdmaOptions
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
@@ -28,10 +32,6 @@ class AcceptRun(msgspec.Struct, frozen=True):
 
 
 def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
-    from linkcheck.app.live import TrafficRequest
-    from linkcheck.bench.nccl import NcclOptions
-    from linkcheck.bench.plan import RdmaOptions
-
     t = profile.test
     return TrafficRequest(rdma=RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
                           nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions)
@@ -40,8 +40,6 @@ def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
 def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,
                progress: Progress | None = None) -> AcceptRun:
     """Inspect, run the traffic tests, save, diagnose, judge; the acceptance joins the saved bundle."""
-    from linkcheck.app.live import run_live
-
     result = run_live(config, save_dir, anonymize=False, diagnose=True,
                       traffic=traffic_request(profile, repetitions), progress=progress)
     if result.outcome is None:
@@ -56,8 +54,6 @@ def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Pat
 
 def acceptance_record(outcome: Outcome, acceptance: Acceptance) -> dict[str, object]:
     """acceptance.json: the judged checks and the evidence of who was tested, with what and how."""
-    from linkcheck.accept.evidence import acceptance_evidence
-
     return {**acceptance.to_dict(), "evidence": acceptance_evidence(outcome)}
 
 

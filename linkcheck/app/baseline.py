@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline import store
 from linkcheck.errors import UsageError
 from linkcheck.facts.snapshot import pair_id, snapshot_of
@@ -27,8 +29,6 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
     """Diagnose the bundle and store its state as baseline `name`; only a passing run, unless `force`.
 
     Returns where it was stored and the run's verdict."""
-    from linkcheck.app.offline import diagnose_bundle
-
     store.check_name(name)
     path = bundle or newest_bundle(Path.cwd())
     outcome = diagnose_bundle(path, playbooks, config)
@@ -54,7 +54,5 @@ def list_text() -> str:
 
 
 def show_text(name: str) -> str:
-    import json
-
     baseline = store.resolve(name)
     return f"# {baseline.path}\n" + json.dumps(store.to_json(baseline), indent=2, sort_keys=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
+from linkcheck.app.live import collect_bundle
 from linkcheck.config import Config
 from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
@@ -50,8 +52,6 @@ def render_config(config: Config, link: LinkFacts) -> str:
 
 def write_initial_config(config: Config, output: Path, *, force: bool) -> LinkFacts:
     """Inspect both nodes and write `output`; refuses to overwrite unless forced."""
-    from linkcheck.app.live import collect_bundle
-
     if output.exists() and not force:
         raise ConfigError(str(output), "already exists", fix="pass --force to overwrite, or --output another path")
     _check_output(output)
@@ -69,8 +69,6 @@ def write_initial_config(config: Config, output: Path, *, force: bool) -> LinkFa
 
 def _check_output(output: Path) -> None:
     """Refuse, before connecting, an --output that cannot be written: a folder, or a missing or read-only parent."""
-    import os
-
     parent = output.parent if str(output.parent) else Path(".")
     if output.is_dir():
         raise ConfigError(str(output), "is a folder", fix="give a file name, e.g. -o linkcheck.yaml")

@@ -9,6 +9,7 @@ from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
 from linkcheck.diagnose.rule import Rule
+from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.outcome import Outcome
@@ -28,8 +29,6 @@ def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule], baseline:
     """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too), against
     `baseline` when one is given: its drift rules then speak in this one diagnosis."""
     if baseline is not None:
-        from linkcheck.facts.drift import attach_baseline
-
         link = attach_baseline(bundle, link, baseline)
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}

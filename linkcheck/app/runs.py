@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from linkcheck.baseline.history import append_run
+from linkcheck.report.prometheus import write_textfile
+
 if TYPE_CHECKING:
     from linkcheck.facts.snapshot_model import Baseline
     from linkcheck.outcome import Outcome
@@ -26,14 +29,10 @@ def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
     that could not be recorded."""
     problems: list[str] = []
     if record.command != "diagnose" or record.baseline is not None:
-        from linkcheck.baseline.history import append_run
-
         try:
             append_run(outcome, record.command, record.baseline.name if record.baseline else None)
         except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
             problems.append(f"the run history was not recorded: {exc.strerror or exc}")
     if record.prometheus is not None:
-        from linkcheck.report.prometheus import write_textfile
-
         write_textfile(record.prometheus, outcome)
     return problems

@@ -2,7 +2,7 @@
 
 JSON lines need no extra dependency to write. Each record is appended with one write(2) on an O_APPEND
 descriptor under an exclusive fcntl lock, so two runs appending at once lose and interleave nothing.
-Reading it (`linkcheck history`) is the one place pandas is imported.
+The table that `linkcheck history` prints is app/history.py's (pandas).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return [_parse_line(path, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
-def _files(pair: str | None) -> list[Path]:
+def history_files(pair: str | None) -> list[Path]:
     files = sorted(history_dir().glob("*.jsonl")) if history_dir().is_dir() else []
     if pair is None:
         return files
@@ -112,7 +112,7 @@ def _files(pair: str | None) -> list[Path]:
     return chosen
 
 
-def _since(value: str | None) -> dt.datetime | None:
+def since_time(value: str | None) -> dt.datetime | None:
     if value is None:
         return None
     try:
@@ -131,39 +131,3 @@ def when_of(record: dict[str, Any]) -> dt.datetime:
             continue
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
     return dt.datetime.fromtimestamp(0, dt.timezone.utc)
-
-
-def _path_rates(record: dict[str, Any]) -> dict[str, float]:
-    """Per path, the concurrent rate of its slower direction (alone when the run had no concurrent round)."""
-    out: dict[str, dict[str, float]] = {}
-    for key, gbps in record.get("rdma_gbps", {}).items():
-        path, _, rest = str(key).partition("|")
-        mode = rest.partition("|")[0]
-        out.setdefault(path, {})[mode] = min(float(gbps), out.get(path, {}).get(mode, float(gbps)))
-    return {f"{p} Gb/s": modes.get("concurrent", modes.get("alone", 0.0)) for p, modes in sorted(out.items())}
-
-
-def history_table(pair: str | None = None, since: str | None = None) -> str:
-    """The runs over time: each path's rate, the concurrent total, the NCCL bus bandwidth and the verdict."""
-    import pandas as pd
-
-    start = _since(since)
-    rows: list[dict[str, Any]] = []
-    for path in _files(pair):
-        for record in read_records(path):
-            when = when_of(record)
-            if start is not None and when < start:
-                continue
-            totals = record.get("concurrent_total_gbps") or {}
-            rows.append({"collected": when, "pair": path.stem, "command": record.get("command"),
-                         "verdict": record["verdict"], **_path_rates(record),
-                         "total Gb/s": min(totals.values()) if totals else None,
-                         "busbw GB/s": record.get("nccl_busbw_gbs"),
-                         "findings": " ".join(record.get("findings") or []) or "-"})
-    if not rows:
-        return "no runs in the history" + (f" since {since}" if since else "")
-    frame = pd.DataFrame(rows).sort_values("collected", kind="stable")
-    if frame["pair"].nunique() == 1:
-        frame = frame.drop(columns="pair")
-    frame["collected"] = frame["collected"].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
-    return str(frame.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.2f}"))

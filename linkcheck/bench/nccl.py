@@ -7,6 +7,7 @@ Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKey
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 
@@ -50,8 +51,6 @@ def size_max_bytes(link: LinkFacts, requested: int) -> int:
 
 def scrub_env(json_text: str) -> str:
     """Drop the `env` object nccl-tests writes into its JSON: it is rank 0's whole environment (secrets)."""
-    import json
-
     try:
         data = json.loads(json_text)
     except ValueError:

@@ -20,9 +20,10 @@ from linkcheck.bench import remote, snapshot
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
 from linkcheck.bench.perftest import RoundContext, Servers, ToolInfo, refuse_busy, round_failure, run_round
 from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, plan_rounds, untested_paths
-from linkcheck.errors import BenchError, LinkcheckError
+from linkcheck.errors import BenchError, LinkcheckError, ParseError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Capture
+from linkcheck.parsers.identity import parse_perftest_version
 from linkcheck.transport.base import Transport
 
 
@@ -48,9 +49,6 @@ class TrafficResult(msgspec.Struct):
 
 def detect_tools(transports: dict[str, Transport], run_id: str = "") -> tuple[dict[str, ToolInfo], list[Capture]]:
     """`ib_write_bw -V` on each node (it exits 1 by design); JSON output only where it is valid JSON."""
-    from linkcheck.errors import ParseError
-    from linkcheck.parsers.identity import parse_perftest_version
-
     tools, caps = {}, []
     answers = remote.on_each_node(transports, lambda name, t: t.run("ib_write_bw -V", timeout_s=15))
     for name, result in answers.items():

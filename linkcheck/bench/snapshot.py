@@ -14,7 +14,9 @@ import msgspec
 
 from linkcheck.bench.remote import on_each_node, run_step
 from linkcheck.collect.specs import validate_name
+from linkcheck.errors import ParseError
 from linkcheck.model import Capture
+from linkcheck.parsers.sysfs import parse_sysfs_dump
 from linkcheck.transport.base import RemoteResult, Transport
 
 COUNTERS = ("port_xmit_data", "port_rcv_data", "link_downed")
@@ -81,9 +83,6 @@ def changes(before: Capture, after: Capture) -> list[str]:
 
     The same test the facts make (bench_facts), said in words while the run goes on.
     """
-    from linkcheck.errors import ParseError
-    from linkcheck.parsers.sysfs import parse_sysfs_dump
-
     if not (before.ok and after.ok):
         return []
     try:
@@ -97,8 +96,6 @@ def changes(before: Capture, after: Capture) -> list[str]:
 
 def xmit_bytes(dump_text: str) -> dict[str, int]:
     """rdma device -> port_xmit_data in bytes (the PMA counter counts 4-byte words), for live rates."""
-    from linkcheck.parsers.sysfs import parse_sysfs_dump
-
     out = {}
     for entry in parse_sysfs_dump(dump_text).under("/sys/class/infiniband/"):
         if entry.path.endswith("/counters/port_xmit_data") and entry.value and entry.value.isdigit():

@@ -13,7 +13,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import msgspec
+from msgspec.structs import replace
 
+from linkcheck.bundle.format import MAX_CAPTURE_BYTES
 from linkcheck.collect.script import build_inspection_script, new_token, split_script_output
 from linkcheck.collect.specs import SPECS, Spec
 from linkcheck.errors import LinkcheckError, NodeError
@@ -51,10 +53,9 @@ def open_transports(
     connect_timeout_s: float = 10,
 ) -> dict[str, Transport]:
     """A transport per node: this machine for a bare `localhost`, SSH otherwise (connected on first use)."""
-    from linkcheck.transport.ssh import SshTransport, load_ssh_library
+    # Late: it loads paramiko, which a run of local nodes (or no nodes) never needs.
+    from linkcheck.transport.ssh import SshTransport
 
-    if any(not t.is_local for t in targets):
-        load_ssh_library()
     transports: dict[str, Transport] = {}
     for target in targets:
         if target.is_local:
@@ -146,10 +147,6 @@ def _collect_node(
 def bounded(captures: list[Capture]) -> list[Capture]:
     """Captures whose output is over MAX_CAPTURE_BYTES are kept as skipped ones, with the reason, not the text:
     a node's answer cannot make the bundle (or the parsers after it) hold gigabytes."""
-    from msgspec.structs import replace
-
-    from linkcheck.bundle.format import MAX_CAPTURE_BYTES
-
     out = []
     for cap in captures:
         size = max(len(cap.stdout), len(cap.stderr))

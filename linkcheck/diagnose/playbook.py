@@ -13,7 +13,8 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact
+from linkcheck.diagnose.checks.registry import CHECKS
+from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
 from linkcheck.diagnose.rule import Condition, Rule
 from linkcheck.errors import PlaybookError
@@ -139,9 +140,6 @@ def _header(ctx: _Ctx, raw: Any) -> tuple[str, Severity, dict[str, Any]]:
 
 def _scope_and_placeholders(ctx: _Ctx, raw: dict[str, Any], thresholds: Mapping[str, Any]) -> tuple[str, set[str]]:
     """The rule's scope, and the placeholder names its message and fix may use."""
-    from linkcheck.diagnose.checks.registry import CHECKS
-    from linkcheck.diagnose.facts_schema import placeholders_for_scope
-
     check = raw.get("check")
     scope = raw.get("scope", "pair" if check else None)
     if scope not in SCOPES:

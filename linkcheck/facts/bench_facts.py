@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING
 from linkcheck.errors import ParseError
 from linkcheck.facts.model import BenchFacts, DataPath, Function, NcclRun, RdmaCounters, RdmaRun
 from linkcheck.model import Capture
+from linkcheck.parsers.nccl_log import parse_nccl_log
+from linkcheck.parsers.nccl_tests import parse_nccl_tests
+from linkcheck.parsers.perftest import parse_perftest
+from linkcheck.parsers.sysfs import parse_sysfs_dump
 
 if TYPE_CHECKING:
     from linkcheck.parsers.nccl_tests import NcclTestRow
@@ -41,8 +45,6 @@ def _direction(cap: Capture) -> str:
 
 
 def _rate(cap: Capture) -> tuple[float | None, str | None]:
-    from linkcheck.parsers.perftest import parse_perftest
-
     if cap.skipped:
         return None, cap.skipped
     gbits = cap.meta.get("report_gbits")
@@ -59,7 +61,6 @@ def _rate(cap: Capture) -> tuple[float | None, str | None]:
         why = result.errors[0] if result.errors else (stderr if failed and stderr else default)
         return None, f"exit {cap.exit_status}: {why}"
     return gbps, None
-
 
 RunKey = tuple[str, str, str, str, str]  # (round, node, device, mode, direction)
 
@@ -116,8 +117,6 @@ def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: se
 
 def _snapshots(captures: list[Capture]) -> tuple[set[str], tuple[RdmaCounters, ...]]:
     """Rounds whose carrier, link_downed or GID entries changed, and per-HCA counter deltas."""
-    from linkcheck.parsers.sysfs import parse_sysfs_dump
-
     pairs: dict[tuple[str, str], dict[str, dict[str, str | None]]] = defaultdict(dict)
     for cap in captures:
         if cap.meta.get("kind") == "snapshot" and cap.ok:
@@ -139,7 +138,6 @@ def _snapshots(captures: list[Capture]) -> tuple[set[str], tuple[RdmaCounters, .
         counters.extend(_deltas(node, round_id, before, after))
     return flapped, tuple(counters)
 
-
 Values = dict[str, str | None]
 
 
@@ -152,7 +150,6 @@ def _deltas(node: str, round_id: str, before: Values, after: Values) -> list[Rdm
     base = "/sys/class/infiniband/{}/ports/1/counters/"
     return [RdmaCounters(node, d, delta(base.format(d) + "port_xmit_data"), delta(base.format(d) + "port_rcv_data"),
                          round_id) for d in devs]
-
 
 LARGE_MESSAGE_BYTES = 1 << 30  # bus bandwidth is judged where messages are large enough to fill the link
 
@@ -169,9 +166,6 @@ def _large_message_busbw(rows: tuple[NcclTestRow, ...]) -> tuple[float | None, i
 
 
 def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
-    from linkcheck.parsers.nccl_log import parse_nccl_log
-    from linkcheck.parsers.nccl_tests import parse_nccl_tests
-
     problem = None
     busbw = avg = None
     largest: int | None = None

@@ -12,6 +12,7 @@ from linkcheck.facts.netplan_facts import netplan_intents
 from linkcheck.facts.rdma_facts import attach_rdma
 from linkcheck.facts.sysfs_views import ib_devices, int_or_none, net_attrs, pci_links
 from linkcheck.model import Capture
+from linkcheck.parsers.sysfs import parse_link_speed_gts
 
 
 class _Builder(NodeDraft):
@@ -73,8 +74,6 @@ class _Builder(NodeDraft):
         pci = self.src.sysfs("sysfs_pci")
         links = pci_links(pci) if pci is not None else {}
         lspci = {p.bdf: p for p in (self.src.lspci() or ()) if p.bdf}
-        from linkcheck.parsers.sysfs import parse_link_speed_gts
-
         for netdev, fn in list(self.functions.items()):
             sys_link = links.get(fn.bdf or "")
             if sys_link and sys_link.get("current_link_width"):
@@ -122,7 +121,6 @@ class _Builder(NodeDraft):
                 vendor_oui=eeprom.vendor_oui, vendor_rev=eeprom.vendor_rev, date_code=eeprom.date_code))
         if not any(f.cable for f in self.functions.values()):
             self.missing("cable", "; ".join(reasons) or "no ConnectX-7 function to read a module from")
-
 
     def netplan(self) -> tuple[NetplanIntent, ...]:
         config = self.src.netplan()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from linkcheck.facts.model import Function, NetplanIntent, NmRuntimeProfile, NodeIdentity
 from linkcheck.facts.sources import NodeSources
+from linkcheck.parsers.identity import dmi_value
 
 if TYPE_CHECKING:
     from linkcheck.parsers.networkmanager import NmProfile
@@ -18,8 +19,6 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 def node_identity(src: NodeSources) -> NodeIdentity:
     """What identifies the node; every field it could not read is None (the evidence says why)."""
-    from linkcheck.parsers.identity import dmi_value
-
     dump = src.sysfs("sysfs_dmi")
     dmi: dict[str, str | None] = {}
     if dump is not None:

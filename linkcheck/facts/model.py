@@ -6,6 +6,7 @@ Rules read these typed facts, never raw text. A fact group that could not be gat
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -68,8 +69,6 @@ class Function(msgspec.Struct, frozen=True):
 
     @property
     def subnets(self) -> tuple[str, ...]:
-        import ipaddress
-
         return tuple(str(ipaddress.ip_interface(c).network) for c in self.ipv4)
 
     @property

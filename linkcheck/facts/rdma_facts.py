@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from linkcheck.facts.sysfs_views import ib_devices
+from linkcheck.parsers.gids import GidEntry, gid_entries_from_sysfs, holes, ipv4_of_gid, resolve_roce_v2_ipv4_index
 
 if TYPE_CHECKING:
     from linkcheck.facts.draft import NodeDraft
@@ -30,8 +31,6 @@ def _device_map(b: NodeDraft, ib: SysfsDump | None) -> dict[str, tuple[str, str 
 
 def _gid_entries(b: NodeDraft, ib: SysfsDump | None) -> tuple[GidEntry, ...] | None:
     """GID table entries from sysfs, else show_gids, else ibv_devinfo; None if no source worked."""
-    from linkcheck.parsers.gids import GidEntry, gid_entries_from_sysfs
-
     if ib is not None:
         entries = gid_entries_from_sysfs(ib)
         if entries:
@@ -51,15 +50,11 @@ def _gid_entries(b: NodeDraft, ib: SysfsDump | None) -> tuple[GidEntry, ...] | N
 
 
 def _ipv4(gid: str) -> str | None:
-    from linkcheck.parsers.gids import ipv4_of_gid
-
     return ipv4_of_gid(gid)
 
 
 def attach_rdma(b: NodeDraft) -> None:
     """Fill rdma_dev, rdma_state, gid_index and gid_holes of every function of the node."""
-    from linkcheck.parsers.gids import holes, resolve_roce_v2_ipv4_index
-
     if not b.functions:
         return  # no ConnectX-7 at all: LINK_DOWN says so; RDMA facts have nothing to describe
     ib = b.src.sysfs("sysfs_infiniband")

@@ -8,6 +8,18 @@ from typing import TYPE_CHECKING, Literal, TypeVar, cast
 from linkcheck.errors import ParseError
 from linkcheck.model import Capture
 from linkcheck.parsers import PARSERS, get_parser
+from linkcheck.parsers.ethtool import parse_ethtool, parse_ethtool_fec, parse_ethtool_i, parse_ethtool_m
+from linkcheck.parsers.gids import parse_show_gids
+from linkcheck.parsers.ibverbs import parse_ibv_devinfo
+from linkcheck.parsers.identity import parse_dmi_serial, parse_nccl_install, parse_perftest_version
+from linkcheck.parsers.iproute import parse_ip_addr, parse_ip_link, parse_ip_neigh, parse_ip_route
+from linkcheck.parsers.kernel import parse_dmesg, parse_meminfo, parse_os_release, parse_sysctl, parse_uptime
+from linkcheck.parsers.nccl_conf import parse_nccl_conf, parse_nccl_env
+from linkcheck.parsers.netplan import parse_netplan
+from linkcheck.parsers.networkmanager import parse_nm_connections
+from linkcheck.parsers.pcie import parse_lspci
+from linkcheck.parsers.rdma import parse_ibdev2netdev, parse_rdma_link
+from linkcheck.parsers.sysfs import parse_sysfs_dump
 
 if TYPE_CHECKING:
     from linkcheck.parsers.ethtool import EthtoolDriver, EthtoolFec, EthtoolSettings, ModuleEeprom
@@ -51,8 +63,7 @@ def preload_parsers(spec_ids: Iterable[str]) -> None:
 class NodeSources:
     """Parsed records of one node, parsed once each, with the reason for every one that is missing.
 
-    One typed accessor per spec: the fact builders read typed records, never `Any`. Each accessor
-    imports its parser when first called, so a diagnosis loads only the parsers its captures need.
+    One typed accessor per spec: the fact builders read typed records, never `Any`.
     """
 
     def __init__(self, node: str, captures: list[Capture]) -> None:
@@ -74,123 +85,75 @@ class NodeSources:
 
     # -- typed accessors, one per spec --------------------------------------------------------------
     def sysfs(self, spec: SysfsSpec) -> SysfsDump | None:
-        from linkcheck.parsers.sysfs import parse_sysfs_dump
-
         return self._parsed(spec, None, parse_sysfs_dump)
 
     def ip_interfaces(self, spec: Literal["ip_addr", "ip_link"]) -> tuple[IpInterface, ...] | None:
-        from linkcheck.parsers.iproute import parse_ip_addr, parse_ip_link
-
         return self._parsed(spec, None, parse_ip_addr if spec == "ip_addr" else parse_ip_link)
 
     def ip_route(self) -> tuple[IpRoute, ...] | None:
-        from linkcheck.parsers.iproute import parse_ip_route
-
         return self._parsed("ip_route", None, parse_ip_route)
 
     def ip_neigh(self) -> tuple[IpNeighbour, ...] | None:
-        from linkcheck.parsers.iproute import parse_ip_neigh
-
         return self._parsed("ip_neigh", None, parse_ip_neigh)
 
     def lspci(self) -> tuple[PciLink, ...] | None:
-        from linkcheck.parsers.pcie import parse_lspci
-
         return self._parsed("lspci", None, parse_lspci)
 
     def ethtool(self, netdev: str) -> EthtoolSettings | None:
-        from linkcheck.parsers.ethtool import parse_ethtool
-
         return self._parsed("ethtool", netdev, parse_ethtool)
 
     def ethtool_fec(self, netdev: str) -> EthtoolFec | None:
-        from linkcheck.parsers.ethtool import parse_ethtool_fec
-
         return self._parsed("ethtool_fec", netdev, parse_ethtool_fec)
 
     def ethtool_i(self, netdev: str) -> EthtoolDriver | None:
-        from linkcheck.parsers.ethtool import parse_ethtool_i
-
         return self._parsed("ethtool_i", netdev, parse_ethtool_i)
 
     def os_release(self) -> OsRelease | None:
-        from linkcheck.parsers.kernel import parse_os_release
-
         return self._parsed("os_release", None, parse_os_release)
 
     def netplan(self) -> NetplanConfig | None:
-        from linkcheck.parsers.netplan import parse_netplan
-
         return self._parsed("netplan_files", None, parse_netplan)
 
     def ethtool_m(self, netdev: str) -> ModuleEeprom | None:
-        from linkcheck.parsers.ethtool import parse_ethtool_m
-
         return self._parsed("ethtool_m", netdev, parse_ethtool_m)
 
     def rdma_link(self) -> tuple[RdmaPort, ...] | None:
-        from linkcheck.parsers.rdma import parse_rdma_link
-
         return self._parsed("rdma_link", None, parse_rdma_link)
 
     def ibdev2netdev(self) -> tuple[Ibdev2NetdevEntry, ...] | None:
-        from linkcheck.parsers.rdma import parse_ibdev2netdev
-
         return self._parsed("ibdev2netdev", None, parse_ibdev2netdev)
 
     def show_gids(self) -> tuple[GidEntry, ...] | None:
-        from linkcheck.parsers.gids import parse_show_gids
-
         return self._parsed("show_gids", None, parse_show_gids)
 
     def ibv_devinfo(self) -> tuple[IbvDevice, ...] | None:
-        from linkcheck.parsers.ibverbs import parse_ibv_devinfo
-
         return self._parsed("ibv_devinfo", None, parse_ibv_devinfo)
 
     def nccl_settings(self, spec: NcclSpec) -> NcclSettings | None:
-        from linkcheck.parsers.nccl_conf import parse_nccl_conf, parse_nccl_env
-
         return self._parsed(spec, None, parse_nccl_env if spec == "nccl_env" else parse_nccl_conf)
 
     def uptime(self) -> Uptime | None:
-        from linkcheck.parsers.kernel import parse_uptime
-
         return self._parsed("uptime", None, parse_uptime)
 
     def meminfo(self) -> MemInfo | None:
-        from linkcheck.parsers.kernel import parse_meminfo
-
         return self._parsed("meminfo", None, parse_meminfo)
 
     def dmesg(self) -> DmesgLog | None:
-        from linkcheck.parsers.kernel import parse_dmesg
-
         return self._parsed("dmesg", None, parse_dmesg)
 
     def sysctl(self) -> SysctlValues | None:
-        from linkcheck.parsers.kernel import parse_sysctl
-
         return self._parsed("sysctl", None, parse_sysctl)
 
     def dmi_serial(self) -> DmiSerial | None:
-        from linkcheck.parsers.identity import parse_dmi_serial
-
         return self._parsed("dmi_serial", None, parse_dmi_serial)
 
     def nccl_install(self) -> NcclInstall | None:
-        from linkcheck.parsers.identity import parse_nccl_install
-
         return self._parsed("nccl_install", None, parse_nccl_install)
 
     def perftest_version(self) -> PerftestVersion | None:
-        from linkcheck.parsers.identity import parse_perftest_version
-
         return self._parsed("perftest_version", None, parse_perftest_version)
 
     def nm_connections(self) -> NmProfiles | None:
-        from linkcheck.parsers.networkmanager import parse_nm_connections
-
         return self._parsed("nm_connections", None, parse_nm_connections)
 
     # -- parsing ------------------------------------------------------------------------------------

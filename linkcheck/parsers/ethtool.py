@@ -6,6 +6,7 @@ for these commands in common versions, so the text is the interface.
 
 from __future__ import annotations
 
+import json
 import re
 
 import msgspec
@@ -246,7 +247,6 @@ class ModuleEeprom(msgspec.Struct, frozen=True):
         """True when the EEPROM named the part (a vendor PN was read)."""
         return self.vendor_pn is not None
 
-
 LENGTH_LABELS = ("Length (Copper or Active cable)", "Cable assembly length", "Length (Copper)")
 
 
@@ -370,7 +370,6 @@ class EthtoolFec(msgspec.Struct, frozen=True):
     def uncorrectable_blocks(self) -> int | None:
         return self.statistic("uncorrectable_blocks")
 
-
 _FEC_HEADER_RE = re.compile(r"^FEC parameters for (\S+):$")
 _FEC_CONFIG_RE = re.compile(r"^(Supported/Configured|Configured) FEC encodings:(.*)$")
 _FEC_ACTIVE_RE = re.compile(r"^Active FEC encoding:(.*)$")
@@ -478,8 +477,6 @@ def _json_stats(value: object) -> tuple[FecStatistic, ...]:
 
 
 def _fec_json(text: str) -> EthtoolFec:
-    import json
-
     try:
         data = json.loads(text)
     except ValueError as exc:

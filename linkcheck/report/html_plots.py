@@ -8,12 +8,19 @@ resource.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import re
 from typing import Any
 
+import matplotlib
+from matplotlib.figure import Figure
+
+from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
+from linkcheck.errors import ParseError
+from linkcheck.facts.snapshot import pair_id, pair_key
 from linkcheck.outcome import Outcome
-from linkcheck.parsers.nccl_tests import NcclTestRow
+from linkcheck.parsers.nccl_tests import NcclTestRow, parse_nccl_tests
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import threshold
 
@@ -22,8 +29,6 @@ _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
 
 
 def have_matplotlib() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("matplotlib") is not None
 
 
@@ -32,8 +37,6 @@ def _label(value: object) -> str:
 
 
 def _svg(figure: Any) -> str:
-    import matplotlib
-
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "linkcheck", "text.usetex": False}):
         figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -45,8 +48,6 @@ def throughput_svg(outcome: Outcome) -> str | None:
     runs = outcome.link.bench.rdma
     if not runs:
         return None
-    from matplotlib.figure import Figure
-
     keys = sorted({(r.mode != "alone", r.mode, r.path_key, r.round_id) for r in runs})
     figure = Figure(figsize=(8, 3.6))
     axes = figure.add_subplot()
@@ -70,9 +71,6 @@ def throughput_svg(outcome: Outcome) -> str | None:
 
 
 def _nccl_rows(outcome: Outcome) -> tuple[NcclTestRow, ...]:
-    from linkcheck.errors import ParseError
-    from linkcheck.parsers.nccl_tests import parse_nccl_tests
-
     capture = next((c for c in outcome.bundle.captures if c.meta.get("kind") == "nccl" and c.spec != "nccl_log"
                     and c.meta.get("format") != "json" and c.ok), None)
     if capture is None:
@@ -88,8 +86,6 @@ def nccl_svg(outcome: Outcome) -> str | None:
     rows = [r for r in _nccl_rows(outcome) if r.size_bytes > 0 and r.oop_busbw_gbs is not None]
     if not rows:
         return None
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(8, 3.2))
     axes = figure.add_subplot()
     axes.plot([r.size_bytes for r in rows], [r.oop_busbw_gbs or 0.0 for r in rows], marker="o", color="#3b6ea5",
@@ -111,9 +107,6 @@ def nccl_svg(outcome: Outcome) -> str | None:
 
 def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, str]]:
     """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history, oldest first."""
-    from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
-    from linkcheck.facts.snapshot import pair_id, pair_key
-
     path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
     if not path.is_file():
         return []
@@ -135,8 +128,6 @@ def trend_svg(outcome: Outcome) -> str | None:
     runs = _history(outcome)
     if len(runs) < 2:
         return None
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(8, 3.2))
     axes = figure.add_subplot()
     rdma = [(w, t) for w, t, _, _ in runs if t is not None]

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from linkcheck import __version__
+from linkcheck.accept.record import load_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
@@ -74,8 +75,6 @@ def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
     path = outcome.bundle.path
     if path is None or not (path / "acceptance.json").is_file():
         return None
-    from linkcheck.accept.record import load_acceptance
-
     doc, problem = load_acceptance(path)
     return doc if doc is not None else {"problem": problem}
 

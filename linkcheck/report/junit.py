@@ -9,6 +9,7 @@ a required rule that could not be judged (inconclusive) is an `<error>`; other s
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import xml.etree.ElementTree as ET
 
@@ -63,8 +64,6 @@ def _case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
 
 
 def _timestamp() -> str:
-    import datetime as dt
-
     # junit-4.xsd's timestamp has no zone designator: it is UTC here, as every linkcheck time.
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 

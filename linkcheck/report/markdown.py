@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
+from linkcheck.accept import text as accept_text
+from linkcheck.accept.text import HEADER, headline, reasons, rows
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
+from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
 
@@ -50,15 +53,11 @@ def _traffic(outcome: Outcome) -> list[str]:
 
 def _acceptance(outcome: Outcome) -> list[str]:
     """The bundle's acceptance (`linkcheck accept`): verdict, each check against its threshold, why not PASS."""
-    from linkcheck.report.json_report import acceptance_document
-
     doc = acceptance_document(outcome)
     if doc is None:
         return []
     if "problem" in doc:
         return ["## Acceptance", "", md(doc["problem"]), ""]
-    from linkcheck.accept.text import HEADER, evidence_lines, headline, reasons, rows
-
     lines = ["## Acceptance", "", f"**{md(headline(doc))}**", "", _row(list(HEADER)), _row(["---"] * 3 + ["---:"] +
                                                                                        ["---", "---:"])]
     lines += [_row([md(cell) for cell in row]) for row in rows(doc)]
@@ -66,7 +65,7 @@ def _acceptance(outcome: Outcome) -> list[str]:
     lines += ["", *(f"- {md(line)}" for line in why)] if why else []
     sources = {t["source"] for c in doc.get("checks", []) for t in c.get("thresholds", [])}
     lines += ["", "Threshold sources:", "", *(f"- {md(s)}" for s in sorted(sources))]
-    tested = evidence_lines(doc)
+    tested = accept_text.evidence_lines(doc)
     lines += ["", "Tested:", "", *(f"- {md(line)}" for line in tested)] if tested else []
     return [*lines, ""]
 

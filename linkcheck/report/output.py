@@ -6,6 +6,12 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from rich.console import Console
+
+from linkcheck.errors import OutputError
+from linkcheck.report.console import print_report
+from linkcheck.report.json_report import render_json
+
 if TYPE_CHECKING:
     from linkcheck.errors import OutputError
     from linkcheck.outcome import Outcome
@@ -26,8 +32,6 @@ def write_stdout(text: str) -> None:
 
 
 def _output_error(exc: BaseException) -> OutputError:
-    from linkcheck.errors import OutputError
-
     reason = getattr(exc, "strerror", None) or str(exc)
     return OutputError(f"cannot write the report to standard output: {reason}",
                        fix="redirect it to a file with room, or to /dev/null")
@@ -37,14 +41,8 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
     """Print the report. A reader that stops early (`| head`) ends the output, never the exit code: that
     stays the verdict's (rich alone would exit 1, "warnings", and a JSON write would raise)."""
     if as_json:
-        from linkcheck.report.json_report import render_json
-
         write_stdout(render_json(outcome) + "\n")
         return
-    from rich.console import Console
-
-    from linkcheck.report.console import print_report
-
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             self.quiet = True

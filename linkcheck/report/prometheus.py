@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linkcheck import __version__
+from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
+from linkcheck.report.writer import check_output_path, write_atomically
 
 if TYPE_CHECKING:
     from linkcheck.outcome import Outcome
@@ -86,8 +88,6 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
     facts = outcome.link.baseline
     if facts is None:
         return []
-    from linkcheck.facts.drift import comparable_ratios
-
     return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
 
@@ -121,13 +121,9 @@ def render_prometheus(outcome: Outcome) -> str:
 
 def check_textfile_path(path: Path) -> Path:
     """Refuse, before any work, a textfile whose folder is missing or not writable (exit 4)."""
-    from linkcheck.report.writer import check_output_path
-
     return check_output_path(path, "--prometheus-textfile")
 
 
 def write_textfile(path: Path, outcome: Outcome) -> None:
     """Write the textfile atomically: a temporary file in the same folder, then a rename over `path`."""
-    from linkcheck.report.writer import write_atomically
-
     write_atomically(path, render_prometheus(outcome))

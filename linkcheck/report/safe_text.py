@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 if TYPE_CHECKING:
     from rich.text import Text
 
@@ -41,6 +43,4 @@ def shown(value: object, *, multiline: bool = False) -> str:
 
 def as_text(value: object, style: str = "", *, multiline: bool = True) -> Text:
     """A rich `Text` of `shown(value)`: styled as asked, its brackets printed, never read as markup."""
-    from rich.text import Text
-
     return Text(shown(value, multiline=multiline), style=style)

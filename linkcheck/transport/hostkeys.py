@@ -10,6 +10,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import paramiko
+
 from linkcheck.errors import HostKeyError
 
 if TYPE_CHECKING:
@@ -98,8 +100,6 @@ def host_key_policy(
     node: str, target: ResolvedTarget, known_hosts: Path, known_hosts_shown: str, accept_new: bool
 ) -> paramiko.MissingHostKeyPolicy:
     """The policy paramiko calls for a host missing from known_hosts (a changed key never gets here)."""
-    import paramiko
-
     class _Policy(paramiko.MissingHostKeyPolicy):
         def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
             if not accept_new:

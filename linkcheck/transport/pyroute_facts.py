@@ -11,6 +11,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from pyroute2 import IPRoute
+
 # What each ip_* spec is replaced with on the local node: spec id -> the command it stands for.
 PYROUTE_SPECS: dict[str, str] = {
     "ip_link": "ip -d -j link show",
@@ -235,8 +237,6 @@ def _route_shown(msg: Msg) -> bool:
 
 def render_ip_json() -> dict[str, str]:
     """spec id -> the JSON text `ip -j` would print on this machine, read through netlink with pyroute2."""
-    from pyroute2 import IPRoute
-
     with IPRoute() as ipr:
         links = list(ipr.get_links())
         addrs = list(ipr.get_addr())

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import paramiko
+
 from linkcheck.errors import ConfigError, NodeError
 from linkcheck.transport.base import (
     CommandTimeoutError,
@@ -42,12 +44,6 @@ KILL_GRACE_S = 2  # `timeout -k`: SIGKILL this long after SIGTERM, for tools tha
 LOCAL_SLACK_S = 1.0  # our own deadline only fires if the node's `timeout` failed to end the command
 POLL_S = 0.25  # how often blocked reads wake up to look at the deadline
 READ_CHUNK = 65536
-
-
-def load_ssh_library() -> None:
-    """Import paramiko now, on the calling thread, before the per-node threads start: imports hold the
-    GIL, so two connection threads importing it while the main thread works only take turns."""
-    import paramiko  # noqa: F401
 
 
 def resolve_target(target: NodeTarget, ssh_config: Path | None) -> ResolvedTarget:
@@ -85,8 +81,6 @@ def _first_known_hosts(value: Any) -> str | None:
 def _ssh_config_for(host: str, path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    import paramiko
-
     try:
         return dict(paramiko.SSHConfig.from_path(str(path)).lookup(host))
     except (OSError, paramiko.ConfigParseError, ValueError) as exc:
@@ -139,8 +133,6 @@ class SshTransport:
                 self._connect()
 
     def _connect(self) -> None:
-        import paramiko
-
         resolved = resolve_target(self.target, self.ssh_config)
         if self.known_hosts_shown == "~/.ssh/known_hosts" and resolved.known_hosts:
             self.known_hosts = Path(resolved.known_hosts).expanduser()
@@ -188,8 +180,6 @@ class SshTransport:
 
     def run(self, command: str, *, timeout_s: float, stdin: str | None = None) -> RemoteResult:
         """Run `command` under `timeout` on the node; drain stdout and stderr, then read the status."""
-        import paramiko
-
         self.connect()
         remote_s = max(1, math.ceil(timeout_s))
         wrapped = f"timeout -k {KILL_GRACE_S} {remote_s} sh -c {shlex.quote(command)}"

@@ -9,6 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import paramiko
+from paramiko.ssh_exception import NoValidConnectionsError
+
 from linkcheck.errors import NodeError
 from linkcheck.transport.hostkeys import changed_key_error, host_key_policy
 
@@ -107,9 +110,6 @@ def _closed(node: str, target: ResolvedTarget, exc: Any) -> NodeError:
 
 def connect_error(node: str, target: ResolvedTarget, exc: BaseException, known_hosts_shown: str) -> NodeError:
     """One NodeError per cause: host key, auth, DNS, refused, unreachable, timeout, handshake, drop."""
-    import paramiko
-    from paramiko.ssh_exception import NoValidConnectionsError
-
     if isinstance(exc, NodeError):  # our host-key policy already said it
         return exc
     if isinstance(exc, paramiko.BadHostKeyException):

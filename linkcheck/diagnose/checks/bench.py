@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from linkcheck.diagnose.checks.fec import fec_evidence
+from linkcheck.diagnose.checks.gid import nccl_functions
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
@@ -42,7 +43,6 @@ class BusbwValues(msgspec.Struct, frozen=True):
     busbw: str
     wrong: int
     band: str
-
 
 PLUG_KINDS = ("cx7_cable_plugin", "module_cable_plugged")
 FLAPPED = "the link flapped or a GID changed during the traffic test; its numbers cannot be trusted"
@@ -166,8 +166,6 @@ def nccl_socket_fallback(link: LinkFacts, thresholds: Mapping[str, Any]) -> list
 
 def _busbw_pointers(link: LinkFacts) -> list[str]:
     """What the evidence points at when the collective is below a healthy pair but not broken."""
-    from linkcheck.diagnose.checks.gid import nccl_functions
-
     run = link.bench.nccl
     hints = []
     if run is not None and run.network is not None and (len(run.ib_devices) < 2 or len(set(run.channel_net_devs)) == 1):

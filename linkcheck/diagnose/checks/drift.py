@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from linkcheck.diagnose.observation import Observation
+from linkcheck.facts.drift import changes, nccl_ratio, parameter_differences, rdma_ratios
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
@@ -62,8 +63,6 @@ def _changed(link: LinkFacts, kind: str) -> list[Observation]:
     facts = link.baseline
     if facts is None:
         return []  # no --baseline: nothing to compare with
-    from linkcheck.facts.drift import changes
-
     base, now = facts.baseline.snapshot, facts.current
     old, new = (base.identity, now.identity) if kind == "identity" else (base.configuration, now.configuration)
     changed, unread = changes(old, new, base, now)
@@ -131,8 +130,6 @@ def _ratio_observation(r: Ratio, name: str, thresholds: Mapping[str, Any]) -> Ob
 
 
 def _performance_skip(facts: BaselineFacts, link: LinkFacts, kind: str) -> str | None:
-    from linkcheck.facts.drift import parameter_differences
-
     base, now, name = facts.baseline.snapshot.performance, facts.current.performance, facts.baseline.name
     label = "RDMA" if kind == "rdma" else "NCCL"
     if kind not in link.bench_present:
@@ -149,8 +146,6 @@ def drift_throughput(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
     facts = link.baseline
     if facts is None:
         return []
-    from linkcheck.facts.drift import nccl_ratio, rdma_ratios
-
     base, now, name = facts.baseline.snapshot.performance, facts.current.performance, facts.baseline.name
     out: list[Observation] = []
     if not base.rdma_gbps and base.nccl_busbw_gbs is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -62,8 +63,6 @@ def _config(node: NodeFacts) -> Observation | None:
 def _suggested_address(twin: Function) -> str:
     """An address for an unaddressed twin: the addressed twin's host in the next /24 (NVIDIA's current layout
     puts the two twins in 192.168.100.0/24 and 192.168.101.0/24), or that layout itself."""
-    import ipaddress
-
     if twin.ipv4:
         iface = ipaddress.ip_interface(twin.ipv4[0])
         if iface.network.prefixlen >= 24 and not iface.ip.is_link_local:

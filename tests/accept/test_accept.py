@@ -23,7 +23,7 @@ from linkcheck.collect.verify import verify_bundle
 from linkcheck.model import Capture
 from linkcheck.pipeline import Outcome, diagnose_bundle
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 PROFILE = BUILTIN_DIR / "dgx-spark-pair.yaml"
 ROW = re.compile(r"^(\s*1048576\s+\d+\s+[\d.]+\s+)([\d.]+)", re.MULTILINE)
@@ -418,5 +418,5 @@ def test_the_markdown_report_lists_who_was_tested(monkeypatch: pytest.MonkeyPatc
            "checks": [], "evidence": {"nodes": {"a": {"hostname": "spark-a", "serial": "1234", "cx7": []}},
                                       "cable": []}}
     monkeypatch.setattr(json_report, "acceptance_document", lambda outcome: doc)
-    text = render_markdown(diagnose_bundle(Path(__file__).resolve().parent.parent / "fixtures" / "healthy"))
+    text = render_markdown(diagnose_bundle(Path(__file__).resolve().parents[2] / "fixtures" / "healthy"))
     assert "Tested:" in text and "- node a: spark-a, ?, serial 1234" in text

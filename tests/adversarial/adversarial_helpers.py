@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "healthy"
 RAW_CONTROL = ("\x1b", "\x07", "\x9b", "\x9d", "\r", "\x08")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial_helpers import copy_healthy, manifest, one_line_error, run, save_manifest
+from tests.adversarial.adversarial_helpers import copy_healthy, manifest, one_line_error, run, save_manifest
 
 
 def _first_entry(data: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial_helpers import HEALTHY, ROOT, one_line_error, run
+from tests.adversarial.adversarial_helpers import HEALTHY, ROOT, one_line_error, run
 
 UNREACHABLE = ("--node", "a=u@198.18.251.1", "--node", "b=u@198.18.251.2")
 

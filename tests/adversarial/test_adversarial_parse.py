@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from linkcheck.parsers import PARSERS
-from tests.adversarial_helpers import assert_no_raw_controls, one_line_error, run
+from tests.adversarial.adversarial_helpers import assert_no_raw_controls, one_line_error, run
 
 INPUTS = {
     "garbage": b"hello world\nthis is not the tool you are looking for\n\t:::: ==> [] {}\n",

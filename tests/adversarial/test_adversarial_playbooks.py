@@ -9,7 +9,7 @@ import pytest
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
 from linkcheck.diagnose.operands import MAX_MATCH_INPUT, regex_problem
 from linkcheck.diagnose.playbook import Condition
-from tests.adversarial_helpers import HEALTHY, one_line_error, run
+from tests.adversarial.adversarial_helpers import HEALTHY, one_line_error, run
 
 RULE = """playbook: site
 rules:

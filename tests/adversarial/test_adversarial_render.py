@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from linkcheck.report.safe_text import as_text, shown
-from tests.adversarial_helpers import (
+from tests.adversarial.adversarial_helpers import (
     assert_no_raw_controls,
     copy_healthy,
     one_line_error,

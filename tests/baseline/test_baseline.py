@@ -15,7 +15,7 @@ import pytest
 from linkcheck.baseline.model import SCHEMA, SCHEMA_VERSION
 from linkcheck.baseline.store import BaselineError, read_baseline
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 
 

@@ -16,9 +16,9 @@ from linkcheck.baseline.store import BaselineError, resolve
 from linkcheck.collect.bundle import load_bundle, write_bundle
 from linkcheck.model import Finding, Severity, Status
 from linkcheck.pipeline import diagnose_bundle
-from tests.baseline_helpers import derived_bundle, is_client
+from tests.baseline.baseline_helpers import derived_bundle, is_client
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 SLOW_PATH = is_client("roceP2p1s0f1", "concurrent", "a->b")
 

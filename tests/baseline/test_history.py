@@ -13,9 +13,9 @@ import pytest
 
 from linkcheck.baseline.history import append_line, read_records
 from linkcheck.collect.bundle import load_bundle, write_bundle
-from tests.baseline_helpers import derived_bundle, is_client
+from tests.baseline.baseline_helpers import derived_bundle, is_client
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 BASELINE = str(FIXTURES / "drift-cable-swap" / "baseline.json")
 

@@ -11,7 +11,7 @@ from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture
 from linkcheck.pipeline import diagnose_bundle
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 ROW = """---------------------------------------------------------------------------------------
  #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]

@@ -17,7 +17,7 @@ from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _healthy() -> LinkFacts:

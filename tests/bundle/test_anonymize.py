@@ -26,7 +26,7 @@ from linkcheck.model import Capture
 from linkcheck.parsers.ethtool import parse_ethtool_m
 from linkcheck.pipeline import diagnose_captures
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
 
 IPV4 = re.compile(r"(?<![\w.-])\d{1,3}(?:\.\d{1,3}){3}(?![\w-]|\.\d)")

@@ -17,7 +17,7 @@ from linkcheck.collect.bundle import Bundle, load_bundle
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "healthy"
 
 

@@ -26,7 +26,7 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture
 from linkcheck.pipeline import diagnose_captures
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOSTS = ("dgx-spark-1", "dgx-spark-2")  # the fixture's own hostnames, renamed in every example
 SERIAL = "APF25090012345"  # the fixture's cable serial
 FAKE_WORDS = re.compile(r"node|site|user|invalid|sn\d")  # what the fakes are made of: not a useful original

@@ -16,7 +16,7 @@ from linkcheck.collect.digests import SUMS, files_digest, parse_sums, sums_text
 from linkcheck.collect.verify import FIXTURE_ONLY, verify_bundle
 from linkcheck.model import Capture
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
 
 

@@ -15,7 +15,7 @@ import pytest
 from linkcheck import __version__
 from linkcheck.cli import _hoisted
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = str(ROOT / "fixtures" / "healthy")
 STALE = str(ROOT / "fixtures" / "gid-stale")
 

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sshd_helper
-from sshd_helper import Sshd
 
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.collect.specs import SPECS, Spec
@@ -33,6 +31,8 @@ from linkcheck.transport.base import (
 from linkcheck.transport.local import LocalTransport
 from linkcheck.transport.pyroute_facts import PYROUTE_SPECS, render_ip_json
 from linkcheck.transport.ssh import SshTransport
+from tests.transport import sshd_helper
+from tests.transport.sshd_helper import Sshd
 
 SMALL = (
     Spec("hostname", "hostname"),

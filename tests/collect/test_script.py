@@ -267,7 +267,7 @@ def test_sections_finishing_together_are_never_cut() -> None:
 
 
 def test_the_script_sent_is_inspect_sh_as_it_is_after_one_line_of_values() -> None:
-    text = (Path(__file__).resolve().parent.parent / "linkcheck" / "collect" / "inspect.sh").read_text()
+    text = (Path(__file__).resolve().parents[2] / "linkcheck" / "collect" / "inspect.sh").read_text()
     token = new_token()
     script = build_inspection_script(SPECS, token=token, per_command_timeout_s=7)
     assert script.endswith(text)

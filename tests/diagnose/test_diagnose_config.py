@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 SITE_RULE = """playbook: site
 rules:

@@ -11,7 +11,7 @@ from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Status, Verdict
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _moved_index(pin: str | None) -> LinkFacts:

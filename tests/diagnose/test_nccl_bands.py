@@ -13,7 +13,7 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Finding, Status
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 # The header of a real nccl-tests 2.17.6 table (with its trailing spaces), from the healthy fixture.
 _HEALTHY_TABLE = next(c.stdout for c in load_bundle(FIXTURES / "healthy").captures if c.spec == "all_gather_perf")

@@ -12,7 +12,7 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture, Finding, Status
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _readdress(cap: Capture, netdev: str, new: list[dict[str, object]]) -> Capture:

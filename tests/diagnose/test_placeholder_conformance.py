@@ -15,7 +15,7 @@ from linkcheck.diagnose import engine
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, load_playbooks
 from linkcheck.pipeline import diagnose_bundle
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file())
 
 

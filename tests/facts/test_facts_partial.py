@@ -10,7 +10,7 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Status, Verdict
 
-HEALTHY = Path(__file__).resolve().parent.parent / "fixtures" / "healthy"
+HEALTHY = Path(__file__).resolve().parents[2] / "fixtures" / "healthy"
 
 
 def _diagnose_without(drop: set[str], node: str = "b") -> tuple[Verdict, set[str], dict[str, str]]:

@@ -25,8 +25,8 @@ from linkcheck.pipeline import diagnose_bundle, diagnose_captures
 from linkcheck.report.json_report import report_document
 from tests.emulators.scenarios import SCENARIOS, scenario_captures
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = Path(__file__).parent / "samples"
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 FIXTURES = ROOT / "fixtures"
 
 
@@ -375,7 +375,7 @@ def test_nm_keyfiles_from_networkmanager_s_own_tests_parse_through_the_spec(tmp_
     from linkcheck.collect.specs import NM_KEYFILES
     from linkcheck.parsers.networkmanager import parse_nm_connections
 
-    real = Path(__file__).resolve().parent / "samples" / "system" / "real"
+    real = Path(__file__).resolve().parents[1] / "samples" / "system" / "real"
     etc, run = tmp_path / "etc", tmp_path / "run"
     etc.mkdir()
     run.mkdir()

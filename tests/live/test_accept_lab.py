@@ -25,7 +25,7 @@ from tests.lab import Lab
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
-    from tests.conftest import CliRun, Live
+    from tests.live.conftest import CliRun, Live
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")
 

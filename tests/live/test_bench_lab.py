@@ -34,11 +34,11 @@ from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
-    from tests.conftest import CliRun, Live
+    from tests.live.conftest import CliRun, Live
 
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUN_PREFIX = "/tmp/linkcheck-bench."
 INCONCLUSIVE, INTERRUPTED = 3, 130
 BENCH_RULES = {"LINK_HOTPLUG_DEGRADED", "LINK_BELOW_NOMINAL", "NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW",

@@ -28,7 +28,7 @@ from tests.lab import Lab
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 needs_lab = pytest.mark.skipif(lab_skip_reason() is not None, reason=str(lab_skip_reason()))
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")
 P1, P2 = "rocep1s0f1", "roceP2p1s0f1"  # cage p1's twins on every GB10

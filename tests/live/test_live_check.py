@@ -25,9 +25,9 @@ import pytest
 from tests.lab import Lab, map_text
 
 if TYPE_CHECKING:
-    from tests.conftest import CliRun, Live
+    from tests.live.conftest import CliRun, Live
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("healthy", "gid-stale", "mtu-mismatch", "twins-same-subnet", "unapproved-cable", "degraded-collection",
              "single-pcie-path")
 # Rules judged only from traffic-test (bench) captures; a check without --bench cannot raise them.

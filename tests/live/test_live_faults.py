@@ -33,9 +33,9 @@ from tests.lab import Lab, LabNodeSpec
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
-    from tests.conftest import CliRun, Live
+    from tests.live.conftest import CliRun, Live
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BENCH_RULES = frozenset({"LINK_HOTPLUG_DEGRADED", "LINK_BELOW_NOMINAL", "NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW"})
 INCONCLUSIVE = 3
 HANG_TIMEOUT_S = 6  # above the slowest healthy command on a busy 2-core machine (the sysfs GID dump)

@@ -18,7 +18,7 @@ from tests.lab import Lab
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
-    from tests.conftest import CliRun, Live
+    from tests.live.conftest import CliRun, Live
 
 SCENARIOS = {"healthy": "console", "hotplug-degraded": "json", "single-pcie-path": "json"}
 

@@ -15,7 +15,7 @@ from linkcheck.parsers.ethtool import (
     parse_ethtool_s,
 )
 
-SAMPLES = Path(__file__).parent / "samples" / "ethtool"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "ethtool"
 
 
 def sample(name: str) -> str:

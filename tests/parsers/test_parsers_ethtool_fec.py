@@ -15,7 +15,7 @@ from linkcheck.errors import ParseError
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.ethtool import FecStatistic, parse_ethtool_fec
 
-REAL = Path(__file__).parent / "samples" / "ethtool" / "real"
+REAL = Path(__file__).resolve().parents[1] / "samples" / "ethtool" / "real"
 
 
 def real(name: str) -> str:

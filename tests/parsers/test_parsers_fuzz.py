@@ -16,7 +16,7 @@ from linkcheck.errors import ParseError
 from linkcheck.parsers import PARSERS, get_parser
 from linkcheck.records import is_record
 
-SAMPLES = Path(__file__).parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "ip_link": "iproute", "ip_addr": "iproute", "ip_route": "iproute", "ip_neigh": "iproute",
     "sysfs": "rdma", "gid_sysfs": "rdma", "show_gids": "rdma", "rdma_link": "rdma", "ibdev2netdev": "rdma",

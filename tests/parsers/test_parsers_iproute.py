@@ -23,7 +23,7 @@ from linkcheck.parsers.iproute import (
     parse_ip_route,
 )
 
-SAMPLES = Path(__file__).parent / "samples" / "iproute"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "iproute"
 
 
 def sample(name: str) -> str:

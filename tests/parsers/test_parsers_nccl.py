@@ -13,7 +13,7 @@ from linkcheck.parsers import get_parser
 from linkcheck.parsers.nccl_log import NcclQpGid, parse_nccl_log
 from linkcheck.parsers.nccl_tests import NcclTestRow, parse_nccl_tests
 
-SAMPLES = Path(__file__).parent / "samples" / "nccl"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "nccl"
 
 
 def sample(name: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 from linkcheck.errors import ParseError
 from linkcheck.parsers.kernel import parse_os_release
 
-SAMPLES = Path(__file__).parent / "samples" / "system"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "system"
 
 
 def test_debian_12_as_captured_on_this_kind_of_machine() -> None:

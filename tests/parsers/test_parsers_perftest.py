@@ -15,7 +15,7 @@ from linkcheck.parsers.perftest import (
     parse_perftest_version,
 )
 
-SAMPLES = Path(__file__).parent / "samples" / "perftest"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "perftest"
 MIB = 1048576 * 8 / 1e9  # one MiB/s (= perftest's "MB/sec") in Gb/s
 
 

@@ -16,7 +16,7 @@ from linkcheck.parsers.rdma import (
     parse_rdma_link,
 )
 
-SAMPLES = Path(__file__).parent / "samples" / "rdma"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "rdma"
 
 
 def sample(name: str) -> str:

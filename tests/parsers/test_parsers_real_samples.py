@@ -22,7 +22,7 @@ from linkcheck.parsers.pcie import parse_lspci
 from linkcheck.parsers.perftest import parse_perftest
 from linkcheck.parsers.rdma import parse_ibdev2netdev
 
-SAMPLES = Path(__file__).parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 MIB_GBPS = 1048576 * 8 / 1e9
 
 

@@ -17,7 +17,7 @@ from linkcheck.parsers.gids import (
 )
 from linkcheck.parsers.sysfs import SysfsEntry, parse_link_speed_gts, parse_sysfs_dump
 
-SAMPLES = Path(__file__).parent / "samples" / "rdma"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "rdma"
 IB = "/sys/class/infiniband"
 
 

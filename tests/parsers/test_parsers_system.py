@@ -20,7 +20,7 @@ from linkcheck.parsers.nccl_conf import NcclSettings, parse_nccl_conf, parse_ncc
 from linkcheck.parsers.netplan import NetplanConfig, parse_netplan
 from linkcheck.parsers.pcie import parse_lspci
 
-SAMPLES = Path(__file__).parent / "samples" / "system"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "system"
 
 
 def sample(name: str) -> str:

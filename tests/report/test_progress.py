@@ -13,7 +13,7 @@ from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture
 from linkcheck.report.progress import ConsoleProgress
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _run(node: str, role: str, exit_status: int | None, skipped: str | None = None) -> Capture:

@@ -16,7 +16,7 @@ from linkcheck.pipeline import Outcome, diagnose_bundle
 from linkcheck.report import prometheus
 from linkcheck.report.prometheus import render_prometheus, write_textfile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 NAME_RE = re.compile(r"^linkcheck_[a-z_]+$")
 

@@ -17,7 +17,7 @@ from linkcheck.pipeline import Outcome, diagnose_bundle
 from linkcheck.report.formats import FORMATS, renderer
 from linkcheck.report.markdown import render_markdown
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
 # link-state, gid-index, throughput, nccl, ...: one stage per built-in playbook file.
 STAGES = {f"linkcheck.{p.stem}" for p in (ROOT / "linkcheck" / "playbooks").glob("*.yaml")}

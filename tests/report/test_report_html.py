@@ -18,7 +18,7 @@ from linkcheck.pipeline import Outcome, diagnose_bundle
 from linkcheck.report import html_plots
 from linkcheck.report.html import render_html
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
 HOSTILE = '<script>alert(1)</script>"\'&<img src=https://evil.example/x.png onerror=alert(2)>$x^2$'
 _URL_ATTRS = {"src", "href", "xlink:href", "action", "poster", "data", "srcset", "background"}

@@ -9,7 +9,7 @@ import pytest
 from linkcheck.baseline.history import append_run
 from linkcheck.collect.bundle import load_bundle
 from linkcheck.pipeline import diagnose_bundle
-from tests.test_history import FIXTURES, dated
+from tests.baseline.test_history import FIXTURES, dated
 
 pytest.importorskip("matplotlib")
 

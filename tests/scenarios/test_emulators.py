@@ -24,7 +24,7 @@ from tests.emulators.render import cx7_netdevs, render
 from tests.emulators.render_eeprom import cmis_text, render_ethtool_m, sff8636_text
 from tests.emulators.scenarios import SCENARIOS, scenario_bench_captures, scenario_captures
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples" / "iproute"
 HEALTHY = SCENARIOS["healthy"]
 ALL_NODES = [(f"{name}:{side}", node) for name, s in SCENARIOS.items()

@@ -17,7 +17,7 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
 from linkcheck.pipeline import Outcome, diagnose_bundle
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file()) if FIXTURES.is_dir() else []
 EXIT = {"pass": 0, "warn": 1, "fail": 2, "inconclusive": 3}
 

@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sshd_helper
-from sshd_helper import Sshd, free_port, keygen
 
 from linkcheck.collect.script import build_inspection_script, new_token, split_script_output
 from linkcheck.collect.specs import Spec
@@ -24,6 +22,8 @@ from linkcheck.transport.base import (
     parse_target,
 )
 from linkcheck.transport.ssh import SshTransport, resolve_target
+from tests.transport import sshd_helper
+from tests.transport.sshd_helper import Sshd, free_port, keygen
 
 
 @pytest.fixture(scope="module")

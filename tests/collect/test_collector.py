@@ -169,6 +169,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         running.stop()
 
 
+@pytest.mark.lab  # real sshd or network namespaces
 def test_local_and_ssh_nodes_together(server: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     known_hosts = tmp_path / "known_hosts"
@@ -277,6 +278,7 @@ def _without_running_lifetimes(links: list[dict[str, Any]]) -> list[dict[str, An
     return links
 
 
+@pytest.mark.lab  # real sshd or network namespaces
 def test_pyroute2_renders_exactly_what_ip_prints(rich_namespace: str) -> None:
     code = (
         "import json, sys; from linkcheck.transport.pyroute_facts import render_ip_json;"

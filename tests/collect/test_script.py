@@ -140,6 +140,7 @@ def test_other_tokens_and_unknown_specs_are_not_ours(answer: tuple[str, str]) ->
     assert not complete and "both" not in {c.spec for c in captures}
 
 
+@pytest.mark.lab  # real sshd or network namespaces
 def test_per_netdev_specs_run_for_connectx_netdevs_only(tmp_path: Path) -> None:
     """A tmpfs over /sys/class/net in a private mount namespace stands in for the CX-7 functions."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:

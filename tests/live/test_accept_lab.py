@@ -27,7 +27,8 @@ from tests.lab.scenario import specs_for_scenario
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 
-pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")
+pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")]
 
 REPETITIONS = 2
 PARALLEL = 4  # six at once on 2 CPUs once lost an SSH session to load (CI); four leave the nodes room

@@ -33,6 +33,8 @@ from tests.lab import Lab, LabNodeSpec
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
+pytestmark = pytest.mark.lab  # builds the two-node lab
+
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 

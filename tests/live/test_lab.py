@@ -21,6 +21,8 @@ from tests.lab.pytest_plugin import LabFactory, lab_skip_reason
 from tests.lab.scenario import plain_pair
 from tests.lab.spec import validate_specs
 
+pytestmark = pytest.mark.lab  # builds the two-node lab
+
 REPO = Path(__file__).resolve().parents[2]
 lab_factory = pytest_plugin.lab_factory  # the fixture, for the tests below
 needs_lab = pytest.mark.skipif(lab_skip_reason() is not None, reason=str(lab_skip_reason()))

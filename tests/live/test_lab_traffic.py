@@ -28,6 +28,8 @@ from tests.lab import Lab
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
+pytestmark = pytest.mark.lab  # builds the two-node lab
+
 REPO = Path(__file__).resolve().parents[2]
 needs_lab = pytest.mark.skipif(lab_skip_reason() is not None, reason=str(lab_skip_reason()))
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")

@@ -24,6 +24,8 @@ import pytest
 
 from tests.lab import Lab, map_text
 
+pytestmark = pytest.mark.lab  # builds the two-node lab
+
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 

@@ -17,6 +17,8 @@ import pytest
 from tests.lab import Lab
 from tests.lab.scenario import specs_for_scenario
 
+pytestmark = pytest.mark.lab  # builds the two-node lab
+
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 

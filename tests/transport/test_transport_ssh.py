@@ -25,6 +25,8 @@ from linkcheck.transport.ssh import SshTransport, resolve_target
 from tests.transport import sshd_helper
 from tests.transport.sshd_helper import Sshd, free_port, keygen
 
+pytestmark = pytest.mark.lab  # a real OpenSSH sshd
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:

@@ -1,9 +1,14 @@
-"""Fixtures of every test: a private XDG_DATA_HOME, and SIGINT handling restored after each test (the live
-end-to-end tests' own fixtures are in tests/live/conftest.py)."""
+"""Fixtures of every test: a private XDG_DATA_HOME, SIGINT handling restored after each test, and `cli`,
+linkcheck run in process (the live end-to-end tests' own fixtures are in tests/live/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +29,75 @@ def _private_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     """Runs append to a per-pair history and baselines live under XDG_DATA_HOME: every test, and every linkcheck
     it starts, uses its own, never the user's (which would also make results depend on earlier runs)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """One in-process `linkcheck` run; named like subprocess.CompletedProcess, so the same checks read both."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class InProcessCli:
+    """`linkcheck ARGS` in this interpreter: typer's CliRunner holds stdin, stdout, stderr and the environment,
+    and `linkcheck.cli.main` runs as the program does (argv, the one-line errors, the documented exit codes,
+    global flags after the command), so a test pays no interpreter start.
+
+    What needs a real process stays a subprocess test: signals (Ctrl-C), pipes and a closed or full stdout,
+    the `python -m linkcheck.cli` entry point, and --debug's traceback (the interpreter prints it).
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._monkeypatch = monkeypatch
+
+    def __call__(self, *args: str, stdin: str | bytes | None = None, cwd: Path | None = None,
+                 env: Mapping[str, str | None] | None = None, timeout: float | None = None) -> CliResult:
+        """Run once; `env` values of None unset a variable; `timeout` is an upper bound the run must stay under."""
+        import logging
+
+        from typer.testing import CliRunner
+
+        from linkcheck import cli
+
+        for name in ("_QUIET", "_DEBUG", "_INTERRUPTION_SAID"):  # set once per process by the program
+            if isinstance(getattr(cli, name, None), list):
+                self._monkeypatch.setattr(cli, name, [])
+        loggers = {name: logging.getLogger(name).level for name in ("", "paramiko")}  # set by live commands
+        runner = CliRunner()
+        here = Path.cwd()
+        start = time.monotonic()
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            with runner.isolation(input=stdin, env=env) as (out, err, _):
+                saved_argv = sys.argv
+                sys.argv = ["linkcheck", *args]
+                try:
+                    cli.main()
+                    code: object = 0
+                except SystemExit as exc:
+                    code = exc.code
+                finally:
+                    sys.argv = saved_argv
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                stdout, stderr = out.getvalue(), err.getvalue()
+        finally:
+            os.chdir(here)
+            for name, level in loggers.items():
+                logging.getLogger(name).setLevel(level)
+        elapsed = time.monotonic() - start
+        if timeout is not None:
+            assert elapsed < timeout, f"`linkcheck {' '.join(args)}` took {elapsed:.1f} s (limit {timeout} s)"
+        assert code is None or isinstance(code, int), code
+        return CliResult(tuple(args), code or 0, stdout.decode("utf-8", "replace"),
+                         stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> InProcessCli:
+    """linkcheck run in process: `cli("diagnose", path)` -> CliResult (returncode, stdout, stderr)."""
+    return InProcessCli(monkeypatch)

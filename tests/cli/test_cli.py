@@ -7,18 +7,23 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.conftest import CliResult, InProcessCli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as a program (`python -m linkcheck.cli`), for what only a real process shows."""
     return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
                           input=stdin, timeout=60)
 
 
-def _one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
+def _one_line_error(proc: subprocess.CompletedProcess[str] | CliResult, code: int, *needles: str) -> None:
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -27,71 +32,72 @@ def _one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles:
         assert needle in lines[0]
 
 
-def test_missing_bundle(tmp_path: Path) -> None:
-    _one_line_error(run("diagnose", str(tmp_path / "nope")), 4, "nope", "no such bundle")
+def test_missing_bundle(cli: InProcessCli, tmp_path: Path) -> None:
+    _one_line_error(cli("diagnose", str(tmp_path / "nope")), 4, "nope", "no such bundle")
 
 
-def test_malformed_manifest_names_line(tmp_path: Path) -> None:
+def test_malformed_manifest_names_line(cli: InProcessCli, tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text('{"format": "linkcheck-bundle",\n"captures": [,]}\n')
-    _one_line_error(run("diagnose", str(tmp_path)), 4, "manifest.json:2", "malformed JSON")
+    _one_line_error(cli("diagnose", str(tmp_path)), 4, "manifest.json:2", "malformed JSON")
 
 
-def test_malformed_user_playbook(tmp_path: Path) -> None:
+def test_malformed_user_playbook(cli: InProcessCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("playbook: x\nrules:\n  - id: X\n    title: t\n    severity: error\n    colour: red\n")
-    _one_line_error(run("playbooks", "validate", str(bad)), 4, "bad.yaml:6", "unknown key 'colour'")
-    _one_line_error(run("diagnose", str(ROOT / "fixtures" / "healthy"), "-p", str(bad)), 4, "bad.yaml:6")
+    _one_line_error(cli("playbooks", "validate", str(bad)), 4, "bad.yaml:6", "unknown key 'colour'")
+    _one_line_error(cli("diagnose", str(ROOT / "fixtures" / "healthy"), "-p", str(bad)), 4, "bad.yaml:6")
 
 
 def test_debug_shows_traceback(tmp_path: Path) -> None:
+    """The traceback is the interpreter's, printed as the program ends: a real process."""
     proc = run("--debug", "diagnose", str(tmp_path / "nope"))
     assert proc.returncode != 0 and "Traceback" in proc.stderr
 
 
 @pytest.mark.parametrize("content", [b"", b"\x00\x01\x02binary", b"hello world\nthis is not perftest\n"])
-def test_parse_garbage(tmp_path: Path, content: bytes) -> None:
+def test_parse_garbage(cli: InProcessCli, tmp_path: Path, content: bytes) -> None:
     f = tmp_path / "out.txt"
     f.write_bytes(content)
-    _one_line_error(run("parse", "ib_write_bw", str(f)), 4, str(f))
+    _one_line_error(cli("parse", "ib_write_bw", str(f)), 4, str(f))
 
 
-def test_parse_unknown_kind_and_missing_file(tmp_path: Path) -> None:
-    _one_line_error(run("parse", "nonsense", str(tmp_path)), 4, "unknown kind")
-    _one_line_error(run("parse", "ibstat", str(tmp_path / "missing.txt")), 4, "missing.txt")
+def test_parse_unknown_kind_and_missing_file(cli: InProcessCli, tmp_path: Path) -> None:
+    _one_line_error(cli("parse", "nonsense", str(tmp_path)), 4, "unknown kind")
+    _one_line_error(cli("parse", "ibstat", str(tmp_path / "missing.txt")), 4, "missing.txt")
 
 
-def test_parse_help_lists_every_kind() -> None:
+def test_parse_help_lists_every_kind(cli: InProcessCli) -> None:
     from linkcheck.parsers import PARSERS
 
-    out = run("parse", "--help").stdout
+    out = cli("parse", "--help").stdout
     for kind in PARSERS:
         assert kind in out
 
 
-def test_parse_reads_stdin_and_emits_json() -> None:
+def test_parse_reads_stdin_and_emits_json(cli: InProcessCli) -> None:
     text = ("mlx5_0 port 1 ==> ens1f0np0 (Up)\n"
             "mlx5_1 port 1 ==> ens1f1np1 (Down)\n")
-    proc = run("parse", "ibdev2netdev", "-", "-f", "json", stdin=text)
+    proc = cli("parse", "ibdev2netdev", "-", "-f", "json", stdin=text)
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)["record"]
     assert [e["netdev"] for e in record] == ["ens1f0np0", "ens1f1np1"]
     assert [e["link_state"] for e in record] == ["Up", "Down"]
 
 
-def test_parse_shows_a_records_fields_not_its_private_lookup() -> None:
+def test_parse_shows_a_records_fields_not_its_private_lookup(cli: InProcessCli) -> None:
     """A sysfs dump keeps a `_index` by path for its lookups; `parse` shows each entry once, as the text gave it."""
     text = "/sys/class/net/enp1s0f0np0/mtu\t9000\n/sys/class/net/enp1s0f0np0/operstate\tup\n"
-    proc = run("parse", "sysfs", "-", "-f", "json", stdin=text)
+    proc = cli("parse", "sysfs", "-", "-f", "json", stdin=text)
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)["record"]
     assert list(record) == ["entries"]
     assert [e["value"] for e in record["entries"]] == ["9000", "up"]
-    text_out = run("parse", "sysfs", "-", stdin=text).stdout
+    text_out = cli("parse", "sysfs", "-", stdin=text).stdout
     assert "_index" not in text_out and text_out.count("9000") == 1
 
 
-def test_playbooks_show_unknown_id() -> None:
-    _one_line_error(run("playbooks", "show", "NOPE"), 4, "no rule 'NOPE'")
+def test_playbooks_show_unknown_id(cli: InProcessCli) -> None:
+    _one_line_error(cli("playbooks", "show", "NOPE"), 4, "no rule 'NOPE'")
 
 
 @pytest.mark.parametrize(("raised", "status", "stderr"), [

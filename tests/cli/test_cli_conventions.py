@@ -9,46 +9,60 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from linkcheck import __version__
 from linkcheck.cli import _hoisted
 
+if TYPE_CHECKING:
+    from tests.conftest import CliResult, InProcessCli
+
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = str(ROOT / "fixtures" / "healthy")
 STALE = str(ROOT / "fixtures" / "gid-stale")
 
 
+_NO_COLOUR_SETTINGS: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None, "TERM": None}
+
+
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM")}
+    """The CLI as a program (`python -m linkcheck.cli`), for what only a real process shows."""
+    base = {k: v for k, v in os.environ.items() if k not in _NO_COLOUR_SETTINGS}
     return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
                           timeout=60, env={**base, **env})
 
 
-def test_version() -> None:
-    proc = run("--version")
+def run_in_process(cli: InProcessCli, *args: str, **env: str) -> CliResult:
+    """`run`'s environment (no colour settings but those given), the CLI in process."""
+    return cli(*args, env={**_NO_COLOUR_SETTINGS, **env})
+
+
+def test_version(cli: InProcessCli) -> None:
+    proc = run_in_process(cli, "--version")
     assert proc.returncode == 0 and proc.stdout.strip() == f"linkcheck {__version__}"
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
-def test_quiet_prints_only_the_verdict_line(where: str) -> None:
+def test_quiet_prints_only_the_verdict_line(cli: InProcessCli, where: str) -> None:
     args = ["--quiet", "diagnose", STALE] if where == "before" else ["diagnose", STALE, "--quiet"]
-    proc = run(*args)
-    loud = run("diagnose", STALE)
+    proc = run_in_process(cli, *args)
+    loud = run_in_process(cli, "diagnose", STALE)
     assert proc.returncode == loud.returncode == 2
     assert proc.stdout == "" and loud.stdout
     assert proc.stderr.strip().splitlines() == [loud.stdout.strip().splitlines()[-1]]
 
 
-def test_quiet_report_and_verify() -> None:
-    report = run("report", HEALTHY, "-f", "junit", "-q")
+def test_quiet_report_and_verify(cli: InProcessCli) -> None:
+    report = run_in_process(cli, "report", HEALTHY, "-f", "junit", "-q")
     assert report.returncode == 0 and report.stdout == "" and report.stderr.startswith("verdict: PASS")
-    verify = run("verify", HEALTHY, "-q")
+    verify = run_in_process(cli, "verify", HEALTHY, "-q")
     assert verify.returncode == 0 and verify.stdout == "" and "intact" in verify.stderr
 
 
 def test_debug_after_the_command_shows_the_traceback() -> None:
+    """The traceback is the interpreter's, printed as the program ends: a real process."""
     plain = run("diagnose", "/nonexistent-bundle")
     after = run("diagnose", "/nonexistent-bundle", "--debug")
     assert plain.returncode == 4 and "Traceback" not in plain.stderr
@@ -70,15 +84,15 @@ def _colours(text: str) -> set[str]:
     return found
 
 
-def test_no_color_is_honoured() -> None:
-    forced = run("diagnose", STALE, FORCE_COLOR="1", TERM="xterm-256color")
+def test_no_color_is_honoured(cli: InProcessCli) -> None:
+    forced = run_in_process(cli, "diagnose", STALE, FORCE_COLOR="1", TERM="xterm-256color")
     assert _colours(forced.stdout)  # the check can fail: colour is on when forced
-    plain = run("diagnose", STALE, FORCE_COLOR="1", TERM="xterm-256color", NO_COLOR="1")
+    plain = run_in_process(cli, "diagnose", STALE, FORCE_COLOR="1", TERM="xterm-256color", NO_COLOR="1")
     assert not _colours(plain.stdout) and "GID_INDEX_STALE" in plain.stdout
 
 
-def test_timestamps_are_utc_iso8601(tmp_path: Path) -> None:
-    document = json.loads(run("report", HEALTHY, "-f", "json").stdout)
+def test_timestamps_are_utc_iso8601(cli: InProcessCli, tmp_path: Path) -> None:
+    document = json.loads(run_in_process(cli, "report", HEALTHY, "-f", "json").stdout)
     assert dt.datetime.fromisoformat(document["created"]).utcoffset() == dt.timedelta(0)
     from linkcheck.collect.bundle import Bundle, write_bundle
 
@@ -88,14 +102,15 @@ def test_timestamps_are_utc_iso8601(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_show_completion_prints_the_shell_s_script(shell: str) -> None:
-    proc = run("--show-completion", shell)
+def test_show_completion_prints_the_shell_s_script(cli: InProcessCli, shell: str) -> None:
+    proc = run_in_process(cli, "--show-completion", shell)
     assert proc.returncode == 0, proc.stderr
     assert "_LINKCHECK_COMPLETE" in proc.stdout and "linkcheck" in proc.stdout
 
 
-def test_the_shell_s_completion_request_is_answered() -> None:
-    commands = run(COMP_WORDS="linkcheck dia", COMP_CWORD="1", _LINKCHECK_COMPLETE="complete_bash")
+def test_the_shell_s_completion_request_is_answered(cli: InProcessCli) -> None:
+    commands = run_in_process(cli, COMP_WORDS="linkcheck dia", COMP_CWORD="1", _LINKCHECK_COMPLETE="complete_bash")
     assert commands.returncode == 0 and commands.stdout.split() == ["diagnose"], commands.stderr
-    options = run(COMP_WORDS="linkcheck diagnose --fo", COMP_CWORD="2", _LINKCHECK_COMPLETE="complete_bash")
+    options = run_in_process(cli, COMP_WORDS="linkcheck diagnose --fo", COMP_CWORD="2",
+                             _LINKCHECK_COMPLETE="complete_bash")
     assert options.stdout.split() == ["--format"]

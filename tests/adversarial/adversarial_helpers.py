@@ -1,4 +1,5 @@
-"""Shared helpers of the adversarial suites: run the CLI as a program, and check how it failed."""
+"""Shared helpers of the adversarial suites: run the CLI as a program, and check how it failed (a program's or an
+in-process run's result, tests/conftest.py `cli`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.conftest import CliResult
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "healthy"
@@ -23,7 +28,7 @@ def run(*args: str, stdin: bytes | None = None, timeout: float = 60, cwd: Path |
                                        proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+def one_line_error(proc: subprocess.CompletedProcess[str] | CliResult, code: int, *needles: str) -> str:
     """Exit `code`, no traceback, exactly one line on stderr holding every needle, no raw control character."""
     assert proc.returncode == code, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr

@@ -11,10 +11,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.adversarial.adversarial_helpers import HEALTHY, ROOT, one_line_error, run
+from tests.adversarial.adversarial_helpers import HEALTHY, ROOT, one_line_error
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
 
 UNREACHABLE = ("--node", "a=u@198.18.251.1", "--node", "b=u@198.18.251.2")
 
@@ -40,8 +44,8 @@ def _quick(tmp_path: Path) -> Path:
     ("check", "--bench", "--qps", "0"), ("check", "--format", "xml"), ("diagnose",), ("parse", "ibstat"),
     ("check", "--no-such-option"), ("nonsense-command",),
 ])
-def test_bad_option_values_refused_before_connecting(tmp_path: Path, args: tuple[str, ...]) -> None:
-    line = one_line_error(run(*args, *UNREACHABLE, cwd=tmp_path, timeout=20), 4)
+def test_bad_option_values_refused_before_connecting(cli: InProcessCli, tmp_path: Path, args: tuple[str, ...]) -> None:
+    line = one_line_error(cli(*args, *UNREACHABLE, cwd=tmp_path, timeout=20), 4)
     assert line.startswith("linkcheck: ")
     assert not list(tmp_path.iterdir())  # nothing written, no bundle folder
 
@@ -50,33 +54,33 @@ def test_bad_option_values_refused_before_connecting(tmp_path: Path, args: tuple
     "a=::::::", "a=", "c=host", "a=host:99999", "a=host:0", "a=user@@host", "a=[::1", "a=-oProxyCommand=x",
     "a=host name", "a=u@", "=host", "a",
 ])
-def test_bad_node_option(tmp_path: Path, node: str) -> None:
-    one_line_error(run("check", "--node", node, "--node", "b=u@198.18.251.2", cwd=tmp_path, timeout=20), 4,
+def test_bad_node_option(cli: InProcessCli, tmp_path: Path, node: str) -> None:
+    one_line_error(cli("check", "--node", node, "--node", "b=u@198.18.251.2", cwd=tmp_path, timeout=20), 4,
                    "--node")
 
 
-def test_save_onto_file_non_empty_folder(tmp_path: Path) -> None:
+def test_save_onto_file_non_empty_folder(cli: InProcessCli, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     for target, reason in (("file", "names a file"), ("full", "not empty"), ("file/sub", "is a file")):
         for command in (("check",), ("collect",), ("bench", "rdma")):
             start = time.monotonic()
-            one_line_error(run(*command, "--save", str(tmp_path / target), *UNREACHABLE, cwd=tmp_path,
+            one_line_error(cli(*command, "--save", str(tmp_path / target), *UNREACHABLE, cwd=tmp_path,
                                timeout=20), 4, reason)
             assert time.monotonic() - start < 15
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
-def test_save_into_unwritable_folder(tmp_path: Path) -> None:
+def test_save_into_unwritable_folder(cli: InProcessCli, tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    one_line_error(run("collect", "--save", str(locked / "b"), *UNREACHABLE, timeout=20), 4, "not writable")
+    one_line_error(cli("collect", "--save", str(locked / "b"), *UNREACHABLE, timeout=20), 4, "not writable")
 
 
 @pytest.mark.parametrize(("output", "reason"), [("missing/dir/x.yaml", "does not exist"), (".", "already exists")])
-def test_init_output_checked_before_connecting(tmp_path: Path, output: str, reason: str) -> None:
-    one_line_error(run("init", *UNREACHABLE, "-o", output, cwd=tmp_path, timeout=20), 4, reason)
+def test_init_output_checked_before_connecting(cli: InProcessCli, tmp_path: Path, output: str, reason: str) -> None:
+    one_line_error(cli("init", *UNREACHABLE, "-o", output, cwd=tmp_path, timeout=20), 4, reason)
 
 
 @pytest.mark.parametrize("fmt", ["console", "json"])
@@ -111,9 +115,9 @@ def test_report_to_closed_stdout(args: tuple[str, ...]) -> None:
     ("version: 1\nnodes: {a: x, b: y}\nssh: {connect_timeout_s: -1}\n", "positive number"),
     ("version: 1\nnodes: {a: x, b: y}\ncolour: red\n", "unknown key"),
 ])
-def test_bad_config_refused(tmp_path: Path, body: str, reason: str) -> None:
+def test_bad_config_refused(cli: InProcessCli, tmp_path: Path, body: str, reason: str) -> None:
     config = _config(tmp_path, body)
-    one_line_error(run("check", "-c", str(config), cwd=tmp_path, timeout=20), 4, "linkcheck.yaml", reason)
+    one_line_error(cli("check", "-c", str(config), cwd=tmp_path, timeout=20), 4, "linkcheck.yaml", reason)
 
 
 @pytest.mark.parametrize(("override", "reason"), [
@@ -123,15 +127,16 @@ def test_bad_config_refused(tmp_path: Path, body: str, reason: str) -> None:
     ("{NCCL_BUSBW_LOW: {no_such: 1}}", "has no threshold"),
     ("{NO_SUCH_RULE: {x: 1}}", "unknown rule"),
 ])
-def test_bad_threshold_override(tmp_path: Path, override: str, reason: str) -> None:
+def test_bad_threshold_override(cli: InProcessCli, tmp_path: Path, override: str, reason: str) -> None:
     config = _config(tmp_path, "version: 1\nnodes: {a: u@198.18.251.1, b: u@198.18.251.2}\n"
                      f"ssh: {{connect_timeout_s: 2, inspection_timeout_s: 4}}\nthresholds: {override}\n")
-    one_line_error(run("check", "-c", str(config), cwd=tmp_path, timeout=30), 4, "linkcheck.yaml", reason)
+    one_line_error(cli("check", "-c", str(config), cwd=tmp_path, timeout=30), 4, "linkcheck.yaml", reason)
 
 
 @pytest.mark.parametrize("command", [("check",), ("collect",), ("init", "-o", "out.yaml")])
-def test_unreachable_nodes_one_line_each_and_no_folder(tmp_path: Path, command: tuple[str, ...]) -> None:
-    proc = run(*command, "-c", str(_quick(tmp_path)), cwd=tmp_path, timeout=40)
+def test_unreachable_nodes_one_line_each_and_no_folder(cli: InProcessCli, tmp_path: Path,
+                                                       command: tuple[str, ...]) -> None:
+    proc = cli(*command, "-c", str(_quick(tmp_path)), cwd=tmp_path, timeout=40)
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

@@ -17,6 +17,7 @@ from linkcheck.parsers import PARSERS, get_parser
 from linkcheck.records import is_record
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+CASES = Path(__file__).resolve().parent / "cases"
 FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "ip_link": "iproute", "ip_addr": "iproute", "ip_route": "iproute", "ip_neigh": "iproute",
     "sysfs": "rdma", "gid_sysfs": "rdma", "show_gids": "rdma", "rdma_link": "rdma", "ibdev2netdev": "rdma",
@@ -33,7 +34,9 @@ MAX_SAMPLE_CHARS = 4000  # a few large dumps would otherwise dominate the run ti
 
 
 def family_samples(family: str) -> list[str]:
+    """The family's samples, and the inputs of the parser cases of its kinds (tests/parsers/cases/<kind>/)."""
     files = sorted(p for p in (SAMPLES / family).rglob("*") if p.is_file() and p.suffix != ".md")
+    files += sorted(p for kind, fam in FAMILY.items() if fam == family for p in (CASES / kind).glob("*.txt"))
     return [p.read_text()[:MAX_SAMPLE_CHARS] for p in files]
 
 

@@ -40,7 +40,7 @@ class Scenario:
 
     `subjects` names, per rule in `expected_findings`, every subject that warns or fails; `skips` the rule ids
     that must skip somewhere (the traffic-test rules skip when the bundle holds no such test); `figures` the
-    measured numbers the diagnosis must read (see tests/test_scenarios.py).
+    measured numbers the diagnosis must read (see tests/scenarios/test_scenarios.py).
     """
 
     name: str

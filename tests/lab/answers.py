@@ -5,7 +5,7 @@ per node: on a 2-CPU machine that alone took seconds, which no real node pays an
 the benchmarks measure. The inspection's calls depend only on the node model (written once, when the
 lab is staged) and on running as root, so they are rendered once, in-process, into files; the tool's
 wrapper answers a call with exactly those arguments, as root, from its files (no process but `cat`),
-and runs the emulator for anything else. tests/test_lab.py checks that both give the same answer.
+and runs the emulator for anything else. tests/live/test_lab.py checks that both give the same answer.
 """
 
 from __future__ import annotations

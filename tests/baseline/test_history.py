@@ -1,0 +1,116 @@
+"""The per-pair run history: appended by every check, bench and diagnose-with-baseline run, read by `history`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from msgspec.structs import replace
+
+from linkcheck.baseline.history import append_line, read_records
+from linkcheck.bundle.format import load_bundle, write_bundle
+from tests.baseline.baseline_helpers import derived_bundle, is_client
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+BASELINE = str(FIXTURES / "drift-cable-swap" / "baseline.json")
+
+
+@pytest.fixture(autouse=True)
+def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "xdg-data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    return home
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def dated(source: Path, target: Path, created: str, factor: float = 1.0) -> Path:
+    slow = derived_bundle(source, target.with_name(target.name + "-tmp"), factor=factor,
+                          which=is_client("roceP2p1s0f1", "concurrent", "a->b"))
+    write_bundle(replace(load_bundle(slow), created=created, path=None), target)
+    return target
+
+
+def history_file(data_home: Path) -> Path:
+    files = list((data_home / "linkcheck" / "history").glob("*.jsonl"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def test_three_runs_show_the_trend(tmp_path: Path, data_home: Path) -> None:
+    runs = [dated(FIXTURES / "healthy", tmp_path / "r1", "2026-11-01T08:00:00+00:00"),
+            dated(FIXTURES / "healthy", tmp_path / "r2", "2026-11-08T08:00:00+00:00", 0.93),
+            dated(FIXTURES / "healthy", tmp_path / "r3", "2026-11-15T08:00:00+00:00", 0.89)]
+    for bundle, code in zip(runs, (0, 1, 2), strict=True):
+        assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == code
+    assert run("diagnose", str(FIXTURES / "healthy"), "-f", "json").returncode == 0  # no baseline: not recorded
+    records = read_records(history_file(data_home))
+    assert [r["verdict"] for r in records] == ["pass", "warn", "fail"]
+    assert all(r["baseline"] == "healthy-pair" and r["command"] == "diagnose" for r in records)
+    shown = run("history")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.strip().splitlines()
+    assert "enP2p1s0f1np1<->enP2p1s0f1np1 Gb/s" in lines[0] and "busbw GB/s" in lines[0]
+    rows = lines[1:]
+    assert [r.split()[0] for r in rows] == ["2026-11-01", "2026-11-08", "2026-11-15"]
+    assert [r.split()[3] for r in rows] == ["pass", "warn", "fail"]
+    slow_path = [float(r.split()[4]) for r in rows]
+    assert slow_path == pytest.approx([97.99, 98.04 * 0.93, 98.04 * 0.89], abs=0.02)  # b->a 97.99 is the lower
+    assert all("23.79" in r for r in rows)
+    since = run("history", "--since", "2026-11-05", "--pair", "dgx-spark-1")
+    assert since.returncode == 0 and len(since.stdout.strip().splitlines()) == 3
+
+
+def test_bad_history_options_are_refused() -> None:
+    assert "no runs" in run("history").stdout
+    proc = run("history", "--since", "last tuesday")
+    assert proc.returncode == 4 and "--since" in proc.stderr
+    assert run("history", "--pair", "nope").returncode == 4
+
+
+def test_a_corrupt_line_is_named_file_colon_line(data_home: Path) -> None:
+    assert run("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE, "-f", "json").returncode == 0
+    path = history_file(data_home)
+    good = path.read_text()
+    path.write_text(good + '{"truncated": \n' + good)
+    proc = run("history")
+    assert proc.returncode == 4 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{path}:2:" in lines[0]
+    assert path.read_text() == good + '{"truncated": \n' + good  # nothing rewritten
+
+
+APPENDER = """
+import sys
+from pathlib import Path
+from linkcheck.baseline.history import append_line
+path, tag, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+for i in range(count):
+    append_line(path, {"schema": "linkcheck-history", "schema_version": 1, "time": "2026-01-01T00:00:00+00:00",
+                       "verdict": "pass", "writer": tag, "n": i, "pad": tag * 3000})
+"""
+
+
+def test_two_processes_appending_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "h" / "pair.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(path), tag, "400"], cwd=ROOT)
+             for tag in ("x", "y")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    records = read_records(path)  # every line parses: no torn or interleaved write
+    assert len(records) == 800
+    for tag in ("x", "y"):
+        assert sorted(r["n"] for r in records if r["writer"] == tag) == list(range(400))
+
+
+def test_one_line_per_record(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    append_line(path, {"schema": "linkcheck-history", "text": "two\nlines"})
+    assert path.read_text().count("\n") == 1 and json.loads(path.read_text())["text"] == "two\nlines"

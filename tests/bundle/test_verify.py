@@ -1,0 +1,174 @@
+"""`linkcheck verify`: an intact bundle passes; one changed byte, an added or a removed file is named, exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from linkcheck.bundle.digests import SUMS, files_digest, parse_sums, sums_text
+from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
+from linkcheck.bundle.verify import FIXTURE_ONLY, verify_bundle
+from linkcheck.model import Capture
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def _written(tmp_path: Path) -> Path:
+    captures = [Capture("a", "hostname", "hostname", "node-a\n"), Capture("b", "hostname", "hostname", "node-b\n"),
+                Capture("a", "ethtool", "ethtool x", "Speed: 200000Mb/s\n", stderr="warn\n", arg="enp1s0f1np1")]
+    target = tmp_path / "bundle"
+    write_bundle(Bundle(captures=captures, nodes={"a": {"hostname": "node-a"}}), target)
+    return target
+
+
+def test_fixtures_exist() -> None:
+    assert len(FIXTURES) >= 20
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name)
+def test_every_shipped_fixture_verifies(fixture: Path) -> None:
+    result = verify_bundle(fixture)
+    assert result.problems == ()
+    assert result.files == len(json.loads((fixture / "manifest.json").read_text())["files"])
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name)
+def test_changed_byte_added_and_removed_file_are_named(fixture: Path, tmp_path: Path) -> None:
+    copy = tmp_path / fixture.name
+    shutil.copytree(fixture, copy)
+    listed = sorted(json.loads((copy / "manifest.json").read_text())["files"])
+    # A file and a byte picked from the fixture's name, so each fixture tampers somewhere else.
+    seed = int(hashlib.sha256(fixture.name.encode()).hexdigest(), 16)
+    victim = listed[seed % len(listed)]
+    data = bytearray((copy / victim).read_bytes() or b"\0")
+    data[seed % len(data)] ^= 0x01
+    (copy / victim).write_bytes(bytes(data))
+    assert verify_bundle(copy).problems == (f"changed: {victim} (sha256 {hashlib.sha256(data).hexdigest()}, "
+                                            f"manifest.json says {_listed_digest(copy, victim)})",)
+    shutil.copy2(fixture / victim, copy / victim)
+    assert verify_bundle(copy).ok
+
+    (copy / "a" / "bench" / "planted.stdout").parent.mkdir(exist_ok=True)
+    (copy / "a" / "bench" / "planted.stdout").write_text("190.00\n")
+    assert verify_bundle(copy).problems == ("added: a/bench/planted.stdout (not in manifest.json)",)
+    (copy / "a" / "bench" / "planted.stdout").unlink()
+
+    removed = listed[(seed >> 8) % len(listed)]
+    (copy / removed).unlink()
+    assert verify_bundle(copy).problems == (f"removed: {removed} (listed in manifest.json, missing from the folder)",)
+
+
+def _listed_digest(bundle: Path, rel: str) -> str:
+    digest: str = json.loads((bundle / "manifest.json").read_text())["files"][rel]
+    return digest
+
+
+def test_fixture_only_names_are_ignored_only_at_the_top(tmp_path: Path) -> None:
+    bundle = _written(tmp_path)
+    for name in FIXTURE_ONLY:
+        (bundle / name).write_text("x\n")
+        (bundle / "a" / name).write_text("x\n")
+    problems = verify_bundle(bundle).problems
+    assert sorted(problems) == sorted(f"added: a/{name} (not in manifest.json)" for name in FIXTURE_ONLY)
+    (bundle / "notes.txt").write_text("x\n")
+    assert "added: notes.txt (not in manifest.json)" in verify_bundle(bundle).problems
+
+
+def test_written_bundle_has_sha256sums_that_sha256sum_accepts(tmp_path: Path) -> None:
+    bundle = _written(tmp_path)
+    text = (bundle / SUMS).read_text()
+    listed, problems = parse_sums(text)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert problems == [] and set(listed) == {*manifest["files"], "manifest.json"}
+    assert all("  " in line and not line.split("  ", 1)[1].startswith("/") for line in text.splitlines())
+    # The documented bytes: SHA256SUMS without its manifest.json line.
+    table = "".join(line + "\n" for line in text.splitlines() if not line.endswith("  manifest.json"))
+    assert manifest["files_sha256"] == hashlib.sha256(table.encode()).hexdigest() == files_digest(manifest["files"])
+    result = verify_bundle(bundle)
+    assert result.ok and result.sums_checked and result.digest_checked
+    if shutil.which("sha256sum") is None:
+        pytest.skip("sha256sum (coreutils) is not installed")
+    check = subprocess.run(["sha256sum", "-c", SUMS], cwd=bundle, capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    (bundle / "a" / "hostname.stdout").write_text("node-x\n")
+    assert subprocess.run(["sha256sum", "-c", "--quiet", SUMS], cwd=bundle, capture_output=True,
+                          check=False).returncode != 0
+
+
+def test_manifest_edits_are_caught(tmp_path: Path) -> None:
+    bundle = _written(tmp_path)
+    manifest_path = bundle / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    # A changed capture and its files entry updated to match: the table's digest and SHA256SUMS disagree.
+    (bundle / "a" / "hostname.stdout").write_text("node-x\n")
+    manifest["files"]["a/hostname.stdout"] = hashlib.sha256(b"node-x\n").hexdigest()
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    problems = verify_bundle(bundle).problems
+    assert any(p.startswith("changed: manifest.json (files_sha256") for p in problems), problems
+    assert any(p.startswith("changed: SHA256SUMS (SHA256SUMS says") and "a/hostname.stdout" in p for p in problems)
+    assert any(p.startswith("changed: manifest.json (SHA256SUMS says") for p in problems), problems
+
+
+def test_missing_sha256sums_is_named_when_the_manifest_says_it_was_written(tmp_path: Path) -> None:
+    bundle = _written(tmp_path)
+    (bundle / SUMS).unlink()
+    assert verify_bundle(bundle).problems == (
+        "removed: SHA256SUMS (manifest.json records files_sha256, so SHA256SUMS was written beside it)",)
+
+
+def test_bundle_without_sha256sums_still_loads_and_verifies(tmp_path: Path) -> None:
+    bundle = _written(tmp_path)
+    (bundle / SUMS).unlink()
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    del manifest["files_sha256"]
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    loaded = load_bundle(bundle)
+    assert loaded.problems == [] and loaded.capture("a", "hostname") is not None
+    result = verify_bundle(bundle)
+    assert result.ok and not result.sums_checked and not result.digest_checked
+
+
+def test_unhashed_capture_and_symlink_are_named(tmp_path: Path) -> None:
+    bundle = _written(tmp_path)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    del manifest["files"]["b/hostname.stdout"]
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    (bundle / "link").symlink_to("/etc")
+    problems = verify_bundle(bundle).problems
+    assert "added: b/hostname.stdout (not in manifest.json)" in problems
+    assert "added: link (not in manifest.json)" in problems
+    assert any(p.startswith("unhashed: b/hostname.stdout") for p in problems)
+
+
+def test_sums_text_round_trips_odd_names() -> None:
+    files = {"a/x.stdout": "0" * 64, "a/back\\slash": "1" * 64, "a/new\nline": "2" * 64}
+    assert parse_sums(sums_text(files)) == (files, [])
+    assert parse_sums("nonsense\n")[1] == ["SHA256SUMS:1: not a `sha256sum` line: 'nonsense'"]
+
+
+def test_cli_verify_exit_codes(tmp_path: Path) -> None:
+    ok = run("verify", str(ROOT / "fixtures" / "healthy"))
+    assert ok.returncode == 0, ok.stderr
+    assert "intact" in ok.stdout and "NOT" not in ok.stdout
+    copy = tmp_path / "healthy"
+    shutil.copytree(ROOT / "fixtures" / "healthy", copy)
+    (copy / "a" / "uptime.stdout").unlink()
+    (copy / "b" / "evil\x1b]0;x\x07.stdout").write_text("x")
+    bad = run("verify", str(copy))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    lines = bad.stdout.splitlines()
+    assert lines[0].startswith("removed: a/uptime.stdout") and lines[1].startswith("added: b/evil\\x1b]0;x\\x07")
+    assert len(lines) == 3 and "NOT intact, 2 problem(s)" in lines[2]
+    not_bundle = run("verify", str(tmp_path / "nope"))
+    assert not_bundle.returncode == 4 and len(not_bundle.stderr.strip().splitlines()) == 1

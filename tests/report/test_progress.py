@@ -1,0 +1,42 @@
+"""The console's live traffic-test display says how each round ended."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
+from linkcheck.bundle.format import load_bundle
+from linkcheck.facts.pair import build_link_facts
+from linkcheck.model import Capture
+from linkcheck.report.progress import ConsoleProgress
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _run(node: str, role: str, exit_status: int | None, skipped: str | None = None) -> Capture:
+    return Capture(node, "ib_write_bw", "ib_write_bw ...", "", exit_status=exit_status, skipped=skipped,
+                   meta={"kind": "rdma", "role": role, "format": "text"})
+
+
+def _line(captures: list[Capture]) -> str:
+    out = io.StringIO()
+    progress = ConsoleProgress(Console(file=out, width=120, force_terminal=False))
+    rnd = plan_rounds(bench_paths(build_link_facts(load_bundle(FIXTURES / "healthy").captures)), RdmaOptions())[0]
+    progress.round_started(rnd)
+    progress.live_rate(rnd, rnd.paths[0].key, 97.5)
+    progress.round_done(rnd, captures)
+    return out.getvalue().strip().splitlines()[-1]
+
+
+def test_a_round_that_finished_says_done_with_its_live_rate() -> None:
+    line = _line([_run("a", "client", 0), _run("b", "server", 0)])
+    assert "ib_write_bw alone a->b: done" in line and "97.5" in line
+
+
+def test_a_round_that_failed_or_was_ended_says_stopped() -> None:
+    assert ": stopped" in _line([_run("a", "client", 1), _run("b", "server", 1)])
+    assert ": stopped" in _line([_run("a", "client", None, "ended by linkcheck: Ctrl-C"), _run("b", "server", 0)])
+    assert ": stopped" in _line([])  # nothing ran (a server that never listened is recorded elsewhere)

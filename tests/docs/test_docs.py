@@ -21,7 +21,7 @@ import typer.main
 
 from linkcheck.cli import app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 COMMANDS_MD = DOCS / "commands.md"

@@ -38,7 +38,7 @@ CHECKS: dict[str, CheckDef] = {
                               _t("degraded_min_gbps", "degraded_max_gbps", "nominal_min_gbps")),
     "replugged_since_boot": CheckDef(checks_bench.replugged_since_boot, checks_bench.ReplugValues,
                                      _t("late_plug_after_boot_s")),
-    "nccl_hca_order": CheckDef(checks_nccl_hca.nccl_hca_order, checks_nccl_hca.HcaOrderValues),
+    "nccl_hca_pairing": CheckDef(checks_nccl_hca.nccl_hca_pairing, checks_nccl_hca.HcaPairingValues),
     "nccl_hca_uncabled": CheckDef(checks_nccl_hca.nccl_hca_uncabled, checks_nccl_hca.HcaUncabledValues),
     "netplan_not_applied": CheckDef(checks_netplan.netplan_not_applied, checks_netplan.NetplanValues),
     "nm_profile_runtime_only": CheckDef(checks_netplan.nm_profile_runtime_only, checks_netplan.RuntimeProfileValues),

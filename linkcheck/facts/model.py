@@ -225,6 +225,8 @@ class NcclRun(NamedTuple):
     uses_socket: bool
     problem: str | None = None
     largest_bytes: int | None = None  # the largest message size of the sweep
+    # Per NCCL log host (hostname cut at the first '.'), the IB devices its "NET/IB : Using" line named, in order
+    ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 class BenchFacts(NamedTuple):

@@ -73,6 +73,25 @@ def test_real_ibv_devinfo_port_block_without_hca_id() -> None:
         (14, "0000:0000:0000:0000:0000:ffff:c0a8:0606", None), (15, "0000:0000:0000:0000:0000:ffff:c0a8:0606", None)]
 
 
+def test_real_ibv_devinfo_gb10_two_lanes() -> None:
+    # A GB10 twin: 2X (width code 16) of 100 Gbps lanes (speed code 128) = 200 Gb/s, quoted without indentation.
+    (device,) = parse_ibv_devinfo(real("rdma", "ibv_devinfo_v_gb10_2x_excerpt.txt"))
+    (port,) = device.ports
+    assert (port.state, port.phys_state) == ("PORT_ACTIVE", "LINK_UP")
+    assert (port.active_width_lanes, port.active_speed_gbps, port.rate_gbps) == (2, 100.0, 200.0)
+
+
+@pytest.mark.parametrize(("width", "lanes"), [
+    ("1X (1)", 1), ("4X (2)", 4), ("8X (4)", 8), ("12X (8)", 12), ("2X (16)", 2),
+    ("invalid widthX (16)", 2),  # rdma-core before 2X was known prints the code only
+])
+def test_ibv_devinfo_every_width_code(width: str, lanes: int) -> None:
+    # rdma-core libibverbs/examples/devinfo.c width_str(): 1 -> 1X, 2 -> 4X, 4 -> 8X, 8 -> 12X, 16 -> 2X
+    (device,) = parse_ibv_devinfo(f"hca_id:\tmlx5_bond_0\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+                                  f"\t\t\tactive_width:\t\t{width}\n\t\t\tactive_speed:\t\t50.0 Gbps (64)\n")
+    assert device.ports[0].active_width_lanes == lanes and device.ports[0].rate_gbps == lanes * 50.0
+
+
 def test_real_ibdev2netdev_verbose_mlx4() -> None:
     (entry,) = parse_ibdev2netdev(real("rdma", "ibdev2netdev_v_mlx4_azure.txt"))
     assert (entry.pci_bdf, entry.device, entry.port, entry.ib_state, entry.netdev, entry.link_state) == (

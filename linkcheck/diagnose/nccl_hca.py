@@ -26,29 +26,3 @@ def select_hcas(value: str | None, devices: list[str]) -> list[str]:
         return any(dev == n if exact else dev.startswith(n) for n in names)
 
     return [d for d in devices if matches(d) != exclude]
-
-
-def ordered_hcas(value: str | None, devices: list[str]) -> list[str] | None:
-    """The devices in the order NCCL_IB_HCA names them, which is how NCCL pairs HCAs across ranks; None when
-    the variable gives no order (unset, or the `^` exclude form, where NCCL keeps its device order).
-
-    >>> ordered_hcas("roceP2p1s0f1,rocep1s0f1:1", ["rocep1s0f1", "roceP2p1s0f1"])
-    ['roceP2p1s0f1', 'rocep1s0f1']
-    >>> ordered_hcas("=rocep1s0f1", ["rocep1s0f1", "rocep1s0f10"])
-    ['rocep1s0f1']
-    >>> ordered_hcas("^rocep1s0f0", ["rocep1s0f1"]) is None
-    True
-    """
-    if value is None or not value.strip() or value.strip().startswith("^"):
-        return None
-    spec = value.strip()
-    exact = spec.startswith("=")
-    names = [item.split(":", 1)[0].strip() for item in spec.lstrip("=").split(",") if item.strip()]
-    out: list[str] = []
-    for name in names:
-        # A prefix entry matches several devices; NCCL lists those in its own (sorted) device order.
-        for dev in sorted(d for d in devices if (d == name if exact else d.startswith(name))):
-            if dev not in out:
-                out.append(dev)
-    return out
-

@@ -183,14 +183,17 @@ def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
     devices: tuple[str, ...] = ()
     channels: tuple[int, ...] = ()
     socket = False
+    by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
     if log_text:
         try:
             log = parse_nccl_log(log_text)
             network, devices, channels, socket = log.network, log.ib_devices, log.channel_net_devs, log.uses_socket
+            by_host = log.ib_devices_by_host
         except ParseError as exc:
             problem = problem or f"NCCL log: {exc.reason}"
     return NcclRun(busbw_gbs=busbw, avg_busbw_gbs=avg, wrong=wrong, largest_bytes=largest, network=network,
-                   ib_devices=tuple(devices), channel_net_devs=tuple(channels), uses_socket=socket, problem=problem)
+                   ib_devices=tuple(devices), channel_net_devs=tuple(channels), uses_socket=socket, problem=problem,
+                   ib_devices_by_host=by_host)
 
 
 def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> tuple[BenchFacts, frozenset[str]]:

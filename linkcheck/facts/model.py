@@ -226,6 +226,8 @@ class NcclRun(msgspec.Struct, frozen=True):
     uses_socket: bool
     problem: str | None = None
     largest_bytes: int | None = None  # the largest message size of the sweep
+    # Per NCCL log host (hostname cut at the first '.'), the IB devices its "NET/IB : Using" line named, in order
+    ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 class BenchFacts(msgspec.Struct, frozen=True):

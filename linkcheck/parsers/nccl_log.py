@@ -66,6 +66,9 @@ class NcclLog(msgspec.Struct, frozen=True):
     warnings: tuple[str, ...]
     hosts: tuple[str, ...]
     lines_matched: int
+    # Per host, the IB devices its "NET/IB : Using" line named, in NCCL's device order (the index NCCL connects
+    # by across ranks); the first such line of a host is kept. Bare lines without a host prefix add nothing.
+    ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def env(self) -> dict[str, str]:
@@ -95,6 +98,8 @@ class _Acc(msgspec.Struct):
     warnings: list[str] = msgspec.field(default_factory=list)
     hosts: dict[str, None] = msgspec.field(default_factory=dict)
     matched: int = 0
+    host: str | None = None  # the host of the line being read
+    ib_by_host: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 def parse_nccl_log(text: str) -> NcclLog:
@@ -117,8 +122,10 @@ def parse_nccl_log(text: str) -> NcclLog:
         if m is not None:
             acc.matched += 1
             acc.hosts[m.group("host")] = None
+            acc.host = m.group("host")
             _message(acc, m.group("lvl"), m.group("msg").strip())
         else:
+            acc.host = None
             _bare_line(acc, line)
     if acc.matched == 0:
         raise ParseError(SPEC, "no NCCL debug lines")
@@ -127,7 +134,7 @@ def parse_nccl_log(text: str) -> NcclLog:
         socket_devices=tuple(acc.socket_devices), no_ib_device=acc.no_ib,
         channel_net_devs=tuple(sorted(acc.net_devs)), channel_transports=tuple(sorted(acc.transports)),
         env_params=tuple(acc.env.items()), qp_gids=tuple(acc.qps), warnings=tuple(acc.warnings),
-        hosts=tuple(acc.hosts), lines_matched=acc.matched,
+        hosts=tuple(acc.hosts), lines_matched=acc.matched, ib_devices_by_host=tuple(acc.ib_by_host.items()),
     )
 
 
@@ -167,8 +174,10 @@ def _devices(acc: _Acc, msg: str) -> bool:
         return True
     m = _IB_USING.match(msg)
     if m is not None:  # "[0]mlx5_0:1/RoCE [1]mlx5_1:1:0/RoCE [RO]; OOB eth0:..." -> device names only
-        for name in _DEV_NAME.findall(m.group(1).split(";")[0]):
-            acc.ib_devices.update(dict.fromkeys(name.split("+")))  # merged virtual NICs: "a+b"
+        names = [n for name in _DEV_NAME.findall(m.group(1).split(";")[0]) for n in name.split("+")]
+        acc.ib_devices.update(dict.fromkeys(names))  # merged virtual NICs: "a+b"
+        if acc.host is not None:
+            acc.ib_by_host.setdefault(acc.host, tuple(names))
         return True
     m = _SOCKET_USING.match(msg)
     if m is not None:

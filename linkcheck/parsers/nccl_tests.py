@@ -25,12 +25,14 @@ _VERSION = re.compile(
     r"^# nccl-tests version (\S+) (?:\([0-9a-f]{4,40}\) )?nccl-headers=[0-9]+ nccl-library=([0-9]{1,18})\b"
 )
 _PROGRAM = re.compile(r"^# Collective test (?:starting|concluded): (\S+)")
-_NTHREAD = re.compile(r"^# nThread [0-9]+ ")
-_RANK = re.compile(  # "Group" appeared in v2.11; hostnames are cut at the first "."
-    r"^#\s+Rank\s+[0-9]+\s+(?:Group\s+[0-9]+\s+)?Pid\s+[0-9]+\s+on\s+(\S+)\s+device\s+[0-9]+\s+\["
+# The first nccl-tests (2017-2018, up to cbe7f65) printed "nThread ..." and the footer without "# " and the rank
+# lines without a Pid; pasted output often loses the "#"s too.
+_NTHREAD = re.compile(r"^(?:# )?nThread [0-9]+ ")
+_RANK = re.compile(  # "Group" appeared in v2.11, "Pid" in 2019; hostnames are cut at the first "."
+    r"^#\s+Rank\s+[0-9]+\s+(?:Group\s+[0-9]+\s+)?(?:Pid\s+[0-9]+\s+)?on\s+(\S+)\s+device\s+[0-9]+\s+\["
 )
-_OOB = re.compile(r"^# Out of bounds values\s*: ([0-9]{1,18})\b")
-_AVG = re.compile(r"^# Avg bus bandwidth\s*: (\S+)\s*(\S*)")
+_OOB = re.compile(r"^#?\s*Out of bounds values\s*: ([0-9]{1,18})\b")
+_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*: (\S+)\s*(\S*)")
 _ERROR = re.compile(
     r"Test (?:CUDA|NCCL) failure|Test timeout \(|^\s*\.\. \S+ pid [0-9]+: Test failure|^# error: \S"
     r"|^Invalid number of GPUs|^invalid sizes? |^invalid option"
@@ -95,10 +97,12 @@ class NcclTestResult(msgspec.Struct, frozen=True):
 class _Layout(msgspec.Struct, frozen=True):
     """Where the columns are, read from the `#  size  count ...` header line."""
 
-    pre: int = 5  # size count type redop [root]
+    pre: int = 5  # size count type [redop] [root]: all_gather before 2.x printed neither redop nor root
     width: int = 4  # fields per placement: time algbw busbw #wrong [i_min i_max i_p99 i_cv%]
     has_root: bool = True
     wrong_is_count: bool = True  # <= v2.10 printed the max error value ("error"), not a count
+    has_redop: bool = True
+    time_scale: float = 1.0  # the first nccl-tests ("bytes N ..." header) printed milliseconds
 
 
 class _Acc(msgspec.Struct):
@@ -165,13 +169,15 @@ def _preamble(acc: _Acc, line: str, no: int) -> bool:
 
 
 def _table_header(acc: _Acc, line: str, no: int) -> bool:
-    names = line[1:].split() if line.startswith("#") else []
-    if names[:2] != ["size", "count"]:
+    names = line[1:].split() if line.startswith("#") else line.split()  # pasted output may lose its "#"
+    if names[:2] not in (["size", "count"], ["bytes", "N"]):
         return False
     starts = [i for i, name in enumerate(names) if name in _TIME_LABELS]
-    if len(starts) == 2 and starts[0] in (4, 5) and starts[1] - starts[0] >= 4:
+    if len(starts) == 2 and starts[0] in (3, 4, 5) and starts[1] - starts[0] >= 4:
         pre, width = starts[0], starts[1] - starts[0]
-        acc.layout = _Layout(pre, width, "root" in names[:pre], names[pre + 3] == "#wrong")
+        acc.layout = _Layout(pre, width, "root" in names[:pre], names[pre + 3] == "#wrong",
+                             has_redop=bool({"redop", "op"} & set(names[:pre])),
+                             time_scale=1000.0 if names[0] == "bytes" else 1.0)
         acc.header_seen = True
     return True
 
@@ -218,9 +224,12 @@ def _row(acc: _Acc, line: str, no: int) -> bool:
 
 
 def _guess_layout(tokens: list[str]) -> _Layout:
-    """Columns of a row pasted without its table header: 12 fields are the <= v2.10 rows (no root column)."""
+    """Columns of a row pasted without its table header: 12 fields are the <= v2.10 rows (no root column),
+    11 the <= v2.10 all_gather rows (no redop either)."""
     if len(tokens) == 12 and not _INT.fullmatch(tokens[4]):
         return _Layout(4, 4, False, _INT.fullmatch(tokens[7]) is not None)  # "0e+00": max error, not a count
+    if len(tokens) == 11 and not _INT.fullmatch(tokens[3]):
+        return _Layout(3, 4, False, _INT.fullmatch(tokens[6]) is not None, has_redop=False)
     return _Layout()
 
 
@@ -233,20 +242,21 @@ def _make_row(tokens: list[str], lay: _Layout, oop_blank: bool) -> NcclTestRow:
     oop = None if oop_blank else tokens[lay.pre:lay.pre + 4]
     start = lay.pre if oop_blank else lay.pre + lay.width
     ip = tokens[start:start + 4]
-    o_t, o_a, o_b, o_w = _side(oop, lay.wrong_is_count)
-    i_t, i_a, i_b, i_w = _side(ip, lay.wrong_is_count)
-    root = int(tokens[4]) if lay.has_root else -1
-    return NcclTestRow(int(tokens[0]), int(tokens[1]), tokens[2], tokens[3], root,
+    o_t, o_a, o_b, o_w = _side(oop, lay.wrong_is_count, lay.time_scale)
+    i_t, i_a, i_b, i_w = _side(ip, lay.wrong_is_count, lay.time_scale)
+    root = int(tokens[lay.pre - 1]) if lay.has_root else -1
+    return NcclTestRow(int(tokens[0]), int(tokens[1]), tokens[2], tokens[3] if lay.has_redop else "", root,
                        o_t, o_a, o_b, o_w, i_t, i_a, i_b, i_w)
 
 
 _Side = tuple[float | None, float | None, float | None, int | None]
 
 
-def _side(fields: list[str] | None, wrong_is_count: bool) -> _Side:
+def _side(fields: list[str] | None, wrong_is_count: bool, time_scale: float = 1.0) -> _Side:
     if fields is None:
         return None, None, None, None
     time_us, algbw, busbw = (float(f) for f in fields[:3])
+    time_us *= time_scale
     wrong = None if fields[3] == "N/A" or not wrong_is_count else int(float(fields[3]))
     return time_us, algbw, busbw, wrong
 

@@ -90,7 +90,7 @@ def test_shipped_profile_states_value_unit_and_source_of_every_threshold() -> No
     profile = resolve_profile("dgx-spark-pair")
     assert profile.test.repetitions == 3 and profile.source == "built-in (dgx-spark-pair.yaml)"
     want = {"rdma_alone_gbps": 92, "rdma_concurrent_gbps": 90, "rdma_concurrent_total_gbps": 185,
-            "nccl_busbw_gbs": 20, "nccl_wrong": 0, "pcie_speed_gts": 32, "pcie_width": 4}
+            "nccl_busbw_gbs": 21.65, "nccl_wrong": 0, "pcie_speed_gts": 32, "pcie_width": 4}
     for check_id, value in want.items():
         check = profile.check(check_id)
         assert check is not None and check.thresholds[-1].value == value, check_id
@@ -106,7 +106,7 @@ def test_profiles_commands() -> None:
     listed = _cli("profiles", "list")
     assert listed.returncode == 0 and listed.stdout.startswith("dgx-spark-pair "), listed.stderr
     shown = _cli("profiles", "show", "dgx-spark-pair")
-    assert shown.returncode == 0 and "warn_below: >= 20 GB/s (else DEGRADED)" in shown.stdout
+    assert shown.returncode == 0 and "warn_below: >= 21.65 GB/s (else DEGRADED)" in shown.stdout
     ok = _cli("profiles", "validate", str(PROFILE))
     assert ok.returncode == 0 and ok.stdout.startswith("ok: profile dgx-spark-pair, 10 checks"), ok.stderr
     unknown = _cli("profiles", "show", "no-such-profile")
@@ -140,7 +140,7 @@ BAD = {
                          "can never be measured"),
     "negative": (GOOD.replace("      value: 0\n      unit: errors", "      value: -1\n      unit: errors"),
                  "value: -1", "is impossible"),
-    "warn floor under fail floor": (GOOD.replace("      value: 20\n      unit: GB/s",
+    "warn floor under fail floor": (GOOD.replace("      value: 21.65\n      unit: GB/s",
                                                  "      value: 5\n      unit: GB/s"), "warn_below:",
                                     "warn_below 5 is under fail_below 8"),
     "two paths over the cage": (GOOD.replace("      value: 90\n", "      value: 120\n"), "rdma_concurrent_gbps:",
@@ -250,14 +250,14 @@ def test_published_healthy_gx10_figures_pass(tmp_path: Path) -> None:
     _, doc = _accept(_repeated(tmp_path, concurrent_gbps=98.01, nccl_from="real-healthy-gx10"))
     assert doc["verdict"] == "PASS", [c for c in doc["checks"] if c["status"] != "PASS"]
     [busbw] = _checks(doc, "nccl_busbw_gbs")
-    assert busbw["measured"]["min"] == pytest.approx(21.78) and busbw["margin"] == pytest.approx(1.78)
+    assert busbw["measured"]["min"] == pytest.approx(21.78) and busbw["margin"] == pytest.approx(0.13)
     assert all(c["measured"]["min"] == pytest.approx(196.02) for c in _checks(doc, "rdma_concurrent_total_gbps"))
     assert _checks(doc, "nccl_wrong")[0]["measured"]["max"] == 0
 
 
 def test_busbw_in_the_warn_band_is_degraded(tmp_path: Path) -> None:
     """A site profile that asks 22 GB/s: the published 21.78 is then DEGRADED (exit 1), not FAIL."""
-    site = GOOD.replace("      value: 20\n      unit: GB/s", "      value: 22\n      unit: GB/s")
+    site = GOOD.replace("      value: 21.65\n      unit: GB/s", "      value: 22\n      unit: GB/s")
     _, doc = _accept(_repeated(tmp_path, concurrent_gbps=98.01, nccl_from="real-healthy-gx10"), profile_text=site)
     assert doc["verdict"] == "DEGRADED" and doc["exit_code"] == 1
     [busbw] = _checks(doc, "nccl_busbw_gbs")

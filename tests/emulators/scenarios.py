@@ -235,13 +235,22 @@ def gid_empty_pin() -> Scenario:
                     NO_BENCH)
 
 
-def nccl_hca_order() -> Scenario:
+def nccl_hca_reversed() -> Scenario:
     a, b = _two_subnets()
     b = replace(b, nccl_env={**HCA_ENV, "NCCL_IB_HCA": "roceP2p1s0f1,rocep1s0f1"})
-    return Scenario("nccl-hca-order", "Node b lists the same two twins as node a but in the other order; NCCL pairs "
-                    "HCAs by their position in NCCL_IB_HCA (getainode/ainode#89), so each connection crosses to the "
-                    "other path's twin.",
-                    a, b, (), {"NCCL_HCA_ORDER": "fail"}, {"NCCL_HCA_ORDER": ("pair",)}, NO_BENCH)
+    return Scenario("nccl-hca-reversed", "Node b lists the same two twins as node a in the other order. NCCL_IB_HCA is "
+                    "a filter, not an order (ncclIbInit keeps enumeration order), so both ranks use rocep1s0f1 then "
+                    "roceP2p1s0f1 and device i faces device i: a healthy pair.",
+                    a, b, (), {}, {}, NO_BENCH)
+
+
+def nccl_hca_pairing() -> Scenario:
+    a, b = _pair({P1: ("192.168.100.10/24",), P1_2: ("192.168.101.10/24",)},
+                 {P1: ("192.168.101.11/24",), P1_2: ("192.168.100.11/24",)})
+    return Scenario("nccl-hca-pairing", "Node b's twins are addressed crosswise (its domain-0 twin on node a's "
+                    "domain-2 subnet and the other way round). NCCL uses each node's devices in enumeration order "
+                    "and connects device i to device i, so both connections cross subnets.",
+                    a, b, (), {"NCCL_HCA_PAIRING": "fail"}, {"NCCL_HCA_PAIRING": ("pair",)}, NO_BENCH)
 
 
 def nccl_hca_uncabled() -> Scenario:
@@ -337,7 +346,8 @@ def fec_off() -> Scenario:
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
-                        link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_order(), nccl_hca_uncabled(),
+                        link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_reversed(), nccl_hca_pairing(),
+                        nccl_hca_uncabled(),
                         replugged_since_boot(), nodes_differ(), fec_off(),
                         netplan_not_applied(), nm_profile_runtime_only())
 }

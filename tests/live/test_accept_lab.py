@@ -50,7 +50,7 @@ TRAPS = {
     "unapproved-cable": (2, "CABLE_NOT_APPROVED", "warn"),
     "link-down": (2, "LINK_DOWN", "fail"),
     "gid-empty-pin": (2, "GID_INDEX_EMPTY_PIN", "fail"),
-    "nccl-hca-order": (2, "NCCL_HCA_ORDER", "fail"),
+    "nccl-hca-pairing": (2, "NCCL_HCA_PAIRING", "fail"),
     "nccl-hca-uncabled": (1, "NCCL_HCA_UNCABLED", "warn"),
     "nodes-differ": (2, "NODES_DIFFER", "warn"),
     "netplan-not-applied": (1, "NETPLAN_NOT_APPLIED", "warn"),

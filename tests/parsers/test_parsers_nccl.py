@@ -197,6 +197,9 @@ def test_spark_log_v2289() -> None:
     assert log.warnings == ("NET/IB : rocep1s0f1:1 GID table changed",)
     assert log.hosts == SPARK and log.uses_socket is False
     assert log.lines_matched == len(re.findall(r"NCCL (?:INFO|WARN) ", text))
+    # each rank's devices in NCCL's own order: NCCL connects them across ranks by this index
+    assert log.ib_devices_by_host == (("spark-a", ("rocep1s0f1", "roceP2p1s0f1")),
+                                      ("spark-b", ("rocep1s0f1", "roceP2p1s0f1")))
 
 
 def test_v2215_tag_output_and_embedded_ece() -> None:

@@ -73,6 +73,25 @@ def test_real_ibv_devinfo_port_block_without_hca_id() -> None:
         (14, "0000:0000:0000:0000:0000:ffff:c0a8:0606", None), (15, "0000:0000:0000:0000:0000:ffff:c0a8:0606", None)]
 
 
+def test_real_ibv_devinfo_gb10_two_lanes() -> None:
+    # A GB10 twin: 2X (width code 16) of 100 Gbps lanes (speed code 128) = 200 Gb/s, quoted without indentation.
+    (device,) = parse_ibv_devinfo(real("rdma", "ibv_devinfo_v_gb10_2x_excerpt.txt"))
+    (port,) = device.ports
+    assert (port.state, port.phys_state) == ("PORT_ACTIVE", "LINK_UP")
+    assert (port.active_width_lanes, port.active_speed_gbps, port.rate_gbps) == (2, 100.0, 200.0)
+
+
+@pytest.mark.parametrize(("width", "lanes"), [
+    ("1X (1)", 1), ("4X (2)", 4), ("8X (4)", 8), ("12X (8)", 12), ("2X (16)", 2),
+    ("invalid widthX (16)", 2),  # rdma-core before 2X was known prints the code only
+])
+def test_ibv_devinfo_every_width_code(width: str, lanes: int) -> None:
+    # rdma-core libibverbs/examples/devinfo.c width_str(): 1 -> 1X, 2 -> 4X, 4 -> 8X, 8 -> 12X, 16 -> 2X
+    (device,) = parse_ibv_devinfo(f"hca_id:\tmlx5_bond_0\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+                                  f"\t\t\tactive_width:\t\t{width}\n\t\t\tactive_speed:\t\t50.0 Gbps (64)\n")
+    assert device.ports[0].active_width_lanes == lanes and device.ports[0].rate_gbps == lanes * 50.0
+
+
 def test_real_ibdev2netdev_verbose_mlx4() -> None:
     (entry,) = parse_ibdev2netdev(real("rdma", "ibdev2netdev_v_mlx4_azure.txt"))
     assert (entry.pci_bdf, entry.device, entry.port, entry.ib_state, entry.netdev, entry.link_state) == (
@@ -103,6 +122,38 @@ def test_real_all_reduce_gb10_v2200_version_with_commit() -> None:
 def test_real_legacy_header_counts_ranks() -> None:
     r = parse_nccl_tests(real("nccl", "all_gather_legacy_a100_nccl1412_header_excerpt.txt"))
     assert r.ranks == 11 and r.hosts == ("swat1-04", "swat1-05") and r.rows == ()
+
+
+def test_real_legacy_all_gather_without_redop_or_hash_prefixes() -> None:
+    # nccl-tests 2019-2020 (cbe7f65 era): all_gather prints no redop or root column; pasted without the '#'s.
+    r = parse_nccl_tests(real("nccl", "all_gather_legacy_v100_nccltests37_no_hash.txt"))
+    (row,) = r.rows
+    assert (row.size_bytes, row.count, row.dtype, row.redop, row.root) == (4294967296, 134217728, "float", "", -1)
+    assert (row.oop_time_us, row.oop_busbw_gbs, row.ip_time_us, row.ip_busbw_gbs) == (29122.0, 129.05, 29169.0,
+                                                                                       128.84)
+    assert (row.oop_wrong, row.ip_wrong) == (None, None)  # "error" was the max error, not a count
+    assert (r.out_of_bounds, r.avg_busbw_gbs, r.completed, r.ranks) == (2, 128.942, True, 0)
+
+
+def test_first_nccl_tests_format_ranks_without_pid_and_footer_without_hash() -> None:
+    # The format strings of the first nccl-tests (NVIDIA/nccl-tests@b188a15, 2017, NCCL 1 and 2): "nThread"
+    # and the footer lines without '#', "#   Rank %2d on %10s device ..." without a Pid, a "bytes N type op
+    # ... res" header and times in milliseconds ("%7.3f" of deltaSec * 1.0E3). Values below are made up.
+    r = parse_nccl_tests(
+        "nThread 1 nGpus 2 minBytes 1 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 validation: 0 \n"
+        "# NCCL Tests compiled with NCCL 2.4\n"
+        "# Using devices\n"
+        "#   Rank  0 on       ncrh device  0 [0x05] GeForce RTX 2080 Ti\n"
+        "#   Rank  1 on       ncrh device  1 [0x06] GeForce RTX 2080 Ti\n"
+        "\n"
+        "#                                                 out-of-place                    in-place\n"
+        "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n"
+        "     1048576        262144   float     sum    0.105   9.99   9.99    0e+00    0.104  10.08  10.08    0e+00\n"
+        " Out of bounds values : 0 OK\n"
+        " Avg bus bandwidth    : 10.035 \n")
+    (row,) = r.rows
+    assert (r.ranks, r.hosts, r.header_blocks, r.completed, r.avg_busbw_gbs) == (2, ("ncrh",), 1, True, 10.035)
+    assert (row.redop, row.oop_time_us, row.ip_busbw_gbs, row.oop_wrong) == ("sum", 105.0, 10.08, None)
 
 
 def test_real_nccl_log_behind_vllm_ray_prefixes() -> None:

@@ -13,7 +13,7 @@ from linkcheck.model import Evidence, Severity
 
 # NCCL settings whose difference between the ranks is only noted: logging, names that differ by design (the
 # management NIC of each node; HCA names when the cable joins different cages), and NCCL_IB_HCA, whose meaning
-# across the pair NCCL_HCA_ORDER and NCCL_HCA_UNCABLED judge.
+# across the pair NCCL_HCA_PAIRING and NCCL_HCA_UNCABLED judge.
 HARMLESS_NCCL = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")
 
 

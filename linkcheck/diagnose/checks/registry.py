@@ -38,7 +38,7 @@ CHECKS: dict[str, CheckDef] = {
                               _t("degraded_min_gbps", "degraded_max_gbps", "nominal_min_gbps")),
     "replugged_since_boot": CheckDef(bench.replugged_since_boot, bench.ReplugValues,
                                      _t("late_plug_after_boot_s")),
-    "nccl_hca_order": CheckDef(nccl_hca.nccl_hca_order, nccl_hca.HcaOrderValues),
+    "nccl_hca_pairing": CheckDef(nccl_hca.nccl_hca_pairing, nccl_hca.HcaPairingValues),
     "nccl_hca_uncabled": CheckDef(nccl_hca.nccl_hca_uncabled, nccl_hca.HcaUncabledValues),
     "netplan_not_applied": CheckDef(netplan.netplan_not_applied, netplan.NetplanValues),
     "nm_profile_runtime_only": CheckDef(netplan.nm_profile_runtime_only, netplan.RuntimeProfileValues),

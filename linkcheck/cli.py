@@ -136,7 +136,8 @@ def report(
     fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown or html (the names in "
                                      "linkcheck/report/formats.py).")] = "json",
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--output", "-o", help="Write the report to this file (atomically) instead of standard output.")] = None,
+        "--output", "-o", help="Write the report to this file instead of standard output ('-'): a regular file is "
+        "replaced atomically (through a symbolic link, its target), a FIFO or a device written straight.")] = None,
     playbook: PlaybookOpt = None,
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
@@ -144,14 +145,14 @@ def report(
     """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
     from linkcheck.pipeline import diagnose_bundle
     from linkcheck.report.formats import renderer
-    from linkcheck.report.writer import check_output_path, write_atomically
+    from linkcheck.report.writer import check_output_path, is_stdout, write_output
 
     render = renderer(fmt)
-    target = check_output_path(output) if output is not None else None
+    target = check_output_path(output) if output is not None and not is_stdout(output) else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
     text = render(outcome)
     if target is not None:
-        write_atomically(target, text)
+        write_output(target, text)
         _verdict_line(outcome) if _QUIET else _say(f"report written to {target}")
     elif _QUIET:
         _verdict_line(outcome)

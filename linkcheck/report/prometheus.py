@@ -127,7 +127,8 @@ def check_textfile_path(path: Path) -> Path:
 
 
 def write_textfile(path: Path, outcome: Outcome) -> None:
-    """Write the textfile atomically: a temporary file in the same folder, then a rename over `path`."""
-    from linkcheck.report.writer import write_atomically
+    """Write the textfile as `write_output` writes every output: a regular file atomically (a temporary file in
+    the same folder, then a rename over it), a FIFO or a device straight, `-` to standard output."""
+    from linkcheck.report.writer import write_output
 
-    write_atomically(path, render_prometheus(outcome))
+    write_output(path, render_prometheus(outcome), "--prometheus-textfile", "textfile")

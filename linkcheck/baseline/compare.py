@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from linkcheck.baseline.model import Baseline, Fields, PairKey, Performance, Snapshot
+from linkcheck.baseline.model import Baseline, Fields, PairKey, Performance, Snapshot, usable_rate
 
 ABSENT = "absent"
 
@@ -84,7 +85,11 @@ class Ratio:
 
     @property
     def ratio(self) -> float | None:
-        return None if self.now is None or self.baseline <= 0 else self.now / self.baseline
+        """now / baseline; None when either is not a usable rate (the quotient would be infinite or NaN)."""
+        if self.now is None or not usable_rate(self.baseline) or not math.isfinite(self.now) or self.now < 0:
+            return None
+        ratio = self.now / self.baseline
+        return ratio if math.isfinite(ratio) else None
 
 
 def rdma_ratios(base: Performance, now: Performance) -> list[Ratio]:

@@ -8,6 +8,7 @@ so none are written; it adds `node_textfile_mtime_seconds` itself, which serves 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,11 @@ def _help(text: str) -> str:
 
 
 def _number(value: float) -> str:
+    """A sample value; NaN and the infinities as the exposition format spells them (int() of them would raise)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
 
 

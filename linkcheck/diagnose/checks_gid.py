@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
@@ -21,7 +21,7 @@ class StalePinValues(TypedDict):
     pinned: str
     resolved: int | str
     source: str
-    remove_pin: str
+    remove_pin: ShellText
 
 
 class EmptyPinValues(TypedDict):
@@ -29,7 +29,7 @@ class EmptyPinValues(TypedDict):
 
     node: str
     source: str
-    remove_pin: str
+    remove_pin: ShellText
 
 
 class IndexSpreadValues(TypedDict):
@@ -47,6 +47,11 @@ _REMOVE = {
 }
 
 
+def _remove_pin(source: str, default: str) -> ShellText:
+    """How to remove the pin where it is set; a source of another name is quoted, being the node's text."""
+    return ShellText(_REMOVE[source] if source in _REMOVE else f"{default} from {sh(source)}")
+
+
 def nccl_functions(node: NodeFacts) -> list[Function]:
     """The addressed twins whose RDMA device NCCL_IB_HCA lets NCCL use."""
     used = [f for f in node.used_functions if f.rdma_dev]
@@ -59,7 +64,7 @@ def _stale(node: NodeFacts, fn: Function, pin: str, source: str) -> Observation:
     resolved = fn.gid_index
     values = StalePinValues(node=node.name, hca=fn.rdma_dev, netdev=fn.netdev, ip=fn.ip, pinned=pin,
                             resolved="none" if resolved is None else resolved, source=source,
-                            remove_pin=_REMOVE.get(source, f"remove {PIN} from {source}"))
+                            remove_pin=_remove_pin(source, f"remove {PIN}"))
     evidence = (
         Evidence(PIN, pin, source),
         Evidence(f"RoCE v2 GID index of {fn.ip} on {fn.rdma_dev}", resolved, "sysfs gid_attrs"),
@@ -87,7 +92,7 @@ def gid_index_empty_pin(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[
         source = node.nccl_sources.get(PIN, "not set")
         out.append(Observation(
             subject=f"node {node.name}", fired=pin is not None and not pin.strip(), nodes=(node.name,),
-            values=EmptyPinValues(node=node.name, source=source, remove_pin=_REMOVE.get(source, f"remove {PIN}")),
+            values=EmptyPinValues(node=node.name, source=source, remove_pin=_remove_pin(source, f"remove {PIN}")),
             evidence=(Evidence(PIN, pin, source),)))
     return out
 

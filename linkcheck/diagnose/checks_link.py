@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
@@ -36,7 +36,7 @@ class CableValues(TypedDict):
     vendor: str
     sn: str
     note: str
-    approved: str
+    approved: ShellText
 
 
 class LinkChangedValues(TypedDict):
@@ -148,7 +148,7 @@ def cable_not_approved(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[O
             subject=f"node {node.name}", fired=pn.upper() not in approved, nodes=(node.name,),
             values=CableValues(node=node.name, pn=pn or "unknown", vendor=cable.vendor_name or "unknown",
                                sn=cable.vendor_sn or "unknown", note=note,
-                               approved=", ".join(sorted(thresholds["approved_part_numbers"]))),
+                               approved=ShellText(", ".join(map(sh, sorted(thresholds["approved_part_numbers"]))))),
             evidence=(Evidence("Vendor name", cable.vendor_name, "ethtool -m"),
                       Evidence("Vendor PN", cable.vendor_pn, "ethtool -m"),
                       Evidence("Vendor SN", cable.vendor_sn, "ethtool -m"),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from linkcheck import __version__
 from linkcheck.model import Status, Verdict
+from linkcheck.report.safe_text import shown
 
 if TYPE_CHECKING:
     from linkcheck.pipeline import Outcome
@@ -23,8 +24,10 @@ Labels = dict[str, str]
 
 
 def escape(value: str) -> str:
-    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped; and, as the
+    file may be read on a terminal (`cat`, `report -f prometheus`), every other control character (ESC, OSC,
+    C0, C1, bidi) from a node's string shown as text (`\\x1b`), never written raw."""
+    return shown(value, multiline=True).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _help(text: str) -> str:

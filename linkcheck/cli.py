@@ -9,13 +9,16 @@ import signal
 import sys
 from types import FrameType
 
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.report.formats import renderer
+from linkcheck.report.writer import check_output_path, is_stdout, write_output
+
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C before `main` runs (while typer and rich import): the documented line and code, no traceback
     (the interpreter prints none for SystemExit, wherever in an import it is raised)."""
     os.write(2, b"linkcheck: interrupted\n")
     raise SystemExit(130)
-
 
 if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "linkcheck":
     signal.signal(signal.SIGINT, _interrupted_while_starting)
@@ -38,7 +41,6 @@ from linkcheck.app.accept import run_accept
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.init import write_initial_config
 from linkcheck.app.live import TrafficRequest, run_live
-from linkcheck.app.offline import diagnose_bundle
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.baseline.store import delete, resolve
 from linkcheck.bench.nccl import NcclOptions
@@ -55,14 +57,12 @@ from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.outcome import Outcome
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
-from linkcheck.report.formats import renderer
 from linkcheck.report.output import print_outcome, write_stdout
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import verdict_line
-from linkcheck.report.writer import check_output_path, write_atomically
 
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
@@ -101,7 +101,6 @@ PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
 
-
 def _baseline(name: str | None) -> Baseline | None:
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
@@ -117,7 +116,6 @@ def _show_version(value: bool) -> None:
         typer.echo(f"linkcheck {__version__}")
         raise typer.Exit(0)
 
-
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also after the command).")] = False,
@@ -129,7 +127,6 @@ def _root(
     """Global options."""
     if quiet:
         _QUIET.append(True)
-
 
 @app.command()
 def diagnose(
@@ -150,25 +147,26 @@ def diagnose(
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
-
 @app.command()
 def report(
     bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown or html (the names in "
                                      "linkcheck/report/formats.py).")] = "json",
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--output", "-o", help="Write the report to this file (atomically) instead of standard output.")] = None,
+        "--output", "-o", help="Write the report to this file instead of standard output ('-'): a regular file is "
+        "replaced atomically (through a symbolic link, its target), a FIFO or a device written straight.")] = None,
     playbook: PlaybookOpt = None,
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
+
     render = renderer(fmt)
-    target = check_output_path(output) if output is not None else None
+    target = check_output_path(output) if output is not None and not is_stdout(output) else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
     text = render(outcome)
     if target is not None:
-        write_atomically(target, text)
+        write_output(target, text)
         _verdict_line(outcome) if _QUIET else _say(f"report written to {target}")
     elif _QUIET:
         _verdict_line(outcome)
@@ -176,20 +174,17 @@ def report(
         write_stdout(text)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
-
 def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not Path("linkcheck.yaml").is_file():
         return None
     return find_config(path)
 
-
 def _emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
     if _QUIET:
         _verdict_line(outcome)
         return
     print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
-
 
 def _verdict_line(outcome: Outcome) -> None:
     _say(verdict_line(outcome))
@@ -221,11 +216,9 @@ def _say(line: str) -> None:
         _INTERRUPTION_SAID.append(True)
     typer.echo(shown(line), err=True)
 
-
 def _out(text: str) -> None:
     """Text for stdout, shown as text and written so that a full or closed stdout is an error line."""
     write_stdout(shown(text, multiline=True) + "\n")
-
 
 def _checked_save(save: Path | None) -> Path:
     """The bundle folder, refused before any work when it cannot receive a bundle."""
@@ -233,11 +226,9 @@ def _checked_save(save: Path | None) -> Path:
     check_save_dir(target, "--save" if save else "the default bundle folder")
     return target
 
-
 def _node_errors(outcome: Outcome) -> None:
     for line in node_problem_lines(outcome):
         _say(f"linkcheck: {line}")
-
 
 def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
     """What the run records besides its report; the baseline and the textfile's folder are checked before any
@@ -246,12 +237,10 @@ def _record(command: str, baseline: str | None, prometheus: Path | None = None) 
         check_textfile_path(prometheus)
     return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
 
-
 def _finish(outcome: Outcome, record: RunRecord) -> None:
     """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
     for line in finish_run(outcome, record):
         _say(f"linkcheck: {line}")
-
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
@@ -274,10 +263,8 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
-
 def command_name(record: RunRecord) -> str:
     return record.command
-
 
 def _plan(command: str, cfg: Config, traffic: TrafficRequest | None) -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
@@ -309,7 +296,6 @@ def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_ba
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
         nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None)
 
-
 @app.command()
 def check(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -333,10 +319,8 @@ def check(
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
-
 def _quick_traffic(size: int, qps: int, port_base: int | None) -> TrafficRequest:
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
-
 
 @bench_app.command("rdma")
 def bench_rdma(
@@ -350,7 +334,6 @@ def bench_rdma(
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record("bench rdma", baseline, prometheus))
 
-
 @bench_app.command("nccl")
 def bench_nccl(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -362,7 +345,6 @@ def bench_nccl(
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record("bench nccl", baseline, prometheus))
-
 
 @app.command()
 def accept(
@@ -401,7 +383,6 @@ def accept(
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 
-
 @app.command()
 def collect(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -416,7 +397,6 @@ def collect(
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
 
-
 @app.command()
 def anonymize(
     bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")],
@@ -425,7 +405,6 @@ def anonymize(
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
     anonymize_saved(bundle, out)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
-
 
 @app.command()
 def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")]) -> None:
@@ -440,7 +419,6 @@ def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")
         _out(result.summary())
     raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
 
-
 @app.command()
 def init(
     node: NodeOpt = None, config: ConfigOpt = None,
@@ -454,11 +432,9 @@ def init(
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
                f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
 
-
 def _parse_help() -> str:
     kinds = "\n".join(f"  {k:<18} {d}" for k, (_, d) in PARSERS.items())
     return f"Parse one raw tool output and print the normalised record.\n\nKINDS:\n\n{kinds}"
-
 
 @app.command(help=_parse_help())
 def parse(
@@ -469,13 +445,11 @@ def parse(
     record = parse_file(kind, file)
     _out(record_to_json(record) if fmt is Format.json else record_to_text(record))
 
-
 @playbooks_app.command("list")
 def playbooks_list(playbook: PlaybookOpt = None) -> None:
     """List every rule: id, severity, scope, title, source file."""
     _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]"
                    for rule in load_playbooks(playbook)))
-
 
 @playbooks_app.command("show")
 def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
@@ -485,7 +459,6 @@ def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbo
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
     _out(describe_rule(rules[rule_id]))
 
-
 @playbooks_app.command("validate")
 def playbooks_validate(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Playbook files or folders.")] = None,  # noqa: UP045
@@ -494,25 +467,21 @@ def playbooks_validate(
     rules = load_playbooks(paths)
     _out(f"ok: {len(rules)} rules")
 
-
 @profiles_app.command("list")
 def profiles_list() -> None:
     """The built-in acceptance profiles: name and description."""
     _out("\n".join(f"{name:<20} {load_profile_file(path).description}" for name, path in builtin_profiles().items()))
-
 
 @profiles_app.command("show")
 def profiles_show(name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")]) -> None:
     """One profile in full: the test it runs and every threshold with its unit and source."""
     _out(describe_profile(resolve_profile(name)))
 
-
 @profiles_app.command("validate")
 def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
     """Validate a profile file strictly: file:line on the first problem (exit 4)."""
     prof = load_profile_file(path)
     _out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
-
 
 @app.command()
 def history(
@@ -543,24 +512,20 @@ def baseline_save(
     path, verdict = save_baseline(name, bundle, force=force, playbooks=playbook, config=_offline_config(config))
     _out(f"baseline {name} saved to {path} (run verdict: {verdict})")
 
-
 @baseline_app.command("list")
 def baseline_list() -> None:
     """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
     _out(list_text())
-
 
 @baseline_app.command("show")
 def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:
     """One baseline in full (its JSON): identity, configuration, GID indices, performance with its parameters."""
     _out(show_text(name))
 
-
 @baseline_app.command("delete")
 def baseline_delete(name: Annotated[str, typer.Argument(help="A saved baseline's name.")]) -> None:
     """Remove a saved baseline."""
     _out(f"deleted {delete(name)}")
-
 
 def _click_usage(exc: BaseException) -> int | None:
     """Exit code for click's own usage errors (typer may vendor click, so match by shape, not class)."""
@@ -574,7 +539,6 @@ def _click_usage(exc: BaseException) -> int | None:
         return int(ExitCode.BAD_INPUT)  # click would exit 2, which means "failures" here
     return None
 
-
 def _quiet_libraries(debug: bool) -> None:
     """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed.
 
@@ -583,14 +547,12 @@ def _quiet_libraries(debug: bool) -> None:
     if not debug:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
 
-
 def _require_stdout() -> None:
     """Started with stdout closed (`>&-`): nothing could be reported, so say so before any work."""
     if sys.stdout is None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - takes fd 1, so no later file lands there
         raise OutputError("standard output is closed; nothing can be reported",
                           fix="redirect it to a file or /dev/null")
-
 
 def _said_if_interrupted(code: int) -> int:
     """typer turns Ctrl-C into a silent 130; the documented "interrupted" line goes with it."""
@@ -607,7 +569,6 @@ def _hoisted(args: list[str]) -> list[str]:
     end = args.index("--") if "--" in args else len(args)
     flags = [a for a in args[:end] if a in _GLOBAL_FLAGS]
     return [*dict.fromkeys(flags), *(a for a in args[:end] if a not in _GLOBAL_FLAGS), *args[end:]]
-
 
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
@@ -639,7 +600,6 @@ def main() -> None:
             raise
         _say(f"linkcheck: internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
         sys.exit(int(ExitCode.INTERNAL))
-
 
 def run() -> None:
     """The `linkcheck` program: `main`, with stdout and stderr flushed before it exits with main's status.

@@ -10,6 +10,7 @@ from typing import Any
 
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
 from linkcheck.bundle.format import MANIFEST, read_manifest
+from linkcheck.report import strict_json
 
 ACCEPTANCE = "acceptance.json"
 PROFILE_COPY = "acceptance-profile.yaml"
@@ -39,7 +40,7 @@ def add_files(directory: Path, texts: dict[str, str]) -> None:
 
 
 def write_acceptance(directory: Path, document: dict[str, Any], profile_text: str) -> None:
-    add_files(directory, {ACCEPTANCE: json.dumps(document, indent=2) + "\n", PROFILE_COPY: profile_text})
+    add_files(directory, {ACCEPTANCE: strict_json.dumps(document, indent=2) + "\n", PROFILE_COPY: profile_text})
 
 
 def load_acceptance(directory: Path) -> tuple[dict[str, Any] | None, str | None]:

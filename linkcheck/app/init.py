@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 from linkcheck.app.live import collect_bundle
@@ -11,6 +10,7 @@ from linkcheck.config import Config
 from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts
+from linkcheck.report.writer import check_output_path, write_output
 
 
 def render_config(config: Config, link: LinkFacts) -> str:
@@ -52,7 +52,7 @@ def render_config(config: Config, link: LinkFacts) -> str:
 
 def write_initial_config(config: Config, output: Path, *, force: bool) -> LinkFacts:
     """Inspect both nodes and write `output`; refuses to overwrite unless forced."""
-    if output.exists() and not force:
+    if output.exists() and not force and not _is_stream(output):
         raise ConfigError(str(output), "already exists", fix="pass --force to overwrite, or --output another path")
     _check_output(output)
     bundle = collect_bundle(config)
@@ -60,22 +60,19 @@ def write_initial_config(config: Config, output: Path, *, force: bool) -> LinkFa
         raise UnreachableError(bundle.collection_errors)
     link = build_link_facts(bundle.captures)
     _require_cabled_cx7(link)
-    try:
-        output.write_text(render_config(config, link), encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(output), f"cannot write: {exc.strerror or exc}") from None
+    write_output(output, render_config(config, link), "-o", "config")
     return link
 
 
+def _is_stream(output: Path) -> bool:
+    """`-`, a FIFO or a device: written straight, so never "already exists"."""
+    return str(output) == "-" or output.is_fifo() or output.is_char_device()
+
+
 def _check_output(output: Path) -> None:
-    """Refuse, before connecting, an --output that cannot be written: a folder, or a missing or read-only parent."""
-    parent = output.parent if str(output.parent) else Path(".")
-    if output.is_dir():
-        raise ConfigError(str(output), "is a folder", fix="give a file name, e.g. -o linkcheck.yaml")
-    if not parent.is_dir():
-        raise ConfigError(str(output), f"folder {parent} does not exist", fix=f"create it first: mkdir -p {parent}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(str(output), f"folder {parent} is not writable by this user")
+    """Refuse, before connecting, an --output that cannot be written: a folder, a socket, a link to nothing, a
+    missing or read-only parent (exit 4)."""
+    check_output_path(output, "-o")
 
 
 def _require_cabled_cx7(link: LinkFacts) -> None:

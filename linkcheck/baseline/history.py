@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from linkcheck.baseline.store import data_dir, now_iso
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.snapshot import pair_id, pair_key
+from linkcheck.report import strict_json
 
 if TYPE_CHECKING:
     from linkcheck.outcome import Outcome
@@ -57,7 +58,7 @@ def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
     """Append one record as one line: a single write on an O_APPEND descriptor, under an exclusive lock."""
-    data = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+    data = (strict_json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

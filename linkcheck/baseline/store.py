@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -13,7 +14,17 @@ import msgspec
 
 from linkcheck import __version__
 from linkcheck.errors import BaselineError, UsageError
-from linkcheck.facts.snapshot_model import SCHEMA, SCHEMA_VERSION, Baseline, PairKey, Performance, Snapshot
+from linkcheck.facts.snapshot_model import (
+    MIN_RATE_GBPS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    Baseline,
+    PairKey,
+    Performance,
+    Snapshot,
+    usable_rate,
+)
+from linkcheck.report import strict_json
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 4 << 20
@@ -90,7 +101,7 @@ class _Reader:
 
         if not all(ok(v) for v in value.values()):
             raise self.fail(f"'{key}' values must be numbers")
-        return {k: (v if kind is int else float(v)) for k, v in value.items()}
+        return {k: (v if kind is int else _float(v)) for k, v in value.items()}
 
     def strings(self, data: dict[str, Any], key: str) -> tuple[str, ...]:
         value = data.get(key)
@@ -108,16 +119,37 @@ def _pair(r: _Reader, data: dict[str, Any]) -> PairKey:
                    b_machine_id=r.text(pair, "b_machine_id", optional=True))
 
 
+def _float(value: float) -> float:
+    """A JSON number as a float; an integer too large for one is infinite (and then refused as a rate)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _rates(r: _Reader, rates: dict[str, float], key: str) -> dict[str, float]:
+    """A baseline's rates are divided into: each must be finite and positive, or the file is refused."""
+    for name, value in rates.items():
+        if not usable_rate(value):
+            raise r.fail(f"'performance.{key}' {name!r} is {value!r}: a rate must be a finite number of at "
+                         f"least {MIN_RATE_GBPS:g} Gb/s (a ratio against it would be infinite or NaN)")
+    return rates
+
+
 def _performance(r: _Reader, data: dict[str, Any]) -> Performance:
     perf = r.obj(data, "performance")
     busbw = perf.get("nccl_busbw_gbs")
     if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))):
         raise r.fail("'nccl_busbw_gbs' must be a number or null")
+    busbw = None if busbw is None else _float(busbw)
+    if busbw is not None:
+        _rates(r, {"nccl all_gather": busbw}, "nccl_busbw_gbs")
     params = {k: r.fields(perf, k) for k in ("rdma_parameters", "nccl_parameters")}
     if any(v is None for p in params.values() for v in p.values()):
         raise r.fail("test parameters must be strings")
-    return Performance(rdma_gbps=r.numbers(perf, "rdma_gbps"), concurrent_total_gbps=r.numbers(perf,
-                       "concurrent_total_gbps"), nccl_busbw_gbs=None if busbw is None else float(busbw),
+    return Performance(rdma_gbps=_rates(r, r.numbers(perf, "rdma_gbps"), "rdma_gbps"),
+                       concurrent_total_gbps=_rates(r, r.numbers(perf, "concurrent_total_gbps"),
+                                                    "concurrent_total_gbps"), nccl_busbw_gbs=busbw,
                        rdma_parameters={k: str(v) for k, v in params["rdma_parameters"].items()},
                        nccl_parameters={k: str(v) for k, v in params["nccl_parameters"].items()})
 
@@ -192,7 +224,7 @@ def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
     target = baselines_dir() / pair / f"{baseline.name}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(strict_json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, target)
     if existing is not None and existing != target:
         existing.unlink()
@@ -217,6 +249,7 @@ def now_iso() -> str:
 
 def new_baseline(name: str, snapshot: Snapshot, bundle_path: Path | None, bundle_created: str,
                  forced: bool) -> Baseline:
+    snapshot = msgspec.structs.replace(snapshot, performance=snapshot.performance.usable())  # so that it loads
     return Baseline(name=check_name(name), created=now_iso(), tool_version=__version__,
                     source_bundle=str(bundle_path.resolve()) if bundle_path else "", bundle_created=bundle_created,
                     forced=forced, snapshot=snapshot)

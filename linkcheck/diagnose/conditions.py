@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -33,13 +34,22 @@ def _fact(values: dict[str, Any], fact: str) -> Any:
     return value
 
 
+def _num(value: Any) -> float:
+    """A number to compare: NaN or an infinity (a rate of `nan`, a text "inf") compares false with everything, so
+    a rule would neither fire nor skip; it is refused, and the fact is unknown."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
+
+
 def _compare(op: str, actual: Any, expected: Any) -> bool:
     if op == "eq":
         return bool(actual == expected)
     if op == "ne":
         return bool(actual != expected)
     if op in ("lt", "le", "gt", "ge"):
-        a, e = float(actual), float(expected)
+        a, e = _num(actual), _num(expected)
         return {"lt": a < e, "le": a <= e, "gt": a > e, "ge": a >= e}[op]
     if op == "in":
         return actual in expected
@@ -49,11 +59,11 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
         return re.search(str(expected), _matchable(actual)) is not None
     if op == "between":
         low, high = expected
-        return float(low) <= float(actual) <= float(high)
+        return _num(low) <= _num(actual) <= _num(high)
     if op == "below_baseline":
         baseline = expected.get("baseline", 0) if isinstance(expected, dict) else expected
         tolerance = float(expected.get("tolerance_pct", 10)) if isinstance(expected, dict) else 10.0
-        return float(actual) < float(baseline) * (1 - tolerance / 100)
+        return _num(actual) < _num(baseline) * (1 - tolerance / 100)
     raise ValueError(op)
 
 

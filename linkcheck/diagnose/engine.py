@@ -11,7 +11,7 @@ import msgspec
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
 from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, node_values, path_values
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import ExitCode
@@ -41,6 +41,13 @@ class Diagnosis(msgspec.Struct, frozen=True):
 PASS_MESSAGE = "ok"
 
 
+def shell_words(values: dict[str, Any]) -> dict[str, Any]:
+    """The values of a fix line, which a person may paste into a shell: each one shell word, quoted with
+    shlex.quote (a plain name stays as it is), so that a value from a node holding a quote, `;` or `$(` cannot
+    break out of the command. A ShellText, composed by a check with its own parts quoted, is kept as it is."""
+    return {k: v if v is None or isinstance(v, ShellText) else sh(v) for k, v in values.items()}
+
+
 def render(template: str, values: dict[str, Any]) -> str:
     """Fill {placeholders}; an unknown value prints as '?' rather than failing the report."""
 
@@ -67,7 +74,7 @@ def _finding(rule: Rule, obs: Observation) -> Finding:
                        evidence=obs.evidence, references=rule.references)
     status = Status.FAIL if severity is Severity.ERROR else Status.WARN
     return Finding(rule.id, status, severity, obs.subject, rule.title, render(rule.message, values),
-                   evidence=obs.evidence, fix=tuple(render(f, values) for f in rule.fix),
+                   evidence=obs.evidence, fix=tuple(render(f, shell_words(values)) for f in rule.fix),
                    mechanism=rule.mechanism, references=rule.references)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -9,6 +10,16 @@ import msgspec
 
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
+
+
+class ShellText(str):
+    """A fix value that linkcheck composed as shell text (a command or a sentence around one) with each of its
+    node-derived parts quoted by `sh`: the fix renderer takes it as it is, where it quotes any other value."""
+
+
+def sh(value: object) -> str:
+    """One word of a command line, whatever the value holds (a quote, `;`, `$(...)`, a space)."""
+    return shlex.quote(str(value))
 
 
 class Observation(msgspec.Struct, frozen=True):

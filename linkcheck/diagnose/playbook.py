@@ -29,6 +29,8 @@ COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "b
 OPERATORS = COMPARE_OPS | {"missing", "differs"}
 ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
+# A placeholder written inside quotes in a fix line ('{profile}', "{netdev}"): quoted twice once rendered.
+QUOTED_PLACEHOLDER_RE = re.compile(r"""(['"])\{[A-Za-z_][\w.]*\}\1""")
 
 
 class _Ctx:
@@ -116,6 +118,10 @@ def _check_placeholders(ctx: _Ctx, rule: dict[str, Any], allowed: set[str], text
             for name in PLACEHOLDER_RE.findall(text):
                 if name not in allowed:
                     raise ctx.fail(f"unknown placeholder {{{name}}} in '{key}'", rule, key)
+            quoted = QUOTED_PLACEHOLDER_RE.search(text) if key == "fix" else None
+            if quoted is not None:
+                raise ctx.fail(f"placeholder {quoted.group(0)} is quoted in 'fix'; the fix renderer quotes every "
+                               "value itself (with shlex.quote), so write it bare", rule, key)
 
 
 def _header(ctx: _Ctx, raw: Any) -> tuple[str, Severity, dict[str, Any]]:

@@ -51,7 +51,7 @@ def _rate(cap: Capture) -> tuple[float | None, str | None]:
     try:
         result = parse_perftest(cap.stdout, report_gbits=None if gbits is None else gbits == "true")
     except ParseError as exc:
-        return None, exc.reason
+        return None, f"{_run_name(cap)}: {exc.reason}"
     gbps = result.bw_mean_gbps if len(result.rows) > 1 else result.bw_avg_gbps
     # perftest prints its errors on stderr; the first one says more than a missing result row.
     stderr = next((ln.strip() for ln in cap.stderr.splitlines() if ln.strip()), None)
@@ -60,7 +60,18 @@ def _rate(cap: Capture) -> tuple[float | None, str | None]:
         default = "failed" if failed else "no result row (wrong GID index -x?)"
         why = result.errors[0] if result.errors else (stderr if failed and stderr else default)
         return None, f"exit {cap.exit_status}: {why}"
+    if not math.isfinite(gbps) or gbps < 0:  # the parser refuses these; a sum or mean must not make one
+        return None, f"{_run_name(cap)}: the rate {gbps} Gb/s is not a finite number"
     return gbps, None
+
+
+def _run_name(cap: Capture) -> str:
+    """Which ib_write_bw run an output is, in words: `ib_write_bw alone a->b (client a, rocep1s0f1)`."""
+    meta = cap.meta
+    where = ", ".join(x for x in (f"client {cap.node}", meta.get("local_rdma_dev") or meta.get("local_netdev"),
+                                  meta.get("round")) if x)
+    return f"ib_write_bw {meta.get('mode', 'alone')} {_direction(cap)} ({where})"
+
 
 RunKey = tuple[str, str, str, str, str]  # (round, node, device, mode, direction)
 
@@ -161,7 +172,7 @@ def _large_message_busbw(rows: tuple[NcclTestRow, ...]) -> tuple[float | None, i
         return None, None
     largest = max(r.size_bytes for r in rows)
     judged = [r for r in rows if r.size_bytes >= LARGE_MESSAGE_BYTES] or list(rows)
-    values = [v for r in judged for v in (r.oop_busbw_gbs, r.ip_busbw_gbs) if v is not None and not math.isnan(v)]
+    values = [v for r in judged for v in (r.oop_busbw_gbs, r.ip_busbw_gbs) if v is not None and math.isfinite(v)]
     return (max(values) if values else None), largest
 
 
@@ -175,6 +186,7 @@ def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
             result = parse_nccl_tests(test_cap.stdout)
             busbw, largest = _large_message_busbw(result.rows)
             avg, wrong = result.avg_busbw_gbs, result.wrong_total
+            avg = avg if avg is None or math.isfinite(avg) else None
             if not result.rows:
                 problem = result.errors[0] if result.errors else "no result rows"
         except ParseError as exc:

@@ -3,6 +3,7 @@ and attach a baseline to a diagnosis (another pair's is refused)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -10,7 +11,7 @@ from msgspec.structs import replace
 
 from linkcheck.errors import BaselineError
 from linkcheck.facts.snapshot import snapshot_of
-from linkcheck.facts.snapshot_model import Baseline, BaselineFacts, Fields, PairKey, Performance, Snapshot
+from linkcheck.facts.snapshot_model import Baseline, BaselineFacts, Fields, PairKey, Performance, Snapshot, usable_rate
 
 if TYPE_CHECKING:
     from linkcheck.bundle.format import Bundle
@@ -92,7 +93,11 @@ class Ratio(msgspec.Struct, frozen=True):
 
     @property
     def ratio(self) -> float | None:
-        return None if self.now is None or self.baseline <= 0 else self.now / self.baseline
+        """now / baseline; None when either is not a usable rate (the quotient would be infinite or NaN)."""
+        if self.now is None or not usable_rate(self.baseline) or not math.isfinite(self.now) or self.now < 0:
+            return None
+        ratio = self.now / self.baseline
+        return ratio if math.isfinite(ratio) else None
 
 
 def rdma_ratios(base: Performance, now: Performance) -> list[Ratio]:

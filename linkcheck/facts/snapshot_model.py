@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import msgspec
 
 SCHEMA = "linkcheck-baseline"
 SCHEMA_VERSION = 1
+# The lowest rate a baseline may hold: perftest's smallest non-zero figure is 0.01 MiB/s (~8e-5 Gb/s); below
+# this, now / baseline could overflow to infinity.
+MIN_RATE_GBPS = 1e-6
+
+
+def usable_rate(value: float) -> bool:
+    """A rate a ratio can be taken against: finite and at least MIN_RATE_GBPS (0, a negative rate, NaN or an
+    infinity would make now / baseline infinite or NaN)."""
+    return math.isfinite(value) and value >= MIN_RATE_GBPS
 
 # A field whose value could not be read (a node not inspected, sudo refused): never compared.
 Fields = dict[str, "str | None"]
@@ -31,6 +42,16 @@ class Performance(msgspec.Struct, frozen=True):
     nccl_busbw_gbs: float | None = None
     rdma_parameters: dict[str, str] = msgspec.field(default_factory=dict)  # size_bytes, duration_s, qps
     nccl_parameters: dict[str, str] = msgspec.field(default_factory=dict)  # min_bytes, max_bytes, step_factor, gpus
+
+    def usable(self) -> Performance:
+        """Only the rates a ratio can be taken against (what a saved baseline keeps; see `usable_rate`)."""
+        busbw = self.nccl_busbw_gbs if self.nccl_busbw_gbs is not None and usable_rate(self.nccl_busbw_gbs) else None
+        rdma = {k: v for k, v in self.rdma_gbps.items() if usable_rate(v)}
+        return Performance(rdma_gbps=rdma,
+                           concurrent_total_gbps={k: v for k, v in self.concurrent_total_gbps.items()
+                                                  if usable_rate(v)},
+                           nccl_busbw_gbs=busbw, rdma_parameters=self.rdma_parameters if rdma else {},
+                           nccl_parameters=self.nccl_parameters if busbw is not None else {})
 
 
 class Snapshot(msgspec.Struct, frozen=True):

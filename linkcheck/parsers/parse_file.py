@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from linkcheck.errors import InputFileError, ParseError, UsageError
 from linkcheck.parsers import PARSERS, get_parser
 from linkcheck.records import plain
+from linkcheck.report import strict_json
 
 
 def parse_file(kind: str, path: Path) -> Any:
@@ -28,7 +28,7 @@ def parse_file(kind: str, path: Path) -> Any:
 
 
 def record_to_json(record: Any) -> str:
-    return json.dumps({"record": plain(record, properties=True)}, indent=2, default=str)
+    return strict_json.dumps({"record": plain(record, properties=True)}, indent=2, default=str)
 
 
 def record_to_text(record: Any) -> str:

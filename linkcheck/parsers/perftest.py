@@ -8,6 +8,7 @@ shapes (pseudo-JSON before 24.01, standard JSON, standard JSON with a trailing c
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from typing import Any
 
@@ -23,7 +24,7 @@ _MIB_GBPS = 1048576 * 8 / 1e9  # MB/sec and MiB/sec are both 2^20 bytes per seco
 UNIT_TO_GBPS = {"MB/sec": _MIB_GBPS, "MiB/sec": _MIB_GBPS, "Gb/sec": 1.0}
 _INFER_MIB_ABOVE = 500.0  # no 200-400G link reaches 500 Gb/s, and no working one stays under 500 MiB/s
 
-_NUM = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|nan|inf)")
+_NUM = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|(?i:nan|inf(?:inity)?))")  # non-finite ones are refused by _rate
 _INT = re.compile(r"[0-9]{1,30}")  # bounded: int() refuses 4300+ digit strings
 _TITLE = re.compile(r"^\s+([A-Za-z_]+(?: [A-Za-z_]+)* (?:BW|Latency)(?: Multicast)? Test)\s*$")
 _HEADER = re.compile(r"#bytes\s+(#sl\s+)?#iterations\s+BW peak\[([^\]]*)\]\s+BW average\[([^\]]*)\]")
@@ -192,8 +193,8 @@ def _row(acc: _Acc, line: str, no: int) -> bool:
     if len(tokens) < 5 or not (_INT.fullmatch(tokens[0]) and _INT.fullmatch(tokens[1])):
         raise ParseError(SPEC, "truncated or malformed result row", no)
     f = UNIT_TO_GBPS[acc.unit]
-    cpu = float(tokens[5]) if acc.cpu_col and len(tokens) > 5 else None
-    peak, avg, rate = (float(t) for t in tokens[2:5])
+    cpu = _rate(tokens[5], "CPU_Util", no) if acc.cpu_col and len(tokens) > 5 else None
+    peak, avg, rate = (_rate(tokens[i], name, no) for i, name in ((2, "BW peak"), (3, "BW average"), (4, "MsgRate")))
     acc.rows.append(PerftestRow(int(tokens[0]), int(tokens[1]), peak * f, avg * f, rate, cpu))
     return True
 
@@ -249,9 +250,18 @@ def _banner(acc: _Acc, line: str, no: int) -> bool:
     return True
 
 
+def _rate(value: str | float, name: str, no: int | None = None) -> float:
+    """A measured figure: a finite number, at least 0. perftest prints `nan` or `inf` when a run had no
+    time or no data, and such a figure must never be judged (nor a ratio taken of it): the output is refused."""
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise ParseError(SPEC, f"{name} is {value!r}, not a finite rate", no)
+    return number
+
+
 def _number(acc: _Acc, line: str, no: int) -> bool:
     if _BARE_NUMBER.match(line):
-        acc.numbers.append(float(line.strip()))
+        acc.numbers.append(_rate(line.strip(), "the bandwidth", no))
         return True
     return False
 
@@ -320,7 +330,7 @@ def _jnum(obj: dict[str, Any], key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParseError(SPEC, f"JSON results key {key!r} is missing or not a number")
     try:
-        return float(value)
+        return _rate(value, f"JSON results key {key!r}")
     except OverflowError as exc:
         raise ParseError(SPEC, f"JSON results key {key!r} is out of range") from exc
 

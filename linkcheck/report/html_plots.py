@@ -26,6 +26,17 @@ from linkcheck.report.tables import threshold
 
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+_ID = re.compile(r'\bid="([^"]*)"')
+_REF = re.compile(r'(url\(#|href="#)([^)"]*)')
+
+
+def scoped_ids(svg: str, prefix: str) -> str:
+    """Every id of one SVG, and every reference to it (`url(#id)`, `href="#id"`), prefixed: matplotlib names
+    its clip paths and glyphs alike in every figure (`p1234abcd`, `patch_1`, `DejaVuSans-30`), and ids must be
+    unique across the page, or one plot's clip-path or glyph would be drawn with another's."""
+    ids = set(_ID.findall(svg))
+    svg = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    return _REF.sub(lambda m: m.group(1) + (prefix if m.group(2) in ids else "") + m.group(2), svg)
 
 
 def have_matplotlib() -> bool:
@@ -158,4 +169,4 @@ def svg_plots(outcome: Outcome) -> list[tuple[str, str]]:
         return []
     plots = [("Throughput per path", throughput_svg(outcome)), ("NCCL bus bandwidth", nccl_svg(outcome)),
              ("Trend", trend_svg(outcome))]
-    return [(caption, svg) for caption, svg in plots if svg]
+    return [(caption, scoped_ids(svg, f"plot{n}-")) for n, (caption, svg) in enumerate(plots, 1) if svg]

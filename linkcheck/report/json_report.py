@@ -11,6 +11,7 @@ from linkcheck.accept.record import load_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
+from linkcheck.report.strict_json import finite_only
 
 SCHEMA = "linkcheck-report"
 SCHEMA_VERSION = 1
@@ -80,4 +81,7 @@ def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
 
 
 def render_json(outcome: Outcome) -> str:
-    return json.dumps(report_document(outcome), indent=2, default=str)
+    """The document as strict JSON: a non-finite number (a rate of `nan`) is null, with a note saying where."""
+    document, spots = finite_only(report_document(outcome))
+    document["notes"] += [f"{spot}: not a finite number, written as null" for spot in spots]
+    return json.dumps(document, indent=2, default=str, allow_nan=False)

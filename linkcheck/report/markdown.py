@@ -12,11 +12,16 @@ from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+# Markup characters (and `|` in tables, `<` for HTML, `&` for entities such as `&lt;`, a leading `#`), and what
+# would make a renderer's autolinker (GFM, linkify) turn a node's text into a link: a `:` before `/` or between
+# letters (http://, mailto:x), `@` (an email) and a `.` inside a name (www.x.com, x.io). A backslash-escaped
+# character renders as itself.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&@]|^#|:(?=/)|(?<=\w):(?=\w)|(?<=\w)\.(?=\w))")
 
 
 def md(value: object) -> str:
-    """Node-derived text as literal Markdown: its markup characters (and `|` in tables, `<` for HTML) escaped."""
+    """Node-derived text as literal Markdown: no markup, no HTML, no entity, no autolink; control and bidi
+    characters shown as text (`shown`)."""
     return _SPECIAL.sub(r"\\\1", shown(value))
 
 
@@ -75,7 +80,8 @@ def _finding(finding: Finding) -> list[str]:
              md(finding.title) + ".", "", md(finding.message), ""]
     lines += [f"- evidence: {md(e)}" for e in evidence_lines(finding)]
     if finding.fix:
-        fence = "````" if any("```" in step for step in finding.fix) else "```"
+        longest = max((len(run) for step in finding.fix for run in re.findall("`+", step)), default=0)
+        fence = "`" * max(3, longest + 1)  # longer than any run of backticks in the steps
         lines += ["", "Fix:", "", fence + "sh", *(shown(step) for step in finding.fix), fence]
     return [*lines, ""]
 

@@ -8,6 +8,7 @@ so none are written; it adds `node_textfile_mtime_seconds` itself, which serves 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING
 from linkcheck import __version__
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
-from linkcheck.report.writer import check_output_path, write_atomically
+from linkcheck.report.safe_text import shown
+from linkcheck.report.writer import check_output_path, write_output
 
 if TYPE_CHECKING:
     from linkcheck.outcome import Outcome
@@ -24,17 +26,21 @@ Labels = dict[str, str]
 
 
 def escape(value: str) -> str:
-    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped; and, as the
+    file may be read on a terminal (`cat`, `report -f prometheus`), every other control character (ESC, OSC,
+    C0, C1, bidi) from a node's string shown as text (`\\x1b`), never written raw."""
+    return shown(value, multiline=True).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 def _help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
-
 def _number(value: float) -> str:
+    """A sample value; NaN and the infinities as the exposition format spells them (int() of them would raise)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
-
 
 class _Metrics:
     """Metric families in order, each with its HELP and TYPE lines once and its samples."""
@@ -51,14 +57,12 @@ class _Metrics:
             inner = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
             self.lines.append(f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}")
 
-
 def _timestamp(created: str) -> float:
     try:
         stamp = dt.datetime.fromisoformat(created)
     except ValueError:
         return dt.datetime.now(dt.timezone.utc).timestamp()
     return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)).timestamp()
-
 
 def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
     """Per client node, HCA, direction and mode, the lowest rate of the repetitions (as an acceptance judges)."""
@@ -69,7 +73,6 @@ def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
             lowest[key] = min(run.gbps, lowest.get(key, run.gbps))
     return [({"node": n, "hca": h, "direction": d, "mode": m}, gbps * 1e9 / 8)
             for (n, h, d, m), gbps in sorted(lowest.items())]
-
 
 def _findings(outcome: Outcome) -> list[tuple[Labels, float]]:
     """Per rule, how many subjects warn or fail (0 for a rule that judged everything clean)."""
@@ -83,14 +86,12 @@ def _findings(outcome: Outcome) -> list[tuple[Labels, float]]:
             counts.setdefault((f.rule_id, f.severity.value), 0)
     return [({"rule": r, "severity": s}, n) for (r, s), n in sorted(counts.items())]
 
-
 def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
     facts = outcome.link.baseline
     if facts is None:
         return []
     return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
-
 
 def render_prometheus(outcome: Outcome) -> str:
     """The outcome as a node_exporter textfile (ends with a newline)."""
@@ -118,12 +119,12 @@ def render_prometheus(outcome: Outcome) -> str:
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
     return "\n".join(m.lines) + "\n"
 
-
 def check_textfile_path(path: Path) -> Path:
     """Refuse, before any work, a textfile whose folder is missing or not writable (exit 4)."""
     return check_output_path(path, "--prometheus-textfile")
 
-
 def write_textfile(path: Path, outcome: Outcome) -> None:
-    """Write the textfile atomically: a temporary file in the same folder, then a rename over `path`."""
-    write_atomically(path, render_prometheus(outcome))
+    """Write the textfile as `write_output` writes every output: a regular file atomically (a temporary file in
+    the same folder, then a rename over it), a FIFO or a device straight, `-` to standard output."""
+
+    write_output(path, render_prometheus(outcome), "--prometheus-textfile", "textfile")

@@ -1,47 +1,186 @@
-"""Writing a report file: the target checked before any work, then written whole or not at all."""
+"""Writing a report file: the target checked before any work, then written whole or not at all.
+
+`write_output` is the one writer of every output path (`report -o`, `--prometheus-textfile`, `init -o`):
+
+- `-` is standard output;
+- a new path or a regular file is replaced atomically: a temporary file in the same folder, renamed over it;
+- a symbolic link to a regular file keeps being a link: its target is replaced atomically, in the target's
+  folder; a link to a missing file is refused;
+- a FIFO, a character device (`/dev/null`, a terminal) is written straight, never created, truncated or
+  replaced; a FIFO needs a reader (one that has not come within FIFO_WAIT_S is an error, never a hang);
+- a folder, a socket or a block device is refused (exit 4).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
+import stat
 import tempfile
+import time
 from pathlib import Path
 
 from linkcheck.errors import InputFileError, OutputError
+from linkcheck.report.output import write_stdout
 
+STDOUT = "-"
+FIFO_WAIT_S = 1.0  # how long a FIFO may stay without a reader before the write gives up
+_FIFO_POLL_S = 0.05
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def is_stdout(path: Path | str) -> bool:
+    return str(path) == STDOUT
+
+def _refuse(path: Path, option: str, reason: str, fix: str | None = None) -> InputFileError:
+    return InputFileError(str(path), f"{option} {reason}", fix=fix)
+
+def _target(path: Path, option: str) -> tuple[str, Path]:
+    """What a write to `path` reaches: ("new", path), ("file", the regular file itself, links resolved) or
+    ("stream", path) for a FIFO or a character device. Anything else is refused (InputFileError, exit 4)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise _refuse(path, option, f"is a symbolic link to a missing file ({os.readlink(path)})",
+                          fix="point it at an existing file, or give the file's own path") from None
+        return "new", path
+    except NotADirectoryError:
+        raise _refuse(path, option, "is inside something that is not a folder") from None
+    except OSError as exc:
+        raise _refuse(path, option, f"cannot be examined: {exc.strerror or exc}") from None
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        raise _refuse(path, option, "names a folder, not a file", fix="give a file name")
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return "stream", path
+    if not stat.S_ISREG(mode):
+        kind = "a socket" if stat.S_ISSOCK(mode) else "a block device" if stat.S_ISBLK(mode) else "not a file"
+        raise _refuse(path, option, f"is {kind}", fix="give a regular file, a FIFO, a character device or '-'")
+    return "file", _linked_file(path, info, option) if os.path.islink(path) else path
+
+def _linked_file(path: Path, info: os.stat_result, option: str) -> Path:
+    """The regular file a symbolic link leads to, by a path that can be renamed over."""
+    real = Path(os.path.realpath(path))
+    try:
+        same = os.path.samestat(os.stat(real), info)
+    except OSError:
+        same = False
+    if not same:  # e.g. /proc/self/fd/N naming a deleted file: nothing to rename over
+        raise _refuse(path, option, "is a link whose target cannot be named", fix="give the file's own path")
+    return real
 
 def check_output_path(path: Path, option: str = "-o") -> Path:
-    """Refuse, before any work, a report path whose folder is missing or that this user cannot write."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise InputFileError(str(path), f"{option} names a folder, not a file", fix="give a file name")
+    """Refuse, before any work, an output that cannot be written: a folder, a socket, a link to nothing, a
+    missing or unwritable folder (InputFileError, exit 4). `-` (standard output) is always accepted."""
+    if is_stdout(path):
+        return path
+    kind, target = _target(path, option)
+    if kind == "stream":
+        if not os.access(target, os.W_OK):
+            raise _refuse(path, option, "is not writable by this user")
+        return path
+    folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
-        raise InputFileError(str(path), f"{option}: folder {folder} does not exist", fix="create it first")
+        raise _refuse(path, option, f"folder {folder} does not exist", fix="create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputFileError(str(path), f"{option}: folder {folder} is not writable by this user",
-                             fix="choose a folder you can write")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputFileError(str(path), f"{option}: the file is not writable by this user")
+        raise _refuse(path, option, f"folder {folder} is not writable by this user",
+                      fix="choose a folder you can write")
+    if kind == "file" and not os.access(target, os.W_OK):
+        raise _refuse(path, option, "the file is not writable by this user")
     return path
 
+def write_output(path: Path, text: str, option: str = "-o", what: str = "report") -> None:
+    """Write `text` where `path` says (see the module's docstring); checked again, as it may have changed since
+    `check_output_path`. A failed write is an OutputError (one line, exit 74) and leaves no temporary file."""
+    if is_stdout(path):
+
+        write_stdout(text)
+        return
+    kind, target = _target(path, option)
+    data = text.encode("utf-8")
+    if kind == "stream":
+        _write_stream(path, data, what)
+    else:
+        _replace(target, data, path, what)
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`: a reader sees the old file
-    or the new one, and a failed write leaves the old one untouched (OutputError, exit 74)."""
-    folder = path.parent if str(path.parent) else Path(".")
-    umask = os.umask(0)
-    os.umask(umask)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=f".{path.name}.",  # noqa: SIM115
-                                         suffix=".tmp", delete=False)
+    """`write_output` for callers that always name a file (kept for them)."""
+    write_output(path, text)
+
+def _failed(shown_path: Path, what: str, exc: OSError, folder: Path | None = None) -> OutputError:
+    reason = exc.strerror or str(exc)
+    if exc.errno in _NO_ROOM:
+        fix = "free some space or choose another file"
+    elif exc.errno == errno.ENOENT and folder is not None:
+        fix = f"the folder {folder} went away while linkcheck ran; create it again or choose another file"
+    elif exc.errno == errno.EPIPE:
+        reason, fix = "its reader closed it before the end", "keep the reader open until linkcheck exits"
+    else:
+        fix = "choose another file"
+    return OutputError(f"{shown_path}: cannot write the {what}: {reason}", fix=fix)
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+def _replace(target: Path, data: bytes, shown_path: Path, what: str) -> None:
+    """Write a temporary file beside `target`, then rename it over `target`: a reader sees the old file or the
+    new one; a failure (or Ctrl-C) leaves the old one untouched and removes the temporary file."""
+    folder = target.parent if str(target.parent) else Path(".")
     try:
-        with handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o666 & ~umask)
-        os.replace(handle.name, path)
+        mode = stat.S_IMODE(os.stat(target).st_mode)  # a replaced file keeps its permissions
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
+        raise _failed(shown_path, what, exc, folder) from None
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException as exc:
         with contextlib.suppress(OSError):
-            os.unlink(handle.name)
-        raise OutputError(f"{path}: cannot write the report: {exc.strerror or exc}",
-                          fix="free some space or choose another file") from None
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _failed(shown_path, what, exc, folder) from None
+        raise
+
+def _open_stream(path: Path, what: str) -> int:
+    """Open a FIFO or a character device for writing, never creating or truncating it; without blocking, so
+    that a FIFO nobody reads is an error after FIFO_WAIT_S instead of a hang."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise _failed(path, what, exc) from None
+            if time.monotonic() >= deadline:
+                raise OutputError(f"{path}: cannot write the {what}: no process is reading this FIFO",
+                                  fix=f"start its reader first (e.g. cat {path})") from None
+            time.sleep(_FIFO_POLL_S)
+            continue
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return fd
+
+def _write_stream(path: Path, data: bytes, what: str) -> None:
+    """Write straight into a FIFO or a character device (a terminal, /dev/null): no temporary file, no rename."""
+    fd = _open_stream(path, what)
+    try:
+        _write_all(fd, data)
+    except OSError as exc:
+        raise _failed(path, what, exc) from None
+    finally:
+        os.close(fd)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from linkcheck.collect.bundle import load_bundle
-from linkcheck.diagnose.checks_nccl_hca import enumeration_order, nccl_devices
 from msgspec.structs import replace
 
+from linkcheck.bundle.format import load_bundle
+from linkcheck.diagnose.checks.nccl_hca import enumeration_order, nccl_devices
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.pair import build_link_facts

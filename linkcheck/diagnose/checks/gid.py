@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
@@ -23,7 +23,7 @@ class StalePinValues(msgspec.Struct, frozen=True):
     pinned: str
     resolved: int | str
     source: str
-    remove_pin: str
+    remove_pin: ShellText
 
 
 class EmptyPinValues(msgspec.Struct, frozen=True):
@@ -31,7 +31,7 @@ class EmptyPinValues(msgspec.Struct, frozen=True):
 
     node: str
     source: str
-    remove_pin: str
+    remove_pin: ShellText
 
 
 class IndexSpreadValues(msgspec.Struct, frozen=True):
@@ -49,6 +49,11 @@ _REMOVE = {
 }
 
 
+def _remove_pin(source: str, default: str) -> ShellText:
+    """How to remove the pin where it is set; a source of another name is quoted, being the node's text."""
+    return ShellText(_REMOVE[source] if source in _REMOVE else f"{default} from {sh(source)}")
+
+
 def nccl_functions(node: NodeFacts) -> list[Function]:
     """The addressed twins whose RDMA device NCCL_IB_HCA lets NCCL use."""
     used = [f for f in node.used_functions if f.rdma_dev]
@@ -61,7 +66,7 @@ def _stale(node: NodeFacts, fn: Function, pin: str, source: str) -> Observation:
     resolved = fn.gid_index
     values = StalePinValues(node=node.name, hca=fn.rdma_dev, netdev=fn.netdev, ip=fn.ip, pinned=pin,
                             resolved="none" if resolved is None else resolved, source=source,
-                            remove_pin=_REMOVE.get(source, f"remove {PIN} from {source}"))
+                            remove_pin=_remove_pin(source, f"remove {PIN}"))
     evidence = (
         Evidence(PIN, pin, source),
         Evidence(f"RoCE v2 GID index of {fn.ip} on {fn.rdma_dev}", resolved, "sysfs gid_attrs"),
@@ -89,7 +94,7 @@ def gid_index_empty_pin(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[
         source = node.nccl_sources.get(PIN, "not set")
         out.append(Observation(
             subject=f"node {node.name}", fired=pin is not None and not pin.strip(), nodes=(node.name,),
-            values=EmptyPinValues(node=node.name, source=source, remove_pin=_REMOVE.get(source, f"remove {PIN}")),
+            values=EmptyPinValues(node=node.name, source=source, remove_pin=_remove_pin(source, f"remove {PIN}")),
             evidence=(Evidence(PIN, pin, source),)))
     return out
 

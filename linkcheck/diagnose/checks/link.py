@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
 
@@ -38,7 +38,7 @@ class CableValues(msgspec.Struct, frozen=True):
     vendor: str
     sn: str
     note: str
-    approved: str
+    approved: ShellText
 
 
 class LinkChangedValues(msgspec.Struct, frozen=True):
@@ -150,7 +150,7 @@ def cable_not_approved(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[O
             subject=f"node {node.name}", fired=pn.upper() not in approved, nodes=(node.name,),
             values=CableValues(node=node.name, pn=pn or "unknown", vendor=cable.vendor_name or "unknown",
                                sn=cable.vendor_sn or "unknown", note=note,
-                               approved=", ".join(sorted(thresholds["approved_part_numbers"]))),
+                               approved=ShellText(", ".join(map(sh, sorted(thresholds["approved_part_numbers"]))))),
             evidence=(Evidence("Vendor name", cable.vendor_name, "ethtool -m"),
                       Evidence("Vendor PN", cable.vendor_pn, "ethtool -m"),
                       Evidence("Vendor SN", cable.vendor_sn, "ethtool -m"),

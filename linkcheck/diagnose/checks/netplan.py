@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import Function, LinkFacts, NetplanIntent, NmRuntimeProfile, NodeFacts
 from linkcheck.model import Evidence
 
@@ -22,7 +22,7 @@ class NetplanValues(msgspec.Struct, frozen=True):
     files: str
     live: str
     differences: str
-    remedy: str
+    remedy: ShellText
 
 
 def _link_local(fn: Function) -> bool:
@@ -50,14 +50,16 @@ def _differences(intent: NetplanIntent, fn: Function) -> tuple[list[str], list[s
     return missing, extra
 
 
-def _remedy(intent: NetplanIntent, missing: list[str], extra: list[str]) -> str:
-    where = intent.source or "/etc/netplan/*.yaml"
+def _remedy(intent: NetplanIntent, missing: list[str], extra: list[str]) -> ShellText:
+    where = sh(intent.source) if intent.source else "/etc/netplan/*.yaml"
+    netdef = sh(intent.netdef_id)
     if missing and not extra:
-        return "sudo netplan apply  (the files already say it; try it first with sudo netplan try)"
+        return ShellText("sudo netplan apply  (the files already say it; try it first with sudo netplan try)")
     if extra and not missing:
-        return (f"make it persistent: add it under {intent.netdef_id} in {where}, then sudo netplan apply "
-                "(addresses set with ip addr add or a NetworkManager profile outside netplan are lost at reboot)")
-    return f"decide which is right, edit {intent.netdef_id} in {where} to match it, then sudo netplan apply"
+        return ShellText(f"make it persistent: add it under {netdef} in {where}, then sudo netplan apply "
+                         "(addresses set with ip addr add or a NetworkManager profile outside netplan are lost at "
+                         "reboot)")
+    return ShellText(f"decide which is right, edit {netdef} in {where} to match it, then sudo netplan apply")
 
 
 def _judge(node: NodeFacts, intent: NetplanIntent) -> Observation | None:

@@ -13,7 +13,7 @@ from msgspec.structs import replace
 from linkcheck.diagnose.checks.fec import fec_evidence
 from linkcheck.diagnose.checks.gid import nccl_functions
 from linkcheck.diagnose.nccl_hca import select_hcas
-from linkcheck.diagnose.observation import Observation
+from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence
 
@@ -23,22 +23,22 @@ class SinglePathValues(msgspec.Struct, frozen=True):
 
     what: str
     node: str
-    remedy: str
+    remedy: ShellText
 
 
 def _hca_list(twins: list[Function]) -> str:
     return ",".join(sorted(f.rdma_dev for f in twins if f.rdma_dev)) or "<both twins of the cabled cage>"
 
 
-def _hca_remedy(twins: list[Function]) -> str:
-    return f"export NCCL_IB_HCA={_hca_list(twins)}  (both twins, one per PCIe link)"
+def _hca_remedy(twins: list[Function]) -> ShellText:
+    return ShellText(f"export NCCL_IB_HCA={sh(_hca_list(twins))}  (both twins, one per PCIe link)")
 
 
-def _path_remedy(link: LinkFacts, node: str) -> str:
+def _path_remedy(link: LinkFacts, node: str) -> ShellText:
     facts = link.node(node)
     twins = [f for f in facts.functions if f.cage in facts.cabled_cages]
-    return (f"check that each twin's peer IP resolves to that twin's MAC (ip neigh), "
-            f"and export NCCL_IB_HCA={_hca_list(twins)}")
+    return ShellText(f"check that each twin's peer IP resolves to that twin's MAC (ip neigh), "
+                     f"and export NCCL_IB_HCA={sh(_hca_list(twins))}")
 
 
 def _config(node: NodeFacts) -> Observation | None:
@@ -82,6 +82,7 @@ def _unaddressed_twins(node: NodeFacts) -> list[Observation]:
             other = addressed[0]
             state = "up" if idle.carrier else "down" if idle.carrier is False else "in an unknown state"
             address = _suggested_address(other)
+            stanza = sh(f"{idle.netdev}: {{addresses: [{address}], dhcp4: false}}")
             out.append(Observation(
                 subject=idle.label, fired=True, nodes=(node.name,),
                 values=SinglePathValues(
@@ -89,9 +90,9 @@ def _unaddressed_twins(node: NodeFacts) -> list[Observation]:
                          f"{other.netdev} in cabled cage {cage}, is {state} but has no IPv4 address, so it "
                          f"carries nothing and every flow uses {other.netdev}'s PCIe link",
                     node=node.name,
-                    remedy=f"address {idle.netdev} in a subnet of its own: in /etc/netplan/40-cx7.yaml add "
-                           f"'{idle.netdev}: {{addresses: [{address}], dhcp4: false}}' (the peer's twin "
-                           "likewise), sudo netplan apply, and list both twins in NCCL_IB_HCA"),
+                    remedy=ShellText(f"address {sh(idle.netdev)} in a subnet of its own: in /etc/netplan/40-cx7.yaml "
+                                     f"add {stanza} (the "
+                                     "peer's twin likewise), sudo netplan apply, and list both twins in NCCL_IB_HCA")),
                 evidence=(Evidence(f"{idle.netdev} IPv4", [], "ip addr"),
                           Evidence(f"{other.netdev} IPv4", list(other.ipv4), "ip addr"),
                           Evidence(f"{idle.netdev} carrier", idle.carrier, "sysfs"),
@@ -116,9 +117,9 @@ def _listed_hcas_without_gid(node: NodeFacts) -> list[Observation]:
                 what=f"NCCL_IB_HCA={hca} names {fn.rdma_dev}, which has no RoCE v2 IPv4 GID ({fn.netdev} has "
                      f"{why}): NCCL cannot use it, so one PCIe link carries the collective",
                 node=node.name,
-                remedy=f"address {fn.netdev} in its own subnet in /etc/netplan/40-cx7.yaml and sudo netplan "
-                       f"apply (its RoCE v2 GID appears with the address), or drop {fn.rdma_dev} from "
-                       "NCCL_IB_HCA"),
+                remedy=ShellText(f"address {sh(fn.netdev)} in its own subnet in /etc/netplan/40-cx7.yaml and sudo "
+                                 f"netplan apply (its RoCE v2 GID appears with the address), or drop "
+                                 f"{sh(fn.rdma_dev)} from NCCL_IB_HCA")),
             evidence=(Evidence("NCCL_IB_HCA", hca, node.nccl_sources.get("NCCL_IB_HCA", "?")),
                       Evidence(f"{fn.netdev} IPv4", list(fn.ipv4), "ip addr"),
                       Evidence(f"RoCE v2 IPv4 GID index of {fn.rdma_dev}", None, "sysfs gid_attrs"))))
@@ -139,8 +140,8 @@ def _wrong_mac(local: Function, peer: Function, node: NodeFacts, peer_node: Node
                  f"{peer_node.name}:{owner.netdev} ({entry.mac}), the other twin, so both flows reach one "
                  f"PCIe link on node {peer_node.name}",
             node=node.name,
-            remedy=f"sudo ip neigh del {peer.ip} dev {local.netdev}  (re-resolved on the next packet; "
-                   "keep arp_ignore=1 and arp_announce=2)"),
+            remedy=ShellText(f"sudo ip neigh del {sh(peer.ip)} dev {sh(local.netdev)}  (re-resolved on the next "
+                             "packet; keep arp_ignore=1 and arp_announce=2)")),
         evidence=(Evidence(f"neighbour {peer.ip} on {node.name}:{local.netdev}", entry.mac, "ip neigh"),
                   Evidence(f"MAC of {peer_node.name}:{peer.netdev}", peer.mac, "sysfs"),
                   Evidence(f"MAC of {peer_node.name}:{owner.netdev}", owner.mac, "sysfs")))

@@ -205,6 +205,10 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> "
 
     _quiet_libraries(bool(_DEBUG))
     resolved = resolve_config(config, node or [])
+    if resolved.playbooks or resolved.thresholds:  # an unknown rule or threshold is refused before any work
+        from linkcheck.pipeline import configured_rules
+
+        configured_rules([], resolved)
     accept = accept or resolved.ssh.accept_new_host_keys
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
 

@@ -277,7 +277,8 @@ def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], sou
     by_id = {r.id: r for r in rules}
     for rule_id, values in overrides.items():
         if rule_id not in by_id:
-            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}")
+            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}", line=line_of(overrides, rule_id),
+                                fix="`linkcheck playbooks list` names the rules")
         unknown = sorted(set(values) - set(by_id[rule_id].thresholds))
         if unknown:
             raise PlaybookError(source, f"rule {rule_id} has no threshold '{unknown[0]}' "

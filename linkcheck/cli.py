@@ -69,6 +69,15 @@ BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "JSON file): DRIFT_* findings.")]
 
 
+UnverifiedOpt = Annotated[bool, typer.Option(
+    "--allow-unverified", help="Read a bundle that `linkcheck verify` rejects: each problem is said on stderr, and "
+    "the files in doubt are not read (their rules skip), so they can never pass or fail a rule.")]
+
+
+def _unverified(line: str) -> None:
+    _say(f"linkcheck: {line}")
+
+
 PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
@@ -117,13 +126,15 @@ def diagnose(
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
-    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
+    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
 ) -> None:
-    """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
+    """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
+    `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified."""
     from linkcheck.pipeline import diagnose_bundle
 
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None)
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None,
+                              allow_unverified=allow_unverified, warn=_unverified)
     if record is not None:
         _finish(outcome, record)
     _emit(outcome, fmt, show_all)
@@ -140,6 +151,7 @@ def report(
     playbook: PlaybookOpt = None,
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
+    allow_unverified: UnverifiedOpt = False,
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
     from linkcheck.pipeline import diagnose_bundle
@@ -148,7 +160,8 @@ def report(
 
     render = renderer(fmt)
     target = check_output_path(output) if output is not None else None
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), allow_unverified=allow_unverified,
+                              warn=_unverified)
     text = render(outcome)
     if target is not None:
         write_atomically(target, text)
@@ -471,7 +484,7 @@ def anonymize(
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
     from linkcheck.collect.anonymize import anonymize_saved
 
-    anonymize_saved(bundle, out)
+    anonymize_saved(bundle, out, warn=_unverified)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
 
 

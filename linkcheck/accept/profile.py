@@ -25,6 +25,7 @@ the fail ceiling) are refused naming file:line.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,7 +309,7 @@ def resolve_profile(name_or_file: str | None) -> Profile:
         return replace(load_profile_file(builtins[wanted]), source=f"built-in ({builtins[wanted].name})")
     path = Path(wanted)
     if "/" in wanted or path.suffix in (".yaml", ".yml") or path.is_file():
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ProfileError(wanted, "no such profile file")
         return load_profile_file(path)
     raise UsageError(f"no profile {wanted!r}; built in: {', '.join(builtins) or 'none'} "

@@ -10,6 +10,7 @@ from typing import Any
 
 from linkcheck.collect.bundle import MANIFEST, read_manifest
 from linkcheck.collect.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
+from linkcheck.safe_read import read_capped
 
 ACCEPTANCE = "acceptance.json"
 PROFILE_COPY = "acceptance-profile.yaml"
@@ -48,17 +49,18 @@ def load_acceptance(directory: Path) -> tuple[dict[str, Any] | None, str | None]
     Read only when the manifest lists it with the same SHA-256: an edited acceptance is never shown as the run's.
     """
     path = directory / ACCEPTANCE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None, None
+    if path.is_symlink():
+        return None, f"{ACCEPTANCE} is a symbolic link, not a plain file of the bundle (not shown)"
     files = read_manifest(directory).get("files", {})
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_ACCEPTANCE_BYTES + 1)
+        raw = read_capped(path, MAX_ACCEPTANCE_BYTES)
     except OSError as exc:
         return None, f"{ACCEPTANCE}: cannot read: {exc.strerror or exc}"
     if ACCEPTANCE not in files:
         return None, f"{ACCEPTANCE} is not in {MANIFEST} (unverified, not shown)"
-    if len(raw) > MAX_ACCEPTANCE_BYTES or sha256_hex(raw) != files[ACCEPTANCE]:
+    if sha256_hex(raw) != files[ACCEPTANCE]:
         return None, f"{ACCEPTANCE} does not match its SHA-256 in {MANIFEST} (changed since the run; not shown)"
     try:
         doc = json.loads(raw.decode("utf-8"))

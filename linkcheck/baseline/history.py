@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 from linkcheck.baseline.identity import pair_id, pair_key
 from linkcheck.baseline.store import data_dir, now_iso
 from linkcheck.errors import InputFileError, UsageError
+from linkcheck.safe_read import read_capped
 
 if TYPE_CHECKING:
     from linkcheck.pipeline import Outcome
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1
+MAX_BYTES = 64 << 20  # one pair's history: ~100,000 runs
 
 
 class HistoryError(InputFileError):
@@ -95,7 +97,7 @@ def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, MAX_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise HistoryError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     return [_parse_line(path, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]

@@ -13,6 +13,7 @@ from typing import Any
 from linkcheck import __version__
 from linkcheck.baseline.model import SCHEMA, SCHEMA_VERSION, Baseline, PairKey, Performance, Snapshot
 from linkcheck.errors import InputFileError, UsageError
+from linkcheck.safe_read import read_capped
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 4 << 20
@@ -151,9 +152,7 @@ def from_json(data: Any, path: str) -> Baseline:
 def read_baseline(path: Path) -> Baseline:
     """Load and validate one baseline file; corrupt, truncated or future-schema files are one-line errors."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise BaselineError(str(path), f"larger than {MAX_BYTES >> 20} MiB; not a baseline")
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, MAX_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
@@ -176,7 +175,7 @@ def find_path(name: str) -> Path | None:
 def resolve(name_or_file: str) -> Baseline:
     """A stored baseline by name, or a baseline file given by path (a fixture's, a colleague's)."""
     candidate = Path(name_or_file)
-    if (name_or_file.endswith(".json") or os.sep in name_or_file) and candidate.is_file():
+    if (name_or_file.endswith(".json") or os.sep in name_or_file) and os.path.lexists(candidate):
         return read_baseline(candidate)
     path = find_path(check_name(name_or_file))
     if path is None:

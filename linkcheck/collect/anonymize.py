@@ -29,10 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from linkcheck.collect.bundle import Bundle, load_bundle, write_bundle
+from linkcheck.accept.record import ACCEPTANCE, MAX_ACCEPTANCE_BYTES, PROFILE_COPY, add_files
+from linkcheck.collect.bundle import Bundle, read_manifest, write_bundle
+from linkcheck.collect.verify import load_trusted
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 from linkcheck.parsers._eeprom import CMIS_ASCII, CMIS_IDS, SFF8636_ASCII, SFF8636_IDS
+from linkcheck.safe_read import read_capped
 
 _H = "[0-9A-Fa-f]"
 _SN_LABELS = (r'(?i:Vendor SN[ \t]*:[ \t]*|\[SN\] Serial number:[ \t]*|"vendor_sn":[ \t]*"'
@@ -543,17 +546,23 @@ def _sorted_captures(bundle: Bundle) -> list[Capture]:
 
 def anonymize_bundle(bundle: Bundle) -> Bundle:
     """A new bundle whose hostnames, users, IPs, MACs, GUIDs and serials are consistent fakes."""
+    return _anonymized(bundle)[0]
+
+
+def _anonymized(bundle: Bundle, extra_texts: tuple[str, ...] = ()) -> tuple[Bundle, Anonymizer]:
+    """anonymize_bundle, and the Anonymizer that learned it (and `extra_texts`, the bundle's other files), for
+    those other files to get the same fakes."""
     scout = Anonymizer()  # finds the /16s the bundle holds, so that no fake address equals a real one
     for cap in bundle.captures:
         _capture(scout, cap)
-    scout.value([bundle.nodes, bundle.collection_errors, bundle.problems])
+    scout.value([bundle.nodes, bundle.collection_errors, bundle.problems, *extra_texts])
     anon = Anonymizer(reserved_v4=set(scout.v4_prefixes))
     _register_nodes(anon, bundle)
     # First pass learns every value in a fixed order (so fakes do not depend on capture order), and
     # the serials and GUIDs seen in labelled contexts, so their other forms are found in the second.
     for cap in _sorted_captures(bundle):
         _capture(anon, cap)
-    anon.value([bundle.nodes, bundle.collection_errors, bundle.problems])
+    anon.value([bundle.nodes, bundle.collection_errors, bundle.problems, *extra_texts])
     return Bundle(
         captures=[_capture(anon, c) for c in bundle.captures],
         nodes=anon.nodes(bundle.nodes),
@@ -562,18 +571,42 @@ def anonymize_bundle(bundle: Bundle) -> Bundle:
         collection_errors={k: anon.text(v) for k, v in bundle.collection_errors.items()},
         problems=[anon.text(p) for p in bundle.problems],
         path=None,
-    )
+    ), anon
 
 
-def anonymize_saved(source: Path, target: Path) -> Path:
+def _acceptance_text(anon: Anonymizer, text: str) -> str:
+    """acceptance.json anonymised as text in one pass (its labels, `"serial": "..."`, find the values), and kept
+    only when it is still the same JSON shape; else each string value is anonymised on its own."""
+    new = anon.text(text)
+    try:
+        json.loads(new)
+    except ValueError:
+        return json.dumps(anon.value(json.loads(text)), indent=2) + "\n"
+    return new
+
+
+def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | None = None) -> Path:
     """Anonymise the bundle saved in `source` into `target` (absent or empty); returns the new manifest.
 
-    A bundle whose files are missing or changed since collection is refused: its captures would be
-    written as skipped ones and the evidence of what changed would be lost."""
-    bundle = load_bundle(source)
-    if bundle.problems:
-        raise BundleError(str(source), "; ".join(bundle.problems),
-                          fix="anonymise the bundle as it was collected")
+    A bundle that `verify` rejects is refused: its captures would be written as skipped ones (the evidence of
+    what changed lost), or a changed file written into a copy that verifies as intact. The acceptance record
+    (acceptance.json and its profile) is anonymised with the same fakes and kept; any other file of the table
+    that is not a capture is named through `warn`, not copied."""
+    bundle = load_trusted(source)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
-    return write_bundle(anonymize_bundle(bundle), target)
+    base = bundle.path or source
+    listed = set(read_manifest(base).get("files", {}))
+    captured = {rel for rel in listed if "/" in rel}  # captures live in the nodes' folders
+    extras: dict[str, str] = {}
+    for rel in sorted(listed - captured):
+        if rel in (ACCEPTANCE, PROFILE_COPY):
+            extras[rel] = read_capped(base / rel, MAX_ACCEPTANCE_BYTES).decode("utf-8", errors="replace")
+        elif warn is not None:
+            warn(f"{rel}: not a capture or the acceptance record; not copied into the anonymised bundle")
+    anonymized, anon = _anonymized(bundle, tuple(extras.values()))
+    manifest = write_bundle(anonymized, target)
+    if extras:
+        add_files(target, {rel: _acceptance_text(anon, text) if rel == ACCEPTANCE else anon.text(text)
+                           for rel, text in extras.items()})
+    return manifest

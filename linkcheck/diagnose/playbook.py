@@ -6,6 +6,7 @@ Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune th
 
 # No `from __future__ import annotations`: typing.NamedTuple would compile each string annotation of the
 # records below into a ForwardRef at every start (README, "Speed").
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -255,7 +256,7 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
     for extra in paths or []:
         if extra.is_dir():
             files.extend(sorted(extra.glob("*.yaml")))
-        elif extra.is_file():
+        elif os.path.lexists(extra):  # a file, or a FIFO or device that the read refuses by name
             files.append(extra)
         else:
             raise PlaybookError(str(extra), "no such playbook file or folder")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from typing import Any
 
 from linkcheck import __version__
@@ -72,8 +73,10 @@ def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
     """The bundle's acceptance.json (`linkcheck accept`), when the manifest vouches for it; else None, or
     {"problem": ...} saying why the one there is not shown."""
     path = outcome.bundle.path
-    if path is None or not (path / "acceptance.json").is_file():
+    if path is None or not os.path.lexists(path / "acceptance.json"):
         return None
+    if {"acceptance.json", "manifest.json"} & outcome.bundle.unverified:
+        return {"problem": "acceptance.json is unverified (`linkcheck verify` names why; not shown)"}
     from linkcheck.accept.record import load_acceptance
 
     doc, problem = load_acceptance(path)

@@ -310,3 +310,31 @@ def test_anonymize_refuses_a_changed_acceptance_record(tmp_path: Path) -> None:
     (bundle / "acceptance.json").write_text('{"schema": "linkcheck-acceptance", "checks": [], "verdict": "PASS"}')
     _one_line(run("anonymize", str(bundle), str(tmp_path / "anon")), 4, "acceptance.json")
     assert not (tmp_path / "anon").exists()
+
+
+@pytest.mark.parametrize("raw", [
+    '"exit_code": "0"', '"exit_code": ' + "9" * 5000, '"checks": [{"id": 1, "subject": "s", "status": "PASS"}]',
+    '"checks": [{"id": "x", "subject": "s", "status": "PASS", "measured": {"min": 1e999, "max": 1, "median": 1}}]',
+    '"checks": [{"id": "x", "subject": "s", "status": "PASS", "margin": "wide"}]',
+    '"checks": [{"id": "x", "subject": "s", "status": "FAIL", "thresholds": [{"operator": ">=", "value": {}, '
+    '"unit": "Gb/s", "on_miss": "FAIL", "source": "s"}]}]',
+    '"checks": ["x"]', '"evidence": {"nodes": {"a": "spark"}}', '"evidence": {"cable": "x"}',
+    '"diagnosis": {"findings": 3}', '"profile": []', '"checks": [{"id": "x", "subject": "s", "status": "PASS", '
+    '"measured": {"min": ' + "1" * 400 + '}}]',
+])
+def test_forged_acceptance_record_is_named_not_shown(tmp_path: Path, raw: str) -> None:
+    """A bundle whose acceptance.json was forged and every digest written again verifies; its record is still
+    read through a typed schema: named, not shown, and the report keeps its exit code (never 70)."""
+    from linkcheck.accept.record import add_files
+
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
+    text = '{"schema": "linkcheck-acceptance", "schema_version": 1, "verdict": "PASS", "exit_code": 0, ' \
+           '"checks": [], ' + raw + "}"
+    add_files(bundle, {"acceptance.json": text})
+    assert verify_bundle(bundle).ok
+    for fmt in ("json", "markdown", "html"):
+        proc = run("report", str(bundle), "-f", fmt)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(run("report", str(bundle), "-f", "json").stdout)
+    assert set(report["acceptance"]) == {"problem"}, report["acceptance"]

@@ -276,7 +276,7 @@ def parse_profile(text: str, path: str) -> Profile:
     doc = parse_yaml_text(text, path, ProfileError)
     doc = _mapping(ctx, doc, "a profile", TOP_KEYS)
     name = doc.get("profile")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ctx.fail("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", doc,
                        "profile" if "profile" in doc else None)
     if doc.get("version") != 1 or isinstance(doc.get("version"), bool):

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 from linkcheck import __version__
 from linkcheck.baseline.model import SCHEMA, SCHEMA_VERSION, Baseline, PairKey, Performance, Snapshot
-from linkcheck.errors import InputFileError, UsageError
+from linkcheck.errors import ExitCode, InputFileError, LinkcheckError, UsageError
 from linkcheck.safe_read import read_capped
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
@@ -21,6 +23,12 @@ MAX_BYTES = 4 << 20
 
 class BaselineError(InputFileError):
     """A baseline file is corrupt, of a newer schema, or of another pair."""
+
+
+class StoreWriteError(LinkcheckError):
+    """The data folder cannot take a baseline: not a folder, not writable, or its disk full."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 def data_dir() -> Path:
@@ -35,7 +43,7 @@ def baselines_dir() -> Path:
 
 
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):  # fullmatch: `$` alone lets "name\n" through
         raise UsageError(f"baseline name {name!r} must be 1-64 characters of A-Z a-z 0-9 _ . - "
                          "(not starting with . or -)")
     return name
@@ -88,8 +96,8 @@ class _Reader:
 
         def ok(v: object) -> bool:
             if kind is int:
-                return v is None or (isinstance(v, int) and not isinstance(v, bool))
-            return isinstance(v, (int, float)) and not isinstance(v, bool)
+                return v is None or (isinstance(v, int) and not isinstance(v, bool) and abs(v) < 1 << 31)
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e15  # False for inf, nan
 
         if not all(ok(v) for v in value.values()):
             raise self.fail(f"'{key}' values must be numbers")
@@ -114,8 +122,9 @@ def _pair(r: _Reader, data: dict[str, Any]) -> PairKey:
 def _performance(r: _Reader, data: dict[str, Any]) -> Performance:
     perf = r.obj(data, "performance")
     busbw = perf.get("nccl_busbw_gbs")
-    if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))):
-        raise r.fail("'nccl_busbw_gbs' must be a number or null")
+    if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))
+                              or not abs(busbw) < 1e15):  # inf, nan, a 400-digit integer
+        raise r.fail("'nccl_busbw_gbs' must be a finite number or null")
     params = {k: r.fields(perf, k) for k in ("rdma_parameters", "nccl_parameters")}
     if any(v is None for p in params.values() for v in p.values()):
         raise r.fail("test parameters must be strings")
@@ -157,7 +166,7 @@ def read_baseline(path: Path) -> Baseline:
         raise BaselineError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also JSONDecodeError and a 4,300+ digit integer
         line = getattr(exc, "lineno", None)
         raise BaselineError(str(path), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
     return from_json(data, str(path))
@@ -184,20 +193,52 @@ def resolve(name_or_file: str) -> Baseline:
 
 
 def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
-    """Write the baseline atomically; an existing name is refused unless `overwrite`."""
-    check_name(baseline.name)
-    existing = find_path(baseline.name)
-    if existing is not None and not overwrite:
-        raise UsageError(f"a baseline named {baseline.name!r} exists ({existing}); choose another name or "
-                         "pass --force to replace it")
-    target = baselines_dir() / pair / f"{baseline.name}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    """Write the baseline atomically; an existing name is refused unless `overwrite`, and a name another pair
+    holds always (--force replaces this pair's baseline, never another pair's).
+
+    Created with link(): of two saves of one new name at once exactly one wins, the other is refused. The file
+    appears whole or not at all; a failed write (a full disk, a data folder that is a file) leaves no temporary
+    file and raises StoreWriteError."""
+    name = check_name(baseline.name)
+    target = baselines_dir() / pair / f"{name}.json"
+    existing = find_path(name)
     if existing is not None and existing != target:
-        existing.unlink()
+        raise UsageError(f"a baseline named {name!r} exists for another pair ({existing}); choose another name, "
+                         f"or `linkcheck baseline delete {name}` first")
+    if existing is not None and not overwrite:
+        raise UsageError(f"a baseline named {name!r} exists ({existing}); choose another name or "
+                         "pass --force to replace it")
+    data = (json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n").encode("utf-8")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _write_new(tmp, data)
+            if overwrite:
+                os.replace(tmp, target)
+            else:
+                os.link(tmp, target)  # never replaces: FileExistsError when another save got there first
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    except FileExistsError:
+        raise UsageError(f"a baseline named {name!r} was saved by another run meanwhile ({target}); choose "
+                         "another name or pass --force to replace it") from None
+    except OSError as exc:
+        raise StoreWriteError(f"{target}: cannot write the baseline: {exc.strerror or exc}",
+                              fix="point XDG_DATA_HOME at a writable folder, or free space") from None
     return target
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def list_baselines() -> list[Baseline]:
@@ -208,7 +249,10 @@ def delete(name: str) -> Path:
     path = find_path(check_name(name))
     if path is None:
         raise UsageError(f"no baseline named {name!r}; `linkcheck baseline list` shows the saved ones")
-    path.unlink()
+    try:
+        path.unlink()
+    except OSError as exc:
+        raise StoreWriteError(f"{path}: cannot delete the baseline: {exc.strerror or exc}") from None
     return path
 
 

@@ -9,7 +9,8 @@ import signal
 import sys
 from types import FrameType
 
-from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.offline import configured_rules, diagnose_bundle
+from linkcheck.bundle.anonymize import anonymize_saved
 from linkcheck.report.formats import renderer
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
 
@@ -45,7 +46,6 @@ from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.baseline.store import delete, resolve
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
-from linkcheck.bundle.anonymize import anonymize_saved
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.bundle.verify import verify_bundle
@@ -97,6 +97,13 @@ BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--baseline", help="Compare with this saved baseline (a name from `linkcheck baseline list`, or a baseline "
     "JSON file): DRIFT_* findings.")]
 
+UnverifiedOpt = Annotated[bool, typer.Option(
+    "--allow-unverified", help="Read a bundle that `linkcheck verify` rejects: each problem is said on stderr, and "
+    "the files in doubt are not read (their rules skip), so they can never pass or fail a rule.")]
+
+def _unverified(line: str) -> None:
+    _say(f"linkcheck: {line}")
+
 PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
@@ -137,11 +144,14 @@ def diagnose(
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
-    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
+    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
 ) -> None:
-    """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix."""
+    """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
+    `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified."""
+
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None)
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None,
+                              allow_unverified=allow_unverified, warn=_unverified)
     if record is not None:
         _finish(outcome, record)
     _emit(outcome, fmt, show_all)
@@ -158,12 +168,14 @@ def report(
     playbook: PlaybookOpt = None,
     config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
+    allow_unverified: UnverifiedOpt = False,
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
 
     render = renderer(fmt)
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
-    outcome = diagnose_bundle(bundle, playbook, _offline_config(config))
+    outcome = diagnose_bundle(bundle, playbook, _offline_config(config), allow_unverified=allow_unverified,
+                              warn=_unverified)
     text = render(outcome)
     if target is not None:
         write_output(target, text)
@@ -204,6 +216,9 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> C
     """The resolved config of a command that contacts the nodes (each such command starts here)."""
     _quiet_libraries(bool(_DEBUG))
     resolved = resolve_config(config, node or [])
+    if resolved.playbooks or resolved.thresholds:  # an unknown rule or threshold is refused before any work
+
+        configured_rules([], resolved)
     accept = accept or resolved.ssh.accept_new_host_keys
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
 
@@ -403,7 +418,8 @@ def anonymize(
     out: Annotated[Path, typer.Argument(help="Where to write the anonymised copy (absent or empty).")],
 ) -> None:
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
-    anonymize_saved(bundle, out)
+
+    anonymize_saved(bundle, out, warn=_unverified)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
 
 @app.command()

@@ -26,6 +26,7 @@ TOP_KEYS = {"version", "nodes", "ssh", "link", "playbooks", "thresholds"}
 NODE_KEYS = {"target", "identity_file"}
 SSH_KEYS = {"known_hosts", "config", "connect_timeout_s", "command_timeout_s", "inspection_timeout_s",
             "accept_new_host_keys"}
+MAX_TIMEOUT_S = 86400  # a day: a timeout longer than that is a typo, and inf or nan would never end a wait
 
 
 class SshOptions(msgspec.Struct, frozen=True):
@@ -73,8 +74,9 @@ class _Reader:
 
     def number(self, data: dict[str, Any], key: str, default: float) -> float:
         value = data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise self.fail(f"'{key}' must be a positive number of seconds", data, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT_S:
+            raise self.fail(f"'{key}' must be a positive number of seconds, at most {MAX_TIMEOUT_S}, got "
+                            f"{str(value)[:40]}", data, key)
         return float(value)
 
 
@@ -146,10 +148,14 @@ def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, .
         raise r.fail("'playbooks' must be a list of file or folder paths", data, "playbooks")
     thresholds = r.mapping(data, "thresholds", set())
     for rule_id, values in thresholds.items():
+        if not isinstance(rule_id, str):
+            raise r.fail(f"thresholds: {rule_id!r} is not a rule id", thresholds)
         if not isinstance(values, dict):
             raise r.fail(f"thresholds for {rule_id} must be a mapping of name: value", thresholds, rule_id)
-    # The values stay LineDicts, so a bad override can still name its line.
-    return tuple((base / Path(p).expanduser()) for p in playbooks), {str(k): v for k, v in thresholds.items()}
+        if not all(isinstance(name, str) for name in values):
+            raise r.fail(f"thresholds for {rule_id}: every name must be text", values)
+    # The mapping and its values stay LineDicts, so an unknown rule or a bad override can still name its line.
+    return tuple((base / Path(p).expanduser()) for p in playbooks), thresholds
 
 
 def load_config(path: Path) -> Config:

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from linkcheck.errors import InputFileError
+from linkcheck.safe_read import read_capped
 
 MAX_YAML_BYTES = 1 << 20
 MAX_DEPTH = 64
@@ -54,12 +55,9 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Lin
 
 
 def read_yaml_file(path: Path) -> str:
-    """The file's UTF-8 text, read only up to the bound; OSError, UnicodeDecodeError or YamlLimitError."""
-    with path.open("rb") as handle:
-        data = handle.read(MAX_YAML_BYTES + 1)
-    if len(data) > MAX_YAML_BYTES:
-        raise YamlLimitError(problem=f"file is larger than {MAX_YAML_BYTES // 1024} KiB")
-    return data.decode("utf-8")
+    """The file's UTF-8 text, read only up to the bound; OSError (RefusedFile: not a regular file, or larger than
+    the bound), UnicodeDecodeError."""
+    return read_capped(path, MAX_YAML_BYTES).decode("utf-8")
 
 
 def read_yaml_text(path: Path, error: type[InputFileError]) -> str:
@@ -68,7 +66,9 @@ def read_yaml_text(path: Path, error: type[InputFileError]) -> str:
         return read_yaml_file(path)
     except YamlLimitError as exc:
         raise error(str(path), str(exc.problem)) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise error(str(path), f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise error(str(path), f"cannot read: {exc}") from None
 
 

@@ -25,6 +25,7 @@ the fail ceiling) are refused naming file:line.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -270,7 +271,7 @@ def parse_profile(text: str, path: str) -> Profile:
     doc = parse_yaml_text(text, path, ProfileError)
     doc = _mapping(ctx, doc, "a profile", TOP_KEYS)
     name = doc.get("profile")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ctx.fail("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", doc,
                        "profile" if "profile" in doc else None)
     if doc.get("version") != 1 or isinstance(doc.get("version"), bool):
@@ -300,7 +301,7 @@ def resolve_profile(name_or_file: str | None) -> Profile:
         return replace(load_profile_file(builtins[wanted]), source=f"built-in ({builtins[wanted].name})")
     path = Path(wanted)
     if "/" in wanted or path.suffix in (".yaml", ".yml") or path.is_file():
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ProfileError(wanted, "no such profile file")
         return load_profile_file(path)
     raise UsageError(f"no profile {wanted!r}; built in: {', '.join(builtins) or 'none'} "

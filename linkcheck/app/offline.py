@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from linkcheck.bundle.format import Bundle, load_bundle
+from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.verify import load_trusted
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
 from linkcheck.diagnose.rule import Rule
@@ -45,8 +47,11 @@ def configured_rules(playbooks: list[Path], config: Config | None) -> list[Rule]
 
 
 def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
-                    baseline: Baseline | None = None) -> Outcome:
+                    baseline: Baseline | None = None, *, allow_unverified: bool = False,
+                    warn: Callable[[str], None] | None = None) -> Outcome:
     """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's, and
-    against `baseline` when one is given."""
+    against `baseline` when one is given. A bundle that `verify` rejects is refused (BundleError), or with
+    `allow_unverified` diagnosed without its unverified files, each problem passed to `warn`."""
     rules = configured_rules(list(playbooks or []), config)
-    return diagnose_captures(load_bundle(path), rules, config.expected_link if config else None, baseline)
+    bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn)
+    return diagnose_captures(bundle, rules, config.expected_link if config else None, baseline)

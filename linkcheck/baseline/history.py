@@ -8,22 +8,28 @@ The table that `linkcheck history` prints is app/history.py's (pandas).
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import json
 import os
+import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from linkcheck import strict_json
 from linkcheck.baseline.store import data_dir, now_iso
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.snapshot import pair_id, pair_key
-from linkcheck.report import strict_json
+from linkcheck.safe_read import read_capped
 
 if TYPE_CHECKING:
     from linkcheck.outcome import Outcome
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1
+MAX_BYTES = 64 << 20  # one pair's history: ~100,000 runs
 
 
 class HistoryError(InputFileError):
@@ -57,15 +63,27 @@ def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as one line: a single write on an O_APPEND descriptor, under an exclusive lock."""
+    """Append one record as one line: a single write on an O_APPEND descriptor, under an exclusive lock.
+
+    Whole records or nothing: a write cut short (a full disk) is truncated back to where the file ended, so the
+    history never holds part of a line; the OSError is raised for the caller to say."""
     data = (strict_json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        written = os.write(fd, data)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        end = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+        except OSError:
+            os.ftruncate(fd, end)
+            raise
         if written != len(data):
-            raise OSError(f"short write ({written} of {len(data)} bytes)")
+            os.ftruncate(fd, end)
+            raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes; the line was taken back)",
+                          str(path))
     finally:
         os.close(fd)  # closing releases the lock
 
@@ -77,10 +95,44 @@ def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:
     return path
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e15  # not inf, nan
+
+
+# field -> (accepted types, what the message says); every field of a version-1 record is checked
+_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "command": ((str,), "text"), "bundle": ((str,), "text"), "bundle_created": ((str,), "text"),
+    "pair": ((str,), "text"), "verdict": ((str,), "text"), "baseline": ((str, type(None)), "text or null"),
+    "exit_code": ((int,), "an integer"), "hosts": ((list,), "a list"), "findings": ((list,), "a list of text"),
+    "rdma_gbps": ((dict,), "an object of numbers"), "concurrent_total_gbps": ((dict,), "an object of numbers"),
+    "nccl_busbw_gbs": ((int, float, type(None)), "a number or null"),
+}
+
+
+def _field_problem(record: dict[str, Any]) -> str | None:
+    for key, (types, what) in _FIELDS.items():
+        value = record.get(key)
+        if key not in record:
+            continue  # optional: 'time' and 'verdict' are checked before
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"'{key}' must be {what}"
+    for key in ("rdma_gbps", "concurrent_total_gbps"):
+        if not all(isinstance(k, str) and _finite(v) for k, v in record.get(key, {}).items()):
+            return f"'{key}' must map text to finite numbers"
+    busbw = record.get("nccl_busbw_gbs")
+    if busbw is not None and not _finite(busbw):
+        return "'nccl_busbw_gbs' must be a finite number or null"
+    if not all(isinstance(f, str) for f in record.get("findings", [])):
+        return "'findings' must be a list of text"
+    if not all(isinstance(h, (str, type(None))) for h in record.get("hosts", [])):
+        return "'hosts' must be a list of text"
+    return None
+
+
 def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
         record = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: also JSONDecodeError and a 4,300+ digit integer
         record = None
     if not isinstance(record, dict) or record.get("schema") != SCHEMA or not isinstance(record.get("time"), str):
         raise HistoryError(str(path), "not a history record (corrupt line)", line=number,
@@ -89,17 +141,31 @@ def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise HistoryError(str(path), f"history schema version {version!r} is not one this linkcheck reads",
                            line=number, fix="upgrade linkcheck")
-    if not isinstance(record.get("rdma_gbps", {}), dict) or not isinstance(record.get("verdict"), str):
-        raise HistoryError(str(path), "a history record with fields of the wrong type", line=number)
+    problem = _field_problem(record) if isinstance(record.get("verdict"), str) else "'verdict' must be text"
+    if problem:
+        raise HistoryError(str(path), f"a history record with fields of the wrong type: {problem}", line=number,
+                           fix="remove or repair that line")
     return record
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Every record of the file; a last line without its newline that is not a record (a write torn by a crash)
+    is skipped, said through `warn` (stderr by default)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HistoryError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    return [_parse_line(path, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        text = read_capped(path, MAX_BYTES).decode("utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise HistoryError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    lines = text.split("\n")
+    torn = lines.pop()  # after the last newline: empty unless a write was torn
+    records = [_parse_line(path, n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    if torn.strip():
+        try:
+            records.append(_parse_line(path, len(lines) + 1, torn))
+        except HistoryError:
+            message = (f"{path}:{len(lines) + 1}: a torn last line (a write cut short; {len(torn)} bytes, no "
+                       "newline) is skipped")
+            (warn or (lambda line: sys.stderr.write(f"linkcheck: warning: {line}\n")))(message)
+    return records
 
 
 def history_files(pair: str | None) -> list[Path]:

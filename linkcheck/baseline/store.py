@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from linkcheck import __version__
-from linkcheck.errors import BaselineError, UsageError
+from linkcheck import __version__, strict_json
+from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
 from linkcheck.facts.snapshot_model import (
     MIN_RATE_GBPS,
     SCHEMA,
@@ -24,10 +26,16 @@ from linkcheck.facts.snapshot_model import (
     Snapshot,
     usable_rate,
 )
-from linkcheck.report import strict_json
+from linkcheck.safe_read import read_capped
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 4 << 20
+
+
+class StoreWriteError(LinkcheckError):
+    """The data folder cannot take a baseline: not a folder, not writable, or its disk full."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 def data_dir() -> Path:
@@ -42,7 +50,7 @@ def baselines_dir() -> Path:
 
 
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):  # fullmatch: `$` alone lets "name\n" through
         raise UsageError(f"baseline name {name!r} must be 1-64 characters of A-Z a-z 0-9 _ . - "
                          "(not starting with . or -)")
     return name
@@ -96,8 +104,8 @@ class _Reader:
 
         def ok(v: object) -> bool:
             if kind is int:
-                return v is None or (isinstance(v, int) and not isinstance(v, bool))
-            return isinstance(v, (int, float)) and not isinstance(v, bool)
+                return v is None or (isinstance(v, int) and not isinstance(v, bool) and abs(v) < 1 << 31)
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e15  # False for inf, nan
 
         if not all(ok(v) for v in value.values()):
             raise self.fail(f"'{key}' values must be numbers")
@@ -139,8 +147,9 @@ def _rates(r: _Reader, rates: dict[str, float], key: str) -> dict[str, float]:
 def _performance(r: _Reader, data: dict[str, Any]) -> Performance:
     perf = r.obj(data, "performance")
     busbw = perf.get("nccl_busbw_gbs")
-    if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))):
-        raise r.fail("'nccl_busbw_gbs' must be a number or null")
+    if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))
+                              or not abs(busbw) < 1e15):  # inf, nan, a 400-digit integer
+        raise r.fail("'nccl_busbw_gbs' must be a finite number or null")
     busbw = None if busbw is None else _float(busbw)
     if busbw is not None:
         _rates(r, {"nccl all_gather": busbw}, "nccl_busbw_gbs")
@@ -181,14 +190,12 @@ def from_json(data: Any, path: str) -> Baseline:
 def read_baseline(path: Path) -> Baseline:
     """Load and validate one baseline file; corrupt, truncated or future-schema files are one-line errors."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise BaselineError(str(path), f"larger than {MAX_BYTES >> 20} MiB; not a baseline")
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, MAX_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also JSONDecodeError and a 4,300+ digit integer
         line = getattr(exc, "lineno", None)
         raise BaselineError(str(path), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
     return from_json(data, str(path))
@@ -206,7 +213,7 @@ def find_path(name: str) -> Path | None:
 def resolve(name_or_file: str) -> Baseline:
     """A stored baseline by name, or a baseline file given by path (a fixture's, a colleague's)."""
     candidate = Path(name_or_file)
-    if (name_or_file.endswith(".json") or os.sep in name_or_file) and candidate.is_file():
+    if (name_or_file.endswith(".json") or os.sep in name_or_file) and os.path.lexists(candidate):
         return read_baseline(candidate)
     path = find_path(check_name(name_or_file))
     if path is None:
@@ -215,20 +222,52 @@ def resolve(name_or_file: str) -> Baseline:
 
 
 def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
-    """Write the baseline atomically; an existing name is refused unless `overwrite`."""
-    check_name(baseline.name)
-    existing = find_path(baseline.name)
-    if existing is not None and not overwrite:
-        raise UsageError(f"a baseline named {baseline.name!r} exists ({existing}); choose another name or "
-                         "pass --force to replace it")
-    target = baselines_dir() / pair / f"{baseline.name}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(strict_json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    """Write the baseline atomically; an existing name is refused unless `overwrite`, and a name another pair
+    holds always (--force replaces this pair's baseline, never another pair's).
+
+    Created with link(): of two saves of one new name at once exactly one wins, the other is refused. The file
+    appears whole or not at all; a failed write (a full disk, a data folder that is a file) leaves no temporary
+    file and raises StoreWriteError."""
+    name = check_name(baseline.name)
+    target = baselines_dir() / pair / f"{name}.json"
+    existing = find_path(name)
     if existing is not None and existing != target:
-        existing.unlink()
+        raise UsageError(f"a baseline named {name!r} exists for another pair ({existing}); choose another name, "
+                         f"or `linkcheck baseline delete {name}` first")
+    if existing is not None and not overwrite:
+        raise UsageError(f"a baseline named {name!r} exists ({existing}); choose another name or "
+                         "pass --force to replace it")
+    data = (strict_json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n").encode("utf-8")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _write_new(tmp, data)
+            if overwrite:
+                os.replace(tmp, target)
+            else:
+                os.link(tmp, target)  # never replaces: FileExistsError when another save got there first
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    except FileExistsError:
+        raise UsageError(f"a baseline named {name!r} was saved by another run meanwhile ({target}); choose "
+                         "another name or pass --force to replace it") from None
+    except OSError as exc:
+        raise StoreWriteError(f"{target}: cannot write the baseline: {exc.strerror or exc}",
+                              fix="point XDG_DATA_HOME at a writable folder, or free space") from None
     return target
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def list_baselines() -> list[Baseline]:
@@ -239,7 +278,10 @@ def delete(name: str) -> Path:
     path = find_path(check_name(name))
     if path is None:
         raise UsageError(f"no baseline named {name!r}; `linkcheck baseline list` shows the saved ones")
-    path.unlink()
+    try:
+        path.unlink()
+    except OSError as exc:
+        raise StoreWriteError(f"{path}: cannot delete the baseline: {exc.strerror or exc}") from None
     return path
 
 

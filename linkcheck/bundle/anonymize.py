@@ -30,10 +30,13 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
+from linkcheck.accept.record import ACCEPTANCE, MAX_ACCEPTANCE_BYTES, PROFILE_COPY, add_files
+from linkcheck.bundle.format import Bundle, read_manifest, write_bundle
+from linkcheck.bundle.verify import load_trusted
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 from linkcheck.parsers._eeprom import CMIS_ASCII, CMIS_IDS, SFF8636_ASCII, SFF8636_IDS
+from linkcheck.safe_read import read_capped
 
 _H = "[0-9A-Fa-f]"
 _SN_LABELS = (r'(?i:Vendor SN[ \t]*:[ \t]*|\[SN\] Serial number:[ \t]*|"vendor_sn":[ \t]*"'
@@ -74,7 +77,18 @@ _SN_LABEL = re.compile(_SN_LABELS)
 _GUID_LABEL = re.compile(r"""(?i:guid)["']?[ \t]*[:=]?[ \t]*["']?""")
 # A dotted quad right after a version label is a version number, not an address.
 _VERSION_BEFORE = re.compile(r"(?i)\b(?:version|ver|fw|firmware|release|rev)[\s:=]{0,3}$")
-_HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
+_HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # `_` too: not valid DNS, yet common in /etc/hostname
+# Where site names stand in configuration: Wi-Fi SSIDs (netplan `access-points:` keys, NetworkManager `ssid=`,
+# a Wi-Fi keyfile's `id=` and file name) and DNS search domains (netplan `search:`, resolv.conf).
+_AP_BLOCK = re.compile(r"^([ \t]*)access-points:[ \t]*(?:#.*)?$", re.M)
+_AP_FLOW = re.compile(r"access-points:[ \t]*(\{.*\})[ \t]*(?:#.*)?$", re.M)
+_YAML_KEY = re.compile(r"""^([ \t]*)(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'"""
+                       r"""|([^\s#'"{}\[\]][^:#\n]*?))[ \t]*:(?:[ \t]|$)""")
+_NM_SSID = re.compile(r"^[ \t]*ssid[ \t]*=[ \t]*(.*?)[ \t]*$", re.M)
+_SEARCH_FLOW = re.compile(r"^[ \t]*search[ \t]*:[ \t]*\[([^\]\n]*)\]", re.M)
+_SEARCH_BLOCK = re.compile(r"^([ \t]*)search[ \t]*:[ \t]*(?:#.*)?$", re.M)
+_RESOLV = re.compile(r"^[ \t]*(?:search|domain)[ \t]+([^#;\n]+)", re.M)
+_NM_SECTION = re.compile(r"^==> (.*?) <==$", re.M)
 _DOTTED = re.compile(r"\d+(?:\.\d+){3}")
 _HEX_ROW = re.compile(r"^(0x([0-9A-Fa-f]{4}):[ \t]*)((?:[0-9A-Fa-f]{2}[ \t]*)+)$", re.M)
 _SN_RANGES = {code: dict((label, (first, last)) for label, first, last in table)["Vendor SN"]
@@ -167,6 +181,7 @@ class Anonymizer:
         self.hosts: dict[str, str] = {}  # lower-case name (FQDN and short form) -> fake
         self.domains: dict[str, str] = {}
         self.users: dict[str, str] = {}
+        self.names: dict[str, str] = {}  # SSIDs and single-label search domains -> fake, replaced as whole words
         host: Callable[[re.Match[str]], str] = self._host
         self._handlers: dict[str, Callable[[re.Match[str]], str]] = {
             "nccl": self._nccl, "snctx": self._serial_ctx, "dgid": self._dgid, "guidlbl": self._guid_label,
@@ -177,6 +192,7 @@ class Anonymizer:
                             host),
             "hostlist": self._host_list, "domain": self._domain, "domain1": self._domain,
             "user": lambda m: self.users[m.group()], "home": self._home,
+            "name": lambda m: self.names.get(m.group(), self.names.get(m.group().lower(), m.group())),
             "serial": lambda m: self.serials.get(m.group().upper(), m.group())}
         self._compiled: dict[tuple[bool, int, int, int, int], re.Pattern[str]] = {}
 
@@ -196,6 +212,46 @@ class Anonymizer:
         for known_short in [h for h in self.hosts if "." not in h]:
             for known_domain in self.domains:  # "vm" + "lab.example": vm.lab.example as one name
                 self.hosts.setdefault(f"{known_short}.{known_domain}", self.hosts[known_short])
+
+    def add_config_names(self, text: str) -> None:
+        """Learn the SSIDs and DNS search domains that `text` configures (see `_config_spans`)."""
+        for _, _, name, kind in _config_spans(text):
+            self._add_name(name, kind)
+
+    def _add_name(self, name: str, kind: str) -> None:
+        if kind == "domain":
+            name = name.rstrip(".").lower()
+            if not name or name in _GENERIC_DOMAINS or _DOTTED.fullmatch(name) or name in self.domains:
+                return
+            if "." in name and _HOSTNAME.fullmatch(name):  # replaced wherever it stands, as a host's domain is
+                self.domains[name] = f"site{len(self.domains) + 1}.invalid"
+                return
+            fake = f"site{len(self.domains) + 1}.invalid"
+            self.domains.setdefault(f"\0{name}", fake)  # counted, never matched: fakes stay unique
+        else:
+            fake = f"wifi-{sum(f.startswith('wifi-') for f in self.names.values()) + 1}"
+        if name and name not in self.names and name.lower() not in self.names:
+            self.names[name] = fake
+            self.names.setdefault(name.lower(), fake)
+
+    def _config_names(self, text: str) -> str:
+        """Every SSID and search domain in its configuration context replaced, tool words and short names too
+        (the whole-word pass leaves those alone elsewhere)."""
+        spans = _config_spans(text)
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end, name, kind in sorted(spans):
+            if start < last:
+                continue
+            key = name.rstrip(".").lower() if kind == "domain" else name
+            fake = self.domains.get(key) if kind == "domain" else None
+            fake = fake or self.names.get(key) or self.names.get(key.lower())
+            if fake is None:
+                continue
+            out += [text[last:start], fake]
+            last = end
+        return "".join([*out, text[last:]])
 
     def add_user(self, user: str) -> None:
         if user and user != "root" and _HOSTNAME.fullmatch(user):
@@ -432,8 +488,8 @@ class Anonymizer:
             if hexy:
                 parts.append((name + "x", rf"{left}(?<![0-9A-Fa-f:]:)(?<!::)(?i:{_alternatives(hexy)}){right}"
                                           r"(?![:.][0-9A-Fa-f])"))
-        multi = [d for d in self.domains if "." in d]
-        single = [d for d in self.domains if "." not in d]
+        multi = [d for d in self.domains if "." in d and not d.startswith("\0")]
+        single = [d for d in self.domains if "." not in d and not d.startswith("\0")]
         if multi:
             parts.append(("domain", rf"(?<![\w-])(?i:{_alternatives(multi)})(?![\w-]|\.\w)"))
         if single:
@@ -442,7 +498,7 @@ class Anonymizer:
 
     def _pattern(self, *, with_v6: bool = True) -> re.Pattern[str]:
         """The one-pass regex; literal alternatives (hosts, users, serials) grow as they are learned."""
-        key = (with_v6, len(self.hosts) + len(self.domains), len(self.users), len(self.serials), 0)
+        key = (with_v6, len(self.hosts) + len(self.domains), len(self.users), len(self.serials), len(self.names))
         if key not in self._compiled:
             parts = [(n, p) for n, p in _KINDS if with_v6 or n != "v6"]
             parts[:0] = self._host_parts()
@@ -450,9 +506,12 @@ class Anonymizer:
                 parts.insert(0, ("user", rf"(?<![\w.-])(?:{_alternatives(list(self.users))})(?=@)"))
             if self.serials:
                 parts.insert(0, ("serial", rf"(?<![\w-])(?i:{_alternatives(list(self.serials))})(?![\w-])"))
+            whole = [n for n in self.names if len(n) >= 3 and not _tool_word(n.lower())]
+            if whole:
+                parts.insert(0, ("name", rf"(?<![\w.-])(?i:{_alternatives(whole)})(?![\w-]|\.\w)"))
             # Every alternative starts with one of these characters, and none right after a letter g-z
             # but x (`enx<MAC>`): checked first, they skip most positions at once.
-            learned = itertools.chain(self.hosts, self.domains, self.users, self.serials)
+            learned = itertools.chain(self.hosts, self.domains, self.users, self.serials, self.names)
             first = "".join(sorted({c for w in learned for c in (w[:1].lower(), w[:1].upper())} - set(_STARTS)))
             alternatives = "|".join(f"(?P<{n}>{p})" for n, p in parts)
             self._compiled[key] = re.compile(
@@ -461,6 +520,8 @@ class Anonymizer:
 
     def text(self, text: str) -> str:
         """`text` with every identifying value replaced by its fake."""
+        if self.names or self.domains:
+            text = self._config_names(text)
         return self._pattern().sub(self._replace, self._hex_dump_serial(text))
 
     def _hex_dump_serial(self, text: str) -> str:
@@ -510,6 +571,125 @@ class Anonymizer:
         return out
 
 
+_Span = tuple[int, int, str, str]
+
+
+def _span(text: str, start: int, end: int, kind: str) -> _Span | None:
+    """(start, end, name, kind) of a possibly quoted value, without its quotes and blanks."""
+    raw = text[start:end]
+    lead = len(raw) - len(raw.lstrip())
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        lead, raw = lead + 1, raw[1:-1]
+    return (start + lead, start + lead + len(raw), raw, kind) if raw.strip() else None
+
+
+def _block_items(text: str, after: int, indent: int, items: bool) -> list[tuple[int, int]]:
+    """The keys (or `- items`) one level below the line that ends at `after`, at the indent of the first."""
+    found: list[tuple[int, int]] = []
+    level = -1
+    pos = after + 1
+    while pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end]
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            depth = len(line) - len(line.lstrip())
+            if depth <= indent:
+                break
+            level = depth if level < 0 else level
+            if depth == level:
+                if items and stripped.startswith("-"):
+                    value = line[depth + 1:].split(" #")[0]
+                    found.append((pos + depth + 1, pos + depth + 1 + len(value)))
+                elif not items:
+                    key = _YAML_KEY.match(line)
+                    if key:
+                        group = next(g for g in (2, 3, 4) if key.group(g) is not None)
+                        found.append((pos + key.start(group), pos + key.end(group)))
+        pos = end + 1
+    return found
+
+
+def _flow_keys(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The top-level keys of the flow mapping text[start:end] (`{"a b": {...}, c: {}}`)."""
+    keys, depth, quote, key_start = [], 0, "", -1
+    for i in range(start, end):
+        c = text[i]
+        if quote:
+            quote = "" if c == quote else quote
+            continue
+        if c in "'\"":
+            quote = c
+        elif c in "{[":
+            depth += 1
+            if depth == 1 and c == "{":
+                key_start = i + 1
+        elif c in "}]":
+            depth -= 1
+        elif c == "," and depth == 1:
+            key_start = i + 1
+        elif c == ":" and depth == 1 and key_start >= 0:
+            keys.append((key_start, i))
+            key_start = -1
+    return keys
+
+
+def _config_spans(text: str) -> list[_Span]:
+    """Where `text` names an SSID or a DNS search domain: (start, end, name, "ssid" or "domain")."""
+    spans = [*_ssid_spans(text), *_nm_wifi_spans(text), *_search_spans(text)]
+    return [s for s in spans if s is not None]
+
+
+def _ssid_spans(text: str) -> list[_Span | None]:
+    spans: list[_Span | None] = []
+    if "access-points" in text:
+        for m in _AP_BLOCK.finditer(text):
+            spans += [_span(text, s, e, "ssid") for s, e in _block_items(text, m.end(), len(m.group(1)), False)]
+        for m in _AP_FLOW.finditer(text):
+            spans += [_span(text, s, e, "ssid") for s, e in _flow_keys(text, m.start(1), m.end(1))]
+    if "ssid" in text:
+        spans += [_span(text, m.start(1), m.end(1), "ssid") for m in _NM_SSID.finditer(text)]
+    return spans
+
+
+def _nm_wifi_spans(text: str) -> list[_Span | None]:
+    """A Wi-Fi keyfile's `id=` and file name, which NetworkManager names after the SSID."""
+    spans: list[_Span | None] = []
+    if "==> " in text:
+        sections = list(_NM_SECTION.finditer(text))
+        for i, header in enumerate(sections):
+            body_end = sections[i + 1].start() if i + 1 < len(sections) else len(text)
+            body = text[header.end():body_end]
+            if not re.search(r"^(?:type=(?:wifi|802-11-wireless)|\[(?:wifi|802-11-wireless)\])[ \t]*$", body, re.M):
+                continue
+            spans += [_span(text, header.end() + m.start(1), header.end() + m.end(1), "ssid")
+                      for m in re.finditer(r"^id=(.*)$", body, re.M)]
+            name_start = header.start(1) + header.group(1).rfind("/") + 1
+            stem = re.sub(r"\.nmconnection$", "", text[name_start:header.end(1)])
+            spans.append(_span(text, name_start, name_start + len(stem), "ssid"))
+    return spans
+
+
+def _search_spans(text: str) -> list[_Span | None]:
+    spans: list[_Span | None] = []
+    if "search" in text:
+        for m in _SEARCH_FLOW.finditer(text):
+            pos = m.start(1)
+            for item in m.group(1).split(","):
+                spans.append(_span(text, pos, pos + len(item), "domain"))
+                pos += len(item) + 1
+        for m in _SEARCH_BLOCK.finditer(text):
+            spans += [_span(text, s, e, "domain") for s, e in _block_items(text, m.end(), len(m.group(1)), True)]
+    if "search" in text or "domain" in text:
+        for m in _RESOLV.finditer(text):
+            for word in re.finditer(r"\S+", m.group(1)):
+                if re.search("[A-Za-z]", word.group()) and _HOSTNAME.fullmatch(word.group().rstrip(".")):
+                    spans.append(_span(text, m.start(1) + word.start(), m.start(1) + word.end(), "domain"))
+    return spans
+
+
 def _byte(new: dict[int, int], offset: int, token: str) -> str:
     if offset not in new:
         return token
@@ -544,17 +724,25 @@ def _sorted_captures(bundle: Bundle) -> list[Capture]:
 
 def anonymize_bundle(bundle: Bundle) -> Bundle:
     """A new bundle whose hostnames, users, IPs, MACs, GUIDs and serials are consistent fakes."""
+    return _anonymized(bundle)[0]
+
+
+def _anonymized(bundle: Bundle, extra_texts: tuple[str, ...] = ()) -> tuple[Bundle, Anonymizer]:
+    """anonymize_bundle, and the Anonymizer that learned it (and `extra_texts`, the bundle's other files), for
+    those other files to get the same fakes."""
     scout = Anonymizer()  # finds the /16s the bundle holds, so that no fake address equals a real one
     for cap in bundle.captures:
         _capture(scout, cap)
-    scout.value([bundle.nodes, bundle.collection_errors, bundle.problems])
+    scout.value([bundle.nodes, bundle.collection_errors, bundle.problems, *extra_texts])
     anon = Anonymizer(reserved_v4=set(scout.v4_prefixes))
     _register_nodes(anon, bundle)
+    for text in [*(c.stdout for c in _sorted_captures(bundle)), *extra_texts]:
+        anon.add_config_names(text)
     # First pass learns every value in a fixed order (so fakes do not depend on capture order), and
     # the serials and GUIDs seen in labelled contexts, so their other forms are found in the second.
     for cap in _sorted_captures(bundle):
         _capture(anon, cap)
-    anon.value([bundle.nodes, bundle.collection_errors, bundle.problems])
+    anon.value([bundle.nodes, bundle.collection_errors, bundle.problems, *extra_texts])
     return Bundle(
         captures=[_capture(anon, c) for c in bundle.captures],
         nodes=anon.nodes(bundle.nodes),
@@ -563,18 +751,42 @@ def anonymize_bundle(bundle: Bundle) -> Bundle:
         collection_errors={k: anon.text(v) for k, v in bundle.collection_errors.items()},
         problems=[anon.text(p) for p in bundle.problems],
         path=None,
-    )
+    ), anon
 
 
-def anonymize_saved(source: Path, target: Path) -> Path:
+def _acceptance_text(anon: Anonymizer, text: str) -> str:
+    """acceptance.json anonymised as text in one pass (its labels, `"serial": "..."`, find the values), and kept
+    only when it is still the same JSON shape; else each string value is anonymised on its own."""
+    new = anon.text(text)
+    try:
+        json.loads(new)
+    except ValueError:
+        return json.dumps(anon.value(json.loads(text)), indent=2) + "\n"
+    return new
+
+
+def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | None = None) -> Path:
     """Anonymise the bundle saved in `source` into `target` (absent or empty); returns the new manifest.
 
-    A bundle whose files are missing or changed since collection is refused: its captures would be
-    written as skipped ones and the evidence of what changed would be lost."""
-    bundle = load_bundle(source)
-    if bundle.problems:
-        raise BundleError(str(source), "; ".join(bundle.problems),
-                          fix="anonymise the bundle as it was collected")
+    A bundle that `verify` rejects is refused: its captures would be written as skipped ones (the evidence of
+    what changed lost), or a changed file written into a copy that verifies as intact. The acceptance record
+    (acceptance.json and its profile) is anonymised with the same fakes and kept; any other file of the table
+    that is not a capture is named through `warn`, not copied."""
+    bundle = load_trusted(source)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
-    return write_bundle(anonymize_bundle(bundle), target)
+    base = bundle.path or source
+    listed = set(read_manifest(base).get("files", {}))
+    captured = {rel for rel in listed if "/" in rel}  # captures live in the nodes' folders
+    extras: dict[str, str] = {}
+    for rel in sorted(listed - captured):
+        if rel in (ACCEPTANCE, PROFILE_COPY):
+            extras[rel] = read_capped(base / rel, MAX_ACCEPTANCE_BYTES).decode("utf-8", errors="replace")
+        elif warn is not None:
+            warn(f"{rel}: not a capture or the acceptance record; not copied into the anonymised bundle")
+    anonymized, anon = _anonymized(bundle, tuple(extras.values()))
+    manifest = write_bundle(anonymized, target)
+    if extras:
+        add_files(target, {rel: _acceptance_text(anon, text) if rel == ACCEPTANCE else anon.text(text)
+                           for rel, text in extras.items()})
+    return manifest

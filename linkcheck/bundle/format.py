@@ -26,6 +26,7 @@ from linkcheck import __version__
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
+from linkcheck.safe_read import RefusedFile, read_capped, walk_bounded
 
 FORMAT = "linkcheck-bundle"
 FORMAT_VERSION = 1
@@ -49,6 +50,7 @@ class Bundle(msgspec.Struct, frozen=True):
     collection_errors: dict[str, str] = msgspec.field(default_factory=dict)
     problems: list[str] = msgspec.field(default_factory=list)  # files missing or altered since collection
     path: Path | None = None
+    unverified: frozenset[str] = frozenset()  # files `verify` doubts: never read (manifest.json among them: none)
 
     def capture(self, node: str, spec: str, arg: str | None = None) -> Capture | None:
         return next((c for c in self.captures if c.key == (node, spec, arg)), None)
@@ -118,16 +120,25 @@ def write_bundle(bundle: Bundle, directory: Path) -> Path:
     return path
 
 
-def read_manifest(directory: Path) -> dict[str, Any]:
-    """The manifest of the bundle at `directory` (or the manifest file itself), checked as `load_bundle` does."""
-    return _load_manifest(directory)
+def read_manifest(directory: Path, *, entries: bool = False) -> dict[str, Any]:
+    """The manifest of the bundle at `directory` (or the manifest file itself), checked as `load_bundle` does
+    (each captures[] entry too, with `entries`)."""
+    data = _load_manifest(directory)
+    if entries:
+        manifest = (directory if directory.is_dir() else directory.parent) / MANIFEST
+        for index, entry in enumerate(data["captures"]):
+            _check_entry(manifest, index, entry)
+    return data
 
 
 def _load_manifest(directory: Path) -> dict[str, Any]:
     if not directory.exists():
         raise BundleError(str(directory), "no such bundle directory")
     path = directory / MANIFEST if directory.is_dir() else directory
-    if not path.is_file():
+    if path.is_symlink():
+        raise BundleError(str(path), "is a symbolic link; a bundle's manifest is a plain file of its folder",
+                          fix="copy the bundle with its files (cp -a), not links to them")
+    if not os.path.lexists(path):
         raise BundleError(str(directory), f"no {MANIFEST}: not a linkcheck bundle",
                           fix="pass the folder written by `linkcheck collect --save` or a fixtures/ scenario")
     data = _parse_manifest(path)
@@ -160,12 +171,11 @@ def _check_tables(path: Path, data: dict[str, Any]) -> None:
 def _parse_manifest(path: Path) -> Any:
     """The manifest's JSON, read within MAX_MANIFEST_BYTES; a located BundleError otherwise."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_MANIFEST_BYTES + 1)
+        raw = read_capped(path, MAX_MANIFEST_BYTES)
+    except RefusedFile as exc:
+        raise BundleError(str(path), f"manifest {exc.strerror}") from None
     except OSError as exc:
         raise BundleError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise BundleError(str(path), f"manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB")
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -182,23 +192,15 @@ def regular_files(directory: Path) -> frozenset[str]:
     One walk of the folder vouches for every path the manifest names: a name outside this set is missing,
     a link or outside the bundle, and is never opened (resolving each path instead cost an lstat per
     component of its absolute path, several thousand for one bundle)."""
-    found: set[str] = set()
-    folders = [("", str(directory))]
-    while folders:
-        prefix, folder = folders.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:  # a DirEntry knows its type from the directory listing: no stat per file
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir():
-                    folders.append((f"{prefix}{entry.name}/", entry.path))
-                elif entry.is_file():
-                    found.add(prefix + entry.name)
-    return frozenset(found)
+    try:
+        files, _, _ = walk_bounded(directory)
+    except OSError as exc:  # deeper or larger than a bundle can be, or unreadable
+        raise BundleError(str(directory), f"cannot list the bundle folder: {exc.strerror or exc}") from None
+    return frozenset(files)
 
 
 def _read_file(directory: Path, rel: str | None, files: Mapping[str, str],
-               present: frozenset[str]) -> tuple[str, str | None]:
+               present: frozenset[str], unverified: Mapping[str, str] | None = None) -> tuple[str, str | None]:
     """Return (text, problem); a missing or altered file yields a problem instead of an exception."""
     if rel is None:
         return "", None
@@ -211,11 +213,13 @@ def _read_file(directory: Path, rel: str | None, files: Mapping[str, str],
     expected = files.get(rel)
     if expected is None:  # nothing vouches for this file: it is not read, so it cannot pass a rule
         return "", f"{rel}: not hashed in the manifest's 'files' (unverified, not read)"
-    target = directory / name
-    size = target.stat().st_size
-    if size > MAX_CAPTURE_BYTES:
-        return "", f"{rel}: {size} bytes, over the {MAX_CAPTURE_BYTES >> 20} MiB a capture may hold (not read)"
-    data = target.read_bytes()
+    doubt = (unverified or {}).get(rel) or (unverified or {}).get(MANIFEST)
+    if doubt:
+        return "", f"{rel}: unverified, not read: {doubt}"
+    try:
+        data = read_capped(directory / name, MAX_CAPTURE_BYTES)
+    except OSError as exc:  # swapped for a FIFO or a device since the listing, over the cap, unreadable
+        return "", f"{rel}: {exc.strerror or exc} (a capture may hold {MAX_CAPTURE_BYTES >> 20} MiB)"
     if expected != _sha256(data):
         return "", f"{rel}: sha256 mismatch (changed after collection)"
     return data.decode("utf-8", errors="replace"), None
@@ -253,9 +257,10 @@ def _check_entry(manifest: Path, index: int, entry: Any) -> dict[str, Any]:
 
 
 def _capture_from_entry(directory: Path, entry: dict[str, Any], files: Mapping[str, str],
-                        present: frozenset[str], problems: list[str]) -> Capture:
-    stdout, out_problem = _read_file(directory, entry.get("stdout"), files, present)
-    stderr, err_problem = _read_file(directory, entry.get("stderr"), files, present)
+                        present: frozenset[str], problems: list[str],
+                        unverified: Mapping[str, str] | None = None) -> Capture:
+    stdout, out_problem = _read_file(directory, entry.get("stdout"), files, present, unverified)
+    stderr, err_problem = _read_file(directory, entry.get("stderr"), files, present, unverified)
     problem = out_problem or err_problem
     skipped = entry.get("skipped")
     if problem:
@@ -281,8 +286,9 @@ def _mapping(value: Any) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def load_bundle(directory: Path) -> Bundle:
-    """Read a bundle; malformed manifests raise BundleError, missing/altered files become skipped captures."""
+def load_bundle(directory: Path, *, unverified: Mapping[str, str] | None = None) -> Bundle:
+    """Read a bundle; malformed manifests raise BundleError, missing/altered files become skipped captures, and so
+    do the `unverified` ones (all of them when it holds manifest.json), which are never opened."""
     data = _load_manifest(directory)
     base = directory if directory.is_dir() else directory.parent
     files = _mapping(data.get("files"))
@@ -290,7 +296,7 @@ def load_bundle(directory: Path) -> Bundle:
     manifest = base / MANIFEST
     entries = [_check_entry(manifest, i, e) for i, e in enumerate(data["captures"])]
     present = regular_files(base)
-    captures = [_capture_from_entry(base, e, files, present, problems) for e in entries]
+    captures = [_capture_from_entry(base, e, files, present, problems, unverified) for e in entries]
     nodes = _mapping(data.get("nodes"))
     errors = _mapping(data.get("collection_errors"))
     return Bundle(
@@ -301,6 +307,7 @@ def load_bundle(directory: Path) -> Bundle:
         collection_errors={str(k): str(v) for k, v in errors.items()},
         problems=problems,
         path=base,
+        unverified=frozenset(unverified or ()),
     )
 
 

@@ -34,3 +34,24 @@ def check_save_dir(directory: Path, option: str = "--save") -> None:
     if not os.access(writable, os.W_OK | os.X_OK):
         raise BundleError(str(directory), f"{option}: {writable} is not writable by this user",
                           fix="choose a folder you can write")
+    if writable != directory:
+        _probe(directory, writable, option)
+
+
+def _probe(directory: Path, existing: Path, option: str) -> None:
+    """Create the missing folders and remove them again: a place root may write to on paper (/proc, /sys, a
+    read-only mount) is refused here, before any work, instead of after the inspection."""
+    missing = [directory.absolute()]
+    while missing[-1].parent != existing and missing[-1].parent != missing[-1]:
+        missing.append(missing[-1].parent)
+    created: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            created.append(folder)
+    except OSError as exc:
+        raise BundleError(str(directory), f"{option}: cannot create it: {exc.strerror or exc}",
+                          fix="choose a folder you can write") from None
+    finally:
+        for folder in reversed(created):
+            folder.rmdir()

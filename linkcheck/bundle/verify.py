@@ -15,13 +15,16 @@ Bundles written before SHA256SUMS existed (the shipped fixtures) are checked aga
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, parse_sums, sha256_hex
-from linkcheck.bundle.format import MANIFEST, read_manifest
+from linkcheck.bundle.format import MANIFEST, MAX_CAPTURE_BYTES, MAX_MANIFEST_BYTES, Bundle, load_bundle, read_manifest
+from linkcheck.errors import BundleError
+from linkcheck.safe_read import read_capped, walk_bounded
 
 FIXTURE_ONLY = frozenset({"expected.yaml", "PROVENANCE.md", "linkcheck.yaml", "baseline.json"})
 
@@ -34,6 +37,9 @@ class Verification(msgspec.Struct, frozen=True):
     problems: tuple[str, ...]
     sums_checked: bool
     digest_checked: bool
+    # The files a diagnosis must not read: every one named by a problem, and every file of the bundle (MANIFEST
+    # among them) when the manifest itself is in doubt (its digest, SHA256SUMS unreadable or disagreeing with it).
+    unverified: Mapping[str, str] = msgspec.field(default_factory=dict)  # file -> the problem that puts it in doubt
 
     @property
     def ok(self) -> bool:
@@ -52,36 +58,38 @@ def _digest_of(base: Path, rel: str) -> tuple[str | None, str | None]:
     target = base / rel
     if Path(os.path.normpath(rel)).is_absolute() or ".." in Path(rel).parts:
         return None, f"changed: {rel} (path leaves the bundle folder)"
-    if target.is_symlink() or (target.exists() and not target.is_file()):
+    if any(p.is_symlink() for p in (target, *target.parents[:len(Path(rel).parts) - 1])):
+        return None, f"changed: {rel} (a symbolic link or a path through one; not read)"
+    if target.exists() and not target.is_file():
         return None, f"changed: {rel} (not a plain file)"
     if not target.exists():
         return None, f"removed: {rel} (listed in {MANIFEST}, missing from the folder)"
     try:
-        return sha256_hex(target.read_bytes()), None
+        return sha256_hex(read_capped(target, max(MAX_CAPTURE_BYTES, MAX_MANIFEST_BYTES))), None
     except OSError as exc:
         return None, f"changed: {rel} (cannot read: {exc.strerror or exc})"
 
 
-def _table(base: Path, files: dict[str, str]) -> list[str]:
-    problems = []
+def _table(base: Path, files: dict[str, str]) -> dict[str, str]:
+    """rel -> problem, for each file of the table that is not there with its digest."""
+    problems = {}
     for rel in sorted(files):
         actual, problem = _digest_of(base, rel)
         if problem is None and actual != files[rel]:
             problem = f"changed: {rel} (sha256 {actual}, {MANIFEST} says {files[rel]})"
         if problem:
-            problems.append(problem)
+            problems[rel] = problem
     return problems
 
 
 def _on_disk(base: Path) -> list[str]:
-    """Every plain file and symlink under `base`, as `/`-separated paths relative to it."""
-    found = []
-    for root, dirs, names in os.walk(base):
-        here = Path(root)
-        links = [d for d in dirs if (here / d).is_symlink()]  # reported, never followed
-        for name in [*names, *links]:
-            found.append((here / name).relative_to(base).as_posix())
-    return sorted(found)
+    """Every file, symlink (reported, never followed) and other entry (a FIFO, a device) under `base`, as
+    `/`-separated paths relative to it."""
+    try:
+        files, links, other = walk_bounded(base)
+    except OSError as exc:  # deeper or larger than a bundle can be, or unreadable
+        raise BundleError(str(base), f"cannot list the bundle folder: {exc.strerror or exc}") from None
+    return sorted([*files, *links, *other])
 
 
 def _added(base: Path, files: dict[str, str]) -> list[str]:
@@ -107,12 +115,18 @@ def _digest(data: dict[str, Any], files: dict[str, str]) -> list[str]:
             f"whose digest is {files_digest(files)})"]
 
 
-def _sums(base: Path, files: dict[str, str]) -> list[str]:
+def _sums(base: Path, files: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The problems, and the files they put in doubt (MANIFEST: all of them), each with its problem."""
+    if (base / SUMS).is_symlink():
+        problem = f"changed: {SUMS} (a symbolic link, not a plain file of the bundle; not read)"
+        return [problem], {MANIFEST: problem}
     try:
-        text = (base / SUMS).read_bytes().decode("utf-8", errors="surrogateescape")
+        text = read_capped(base / SUMS, MAX_MANIFEST_BYTES).decode("utf-8", errors="surrogateescape")
     except OSError as exc:
-        return [f"changed: {SUMS} (cannot read: {exc.strerror or exc})"]
+        problem = f"changed: {SUMS} (cannot read: {exc.strerror or exc})"
+        return [problem], {MANIFEST: problem}
     listed, problems = parse_sums(text)
+    doubted = {MANIFEST: problems[0]} if problems else {}
     manifest_digest, _ = _digest_of(base, MANIFEST)
     expected = {**files, MANIFEST: manifest_digest or ""}
     for rel in sorted(listed):
@@ -122,8 +136,11 @@ def _sums(base: Path, files: dict[str, str]) -> list[str]:
             source = "the file" if rel == MANIFEST else MANIFEST
             problems.append(f"changed: {rel if rel == MANIFEST else SUMS} ({SUMS} says {listed[rel]} for {rel}, "
                             f"{source} has {expected[rel]})")
-    problems += [f"changed: {SUMS} (does not list {rel})" for rel in sorted(set(expected) - set(listed))]
-    return problems
+            doubted[rel] = problems[-1]
+    for rel in sorted(set(expected) - set(listed)):
+        problems.append(f"changed: {SUMS} (does not list {rel})")
+        doubted[rel] = problems[-1]
+    return problems, doubted
 
 
 def verify_bundle(directory: Path) -> Verification:
@@ -131,14 +148,41 @@ def verify_bundle(directory: Path) -> Verification:
     data = read_manifest(directory)
     base = directory if directory.is_dir() else directory.parent
     files = {str(k): str(v) for k, v in data.get("files", {}).items()}
-    problems = _table(base, files) + _added(base, files) + _unhashed(data, files)
+    table = _table(base, files)
+    problems = [*table.values(), *_added(base, files), *_unhashed(data, files)]
+    doubted = dict(table)
     digest_checked = DIGEST_KEY in data
-    if digest_checked:
+    if digest_checked and _digest(data, files):
         problems += _digest(data, files)
-    sums_present = (base / SUMS).exists() or (base / SUMS).is_symlink()
+        doubted[MANIFEST] = problems[-1]
+    sums_present = os.path.lexists(base / SUMS)
     if sums_present:
-        problems += _sums(base, files)
+        sums_problems, sums_doubted = _sums(base, files)
+        problems += sums_problems
+        doubted = {**sums_doubted, **doubted}
     elif digest_checked:
         problems.append(f"removed: {SUMS} ({MANIFEST} records {DIGEST_KEY}, so {SUMS} was written beside it)")
+        doubted[MANIFEST] = problems[-1]
     unique = tuple(dict.fromkeys(problems))
-    return Verification(base, len(files), unique, sums_present, digest_checked)
+    if MANIFEST in doubted:  # the table itself is in doubt: so is every file it vouches for
+        doubted = {**dict.fromkeys(files, doubted[MANIFEST]), **doubted}
+    unverified = doubted
+    return Verification(base, len(files), unique, sums_present, digest_checked, unverified)
+
+
+def load_trusted(directory: Path, *, allow_unverified: bool = False,
+                 warn: Callable[[str], None] | None = None) -> Bundle:
+    """The bundle at `directory`, if `verify` finds it intact; else BundleError (exit 4), or with
+    `allow_unverified` the bundle with every unverified file left unread (its captures skipped, so it can make
+    a rule inconclusive but never pass or fail one), each problem passed to `warn`."""
+    read_manifest(directory, entries=True)  # a malformed manifest is named as such, before its digests
+    result = verify_bundle(directory)
+    if not result.ok and not allow_unverified:
+        more = f" and {len(result.problems) - 1} more" if len(result.problems) > 1 else ""
+        raise BundleError(str(result.path), f"does not verify: {result.problems[0]}{more}",
+                          fix=f"`linkcheck verify {directory}` lists every problem; --allow-unverified reads the "
+                          "bundle anyway, without its unverified files")
+    for problem in result.problems:
+        if warn is not None:
+            warn(f"UNVERIFIED (not read): {problem}")
+    return load_bundle(directory, unverified=result.unverified)

@@ -6,6 +6,7 @@ Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune th
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -226,7 +227,7 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
     for extra in paths or []:
         if extra.is_dir():
             files.extend(sorted(extra.glob("*.yaml")))
-        elif extra.is_file():
+        elif os.path.lexists(extra):  # a file, or a FIFO or device that the read refuses by name
             files.append(extra)
         else:
             raise PlaybookError(str(extra), "no such playbook file or folder")
@@ -248,7 +249,8 @@ def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], sou
     by_id = {r.id: r for r in rules}
     for rule_id, values in overrides.items():
         if rule_id not in by_id:
-            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}")
+            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}", line=line_of(overrides, rule_id),
+                                fix="`linkcheck playbooks list` names the rules")
         unknown = sorted(set(values) - set(by_id[rule_id].thresholds))
         if unknown:
             raise PlaybookError(source, f"rule {rule_id} has no threshold '{unknown[0]}' "

@@ -6,17 +6,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from linkcheck import strict_json
 from linkcheck.errors import InputFileError, ParseError, UsageError
 from linkcheck.parsers import PARSERS, get_parser
 from linkcheck.records import plain
-from linkcheck.report import strict_json
+from linkcheck.safe_read import read_capped, read_stream_capped
+
+MAX_INPUT_BYTES = 16 << 20  # as much as one capture of a bundle may hold
 
 
 def parse_file(kind: str, path: Path) -> Any:
     if kind not in PARSERS:
         raise UsageError(f"unknown kind {kind!r}", fix="`linkcheck parse --help` lists the kinds")
     try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+        data = (read_stream_capped(sys.stdin.buffer, MAX_INPUT_BYTES) if str(path) == "-"
+                else read_capped(path, MAX_INPUT_BYTES))
     except OSError as exc:
         raise InputFileError(str(path), exc.strerror or str(exc)) from None
     if b"\x00" in data:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from typing import Any
 
 from linkcheck import __version__
@@ -11,7 +12,7 @@ from linkcheck.accept.record import load_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
-from linkcheck.report.strict_json import finite_only
+from linkcheck.strict_json import finite_only
 
 SCHEMA = "linkcheck-report"
 SCHEMA_VERSION = 1
@@ -21,7 +22,6 @@ def _function(fn: Function) -> dict[str, Any]:
     data: dict[str, Any] = plain(fn)
     data.update(domain=fn.domain, subnets=list(fn.subnets))  # the properties; `plain` made the tuples lists
     return data
-
 
 def _node(node: NodeFacts) -> dict[str, Any]:
     return {
@@ -39,7 +39,6 @@ def _node(node: NodeFacts) -> dict[str, Any]:
         "unavailable": node.unavailable,
     }
 
-
 def _bench(link: LinkFacts) -> dict[str, Any]:
     return {
         "rdma": plain(link.bench.rdma),
@@ -48,7 +47,6 @@ def _bench(link: LinkFacts) -> dict[str, Any]:
         "nccl": plain(link.bench.nccl),
         "flapped": list(link.bench.flapped),
     }
-
 
 def report_document(outcome: Outcome) -> dict[str, Any]:
     diagnosis = outcome.diagnosis
@@ -69,16 +67,17 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "acceptance": acceptance_document(outcome),
     }
 
-
 def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
     """The bundle's acceptance.json (`linkcheck accept`), when the manifest vouches for it; else None, or
     {"problem": ...} saying why the one there is not shown."""
     path = outcome.bundle.path
-    if path is None or not (path / "acceptance.json").is_file():
+    if path is None or not os.path.lexists(path / "acceptance.json"):
         return None
+    if {"acceptance.json", "manifest.json"} & outcome.bundle.unverified:
+        return {"problem": "acceptance.json is unverified (`linkcheck verify` names why; not shown)"}
+
     doc, problem = load_acceptance(path)
     return doc if doc is not None else {"problem": problem}
-
 
 def render_json(outcome: Outcome) -> str:
     """The document as strict JSON: a non-finite number (a rate of `nan`) is null, with a note saying where."""

@@ -339,9 +339,11 @@ def test_a_changed_acceptance_is_named_and_not_shown(tmp_path: Path) -> None:
         '"verdict": "PASS"', '"verdict": "PAS5"'), encoding="utf-8")
     verify = _cli("verify", str(bundle))
     assert verify.returncode == 2 and f"changed: {ACCEPTANCE}" in verify.stdout
-    report = json.loads(_cli("report", str(bundle), "--format", "json").stdout)
-    assert report["acceptance"] == {"problem": f"{ACCEPTANCE} does not match its SHA-256 in manifest.json "
-                                               "(changed since the run; not shown)"}
+    refused = _cli("report", str(bundle), "--format", "json")
+    assert refused.returncode == 4 and "does not verify" in refused.stderr and not refused.stdout
+    report = json.loads(_cli("report", str(bundle), "--format", "json", "--allow-unverified").stdout)
+    problem = report["acceptance"]["problem"]
+    assert set(report["acceptance"]) == {"problem"} and ACCEPTANCE in problem and "not shown" in problem
 
 
 def test_reports_without_acceptance_have_none() -> None:

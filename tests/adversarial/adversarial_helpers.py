@@ -62,14 +62,22 @@ def save_manifest(bundle: Path, data: object) -> None:
 
 
 def rewrite_capture(bundle: Path, node: str, spec: str, content: bytes, *, rehash: bool = True) -> None:
-    """Replace one capture's stdout (and its sha256 unless told otherwise)."""
+    """Replace one capture's stdout; unless told otherwise, as if the node had answered so: its sha256, the
+    manifest's files_sha256 and SHA256SUMS written again, so that the bundle verifies."""
+    from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sums_text
+
     data = manifest(bundle)
     captures = data["captures"]
     assert isinstance(captures, list)
     entry = next(c for c in captures if c["node"] == node and c["spec"] == spec)
     (bundle / entry["stdout"]).write_bytes(content)
-    if rehash:
-        files = data["files"]
-        assert isinstance(files, dict)
-        files[entry["stdout"]] = hashlib.sha256(content).hexdigest()
+    if not rehash:
+        save_manifest(bundle, data)
+        return
+    files = data["files"]
+    assert isinstance(files, dict)
+    files[entry["stdout"]] = hashlib.sha256(content).hexdigest()
+    data[DIGEST_KEY] = files_digest(files)
     save_manifest(bundle, data)
+    sums = {**files, "manifest.json": hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()}
+    (bundle / SUMS).write_text(sums_text(sums), encoding="utf-8", errors="surrogateescape")

@@ -89,8 +89,10 @@ def test_huge_manifest_refused_unread(tmp_path: Path) -> None:
 
 
 def _verdict(bundle: Path) -> tuple[int, dict[str, Any]]:
-    proc = run("diagnose", str(bundle), "-f", "json", timeout=30)
-    assert "Traceback" not in proc.stderr
+    """Refused as it is (it does not verify); read with --allow-unverified, each problem said on stderr."""
+    one_line_error(run("diagnose", str(bundle), "-f", "json", timeout=30), 4, str(bundle), "does not verify")
+    proc = run("diagnose", str(bundle), "-f", "json", "--allow-unverified", timeout=30)
+    assert "Traceback" not in proc.stderr and "UNVERIFIED" in proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
 

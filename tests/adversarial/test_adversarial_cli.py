@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.adversarial.adversarial_helpers import HEALTHY, ROOT, one_line_error
+from tests.adversarial.adversarial_helpers import HEALTHY, ROOT, one_line_error, run
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -131,6 +131,44 @@ def test_bad_threshold_override(cli: InProcessCli, tmp_path: Path, override: str
     config = _config(tmp_path, "version: 1\nnodes: {a: u@198.18.251.1, b: u@198.18.251.2}\n"
                      f"ssh: {{connect_timeout_s: 2, inspection_timeout_s: 4}}\nthresholds: {override}\n")
     one_line_error(cli("check", "-c", str(config), cwd=tmp_path, timeout=30), 4, "linkcheck.yaml", reason)
+
+
+@pytest.mark.parametrize("command", [("collect",), ("check",), ("diagnose", str(HEALTHY)), ("init", "-o", "o.yaml")])
+@pytest.mark.parametrize(("override", "reason", "line"), [
+    ("  NO_SUCH_RULE: {x: 1}\n", "unknown rule NO_SUCH_RULE", 5),
+    ("  NCCL_BUSBW_LOW: {min_busbw_gbs: 20}\n  GID_INDEX_STAL: {x: 1}\n", "unknown rule GID_INDEX_STAL", 6),
+    ("  NCCL_BUSBW_LOW:\n    min_busbw_gbs: 20\n    typo_gbs: 1\n", "has no threshold 'typo_gbs'", 7),
+])
+def test_unknown_threshold_refused_with_line_by_every_command(tmp_path: Path, command: tuple[str, ...],
+                                                               override: str, reason: str, line: int) -> None:
+    """Not only the commands that diagnose: `collect` and `init` refuse the file before contacting a node."""
+    config = _config(tmp_path, "version: 1\nnodes: {a: u@198.18.251.1, b: u@198.18.251.2}\n"
+                     "ssh: {connect_timeout_s: 2, inspection_timeout_s: 4}\nthresholds:\n" + override)
+    one_line_error(run(*command, "-c", str(config), cwd=tmp_path, timeout=30), 4, f"linkcheck.yaml:{line}", reason)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["linkcheck.yaml"]
+
+
+@pytest.mark.parametrize("key", ["inspection_timeout_s", "command_timeout_s", "connect_timeout_s"])
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "-5", "0", "1e300", "100000", "'10'", "[1]"])
+def test_timeout_not_finite_positive_bounded(tmp_path: Path, key: str, value: str) -> None:
+    config = _config(tmp_path, "version: 1\nnodes: {a: u@198.18.251.1, b: u@198.18.251.2}\n"
+                     f"ssh: {{{key}: {value}}}\n")
+    for command in (("collect",), ("diagnose", str(HEALTHY))):
+        one_line_error(run(*command, "-c", str(config), cwd=tmp_path, timeout=30), 4, "linkcheck.yaml:3", key)
+
+
+@pytest.mark.parametrize("save", ["/proc/linkcheck-x", "/proc/self/linkcheck/x", "/sys/linkcheck-x"])
+def test_save_that_cannot_be_created_is_bad_input_before_connecting(tmp_path: Path, save: str) -> None:
+    for command in ("collect", "check"):
+        one_line_error(run(command, *UNREACHABLE, "--save", save, cwd=tmp_path, timeout=30), 4, save, "--save")
+    assert not os.path.lexists(save)
+
+
+def test_save_probe_leaves_no_folder_behind(tmp_path: Path) -> None:
+    target = tmp_path / "new" / "deeper" / "bundle"
+    proc = run("collect", "-c", str(_quick(tmp_path)), "--save", str(target), cwd=tmp_path, timeout=40)
+    assert proc.returncode == 3, proc.stderr
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.parametrize("command", [("check",), ("collect",), ("init", "-o", "out.yaml")])

@@ -23,7 +23,7 @@ from linkcheck.facts.snapshot_model import Performance
 from linkcheck.parsers.perftest import parse_perftest
 from linkcheck.report.json_report import render_json
 from linkcheck.report.prometheus import render_prometheus
-from linkcheck.report.strict_json import dumps, finite_only
+from linkcheck.strict_json import dumps, finite_only
 from tests.adversarial.adversarial_helpers import (
     HEALTHY,
     ROOT,

@@ -142,3 +142,161 @@ def test_read_baseline_names_the_file(tmp_path: Path) -> None:
     path.write_text("[]")
     with pytest.raises(BaselineError, match=str(path)):
         read_baseline(path)
+
+
+# --- the store under stress: races, other pairs, a data folder that cannot take a file, hostile values ---------
+
+
+@pytest.mark.parametrize("name", ["good\n", "a\nb", "tab\tname", "bell\x07", "esc\x1b[31m", "cr\r", "del\x7f"])
+def test_names_with_control_characters_are_refused(name: str, data_home: Path) -> None:
+    from linkcheck.accept.profile import NAME_RE as PROFILE_NAME
+
+    one_line(run("baseline", "save", name, str(FIXTURES / "healthy")), 4, "baseline name")
+    assert not data_home.exists() or not list(data_home.rglob("*.json"))
+    assert not PROFILE_NAME.fullmatch(name.lower())
+
+
+def test_profile_name_with_a_newline_is_refused(tmp_path: Path) -> None:
+    good = (ROOT / "linkcheck" / "profiles" / "dgx-spark-pair.yaml").read_text(encoding="utf-8")
+    bad = tmp_path / "p.yaml"
+    bad.write_text(good.replace("profile: dgx-spark-pair", 'profile: "site\\n"', 1), encoding="utf-8")
+    one_line(run("profiles", "validate", str(bad)), 4, str(bad))
+
+
+def _snapshot_baseline(name: str) -> object:
+    from linkcheck.app.baseline import snapshot_of
+    from linkcheck.app.offline import diagnose_bundle
+    from linkcheck.baseline.store import new_baseline
+
+    outcome = diagnose_bundle(FIXTURES / "healthy")
+    return new_baseline(name, snapshot_of(outcome.bundle, outcome.link, "pass"), None, "", False)
+
+
+def test_two_saves_of_one_name_at_once_exactly_one_wins(data_home: Path) -> None:
+    import threading
+
+    from linkcheck.baseline import store
+    from linkcheck.errors import UsageError
+
+    baseline = _snapshot_baseline("raced")
+    barrier = threading.Barrier(8)
+    results: list[object] = []
+    real_find = store.find_path
+
+    def slow_find(name: str) -> Path | None:  # every thread passes the "exists?" check before any writes
+        found = real_find(name)
+        barrier.wait(timeout=10)
+        return found
+
+    def save() -> None:
+        try:
+            results.append(store.save(baseline, "pair", overwrite=False))  # type: ignore[arg-type]
+        except UsageError as exc:
+            results.append(exc)
+
+    store.find_path = slow_find  # type: ignore[assignment]
+    try:
+        threads = [threading.Thread(target=save) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    finally:
+        store.find_path = real_find  # type: ignore[assignment]
+    wins = [r for r in results if isinstance(r, Path)]
+    losses = [r for r in results if isinstance(r, UsageError)]
+    assert len(wins) == 1 and len(losses) == 7, results
+    assert all(loss.exit_code == 4 and "meanwhile" in str(loss) for loss in losses)
+    folder = data_home / "linkcheck" / "baselines" / "pair"
+    assert sorted(p.name for p in folder.iterdir()) == ["raced.json"]  # no temporary file left
+
+
+def test_two_processes_saving_one_name(data_home: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-m", "linkcheck.cli", "baseline", "save", "twin",
+                               str(FIXTURES / "healthy")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(3)]
+    codes = sorted(p.wait(timeout=90) for p in procs)
+    for p in procs:
+        assert "Traceback" not in (p.stderr.read() if p.stderr else "")
+    assert codes == [0, 4, 4]
+    saved_file(data_home, "twin")
+    assert not [p for p in data_home.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_force_never_deletes_another_pairs_baseline(data_home: Path) -> None:
+    assert run("baseline", "save", "site", str(FIXTURES / "healthy")).returncode == 0
+    theirs = saved_file(data_home, "site")
+    other = FIXTURES / "drift-cable-swap"
+    for args in (("baseline", "save", "site", str(other)), ("baseline", "save", "site", str(other), "--force")):
+        proc = run(*args)
+        if proc.returncode == 0:  # the same pair after all: replaced in place, in its own folder
+            assert saved_file(data_home, "site") == theirs
+            return
+        one_line(proc, 4, "site")
+        assert theirs.is_file()
+
+
+@pytest.mark.parametrize("how", ["file", "file-parent"])
+def test_data_folder_that_is_a_file(tmp_path: Path, how: str) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    home = blocker if how == "file" else blocker / "deeper"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "baseline", "save", "b", str(FIXTURES / "healthy")],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    one_line(proc, 74, "cannot write the baseline")
+    assert blocker.read_text() == "x" and not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    diagnosed = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / "healthy"),
+                                "--baseline", BASELINE_FILE], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                               env=env)
+    assert diagnosed.returncode in (0, 1, 2) and "history" in diagnosed.stderr and "Traceback" not in diagnosed.stderr
+
+
+BASELINE_FILE = str(FIXTURES / "drift-cable-swap" / "baseline.json")
+
+
+@pytest.mark.parametrize("errno_value", ["ENOSPC", "EDQUOT", "EIO"])
+def test_full_disk_while_saving_leaves_nothing(data_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                               errno_value: str) -> None:
+    import errno
+
+    from linkcheck.baseline import store
+
+    real_write = os.write
+    calls = []
+
+    def full(fd: int, data: bytes) -> int:
+        calls.append(fd)
+        raise OSError(getattr(errno, errno_value), os.strerror(getattr(errno, errno_value)))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(store.StoreWriteError) as caught:
+        store.save(_snapshot_baseline("full"), "pair", overwrite=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "write", real_write)
+    assert caught.value.exit_code == 74 and calls
+    assert not [p for p in data_home.rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize(("patch", "needle"), [
+    ('"nccl_busbw_gbs": 1e999', "nccl_busbw_gbs"),
+    ('"nccl_busbw_gbs": ' + "9" * 5000, "not valid JSON"),
+    ('"nccl_busbw_gbs": "fast"', "nccl_busbw_gbs"),
+    ('"nccl_busbw_gbs": -1e400', "nccl_busbw_gbs"),
+])
+def test_overflowing_numbers_in_a_baseline_are_bad_input(tmp_path: Path, patch: str, needle: str) -> None:
+    text = (FIXTURES / "drift-cable-swap" / "baseline.json").read_text(encoding="utf-8")
+    import re
+
+    forged = tmp_path / "forged.json"
+    forged.write_text(re.sub(r'"nccl_busbw_gbs": [^,\n}]+', patch, text, count=1), encoding="utf-8")
+    for args in (("baseline", "show", str(forged)), ("diagnose", str(FIXTURES / "healthy"), "--baseline", str(forged))):
+        one_line(run(*args), 4, str(forged), needle)
+
+
+def test_overflowing_rate_in_a_baseline_is_bad_input(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "drift-cable-swap" / "baseline.json").read_text(encoding="utf-8"))
+    data["performance"]["rdma_gbps"] = {"p|alone|a->b": "HUGE"}
+    forged = tmp_path / "forged.json"
+    for value in ("1e999", "-1e999", "1" + "0" * 400):
+        forged.write_text(json.dumps(data).replace('"HUGE"', value), encoding="utf-8")
+        one_line(run("baseline", "show", str(forged)), 4, str(forged), "rdma_gbps")

@@ -114,3 +114,82 @@ def test_one_line_per_record(tmp_path: Path) -> None:
     path = tmp_path / "one.jsonl"
     append_line(path, {"schema": "linkcheck-history", "text": "two\nlines"})
     assert path.read_text().count("\n") == 1 and json.loads(path.read_text())["text"] == "two\nlines"
+
+
+# --- a history cut short, forged or overflowing: whole records or nothing, bad lines named, never exit 70 ----------
+
+RECORD = {"schema": "linkcheck-history", "schema_version": 1, "time": "2026-01-01T00:00:00+00:00",
+          "bundle_created": "2026-01-01T00:00:00+00:00", "command": "check", "bundle": "b", "pair": "p",
+          "hosts": ["a", "b"], "verdict": "pass", "exit_code": 0, "baseline": None,
+          "rdma_gbps": {"p1|concurrent|a->b": 96.5}, "concurrent_total_gbps": {"a->b": 193.0},
+          "nccl_busbw_gbs": 21.5, "findings": []}
+
+
+def _history_file(data_home: Path, lines: list[str]) -> Path:
+    path = data_home / "linkcheck" / "history" / "p.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("cut", [1, 17, 120])
+def test_full_disk_mid_append_takes_the_line_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int) -> None:
+    import errno
+
+    path = tmp_path / "h.jsonl"
+    append_line(path, RECORD)
+    before = path.read_bytes()
+    real_write = os.write
+
+    def short(fd: int, data: bytes) -> int:  # the disk takes `cut` bytes, then is full
+        return real_write(fd, bytes(data)[:cut])
+
+    monkeypatch.setattr(os, "write", short)
+    with pytest.raises(OSError):
+        append_line(path, RECORD)
+
+    def enospc(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data)[:cut])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", enospc)
+    with pytest.raises(OSError):
+        append_line(path, RECORD)
+    monkeypatch.setattr(os, "write", real_write)
+    assert path.read_bytes() == before  # whole records or nothing
+    append_line(path, RECORD)
+    assert len(read_records(path)) == 2
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning(data_home: Path) -> None:
+    whole = json.dumps(RECORD) + "\n"
+    path = _history_file(data_home, [whole, whole, whole[: len(whole) // 2]])
+    warnings: list[str] = []
+    assert len(read_records(path, warnings.append)) == 2
+    assert len(warnings) == 1 and f"{path}:3" in warnings[0] and "torn" in warnings[0]
+    proc = run("history")
+    assert proc.returncode == 0 and "torn" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.count("check") == 2
+    # a torn line that is not the last is no crash: it is named, as any corrupt line
+    path.write_text(whole[:30] + "\n" + whole, encoding="utf-8")
+    bad = run("history")
+    assert bad.returncode == 4 and f"{path}:1" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("field", "raw"), [
+    ("nccl_busbw_gbs", "1e999"), ("nccl_busbw_gbs", "-1e999"), ("nccl_busbw_gbs", "9" * 5000),
+    ("nccl_busbw_gbs", '"fast"'), ("nccl_busbw_gbs", "true"), ("exit_code", "9" * 5000), ("exit_code", '"0"'),
+    ("rdma_gbps", '{"p1|alone|a->b": 1e999}'), ("rdma_gbps", '{"p1|alone|a->b": "x"}'), ("rdma_gbps", "[1]"),
+    ("rdma_gbps", '{"p1|alone|a->b": ' + "1" * 400 + "}"), ("concurrent_total_gbps", '{"a->b": null}'),
+    ("findings", '"LINK_DOWN"'), ("findings", "[1, 2]"), ("hosts", "{}"), ("verdict", "1"), ("time", "[]"),
+    ("command", "7"), ("schema_version", "9" * 5000),
+])
+def test_forged_or_overflowing_history_fields_are_bad_input(data_home: Path, field: str, raw: str) -> None:
+    good = json.dumps(RECORD)
+    forged = json.dumps({**RECORD, field: "@@"}).replace('"@@"', raw)
+    path = _history_file(data_home, [good + "\n", forged + "\n"])
+    proc = run("history")
+    assert proc.returncode == 4, (proc.returncode, proc.stderr)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and f"{path}:2" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines[0]) < 600

@@ -246,3 +246,113 @@ def test_check_anonymize_reports_real_names_and_saves_fakes(tmp_path: Path, monk
     assert saved.problems == [] and saved.nodes["a"]["hostname"] == "node-a"
     text = "\n".join(_files(tmp_path / "saved").values()).lower()
     assert "dgx-spark" not in text and "192.168.100.10" not in text
+
+
+# --- hostnames with `_`, Wi-Fi SSIDs and DNS search domains: none of them anywhere in the anonymised bundle -------
+
+NETPLAN_WIFI = """network:
+  version: 2
+  ethernets:
+    enp1s0f1np1:
+      addresses: [192.168.100.10/24]
+      nameservers:
+        search: [corp.acme-labs.net, "berlin.acme-labs.net", zeta]
+        addresses: [10.9.8.7]
+    eno1:
+      nameservers:
+        search:
+          - rnd.acme-labs.net
+          - 'office-west'
+  wifis:
+    wlp2s0:
+      access-points:
+        "Acme Guest 5G":
+          password: "(not collected)"
+        AcmeCorp-Secure:
+          auth: {key-management: eap}
+        'up':
+          password: "(not collected)"
+      dhcp4: true
+    wlp3s0:
+      access-points: {"Cafe Zurich": {password: "(not collected)"}, HomeNet_42: {}}
+"""
+NM_WIFI = """==> /etc/NetworkManager/system-connections/Moonbase Alpha.nmconnection <==
+[connection]
+id=Moonbase Alpha
+uuid=0a1b2c3d-0000-4000-8000-000000000001
+type=wifi
+[wifi]
+ssid=Moonbase Alpha
+mode=infrastructure
+==> /etc/NetworkManager/system-connections/cx7.nmconnection <==
+[connection]
+id=cx7
+type=ethernet
+interface-name=enp1s0f1np1
+"""
+RESOLV = "nameserver 10.9.8.7\nsearch cluster.acme-labs.net lab-omega\ndomain tor.acme-labs.net\noptions ndots:2\n"
+SECRETS = ("Acme Guest 5G", "AcmeCorp-Secure", "Cafe Zurich", "HomeNet_42", "Moonbase Alpha", "acme-labs",
+           "office-west", "lab-omega", "zeta", "spark_a", "spark_b_02")
+
+
+def _wifi_bundle() -> Bundle:
+    caps = [Capture("a", "hostname", "hostname", "spark_a\n"), Capture("b", "hostname", "hostname", "spark_b_02\n"),
+            Capture("a", "netplan_files", "cat /etc/netplan/*.yaml", NETPLAN_WIFI),
+            Capture("a", "nm_connections", "tail -v ...", NM_WIFI),
+            Capture("b", "resolv_conf", "cat /etc/resolv.conf", RESOLV),
+            Capture("a", "dmesg", "dmesg", "spark_a: link up; peer spark_b_02 on Cafe Zurich; lab-omega zeta "
+                    "HomeNet_42 moonbase alpha\nSPARK_A ping spark_b_02.cluster.acme-labs.net\n")]
+    return Bundle(captures=caps, nodes={"a": {"target": "nvidia@spark_a", "hostname": "spark_a"},
+                                        "b": {"target": "spark_b_02", "hostname": "spark_b_02"}})
+
+
+def _all_text(bundle: Bundle) -> str:
+    return "\n".join([json.dumps(bundle.nodes), *(f"{c.command}\n{c.stdout}\n{c.stderr}" for c in bundle.captures)])
+
+
+def test_ssids_search_domains_and_underscore_hostnames_never_leak() -> None:
+    anon = anonymize_bundle(_wifi_bundle())
+    text = _all_text(anon)
+    for secret in SECRETS:
+        assert secret.lower() not in text.lower(), (secret, text)
+    netplan = anon.captures[2].stdout
+    assert "'up':" in netplan or "wifi-" in netplan  # a tool word as SSID: replaced in its context only
+    assert "'up':" not in netplan
+    assert netplan.count("wifi-") >= 5 and "node-a" in anon.captures[0].stdout
+    assert "ndots:2" in anon.captures[4].stdout and "nameserver 10." in anon.captures[4].stdout
+
+
+def test_config_names_keep_their_shape() -> None:
+    import yaml
+
+    anon = anonymize_bundle(_wifi_bundle())
+    doc = yaml.safe_load(anon.captures[2].stdout)
+    search = doc["network"]["ethernets"]["enp1s0f1np1"]["nameservers"]["search"]
+    assert len(search) == 3 and all(s.endswith(".invalid") for s in search)
+    points = doc["network"]["wifis"]["wlp2s0"]["access-points"]
+    assert len(points) == 3 and all(k.startswith("wifi-") for k in points)
+    flow = doc["network"]["wifis"]["wlp3s0"]["access-points"]
+    assert len(flow) == 2 and all(k.startswith("wifi-") for k in flow)
+    nm = anon.captures[3].stdout
+    assert "id=cx7" in nm and "interface-name=enp1s0f1np1" in nm and ".nmconnection <==" in nm
+    # one fake per original, everywhere
+    assert re.search(r"id=(wifi-\d+)", nm).group(1) in re.search(r"ssid=(wifi-\d+)", nm).group(0)  # type: ignore[union-attr]
+
+
+def test_the_healthy_fixture_is_unchanged_by_the_new_kinds(tmp_path: Path) -> None:
+    before = anonymize_bundle(load_bundle(HEALTHY))
+    assert not [c for c in before.captures if "wifi-" in c.stdout]
+
+
+def test_cli_anonymize_of_a_bundle_with_wifi_leaves_no_original(tmp_path: Path) -> None:
+    from linkcheck.bundle.format import write_bundle
+
+    source = tmp_path / "src"
+    write_bundle(_wifi_bundle(), source)
+    out = tmp_path / "out"
+    proc = _cli("anonymize", str(source), str(out))
+    assert proc.returncode == 0, proc.stderr
+    blob = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file()).decode("utf-8", "replace").lower()
+    for secret in SECRETS:
+        assert secret.lower() not in blob, secret
+    assert _cli("verify", str(out)).returncode == 0

@@ -172,3 +172,169 @@ def test_cli_verify_exit_codes(tmp_path: Path) -> None:
     assert len(lines) == 3 and "NOT intact, 2 problem(s)" in lines[2]
     not_bundle = run("verify", str(tmp_path / "nope"))
     assert not_bundle.returncode == 4 and len(not_bundle.stderr.strip().splitlines()) == 1
+
+
+# --- trust: what `verify` rejects, `diagnose`, `report`, `anonymize` and `baseline save` never use silently ------
+
+
+def _table_rehashed(tmp_path: Path, rel: str = "a/nccl_conf.stdout", content: bytes = b"NCCL_IB_GID_INDEX=7\n",
+                    *, digest: bool = False) -> Path:
+    """The healthy fixture with one capture changed and its manifest table updated to match (and files_sha256
+    with `digest`): load_bundle alone finds nothing wrong; SHA256SUMS still names the change."""
+    bundle = tmp_path / "tampered"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
+    (bundle / rel).write_bytes(content)
+    data = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    data["files"][rel] = hashlib.sha256(content).hexdigest()
+    if digest:
+        data["files_sha256"] = files_digest(data["files"])
+    (bundle / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+    return bundle
+
+
+def _one_line(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert all(n in lines[0] for n in needles), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("digest", [False, True])
+def test_tampered_bundle_refused_by_every_reader(tmp_path: Path, digest: bool) -> None:
+    bundle = _table_rehashed(tmp_path, digest=digest)
+    assert load_bundle(bundle).problems == []  # the table alone vouches for the change
+    assert run("verify", str(bundle)).returncode == 2
+    _one_line(run("diagnose", str(bundle)), 4, str(bundle), "does not verify", "--allow-unverified")
+    _one_line(run("diagnose", str(bundle), "-f", "json"), 4, "does not verify")
+    out = tmp_path / "report.json"
+    _one_line(run("report", str(bundle), "-o", str(out)), 4, "does not verify")
+    assert not out.exists()
+    _one_line(run("anonymize", str(bundle), str(tmp_path / "anon")), 4, "does not verify")
+    assert not (tmp_path / "anon").exists()
+    env_run = subprocess.run([sys.executable, "-m", "linkcheck.cli", "baseline", "save", "b1", str(bundle)],
+                             capture_output=True, text=True, timeout=60,
+                             env={**__import__("os").environ, "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    _one_line(env_run, 4, "does not verify")
+    assert not (tmp_path / "xdg" / "linkcheck" / "baselines").exists()
+
+
+def test_allow_unverified_says_so_and_never_reads_the_doubted_file(tmp_path: Path) -> None:
+    bundle = _table_rehashed(tmp_path, "a/hostname.stdout", b"forged-host\n")
+    proc = run("diagnose", str(bundle), "--allow-unverified", "-f", "json")
+    assert proc.returncode == 3, proc.stderr  # what it cannot read is inconclusive, never a pass
+    assert "forged-host" not in proc.stdout
+    warned = [ln for ln in proc.stderr.splitlines() if "UNVERIFIED" in ln]
+    assert warned and any("a/hostname.stdout" in ln for ln in warned)
+    report = run("report", str(bundle), "--allow-unverified", "-f", "markdown")
+    assert report.returncode == 3 and "forged-host" not in report.stdout and "UNVERIFIED" in report.stderr
+
+
+def test_manifest_in_doubt_reads_no_file(tmp_path: Path) -> None:
+    """files_sha256 (or SHA256SUMS' digest of the manifest) disagrees: nothing the table vouches for is read."""
+    bundle = _table_rehashed(tmp_path)
+    loaded = verify_bundle(bundle)
+    assert "manifest.json" in loaded.unverified and "b/hostname.stdout" in loaded.unverified
+    proc = run("diagnose", str(bundle), "--allow-unverified", "-f", "json")
+    assert proc.returncode == 3
+    assert all(f["status"] in ("skip", "pass") for f in json.loads(proc.stdout)["findings"])
+    assert not any(f["status"] == "pass" for f in json.loads(proc.stdout)["findings"]
+                   if f["id"] in ("GID_INDEX_STALE", "LINK_DOWN"))
+
+
+def test_symlinked_sums_and_manifest_refused(tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
+    (tmp_path / "SUMS.copy").write_bytes((bundle / SUMS).read_bytes())
+    (bundle / SUMS).unlink()
+    (bundle / SUMS).symlink_to(tmp_path / "SUMS.copy")
+    proc = run("verify", str(bundle))
+    assert proc.returncode == 2 and "symbolic link" in proc.stdout
+    _one_line(run("diagnose", str(bundle)), 4, "does not verify")
+    bundle2 = tmp_path / "b2"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle2)
+    (tmp_path / "manifest.copy").write_bytes((bundle2 / "manifest.json").read_bytes())
+    (bundle2 / "manifest.json").unlink()
+    (bundle2 / "manifest.json").symlink_to(tmp_path / "manifest.copy")
+    for command in ("verify", "diagnose", "report"):
+        _one_line(run(command, str(bundle2)), 4, "manifest.json", "symbolic link")
+
+
+@pytest.mark.parametrize("where", ["a", "a/bench", "extra"])
+def test_symlink_anywhere_inside_a_bundle_is_suspicious(tmp_path: Path, where: str) -> None:
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
+    target = bundle / where
+    if target.exists():  # a folder replaced by a link to an identical copy: same bytes, still not trusted
+        shutil.copytree(target, tmp_path / "elsewhere")
+        shutil.rmtree(target)
+        target.symlink_to(tmp_path / "elsewhere")
+    else:
+        target.symlink_to("/etc/hostname")
+    proc = run("verify", str(bundle))
+    assert proc.returncode == 2 and where in proc.stdout, proc.stdout
+    _one_line(run("diagnose", str(bundle)), 4, "does not verify")
+
+
+def _with_acceptance(tmp_path: Path) -> Path:
+    from linkcheck.accept.record import write_acceptance
+
+    bundle = tmp_path / "accepted"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
+    doc = {"schema": "linkcheck-acceptance", "schema_version": 1, "verdict": "PASS", "exit_code": 0, "checks": [],
+           "evidence": {"nodes": {"a": {"hostname": "dgx-spark-1", "ip": "192.168.100.10"},
+                                  "b": {"hostname": "dgx-spark-2"}},
+                        "runs": [{"command": "ib_write_bw -d rocep1s0f1 192.168.100.11 on dgx-spark-2"}]}}
+    write_acceptance(bundle, doc, "profile: site-pair\nversion: 1\n")
+    assert verify_bundle(bundle).ok
+    return bundle
+
+
+def test_anonymize_keeps_the_acceptance_record_anonymised(tmp_path: Path) -> None:
+    bundle = _with_acceptance(tmp_path)
+    out = tmp_path / "anon"
+    proc = run("anonymize", str(bundle), str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "acceptance.json").is_file() and (out / "acceptance-profile.yaml").is_file()
+    text = (out / "acceptance.json").read_text(encoding="utf-8")
+    assert "dgx-spark" not in text and "192.168.100." not in text and "node-a" in text
+    assert json.loads(text)["schema"] == "linkcheck-acceptance"
+    result = verify_bundle(out)
+    assert result.ok, result.problems
+    report = json.loads(run("report", str(out), "-f", "json").stdout)
+    assert report["acceptance"]["verdict"] == "PASS"
+
+
+def test_anonymize_refuses_a_changed_acceptance_record(tmp_path: Path) -> None:
+    bundle = _with_acceptance(tmp_path)
+    (bundle / "acceptance.json").write_text('{"schema": "linkcheck-acceptance", "checks": [], "verdict": "PASS"}')
+    _one_line(run("anonymize", str(bundle), str(tmp_path / "anon")), 4, "acceptance.json")
+    assert not (tmp_path / "anon").exists()
+
+
+@pytest.mark.parametrize("raw", [
+    '"exit_code": "0"', '"exit_code": ' + "9" * 5000, '"checks": [{"id": 1, "subject": "s", "status": "PASS"}]',
+    '"checks": [{"id": "x", "subject": "s", "status": "PASS", "measured": {"min": 1e999, "max": 1, "median": 1}}]',
+    '"checks": [{"id": "x", "subject": "s", "status": "PASS", "margin": "wide"}]',
+    '"checks": [{"id": "x", "subject": "s", "status": "FAIL", "thresholds": [{"operator": ">=", "value": {}, '
+    '"unit": "Gb/s", "on_miss": "FAIL", "source": "s"}]}]',
+    '"checks": ["x"]', '"evidence": {"nodes": {"a": "spark"}}', '"evidence": {"cable": "x"}',
+    '"diagnosis": {"findings": 3}', '"profile": []', '"checks": [{"id": "x", "subject": "s", "status": "PASS", '
+    '"measured": {"min": ' + "1" * 400 + '}}]',
+])
+def test_forged_acceptance_record_is_named_not_shown(tmp_path: Path, raw: str) -> None:
+    """A bundle whose acceptance.json was forged and every digest written again verifies; its record is still
+    read through a typed schema: named, not shown, and the report keeps its exit code (never 70)."""
+    from linkcheck.accept.record import add_files
+
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
+    text = '{"schema": "linkcheck-acceptance", "schema_version": 1, "verdict": "PASS", "exit_code": 0, ' \
+           '"checks": [], ' + raw + "}"
+    add_files(bundle, {"acceptance.json": text})
+    assert verify_bundle(bundle).ok
+    for fmt in ("json", "markdown", "html"):
+        proc = run("report", str(bundle), "-f", fmt)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(run("report", str(bundle), "-f", "json").stdout)
+    assert set(report["acceptance"]) == {"problem"}, report["acceptance"]

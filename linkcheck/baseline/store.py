@@ -108,7 +108,9 @@ class _Reader:
             return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e15  # False for inf, nan
 
         if not all(ok(v) for v in value.values()):
-            raise self.fail(f"'{key}' values must be numbers")
+            wanted = ("integers" if kind is int
+                      else f"rates, and a rate must be a finite number of at least {MIN_RATE_GBPS:g}")
+            raise self.fail(f"'{key}' values must be {wanted}")
         return {k: (v if kind is int else _float(v)) for k, v in value.items()}
 
     def strings(self, data: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -149,7 +151,7 @@ def _performance(r: _Reader, data: dict[str, Any]) -> Performance:
     busbw = perf.get("nccl_busbw_gbs")
     if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))
                               or not abs(busbw) < 1e15):  # inf, nan, a 400-digit integer
-        raise r.fail("'nccl_busbw_gbs' must be a finite number or null")
+        raise r.fail("'nccl_busbw_gbs' must be null or a rate, and a rate must be a finite number")
     busbw = None if busbw is None else _float(busbw)
     if busbw is not None:
         _rates(r, {"nccl all_gather": busbw}, "nccl_busbw_gbs")

@@ -64,7 +64,6 @@ def save_manifest(bundle: Path, data: object) -> None:
 def rewrite_capture(bundle: Path, node: str, spec: str, content: bytes, *, rehash: bool = True) -> None:
     """Replace one capture's stdout; unless told otherwise, as if the node had answered so: its sha256, the
     manifest's files_sha256 and SHA256SUMS written again, so that the bundle verifies."""
-    from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sums_text
 
     data = manifest(bundle)
     captures = data["captures"]
@@ -77,6 +76,16 @@ def rewrite_capture(bundle: Path, node: str, spec: str, content: bytes, *, rehas
     files = data["files"]
     assert isinstance(files, dict)
     files[entry["stdout"]] = hashlib.sha256(content).hexdigest()
+    reseal(bundle, data)
+
+
+def reseal(bundle: Path, data: dict[str, object]) -> None:
+    """Save the manifest `data` whose file table was edited, with its files_sha256 and SHA256SUMS written again,
+    as if linkcheck had saved the bundle so: it verifies."""
+    from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sums_text
+
+    files = data["files"]
+    assert isinstance(files, dict)
     data[DIGEST_KEY] = files_digest(files)
     save_manifest(bundle, data)
     sums = {**files, "manifest.json": hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()}

@@ -95,7 +95,7 @@ def test_gid_pin_source_is_quoted(source: str) -> None:
 
 @pytest.mark.parametrize("netdef", HOSTILE[:4])
 def test_netplan_remedy_quotes_the_node_names(netdef: str) -> None:
-    fields = {name: None for name in NetplanIntent._fields}
+    fields = {name: None for name in NetplanIntent.__struct_fields__}
     intent = NetplanIntent(**{**fields, "netdev": "x", "netdef_id": netdef, "source": "/etc/netplan/a b.yaml",
                               "addresses": (), "dhcp4": False})
     text = _remedy(intent, ["address 10.0.0.1/24"], ["address 10.0.0.2/24"])

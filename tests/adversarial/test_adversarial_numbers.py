@@ -30,8 +30,8 @@ from tests.adversarial.adversarial_helpers import (
     copy_healthy,
     manifest,
     one_line_error,
+    reseal,
     run,
-    save_manifest,
 )
 
 NON_FINITE = ["nan", "-nan", "NaN", "inf", "-inf", "Inf", "infinity", "9" * 400]
@@ -107,7 +107,7 @@ def _bundle_with_rate(tmp_path: Path, value: str) -> Path:
     files = data["files"]
     assert isinstance(files, dict)
     files[cap["stdout"]] = hashlib.sha256(text.encode()).hexdigest()
-    save_manifest(bundle, data)
+    reseal(bundle, data)
     return bundle
 
 

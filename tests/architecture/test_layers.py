@@ -1,0 +1,132 @@
+"""The house's shape: imports run down the layers, never back up, with no circle between rooms, and imports sit at
+module tops but for the few that load a heavy optional library."""
+
+from __future__ import annotations
+
+import ast
+import collections
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2] / "linkcheck"
+# Bottom to top. A room may import from its own layer's other rooms only where the graph stays without circles.
+LAYERS = [
+    {"linkcheck", "errors", "model", "records", "strict_json", "safe_read", "yamlfile"},
+    {"parsers", "transport"},
+    {"collect", "bundle"},
+    {"facts"},
+    {"diagnose", "config"},
+    {"outcome"},
+    {"bench", "baseline", "accept"},
+    {"report"},
+    {"app"},
+    {"cli", "api"},
+]
+RANK = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+HEAVY = ("paramiko", "pyroute2", "pandas", "matplotlib")
+# Imports that stay inside a function, each because it loads a heavy optional library the command may not need.
+LATE = {
+    ("linkcheck.collect.collector", "linkcheck.transport.ssh"),  # paramiko: only when a node is remote
+    ("linkcheck.collect.collector", "linkcheck.transport.pyroute_facts"),  # pyroute2: only for a local node
+    ("linkcheck.report.html", "linkcheck.report.html_plots"),  # matplotlib: the optional html extra
+    ("linkcheck.cli", "linkcheck.app.history"),  # pandas: only `linkcheck history`
+}
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "linkcheck"
+
+
+def _imports(path: Path) -> list[tuple[str, bool, bool]]:
+    """(imported name, inside a function, is the statement's module) for every import of the file, TYPE_CHECKING
+    ones included; `from a import b` gives a, and a.b in case b is a module."""
+    tree = ast.parse(path.read_text())
+    inner = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for n in ast.walk(f)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out += [(n, id(node) in inner, i == 0) for i, n in enumerate(names)]
+    return out
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = collections.defaultdict(set)
+    for module, path in MODULES.items():
+        for name, _, _ in _imports(path):
+            if name in MODULES and name != module:
+                edges[module].add(name)
+    return edges
+
+
+def test_every_room_has_a_layer() -> None:
+    assert {_room(m) for m in MODULES} <= set(RANK)
+
+
+def test_no_import_runs_back_up_the_layers() -> None:
+    up = [f"{m} -> {t}" for m, targets in _edges().items() for t in targets
+          if _room(m) != _room(t) and RANK[_room(t)] > RANK[_room(m)]]
+    assert up == []
+
+
+def test_no_circle_between_modules_or_rooms() -> None:
+    edges = _edges()
+    rooms: dict[str, set[str]] = collections.defaultdict(set)
+    for m, targets in edges.items():
+        rooms[_room(m)] |= {_room(t) for t in targets if _room(t) != _room(m)}
+    for graph in (edges, rooms):
+        state: dict[str, int] = {}
+
+        def visit(node: str, trail: list[str], graph: dict[str, set[str]] = graph,
+                  state: dict[str, int] = state) -> None:
+            state[node] = 1
+            for nxt in sorted(graph.get(node, ())):
+                assert state.get(nxt) != 1, f"import circle: {' -> '.join([*trail, node, nxt])}"
+                if nxt not in state:
+                    visit(nxt, [*trail, node])
+            state[node] = 2
+
+        for node in sorted(graph):
+            if node not in state:
+                visit(node, [])
+
+
+def test_imports_are_at_module_tops_but_the_heavy_ones() -> None:
+    inside = {(m, name) for m, path in MODULES.items() for name, late, primary in _imports(path) if late and primary}
+    heavy_in_owner = {(m, n) for m, n in inside if n.split(".")[0] in HEAVY}
+    assert inside - heavy_in_owner - LATE == set()
+    # A heavy library is imported at the top of the one module that needs it, never inside a function.
+    assert heavy_in_owner == set()
+
+
+def test_a_circle_is_caught() -> None:
+    """The circle check itself fails on a circle (guards against a check that passes everything)."""
+    edges = {"a": {"b"}, "b": {"a"}}
+    try:
+        state: dict[str, int] = {}
+
+        def visit(node: str) -> None:
+            state[node] = 1
+            for nxt in edges[node]:
+                assert state.get(nxt) != 1
+                if nxt not in state:
+                    visit(nxt)
+            state[node] = 2
+
+        visit("a")
+    except AssertionError:
+        return
+    raise AssertionError("a circle went unnoticed")

@@ -67,7 +67,8 @@ from linkcheck.report.tables import verdict_line
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
     "Exit codes: 0 pass, 1 warnings, 2 failures, 3 inconclusive (could not measure), "
-    "4 bad input (unknown option, malformed bundle, playbook, config or tool output), 70 internal error.",
+    "4 bad input (unknown option, malformed bundle, playbook, config or tool output), 70 internal error, "
+    "74 output could not be written, 130 interrupted.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,
@@ -160,7 +161,7 @@ def diagnose(
 @app.command()
 def report(
     bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown or html (the names in "
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown, html or prometheus (the names in "
                                      "linkcheck/report/formats.py).")] = "json",
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--output", "-o", help="Write the report to this file instead of standard output ('-'): a regular file is "
@@ -170,7 +171,7 @@ def report(
         "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
     allow_unverified: UnverifiedOpt = False,
 ) -> None:
-    """Diagnose a bundle like `diagnose` and write a report file: JSON, JUnit XML, Markdown or HTML."""
+    """Diagnose a bundle like `diagnose` and write a report: JSON, JUnit XML, Markdown, HTML or Prometheus."""
 
     render = renderer(fmt)
     target = check_output_path(output) if output is not None and not is_stdout(output) else None

@@ -12,10 +12,10 @@ from msgspec.structs import replace
 from linkcheck.accept.evidence import acceptance_evidence
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
 from linkcheck.accept.profile import Profile
-from linkcheck.accept.record import write_acceptance
 from linkcheck.app.live import TrafficRequest, run_live
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
+from linkcheck.bundle.acceptance import write_acceptance
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest

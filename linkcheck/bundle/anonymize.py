@@ -30,7 +30,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from linkcheck.accept.record import ACCEPTANCE, MAX_ACCEPTANCE_BYTES, PROFILE_COPY, add_files
+from linkcheck.bundle.acceptance import ACCEPTANCE, MAX_ACCEPTANCE_BYTES, PROFILE_COPY, add_files
 from linkcheck.bundle.format import Bundle, read_manifest, write_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.errors import BundleError

@@ -17,8 +17,8 @@ from msgspec.structs import replace
 
 from linkcheck.accept.judge import AcceptVerdict, judge
 from linkcheck.accept.profile import BUILTIN_DIR, ProfileError, load_profile_file, parse_profile, resolve_profile
-from linkcheck.accept.record import ACCEPTANCE, PROFILE_COPY, write_acceptance
 from linkcheck.app.offline import diagnose_bundle
+from linkcheck.bundle.acceptance import ACCEPTANCE, PROFILE_COPY, write_acceptance
 from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.model import Capture

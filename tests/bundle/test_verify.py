@@ -277,7 +277,7 @@ def test_symlink_anywhere_inside_a_bundle_is_suspicious(tmp_path: Path, where: s
 
 
 def _with_acceptance(tmp_path: Path) -> Path:
-    from linkcheck.accept.record import write_acceptance
+    from linkcheck.bundle.acceptance import write_acceptance
 
     bundle = tmp_path / "accepted"
     shutil.copytree(ROOT / "fixtures" / "healthy", bundle)
@@ -325,7 +325,7 @@ def test_anonymize_refuses_a_changed_acceptance_record(tmp_path: Path) -> None:
 def test_forged_acceptance_record_is_named_not_shown(tmp_path: Path, raw: str) -> None:
     """A bundle whose acceptance.json was forged and every digest written again verifies; its record is still
     read through a typed schema: named, not shown, and the report keeps its exit code (never 70)."""
-    from linkcheck.accept.record import add_files
+    from linkcheck.bundle.acceptance import add_files
 
     bundle = tmp_path / "b"
     shutil.copytree(ROOT / "fixtures" / "healthy", bundle)

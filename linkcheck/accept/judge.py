@@ -89,8 +89,13 @@ def _r(value: float) -> float:
 
 def _threshold(t: Threshold) -> dict[str, Any]:
     value = list(t.value) if isinstance(t.value, tuple) else t.value
-    return {"band": t.band, "operator": t.operator, "value": value, "unit": t.unit, "source": t.source,
-            "on_miss": "FAIL" if t.fails else "DEGRADED"}
+    out = {"band": t.band, "operator": t.operator, "value": value, "unit": t.unit, "source": t.source,
+           "on_miss": "FAIL" if t.fails else "DEGRADED"}
+    if t.rule:  # the rule threshold it takes (and the rule's own value, when the profile tightens it)
+        out["rule"] = t.rule
+        if t.tightened:
+            out["rule_value"] = list(t.rule_value) if isinstance(t.rule_value, tuple) else t.rule_value
+    return out
 
 
 class Acceptance(msgspec.Struct, frozen=True):

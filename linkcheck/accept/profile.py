@@ -13,13 +13,16 @@ A profile is YAML (bounded like playbooks: 1 MiB, 64 levels, no anchors or alias
       rdma_alone_gbps:
         fail_below: {value: 92, unit: Gb/s, source: "..."}
       nccl_busbw_gbs:
-        warn_below: {value: 20, unit: GB/s, source: "..."}   # below it: DEGRADED
-        fail_below: {value: 8, unit: GB/s, source: "..."}    # below it: FAIL
+        warn_below: {threshold: NCCL_BUSBW_LOW.min_busbw_gbs, unit: GB/s}   # below it: DEGRADED
+        fail_below: {threshold: NCCL_BUSBW_LOW.fail_below_busbw_gbs, unit: GB/s, value: 10, source: "..."}
 
-Each check id is one of `CHECKS`, which fixes its unit, its bands and what is impossible for it. Every
-threshold states its value, unit and source. Unknown keys, wrong types, a unit other than the check's, a
-value outside what the hardware can show, and a warn floor under the fail floor (or a warn ceiling over
-the fail ceiling) are refused naming file:line.
+Each check id is one of `CHECKS`, which fixes its unit, its bands and what is impossible for it. A threshold
+either states its value, unit and source, or names a rule's threshold (`RULE.name`), whose value and source
+(the playbook's `threshold_sources`) it takes: a threshold is declared once, in the playbook. A profile may
+tighten a named threshold (a `value` stricter than the rule's, with its own `source`); a looser one is refused,
+as a run judged by it would not be the standard acceptance. Unknown keys, wrong types, a unit other than the
+check's, a value outside what the hardware can show, and a warn floor under the fail floor (or a warn ceiling
+over the fail ceiling) are refused naming file:line.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
@@ -41,6 +47,8 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 TOP_KEYS = {"profile", "version", "description", "test", "checks"}
 TEST_KEYS = {"repetitions", "rdma", "nccl"}
 THRESHOLD_KEYS = {"value", "unit", "source"}
+REFERENCE_KEYS = THRESHOLD_KEYS | {"threshold"}
+REF_RE = re.compile(r"^([A-Z][A-Z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
 class ProfileError(InputFileError):
@@ -91,6 +99,12 @@ class Threshold(msgspec.Struct, frozen=True):
     value: Any  # a number, a list of texts (approved) or True (same)
     unit: str
     source: str
+    rule: str = ""  # the rule threshold it takes (RULE.name), when it names one
+    rule_value: Any = None  # that threshold's value in the rule; differs from `value` when the profile tightens it
+
+    @property
+    def tightened(self) -> bool:
+        return bool(self.rule) and self.value != self.rule_value
 
     @property
     def fails(self) -> bool:
@@ -132,8 +146,9 @@ _TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": 
 
 
 class _Ctx:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, rules: Sequence[Rule]) -> None:
         self.path = path
+        self.rules = {r.id: r for r in rules}
 
     def fail(self, reason: str, node: Any = None, key: str | None = None) -> ProfileError:
         return ProfileError(self.path, reason, line=line_of(node, key))
@@ -204,18 +219,87 @@ def _value(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> An
 
 def _threshold(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: Any, parent: Any) -> Threshold:
     where = f"'{check_id}.{band}'"
-    raw = _mapping(ctx, raw, where, THRESHOLD_KEYS, parent, band)
+    raw = _mapping(ctx, raw, where, REFERENCE_KEYS, parent, band)
+    if "threshold" in raw:
+        return _reference(ctx, spec, check_id, band, raw)
     missing = sorted(THRESHOLD_KEYS - set(raw))
     if missing:
-        raise ctx.fail(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source)",
-                       raw)
+        raise ctx.fail(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source, "
+                       "or names a rule's threshold: threshold: RULE.name)", raw)
+    _unit(ctx, spec, check_id, raw)
+    return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
+                     _source(ctx, where, raw))
+
+
+def _unit(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> None:
     if raw["unit"] != spec.unit:
         raise ctx.fail(f"{check_id}: unit must be '{spec.unit}', got {raw['unit']!r}", raw, "unit")
+
+
+def _source(ctx: _Ctx, where: str, raw: dict[str, Any]) -> str:
     source = raw["source"]
     if not isinstance(source, str) or not source.strip():
         raise ctx.fail(f"{where}: 'source' must say where the value comes from", raw, "source")
+    return " ".join(source.split())
+
+
+def _reference(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: dict[str, Any]) -> Threshold:
+    """A band that takes a rule's threshold: its value and source come from the playbook, once; a `value` here
+    may only tighten it and then states its own `source`."""
+    where = f"'{check_id}.{band}'"
+    ref = raw["threshold"]
+    match = REF_RE.fullmatch(ref) if isinstance(ref, str) else None
+    if match is None:
+        raise ctx.fail(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {ref!r}", raw,
+                       "threshold")
+    rule = ctx.rules.get(match.group(1))
+    if rule is None:
+        raise ctx.fail(f"{where}: no rule {match.group(1)} (`linkcheck playbooks list` names the rules)", raw,
+                       "threshold")
+    name = match.group(2)
+    if name not in rule.thresholds:
+        raise ctx.fail(f"{where}: rule {rule.id} has no threshold '{name}' (it has: "
+                       f"{', '.join(sorted(rule.thresholds)) or 'none'})", raw, "threshold")
+    if name not in rule.threshold_sources:
+        raise ctx.fail(f"{where}: {ref} states no source (its playbook's threshold_sources must cite one)", raw,
+                       "threshold")
+    if "unit" not in raw:
+        raise ctx.fail(f"{where} needs unit (every threshold states its unit)", raw)
+    _unit(ctx, spec, check_id, raw)
+    if "value" not in raw:
+        if "source" in raw:
+            raise ctx.fail(f"{where}: the source of {ref} is its playbook's threshold_sources; 'source' goes only "
+                           "with a tighter 'value'", raw, "source")
+        value = _value(ctx, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
+        return Threshold(band, OPERATORS[spec.kind], value, spec.unit, " ".join(rule.threshold_sources[name].split()),
+                         ref, value)
+    if "source" not in raw:
+        raise ctx.fail(f"{where}: a 'value' that tightens {ref} needs its own 'source'", raw, "value")
+    rule_value = _value(ctx, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
     return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
-                     " ".join(source.split()))
+                     _source(ctx, where, raw), ref, rule_value)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _looser(spec: CheckSpec, t: Threshold) -> bool:
+    """A tightened threshold that is in fact looser than its rule's: a lower floor, a higher ceiling, a part
+    number the rule does not approve."""
+    if not t.tightened:
+        return False
+    if spec.kind == "min":
+        return bool(t.value < t.rule_value)
+    if spec.kind == "max":
+        return bool(t.value > t.rule_value)
+    if spec.kind == "in":
+        return not set(t.value) <= set(t.rule_value)
+    return False
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(value) if isinstance(value, tuple) else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _contradiction(check_id: str, spec: CheckSpec, fail: Threshold, warn: Threshold) -> str | None:
@@ -241,6 +325,12 @@ def _check(ctx: _Ctx, check_id: str, raw: Any, parent: Any) -> ProfileCheck:
         problem = _contradiction(check_id, spec, found[0], found[1])
         if problem:
             raise ctx.fail(problem, raw, bands[1])
+    for band, t in zip((b for b in bands if b in raw), found, strict=True):
+        if _looser(spec, t):
+            raise ctx.fail(f"{check_id}.{band}: {_shown(t.value)} {spec.unit} is looser than {t.rule} "
+                           f"({_shown(t.rule_value)} {spec.unit}); a profile may only tighten a rule's threshold "
+                           "(a looser one belongs in a playbook, and the run is then not the standard acceptance)",
+                           raw[band], "value")
     return ProfileCheck(check_id, spec, found)
 
 
@@ -265,9 +355,10 @@ def _consistent(ctx: _Ctx, checks: tuple[ProfileCheck, ...], raw: dict[str, Any]
                            "no pair can meet it", raw, "rdma_concurrent_gbps")
 
 
-def parse_profile(text: str, path: str) -> Profile:
-    """A profile from its YAML text; ProfileError naming path:line on the first problem."""
-    ctx = _Ctx(path)
+def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> Profile:
+    """A profile from its YAML text; ProfileError naming path:line on the first problem. Rule thresholds that
+    it names are taken from `rules` (by default the built-in playbooks)."""
+    ctx = _Ctx(path, load_playbooks() if rules is None else rules)
     doc = parse_yaml_text(text, path, ProfileError)
     doc = _mapping(ctx, doc, "a profile", TOP_KEYS)
     name = doc.get("profile")

@@ -98,6 +98,10 @@ def acceptance_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _shown(value: Any) -> str:
+    return ", ".join(value) if isinstance(value, tuple) else _num(value)
+
+
 def describe_profile(profile: Any) -> str:
     """A profile in full, for `linkcheck profiles show`."""
     t = profile.test
@@ -110,6 +114,8 @@ def describe_profile(profile: Any) -> str:
         for th in check.thresholds:
             value = ", ".join(th.value) if isinstance(th.value, tuple) else _num(th.value)
             miss = "FAIL" if th.fails else "DEGRADED"
-            lines.append(f"  {th.band}: {th.operator} {value} {th.unit} (else {miss})")
+            origin = "" if not th.rule else f", from {th.rule}" if not th.tightened else (
+                f", tightened from {th.rule} ({_shown(th.rule_value)} {th.unit})")
+            lines.append(f"  {th.band}: {th.operator} {value} {th.unit} (else {miss}){origin}")
             lines.append(f"    source: {th.source}")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from linkcheck.accept.profile import Profile, ProfileCheck, Threshold
+from linkcheck.diagnose.conditions import compare
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import Function, LinkFacts
@@ -250,8 +251,12 @@ def measure(link: LinkFacts, check_id: str, repetitions: int) -> list[Measured]:
 # -- judging -----------------------------------------------------------------------------------------------------
 
 
-def _meets(t: Threshold, value: float) -> bool:
-    return bool(value >= t.value) if t.operator == ">=" else bool(value <= t.value)
+def _meets(t: Threshold, value: Any) -> bool:
+    """The measurement meets the band, compared as the rule engine compares a fact with a threshold."""
+    try:
+        return compare(t.op, value, list(t.value) if isinstance(t.value, tuple) else t.value)
+    except ValueError:
+        return False  # a non-finite rate never passes
 
 
 def _numeric(check: ProfileCheck, m: Measured) -> CheckResult:
@@ -280,7 +285,7 @@ def _textual(check: ProfileCheck, m: Measured) -> CheckResult:
         return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, reason="; ".join(m.missing))
     t = check.thresholds[0]
     if check.spec.kind == "in":
-        bad = [v for v in m.texts if v not in t.value]
+        bad = [v for v in m.texts if not _meets(t, v)]
         if bad:
             return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, reason=f"{', '.join(bad)} not approved")
         return CheckResult(check, m.subject, AcceptVerdict.PASS, m)

@@ -103,6 +103,13 @@ class Threshold(msgspec.Struct, frozen=True):
     rule_value: Any = None  # that threshold's value in the rule; differs from `value` when the profile tightens it
 
     @property
+    def op(self) -> str:
+        """The rule language's operator (ge, le, in) that a measurement must meet: a band holds when
+        diagnose.conditions.compare(op, measured, value) does, as a `when:` condition compares a fact with a
+        threshold. `same` has none."""
+        return {">=": "ge", "<=": "le", "in": "in"}.get(self.operator, "")
+
+    @property
     def tightened(self) -> bool:
         return bool(self.rule) and self.value != self.rule_value
 

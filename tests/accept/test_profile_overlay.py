@@ -118,3 +118,23 @@ def test_bad_reference_is_one_line_with_file_and_line(case: str, tmp_path: Path)
                               capture_output=True, text=True, timeout=60, check=False)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert proc.returncode == 4 and len(lines) == 1 and f"site.yaml:{raised.value.line}:" in lines[0], proc.stderr
+
+
+def test_a_band_is_judged_by_the_rule_engines_comparison() -> None:
+    """Each band carries the rule language's operator and is compared as a `when:` condition compares a fact:
+    a non-finite rate, which no rule takes as a number, never passes a floor."""
+    from linkcheck.accept.judge import Measured, _numeric, _textual
+    from linkcheck.diagnose.conditions import compare
+
+    profile = load_profile_file(PROFILE)
+    ops = {c.id: [t.op for t in c.thresholds] for c in profile.checks}
+    assert ops["nccl_busbw_gbs"] == ["ge", "ge"] and ops["nccl_wrong"] == ["le"] and ops["cable_part_number"] == ["in"]
+    alone = profile.check("rdma_alone_gbps")
+    assert alone is not None
+    assert _numeric(alone, Measured("p", (float("inf"),))).status is AcceptVerdict.FAIL
+    assert _numeric(alone, Measured("p", (92.0,))).status is AcceptVerdict.PASS
+    assert compare("ge", 92.0, 92) and not compare("ge", 91.99, 92)
+    cable = profile.check("cable_part_number")
+    assert cable is not None
+    assert _textual(cable, Measured("node a", texts=("NJAAKK0006",))).status is AcceptVerdict.PASS
+    assert _textual(cable, Measured("node a", texts=("OTHER",))).status is AcceptVerdict.FAIL

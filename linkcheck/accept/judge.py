@@ -308,6 +308,13 @@ def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: 
     counted = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
                     if f.status in (Status.FAIL, Status.WARN) or (f.status is Status.SKIP and f.required))
     from_findings = _FROM_DIAGNOSIS[diagnosis.verdict]
+    # The profile's `require` overlays the rules: a listed rule that could not judge leaves the acceptance
+    # inconclusive, even one that `check` treats as optional.
+    unjudged = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
+                     if f.status is Status.SKIP and not f.required and f.rule_id in profile.require)
+    if unjudged:
+        counted += unjudged
+        from_findings = worst([from_findings, AcceptVerdict.INCONCLUSIVE])
     verdict = worst([from_findings, *(r.status for r in results)])
     notes = [] if from_findings is AcceptVerdict.PASS else [
         f"the findings make it {from_findings.value} (verdict {diagnosis.verdict.value})"]

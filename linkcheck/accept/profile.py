@@ -44,7 +44,7 @@ from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-TOP_KEYS = {"profile", "version", "description", "test", "checks"}
+TOP_KEYS = {"profile", "version", "description", "test", "checks", "require"}
 TEST_KEYS = {"repetitions", "rdma", "nccl"}
 THRESHOLD_KEYS = {"value", "unit", "source"}
 REFERENCE_KEYS = THRESHOLD_KEYS | {"threshold"}
@@ -143,6 +143,7 @@ class Profile(msgspec.Struct, frozen=True):
     source: str  # the file it came from
     sha256: str  # of the file's bytes
     text: str = ""
+    require: tuple[str, ...] = ()  # rules whose findings the acceptance needs: a skip of one is INCONCLUSIVE
 
     def check(self, check_id: str) -> ProfileCheck | None:
         return next((c for c in self.checks if c.id == check_id), None)
@@ -362,6 +363,17 @@ def _consistent(ctx: _Ctx, checks: tuple[ProfileCheck, ...], raw: dict[str, Any]
                            "no pair can meet it", raw, "rdma_concurrent_gbps")
 
 
+def _require(ctx: _Ctx, doc: dict[str, Any]) -> tuple[str, ...]:
+    raw = doc.get("require", [])
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        raise ctx.fail("'require' must be a list of rule ids", doc, "require")
+    unknown = [r for r in raw if r not in ctx.rules]
+    if unknown:
+        raise ctx.fail(f"'require' names no rule {unknown[0]} (`linkcheck playbooks list` names the rules)", doc,
+                       "require")
+    return tuple(dict.fromkeys(raw))
+
+
 def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> Profile:
     """A profile from its YAML text; ProfileError naming path:line on the first problem. Rule thresholds that
     it names are taken from `rules` (by default the built-in playbooks)."""
@@ -378,7 +390,8 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
     if not isinstance(description, str):
         raise ctx.fail("'description' must be text", doc, "description")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Profile(name, " ".join(description.split()), _test(ctx, doc), _checks(ctx, doc), path, digest, text)
+    return Profile(name, " ".join(description.split()), _test(ctx, doc), _checks(ctx, doc), path, digest, text,
+                   _require(ctx, doc))
 
 
 def load_profile_file(path: Path) -> Profile:

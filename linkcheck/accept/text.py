@@ -109,6 +109,8 @@ def describe_profile(profile: Any) -> str:
              f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {t.size_bytes} -q {t.qps} "
              f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes",
              ""]
+    if profile.require:
+        lines += [f"required rules (a skip is INCONCLUSIVE): {', '.join(profile.require)}", ""]
     for check in profile.checks:
         lines.append(f"{check.id}: {check.spec.what}")
         for th in check.thresholds:

@@ -138,3 +138,29 @@ def test_a_band_is_judged_by_the_rule_engines_comparison() -> None:
     assert cable is not None
     assert _textual(cable, Measured("node a", texts=("NJAAKK0006",))).status is AcceptVerdict.PASS
     assert _textual(cable, Measured("node a", texts=("OTHER",))).status is AcceptVerdict.FAIL
+
+
+def test_a_required_rule_that_could_not_judge_is_inconclusive() -> None:
+    """`require` overlays the rules: NM_PROFILE_RUNTIME_ONLY is optional for `check`, and its skip on a bundle
+    without the NetworkManager capture leaves an acceptance that requires it inconclusive."""
+    from linkcheck.accept.judge import judge
+
+    outcome = diagnose_bundle(ROOT / "fixtures" / "real-healthy-gx10")
+    skipped = [f for f in outcome.diagnosis.findings if f.rule_id == "NM_PROFILE_RUNTIME_ONLY"]
+    assert skipped and all(f.status.value == "skip" and not f.required for f in skipped)
+    plain = judge(outcome.link, outcome.diagnosis, parse_profile(GOOD, "p.yaml"), 1)
+    required = judge(outcome.link, outcome.diagnosis,
+                     parse_profile(GOOD.replace("require: [", "require: [NM_PROFILE_RUNTIME_ONLY, "), "p.yaml"), 1)
+    assert required.verdict is AcceptVerdict.INCONCLUSIVE
+    assert ("NM_PROFILE_RUNTIME_ONLY", "skip", skipped[0].subject) in required.findings
+    assert not any(r == "NM_PROFILE_RUNTIME_ONLY" for r, _, _ in plain.findings)
+
+
+def test_require_names_known_rules(tmp_path: Path) -> None:
+    text = GOOD.replace("require: [", "require: [NO_SUCH_RULE, ")
+    path = tmp_path / "site.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ProfileError, match="'require' names no rule NO_SUCH_RULE") as raised:
+        load_profile_file(path)
+    assert raised.value.line == _line(text, "require:")
+    assert "required rules (a skip is INCONCLUSIVE): NCCL_BUSBW_LOW" in describe_profile(load_profile_file(PROFILE))

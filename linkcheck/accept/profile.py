@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec.structs import replace
@@ -44,10 +44,7 @@ from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-TOP_KEYS = {"profile", "version", "description", "test", "checks", "require"}
-TEST_KEYS = {"repetitions", "rdma", "nccl"}
 THRESHOLD_KEYS = {"value", "unit", "source"}
-REFERENCE_KEYS = THRESHOLD_KEYS | {"threshold"}
 REF_RE = re.compile(r"^([A-Z][A-Z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -153,6 +150,9 @@ _TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": 
                 "max_bytes": (8, 1 << 40)}
 
 
+_M = TypeVar("_M", bound=msgspec.Struct)
+
+
 class _Ctx:
     def __init__(self, path: str, rules: Sequence[Rule]) -> None:
         self.path = path
@@ -162,21 +162,75 @@ class _Ctx:
         return ProfileError(self.path, reason, line=line_of(node, key))
 
 
-def _mapping(ctx: _Ctx, raw: Any, where: str, allowed: set[str], parent: Any = None, key: str | None = None
-             ) -> dict[str, Any]:
+# The profile's shape as msgspec models: unknown keys are refused by msgspec (forbid_unknown_fields) and mapped to
+# file:line here; what each value may be (ranges, units, the bands of a check) is checked after conversion.
+class _ProfileDoc(msgspec.Struct, forbid_unknown_fields=True):
+    profile: Any = None
+    version: Any = None
+    description: Any = ""
+    test: Any = msgspec.UNSET
+    checks: Any = None
+    require: Any = msgspec.field(default_factory=list)
+
+
+class _TestDoc(msgspec.Struct, forbid_unknown_fields=True):
+    repetitions: int | msgspec.UnsetType = msgspec.UNSET
+    rdma: Any = msgspec.UNSET
+    nccl: Any = msgspec.UNSET
+
+
+class _RdmaDoc(msgspec.Struct, forbid_unknown_fields=True):
+    duration_s: int | msgspec.UnsetType = msgspec.UNSET
+    size_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    qps: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class _NcclDoc(msgspec.Struct, forbid_unknown_fields=True):
+    max_bytes: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class _BandDoc(msgspec.Struct, forbid_unknown_fields=True):
+    value: Any = msgspec.UNSET
+    unit: Any = msgspec.UNSET
+    source: Any = msgspec.UNSET
+    threshold: Any = msgspec.UNSET
+
+
+_UNKNOWN_FIELD = re.compile(r"unknown field `(.*)`")
+_AT = re.compile(r" - at `\$\.([A-Za-z_]\w*)`$")
+
+
+def _model(ctx: _Ctx, raw: Any, cls: type[_M], where: str, parent: Any = None, key: str | None = None) -> _M:
+    """`raw` as the model `cls`; a msgspec error becomes one line naming file:line and what is allowed."""
     if not isinstance(raw, dict):
         raise ctx.fail(f"{where} must be a mapping", parent, key)
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        raise ctx.fail(f"unknown key '{unknown[0]}' in {where}; expected one of {', '.join(sorted(allowed))}",
-                       raw, unknown[0])
-    return raw
+    allowed = ", ".join(sorted(cls.__struct_fields__))
+    odd = [k for k in raw if not isinstance(k, str)]
+    if odd:  # a YAML key such as `1:` is no field name
+        raise ctx.fail(f"unknown key '{odd[0]}' in {where}; expected one of {allowed}", raw, odd[0])
+    try:
+        return msgspec.convert(raw, cls, strict=True)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        unknown = _UNKNOWN_FIELD.search(text)
+        if unknown:
+            raise ctx.fail(f"unknown key '{unknown.group(1)}' in {where}; expected one of {allowed}", raw,
+                           unknown.group(1)) from None
+        at = _AT.search(text)
+        field = at.group(1) if at else None
+        if field in _TEST_RANGES:
+            low, high = _TEST_RANGES[field]
+            raise ctx.fail(f"'{field}' must be an integer from {low} to {high}, got {raw[field]!r}", raw,
+                           field) from None
+        raise ctx.fail(f"{where}: {text.split(' - at ')[0]}", raw, field) from None
 
 
-def _integer(ctx: _Ctx, raw: dict[str, Any], key: str, name: str) -> int:
-    value = raw[key]
-    low, high = _TEST_RANGES[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+def _integer(ctx: _Ctx, value: int | msgspec.UnsetType, raw: dict[str, Any], key: str) -> int | None:
+    """A test parameter (an integer, msgspec says) within its range, or None when it is not given."""
+    if isinstance(value, msgspec.UnsetType):
+        return None
+    low, high = _TEST_RANGES[key]
+    if not low <= value <= high:
         raise ctx.fail(f"'{key}' must be an integer from {low} to {high}, got {value!r}", raw, key)
     return value
 
@@ -184,18 +238,16 @@ def _integer(ctx: _Ctx, raw: dict[str, Any], key: str, name: str) -> int:
 def _test(ctx: _Ctx, doc: dict[str, Any]) -> TestPlan:
     if "test" not in doc:
         return TestPlan()
-    raw = _mapping(ctx, doc["test"], "'test'", TEST_KEYS, doc, "test")
-    values: dict[str, int] = {}
-    if "repetitions" in raw:
-        values["repetitions"] = _integer(ctx, raw, "repetitions", "repetitions")
-    if "rdma" in raw:
-        rdma = _mapping(ctx, raw["rdma"], "'test.rdma'", {"duration_s", "size_bytes", "qps"}, raw, "rdma")
-        values.update({k: _integer(ctx, rdma, k, k) for k in rdma})
-    if "nccl" in raw:
-        nccl = _mapping(ctx, raw["nccl"], "'test.nccl'", {"max_bytes"}, raw, "nccl")
-        if "max_bytes" in nccl:
-            values["nccl_max_bytes"] = _integer(ctx, nccl, "max_bytes", "max_bytes")
-    return TestPlan(**values)
+    raw = doc["test"]
+    test = _model(ctx, raw, _TestDoc, "'test'", doc, "test")
+    found: dict[str, int | None] = {"repetitions": _integer(ctx, test.repetitions, raw, "repetitions")}
+    if not isinstance(test.rdma, msgspec.UnsetType):
+        rdma = _model(ctx, test.rdma, _RdmaDoc, "'test.rdma'", raw, "rdma")
+        found.update({k: _integer(ctx, getattr(rdma, k), test.rdma, k) for k in _RdmaDoc.__struct_fields__})
+    if not isinstance(test.nccl, msgspec.UnsetType):
+        nccl = _model(ctx, test.nccl, _NcclDoc, "'test.nccl'", raw, "nccl")
+        found["nccl_max_bytes"] = _integer(ctx, nccl.max_bytes, test.nccl, "max_bytes")
+    return TestPlan(**{k: v for k, v in found.items() if v is not None})
 
 
 def _number(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:
@@ -227,7 +279,7 @@ def _value(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> An
 
 def _threshold(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: Any, parent: Any) -> Threshold:
     where = f"'{check_id}.{band}'"
-    raw = _mapping(ctx, raw, where, REFERENCE_KEYS, parent, band)
+    _model(ctx, raw, _BandDoc, where, parent, band)
     if "threshold" in raw:
         return _reference(ctx, spec, check_id, band, raw)
     missing = sorted(THRESHOLD_KEYS - set(raw))
@@ -325,7 +377,12 @@ def _check(ctx: _Ctx, check_id: str, raw: Any, parent: Any) -> ProfileCheck:
     if spec is None:
         raise ctx.fail(f"unknown check '{check_id}'; expected one of {', '.join(CHECKS)}", parent, check_id)
     bands = BANDS[spec.kind]
-    raw = _mapping(ctx, raw, f"check '{check_id}'", set(bands), parent, check_id)
+    if not isinstance(raw, dict):
+        raise ctx.fail(f"check '{check_id}' must be a mapping", parent, check_id)
+    unknown = sorted(str(k) for k in raw if k not in bands)
+    if unknown:  # the bands depend on the check's kind: checked here, not by a model
+        raise ctx.fail(f"unknown key '{unknown[0]}' in check '{check_id}'; expected one of {', '.join(sorted(bands))}",
+                       raw, unknown[0])
     if bands[0] not in raw:
         raise ctx.fail(f"check '{check_id}' needs '{bands[0]}'", parent, check_id)
     found = tuple(_threshold(ctx, spec, check_id, band, raw[band], raw) for band in bands if band in raw)
@@ -379,7 +436,7 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
     it names are taken from `rules` (by default the built-in playbooks)."""
     ctx = _Ctx(path, load_playbooks() if rules is None else rules)
     doc = parse_yaml_text(text, path, ProfileError)
-    doc = _mapping(ctx, doc, "a profile", TOP_KEYS)
+    _model(ctx, doc, _ProfileDoc, "a profile")
     name = doc.get("profile")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ctx.fail("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", doc,

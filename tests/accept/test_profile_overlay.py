@@ -165,3 +165,26 @@ def test_require_names_known_rules(tmp_path: Path) -> None:
     assert raised.value.line == _line(text, "require:")
     shown = describe_profile(load_profile_file(PROFILE))
     assert "required rules (a skip is INCONCLUSIVE): PCIE_LINK_DEGRADED, CABLE_NOT_APPROVED" in shown
+
+
+@pytest.mark.parametrize(("test_section", "message"), [
+    ("test: {rdma: {qps: 2, colour: 1}}",
+     "unknown key 'colour' in 'test.rdma'; expected one of duration_s, qps, size_bytes"),
+    ("test: {repetitions: true}", "'repetitions' must be an integer from 1 to 100, got True"),
+    ("test: {nccl: {max_bytes: 2.5}}", "'max_bytes' must be an integer from 8 to 1099511627776, got 2.5"),
+    ("test: [1]", "'test' must be a mapping"),
+])
+def test_the_profile_shape_is_a_msgspec_model(test_section: str, message: str, tmp_path: Path) -> None:
+    """The profile's sections are msgspec models with forbid_unknown_fields; their errors name file:line."""
+    from linkcheck.accept import profile as profile_module
+
+    for name in ("_ProfileDoc", "_TestDoc", "_RdmaDoc", "_NcclDoc", "_BandDoc"):
+        assert getattr(profile_module, name).__struct_config__.forbid_unknown_fields, name
+    text = GOOD.replace("test:\n", test_section + "\nold_test:\n", 1).replace(
+        "old_test:\n  repetitions: 3 ", "# repetitions: 3 ").replace("\n  rdma: {", "\n# rdma: {").replace(
+        "\n  nccl: {", "\n# nccl: {")
+    path = tmp_path / "site.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ProfileError) as raised:
+        load_profile_file(path)
+    assert message in str(raised.value) and raised.value.line == _line(text, test_section), str(raised.value)

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from linkcheck.accept.profile import Profile, ProfileCheck, Threshold
+from linkcheck.diagnose.conditions import compare
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import Function, LinkFacts
@@ -89,8 +90,13 @@ def _r(value: float) -> float:
 
 def _threshold(t: Threshold) -> dict[str, Any]:
     value = list(t.value) if isinstance(t.value, tuple) else t.value
-    return {"band": t.band, "operator": t.operator, "value": value, "unit": t.unit, "source": t.source,
-            "on_miss": "FAIL" if t.fails else "DEGRADED"}
+    out = {"band": t.band, "operator": t.operator, "value": value, "unit": t.unit, "source": t.source,
+           "on_miss": "FAIL" if t.fails else "DEGRADED"}
+    if t.rule:  # the rule threshold it takes (and the rule's own value, when the profile tightens it)
+        out["rule"] = t.rule
+        if t.tightened:
+            out["rule_value"] = list(t.rule_value) if isinstance(t.rule_value, tuple) else t.rule_value
+    return out
 
 
 class Acceptance(msgspec.Struct, frozen=True):
@@ -245,8 +251,12 @@ def measure(link: LinkFacts, check_id: str, repetitions: int) -> list[Measured]:
 # -- judging -----------------------------------------------------------------------------------------------------
 
 
-def _meets(t: Threshold, value: float) -> bool:
-    return bool(value >= t.value) if t.operator == ">=" else bool(value <= t.value)
+def _meets(t: Threshold, value: Any) -> bool:
+    """The measurement meets the band, compared as the rule engine compares a fact with a threshold."""
+    try:
+        return compare(t.op, value, list(t.value) if isinstance(t.value, tuple) else t.value)
+    except ValueError:
+        return False  # a non-finite rate never passes
 
 
 def _numeric(check: ProfileCheck, m: Measured) -> CheckResult:
@@ -275,7 +285,7 @@ def _textual(check: ProfileCheck, m: Measured) -> CheckResult:
         return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, reason="; ".join(m.missing))
     t = check.thresholds[0]
     if check.spec.kind == "in":
-        bad = [v for v in m.texts if v not in t.value]
+        bad = [v for v in m.texts if not _meets(t, v)]
         if bad:
             return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, reason=f"{', '.join(bad)} not approved")
         return CheckResult(check, m.subject, AcceptVerdict.PASS, m)
@@ -298,6 +308,13 @@ def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: 
     counted = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
                     if f.status in (Status.FAIL, Status.WARN) or (f.status is Status.SKIP and f.required))
     from_findings = _FROM_DIAGNOSIS[diagnosis.verdict]
+    # The profile's `require` overlays the rules: a listed rule that could not judge leaves the acceptance
+    # inconclusive, even one that `check` treats as optional.
+    unjudged = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
+                     if f.status is Status.SKIP and not f.required and f.rule_id in profile.require)
+    if unjudged:
+        counted += unjudged
+        from_findings = worst([from_findings, AcceptVerdict.INCONCLUSIVE])
     verdict = worst([from_findings, *(r.status for r in results)])
     notes = [] if from_findings is AcceptVerdict.PASS else [
         f"the findings make it {from_findings.value} (verdict {diagnosis.verdict.value})"]

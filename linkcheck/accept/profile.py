@@ -13,13 +13,16 @@ A profile is YAML (bounded like playbooks: 1 MiB, 64 levels, no anchors or alias
       rdma_alone_gbps:
         fail_below: {value: 92, unit: Gb/s, source: "..."}
       nccl_busbw_gbs:
-        warn_below: {value: 20, unit: GB/s, source: "..."}   # below it: DEGRADED
-        fail_below: {value: 8, unit: GB/s, source: "..."}    # below it: FAIL
+        warn_below: {threshold: NCCL_BUSBW_LOW.min_busbw_gbs, unit: GB/s}   # below it: DEGRADED
+        fail_below: {threshold: NCCL_BUSBW_LOW.fail_below_busbw_gbs, unit: GB/s, value: 10, source: "..."}
 
-Each check id is one of `CHECKS`, which fixes its unit, its bands and what is impossible for it. Every
-threshold states its value, unit and source. Unknown keys, wrong types, a unit other than the check's, a
-value outside what the hardware can show, and a warn floor under the fail floor (or a warn ceiling over
-the fail ceiling) are refused naming file:line.
+Each check id is one of `CHECKS`, which fixes its unit, its bands and what is impossible for it. A threshold
+either states its value, unit and source, or names a rule's threshold (`RULE.name`), whose value and source
+(the playbook's `threshold_sources`) it takes: a threshold is declared once, in the playbook. A profile may
+tighten a named threshold (a `value` stricter than the rule's, with its own `source`); a looser one is refused,
+as a run judged by it would not be the standard acceptance. Unknown keys, wrong types, a unit other than the
+check's, a value outside what the hardware can show, and a warn floor under the fail floor (or a warn ceiling
+over the fail ceiling) are refused naming file:line.
 """
 
 from __future__ import annotations
@@ -27,20 +30,22 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-TOP_KEYS = {"profile", "version", "description", "test", "checks"}
-TEST_KEYS = {"repetitions", "rdma", "nccl"}
 THRESHOLD_KEYS = {"value", "unit", "source"}
+REF_RE = re.compile(r"^([A-Z][A-Z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
 class ProfileError(InputFileError):
@@ -91,6 +96,19 @@ class Threshold(msgspec.Struct, frozen=True):
     value: Any  # a number, a list of texts (approved) or True (same)
     unit: str
     source: str
+    rule: str = ""  # the rule threshold it takes (RULE.name), when it names one
+    rule_value: Any = None  # that threshold's value in the rule; differs from `value` when the profile tightens it
+
+    @property
+    def op(self) -> str:
+        """The rule language's operator (ge, le, in) that a measurement must meet: a band holds when
+        diagnose.conditions.compare(op, measured, value) does, as a `when:` condition compares a fact with a
+        threshold. `same` has none."""
+        return {">=": "ge", "<=": "le", "in": "in"}.get(self.operator, "")
+
+    @property
+    def tightened(self) -> bool:
+        return bool(self.rule) and self.value != self.rule_value
 
     @property
     def fails(self) -> bool:
@@ -122,6 +140,7 @@ class Profile(msgspec.Struct, frozen=True):
     source: str  # the file it came from
     sha256: str  # of the file's bytes
     text: str = ""
+    require: tuple[str, ...] = ()  # rules whose findings the acceptance needs: a skip of one is INCONCLUSIVE
 
     def check(self, check_id: str) -> ProfileCheck | None:
         return next((c for c in self.checks if c.id == check_id), None)
@@ -131,29 +150,87 @@ _TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": 
                 "max_bytes": (8, 1 << 40)}
 
 
+_M = TypeVar("_M", bound=msgspec.Struct)
+
+
 class _Ctx:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, rules: Sequence[Rule]) -> None:
         self.path = path
+        self.rules = {r.id: r for r in rules}
 
     def fail(self, reason: str, node: Any = None, key: str | None = None) -> ProfileError:
         return ProfileError(self.path, reason, line=line_of(node, key))
 
 
-def _mapping(ctx: _Ctx, raw: Any, where: str, allowed: set[str], parent: Any = None, key: str | None = None
-             ) -> dict[str, Any]:
+# The profile's shape as msgspec models: unknown keys are refused by msgspec (forbid_unknown_fields) and mapped to
+# file:line here; what each value may be (ranges, units, the bands of a check) is checked after conversion.
+class _ProfileDoc(msgspec.Struct, forbid_unknown_fields=True):
+    profile: Any = None
+    version: Any = None
+    description: Any = ""
+    test: Any = msgspec.UNSET
+    checks: Any = None
+    require: Any = msgspec.field(default_factory=list)
+
+
+class _TestDoc(msgspec.Struct, forbid_unknown_fields=True):
+    repetitions: int | msgspec.UnsetType = msgspec.UNSET
+    rdma: Any = msgspec.UNSET
+    nccl: Any = msgspec.UNSET
+
+
+class _RdmaDoc(msgspec.Struct, forbid_unknown_fields=True):
+    duration_s: int | msgspec.UnsetType = msgspec.UNSET
+    size_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    qps: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class _NcclDoc(msgspec.Struct, forbid_unknown_fields=True):
+    max_bytes: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class _BandDoc(msgspec.Struct, forbid_unknown_fields=True):
+    value: Any = msgspec.UNSET
+    unit: Any = msgspec.UNSET
+    source: Any = msgspec.UNSET
+    threshold: Any = msgspec.UNSET
+
+
+_UNKNOWN_FIELD = re.compile(r"unknown field `(.*)`")
+_AT = re.compile(r" - at `\$\.([A-Za-z_]\w*)`$")
+
+
+def _model(ctx: _Ctx, raw: Any, cls: type[_M], where: str, parent: Any = None, key: str | None = None) -> _M:
+    """`raw` as the model `cls`; a msgspec error becomes one line naming file:line and what is allowed."""
     if not isinstance(raw, dict):
         raise ctx.fail(f"{where} must be a mapping", parent, key)
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        raise ctx.fail(f"unknown key '{unknown[0]}' in {where}; expected one of {', '.join(sorted(allowed))}",
-                       raw, unknown[0])
-    return raw
+    allowed = ", ".join(sorted(cls.__struct_fields__))
+    odd = [k for k in raw if not isinstance(k, str)]
+    if odd:  # a YAML key such as `1:` is no field name
+        raise ctx.fail(f"unknown key '{odd[0]}' in {where}; expected one of {allowed}", raw, odd[0])
+    try:
+        return msgspec.convert(raw, cls, strict=True)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        unknown = _UNKNOWN_FIELD.search(text)
+        if unknown:
+            raise ctx.fail(f"unknown key '{unknown.group(1)}' in {where}; expected one of {allowed}", raw,
+                           unknown.group(1)) from None
+        at = _AT.search(text)
+        field = at.group(1) if at else None
+        if field in _TEST_RANGES:
+            low, high = _TEST_RANGES[field]
+            raise ctx.fail(f"'{field}' must be an integer from {low} to {high}, got {raw[field]!r}", raw,
+                           field) from None
+        raise ctx.fail(f"{where}: {text.split(' - at ')[0]}", raw, field) from None
 
 
-def _integer(ctx: _Ctx, raw: dict[str, Any], key: str, name: str) -> int:
-    value = raw[key]
-    low, high = _TEST_RANGES[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+def _integer(ctx: _Ctx, value: int | msgspec.UnsetType, raw: dict[str, Any], key: str) -> int | None:
+    """A test parameter (an integer, msgspec says) within its range, or None when it is not given."""
+    if isinstance(value, msgspec.UnsetType):
+        return None
+    low, high = _TEST_RANGES[key]
+    if not low <= value <= high:
         raise ctx.fail(f"'{key}' must be an integer from {low} to {high}, got {value!r}", raw, key)
     return value
 
@@ -161,18 +238,16 @@ def _integer(ctx: _Ctx, raw: dict[str, Any], key: str, name: str) -> int:
 def _test(ctx: _Ctx, doc: dict[str, Any]) -> TestPlan:
     if "test" not in doc:
         return TestPlan()
-    raw = _mapping(ctx, doc["test"], "'test'", TEST_KEYS, doc, "test")
-    values: dict[str, int] = {}
-    if "repetitions" in raw:
-        values["repetitions"] = _integer(ctx, raw, "repetitions", "repetitions")
-    if "rdma" in raw:
-        rdma = _mapping(ctx, raw["rdma"], "'test.rdma'", {"duration_s", "size_bytes", "qps"}, raw, "rdma")
-        values.update({k: _integer(ctx, rdma, k, k) for k in rdma})
-    if "nccl" in raw:
-        nccl = _mapping(ctx, raw["nccl"], "'test.nccl'", {"max_bytes"}, raw, "nccl")
-        if "max_bytes" in nccl:
-            values["nccl_max_bytes"] = _integer(ctx, nccl, "max_bytes", "max_bytes")
-    return TestPlan(**values)
+    raw = doc["test"]
+    test = _model(ctx, raw, _TestDoc, "'test'", doc, "test")
+    found: dict[str, int | None] = {"repetitions": _integer(ctx, test.repetitions, raw, "repetitions")}
+    if not isinstance(test.rdma, msgspec.UnsetType):
+        rdma = _model(ctx, test.rdma, _RdmaDoc, "'test.rdma'", raw, "rdma")
+        found.update({k: _integer(ctx, getattr(rdma, k), test.rdma, k) for k in _RdmaDoc.__struct_fields__})
+    if not isinstance(test.nccl, msgspec.UnsetType):
+        nccl = _model(ctx, test.nccl, _NcclDoc, "'test.nccl'", raw, "nccl")
+        found["nccl_max_bytes"] = _integer(ctx, nccl.max_bytes, test.nccl, "max_bytes")
+    return TestPlan(**{k: v for k, v in found.items() if v is not None})
 
 
 def _number(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:
@@ -204,18 +279,87 @@ def _value(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> An
 
 def _threshold(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: Any, parent: Any) -> Threshold:
     where = f"'{check_id}.{band}'"
-    raw = _mapping(ctx, raw, where, THRESHOLD_KEYS, parent, band)
+    _model(ctx, raw, _BandDoc, where, parent, band)
+    if "threshold" in raw:
+        return _reference(ctx, spec, check_id, band, raw)
     missing = sorted(THRESHOLD_KEYS - set(raw))
     if missing:
-        raise ctx.fail(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source)",
-                       raw)
+        raise ctx.fail(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source, "
+                       "or names a rule's threshold: threshold: RULE.name)", raw)
+    _unit(ctx, spec, check_id, raw)
+    return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
+                     _source(ctx, where, raw))
+
+
+def _unit(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> None:
     if raw["unit"] != spec.unit:
         raise ctx.fail(f"{check_id}: unit must be '{spec.unit}', got {raw['unit']!r}", raw, "unit")
+
+
+def _source(ctx: _Ctx, where: str, raw: dict[str, Any]) -> str:
     source = raw["source"]
     if not isinstance(source, str) or not source.strip():
         raise ctx.fail(f"{where}: 'source' must say where the value comes from", raw, "source")
+    return " ".join(source.split())
+
+
+def _reference(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: dict[str, Any]) -> Threshold:
+    """A band that takes a rule's threshold: its value and source come from the playbook, once; a `value` here
+    may only tighten it and then states its own `source`."""
+    where = f"'{check_id}.{band}'"
+    ref = raw["threshold"]
+    match = REF_RE.fullmatch(ref) if isinstance(ref, str) else None
+    if match is None:
+        raise ctx.fail(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {ref!r}", raw,
+                       "threshold")
+    rule = ctx.rules.get(match.group(1))
+    if rule is None:
+        raise ctx.fail(f"{where}: no rule {match.group(1)} (`linkcheck playbooks list` names the rules)", raw,
+                       "threshold")
+    name = match.group(2)
+    if name not in rule.thresholds:
+        raise ctx.fail(f"{where}: rule {rule.id} has no threshold '{name}' (it has: "
+                       f"{', '.join(sorted(rule.thresholds)) or 'none'})", raw, "threshold")
+    if name not in rule.threshold_sources:
+        raise ctx.fail(f"{where}: {ref} states no source (its playbook's threshold_sources must cite one)", raw,
+                       "threshold")
+    if "unit" not in raw:
+        raise ctx.fail(f"{where} needs unit (every threshold states its unit)", raw)
+    _unit(ctx, spec, check_id, raw)
+    if "value" not in raw:
+        if "source" in raw:
+            raise ctx.fail(f"{where}: the source of {ref} is its playbook's threshold_sources; 'source' goes only "
+                           "with a tighter 'value'", raw, "source")
+        value = _value(ctx, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
+        return Threshold(band, OPERATORS[spec.kind], value, spec.unit, " ".join(rule.threshold_sources[name].split()),
+                         ref, value)
+    if "source" not in raw:
+        raise ctx.fail(f"{where}: a 'value' that tightens {ref} needs its own 'source'", raw, "value")
+    rule_value = _value(ctx, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
     return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
-                     " ".join(source.split()))
+                     _source(ctx, where, raw), ref, rule_value)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _looser(spec: CheckSpec, t: Threshold) -> bool:
+    """A tightened threshold that is in fact looser than its rule's: a lower floor, a higher ceiling, a part
+    number the rule does not approve."""
+    if not t.tightened:
+        return False
+    if spec.kind == "min":
+        return bool(t.value < t.rule_value)
+    if spec.kind == "max":
+        return bool(t.value > t.rule_value)
+    if spec.kind == "in":
+        return not set(t.value) <= set(t.rule_value)
+    return False
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(value) if isinstance(value, tuple) else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _contradiction(check_id: str, spec: CheckSpec, fail: Threshold, warn: Threshold) -> str | None:
@@ -233,7 +377,12 @@ def _check(ctx: _Ctx, check_id: str, raw: Any, parent: Any) -> ProfileCheck:
     if spec is None:
         raise ctx.fail(f"unknown check '{check_id}'; expected one of {', '.join(CHECKS)}", parent, check_id)
     bands = BANDS[spec.kind]
-    raw = _mapping(ctx, raw, f"check '{check_id}'", set(bands), parent, check_id)
+    if not isinstance(raw, dict):
+        raise ctx.fail(f"check '{check_id}' must be a mapping", parent, check_id)
+    unknown = sorted(str(k) for k in raw if k not in bands)
+    if unknown:  # the bands depend on the check's kind: checked here, not by a model
+        raise ctx.fail(f"unknown key '{unknown[0]}' in check '{check_id}'; expected one of {', '.join(sorted(bands))}",
+                       raw, unknown[0])
     if bands[0] not in raw:
         raise ctx.fail(f"check '{check_id}' needs '{bands[0]}'", parent, check_id)
     found = tuple(_threshold(ctx, spec, check_id, band, raw[band], raw) for band in bands if band in raw)
@@ -241,6 +390,12 @@ def _check(ctx: _Ctx, check_id: str, raw: Any, parent: Any) -> ProfileCheck:
         problem = _contradiction(check_id, spec, found[0], found[1])
         if problem:
             raise ctx.fail(problem, raw, bands[1])
+    for band, t in zip((b for b in bands if b in raw), found, strict=True):
+        if _looser(spec, t):
+            raise ctx.fail(f"{check_id}.{band}: {_shown(t.value)} {spec.unit} is looser than {t.rule} "
+                           f"({_shown(t.rule_value)} {spec.unit}); a profile may only tighten a rule's threshold "
+                           "(a looser one belongs in a playbook, and the run is then not the standard acceptance)",
+                           raw[band], "value")
     return ProfileCheck(check_id, spec, found)
 
 
@@ -265,11 +420,23 @@ def _consistent(ctx: _Ctx, checks: tuple[ProfileCheck, ...], raw: dict[str, Any]
                            "no pair can meet it", raw, "rdma_concurrent_gbps")
 
 
-def parse_profile(text: str, path: str) -> Profile:
-    """A profile from its YAML text; ProfileError naming path:line on the first problem."""
-    ctx = _Ctx(path)
+def _require(ctx: _Ctx, doc: dict[str, Any]) -> tuple[str, ...]:
+    raw = doc.get("require", [])
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        raise ctx.fail("'require' must be a list of rule ids", doc, "require")
+    unknown = [r for r in raw if r not in ctx.rules]
+    if unknown:
+        raise ctx.fail(f"'require' names no rule {unknown[0]} (`linkcheck playbooks list` names the rules)", doc,
+                       "require")
+    return tuple(dict.fromkeys(raw))
+
+
+def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> Profile:
+    """A profile from its YAML text; ProfileError naming path:line on the first problem. Rule thresholds that
+    it names are taken from `rules` (by default the built-in playbooks)."""
+    ctx = _Ctx(path, load_playbooks() if rules is None else rules)
     doc = parse_yaml_text(text, path, ProfileError)
-    doc = _mapping(ctx, doc, "a profile", TOP_KEYS)
+    _model(ctx, doc, _ProfileDoc, "a profile")
     name = doc.get("profile")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ctx.fail("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", doc,
@@ -280,7 +447,8 @@ def parse_profile(text: str, path: str) -> Profile:
     if not isinstance(description, str):
         raise ctx.fail("'description' must be text", doc, "description")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Profile(name, " ".join(description.split()), _test(ctx, doc), _checks(ctx, doc), path, digest, text)
+    return Profile(name, " ".join(description.split()), _test(ctx, doc), _checks(ctx, doc), path, digest, text,
+                   _require(ctx, doc))
 
 
 def load_profile_file(path: Path) -> Profile:

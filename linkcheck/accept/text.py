@@ -98,6 +98,10 @@ def acceptance_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _shown(value: Any) -> str:
+    return ", ".join(value) if isinstance(value, tuple) else _num(value)
+
+
 def describe_profile(profile: Any) -> str:
     """A profile in full, for `linkcheck profiles show`."""
     t = profile.test
@@ -105,11 +109,15 @@ def describe_profile(profile: Any) -> str:
              f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {t.size_bytes} -q {t.qps} "
              f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes",
              ""]
+    if profile.require:
+        lines += [f"required rules (a skip is INCONCLUSIVE): {', '.join(profile.require)}", ""]
     for check in profile.checks:
         lines.append(f"{check.id}: {check.spec.what}")
         for th in check.thresholds:
             value = ", ".join(th.value) if isinstance(th.value, tuple) else _num(th.value)
             miss = "FAIL" if th.fails else "DEGRADED"
-            lines.append(f"  {th.band}: {th.operator} {value} {th.unit} (else {miss})")
+            origin = "" if not th.rule else f", from {th.rule}" if not th.tightened else (
+                f", tightened from {th.rule} ({_shown(th.rule_value)} {th.unit})")
+            lines.append(f"  {th.band}: {th.operator} {value} {th.unit} (else {miss}){origin}")
             lines.append(f"    source: {th.source}")
     return "\n".join(lines)

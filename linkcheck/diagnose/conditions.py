@@ -67,6 +67,12 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
     raise ValueError(op)
 
 
+def compare(op: str, actual: Any, expected: Any) -> bool:
+    """One comparison of the rule language (`ge`, `le`, `in`, ...), as `when:` conditions and acceptance
+    profiles judge it; ValueError for a value the operator cannot take (NaN, an infinity, a text for a number)."""
+    return _compare(op, actual, expected)
+
+
 def _matchable(actual: Any) -> str:
     """The fact as text, refused past MAX_MATCH_INPUT characters: no pattern gets to backtrack over a huge value."""
     text = str(actual)

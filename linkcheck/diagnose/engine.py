@@ -10,7 +10,7 @@ import msgspec
 
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
-from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, node_values, path_values
+from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, nccl_values, node_values, path_values
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE
 from linkcheck.diagnose.rule import Rule
@@ -86,7 +86,7 @@ def _condition_observations(rule: Rule, link: LinkFacts) -> Iterator[Observation
             assert rule.when is not None
             fired = evaluate(rule.when, values, rule.thresholds)
         except UnknownFact as unknown:
-            yield Observation(subject, False, nodes, values, skip=f"{unknown.fact} is unknown")
+            yield Observation(subject, False, nodes, values, skip=rule.unknown or f"{unknown.fact} is unknown")
             continue
         evidence = tuple(Evidence(f, values.get(f), rule.scope) for f in sorted(rule.when.facts()))
         yield Observation(subject, fired, nodes, values, evidence)
@@ -103,6 +103,8 @@ def _subjects(scope: str, link: LinkFacts) -> Iterator[tuple[str, tuple[str, ...
     elif scope == "node":
         for node in (link.a, link.b):
             yield f"node {node.name}", (node.name,), node_values(node)
+    elif scope == "nccl":
+        yield "nccl", ("a", "b"), nccl_values(link.bench.nccl)
 
 
 def _blocked(rule: Rule, link: LinkFacts, bench_error: str | None) -> tuple[list[Finding], set[str]]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from linkcheck.facts.model import Function, NodeFacts
+from linkcheck.facts.model import Function, NcclRun, NodeFacts
 
 try:  # Python 3.11+
     from re import _constants as _sre_c  # type: ignore[attr-defined,unused-ignore]
@@ -56,12 +56,15 @@ def _field_kinds(cls: type) -> dict[str, str]:
 
 _FUNCTION_KINDS = _field_kinds(Function)
 _NODE_KINDS = _field_kinds(NodeFacts)
+_NCCL_KINDS = _field_kinds(NcclRun)
 
 
 def fact_kind(scope: str, fact: str) -> str:
     """number, bool, text or other (a tuple): what the flattened fact holds when known."""
     if scope == "path" and fact[:2] in ("a.", "b."):
         scope, fact = "function", fact[2:]
+    if scope == "nccl":
+        return _NCCL_KINDS.get(fact, "text")
     if fact in _DERIVED:
         return _DERIVED[fact]
     if scope == "node" and fact.startswith("nccl."):

@@ -24,7 +24,7 @@ from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
 RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
-             "mechanism", "fix", "references", "required", "threshold_sources"}
+             "mechanism", "fix", "references", "required", "threshold_sources", "unknown"}
 TOP_KEYS = {"playbook", "description", "rules"}
 COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "between", "below_baseline"}
 OPERATORS = COMPARE_OPS | {"missing", "differs"}
@@ -201,8 +201,15 @@ def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
         where=_condition(ctx, raw["where"], scope, thresholds) if "where" in raw else None,
         needs=needs, thresholds=dict(thresholds), fix=fix, references=_strings(ctx, raw, "references"),
         required=required, source=f"{ctx.path}:{line_of(raw) or '?'}",
-        threshold_sources=_threshold_sources(ctx, raw, thresholds),
+        threshold_sources=_threshold_sources(ctx, raw, thresholds), unknown=_unknown(ctx, raw),
     )
+
+
+def _unknown(ctx: _Ctx, raw: dict[str, Any]) -> str:
+    """The skip reason a `when` rule gives when a fact is unknown; a named check states its own."""
+    if "unknown" in raw and "when" not in raw:
+        raise ctx.fail("'unknown' is the skip reason of a 'when' rule; a named check states its own", raw, "unknown")
+    return _text(ctx, raw, "unknown", required=False)
 
 
 def parse_playbook(text: str, path: str) -> list[Rule]:

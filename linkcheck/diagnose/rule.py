@@ -44,3 +44,4 @@ class Rule(msgspec.Struct, frozen=True):
     required: bool = True
     source: str = ""
     threshold_sources: Mapping[str, str] = {}  # threshold name -> where its value comes from
+    unknown: str = ""  # a `when` rule's skip reason when a fact it needs is unknown (else "<fact> is unknown")

@@ -116,6 +116,8 @@ def test_profiles_commands() -> None:
 # -- bad profiles: one line naming file:line, exit 4 ------------------------------------------------------------
 
 GOOD = PROFILE.read_text(encoding="utf-8")
+# The profile takes the NCCL warn line from the rule (declared once, in playbooks/nccl.yaml); a site tightens it.
+_BUSBW_WARN = "      threshold: NCCL_BUSBW_LOW.min_busbw_gbs\n      unit: GB/s\n"
 
 
 def _line_of(text: str, needle: str, nth: int = 0) -> int:
@@ -133,15 +135,15 @@ BAD = {
     "wrong type": (GOOD.replace("      value: 92\n", "      value: fast\n"), "value: fast", "must be a number"),
     "wrong unit": (GOOD.replace("      value: 185\n      unit: Gb/s\n", "      value: 185\n      unit: GB/s\n"),
                    "unit: GB/s", "unit must be 'Gb/s'"),
-    "no source": (GOOD.replace("      value: 32\n      unit: GT/s\n      source:",
-                               "      value: 32\n      unit: GT/s\n      comment:"), "comment:",
+    "no source": (GOOD.replace("      value: 0\n      unit: errors\n      source:",
+                               "      value: 0\n      unit: errors\n      comment:"), "comment:",
                   "unknown key 'comment'"),
     "impossible floor": (GOOD.replace("      value: 185\n", "      value: 250\n"), "value: 250",
                          "can never be measured"),
     "negative": (GOOD.replace("      value: 0\n      unit: errors", "      value: -1\n      unit: errors"),
                  "value: -1", "is impossible"),
-    "warn floor under fail floor": (GOOD.replace("      value: 21.65\n      unit: GB/s",
-                                                 "      value: 5\n      unit: GB/s"), "warn_below:",
+    "warn floor under fail floor": (GOOD.replace(_BUSBW_WARN, _BUSBW_WARN + "      value: 5\n      source: x\n"),
+                                    "warn_below:",
                                     "warn_below 5 is under fail_below 8"),
     "two paths over the cage": (GOOD.replace("      value: 90\n", "      value: 120\n"), "rdma_concurrent_gbps:",
                                 "exceed the cage's 200 Gb/s"),
@@ -257,7 +259,7 @@ def test_published_healthy_gx10_figures_pass(tmp_path: Path) -> None:
 
 def test_busbw_in_the_warn_band_is_degraded(tmp_path: Path) -> None:
     """A site profile that asks 22 GB/s: the published 21.78 is then DEGRADED (exit 1), not FAIL."""
-    site = GOOD.replace("      value: 21.65\n      unit: GB/s", "      value: 22\n      unit: GB/s")
+    site = GOOD.replace(_BUSBW_WARN, _BUSBW_WARN + "      value: 22\n      source: site practice\n")
     _, doc = _accept(_repeated(tmp_path, concurrent_gbps=98.01, nccl_from="real-healthy-gx10"), profile_text=site)
     assert doc["verdict"] == "DEGRADED" and doc["exit_code"] == 1
     [busbw] = _checks(doc, "nccl_busbw_gbs")

@@ -31,12 +31,6 @@ class BelowNominalValues(msgspec.Struct, frozen=True):
     pct: str
 
 
-class SocketFallbackValues(msgspec.Struct, frozen=True):
-    """The transport NCCL used."""
-
-    network: str
-
-
 class BusbwValues(msgspec.Struct, frozen=True):
     """The collective's bus bandwidth and the band it falls in."""
 
@@ -152,16 +146,6 @@ def below_nominal(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observ
             + fec_evidence(path))
 
     return _per_path(link, thresholds, judge)
-
-
-def nccl_socket_fallback(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
-    run = link.bench.nccl
-    if run is None or run.network is None and not run.uses_socket:
-        return [Observation(subject="nccl", fired=False, skip="no NCCL_DEBUG=INFO transport line in the log")]
-    return [Observation(subject="nccl", fired=run.uses_socket or run.network == "Socket",
-                        values=SocketFallbackValues(network=run.network or "unknown"),
-                        evidence=(Evidence("Using network", run.network, "NCCL log"),
-                                  Evidence("NET/IB devices", list(run.ib_devices), "NCCL log")))]
 
 
 def _busbw_pointers(link: LinkFacts) -> list[str]:

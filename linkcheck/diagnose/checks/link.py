@@ -1,8 +1,8 @@
-"""Named checks on the physical link and addressing: carrier, cages, subnets, MTU, cable identity."""
+"""Named checks on the physical link and addressing: carrier, cages, cable identity (twins sharing a subnet
+is a `when:` condition on the node facts `shared_subnet` and `shared_netdevs`)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,15 +19,6 @@ class LinkDownValues(msgspec.Struct, frozen=True):
     node: str
     netdev: str
     what: str
-
-
-class SharedSubnetValues(msgspec.Struct, frozen=True):
-    """Twins of one node in one subnet."""
-
-    node: str
-    subnet: str
-    netdevs: str
-    second: str
 
 
 class CableValues(msgspec.Struct, frozen=True):
@@ -114,23 +105,6 @@ def _no_path(link: LinkFacts) -> Observation:
                               what=f"no data path: no twin of the cabled cage on a ({'; '.join(listing['a'])}) "
                                    f"shares a subnet with one on b ({'; '.join(listing['b'])})"),
         evidence=tuple(Evidence(f"cabled twins on {k}", v, "ip addr") for k, v in listing.items()))
-
-
-def twins_same_subnet(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
-    out = []
-    for node in (link.a, link.b):
-        by_subnet: dict[str, list[str]] = defaultdict(list)
-        for fn in node.used_functions:
-            for subnet in fn.subnets:
-                by_subnet[subnet].append(fn.netdev)
-        shared = {s: n for s, n in by_subnet.items() if len(n) > 1}
-        subnet, names = next(iter(sorted(shared.items())), ("-", []))
-        out.append(Observation(
-            subject=f"node {node.name}", fired=bool(shared), nodes=(node.name,),
-            values=SharedSubnetValues(node=node.name, subnet=subnet, netdevs=" and ".join(names),
-                                      second=names[1] if len(names) > 1 else "-"),
-            evidence=tuple(Evidence(f"{fn.netdev} IPv4", list(fn.ipv4), "ip addr") for fn in node.used_functions)))
-    return out
 
 
 def cable_not_approved(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:

@@ -11,7 +11,8 @@ from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import as_text
-from linkcheck.report.tables import identity_lines, nccl_text, rate, rdma_rows, total_cells
+from linkcheck.report.tables import evidence_lines, identity_lines, nccl_text, pin_text, rate, rdma_rows, total_cells
+from linkcheck.values import pcie
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
@@ -24,13 +25,13 @@ def _cell(fn: Function | None, node: NodeFacts) -> Text:
     pin = node.nccl.get("NCCL_IB_GID_INDEX")
     state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
     speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
-    pcie = f"{fn.pcie_speed_gts:g}GT/s x{fn.pcie_width}" if fn.pcie_speed_gts and fn.pcie_width else "PCIe ?"
     gid = "-" if fn.gid_index is None else str(fn.gid_index)
+    fec = " ".join(fn.fec_active) if fn.fec_active else "?"
     lines = [
         f"{fn.netdev} / {fn.rdma_dev or '?'}",
-        f"{state} {speed}, {pcie}, FEC {' '.join(fn.fec_active) if fn.fec_active else '?'}",
+        f"{state} {speed}, {pcie(fn.pcie_speed_gts, fn.pcie_width)}, FEC {fec}",
         f"{', '.join(fn.ipv4) or 'no IPv4'}  mtu {fn.mtu or '?'}",
-        f"GID {gid} (pin {'-' if pin is None else repr(pin)})",
+        f"GID {gid} (pin {pin_text(pin)})",
     ]
     return as_text("\n".join(lines))
 
@@ -82,9 +83,8 @@ def nccl_line(link: LinkFacts) -> Text | None:
 
 def _finding_panel(finding: Finding) -> Panel:
     body: list[Text] = [as_text(finding.message)]
-    for ev in finding.evidence:
-        body.append(as_text(f"  evidence: {ev.fact} = {ev.value!r}" + (f"  [{ev.source}]" if ev.source else ""),
-                            "dim"))
+    for line in evidence_lines(finding):
+        body.append(as_text(f"  evidence: {line}", "dim"))
     for step in finding.fix:
         body.append(as_text(f"  fix: {step}", "bold"))
     title = Text.assemble((finding.status.value.upper(), STYLE[finding.status]),

@@ -17,6 +17,7 @@ from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
+from linkcheck.values import evidence_value
 
 # XML 1.0 cannot hold these even escaped (shown() already made C0/C1 controls visible).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -56,7 +57,7 @@ def _case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
     if finding.evidence:
         props = ET.SubElement(case, "properties")
         for ev in finding.evidence:
-            ET.SubElement(props, "property", name=_x(ev.fact), value=_x(repr(ev.value)))
+            ET.SubElement(props, "property", name=_x(ev.fact), value=_x(evidence_value(ev)[0]))
     out = [f"{finding.status.value} {finding.rule_id} {finding.subject}: {finding.message}",
            *(f"evidence: {e}" for e in evidence_lines(finding)), *(f"fix: {s}" for s in finding.fix)]
     ET.SubElement(case, "system-out").text = _x("\n".join(out), multiline=True)

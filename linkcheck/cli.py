@@ -500,17 +500,30 @@ def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.
     prof = load_profile_file(path)
     _out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
 
+class HistoryFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
 @app.command()
 def history(
     pair: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--pair", help="Only this pair (its history file's name, or a part of it such as a hostname).")] = None,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--since", help="Only runs from this date or time on (YYYY-MM-DD or ISO 8601).")] = None,
+    fmt: Annotated[HistoryFormat, typer.Option(
+        "--format", "-f", help="table (fits the terminal), csv or json.")] = HistoryFormat.table,
 ) -> None:
-    """Each path's throughput, the NCCL bus bandwidth and the verdicts over time, from the runs' history."""
-    from linkcheck.app.history import history_table
+    """The recorded runs as a log, one row per run: time, command, -D and repetitions, each path's lowest rate,
+    the concurrent total, the NCCL bus bandwidth, the verdict and the bundle."""
+    from linkcheck.app.history import history_rows, history_text
 
-    _out(history_table(pair, since))
+    if _QUIET:  # no body: the count and the last run's verdict on stderr
+        rows = history_rows(pair, since)
+        last = f", the last {rows[-1]['verdict'].upper()} at {rows[-1]['time']}" if rows else ""
+        _say(f"history: {len(rows)} runs{last}")
+        return
+    _out(history_text(pair, since, fmt.value))
 
 # What the shell sets when it asks linkcheck for completions (click's convention: _<PROG>_COMPLETE).
 COMPLETE_VAR = "_LINKCHECK_COMPLETE"

@@ -28,7 +28,7 @@ LATE = {
     ("linkcheck.collect.collector", "linkcheck.transport.ssh"),  # paramiko: only when a node is remote
     ("linkcheck.collect.collector", "linkcheck.transport.pyroute_facts"),  # pyroute2: only for a local node
     ("linkcheck.report.html", "linkcheck.report.html_plots"),  # matplotlib: the optional html extra
-    ("linkcheck.cli", "linkcheck.app.history"),  # pandas: only `linkcheck history`
+    ("linkcheck.cli", "linkcheck.app.history"),  # the history log: only `linkcheck history` reads it
 }
 
 

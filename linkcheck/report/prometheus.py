@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from linkcheck import __version__
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
+from linkcheck.report import acceptance as acc
 from linkcheck.report.safe_text import shown
 from linkcheck.report.writer import check_output_path, write_output
 
@@ -106,6 +107,27 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
     return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
 
+def _acceptance(m: _Metrics, outcome: Outcome) -> None:
+    """The bundle's acceptance: its verdict and profile, each check's status (one-hot) and margin."""
+    doc = acc.acceptance(outcome)
+    if doc is None or "problem" in doc:
+        return
+    profile = doc.get("profile") or {}
+    m.family("linkcheck_acceptance_info", "The acceptance profile the pair was judged against (value 1).",
+             [({"profile": str(profile.get("name") or "unknown"), "sha256": str(profile.get("sha256") or "")}, 1)])
+    m.family("linkcheck_acceptance_verdict", "The acceptance verdict, one-hot over pass, degraded, fail and "
+             "inconclusive.", [({"verdict": v.lower()}, 1 if doc.get("verdict") == v else 0) for v in acc.STATUSES])
+    checks = acc.checks(doc)
+    m.family("linkcheck_acceptance_check_status", "Each acceptance check's status, one-hot over pass, degraded, "
+             "fail and inconclusive.",
+             [({"check": str(c.get("id")), "subject": str(c.get("subject")), "status": v.lower()},
+               1 if c.get("status") == v else 0) for c in checks for v in acc.STATUSES])
+    m.family("linkcheck_acceptance_check_margin", "How far each check's lowest (or highest) measured value is inside "
+             "its threshold, in the check's unit (negative: outside).",
+             [({"check": str(c.get("id")), "subject": str(c.get("subject")), "unit": acc.unit(c)}, float(c["margin"]))
+              for c in checks if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
+
+
 def render_prometheus(outcome: Outcome) -> str:
     """The outcome as a node_exporter textfile (ends with a newline)."""
     link, diagnosis, m = outcome.link, outcome.diagnosis, _Metrics()
@@ -131,6 +153,7 @@ def render_prometheus(outcome: Outcome) -> str:
     m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
+    _acceptance(m, outcome)
     return "\n".join(m.lines) + "\n"
 
 def check_textfile_path(path: Path) -> Path:

@@ -37,7 +37,7 @@ from rich.console import Console
 from linkcheck import __version__
 from linkcheck.accept.budget import expected_paths, plan_line
 from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile
-from linkcheck.accept.text import acceptance_text, describe_profile, headline
+from linkcheck.accept.text import describe_profile, headline
 from linkcheck.app.accept import run_accept
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.init import write_initial_config
@@ -57,7 +57,7 @@ from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.outcome import Outcome
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
-from linkcheck.report.output import print_outcome, write_stdout
+from linkcheck.report.output import print_acceptance, print_outcome, write_stdout
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path
@@ -395,7 +395,7 @@ def accept(
     else:
         _emit(result.outcome, fmt, show_all)
         if fmt is Format.console:
-            _out("\n" + acceptance_text(document))
+            print_acceptance(document)
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 

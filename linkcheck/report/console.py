@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from linkcheck.accept.text import HEADER, headline, reasons, rows
+from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
@@ -112,3 +117,21 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) 
     summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     console.print(Text(f"verdict: {diagnosis.verdict.value.upper()} ({summary}) exit {int(diagnosis.exit_code)}",
                        style=VERDICT_STYLE[diagnosis.verdict]))
+
+
+ACCEPT_STYLE = {"PASS": "green", "DEGRADED": "yellow", "FAIL": "bold red", "INCONCLUSIVE": "cyan"}
+
+
+def acceptance_view(doc: dict[str, Any]) -> Group:
+    """The acceptance for the terminal: the headline, each check as a table row that fits the console's width
+    (long cells wrap inside their column), why the verdict is not PASS, who was tested."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
+    for head in HEADER:
+        table.add_column(head, overflow="fold", justify="right" if head == "margin" else "left",
+                         no_wrap=head in ("status", "margin"))
+    for row in rows(doc):
+        table.add_row(as_text(row[0], ACCEPT_STYLE.get(row[0], "")), *(as_text(cell) for cell in row[1:]))
+    parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")), table]
+    parts += [as_text(f"  - {line}") for line in reasons(doc)]
+    parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
+    return Group(*parts)

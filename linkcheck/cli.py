@@ -37,7 +37,7 @@ from rich.console import Console
 from linkcheck import __version__
 from linkcheck.accept.budget import expected_paths, plan_line
 from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile
-from linkcheck.accept.text import acceptance_text, describe_profile, headline
+from linkcheck.accept.text import describe_profile, headline
 from linkcheck.app.accept import run_accept
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.init import write_initial_config
@@ -57,7 +57,7 @@ from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.outcome import Outcome
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
-from linkcheck.report.output import print_outcome, write_stdout
+from linkcheck.report.output import print_acceptance, print_outcome, write_stdout
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path
@@ -395,7 +395,7 @@ def accept(
     else:
         _emit(result.outcome, fmt, show_all)
         if fmt is Format.console:
-            _out("\n" + acceptance_text(document))
+            print_acceptance(document)
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 
@@ -500,17 +500,30 @@ def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.
     prof = load_profile_file(path)
     _out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
 
+class HistoryFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
 @app.command()
 def history(
     pair: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--pair", help="Only this pair (its history file's name, or a part of it such as a hostname).")] = None,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--since", help="Only runs from this date or time on (YYYY-MM-DD or ISO 8601).")] = None,
+    fmt: Annotated[HistoryFormat, typer.Option(
+        "--format", "-f", help="table (fits the terminal), csv or json.")] = HistoryFormat.table,
 ) -> None:
-    """Each path's throughput, the NCCL bus bandwidth and the verdicts over time, from the runs' history."""
-    from linkcheck.app.history import history_table
+    """The recorded runs as a log, one row per run: time, command, -D and repetitions, each path's lowest rate,
+    the concurrent total, the NCCL bus bandwidth, the verdict and the bundle."""
+    from linkcheck.app.history import history_rows, history_text
 
-    _out(history_table(pair, since))
+    if _QUIET:  # no body: the count and the last run's verdict on stderr
+        rows = history_rows(pair, since)
+        last = f", the last {rows[-1]['verdict'].upper()} at {rows[-1]['time']}" if rows else ""
+        _say(f"history: {len(rows)} runs{last}")
+        return
+    _out(history_text(pair, since, fmt.value))
 
 # What the shell sets when it asks linkcheck for completions (click's convention: _<PROG>_COMPLETE).
 COMPLETE_VAR = "_LINKCHECK_COMPLETE"

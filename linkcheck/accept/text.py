@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from linkcheck.values import signed, text
+
 
 def _num(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    return text(value)
 
 
 def measured_cell(check: dict[str, Any]) -> str:
@@ -33,7 +35,7 @@ def threshold_cell(check: dict[str, Any]) -> str:
 
 def margin_cell(check: dict[str, Any]) -> str:
     margin = check.get("margin")
-    return "" if margin is None else f"{margin:+g}"
+    return "" if margin is None else signed(margin)
 
 
 HEADER = ("status", "check", "subject", "measured min / median / max", "threshold", "margin")

@@ -1,28 +1,38 @@
-"""`linkcheck history`: the recorded runs of a pair (or of all pairs) as one table over time.
+"""`linkcheck history`: the recorded runs as a log, one row per run: when, which command, how long and how often
+ib_write_bw ran, each path's lowest rate, the concurrent total, the NCCL bus bandwidth, the verdict and the bundle.
 
-The one module that imports pandas, so no other command loads it."""
+As a table it fits the terminal (long cells wrap inside their column); as CSV or JSON it is for scripts."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+from pathlib import Path
 from typing import Any
 
-import pandas as pd
+from rich.console import Console
+from rich.table import Table
 
 from linkcheck.baseline.history import history_files, read_records, since_time, when_of
+from linkcheck.errors import UsageError
+from linkcheck.values import number
+
+FORMATS = ("table", "csv", "json")
 
 
-def _path_rates(record: dict[str, Any]) -> dict[str, float]:
-    """Per path, the concurrent rate of its slower direction (alone when the run had no concurrent round)."""
+def path_minimums(record: dict[str, Any]) -> dict[str, float]:
+    """Per path, its lowest rate: the slower direction of the concurrent round (alone when there was none)."""
     out: dict[str, dict[str, float]] = {}
     for key, gbps in record.get("rdma_gbps", {}).items():
         path, _, rest = str(key).partition("|")
         mode = rest.partition("|")[0]
         out.setdefault(path, {})[mode] = min(float(gbps), out.get(path, {}).get(mode, float(gbps)))
-    return {f"{p} Gb/s": modes.get("concurrent", modes.get("alone", 0.0)) for p, modes in sorted(out.items())}
+    return {p: modes.get("concurrent", modes.get("alone", 0.0)) for p, modes in sorted(out.items())}
 
 
-def history_table(pair: str | None = None, since: str | None = None) -> str:
-    """The runs over time: each path's rate, the concurrent total, the NCCL bus bandwidth and the verdict."""
+def history_rows(pair: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
+    """The runs, oldest first, as plain values (JSON's and CSV's rows)."""
     start = since_time(since)
     rows: list[dict[str, Any]] = []
     for path in history_files(pair):
@@ -31,15 +41,78 @@ def history_table(pair: str | None = None, since: str | None = None) -> str:
             if start is not None and when < start:
                 continue
             totals = record.get("concurrent_total_gbps") or {}
-            rows.append({"collected": when, "pair": path.stem, "command": record.get("command"),
-                         "verdict": record["verdict"], **_path_rates(record),
-                         "total Gb/s": min(totals.values()) if totals else None,
-                         "busbw GB/s": record.get("nccl_busbw_gbs"),
-                         "findings": " ".join(record.get("findings") or []) or "-"})
+            rows.append({
+                "time": when.isoformat(timespec="seconds"), "pair": path.stem, "command": record.get("command"),
+                "duration_s": record.get("duration_s"), "repetitions": record.get("repetitions"),
+                "path_min_gbps": path_minimums(record),
+                "total_gbps": min(totals.values()) if totals else None,
+                "nccl_busbw_gbs": record.get("nccl_busbw_gbs"), "verdict": record["verdict"],
+                "findings": list(record.get("findings") or []), "bundle": record.get("bundle") or None})
+    rows.sort(key=lambda r: r["time"])
+    return rows
+
+
+def _run_length(row: dict[str, Any]) -> str:
+    if row["duration_s"] is None and row["repetitions"] is None:
+        return "-"
+    return f"{row['duration_s'] or '?'}s x{row['repetitions'] or 1}"
+
+
+# (head, right-aligned, may wrap): the heads are two short lines, so that the log fits 80 columns.
+_COLUMNS = [("time", False, False), ("pair", False, True), ("command", False, True), ("-D\nx reps", False, False),
+            ("per path\nmin Gb/s", True, True), ("total\nGb/s", True, False), ("NCCL\nGB/s", True, False),
+            ("verdict", False, False), ("bundle", False, True)]
+
+
+def _table(rows: list[dict[str, Any]], width: int | None) -> str:
+    several = len({r["pair"] for r in rows}) > 1
+    table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold")
+    for head, right, wraps in _COLUMNS:
+        if head != "pair" or several:
+            table.add_column(head, justify="right" if right else "left", overflow="fold", no_wrap=not wraps,
+                             min_width=8 if head == "bundle" else None)
+    for row in rows:
+        cells = [row["time"][:16].replace("T", " "), *([row["pair"]] if several else []), str(row["command"]),
+                 _run_length(row), " ".join(number(v) for v in row["path_min_gbps"].values()) or "-",
+                 "-" if row["total_gbps"] is None else number(row["total_gbps"]),
+                 "-" if row["nccl_busbw_gbs"] is None else number(row["nccl_busbw_gbs"]), row["verdict"],
+                 Path(row["bundle"]).name if row["bundle"] else "-"]
+        table.add_row(*cells)
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, soft_wrap=False).print(table)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    paths = sorted({p for r in rows for p in r["path_min_gbps"]})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["time", "pair", "command", "duration_s", "repetitions", *(f"min_gbps {p}" for p in paths),
+                     "total_gbps", "nccl_busbw_gbs", "verdict", "findings", "bundle"])
+    for r in rows:
+        writer.writerow([r["time"], r["pair"], r["command"], r["duration_s"] or "", r["repetitions"] or "",
+                         *(r["path_min_gbps"].get(p, "") for p in paths),
+                         "" if r["total_gbps"] is None else r["total_gbps"],
+                         "" if r["nccl_busbw_gbs"] is None else r["nccl_busbw_gbs"], r["verdict"],
+                         " ".join(r["findings"]), r["bundle"] or ""])
+    return out.getvalue().rstrip("\n")
+
+
+def history_text(pair: str | None = None, since: str | None = None, fmt: str = "table",
+                 width: int | None = None) -> str:
+    """The runs in `fmt` (table, csv or json); a table `width` characters wide at most (the terminal's)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown history format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    rows = history_rows(pair, since)
+    if fmt == "json":
+        return json.dumps(rows, indent=2)
+    if fmt == "csv":
+        return _csv(rows)
     if not rows:
         return "no runs in the history" + (f" since {since}" if since else "")
-    frame = pd.DataFrame(rows).sort_values("collected", kind="stable")
-    if frame["pair"].nunique() == 1:
-        frame = frame.drop(columns="pair")
-    frame["collected"] = frame["collected"].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
-    return str(frame.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.2f}"))
+    return _table(rows, width)
+
+
+def history_table(pair: str | None = None, since: str | None = None) -> str:
+    """The log as a table for the terminal."""
+    return history_text(pair, since)

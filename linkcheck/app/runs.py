@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from linkcheck.baseline.history import append_run
+from linkcheck.baseline.history import already_recorded, append_run
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
@@ -30,9 +30,15 @@ def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
     problems: list[str] = []
     if record.command != "diagnose" or record.baseline is not None:
         try:
+            if record.command == "diagnose" and already_recorded(outcome):
+                return _textfile(outcome, record, problems)  # a bundle in the history already: not twice
             append_run(outcome, record.command, record.baseline.name if record.baseline else None)
         except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
             problems.append(f"the run history was not recorded: {exc.strerror or exc}")
+    return _textfile(outcome, record, problems)
+
+
+def _textfile(outcome: Outcome, record: RunRecord, problems: list[str]) -> list[str]:
     if record.prometheus is not None:
         write_textfile(record.prometheus, outcome)
     return problems

@@ -2,7 +2,7 @@
 
 JSON lines need no extra dependency to write. Each record is appended with one write(2) on an O_APPEND
 descriptor under an exclusive fcntl lock, so two runs appending at once lose and interleave nothing.
-The table that `linkcheck history` prints is app/history.py's (pandas).
+The log that `linkcheck history` prints is app/history.py's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from linkcheck import strict_json
 from linkcheck.baseline.store import data_dir, now_iso
 from linkcheck.errors import InputFileError, UsageError
-from linkcheck.facts.snapshot import pair_id, pair_key
+from linkcheck.facts.snapshot import pair_id, pair_key, rdma_parameters
 from linkcheck.safe_read import read_capped
 
 if TYPE_CHECKING:
@@ -59,6 +59,8 @@ def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str
         "concurrent_total_gbps": {d: t for d, t in link.bench.totals("concurrent").items() if t is not None},
         "nccl_busbw_gbs": link.bench.nccl.busbw_gbs if link.bench.nccl is not None else None,
         "findings": problems,
+        "duration_s": rdma_parameters(outcome.bundle).get("duration_s") if rdma else None,
+        "repetitions": len({run.round_id for run in link.bench.rdma}) if link.bench.rdma else None,
     }
 
 
@@ -95,6 +97,25 @@ def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:
     return path
 
 
+def _same_folder(a: str, b: str) -> bool:
+    return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def already_recorded(outcome: Outcome) -> bool:
+    """Whether the pair's history holds a run of this very bundle (same folder, same collection time): a later
+    offline `diagnose` of it is the same run, not a new one."""
+    bundle = outcome.bundle
+    path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
+    if bundle.path is None or not path.is_file():
+        return False
+    try:
+        records = read_records(path, warn=lambda _line: None)
+    except HistoryError:  # said by `linkcheck history`; the run is recorded as before
+        return False
+    return any(r.get("bundle_created") == bundle.created and _same_folder(str(r.get("bundle", "")), str(bundle.path))
+               for r in records)
+
+
 def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e15  # not inf, nan
 
@@ -106,6 +127,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "exit_code": ((int,), "an integer"), "hosts": ((list,), "a list"), "findings": ((list,), "a list of text"),
     "rdma_gbps": ((dict,), "an object of numbers"), "concurrent_total_gbps": ((dict,), "an object of numbers"),
     "nccl_busbw_gbs": ((int, float, type(None)), "a number or null"),
+    "duration_s": ((str, type(None)), "text or null"), "repetitions": ((int, type(None)), "an integer or null"),
 }
 
 

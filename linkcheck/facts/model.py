@@ -7,13 +7,26 @@ Rules read these typed facts, never raw text. A fact group that could not be gat
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import msgspec
 
 if TYPE_CHECKING:
     from linkcheck.facts.snapshot_model import BaselineFacts
+
+
+def _exact_sum(rates: list[float | None]) -> float | None:
+    """The sum of rates as their decimal text says (no binary float noise); None when one has no number."""
+    if any(r is None for r in rates):
+        return None
+    numbers = [r for r in rates if r is not None]
+    if not all(math.isfinite(r) for r in numbers):
+        return sum(numbers)
+    return float(sum((Decimal(repr(r)) for r in numbers), Decimal(0)))
+
 
 # Fact groups gathered per node; a node lists those it could not gather in NodeFacts.unavailable.
 NODE_GROUPS = frozenset({"netdevs", "addresses", "rdma", "gids", "pcie", "cable", "nccl_settings", "dmesg", "fec",
@@ -242,7 +255,8 @@ class BenchFacts(msgspec.Struct, frozen=True):
         """Per direction, the sum of the paths' Gb/s in `mode`; None where a run of it has no number.
 
         With repetitions of a round the total is per round, and the lowest round total is given: an
-        acceptance judges the minimum.
+        acceptance judges the minimum. The sum is of the rates as written (13.23 + 13.33 = 26.56, not
+        26.560000000000002).
         """
         rounds: dict[str, dict[str, list[float | None]]] = {}
         for run in self.rdma:
@@ -250,8 +264,7 @@ class BenchFacts(msgspec.Struct, frozen=True):
                 rounds.setdefault(run.direction, {}).setdefault(run.round_id, []).append(run.gbps)
         out: dict[str, float | None] = {}
         for direction, by_round in sorted(rounds.items()):
-            sums = [sum(r for r in rates if r is not None) if None not in rates else None
-                    for rates in by_round.values()]
+            sums = [_exact_sum(rates) for rates in by_round.values()]
             out[direction] = None if None in sums else min(s for s in sums if s is not None)
         return out
 

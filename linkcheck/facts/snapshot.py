@@ -134,6 +134,11 @@ def _parameters(captures: list[Capture], kind: str) -> dict[str, str]:
     return {name: ",".join(sorted(values)) for name, values in sorted(seen.items())}
 
 
+def rdma_parameters(bundle: Bundle) -> dict[str, str]:
+    """ib_write_bw's size_bytes, duration_s (-D) and qps as the bundle's client command lines give them."""
+    return _parameters(bundle.captures, "rdma")
+
+
 def performance(bundle: Bundle, link: LinkFacts) -> Performance:
     rdma: dict[str, float] = {}
     for run in link.bench.rdma:

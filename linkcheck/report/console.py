@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from linkcheck.accept.text import HEADER, headline, reasons, rows
+from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import as_text
-from linkcheck.report.tables import identity_lines, nccl_text, rate, rdma_rows, total_cells
+from linkcheck.report.tables import evidence_lines, identity_lines, nccl_text, pin_text, rate, rdma_rows, total_cells
+from linkcheck.values import pcie
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
@@ -24,13 +30,13 @@ def _cell(fn: Function | None, node: NodeFacts) -> Text:
     pin = node.nccl.get("NCCL_IB_GID_INDEX")
     state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
     speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
-    pcie = f"{fn.pcie_speed_gts:g}GT/s x{fn.pcie_width}" if fn.pcie_speed_gts and fn.pcie_width else "PCIe ?"
     gid = "-" if fn.gid_index is None else str(fn.gid_index)
+    fec = " ".join(fn.fec_active) if fn.fec_active else "?"
     lines = [
         f"{fn.netdev} / {fn.rdma_dev or '?'}",
-        f"{state} {speed}, {pcie}, FEC {' '.join(fn.fec_active) if fn.fec_active else '?'}",
+        f"{state} {speed}, {pcie(fn.pcie_speed_gts, fn.pcie_width)}, FEC {fec}",
         f"{', '.join(fn.ipv4) or 'no IPv4'}  mtu {fn.mtu or '?'}",
-        f"GID {gid} (pin {'-' if pin is None else repr(pin)})",
+        f"GID {gid} (pin {pin_text(pin)})",
     ]
     return as_text("\n".join(lines))
 
@@ -82,9 +88,8 @@ def nccl_line(link: LinkFacts) -> Text | None:
 
 def _finding_panel(finding: Finding) -> Panel:
     body: list[Text] = [as_text(finding.message)]
-    for ev in finding.evidence:
-        body.append(as_text(f"  evidence: {ev.fact} = {ev.value!r}" + (f"  [{ev.source}]" if ev.source else ""),
-                            "dim"))
+    for line in evidence_lines(finding):
+        body.append(as_text(f"  evidence: {line}", "dim"))
     for step in finding.fix:
         body.append(as_text(f"  fix: {step}", "bold"))
     title = Text.assemble((finding.status.value.upper(), STYLE[finding.status]),
@@ -112,3 +117,21 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) 
     summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     console.print(Text(f"verdict: {diagnosis.verdict.value.upper()} ({summary}) exit {int(diagnosis.exit_code)}",
                        style=VERDICT_STYLE[diagnosis.verdict]))
+
+
+ACCEPT_STYLE = {"PASS": "green", "DEGRADED": "yellow", "FAIL": "bold red", "INCONCLUSIVE": "cyan"}
+
+
+def acceptance_view(doc: dict[str, Any]) -> Group:
+    """The acceptance for the terminal: the headline, each check as a table row that fits the console's width
+    (long cells wrap inside their column), why the verdict is not PASS, who was tested."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
+    for head in HEADER:
+        table.add_column(head, overflow="fold", justify="right" if head == "margin" else "left",
+                         no_wrap=head in ("status", "margin"))
+    for row in rows(doc):
+        table.add_row(as_text(row[0], ACCEPT_STYLE.get(row[0], "")), *(as_text(cell) for cell in row[1:]))
+    parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")), table]
+    parts += [as_text(f"  - {line}") for line in reasons(doc)]
+    parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
+    return Group(*parts)

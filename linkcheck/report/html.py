@@ -11,6 +11,7 @@ from html import escape
 
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
+from linkcheck.report import acceptance as acc
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
 
@@ -26,7 +27,7 @@ font-weight:bold;color:#fff}.pass{background:#2e7d32}.warn{background:#b26a00}.f
 margin:.8em 0}.finding.fail{border-left-color:#c62828;background:#fff}.finding.warn{border-left-color:#b26a00;
 background:#fff}.tag{color:#fff;padding:0 .4em;border-radius:3px;font-size:.85em}pre{background:#f6f8fa;
 padding:.6em;overflow-x:auto}ul.ev{color:#555;font-size:.9em}figure{margin:1em 0}figure svg{max-width:100%;
-height:auto}.muted{color:#666}
+height:auto}.muted{color:#666}td.src{font-size:.8em;color:#555;max-width:28em}
 """
 
 
@@ -67,6 +68,36 @@ def _traffic(outcome: Outcome) -> str:
     if nccl:
         parts.append(f"<h2>NCCL</h2><p>{h(nccl)}</p>")
     return "".join(parts) or '<h2>Traffic</h2><p class="muted">No traffic test in this bundle.</p>'
+
+
+_STATUS_CLASS = {"PASS": "pass", "DEGRADED": "warn", "FAIL": "fail", "INCONCLUSIVE": "inconclusive"}
+
+
+def _acceptance(outcome: Outcome) -> str:
+    """The bundle's acceptance, first on the page: verdict, profile and digest, how it was tested, each check."""
+    doc = acc.acceptance(outcome)
+    if doc is None:
+        return ""
+    if "problem" in doc:
+        return f'<h2>Acceptance</h2><p class="muted">{h(doc["problem"])}</p>'
+    profile = doc.get("profile") or {}
+    verdict = str(doc.get("verdict"))
+    head = (f'<h2>Acceptance</h2><p><span class="verdict {_STATUS_CLASS.get(verdict, "skip")}">'
+            f'acceptance: {h(verdict)} exit {h(doc.get("exit_code"))}</span></p>'
+            f'<p>profile <b>{h(profile.get("name") or "?")}</b>, sha256 <code>{h(profile.get("sha256") or "?")}</code>'
+            f"</p><p>tested: {h(acc.parameters(doc))}</p>")
+    rows = []
+    for check in acc.checks(doc):
+        status = str(check.get("status"))
+        rows.append([f'<td><span class="tag {_STATUS_CLASS.get(status, "skip")}">{h(status)}</span></td>',
+                     f"<td><code>{h(check.get('id'))}</code></td>", f"<td>{h(check.get('subject'))}</td>",
+                     *(f'<td class="num">{h(acc.statistic(check, n))}</td>' for n in ("min", "median", "max")),
+                     f"<td>{h(acc.threshold(check))}</td>", f'<td class="num">{h(acc.margin(check))}</td>',
+                     f'<td class="src">{"<br>".join(h(src) for src in acc.sources(check))}</td>'])
+    table = _table(["status", "check", "subject", "min", "median", "max", "threshold", "margin", "source"], rows)
+    why = [f"<li>{h(c.get('status'))} {h(c.get('id'))} {h(c.get('subject'))}: {h(c.get('reason'))}</li>"
+           for c in acc.checks(doc) if c.get("status") != "PASS" and c.get("reason")]
+    return head + table + (f"<ul>{''.join(why)}</ul>" if why else "")
 
 
 def _plots(outcome: Outcome) -> str:
@@ -116,7 +147,7 @@ def render_html(outcome: Outcome) -> str:
     header = (f'<h1>linkcheck report</h1><p><span class="verdict {verdict}">{h(verdict_line(outcome))}</span></p>'
               f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
               f"linkcheck {h(bundle.tool_version or '?')}</p>")
-    body = header + _nodes(outcome) + _traffic(outcome) + _plots(outcome) + _findings(outcome)
+    body = header + _acceptance(outcome) + _nodes(outcome) + _traffic(outcome) + _plots(outcome) + _findings(outcome)
     title = h(f"linkcheck: {verdict.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{CSS}</style></head><body>{body}</body></html>\n")

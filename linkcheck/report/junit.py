@@ -1,4 +1,5 @@
-"""The JUnit XML report, for CI systems: one testcase per judged subject (rule and subject).
+"""The JUnit XML report, for CI systems: one testcase per judged subject (rule and subject), and one per acceptance
+check in a suite of its own when the bundle holds an acceptance.
 
 GitLab reads `testcase@classname` (shown as the suite), `@name`, `@time` and the *text* of
 failure/error/skipped, and drops duplicate names; Jenkins follows junit-4.xsd. So: `classname` is
@@ -15,8 +16,10 @@ import xml.etree.ElementTree as ET
 
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
+from linkcheck.report import acceptance as acc
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
+from linkcheck.values import evidence_value
 
 # XML 1.0 cannot hold these even escaped (shown() already made C0/C1 controls visible).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -56,11 +59,67 @@ def _case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
     if finding.evidence:
         props = ET.SubElement(case, "properties")
         for ev in finding.evidence:
-            ET.SubElement(props, "property", name=_x(ev.fact), value=_x(repr(ev.value)))
+            ET.SubElement(props, "property", name=_x(ev.fact), value=_x(evidence_value(ev)[0]))
     out = [f"{finding.status.value} {finding.rule_id} {finding.subject}: {finding.message}",
            *(f"evidence: {e}" for e in evidence_lines(finding)), *(f"fix: {s}" for s in finding.fix)]
     ET.SubElement(case, "system-out").text = _x("\n".join(out), multiline=True)
     return kind
+
+
+_ACCEPT_KIND = {"FAIL": ("failure", "error"), "DEGRADED": ("failure", "warning"),
+                "INCONCLUSIVE": ("error", "inconclusive")}
+
+
+def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str) -> str:
+    """One testcase per acceptance check: a FAIL or DEGRADED is a failure, INCONCLUSIVE an error, each carrying
+    the measured values, the threshold and the margin."""
+    case = ET.SubElement(suite, "testcase", name=_x(name), classname=_x(f"linkcheck.acceptance.{check.get('id')}"),
+                         time="0")
+    status = str(check.get("status"))
+    line = acc.summary(check)
+    kind = "pass"
+    if status in _ACCEPT_KIND:
+        kind, type_ = _ACCEPT_KIND[status]
+        ET.SubElement(case, kind, message=_x(f"{status} {name}: {line}"), type=type_).text = _x(
+            "\n".join([line, *(f"source: {s}" for s in acc.sources(check))]), multiline=True)
+    props = ET.SubElement(case, "properties")
+    for key, value in (("status", status), ("min", acc.statistic(check, "min")),
+                       ("median", acc.statistic(check, "median")), ("max", acc.statistic(check, "max")),
+                       ("threshold", acc.threshold(check)), ("margin", acc.margin(check)),
+                       *(("source", s) for s in acc.sources(check))):
+        if value:
+            ET.SubElement(props, "property", name=key, value=_x(value))
+    ET.SubElement(case, "system-out").text = _x(f"{status} {name}: {line}", multiline=True)
+    return kind
+
+
+def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
+    """The bundle's acceptance as its own suite, so that CI gates on each check; [] when there is none."""
+    doc = acc.acceptance(outcome)
+    if doc is None:
+        return []
+    suite = ET.SubElement(root, "testsuite", name="linkcheck.acceptance", timestamp=_timestamp(), time="0")
+    if "problem" in doc:
+        case = ET.SubElement(suite, "testcase", name="acceptance", classname="linkcheck.acceptance", time="0")
+        ET.SubElement(case, "error", message=_x(doc["problem"]), type="inconclusive").text = _x(doc["problem"])
+        kinds = ["error"]
+    else:
+        profile = doc.get("profile") or {}
+        props = ET.SubElement(suite, "properties")
+        for name, value in (("verdict", doc.get("verdict")), ("exit_code", doc.get("exit_code")),
+                            ("profile", profile.get("name")), ("profile_sha256", profile.get("sha256")),
+                            ("test", acc.parameters(doc))):
+            ET.SubElement(props, "property", name=name, value=_x("" if value is None else value))
+        kinds = [_acceptance_case(suite, c, n) for c, n in zip(acc.checks(doc), acc.case_names(doc), strict=True)]
+    _tally(suite, kinds)
+    return kinds
+
+
+def _tally(element: ET.Element, kinds: list[str]) -> None:
+    tallies = {"tests": len(kinds), "failures": kinds.count("failure"), "errors": kinds.count("error"),
+               "skipped": kinds.count("skipped")}
+    for key, count in tallies.items():
+        element.set(key, str(count))
 
 
 def _timestamp() -> str:
@@ -82,13 +141,10 @@ def render_junit(outcome: Outcome) -> str:
     stage_of = stages(outcome)
     kinds = [_case(suite, f, name, stage_of.get(f.rule_id, "rules"))
              for f, name in zip(diagnosis.findings, case_names(diagnosis.findings), strict=True)]
-    tallies = {"tests": len(kinds), "failures": kinds.count("failure"), "errors": kinds.count("error"),
-               "skipped": kinds.count("skipped")}
-    for element in (root, suite):
-        for key, count in tallies.items():
-            element.set(key, str(count))
+    _tally(suite, kinds)
     ET.SubElement(suite, "system-out").text = _x(verdict_line(outcome), multiline=True)
     if diagnosis.notes:
         ET.SubElement(suite, "system-err").text = _x("\n".join(diagnosis.notes), multiline=True)
+    _tally(root, kinds + _acceptance_suite(root, outcome))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

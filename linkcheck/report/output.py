@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from linkcheck.errors import OutputError
-from linkcheck.report.console import print_report
+from linkcheck.report.console import acceptance_view, print_report
 from linkcheck.report.json_report import render_json
 
 if TYPE_CHECKING:
@@ -37,21 +37,34 @@ def _output_error(exc: BaseException) -> OutputError:
                        fix="redirect it to a file with room, or to /dev/null")
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _stdout_gone()
+
+
+def _console() -> Console:
+    if sys.stdout is None:
+        raise _output_error(OSError("standard output is closed"))
+    return _Console(emoji=False)  # `:name:` stays text
+
+
 def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
     """Print the report. A reader that stops early (`| head`) ends the output, never the exit code: that
     stays the verdict's (rich alone would exit 1, "warnings", and a JSON write would raise)."""
     if as_json:
         write_stdout(render_json(outcome) + "\n")
         return
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            _stdout_gone()
-
-    if sys.stdout is None:
-        raise _output_error(OSError("standard output is closed"))
     try:
-        print_report(outcome, _Console(emoji=False), show_all=show_all)  # `:name:` stays text
+        print_report(outcome, _console(), show_all=show_all)
+    except (OSError, ValueError) as exc:
+        raise _output_error(exc) from None
+
+
+def print_acceptance(doc: dict[str, Any]) -> None:
+    """The acceptance table after the console report, as wide as the terminal at most."""
+    try:
+        _console().print(acceptance_view(doc))
     except (OSError, ValueError) as exc:
         raise _output_error(exc) from None
 

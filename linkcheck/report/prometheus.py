@@ -10,12 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linkcheck import __version__
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
+from linkcheck.report import acceptance as acc
 from linkcheck.report.safe_text import shown
 from linkcheck.report.writer import check_output_path, write_output
 
@@ -41,6 +43,18 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
+
+def _scaled(value: float, factor: int) -> float:
+    """`value * factor` computed on the number as written (26.56 Gb/s -> 3320000000 B/s, not
+    3320000000.0000005): the decimal the float stands for, times an exact integer, rounded once."""
+    if not math.isfinite(value):
+        return value * factor
+    return float(Decimal(repr(float(value))) * factor)
+
+
+def _bytes_per_second(gbps: float) -> float:
+    return _scaled(gbps, 125_000_000)  # Gb/s: 1e9 bits / 8
+
 
 class _Metrics:
     """Metric families in order, each with its HELP and TYPE lines once and its samples."""
@@ -71,7 +85,7 @@ def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
         if run.gbps is not None:
             key = (run.client_node, run.device or run.path_key, run.direction, run.mode)
             lowest[key] = min(run.gbps, lowest.get(key, run.gbps))
-    return [({"node": n, "hca": h, "direction": d, "mode": m}, gbps * 1e9 / 8)
+    return [({"node": n, "hca": h, "direction": d, "mode": m}, _bytes_per_second(gbps))
             for (n, h, d, m), gbps in sorted(lowest.items())]
 
 def _findings(outcome: Outcome) -> list[tuple[Labels, float]]:
@@ -93,6 +107,27 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
     return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
 
+def _acceptance(m: _Metrics, outcome: Outcome) -> None:
+    """The bundle's acceptance: its verdict and profile, each check's status (one-hot) and margin."""
+    doc = acc.acceptance(outcome)
+    if doc is None or "problem" in doc:
+        return
+    profile = doc.get("profile") or {}
+    m.family("linkcheck_acceptance_info", "The acceptance profile the pair was judged against (value 1).",
+             [({"profile": str(profile.get("name") or "unknown"), "sha256": str(profile.get("sha256") or "")}, 1)])
+    m.family("linkcheck_acceptance_verdict", "The acceptance verdict, one-hot over pass, degraded, fail and "
+             "inconclusive.", [({"verdict": v.lower()}, 1 if doc.get("verdict") == v else 0) for v in acc.STATUSES])
+    checks = acc.checks(doc)
+    m.family("linkcheck_acceptance_check_status", "Each acceptance check's status, one-hot over pass, degraded, "
+             "fail and inconclusive.",
+             [({"check": str(c.get("id")), "subject": str(c.get("subject")), "status": v.lower()},
+               1 if c.get("status") == v else 0) for c in checks for v in acc.STATUSES])
+    m.family("linkcheck_acceptance_check_margin", "How far each check's lowest (or highest) measured value is inside "
+             "its threshold, in the check's unit (negative: outside).",
+             [({"check": str(c.get("id")), "subject": str(c.get("subject")), "unit": acc.unit(c)}, float(c["margin"]))
+              for c in checks if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
+
+
 def render_prometheus(outcome: Outcome) -> str:
     """The outcome as a node_exporter textfile (ends with a newline)."""
     link, diagnosis, m = outcome.link, outcome.diagnosis, _Metrics()
@@ -110,13 +145,15 @@ def render_prometheus(outcome: Outcome) -> str:
              _rdma(outcome))
     m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
              "Both paths at once: the sum of the paths' rates per direction.",
-             [({"direction": d}, t * 1e9 / 8) for d, t in link.bench.totals("concurrent").items() if t is not None])
+             [({"direction": d}, _bytes_per_second(t))
+              for d, t in link.bench.totals("concurrent").items() if t is not None])
     nccl = link.bench.nccl
     m.family("linkcheck_nccl_busbw_bytes_per_second", "nccl-tests all_gather bus bandwidth at the largest messages.",
-             [({}, nccl.busbw_gbs * 1e9)] if nccl is not None and nccl.busbw_gbs is not None else [])
+             [({}, _scaled(nccl.busbw_gbs, 1_000_000_000))] if nccl is not None and nccl.busbw_gbs is not None else [])
     m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
+    _acceptance(m, outcome)
     return "\n".join(m.lines) + "\n"
 
 def check_textfile_path(path: Path) -> Path:

@@ -12,6 +12,7 @@ from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
+from linkcheck.values import evidence_line, number, pcie
 
 
 def stages(outcome: Outcome) -> dict[str, str]:
@@ -47,7 +48,7 @@ def verdict_line(outcome: Outcome) -> str:
 
 
 def evidence_lines(finding: Finding) -> list[str]:
-    return [shown(f"{ev.fact} = {ev.value!r}" + (f"  [{ev.source}]" if ev.source else "")) for ev in finding.evidence]
+    return [shown(evidence_line(ev)) for ev in finding.evidence]
 
 
 def _cell(fn: Function | None, node: NodeFacts) -> list[str]:
@@ -56,12 +57,15 @@ def _cell(fn: Function | None, node: NodeFacts) -> list[str]:
     pin = node.nccl.get("NCCL_IB_GID_INDEX")
     state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
     speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
-    pcie = f"{fn.pcie_speed_gts:g}GT/s x{fn.pcie_width}" if fn.pcie_speed_gts and fn.pcie_width else "PCIe ?"
     gid = "-" if fn.gid_index is None else str(fn.gid_index)
     return [shown(line) for line in (
-        f"{fn.netdev} / {fn.rdma_dev or '?'}", f"{state} {speed}, {pcie}",
-        f"{', '.join(fn.ipv4) or 'no IPv4'} mtu {fn.mtu or '?'}",
-        f"GID {gid} (pin {'-' if pin is None else repr(pin)})")]
+        f"{fn.netdev} / {fn.rdma_dev or '?'}", f"{state} {speed}, {pcie(fn.pcie_speed_gts, fn.pcie_width)}",
+        f"{', '.join(fn.ipv4) or 'no IPv4'} mtu {fn.mtu or '?'}", f"GID {gid} (pin {pin_text(pin)})")]
+
+
+def pin_text(pin: str | None) -> str:
+    """NCCL_IB_GID_INDEX as set: its value, `""` when set empty, `unset`."""
+    return "unset" if pin is None else pin or '""'
 
 
 def identity_lines(node: NodeFacts) -> list[str]:
@@ -107,7 +111,7 @@ def node_rows(link: LinkFacts) -> tuple[list[str], list[tuple[str, list[str], li
 def rate(run: RdmaRun | None) -> str:
     if run is None:
         return "-"
-    return f"{run.gbps:.2f}" if run.gbps is not None else shown(f"no number: {run.problem}")
+    return number(run.gbps) if run.gbps is not None else shown(f"no number: {run.problem}")
 
 
 def rdma_rows(link: LinkFacts) -> list[tuple[str, str, RdmaRun | None, RdmaRun | None]]:
@@ -127,8 +131,11 @@ def total_cells(link: LinkFacts) -> list[str] | None:
     totals = link.bench.totals("concurrent")
     if not totals:
         return None
-    return [("-" if d not in totals else "no total" if totals[d] is None else f"{totals[d]:.2f}")
-            for d in ("a->b", "b->a")]
+    cells = []
+    for direction in ("a->b", "b->a"):
+        total = totals.get(direction)
+        cells.append("-" if direction not in totals else "no total" if total is None else number(total))
+    return cells
 
 
 def nccl_text(link: LinkFacts) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "linkcheck"
 # Bottom to top. A room may import from its own layer's other rooms only where the graph stays without circles.
 LAYERS = [
-    {"linkcheck", "errors", "model", "records", "strict_json", "safe_read", "yamlfile"},
+    {"linkcheck", "errors", "model", "records", "strict_json", "safe_read", "values", "yamlfile"},
     {"parsers", "transport"},
     {"collect", "bundle"},
     {"facts"},
@@ -28,7 +28,7 @@ LATE = {
     ("linkcheck.collect.collector", "linkcheck.transport.ssh"),  # paramiko: only when a node is remote
     ("linkcheck.collect.collector", "linkcheck.transport.pyroute_facts"),  # pyroute2: only for a local node
     ("linkcheck.report.html", "linkcheck.report.html_plots"),  # matplotlib: the optional html extra
-    ("linkcheck.cli", "linkcheck.app.history"),  # pandas: only `linkcheck history`
+    ("linkcheck.cli", "linkcheck.app.history"),  # the history log: only `linkcheck history` reads it
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -55,18 +57,59 @@ def test_three_runs_show_the_trend(tmp_path: Path, data_home: Path) -> None:
     records = read_records(history_file(data_home))
     assert [r["verdict"] for r in records] == ["pass", "warn", "fail"]
     assert all(r["baseline"] == "healthy-pair" and r["command"] == "diagnose" for r in records)
-    shown = run("history")
+    shown = run("history", "-f", "csv")
     assert shown.returncode == 0, shown.stderr
-    lines = shown.stdout.strip().splitlines()
-    assert "enP2p1s0f1np1<->enP2p1s0f1np1 Gb/s" in lines[0] and "busbw GB/s" in lines[0]
-    rows = lines[1:]
-    assert [r.split()[0] for r in rows] == ["2026-11-01", "2026-11-08", "2026-11-15"]
-    assert [r.split()[3] for r in rows] == ["pass", "warn", "fail"]
-    slow_path = [float(r.split()[4]) for r in rows]
+    rows = list(csv.DictReader(io.StringIO(shown.stdout)))
+    assert [r["time"][:10] for r in rows] == ["2026-11-01", "2026-11-08", "2026-11-15"]
+    assert [r["verdict"] for r in rows] == ["pass", "warn", "fail"]
+    slow_path = [float(r["min_gbps enP2p1s0f1np1<->enP2p1s0f1np1"]) for r in rows]
     assert slow_path == pytest.approx([97.99, 98.04 * 0.93, 98.04 * 0.89], abs=0.02)  # b->a 97.99 is the lower
-    assert all("23.79" in r for r in rows)
-    since = run("history", "--since", "2026-11-05", "--pair", "dgx-spark-1")
-    assert since.returncode == 0 and len(since.stdout.strip().splitlines()) == 3
+    assert all(r["nccl_busbw_gbs"] == "23.79" for r in rows)
+    since = run("history", "--since", "2026-11-05", "--pair", "dgx-spark-1", "-f", "json")
+    assert since.returncode == 0 and len(json.loads(since.stdout)) == 2
+
+
+def test_the_log_has_one_row_per_run_and_fits_80_columns(tmp_path: Path) -> None:
+    long_name = tmp_path / ("linkcheck-2026-11-01T08-00-00-dgx-spark-1-dgx-spark-2-" + "x" * 40)
+    bundle = dated(FIXTURES / "healthy", long_name, "2026-11-01T08:00:00+00:00")
+    assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
+    shown = subprocess.run([sys.executable, "-m", "linkcheck.cli", "history"], capture_output=True, text=True,
+                           timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"})
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.rstrip("\n").splitlines()
+    assert max(map(len, lines)) <= 80, shown.stdout
+    heads = " ".join(lines[:2])
+    for head in ("time", "command", "-D", "reps", "per path", "min Gb/s", "total", "NCCL", "verdict", "bundle"):
+        assert head in heads, (head, heads)
+    body = "\n".join(lines[2:])
+    assert "2026-11-01 08:00" in body and "diagnose" in body and "10s x1" in body and "196.05" in body
+    assert "97.99 98.03" in body.replace("\n", " ") or "97.99" in body
+    assert "23.79" in body and "pass" in body and "linkcheck-2026" in body
+
+
+def test_history_formats_and_quiet(tmp_path: Path) -> None:
+    bundle = dated(FIXTURES / "healthy", tmp_path / "r1", "2026-11-01T08:00:00+00:00")
+    assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
+    rows = json.loads(run("history", "--format", "json").stdout)
+    assert len(rows) == 1 and rows[0]["command"] == "diagnose" and rows[0]["verdict"] == "pass"
+    assert rows[0]["duration_s"] == "10" and rows[0]["repetitions"] == 1 and rows[0]["total_gbps"] == 196.05
+    assert rows[0]["path_min_gbps"] == {"enP2p1s0f1np1<->enP2p1s0f1np1": 97.99, "enp1s0f1np1<->enp1s0f1np1": 98.03}
+    assert rows[0]["bundle"].endswith("r1")
+    table = list(csv.reader(io.StringIO(run("history", "-f", "csv").stdout)))
+    assert table[0][:5] == ["time", "pair", "command", "duration_s", "repetitions"] and len(table) == 2
+    quiet = run("-q", "history")
+    assert quiet.returncode == 0 and quiet.stdout == "" and "1 runs" in quiet.stderr and "PASS" in quiet.stderr
+    assert run("history", "-f", "yaml").returncode != 0
+
+
+def test_diagnosing_a_recorded_bundle_again_is_not_recorded_twice(tmp_path: Path, data_home: Path) -> None:
+    bundle = dated(FIXTURES / "healthy", tmp_path / "r1", "2026-11-01T08:00:00+00:00")
+    for _ in range(2):
+        assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
+    assert len(read_records(history_file(data_home))) == 1
+    other = dated(FIXTURES / "healthy", tmp_path / "r2", "2026-11-02T08:00:00+00:00")
+    assert run("diagnose", str(other), "--baseline", BASELINE, "-f", "json").returncode == 0
+    assert len(read_records(history_file(data_home))) == 2
 
 
 def test_bad_history_options_are_refused() -> None:

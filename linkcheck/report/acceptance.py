@@ -1,0 +1,90 @@
+"""The bundle's acceptance (`linkcheck accept`) for the file reports: each check's measured min / median / max, its
+threshold, margin and source as text, and a test parameters line. Markdown and the console use accept/text.py's
+table; JUnit, Prometheus and HTML take their parts from here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from linkcheck.accept.text import margin_cell, threshold_cell
+from linkcheck.outcome import Outcome
+from linkcheck.report.json_report import acceptance_document
+from linkcheck.values import byte_size, text
+
+STATUSES = ("PASS", "DEGRADED", "FAIL", "INCONCLUSIVE")
+
+
+def acceptance(outcome: Outcome) -> dict[str, Any] | None:
+    """The acceptance document, {"problem": ...} when the one there is not shown, None when there is none."""
+    return acceptance_document(outcome)
+
+
+def checks(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in doc.get("checks", []) if isinstance(c, dict)]
+
+
+def unit(check: dict[str, Any]) -> str:
+    return str((check.get("measured") or {}).get("unit") or "")
+
+
+def statistic(check: dict[str, Any], name: str) -> str:
+    """The measured min, median or max with its unit; the values seen for a check that measures text."""
+    measured = check.get("measured") or {}
+    if "min" not in measured:
+        return text(measured.get("values") or None) if name == "min" else ""
+    value = measured.get(name)
+    return "-" if value is None else f"{text(value)} {unit(check)}".strip()
+
+
+def margin(check: dict[str, Any]) -> str:
+    cell = margin_cell(check)
+    return f"{cell} {unit(check)}".strip() if cell else ""
+
+
+def threshold(check: dict[str, Any]) -> str:
+    return threshold_cell(check)
+
+
+def sources(check: dict[str, Any]) -> list[str]:
+    return [str(t.get("source")) for t in check.get("thresholds", []) if t.get("source")]
+
+
+def summary(check: dict[str, Any]) -> str:
+    """One line for a CI failure: the measured values, the threshold, the margin and why."""
+    measured = check.get("measured") or {}
+    if "min" in measured:
+        got = (f"measured min {statistic(check, 'min')}, median {statistic(check, 'median')}, "
+               f"max {statistic(check, 'max')} (n={measured.get('samples', len(measured.get('values', [])))})")
+    else:
+        got = f"measured {statistic(check, 'min')}"
+    parts = [got, f"threshold {threshold(check)}"]
+    if margin(check):
+        parts.append(f"margin {margin(check)}")
+    if check.get("reason"):
+        parts.append(str(check["reason"]))
+    return "; ".join(parts)
+
+
+def parameters(doc: dict[str, Any]) -> str:
+    """How the pair was tested: repetitions, ib_write_bw's -D, -s and -q, all_gather_perf's largest message."""
+    test = doc.get("test") or {}
+    rdma, nccl = test.get("rdma") or {}, test.get("nccl") or {}
+    parts = [f"{test.get('repetitions', '?')} repetitions"]
+    if rdma:
+        size = rdma.get("size_bytes")
+        parts.append(f"ib_write_bw -D {rdma.get('duration_s', '?')} -s "
+                     f"{byte_size(size) if isinstance(size, int) else '?'} -q {rdma.get('qps', '?')}")
+    if nccl.get("max_bytes"):
+        parts.append(f"all_gather_perf up to {byte_size(int(nccl['max_bytes']))}")
+    return ", ".join(parts)
+
+
+def case_names(doc: dict[str, Any]) -> list[str]:
+    """`CHECK subject` per check, made unique (`#2`, ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for check in checks(doc):
+        base = f"{check.get('id')} {check.get('subject')}"
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base} #{seen[base]}")
+    return out

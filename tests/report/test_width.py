@@ -1,0 +1,51 @@
+"""At COLUMNS=80 no line of the console report is wider than 80 characters: tables fit the width and long values
+wrap inside their cells."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.config import load_config
+from linkcheck.report.console import acceptance_view, print_report
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+
+
+def _wide(text: str, width: int = 80) -> list[str]:
+    return [line for line in text.splitlines() if len(line) > width]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name)
+def test_diagnose_fits_80_columns(fixture: Path) -> None:
+    config = fixture / "linkcheck.yaml"
+    args = ["diagnose", str(fixture), *(["-c", str(config)] if config.is_file() else [])]
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "LINES")}
+    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**env, "COLUMNS": "80", "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.strip() and "Traceback" not in proc.stderr, proc.stderr
+    assert not _wide(proc.stdout), _wide(proc.stdout)
+    outcome = diagnose_bundle(fixture, None, load_config(config) if config.is_file() else None)
+    every = io.StringIO()
+    print_report(outcome, Console(file=every, width=80, color_system=None), show_all=True)  # --all: every panel
+    assert not _wide(every.getvalue()), _wide(every.getvalue())
+
+
+def test_the_acceptance_table_fits_80_columns(tmp_path: Path) -> None:
+    from tests.accept.test_accept import _accept, _repeated
+
+    _, doc = _accept(_repeated(tmp_path, {("alone.a->b.rocep1s0f1", 1): 80.0}))
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(acceptance_view(json.loads(json.dumps(doc))))
+    text = out.getvalue()
+    assert not _wide(text), _wide(text)
+    assert "rdma_alone_gbp" in text and "80 / 109.29 /" in text and "spark-link" not in text

@@ -40,6 +40,7 @@ from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolv
 from linkcheck.accept.text import describe_profile, headline
 from linkcheck.app.accept import run_accept
 from linkcheck.app.baseline import list_text, save_baseline, show_text
+from linkcheck.app.history import history_rows, history_text
 from linkcheck.app.init import write_initial_config
 from linkcheck.app.live import TrafficRequest, run_live
 from linkcheck.app.runs import RunRecord, finish_run
@@ -516,7 +517,6 @@ def history(
 ) -> None:
     """The recorded runs as a log, one row per run: time, command, -D and repetitions, each path's lowest rate,
     the concurrent total, the NCCL bus bandwidth, the verdict and the bundle."""
-    from linkcheck.app.history import history_rows, history_text
 
     if _QUIET:  # no body: the count and the last run's verdict on stderr
         rows = history_rows(pair, since)

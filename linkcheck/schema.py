@@ -94,7 +94,12 @@ def shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def describe(problem: Problem, value: Any, allowed: Callable[[str], str | None] = lambda _: None) -> str:
+_GOT = re.compile(r"^Expected (?P<expected>.*?)(?:, got `(?P<got>[^`]*)`)?$", re.S)
+UNSEEN: Any = object()  # the value is not at hand (a JSON file): msgspec's words say what it was
+
+
+def describe(problem: Problem, value: Any = UNSEEN,
+             allowed: Callable[[str], str | None] = lambda _: None) -> str:
     """`what is wrong (what is allowed)`: `allowed(dotted path)` says what a field may hold; msgspec's words
     otherwise."""
     where = dotted(problem.steps)
@@ -105,7 +110,12 @@ def describe(problem: Problem, value: Any, allowed: Callable[[str], str | None] 
     if problem.missing is not None:
         field = f"{where}.{problem.missing}" if where else problem.missing
         return f"'{field}' is missing (expected: {allowed(field) or 'it is required'})"
-    expected = allowed(where) or problem.what.replace("`", "")
+    words = _GOT.match(problem.what)
+    expected = allowed(where) or (words.group("expected") if words else problem.what).replace("`", "")
+    if value is UNSEEN:
+        got = f"a JSON {words.group('got')}" if words and words.group("got") else \
+            "out of range" if words or "out of range" in problem.what else problem.what
+        return f"'{where or 'the document'}' is {got} (expected: {expected})"
     return f"'{where or 'the document'}' is {shown(value)} (expected: {expected})"
 
 
@@ -175,3 +185,21 @@ def json_line(text: str, steps: tuple[str | int, ...]) -> int | None:
     except (ValueError, IndexError, RecursionError):
         return None
     return line
+
+
+def decode_line(text: str, exc: msgspec.DecodeError) -> int | None:
+    """The line of a msgspec.DecodeError's `(byte N)` in `text`."""
+    found = re.search(r"\(byte (\d+)\)", str(exc))
+    if "truncated" in str(exc):
+        return text.count("\n") + 1
+    return text.encode("utf-8", errors="surrogateescape")[:int(found.group(1))].count(b"\n") + 1 if found else None
+
+
+_LONG_NUMBER = re.compile(r"[:\[,]\s*-?\d{4301,}")
+
+
+def long_number_line(text: str, exc: msgspec.ValidationError) -> int | None:
+    """When `exc` is about a number out of range and `text` holds a number literal of more than 4300 digits, the
+    line of that literal: JSON that Python's own reader refuses, and that linkcheck has always called not valid."""
+    found = _LONG_NUMBER.search(text) if "out of range" in str(exc) else None
+    return text.count("\n", 0, found.start()) + 1 if found else None

@@ -31,3 +31,16 @@ def test_a_bad_field_is_named_with_its_line(tmp_path: Path, old: str, new: str, 
 
 def test_the_fixture_still_loads() -> None:
     assert read_baseline(GOOD).snapshot.performance.nccl_busbw_gbs == 23.79
+
+
+def test_a_history_field_of_the_wrong_type_is_named_with_its_line(tmp_path: Path) -> None:
+    from linkcheck.baseline.history import HistoryError, read_records
+
+    good = '{"schema":"linkcheck-history","schema_version":1,"time":"t","verdict":"pass","later_field":1}\n'
+    path = tmp_path / "pair.jsonl"
+    path.write_text(good + good.replace('"verdict"', '"exit_code":"0","verdict"'), encoding="utf-8")
+    with pytest.raises(HistoryError) as caught:
+        read_records(path)
+    assert caught.value.line == 2 and "'exit_code' is a JSON str (expected: int)" in str(caught.value)
+    path.write_text(good, encoding="utf-8")
+    assert read_records(path)[0]["later_field"] == 1  # a key a later linkcheck adds is kept

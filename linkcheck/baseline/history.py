@@ -129,7 +129,7 @@ def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
         record = msgspec.json.decode(line)
         head = msgspec.convert(record, _Head)
-    except (msgspec.DecodeError, msgspec.ValidationError):  # not JSON, a number out of range, not a record
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # not JSON, out of range, too deep
         raise HistoryError(str(path), "not a history record (corrupt line)", line=number,
                            fix="remove or repair that line") from None
     version = head.schema_version

@@ -178,12 +178,15 @@ def from_json(text: str, path: str) -> Baseline:
         if line is not None:
             raise BaselineError(path, "not valid JSON: a number of more than 4300 digits", line=line) from None
         raise _refusal(path, text, exc) from None
+    except RecursionError:
+        raise BaselineError(path, "not valid JSON: nested too deeply") from None
     except msgspec.DecodeError as exc:
         found = _NON_FINITE.search(text)
         if found and "malformed" in str(exc):  # msgspec reads neither NaN nor Infinity: neither is JSON
             raise BaselineError(path, f"{found.group(1)} is not a number: {_RATE}",
                                 line=text.count("\n", 0, found.start()) + 1, fix=_FIX) from None
-        raise BaselineError(path, f"not valid JSON: {exc}", line=schema.decode_line(text, exc)) from None
+        raise BaselineError(path, f"not valid JSON: {str(exc).removeprefix('JSON is malformed: ')}",
+                            line=schema.decode_line(text, exc)) from None
     p = doc.pair
     snapshot = Snapshot(
         pair=PairKey(a_hostname=p.a_hostname, a_macs=p.a_macs, b_hostname=p.b_hostname, b_macs=p.b_macs,

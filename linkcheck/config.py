@@ -1,32 +1,30 @@
 """linkcheck.yaml and --node options: which two nodes, how to reach them, and local rule tuning.
 
-Validated strictly like playbooks: an unknown key or a wrong type names file:line and what was expected.
+Read into a msgspec model (linkcheck/schema.py) that refuses unknown keys: an unknown key, a wrong type or a value
+out of range names file:line and what is allowed.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
+from linkcheck import schema
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_target
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
-if TYPE_CHECKING:  # the facts model loads only for a `link:` section: `check` reads its config before connecting
-    from linkcheck.facts.model import ExpectedLink
-
 DEFAULT_PATH = Path("linkcheck.yaml")
 CONFIG_VERSION = 1
-TOP_KEYS = {"version", "nodes", "ssh", "link", "playbooks", "thresholds"}
-NODE_KEYS = {"target", "identity_file"}
-SSH_KEYS = {"known_hosts", "config", "connect_timeout_s", "command_timeout_s", "inspection_timeout_s",
-            "accept_new_host_keys"}
 MAX_TIMEOUT_S = 86400  # a day: a timeout longer than that is a typo, and inf or nan would never end a wait
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMEOUT_S)]
 
 
 class SshOptions(msgspec.Struct, frozen=True):
@@ -55,127 +53,130 @@ class Config(msgspec.Struct, frozen=True):
         return tuple((p.a, p.b) for p in self.expected_link.paths) if self.expected_link else ()
 
 
-class _Reader:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, reason: str, node: Any = None, key: str | None = None) -> ConfigError:
-        return ConfigError(self.path, reason, line=line_of(node, key))
-
-    def mapping(self, data: Any, key: str, allowed: set[str]) -> dict[str, Any]:
-        value = data.get(key, {})
-        if not isinstance(value, dict):
-            raise self.fail(f"'{key}' must be a mapping", data, key)
-        unknown = sorted(set(value) - allowed) if allowed else []
-        if unknown:
-            raise self.fail(f"unknown key '{unknown[0]}' under '{key}' (expected: {', '.join(sorted(allowed))})",
-                            value, unknown[0])
-        return value
-
-    def number(self, data: dict[str, Any], key: str, default: float) -> float:
-        value = data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT_S:
-            raise self.fail(f"'{key}' must be a positive number of seconds, at most {MAX_TIMEOUT_S}, got "
-                            f"{str(value)[:40]}", data, key)
-        return float(value)
+class _Node(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    target: str
+    identity_file: str | None = None
 
 
-def _path(value: Any) -> Path | None:
-    return Path(str(value)).expanduser() if value else None
+class _Nodes(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    a: str | _Node | UnsetType = UNSET
+    b: str | _Node | UnsetType = UNSET
 
 
-def _nodes(r: _Reader, data: dict[str, Any]) -> dict[str, NodeTarget]:
-    nodes = r.mapping(data, "nodes", {"a", "b"})
-    out: dict[str, NodeTarget] = {}
-    for name, raw in nodes.items():
-        if isinstance(raw, str):
-            raw = {"target": raw}
-        if not isinstance(raw, dict) or not isinstance(raw.get("target"), str):
-            raise r.fail(f"node '{name}' needs 'target: [user@]host[:port]'", nodes, name)
-        unknown = sorted(set(raw) - NODE_KEYS)
-        if unknown:
-            raise r.fail(f"unknown key '{unknown[0]}' in node '{name}' (expected: target, identity_file)",
-                         raw, unknown[0])
-        identity = _path(raw.get("identity_file"))
-        try:
-            out[name] = _target(raw["target"], name, str(identity) if identity else None)
-        except ConfigError as exc:
-            raise r.fail(exc.reason, raw, "target") from None
-    return out
+class _Ssh(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    known_hosts: str | None = None
+    config: str | None = None
+    connect_timeout_s: Seconds = 10.0
+    command_timeout_s: Seconds = 20.0
+    inspection_timeout_s: Seconds = 90.0
+    accept_new_host_keys: bool = False
 
 
-def _ssh(r: _Reader, data: dict[str, Any]) -> SshOptions:
-    ssh = r.mapping(data, "ssh", SSH_KEYS)
-    accept = ssh.get("accept_new_host_keys", False)
-    if not isinstance(accept, bool):
-        raise r.fail("'accept_new_host_keys' must be true or false", ssh, "accept_new_host_keys")
-    return SshOptions(
-        known_hosts=_path(ssh.get("known_hosts")), config=_path(ssh.get("config")),
-        connect_timeout_s=r.number(ssh, "connect_timeout_s", 10), command_timeout_s=int(r.number(
-            ssh, "command_timeout_s", 20)), inspection_timeout_s=r.number(ssh, "inspection_timeout_s", 90),
-        accept_new_host_keys=accept)
+class _Path(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    a: str
+    b: str
+    subnet: str | None = None
 
 
-def _expected_link(r: _Reader, data: dict[str, Any]) -> ExpectedLink | None:
-    """The `link:` section that `init` wrote: the cabled cage and the paths, compared with the live link."""
-    if "link" not in data:
+class _Link(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cage: str | None = None
+    paths: tuple[_Path, ...] = ()
+
+
+class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """linkcheck.yaml as written; `load_config` turns it into a Config."""
+
+    version: Literal[1] = 1
+    nodes: _Nodes = _Nodes()
+    ssh: _Ssh = _Ssh()
+    link: _Link | None = None
+    playbooks: tuple[str, ...] = ()
+    thresholds: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+
+
+_SECONDS = f"a positive number of seconds, at most {MAX_TIMEOUT_S}"
+_NODE = "[user@]host[:port], or {target: [user@]host[:port], identity_file: path}"
+_PATH = "{a: netdev, b: netdev, subnet: CIDR}"
+_ALLOWED = {
+    "nodes": "a mapping of a and b", "nodes.a": _NODE, "nodes.b": _NODE, "nodes.a.target": _NODE,
+    "nodes.b.target": _NODE, "nodes.a.identity_file": "a file path", "nodes.b.identity_file": "a file path",
+    "ssh": "a mapping", "ssh.known_hosts": "a file path", "ssh.config": "a file path",
+    "ssh.connect_timeout_s": _SECONDS, "ssh.command_timeout_s": _SECONDS, "ssh.inspection_timeout_s": _SECONDS,
+    "ssh.accept_new_host_keys": "true or false", "link": "a mapping of cage and paths",
+    "link.cage": "a cage name such as p1", "link.paths": f"a list of {_PATH}", "link.paths[]": _PATH,
+    "link.paths[].a": "a netdev name", "link.paths[].b": "a netdev name",
+    "link.paths[].subnet": "a CIDR such as 192.168.100.0/24", "playbooks": "a list of file or folder paths",
+    "playbooks[]": "a file or folder path", "thresholds": "a mapping of rule ids to {name: value}",
+    "thresholds.*": "a mapping of threshold names to values",
+}
+
+
+def _allowed(where: str) -> str | None:
+    where = re.sub(r"\[\d+\]", "[]", where)
+    if where.endswith("*"):  # the keys of a mapping: the model's fields
+        names = schema.field_names(_File, _steps(where[:-2]) if where != "*" else ())
+        return ", ".join(names) if names else None
+    return _ALLOWED.get(where) or _ALLOWED.get(re.sub(r"^thresholds\.[^.]+$", "thresholds.*", where))
+
+
+def _steps(where: str) -> tuple[str | int, ...]:
+    return tuple(0 if part == "[]" else part for part in re.findall(r"[^.\[]+|\[\]", where))
+
+
+def _refusal(path: Path, data: Any, exc: msgspec.ValidationError) -> ConfigError:
+    problem = schema.locate(exc)
+    value, _, _ = schema.value_at(data, problem.steps)
+    if problem.steps == ("version",):
+        reason = f"version {value!r} is not supported (this linkcheck reads version {CONFIG_VERSION})"
+    else:
+        reason = schema.describe(problem, value, _allowed)
+    return ConfigError(str(path), reason, line=schema.yaml_line(data, problem))
+
+
+def _node(path: Path, data: Any, name: str, raw: str | _Node | UnsetType) -> NodeTarget | None:
+    if isinstance(raw, UnsetType):
         return None
-    link = r.mapping(data, "link", {"cage", "paths"})
-    cage = link.get("cage")
-    if cage is not None and not isinstance(cage, str):
-        raise r.fail("'link.cage' must be a cage name such as p1", link, "cage")
-    paths = link.get("paths", [])
-    if not isinstance(paths, list):
-        raise r.fail("'link.paths' must be a list of {a: netdev, b: netdev}", link, "paths")
-    out = []
-    for item in paths:
-        if not isinstance(item, dict) or not isinstance(item.get("a"), str) or not isinstance(item.get("b"), str):
-            raise r.fail("each path needs 'a: <netdev>' and 'b: <netdev>'", item if isinstance(item, dict) else link)
-        unknown = sorted(set(item) - {"a", "b", "subnet"})
-        if unknown:
-            raise r.fail(f"unknown key '{unknown[0]}' in a path (expected: a, b, subnet)", item, unknown[0])
-        subnet = item.get("subnet")
-        if subnet is not None and not isinstance(subnet, str):
-            raise r.fail("'subnet' must be a CIDR such as 192.168.100.0/24", item, "subnet")
-        out.append(ExpectedPath(item["a"], item["b"], subnet))
-    # The file name, not the path: the same config read from another folder gives the same findings.
-    return ExpectedLink(cage=None if cage in (None, "none") else cage, paths=tuple(out), source=Path(r.path).name)
+    node = _Node(target=raw) if isinstance(raw, str) else raw
+    identity = _path(node.identity_file)
+    try:
+        return _target(node.target, name, str(identity) if identity else None)
+    except ConfigError as exc:
+        where = data["nodes"][name]
+        raise ConfigError(str(path), exc.reason, line=line_of(where, "target") or line_of(data["nodes"], name)) \
+            from None
 
 
-def _tuning(r: _Reader, data: dict[str, Any], base: Path) -> tuple[tuple[Path, ...], dict[str, dict[str, Any]]]:
-    playbooks = data.get("playbooks", [])
-    if not isinstance(playbooks, list) or not all(isinstance(p, str) for p in playbooks):
-        raise r.fail("'playbooks' must be a list of file or folder paths", data, "playbooks")
-    thresholds = r.mapping(data, "thresholds", set())
-    for rule_id, values in thresholds.items():
-        if not isinstance(rule_id, str):
-            raise r.fail(f"thresholds: {rule_id!r} is not a rule id", thresholds)
-        if not isinstance(values, dict):
-            raise r.fail(f"thresholds for {rule_id} must be a mapping of name: value", thresholds, rule_id)
-        if not all(isinstance(name, str) for name in values):
-            raise r.fail(f"thresholds for {rule_id}: every name must be text", values)
-    # The mapping and its values stay LineDicts, so an unknown rule or a bad override can still name its line.
-    return tuple((base / Path(p).expanduser()) for p in playbooks), thresholds
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser() if value else None
 
 
 def load_config(path: Path) -> Config:
-    """Read and validate linkcheck.yaml."""
+    """Read linkcheck.yaml into its model; any mistake is one ConfigError naming file:line."""
     data = parse_yaml_text(read_yaml_text(path, ConfigError), str(path), ConfigError)
-    r = _Reader(str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(str(path), "expected a mapping with 'nodes'", line=1)
-    unknown = sorted(set(data) - TOP_KEYS)
-    if unknown:
-        raise r.fail(f"unknown key '{unknown[0]}' (expected: {', '.join(sorted(TOP_KEYS))})", data, unknown[0])
-    version = data.get("version", CONFIG_VERSION)
-    if isinstance(version, bool) or version != CONFIG_VERSION:
-        raise r.fail(f"version {version!r} is not supported (this linkcheck reads version {CONFIG_VERSION})",
-                     data, "version")
-    playbooks, thresholds = _tuning(r, data, path.parent)
-    return Config(nodes=_nodes(r, data), ssh=_ssh(r, data), expected_link=_expected_link(r, data),
-                  playbooks=playbooks, thresholds=thresholds, source=str(path))
+    try:
+        doc = msgspec.convert(data, _File)
+    except msgspec.ValidationError as exc:
+        raise _refusal(path, data, exc) from None
+    nodes = {name: target for name in ("a", "b")
+             if (target := _node(path, data, name, getattr(doc.nodes, name))) is not None}
+    link = None
+    if doc.link is not None:  # the `link:` section that `init` wrote: the cabled cage and the paths
+        # The file name, not the path: the same config read from another folder gives the same findings.
+        link = ExpectedLink(cage=None if doc.link.cage in (None, "none") else doc.link.cage,
+                            paths=tuple(ExpectedPath(p.a, p.b, p.subnet) for p in doc.link.paths),
+                            source=path.name)
+    ssh = SshOptions(known_hosts=_path(doc.ssh.known_hosts), config=_path(doc.ssh.config),
+                     connect_timeout_s=doc.ssh.connect_timeout_s, command_timeout_s=int(doc.ssh.command_timeout_s),
+                     inspection_timeout_s=doc.ssh.inspection_timeout_s,
+                     accept_new_host_keys=doc.ssh.accept_new_host_keys)
+    # The thresholds stay the loader's LineDicts, so an unknown rule or a bad override can still name its line.
+    return Config(nodes=nodes, ssh=ssh, expected_link=link,
+                  playbooks=tuple(path.parent / Path(p).expanduser() for p in doc.playbooks),
+                  thresholds=data.get("thresholds") or {}, source=str(path))
 
 
 def _target(text: str, name: str, identity_file: str | None = None) -> NodeTarget:

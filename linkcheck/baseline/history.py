@@ -10,15 +10,16 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import fcntl
-import json
 import os
 import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from linkcheck import strict_json
+import msgspec
+
+from linkcheck import schema, strict_json
 from linkcheck.baseline.store import data_dir, now_iso
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.snapshot import pair_id, pair_key, rdma_parameters
@@ -116,58 +117,60 @@ def already_recorded(outcome: Outcome) -> bool:
                for r in records)
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e15  # not inf, nan
+Finite = Annotated[float, msgspec.Meta(gt=-1e15, lt=1e15)]  # a rate: never inf, nan or a 400-digit number
 
 
-# field -> (accepted types, what the message says); every field of a version-1 record is checked
-_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "command": ((str,), "text"), "bundle": ((str,), "text"), "bundle_created": ((str,), "text"),
-    "pair": ((str,), "text"), "verdict": ((str,), "text"), "baseline": ((str, type(None)), "text or null"),
-    "exit_code": ((int,), "an integer"), "hosts": ((list,), "a list"), "findings": ((list,), "a list of text"),
-    "rdma_gbps": ((dict,), "an object of numbers"), "concurrent_total_gbps": ((dict,), "an object of numbers"),
-    "nccl_busbw_gbs": ((int, float, type(None)), "a number or null"),
-    "duration_s": ((str, type(None)), "text or null"), "repetitions": ((int, type(None)), "an integer or null"),
-}
+class _Head(msgspec.Struct, frozen=True):
+    """What makes a line a history record at all, and of a version this linkcheck reads."""
+
+    schema: Literal["linkcheck-history"]
+    time: str
+    schema_version: Any = None
 
 
-def _field_problem(record: dict[str, Any]) -> str | None:
-    for key, (types, what) in _FIELDS.items():
-        value = record.get(key)
-        if key not in record:
-            continue  # optional: 'time' and 'verdict' are checked before
-        if not isinstance(value, types) or isinstance(value, bool):
-            return f"'{key}' must be {what}"
-    for key in ("rdma_gbps", "concurrent_total_gbps"):
-        if not all(isinstance(k, str) and _finite(v) for k, v in record.get(key, {}).items()):
-            return f"'{key}' must map text to finite numbers"
-    busbw = record.get("nccl_busbw_gbs")
-    if busbw is not None and not _finite(busbw):
-        return "'nccl_busbw_gbs' must be a finite number or null"
-    if not all(isinstance(f, str) for f in record.get("findings", [])):
-        return "'findings' must be a list of text"
-    if not all(isinstance(h, (str, type(None))) for h in record.get("hosts", [])):
-        return "'hosts' must be a list of text"
-    return None
+class _Record(msgspec.Struct, frozen=True):
+    """A version-1 record: every field but `verdict` optional. Keys it does not name are kept, not refused: a
+    record is a whole line that another linkcheck may have appended, and the table reads what it knows."""
+
+    verdict: str
+    command: str = ""
+    bundle: str = ""
+    bundle_created: str = ""
+    pair: str = ""
+    baseline: str | None = None
+    exit_code: Annotated[int, msgspec.Meta(ge=-(1 << 31), lt=1 << 31)] = 0
+    hosts: list[str | None] = msgspec.field(default_factory=list)
+    findings: list[str] = msgspec.field(default_factory=list)
+    rdma_gbps: dict[str, Finite] = msgspec.field(default_factory=dict)
+    concurrent_total_gbps: dict[str, Finite] = msgspec.field(default_factory=dict)
+    nccl_busbw_gbs: Finite | None = None
+    duration_s: str | None = None
+    repetitions: Annotated[int, msgspec.Meta(ge=0, lt=1 << 31)] | None = None
 
 
 def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):  # ValueError: also JSONDecodeError and a 4,300+ digit integer
-        record = None
-    if not isinstance(record, dict) or record.get("schema") != SCHEMA or not isinstance(record.get("time"), str):
+        record = msgspec.json.decode(line)
+        head = msgspec.convert(record, _Head)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # not JSON, out of range, too deep
         raise HistoryError(str(path), "not a history record (corrupt line)", line=number,
-                           fix="remove or repair that line")
-    version = record.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+                           fix="remove or repair that line") from None
+    version = head.schema_version
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
         raise HistoryError(str(path), f"history schema version {version!r} is not one this linkcheck reads",
                            line=number, fix="upgrade linkcheck")
-    problem = _field_problem(record) if isinstance(record.get("verdict"), str) else "'verdict' must be text"
-    if problem:
+    try:
+        msgspec.convert(record, _Record)
+    except msgspec.ValidationError as exc:
+        problem = schema.describe(schema.locate(exc), allowed=_ALLOWED.get)
         raise HistoryError(str(path), f"a history record with fields of the wrong type: {problem}", line=number,
-                           fix="remove or repair that line")
-    return record
+                           fix="remove or repair that line") from None
+    return dict(record)
+
+
+_ALLOWED = {"rdma_gbps": "an object of finite numbers", "concurrent_total_gbps": "an object of finite numbers",
+            "nccl_busbw_gbs": "a finite number or null", "hosts": "a list of text", "findings": "a list of text",
+            "duration_s": "text or null", "repetitions": "an integer or null"}
 
 
 def read_records(path: Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:

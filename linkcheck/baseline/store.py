@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
-import math
 import os
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
-from linkcheck import __version__, strict_json
+from linkcheck import __version__, schema, strict_json
 from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
 from linkcheck.facts.snapshot_model import (
     MIN_RATE_GBPS,
@@ -24,7 +22,6 @@ from linkcheck.facts.snapshot_model import (
     PairKey,
     Performance,
     Snapshot,
-    usable_rate,
 )
 from linkcheck.safe_read import read_capped
 
@@ -72,121 +69,134 @@ def to_json(baseline: Baseline) -> dict[str, Any]:
     }
 
 
-class _Reader:
-    """Typed access to a parsed baseline document; any mistake is one BaselineError naming the file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, reason: str) -> BaselineError:
-        return BaselineError(self.path, reason, fix="save it again: linkcheck baseline save NAME BUNDLE --force")
-
-    def obj(self, data: Any, key: str) -> dict[str, Any]:
-        value = data.get(key) if isinstance(data, dict) else None
-        if not isinstance(value, dict):
-            raise self.fail(f"'{key}' must be an object")
-        return value
-
-    def text(self, data: dict[str, Any], key: str, *, optional: bool = False) -> str | None:
-        value = data.get(key)
-        if (value is None and optional) or isinstance(value, str):
-            return value
-        raise self.fail(f"'{key}' must be a string")
-
-    def fields(self, data: Any, key: str) -> dict[str, str | None]:
-        value = self.obj(data, key)
-        if not all(isinstance(v, (str, type(None))) for v in value.values()):
-            raise self.fail(f"'{key}' values must be strings or null")
-        return dict(value)
-
-    def numbers(self, data: Any, key: str, kind: type = float) -> dict[str, Any]:
-        value = self.obj(data, key)
-
-        def ok(v: object) -> bool:
-            if kind is int:
-                return v is None or (isinstance(v, int) and not isinstance(v, bool) and abs(v) < 1 << 31)
-            return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e15  # False for inf, nan
-
-        if not all(ok(v) for v in value.values()):
-            wanted = ("integers" if kind is int
-                      else f"rates, and a rate must be a finite number of at least {MIN_RATE_GBPS:g}")
-            raise self.fail(f"'{key}' values must be {wanted}")
-        return {k: (v if kind is int else _float(v)) for k, v in value.items()}
-
-    def strings(self, data: dict[str, Any], key: str) -> tuple[str, ...]:
-        value = data.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(f"'{key}' must be a list of strings")
-        return tuple(value)
+_RATE = (f"a rate must be a finite number of at least {MIN_RATE_GBPS:g} Gb/s (a ratio against it would be infinite "
+         "or NaN)")
+Rate = Annotated[float, msgspec.Meta(ge=MIN_RATE_GBPS, lt=1e15)]
+GidIndex = Annotated[int, msgspec.Meta(gt=-(1 << 31), lt=1 << 31)]
+Fields = dict[str, "str | None"]
+_NON_FINITE = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
 
-def _pair(r: _Reader, data: dict[str, Any]) -> PairKey:
-    pair = r.obj(data, "pair")
-    return PairKey(a_hostname=r.text(pair, "a_hostname", optional=True), a_macs=r.strings(pair, "a_macs"),
-                   b_hostname=r.text(pair, "b_hostname", optional=True), b_macs=r.strings(pair, "b_macs"),
-                   cable_sn=r.text(pair, "cable_sn", optional=True),
-                   a_machine_id=r.text(pair, "a_machine_id", optional=True),
-                   b_machine_id=r.text(pair, "b_machine_id", optional=True))
+class _Head(msgspec.Struct, frozen=True):
+    """What is checked first: is it a baseline, of a version this linkcheck reads, with each section there."""
+
+    schema: Any = None
+    schema_version: Any = None
+    source: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    pair: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    identity: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    configuration: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    recorded: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    performance: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
-def _float(value: float) -> float:
-    """A JSON number as a float; an integer too large for one is infinite (and then refused as a rate)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
+class _Source(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    bundle: str
+    bundle_created: str
+    verdict: str
+    forced: bool
 
 
-def _rates(r: _Reader, rates: dict[str, float], key: str) -> dict[str, float]:
-    """A baseline's rates are divided into: each must be finite and positive, or the file is refused."""
-    for name, value in rates.items():
-        if not usable_rate(value):
-            raise r.fail(f"'performance.{key}' {name!r} is {value!r}: a rate must be a finite number of at "
-                         f"least {MIN_RATE_GBPS:g} Gb/s (a ratio against it would be infinite or NaN)")
-    return rates
+class _Pair(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    a_hostname: str | None = None
+    a_macs: tuple[str, ...]
+    b_hostname: str | None = None
+    b_macs: tuple[str, ...]
+    cable_sn: str | None = None
+    a_machine_id: str | None = None
+    b_machine_id: str | None = None
 
 
-def _performance(r: _Reader, data: dict[str, Any]) -> Performance:
-    perf = r.obj(data, "performance")
-    busbw = perf.get("nccl_busbw_gbs")
-    if busbw is not None and (isinstance(busbw, bool) or not isinstance(busbw, (int, float))
-                              or not abs(busbw) < 1e15):  # inf, nan, a 400-digit integer
-        raise r.fail("'nccl_busbw_gbs' must be null or a rate, and a rate must be a finite number")
-    busbw = None if busbw is None else _float(busbw)
-    if busbw is not None:
-        _rates(r, {"nccl all_gather": busbw}, "nccl_busbw_gbs")
-    params = {k: r.fields(perf, k) for k in ("rdma_parameters", "nccl_parameters")}
-    if any(v is None for p in params.values() for v in p.values()):
-        raise r.fail("test parameters must be strings")
-    return Performance(rdma_gbps=_rates(r, r.numbers(perf, "rdma_gbps"), "rdma_gbps"),
-                       concurrent_total_gbps=_rates(r, r.numbers(perf, "concurrent_total_gbps"),
-                                                    "concurrent_total_gbps"), nccl_busbw_gbs=busbw,
-                       rdma_parameters={k: str(v) for k, v in params["rdma_parameters"].items()},
-                       nccl_parameters={k: str(v) for k, v in params["nccl_parameters"].items()})
+class _Recorded(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    gid_index: dict[str, GidIndex | None]
 
 
-def from_json(data: Any, path: str) -> Baseline:
-    r = _Reader(path)
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise r.fail(f"not a linkcheck baseline (no \"schema\": \"{SCHEMA}\")")
-    version = data.get("schema_version")
+class _Performance(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    rdma_gbps: dict[str, Rate]
+    concurrent_total_gbps: dict[str, Rate]
+    nccl_busbw_gbs: Rate | None = None
+    rdma_parameters: dict[str, str]
+    nccl_parameters: dict[str, str]
+
+
+class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A baseline file as `to_json` writes it."""
+
+    schema: str
+    schema_version: int
+    name: str
+    created: str
+    tool_version: str
+    source: _Source
+    pair: _Pair
+    identity: Fields
+    configuration: Fields
+    recorded: _Recorded
+    performance: _Performance
+    unknown: tuple[str, ...]
+
+
+_FIX = "save it again: linkcheck baseline save NAME BUNDLE --force"
+
+
+def _refusal(path: str, text: str, exc: msgspec.ValidationError) -> BaselineError:
+    problem = schema.locate(exc)
+    where = schema.dotted(problem.steps)
+    if where.startswith(("performance.rdma_gbps", "performance.concurrent_total_gbps",
+                         "performance.nccl_busbw_gbs")):
+        reason = f"'{where}' holds {problem.what.replace('`', '').lower()}: {_RATE}"
+    elif where.startswith(("performance.rdma_parameters", "performance.nccl_parameters")):
+        reason = f"'{where}': {problem.what.replace('`', '')} (test parameters must be strings)"
+    else:
+        reason = schema.describe(problem, allowed=lambda field: ", ".join(
+            schema.field_names(_File, problem.steps) or []) if field.endswith("*") else None)
+    key = (problem.unknown,) if problem.unknown is not None else ()
+    return BaselineError(path, reason, line=schema.json_line(text, problem.steps + key), fix=_FIX)
+
+
+def _check_head(path: str, head: _Head) -> None:
+    version = head.schema_version
+    if head.schema != SCHEMA:
+        raise BaselineError(path, f"not a linkcheck baseline (no \"schema\": \"{SCHEMA}\")", fix=_FIX)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise r.fail("'schema_version' must be a positive integer")
+        raise BaselineError(path, "'schema_version' must be a positive integer", fix=_FIX)
     if version > SCHEMA_VERSION:
         raise BaselineError(path, f"baseline schema version {version} is newer than this linkcheck reads "
                             f"({SCHEMA_VERSION})", fix="upgrade linkcheck, or save the baseline again")
-    source = r.obj(data, "source")
-    verdict, forced = source.get("verdict"), source.get("forced")
-    if not isinstance(verdict, str) or not isinstance(forced, bool):
-        raise r.fail("'source' needs a string 'verdict' and a boolean 'forced'")
-    snapshot = Snapshot(pair=_pair(r, data), identity=r.fields(data, "identity"),
-                        configuration=r.fields(data, "configuration"),
-                        gid_index=r.numbers(r.obj(data, "recorded"), "gid_index", int),
-                        performance=_performance(r, data), verdict=verdict, unknown=r.strings(data, "unknown"))
-    return Baseline(name=str(r.text(data, "name")), created=str(r.text(data, "created")),
-                    tool_version=str(r.text(data, "tool_version")), source_bundle=str(r.text(source, "bundle")),
-                    bundle_created=str(r.text(source, "bundle_created")), forced=forced, snapshot=snapshot,
-                    path=path)
+    for key in ("source", "pair", "identity", "configuration", "recorded", "performance"):
+        if not getattr(head, key):
+            raise BaselineError(path, f"'{key}' is missing ('{key}' must be an object)", fix=_FIX)
+
+
+def from_json(text: str, path: str) -> Baseline:
+    """The baseline in the JSON `text`, read into its model; any mistake is one BaselineError naming the file."""
+    try:
+        _check_head(path, msgspec.json.decode(text, type=_Head))
+        doc = msgspec.json.decode(text, type=_File)
+    except msgspec.ValidationError as exc:
+        line = schema.long_number_line(text, exc)
+        if line is not None:
+            raise BaselineError(path, "not valid JSON: a number of more than 4300 digits", line=line) from None
+        raise _refusal(path, text, exc) from None
+    except RecursionError:
+        raise BaselineError(path, "not valid JSON: nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        found = _NON_FINITE.search(text)
+        if found and "malformed" in str(exc):  # msgspec reads neither NaN nor Infinity: neither is JSON
+            raise BaselineError(path, f"{found.group(1)} is not a number: {_RATE}",
+                                line=text.count("\n", 0, found.start()) + 1, fix=_FIX) from None
+        raise BaselineError(path, f"not valid JSON: {str(exc).removeprefix('JSON is malformed: ')}",
+                            line=schema.decode_line(text, exc)) from None
+    p = doc.pair
+    snapshot = Snapshot(
+        pair=PairKey(a_hostname=p.a_hostname, a_macs=p.a_macs, b_hostname=p.b_hostname, b_macs=p.b_macs,
+                     cable_sn=p.cable_sn, a_machine_id=p.a_machine_id, b_machine_id=p.b_machine_id),
+        identity=doc.identity, configuration=doc.configuration, gid_index=dict(doc.recorded.gid_index),
+        performance=Performance(**msgspec.structs.asdict(doc.performance)), verdict=doc.source.verdict,
+        unknown=doc.unknown)
+    return Baseline(name=doc.name, created=doc.created, tool_version=doc.tool_version,
+                    source_bundle=doc.source.bundle, bundle_created=doc.source.bundle_created,
+                    forced=doc.source.forced, snapshot=snapshot, path=path)
 
 
 def read_baseline(path: Path) -> Baseline:
@@ -195,12 +205,7 @@ def read_baseline(path: Path) -> Baseline:
         text = read_capped(path, MAX_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # ValueError: also JSONDecodeError and a 4,300+ digit integer
-        line = getattr(exc, "lineno", None)
-        raise BaselineError(str(path), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
-    return from_json(data, str(path))
+    return from_json(text, str(path))
 
 
 def _paths() -> list[Path]:

@@ -18,11 +18,11 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
-from linkcheck import __version__
+from linkcheck import __version__, schema
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
@@ -33,7 +33,6 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_CAPTURE_BYTES = 16 << 20  # one capture file; a larger one is skipped with the reason, never read
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
@@ -120,18 +119,59 @@ def write_bundle(bundle: Bundle, directory: Path) -> Path:
     return path
 
 
-def read_manifest(directory: Path, *, entries: bool = False) -> dict[str, Any]:
-    """The manifest of the bundle at `directory` (or the manifest file itself), checked as `load_bundle` does
-    (each captures[] entry too, with `entries`)."""
-    data = _load_manifest(directory)
-    if entries:
-        manifest = (directory if directory.is_dir() else directory.parent) / MANIFEST
-        for index, entry in enumerate(data["captures"]):
-            _check_entry(manifest, index, entry)
-    return data
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of the bundle at `directory` (or the manifest file itself), checked as `load_bundle` does,
+    as plain JSON values (`files_sha256` only when the manifest records it)."""
+    return msgspec.to_builtins(_load_manifest(directory))  # type: ignore[no-any-return]
 
 
-def _load_manifest(directory: Path) -> dict[str, Any]:
+class _Head(msgspec.Struct, frozen=True):
+    """What is checked first: is it a bundle manifest, of a format version this linkcheck reads."""
+
+    format: Any = None
+    format_version: Any = None
+    captures: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+
+
+Text = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One captures[] entry: a capture's identity, how it ran, and the files of its output."""
+
+    node: Text
+    spec: Text
+    arg: str | None = None
+    command: str | None = None
+    exit_status: int | None = None
+    duration_s: Annotated[float, msgspec.Meta(ge=0, lt=1e9)] | None = None
+    skipped: str | None = None
+    meta: dict[str, Any] | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """manifest.json as `write_bundle` writes it (format version 1)."""
+
+    format: str
+    format_version: int
+    captures: tuple[Entry, ...]
+    tool_version: str = ""
+    created: str = ""
+    nodes: dict[str, Any] = msgspec.field(default_factory=dict)
+    collection_errors: dict[str, str] = msgspec.field(default_factory=dict)
+    files: dict[str, Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]] = msgspec.field(default_factory=dict)
+    files_sha256: Any = msgspec.UNSET  # DIGEST_KEY: compared with the table by `verify`, whatever it holds
+
+
+_ALLOWED = {"files": "an object of sha256 digests in hex", "collection_errors": "an object of text",
+            "nodes": "an object", "captures": "a list of capture objects", "captures[].duration_s":
+            "a number of seconds >= 0, or null", "captures[].exit_status": "an integer or null",
+            "captures[].meta": "an object or null"}
+
+
+def _load_manifest(directory: Path) -> Manifest:
     if not directory.exists():
         raise BundleError(str(directory), "no such bundle directory")
     path = directory / MANIFEST if directory.is_dir() else directory
@@ -141,35 +181,59 @@ def _load_manifest(directory: Path) -> dict[str, Any]:
     if not os.path.lexists(path):
         raise BundleError(str(directory), f"no {MANIFEST}: not a linkcheck bundle",
                           fix="pass the folder written by `linkcheck collect --save` or a fixtures/ scenario")
-    data = _parse_manifest(path)
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    raw = _read_manifest_bytes(path)
+    try:
+        head = msgspec.json.decode(raw, type=_Head)
+        _check_head(path, head)
+        manifest = msgspec.json.decode(raw, type=Manifest)
+    except msgspec.ValidationError as exc:
+        raise _refusal(path, raw, exc) from None
+    except RecursionError:
+        raise BundleError(str(path), "malformed JSON: nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        raise BundleError(str(path), f"malformed JSON: {str(exc).removeprefix('JSON is malformed: ')}",
+                          line=schema.decode_line(text, exc)) from None
+    for index, entry in enumerate(manifest.captures):
+        _check_entry(path, index, entry)
+    return manifest
+
+
+def _check_head(path: Path, head: _Head) -> None:
+    if head.format != FORMAT:
         raise BundleError(str(path), f"not a {FORMAT} manifest (missing or wrong 'format')")
-    version = data.get("format_version")
+    version = head.format_version
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
         raise BundleError(str(path), f"bundle format_version {version!r} is not supported (this linkcheck reads "
                           f"1 to {FORMAT_VERSION})", fix="upgrade linkcheck" if isinstance(version, int)
                           and not isinstance(version, bool) and version > FORMAT_VERSION else None)
-    if not isinstance(data.get("captures"), list):
+    if not head.captures or not bytes(head.captures).startswith(b"["):
         raise BundleError(str(path), "manifest has no 'captures' list")
-    _check_tables(path, data)
-    return data
 
 
-def _check_tables(path: Path, data: dict[str, Any]) -> None:
-    """nodes, collection_errors and files are objects; each file has a sha256, each error is text."""
-    for key in ("nodes", "collection_errors", "files"):
-        if not isinstance(data.get(key, {}), dict):
-            raise BundleError(str(path), f"'{key}' must be an object, got {type(data[key]).__name__}")
-    for rel, digest in data.get("files", {}).items():
-        if not isinstance(digest, str) or not _SHA256.match(digest):
-            raise BundleError(str(path), f"files[{rel!r}] must be a sha256 in hex, got {str(digest)[:80]!r}")
-    for node, error in data.get("collection_errors", {}).items():
-        if not isinstance(error, str):
-            raise BundleError(str(path), f"collection_errors[{node!r}] must be text, got {type(error).__name__}")
+def _refusal(path: Path, raw: bytes, exc: msgspec.ValidationError) -> BundleError:
+    problem = schema.locate(exc)
+    steps = problem.steps
+    if len(steps) == 2 and steps[0] == "captures" and isinstance(steps[1], int):
+        entry = msgspec.json.decode(raw)["captures"][steps[1]]
+        if not isinstance(entry, dict):
+            return BundleError(str(path), f"captures[{steps[1]}] must be an object, got {type(entry).__name__}",
+                               line=schema.json_line(raw.decode("utf-8"), steps))
+        for key in ("node", "spec"):  # the identity first: an entry without it names no capture
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                return BundleError(str(path), f"captures[{steps[1]}] has no '{key}' text: {str(entry)[:80]}")
+    if len(steps) == 3 and steps[0] == "captures" and steps[2] in ("node", "spec"):
+        return BundleError(str(path), f"captures[{steps[1]}] has no '{steps[2]}' text (got {problem.what})",
+                           line=schema.json_line(raw.decode("utf-8"), steps))
+    where = re.sub(r"\[\d+\]", "[]", schema.dotted(steps))
+    reason = schema.describe(problem, allowed=lambda field: ", ".join(schema.field_names(Manifest, steps) or [])
+                             if field.endswith("*") else _ALLOWED.get(where))
+    extra = (problem.unknown,) if problem.unknown is not None else ()
+    return BundleError(str(path), reason, line=schema.json_line(raw.decode("utf-8"), steps + extra))
 
 
-def _parse_manifest(path: Path) -> Any:
-    """The manifest's JSON, read within MAX_MANIFEST_BYTES; a located BundleError otherwise."""
+def _read_manifest_bytes(path: Path) -> bytes:
+    """The manifest's bytes, read within MAX_MANIFEST_BYTES, UTF-8; a located BundleError otherwise."""
     try:
         raw = read_capped(path, MAX_MANIFEST_BYTES)
     except RefusedFile as exc:
@@ -177,13 +241,10 @@ def _parse_manifest(path: Path) -> Any:
     except OSError as exc:
         raise BundleError(str(path), f"cannot read: {exc.strerror or exc}") from None
     try:
-        return json.loads(raw.decode("utf-8"))
+        raw.decode("utf-8")
     except UnicodeDecodeError:
         raise BundleError(str(path), "manifest is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise BundleError(str(path), f"malformed JSON: {exc.msg}", line=exc.lineno) from None
-    except RecursionError:
-        raise BundleError(str(path), "malformed JSON: nested too deeply") from None
+    return raw
 
 
 def regular_files(directory: Path) -> frozenset[str]:
@@ -225,90 +286,38 @@ def _read_file(directory: Path, rel: str | None, files: Mapping[str, str],
     return data.decode("utf-8", errors="replace"), None
 
 
-_ENTRY_TYPES: dict[str, tuple[type, ...]] = {
-    "arg": (str, type(None)), "command": (str, type(None)), "exit_status": (int, type(None)),
-    "duration_s": (int, float, type(None)), "skipped": (str, type(None)), "meta": (dict, type(None)),
-    "stdout": (str, type(None)), "stderr": (str, type(None)),
-}
-
-
-def _check_entry(manifest: Path, index: int, entry: Any) -> dict[str, Any]:
-    """A captures[] entry with every field of the documented type; BundleError naming the field otherwise."""
-    where = f"captures[{index}]"
-    if not isinstance(entry, dict):
-        raise BundleError(str(manifest), f"{where} must be an object, got {type(entry).__name__}")
-    for key in ("node", "spec"):
-        if not isinstance(entry.get(key), str) or not entry[key]:
-            raise BundleError(str(manifest), f"{where} has no '{key}' text: {str(entry)[:80]}")
-    for key, types in _ENTRY_TYPES.items():
-        value = entry.get(key)
-        if not isinstance(value, types) or (isinstance(value, bool) and key in ("exit_status", "duration_s")):
-            expected = " or ".join("null" if t is type(None) else {"str": "text", "int": "integer",
-                                   "float": "number", "dict": "object"}[t.__name__] for t in types)
-            raise BundleError(str(manifest), f"{where}.{key} must be {expected}, got {str(value)[:40]!r}")
-    duration = entry.get("duration_s") or 0
-    if not 0 <= duration < 1e9:
-        raise BundleError(str(manifest), f"{where}.duration_s must be a number of seconds >= 0, got {duration!r}")
-    for key in ("stdout", "stderr"):
-        rel = entry.get(key)
+def _check_entry(manifest: Path, index: int, entry: Entry) -> None:
+    """What the model's types cannot say: each output file is a relative name inside the bundle."""
+    for key, rel in (("stdout", entry.stdout), ("stderr", entry.stderr)):
         if rel is not None and ("\x00" in rel or not rel or rel.startswith("/")):
-            raise BundleError(str(manifest), f"{where}.{key} must be a relative file name, got {rel[:80]!r}")
-    return entry
+            raise BundleError(str(manifest), f"captures[{index}].{key} must be a relative file name, got {rel[:80]!r}")
 
 
-def _capture_from_entry(directory: Path, entry: dict[str, Any], files: Mapping[str, str],
+def _capture_from_entry(directory: Path, entry: Entry, files: Mapping[str, str],
                         present: frozenset[str], problems: list[str],
                         unverified: Mapping[str, str] | None = None) -> Capture:
-    stdout, out_problem = _read_file(directory, entry.get("stdout"), files, present, unverified)
-    stderr, err_problem = _read_file(directory, entry.get("stderr"), files, present, unverified)
+    stdout, out_problem = _read_file(directory, entry.stdout, files, present, unverified)
+    stderr, err_problem = _read_file(directory, entry.stderr, files, present, unverified)
     problem = out_problem or err_problem
-    skipped = entry.get("skipped")
     if problem:
         problems.append(problem)
-        skipped = problem
-    exit_status = entry.get("exit_status")
-    meta = entry.get("meta") or {}
-    return Capture(
-        node=entry["node"],
-        spec=entry["spec"],
-        arg=entry.get("arg"),
-        command=entry.get("command") or "",
-        stdout=stdout,
-        stderr=stderr,
-        exit_status=exit_status if isinstance(exit_status, int) else None,
-        duration_s=float(entry.get("duration_s") or 0.0),
-        skipped=skipped if isinstance(skipped, str) else None,
-        meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
-    )
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+    return Capture(node=entry.node, spec=entry.spec, arg=entry.arg, command=entry.command or "", stdout=stdout,
+                   stderr=stderr, exit_status=entry.exit_status, duration_s=float(entry.duration_s or 0.0),
+                   skipped=problem or entry.skipped, meta={str(k): str(v) for k, v in (entry.meta or {}).items()})
 
 
 def load_bundle(directory: Path, *, unverified: Mapping[str, str] | None = None) -> Bundle:
     """Read a bundle; malformed manifests raise BundleError, missing/altered files become skipped captures, and so
     do the `unverified` ones (all of them when it holds manifest.json), which are never opened."""
-    data = _load_manifest(directory)
+    manifest = _load_manifest(directory)
     base = directory if directory.is_dir() else directory.parent
-    files = _mapping(data.get("files"))
     problems: list[str] = []
-    manifest = base / MANIFEST
-    entries = [_check_entry(manifest, i, e) for i, e in enumerate(data["captures"])]
     present = regular_files(base)
-    captures = [_capture_from_entry(base, e, files, present, problems, unverified) for e in entries]
-    nodes = _mapping(data.get("nodes"))
-    errors = _mapping(data.get("collection_errors"))
-    return Bundle(
-        captures=captures,
-        nodes=nodes,
-        created=str(data.get("created", "")),
-        tool_version=str(data.get("tool_version", "")),
-        collection_errors={str(k): str(v) for k, v in errors.items()},
-        problems=problems,
-        path=base,
-        unverified=frozenset(unverified or ()),
-    )
+    captures = [_capture_from_entry(base, e, manifest.files, present, problems, unverified)
+                for e in manifest.captures]
+    return Bundle(captures=captures, nodes=dict(manifest.nodes), created=manifest.created,
+                  tool_version=manifest.tool_version, collection_errors=dict(manifest.collection_errors),
+                  problems=problems, path=base, unverified=frozenset(unverified or ()))
 
 
 def merge_captures(*groups: Iterable[Capture]) -> list[Capture]:

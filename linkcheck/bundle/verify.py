@@ -175,7 +175,7 @@ def load_trusted(directory: Path, *, allow_unverified: bool = False,
     """The bundle at `directory`, if `verify` finds it intact; else BundleError (exit 4), or with
     `allow_unverified` the bundle with every unverified file left unread (its captures skipped, so it can make
     a rule inconclusive but never pass or fail one), each problem passed to `warn`."""
-    read_manifest(directory, entries=True)  # a malformed manifest is named as such, before its digests
+    read_manifest(directory)  # a malformed manifest is named as such, before its digests
     result = verify_bundle(directory)
     if not result.ok and not allow_unverified:
         more = f" and {len(result.problems) - 1} more" if len(result.problems) > 1 else ""

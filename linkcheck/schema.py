@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -22,7 +22,7 @@ _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>.*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<key>.*)`$", re.S)
 
 
-class Problem(NamedTuple):
+class Problem(msgspec.Struct, frozen=True):
     """One ValidationError, taken apart: the steps to the value it is about, and what msgspec said."""
 
     steps: tuple[str | int, ...]  # keys and list indices from the document's top; for a key error, its mapping

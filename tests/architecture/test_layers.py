@@ -130,3 +130,17 @@ def test_a_circle_is_caught() -> None:
     except AssertionError:
         return
     raise AssertionError("a circle went unnoticed")
+
+
+def test_one_kind_of_record() -> None:
+    """Records are msgspec.Structs: no NamedTuple, TypedDict or dataclass beside them."""
+    others = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b) for b in node.bases}
+                decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+                if bases & {"NamedTuple", "typing.NamedTuple", "TypedDict", "typing.TypedDict"} or \
+                        decorators & {"dataclass", "dataclasses.dataclass"}:
+                    others.append(f"{module}.{node.name}")
+    assert others == []

@@ -10,8 +10,6 @@ import sys
 from types import FrameType
 
 from linkcheck.app.offline import configured_rules, diagnose_bundle
-from linkcheck.bundle.anonymize import anonymize_saved
-from linkcheck.report.formats import renderer
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
 
 
@@ -28,24 +26,18 @@ import contextlib
 import logging
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from msgspec.structs import replace
-from rich.console import Console
 
 from linkcheck import __version__
 from linkcheck.accept.budget import expected_paths, plan_line
 from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile
 from linkcheck.accept.text import describe_profile, headline
-from linkcheck.app.accept import run_accept
 from linkcheck.app.baseline import list_text, save_baseline, show_text
-from linkcheck.app.history import history_rows, history_text
-from linkcheck.app.init import write_initial_config
-from linkcheck.app.live import TrafficRequest, run_live
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.baseline.store import delete, resolve
-from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
@@ -58,13 +50,18 @@ from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.outcome import Outcome
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
-from linkcheck.report.output import print_acceptance, print_outcome, write_stdout
+from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
-from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
+from linkcheck.report.stdout import write_stdout
 from linkcheck.report.tables import verdict_line
 
+if TYPE_CHECKING:
+    from linkcheck.app.live import TrafficRequest
+
+# Each command imports the part of the library it runs, inside its body (the imports marked "the command's own
+# code" below): typer builds every command at start, and one command should not load the code of all the others.
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
     "Exit codes: 0 pass, 1 warnings, 2 failures, 3 inconclusive (could not measure), "
@@ -174,6 +171,8 @@ def report(
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report: JSON, JUnit XML, Markdown, HTML or Prometheus."""
 
+    from linkcheck.report.formats import renderer  # the command's own code
+
     render = renderer(fmt)
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config), allow_unverified=allow_unverified,
@@ -265,9 +264,12 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     save = _checked_save(save)
     if fmt is Format.console and not _QUIET and (traffic is not None or sys.stderr.isatty()):
         _say(_plan(command_name(record), cfg, traffic))
+    from linkcheck.app.live import run_live  # the command's own code
+    from linkcheck.report.progress import ConsoleProgress  # the command's own code
+
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
-        progress = ConsoleProgress(Console(stderr=True))
+        progress = ConsoleProgress.on_stderr()
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,
                       baseline=record.baseline)
     if result.outcome is None:  # Ctrl-C before any node answered: nothing to diagnose
@@ -309,6 +311,9 @@ NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path o
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
              nccl_max_bytes: int, nccl_binary: str | None) -> TrafficRequest:
+    from linkcheck.app.live import TrafficRequest  # the command's own code
+    from linkcheck.bench.nccl import NcclOptions  # the command's own code
+
     return TrafficRequest(
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
         nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None)
@@ -337,6 +342,8 @@ def check(
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
 def _quick_traffic(size: int, qps: int, port_base: int | None) -> TrafficRequest:
+    from linkcheck.app.live import TrafficRequest  # the command's own code
+
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
 
 @bench_app.command("rdma")
@@ -380,11 +387,15 @@ def accept(
     reps = repetitions or prof.test.repetitions
     cfg = _live_config(config, node, accept_new_host_keys)
     target = _checked_save(save)
+    from linkcheck.app.accept import run_accept  # the command's own code
+    from linkcheck.report.console import print_acceptance  # the command's own code
+    from linkcheck.report.progress import ConsoleProgress  # the command's own code
+
     progress = None
     if fmt is Format.console and not _QUIET:
         _say(plan_line("accept", paths=expected_paths(cfg), duration_s=prof.test.duration_s, repetitions=reps,
                        nccl_max_bytes=prof.test.nccl_max_bytes))
-        progress = ConsoleProgress(Console(stderr=True))
+        progress = ConsoleProgress.on_stderr()
     result = run_accept(cfg, prof, reps, target, progress)
     if result.outcome is None or result.acceptance is None:
         _say(f"partial bundle saved to {result.saved}")
@@ -406,6 +417,8 @@ def collect(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
+    from linkcheck.app.live import run_live  # the command's own code
+
     cfg = _live_config(config, node, accept_new_host_keys)
     result = run_live(cfg, _checked_save(save), anonymize=anonymize, diagnose=False)
     errors = load_bundle(result.saved).collection_errors
@@ -420,6 +433,7 @@ def anonymize(
     out: Annotated[Path, typer.Argument(help="Where to write the anonymised copy (absent or empty).")],
 ) -> None:
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
+    from linkcheck.bundle.anonymize import anonymize_saved  # the command's own code
 
     anonymize_saved(bundle, out, warn=_unverified)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
@@ -445,6 +459,8 @@ def init(
     accept_new_host_keys: AcceptOpt = False,
 ) -> None:
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
+    from linkcheck.app.init import write_initial_config  # the command's own code
+
     cfg = _live_config(config, node, accept_new_host_keys)
     link = write_initial_config(cfg, output, force=force)
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
@@ -517,6 +533,7 @@ def history(
 ) -> None:
     """The recorded runs as a log, one row per run: time, command, -D and repetitions, each path's lowest rate,
     the concurrent total, the NCCL bus bandwidth, the verdict and the bundle."""
+    from linkcheck.app.history import history_rows, history_text  # the command's own code
 
     if _QUIET:  # no body: the count and the last run's verdict on stderr
         rows = history_rows(pair, since)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich import box
@@ -15,7 +16,8 @@ from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
-from linkcheck.report.safe_text import as_text
+from linkcheck.report.safe_text import shown
+from linkcheck.report.stdout import output_error, stdout_gone
 from linkcheck.report.tables import evidence_lines, identity_lines, nccl_text, pin_text, rate, rdma_rows, total_cells
 from linkcheck.values import pcie
 
@@ -135,3 +137,36 @@ def acceptance_view(doc: dict[str, Any]) -> Group:
     parts += [as_text(f"  - {line}") for line in reasons(doc)]
     parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
     return Group(*parts)
+
+
+def as_text(value: object, style: str = "", *, multiline: bool = True) -> Text:
+    """A rich `Text` of `shown(value)`: styled as asked, its brackets printed, never read as markup."""
+    return Text(shown(value, multiline=multiline), style=style)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        stdout_gone()
+
+
+def _console() -> Console:
+    if sys.stdout is None:
+        raise output_error(OSError("standard output is closed"))
+    return _Console(emoji=False)  # `:name:` stays text
+
+
+def print_console_report(outcome: Outcome, *, show_all: bool) -> None:
+    """The console report on stdout; a full or closed stdout is one line (exit 74)."""
+    try:
+        print_report(outcome, _console(), show_all=show_all)
+    except (OSError, ValueError) as exc:
+        raise output_error(exc) from None
+
+
+def print_acceptance(doc: dict[str, Any]) -> None:
+    """The acceptance table after the console report, as wide as the terminal at most."""
+    try:
+        _console().print(acceptance_view(doc))
+    except (OSError, ValueError) as exc:
+        raise output_error(exc) from None

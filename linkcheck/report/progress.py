@@ -9,11 +9,16 @@ from rich.table import Table
 from linkcheck.bench.plan import Round
 from linkcheck.bench.runner import Progress
 from linkcheck.model import Capture
-from linkcheck.report.safe_text import as_text
+from linkcheck.report.console import as_text
 
 
 class ConsoleProgress(Progress):
     """A small live table: one row per path of the running round, with the rate read from the counters."""
+
+    @classmethod
+    def on_stderr(cls) -> ConsoleProgress:
+        """The display on standard error, so that the report on standard output stays clean."""
+        return cls(Console(stderr=True))
 
     def __init__(self, console: Console) -> None:
         self.console = console

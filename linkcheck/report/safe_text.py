@@ -4,19 +4,13 @@ A hostname, a cable part number, an interface name or a tool's output quoted as 
 machine we do not control. Printed raw, an escape sequence in it can retitle the window (OSC 2), plant a
 hyperlink (OSC 8), move the cursor or rewrite the line (CSI, `\\r`, backspace); handed to rich as a
 markup string, `[link=...]` or an unbalanced `[/]` is interpreted or crashes the report. `shown` is the
-one place that neutralises them; every renderer passes foreign strings through it (rich ones through
-`as_text`, which builds a `Text` and so never parses markup).
+one place that neutralises them; every renderer passes foreign strings through it (the console report through
+`console.as_text`, which builds a rich `Text` and so never parses markup).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-from rich.text import Text
-
-if TYPE_CHECKING:
-    from rich.text import Text
 
 # C0 controls but tab, DEL, C1 controls (8-bit CSI/OSC), line and paragraph separators, bidi overrides, BOM.
 _UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"
@@ -39,8 +33,3 @@ def shown(value: object, *, multiline: bool = False) -> str:
     """
     text = value if isinstance(value, str) else str(value)
     return (_LINES if multiline else _ONE_LINE).sub(_visible, text)
-
-
-def as_text(value: object, style: str = "", *, multiline: bool = True) -> Text:
-    """A rich `Text` of `shown(value)`: styled as asked, its brackets printed, never read as markup."""
-    return Text(shown(value, multiline=multiline), style=style)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from linkcheck.errors import InputFileError, OutputError
-from linkcheck.report.output import write_stdout
+from linkcheck.report.stdout import write_stdout
 
 STDOUT = "-"
 FIFO_WAIT_S = 1.0  # how long a FIFO may stay without a reader before the write gives up

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.report.safe_text import as_text, shown
+from linkcheck.report.console import as_text
+from linkcheck.report.safe_text import shown
 from tests.adversarial.adversarial_helpers import (
     assert_no_raw_controls,
     copy_healthy,

@@ -772,7 +772,7 @@ def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | No
     what changed lost), or a changed file written into a copy that verifies as intact. The acceptance record
     (acceptance.json and its profile) is anonymised with the same fakes and kept; any other file of the table
     that is not a capture is named through `warn`, not copied."""
-    bundle = load_trusted(source)
+    bundle = load_trusted(source, overridable=False)  # `anonymize` has no --allow-unverified
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
     base = bundle.path or source

@@ -42,7 +42,7 @@ from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.bundle.verify import verify_bundle
-from linkcheck.config import Config, find_config, resolve_config
+from linkcheck.config import Config, default_config_present, find_config, resolve_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule_text import describe_rule
 from linkcheck.errors import ExitCode, LinkcheckError, OutputError, UsageError
@@ -189,7 +189,7 @@ def report(
 
 def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
-    if path is None and not Path("linkcheck.yaml").is_file():
+    if path is None and not default_config_present():
         return None
     return find_config(path)
 

@@ -7,6 +7,7 @@ out of range names file:line and what is allowed.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -202,9 +203,15 @@ def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
     return nodes
 
 
+def default_config_present() -> bool:
+    """./linkcheck.yaml is there, whatever it is: a FIFO, a device, a folder or a dangling link in its place is
+    refused by `load_config` (exit 4) like the same given with -c, not silently run without."""
+    return os.path.lexists(DEFAULT_PATH)
+
+
 def find_config(config_path: Path | None) -> Config | None:
     """The config a command uses: the given file, else ./linkcheck.yaml when present, else none."""
-    path = config_path or (DEFAULT_PATH if DEFAULT_PATH.is_file() else None)
+    path = config_path or (DEFAULT_PATH if default_config_present() else None)
     return load_config(path) if path else None
 
 

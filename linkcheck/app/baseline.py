@@ -31,7 +31,7 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
     Returns where it was stored and the run's verdict."""
     store.check_name(name)
     path = bundle or newest_bundle(Path.cwd())
-    outcome = diagnose_bundle(path, playbooks, config)
+    outcome = diagnose_bundle(path, playbooks, config, overridable=False)  # no --allow-unverified here
     verdict = outcome.diagnosis.verdict.value
     if verdict != "pass" and not force:
         raise UsageError(f"{path}: the run's verdict is {verdict}, not pass; a baseline is the known-good state "

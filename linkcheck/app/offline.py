@@ -48,10 +48,11 @@ def configured_rules(playbooks: list[Path], config: Config | None) -> list[Rule]
 
 def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
                     baseline: Baseline | None = None, *, allow_unverified: bool = False,
-                    warn: Callable[[str], None] | None = None) -> Outcome:
+                    warn: Callable[[str], None] | None = None, overridable: bool = True) -> Outcome:
     """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's, and
     against `baseline` when one is given. A bundle that `verify` rejects is refused (BundleError), or with
-    `allow_unverified` diagnosed without its unverified files, each problem passed to `warn`."""
+    `allow_unverified` diagnosed without its unverified files, each problem passed to `warn`; `overridable` as
+    for `load_trusted`."""
     rules = configured_rules(list(playbooks or []), config)
-    bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn)
+    bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
     return diagnose_captures(bundle, rules, config.expected_link if config else None, baseline)

@@ -79,7 +79,8 @@ _GUID_LABEL = re.compile(r"""(?i:guid)["']?[ \t]*[:=]?[ \t]*["']?""")
 _VERSION_BEFORE = re.compile(r"(?i)\b(?:version|ver|fw|firmware|release|rev)[\s:=]{0,3}$")
 _HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # `_` too: not valid DNS, yet common in /etc/hostname
 # Where site names stand in configuration: Wi-Fi SSIDs (netplan `access-points:` keys, NetworkManager `ssid=`,
-# a Wi-Fi keyfile's `id=` and file name) and DNS search domains (netplan `search:`, resolv.conf).
+# a Wi-Fi keyfile's `id=` and file name) and DNS search domains (netplan `search:`, resolv.conf, a
+# NetworkManager keyfile's `dns-search=`).
 _AP_BLOCK = re.compile(r"^([ \t]*)access-points:[ \t]*(?:#.*)?$", re.M)
 _AP_FLOW = re.compile(r"access-points:[ \t]*(\{.*\})[ \t]*(?:#.*)?$", re.M)
 _YAML_KEY = re.compile(r"""^([ \t]*)(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'"""
@@ -88,6 +89,7 @@ _NM_SSID = re.compile(r"^[ \t]*ssid[ \t]*=[ \t]*(.*?)[ \t]*$", re.M)
 _SEARCH_FLOW = re.compile(r"^[ \t]*search[ \t]*:[ \t]*\[([^\]\n]*)\]", re.M)
 _SEARCH_BLOCK = re.compile(r"^([ \t]*)search[ \t]*:[ \t]*(?:#.*)?$", re.M)
 _RESOLV = re.compile(r"^[ \t]*(?:search|domain)[ \t]+([^#;\n]+)", re.M)
+_NM_SEARCH = re.compile(r"^[ \t]*dns-search[ \t]*=([^\n]*)$", re.M)  # a keyfile's [ipv4]/[ipv6] list, ; separated
 _NM_SECTION = re.compile(r"^==> (.*?) <==$", re.M)
 _DOTTED = re.compile(r"\d+(?:\.\d+){3}")
 _HEX_ROW = re.compile(r"^(0x([0-9A-Fa-f]{4}):[ \t]*)((?:[0-9A-Fa-f]{2}[ \t]*)+)$", re.M)
@@ -683,8 +685,8 @@ def _search_spans(text: str) -> list[_Span | None]:
         for m in _SEARCH_BLOCK.finditer(text):
             spans += [_span(text, s, e, "domain") for s, e in _block_items(text, m.end(), len(m.group(1)), True)]
     if "search" in text or "domain" in text:
-        for m in _RESOLV.finditer(text):
-            for word in re.finditer(r"\S+", m.group(1)):
+        for m in [*_RESOLV.finditer(text), *_NM_SEARCH.finditer(text)]:
+            for word in re.finditer(r"[^\s;,]+", m.group(1)):
                 if re.search("[A-Za-z]", word.group()) and _HOSTNAME.fullmatch(word.group().rstrip(".")):
                     spans.append(_span(text, m.start(1) + word.start(), m.start(1) + word.end(), "domain"))
     return spans
@@ -772,7 +774,7 @@ def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | No
     what changed lost), or a changed file written into a copy that verifies as intact. The acceptance record
     (acceptance.json and its profile) is anonymised with the same fakes and kept; any other file of the table
     that is not a capture is named through `warn`, not copied."""
-    bundle = load_trusted(source)
+    bundle = load_trusted(source, overridable=False)  # `anonymize` has no --allow-unverified
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
     base = bundle.path or source

@@ -15,6 +15,7 @@ Bundles written before SHA256SUMS existed (the shipped fixtures) are checked aga
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -171,17 +172,19 @@ def verify_bundle(directory: Path) -> Verification:
 
 
 def load_trusted(directory: Path, *, allow_unverified: bool = False,
-                 warn: Callable[[str], None] | None = None) -> Bundle:
+                 warn: Callable[[str], None] | None = None, overridable: bool = True) -> Bundle:
     """The bundle at `directory`, if `verify` finds it intact; else BundleError (exit 4), or with
     `allow_unverified` the bundle with every unverified file left unread (its captures skipped, so it can make
-    a rule inconclusive but never pass or fail one), each problem passed to `warn`."""
+    a rule inconclusive but never pass or fail one), each problem passed to `warn`. `overridable`: the caller's
+    command has --allow-unverified, so the refusal's fix may offer it (anonymize and baseline save do not)."""
     read_manifest(directory)  # a malformed manifest is named as such, before its digests
     result = verify_bundle(directory)
     if not result.ok and not allow_unverified:
         more = f" and {len(result.problems) - 1} more" if len(result.problems) > 1 else ""
+        override = ("; --allow-unverified reads the bundle anyway, without its unverified files" if overridable
+                    else "")
         raise BundleError(str(result.path), f"does not verify: {result.problems[0]}{more}",
-                          fix=f"`linkcheck verify {directory}` lists every problem; --allow-unverified reads the "
-                          "bundle anyway, without its unverified files")
+                          fix=f"`linkcheck verify {shlex.quote(str(directory))}` lists every problem{override}")
     for problem in result.problems:
         if warn is not None:
             warn(f"UNVERIFIED (not read): {problem}")

@@ -9,6 +9,7 @@ characters of a fact.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -210,7 +211,11 @@ def _value_kind(value: Any) -> str:
 
 
 def override_problem(default: Any, new: Any) -> str | None:
-    """Why `new` cannot replace a threshold whose built-in value is `default` (a different kind), or None."""
+    """Why `new` cannot replace a threshold whose built-in value is `default` (a different kind, or a number
+    that is not finite: every comparison with NaN is false, so a NaN threshold would pass whatever it met), or
+    None."""
+    if is_number(new) and not math.isfinite(new):
+        return f"must be a finite number, got {_show(new)}"
     if default is None or _value_kind(default) == _value_kind(new):
         return None
     return f"must be {_value_kind(default)} like its default {_show(default)}, got {_show(new)}"

@@ -17,6 +17,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shlex
 import stat
 import tempfile
 import time
@@ -169,7 +170,7 @@ def _open_stream(path: Path, what: str) -> int:
                 raise _failed(path, what, exc) from None
             if time.monotonic() >= deadline:
                 raise OutputError(f"{path}: cannot write the {what}: no process is reading this FIFO",
-                                  fix=f"start its reader first (e.g. cat {path})") from None
+                                  fix=f"start its reader first (e.g. cat {shlex.quote(str(path))})") from None
             time.sleep(_FIFO_POLL_S)
             continue
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)

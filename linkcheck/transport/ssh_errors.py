@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -39,11 +40,12 @@ def _auth_failed(node: str, target: ResolvedTarget, exc: Any) -> NodeError:
         return NodeError(
             node, f"SSH authentication to {target.where} timed out", fix="check sshd and PAM on the node"
         )
-    key = target.identity_files[0] if target.identity_files else "~/.ssh/id_ed25519"
+    # quoted, so that a key path, user or host with a space or a $ stays one word when the line is pasted
+    key = shlex.quote(f"{target.identity_files[0]}.pub") if target.identity_files else "~/.ssh/id_ed25519.pub"
     return NodeError(
         node,
         f"SSH authentication failed for {target.where} (wrong key?): tried {keys_tried(target)}",
-        fix=f"authorize the key: ssh-copy-id -i {key}.pub -p {target.port} {target.user}@{target.host}"
+        fix=f"authorize the key: ssh-copy-id -i {key} -p {target.port} {shlex.quote(f'{target.user}@{target.host}')}"
         " (or ssh-add it to the agent, or set IdentityFile in ~/.ssh/config)",
     )
 

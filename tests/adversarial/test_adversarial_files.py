@@ -150,3 +150,26 @@ def test_deep_folder_tree_bounded(tmp_path: Path, depth: int) -> None:
             assert "nested deeper" in line and "RecursionError" not in line
     finally:
         _unnest(bundle)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "dangling", "folder"])
+@pytest.mark.parametrize("command", [("diagnose", "{bundle}"),
+                                     ("check", "-n", "a=u@198.18.251.1", "-n", "b=u@198.18.251.2")])
+def test_default_config_not_a_regular_file_is_refused_not_skipped(tmp_path: Path, kind: str,
+                                                                    command: tuple[str, ...]) -> None:
+    """./linkcheck.yaml in place but not a regular file: refused like the same file given with -c (exit 4),
+    not silently passed over so that the run goes without its thresholds and playbooks."""
+    bundle = copy_healthy(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "linkcheck.yaml"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "dangling":
+        target.symlink_to("nowhere.yaml")
+    else:
+        target.mkdir()
+    args = [a.format(bundle=bundle) for a in command]
+    one_line_error(run(*args, cwd=work, timeout=30), 4, "linkcheck.yaml")

@@ -232,3 +232,12 @@ def test_a_non_finite_fact_is_unknown_not_passed(op: str, actual: object) -> Non
         _decide(op, "bench.gbps", actual, 100)
     with pytest.raises(UnknownFact):
         _decide("between", "bench.gbps", actual, [1, 2])
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_non_finite_threshold_override_is_refused(tmp_path: Path, value: str) -> None:
+    """A NaN threshold in linkcheck.yaml compared false with everything, so its rule passed whatever it met:
+    refused at load, exit 4, with the place named."""
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"thresholds: {{LINK_BELOW_NOMINAL: {{nominal_min_gbps: {value}}}}}\n", encoding="utf-8")
+    one_line_error(run("diagnose", str(HEALTHY), "-c", str(config)), 4, "nominal_min_gbps", "finite")

@@ -19,6 +19,7 @@ def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
     os.write(2, b"linkcheck: interrupted\n")
     raise SystemExit(130)
 
+
 if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "linkcheck":
     signal.signal(signal.SIGINT, _interrupted_while_starting)
 
@@ -88,6 +89,7 @@ class Format(str, Enum):
     console = "console"
     json = "json"
 
+
 PlaybookOpt = Annotated[
     Optional[list[Path]],  # noqa: UP045 - typer needs Optional at runtime on Python 3.10
     typer.Option("--playbook", "-p", help="Extra playbook file or folder (repeatable)."),
@@ -100,18 +102,22 @@ UnverifiedOpt = Annotated[bool, typer.Option(
     "--allow-unverified", help="Read a bundle that `linkcheck verify` rejects: each problem is said on stderr, and "
     "the files in doubt are not read (their rules skip), so they can never pass or fail a rule.")]
 
+
 def _unverified(line: str) -> None:
     _say(f"linkcheck: {line}")
+
 
 PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
+
 
 def _baseline(name: str | None) -> Baseline | None:
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
         return None
     return resolve(name)
+
 
 _QUIET: list[bool] = []  # --quiet: no report body, only the verdict line on stderr and the exit code
 _DEBUG: list[bool] = []  # --debug: tracebacks, and the libraries' log messages
@@ -121,6 +127,7 @@ def _show_version(value: bool) -> None:
     if value:
         typer.echo(f"linkcheck {__version__}")
         raise typer.Exit(0)
+
 
 @app.callback()
 def _root(
@@ -133,6 +140,7 @@ def _root(
     """Global options."""
     if quiet:
         _QUIET.append(True)
+
 
 @app.command()
 def diagnose(
@@ -155,6 +163,7 @@ def diagnose(
         _finish(outcome, record)
     _emit(outcome, fmt, show_all)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
+
 
 @app.command()
 def report(
@@ -187,11 +196,13 @@ def report(
         write_stdout(text)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
 
+
 def _offline_config(path: Path | None) -> Config | None:
     """linkcheck.yaml for an offline diagnosis, found as `check` finds it; the config code loads only if one exists."""
     if path is None and not default_config_present():
         return None
     return find_config(path)
+
 
 def _emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
     if _QUIET:
@@ -199,8 +210,10 @@ def _emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
         return
     print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
 
+
 def _verdict_line(outcome: Outcome) -> None:
     _say(verdict_line(outcome))
+
 
 NodeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
@@ -223,6 +236,7 @@ def _live_config(config: Path | None, node: list[str] | None, accept: bool) -> C
     accept = accept or resolved.ssh.accept_new_host_keys
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
 
+
 _INTERRUPTION_SAID: list[bool] = []  # set once a line has told the user that Ctrl-C ended the run
 
 
@@ -232,9 +246,11 @@ def _say(line: str) -> None:
         _INTERRUPTION_SAID.append(True)
     typer.echo(shown(line), err=True)
 
+
 def _out(text: str) -> None:
     """Text for stdout, shown as text and written so that a full or closed stdout is an error line."""
     write_stdout(shown(text, multiline=True) + "\n")
+
 
 def _checked_save(save: Path | None) -> Path:
     """The bundle folder, refused before any work when it cannot receive a bundle."""
@@ -242,9 +258,11 @@ def _checked_save(save: Path | None) -> Path:
     check_save_dir(target, "--save" if save else "the default bundle folder")
     return target
 
+
 def _node_errors(outcome: Outcome) -> None:
     for line in node_problem_lines(outcome):
         _say(f"linkcheck: {line}")
+
 
 def _record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
     """What the run records besides its report; the baseline and the textfile's folder are checked before any
@@ -253,10 +271,12 @@ def _record(command: str, baseline: str | None, prometheus: Path | None = None) 
         check_textfile_path(prometheus)
     return RunRecord(command, baseline=_baseline(baseline), prometheus=prometheus)
 
+
 def _finish(outcome: Outcome, record: RunRecord) -> None:
     """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
     for line in finish_run(outcome, record):
         _say(f"linkcheck: {line}")
+
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
@@ -282,14 +302,17 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
+
 def command_name(record: RunRecord) -> str:
     return record.command
+
 
 def _plan(command: str, cfg: Config, traffic: TrafficRequest | None) -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
     rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
     return plan_line(command, paths=expected_paths(cfg), duration_s=rdma.duration_s if rdma else None,
                      nccl_max_bytes=nccl.max_bytes if nccl else None, traffic_total=command == QUICK_COMMAND)
+
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
 QUICK_COMMAND = "check --quick"
@@ -318,6 +341,7 @@ def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_ba
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
         nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None)
 
+
 @app.command()
 def check(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -341,10 +365,12 @@ def check(
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
+
 def _quick_traffic(size: int, qps: int, port_base: int | None) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest  # the command's own code
 
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
+
 
 @bench_app.command("rdma")
 def bench_rdma(
@@ -358,6 +384,7 @@ def bench_rdma(
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record("bench rdma", baseline, prometheus))
 
+
 @bench_app.command("nccl")
 def bench_nccl(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -369,6 +396,7 @@ def bench_nccl(
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record("bench nccl", baseline, prometheus))
+
 
 @app.command()
 def accept(
@@ -411,6 +439,7 @@ def accept(
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 
+
 @app.command()
 def collect(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -427,6 +456,7 @@ def collect(
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
 
+
 @app.command()
 def anonymize(
     bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")],
@@ -437,6 +467,7 @@ def anonymize(
 
     anonymize_saved(bundle, out, warn=_unverified)
     typer.echo(f"anonymised bundle saved to {out}", err=True)
+
 
 @app.command()
 def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")]) -> None:
@@ -450,6 +481,7 @@ def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")
             _out("\n".join(result.problems))
         _out(result.summary())
     raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
+
 
 @app.command()
 def init(
@@ -466,9 +498,11 @@ def init(
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
                f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
 
+
 def _parse_help() -> str:
     kinds = "\n".join(f"  {k:<18} {d}" for k, (_, d) in PARSERS.items())
     return f"Parse one raw tool output and print the normalised record.\n\nKINDS:\n\n{kinds}"
+
 
 @app.command(help=_parse_help())
 def parse(
@@ -479,11 +513,13 @@ def parse(
     record = parse_file(kind, file)
     _out(record_to_json(record) if fmt is Format.json else record_to_text(record))
 
+
 @playbooks_app.command("list")
 def playbooks_list(playbook: PlaybookOpt = None) -> None:
     """List every rule: id, severity, scope, title, source file."""
     _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]"
                    for rule in load_playbooks(playbook)))
+
 
 @playbooks_app.command("show")
 def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
@@ -493,6 +529,7 @@ def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbo
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
     _out(describe_rule(rules[rule_id]))
 
+
 @playbooks_app.command("validate")
 def playbooks_validate(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Playbook files or folders.")] = None,  # noqa: UP045
@@ -501,15 +538,18 @@ def playbooks_validate(
     rules = load_playbooks(paths)
     _out(f"ok: {len(rules)} rules")
 
+
 @profiles_app.command("list")
 def profiles_list() -> None:
     """The built-in acceptance profiles: name and description."""
     _out("\n".join(f"{name:<20} {load_profile_file(path).description}" for name, path in builtin_profiles().items()))
 
+
 @profiles_app.command("show")
 def profiles_show(name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")]) -> None:
     """One profile in full: the test it runs and every threshold with its unit and source."""
     _out(describe_profile(resolve_profile(name)))
+
 
 @profiles_app.command("validate")
 def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
@@ -517,10 +557,12 @@ def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.
     prof = load_profile_file(path)
     _out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
 
+
 class HistoryFormat(str, Enum):
     table = "table"
     csv = "csv"
     json = "json"
+
 
 @app.command()
 def history(
@@ -543,6 +585,8 @@ def history(
     _out(history_text(pair, since, fmt.value))
 
 # What the shell sets when it asks linkcheck for completions (click's convention: _<PROG>_COMPLETE).
+
+
 COMPLETE_VAR = "_LINKCHECK_COMPLETE"
 
 
@@ -559,20 +603,24 @@ def baseline_save(
     path, verdict = save_baseline(name, bundle, force=force, playbooks=playbook, config=_offline_config(config))
     _out(f"baseline {name} saved to {path} (run verdict: {verdict})")
 
+
 @baseline_app.command("list")
 def baseline_list() -> None:
     """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
     _out(list_text())
+
 
 @baseline_app.command("show")
 def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:
     """One baseline in full (its JSON): identity, configuration, GID indices, performance with its parameters."""
     _out(show_text(name))
 
+
 @baseline_app.command("delete")
 def baseline_delete(name: Annotated[str, typer.Argument(help="A saved baseline's name.")]) -> None:
     """Remove a saved baseline."""
     _out(f"deleted {delete(name)}")
+
 
 def _click_usage(exc: BaseException) -> int | None:
     """Exit code for click's own usage errors (typer may vendor click, so match by shape, not class)."""
@@ -586,6 +634,7 @@ def _click_usage(exc: BaseException) -> int | None:
         return int(ExitCode.BAD_INPUT)  # click would exit 2, which means "failures" here
     return None
 
+
 def _quiet_libraries(debug: bool) -> None:
     """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed.
 
@@ -594,6 +643,7 @@ def _quiet_libraries(debug: bool) -> None:
     if not debug:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
 
+
 def _require_stdout() -> None:
     """Started with stdout closed (`>&-`): nothing could be reported, so say so before any work."""
     if sys.stdout is None:
@@ -601,11 +651,13 @@ def _require_stdout() -> None:
         raise OutputError("standard output is closed; nothing can be reported",
                           fix="redirect it to a file or /dev/null")
 
+
 def _said_if_interrupted(code: int) -> int:
     """typer turns Ctrl-C into a silent 130; the documented "interrupted" line goes with it."""
     if code == ExitCode.INTERRUPTED and not _INTERRUPTION_SAID:
         _say("linkcheck: interrupted")
     return code
+
 
 _GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
 
@@ -616,6 +668,7 @@ def _hoisted(args: list[str]) -> list[str]:
     end = args.index("--") if "--" in args else len(args)
     flags = [a for a in args[:end] if a in _GLOBAL_FLAGS]
     return [*dict.fromkeys(flags), *(a for a in args[:end] if a not in _GLOBAL_FLAGS), *args[end:]]
+
 
 def main() -> None:
     """Console-script entry: one line per error, documented exit codes, a traceback only with --debug."""
@@ -648,6 +701,7 @@ def main() -> None:
         _say(f"linkcheck: internal error: {type(exc).__name__}: {exc} (rerun with --debug)")
         sys.exit(int(ExitCode.INTERNAL))
 
+
 def run() -> None:
     """The `linkcheck` program: `main`, with stdout and stderr flushed before it exits with main's status.
 
@@ -673,6 +727,7 @@ def run() -> None:
                 os.dup2(devnull, stream.fileno())
                 os.close(devnull)
     sys.exit(code or 0)
+
 
 if __name__ == "__main__":
     run()

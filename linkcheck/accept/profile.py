@@ -67,6 +67,7 @@ class CheckSpec(msgspec.Struct, frozen=True):
     high: float | None = None  # the highest a measurement can reach; a floor above it can never pass
     integer: bool = False
 
+
 CHECKS: dict[str, CheckSpec] = {
     "rdma_alone_gbps": CheckSpec("min", "Gb/s", "ib_write_bw on each path alone, per direction", high=200),
     "rdma_concurrent_gbps": CheckSpec("min", "Gb/s", "ib_write_bw per path with both paths at once, per direction",
@@ -146,6 +147,8 @@ class Profile(msgspec.Struct, frozen=True):
         return next((c for c in self.checks if c.id == check_id), None)
 
 # Ranges of the test parameters, as the CLI takes them (`bench rdma --duration`, ...).
+
+
 _TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": (1, 1 << 30), "qps": (1, 1024),
                 "max_bytes": (8, 1 << 40)}
 
@@ -457,6 +460,7 @@ def load_profile_file(path: Path) -> Profile:
 
 def builtin_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.yaml"))}
+
 
 DEFAULT_PROFILE = "dgx-spark-pair"
 

@@ -149,6 +149,7 @@ def _snapshots(captures: list[Capture]) -> tuple[set[str], tuple[RdmaCounters, .
         counters.extend(_deltas(node, round_id, before, after))
     return flapped, tuple(counters)
 
+
 Values = dict[str, str | None]
 
 
@@ -161,6 +162,7 @@ def _deltas(node: str, round_id: str, before: Values, after: Values) -> list[Rdm
     base = "/sys/class/infiniband/{}/ports/1/counters/"
     return [RdmaCounters(node, d, delta(base.format(d) + "port_xmit_data"), delta(base.format(d) + "port_rcv_data"),
                          round_id) for d in devs]
+
 
 LARGE_MESSAGE_BYTES = 1 << 30  # bus bandwidth is judged where messages are large enough to fill the link
 

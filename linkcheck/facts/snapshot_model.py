@@ -19,6 +19,8 @@ def usable_rate(value: float) -> bool:
     return math.isfinite(value) and value >= MIN_RATE_GBPS
 
 # A field whose value could not be read (a node not inspected, sudo refused): never compared.
+
+
 Fields = dict[str, "str | None"]
 
 

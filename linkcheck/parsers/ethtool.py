@@ -247,6 +247,7 @@ class ModuleEeprom(msgspec.Struct, frozen=True):
         """True when the EEPROM named the part (a vendor PN was read)."""
         return self.vendor_pn is not None
 
+
 LENGTH_LABELS = ("Length (Copper or Active cable)", "Cable assembly length", "Length (Copper)")
 
 
@@ -369,6 +370,7 @@ class EthtoolFec(msgspec.Struct, frozen=True):
     @property
     def uncorrectable_blocks(self) -> int | None:
         return self.statistic("uncorrectable_blocks")
+
 
 _FEC_HEADER_RE = re.compile(r"^FEC parameters for (\S+):$")
 _FEC_CONFIG_RE = re.compile(r"^(Supported/Configured|Configured) FEC encodings:(.*)$")

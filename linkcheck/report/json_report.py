@@ -23,6 +23,7 @@ def _function(fn: Function) -> dict[str, Any]:
     data.update(domain=fn.domain, subnets=list(fn.subnets))  # the properties; `plain` made the tuples lists
     return data
 
+
 def _node(node: NodeFacts) -> dict[str, Any]:
     return {
         "hostname": node.hostname,
@@ -39,6 +40,7 @@ def _node(node: NodeFacts) -> dict[str, Any]:
         "unavailable": node.unavailable,
     }
 
+
 def _bench(link: LinkFacts) -> dict[str, Any]:
     return {
         "rdma": plain(link.bench.rdma),
@@ -47,6 +49,7 @@ def _bench(link: LinkFacts) -> dict[str, Any]:
         "nccl": plain(link.bench.nccl),
         "flapped": list(link.bench.flapped),
     }
+
 
 def report_document(outcome: Outcome) -> dict[str, Any]:
     diagnosis = outcome.diagnosis
@@ -67,6 +70,7 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "acceptance": acceptance_document(outcome),
     }
 
+
 def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
     """The bundle's acceptance.json (`linkcheck accept`), when the manifest vouches for it; else None, or
     {"problem": ...} saying why the one there is not shown."""
@@ -78,6 +82,7 @@ def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
 
     doc, problem = load_acceptance(path)
     return doc if doc is not None else {"problem": problem}
+
 
 def render_json(outcome: Outcome) -> str:
     """The document as strict JSON: a non-finite number (a rate of `nan`) is null, with a note saying where."""

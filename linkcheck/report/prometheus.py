@@ -33,8 +33,10 @@ def escape(value: str) -> str:
     C0, C1, bidi) from a node's string shown as text (`\\x1b`), never written raw."""
     return shown(value, multiline=True).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
+
 def _help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
+
 
 def _number(value: float) -> str:
     """A sample value; NaN and the infinities as the exposition format spells them (int() of them would raise)."""
@@ -43,6 +45,7 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
+
 
 def _scaled(value: float, factor: int) -> float:
     """`value * factor` computed on the number as written (26.56 Gb/s -> 3320000000 B/s, not
@@ -71,12 +74,14 @@ class _Metrics:
             inner = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
             self.lines.append(f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}")
 
+
 def _timestamp(created: str) -> float:
     try:
         stamp = dt.datetime.fromisoformat(created)
     except ValueError:
         return dt.datetime.now(dt.timezone.utc).timestamp()
     return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)).timestamp()
+
 
 def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
     """Per client node, HCA, direction and mode, the lowest rate of the repetitions (as an acceptance judges)."""
@@ -87,6 +92,7 @@ def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
             lowest[key] = min(run.gbps, lowest.get(key, run.gbps))
     return [({"node": n, "hca": h, "direction": d, "mode": m}, _bytes_per_second(gbps))
             for (n, h, d, m), gbps in sorted(lowest.items())]
+
 
 def _findings(outcome: Outcome) -> list[tuple[Labels, float]]:
     """Per rule, how many subjects warn or fail (0 for a rule that judged everything clean)."""
@@ -100,12 +106,14 @@ def _findings(outcome: Outcome) -> list[tuple[Labels, float]]:
             counts.setdefault((f.rule_id, f.severity.value), 0)
     return [({"rule": r, "severity": s}, n) for (r, s), n in sorted(counts.items())]
 
+
 def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
     facts = outcome.link.baseline
     if facts is None:
         return []
     return [({"baseline": facts.baseline.name, "metric": r.metric, "subject": r.subject}, round(r.ratio, 6))
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
+
 
 def _acceptance(m: _Metrics, outcome: Outcome) -> None:
     """The bundle's acceptance: its verdict and profile, each check's status (one-hot) and margin."""
@@ -156,9 +164,11 @@ def render_prometheus(outcome: Outcome) -> str:
     _acceptance(m, outcome)
     return "\n".join(m.lines) + "\n"
 
+
 def check_textfile_path(path: Path) -> Path:
     """Refuse, before any work, a textfile whose folder is missing or not writable (exit 4)."""
     return check_output_path(path, "--prometheus-textfile")
+
 
 def write_textfile(path: Path, outcome: Outcome) -> None:
     """Write the textfile as `write_output` writes every output: a regular file atomically (a temporary file in

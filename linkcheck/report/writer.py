@@ -35,8 +35,10 @@ _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 def is_stdout(path: Path | str) -> bool:
     return str(path) == STDOUT
 
+
 def _refuse(path: Path, option: str, reason: str, fix: str | None = None) -> InputFileError:
     return InputFileError(str(path), f"{option} {reason}", fix=fix)
+
 
 def _target(path: Path, option: str) -> tuple[str, Path]:
     """What a write to `path` reaches: ("new", path), ("file", the regular file itself, links resolved) or
@@ -62,6 +64,7 @@ def _target(path: Path, option: str) -> tuple[str, Path]:
         raise _refuse(path, option, f"is {kind}", fix="give a regular file, a FIFO, a character device or '-'")
     return "file", _linked_file(path, info, option) if os.path.islink(path) else path
 
+
 def _linked_file(path: Path, info: os.stat_result, option: str) -> Path:
     """The regular file a symbolic link leads to, by a path that can be renamed over."""
     real = Path(os.path.realpath(path))
@@ -72,6 +75,7 @@ def _linked_file(path: Path, info: os.stat_result, option: str) -> Path:
     if not same:  # e.g. /proc/self/fd/N naming a deleted file: nothing to rename over
         raise _refuse(path, option, "is a link whose target cannot be named", fix="give the file's own path")
     return real
+
 
 def check_output_path(path: Path, option: str = "-o") -> Path:
     """Refuse, before any work, an output that cannot be written: a folder, a socket, a link to nothing, a
@@ -93,6 +97,7 @@ def check_output_path(path: Path, option: str = "-o") -> Path:
         raise _refuse(path, option, "the file is not writable by this user")
     return path
 
+
 def write_output(path: Path, text: str, option: str = "-o", what: str = "report") -> None:
     """Write `text` where `path` says (see the module's docstring); checked again, as it may have changed since
     `check_output_path`. A failed write is an OutputError (one line, exit 74) and leaves no temporary file."""
@@ -107,9 +112,11 @@ def write_output(path: Path, text: str, option: str = "-o", what: str = "report"
     else:
         _replace(target, data, path, what)
 
+
 def write_atomically(path: Path, text: str) -> None:
     """`write_output` for callers that always name a file (kept for them)."""
     write_output(path, text)
+
 
 def _failed(shown_path: Path, what: str, exc: OSError, folder: Path | None = None) -> OutputError:
     reason = exc.strerror or str(exc)
@@ -123,10 +130,12 @@ def _failed(shown_path: Path, what: str, exc: OSError, folder: Path | None = Non
         fix = "choose another file"
     return OutputError(f"{shown_path}: cannot write the {what}: {reason}", fix=fix)
 
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
 
 def _replace(target: Path, data: bytes, shown_path: Path, what: str) -> None:
     """Write a temporary file beside `target`, then rename it over `target`: a reader sees the old file or the
@@ -157,6 +166,7 @@ def _replace(target: Path, data: bytes, shown_path: Path, what: str) -> None:
             raise _failed(shown_path, what, exc, folder) from None
         raise
 
+
 def _open_stream(path: Path, what: str) -> int:
     """Open a FIFO or a character device for writing, never creating or truncating it; without blocking, so
     that a FIFO nobody reads is an error after FIFO_WAIT_S instead of a hang."""
@@ -175,6 +185,7 @@ def _open_stream(path: Path, what: str) -> int:
             continue
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return fd
+
 
 def _write_stream(path: Path, data: bytes, what: str) -> None:
     """Write straight into a FIFO or a character device (a terminal, /dev/null): no temporary file, no rename."""

@@ -348,7 +348,6 @@ def test_threads_sharing_a_fresh_transport_make_one_connection(
         transport.close()
 
 
-
 def test_ssh_config_match_exec_is_run_or_refused_in_one_line(tmp_path: Path) -> None:
     # paramiko 3 runs `Match exec` through invoke, an optional package that linkcheck does not install.
     import importlib.util

@@ -38,6 +38,7 @@ class BusbwValues(msgspec.Struct, frozen=True):
     wrong: int
     band: str
 
+
 PLUG_KINDS = ("cx7_cable_plugin", "module_cable_plugged")
 FLAPPED = "the link flapped or a GID changed during the traffic test; its numbers cannot be trusted"
 

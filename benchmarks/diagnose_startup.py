@@ -1,6 +1,7 @@
 """Benchmark: offline `linkcheck diagnose` on the healthy fixture against `python -c "import typer, rich"`.
 
-Target: the diagnosis takes under 3x the bare import baseline. Prints median wall and CPU times over N runs;
+A guard, not a target: a JSON diagnosis stays within 3x the bare import baseline, which a heavy import on
+the start-up path would break. Prints median wall and CPU times over N runs;
 the commands take turns, so a change in the machine's load hits them all alike, and beside each ratio of the
 medians the median of the per-round ratios (each run against the baseline of its own round).
     python benchmarks/diagnose_startup.py [N] [--bytecode] [--against DIR]...

@@ -31,10 +31,6 @@ BAD = {
     "quoted repr": re.compile(r"= '[^']*'"),
 }
 FEC_NONE = re.compile(r"FEC\b.*\bNone\b")  # ethtool's own word for FEC off: `active FEC ... = None`, `FEC None`
-# Text that a diagnose check builds itself, not the report's to reword: netplan's dhcp4 and link-local as Python
-# writes them (diagnose/checks/netplan.py) and a down link's `carrier False` (diagnose/checks/link.py).
-# A console line may break inside one (`│` and the newline between its words).
-ENGINE_MADE = re.compile(r"dhcp4[\s│]+(None|True|False)|link-local[\s│]+\[[^\]]*\]|carrier[\s│]+(True|False)")
 # The HTML page's inline SVG plots and CSS are drawn coordinates and styles, not values.
 HTML_NOT_TEXT = re.compile(r"<svg.*?</svg>|<style>.*?</style>", re.S)
 
@@ -52,7 +48,7 @@ def _console(outcome: Outcome) -> str:
 
 def _problems(rendered: str) -> list[str]:
     found = []
-    for line in ENGINE_MADE.sub("", rendered).splitlines():
+    for line in rendered.splitlines():
         for what, pattern in BAD.items():
             if pattern.search(line) and not (what == "None" and FEC_NONE.search(line)):
                 found.append(f"{what}: {line.strip()}")

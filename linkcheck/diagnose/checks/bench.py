@@ -12,6 +12,7 @@ from linkcheck.diagnose.checks.gid import nccl_functions
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
 from linkcheck.model import Evidence, Severity
+from linkcheck.values import pcie
 
 
 class HotplugValues(msgspec.Struct, frozen=True):
@@ -129,7 +130,7 @@ def hotplug_degraded(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
                                  host_b=link.b.hostname or "node b"),
             evidence=tuple(Evidence(f"ib_write_bw {r.mode} {r.direction}", r.gbps, "Gb/s") for r in runs)
             + (Evidence("link speed", [path.a.speed_mbps, path.b.speed_mbps], "ethtool Mb/s"),
-               Evidence("PCIe", [f"{f.pcie_speed_gts} GT/s x{f.pcie_width}" for f in (path.a, path.b)], "sysfs"))
+               Evidence("PCIe", [pcie(f.pcie_speed_gts, f.pcie_width) for f in (path.a, path.b)], "sysfs"))
             + fec_evidence(path) + (hints if fired else ()))
 
     return _per_path(link, thresholds, judge)

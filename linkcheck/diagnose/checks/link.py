@@ -11,6 +11,7 @@ import msgspec
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Evidence, Severity
+from linkcheck.values import yes_no
 
 
 class LinkDownValues(msgspec.Struct, frozen=True):
@@ -66,7 +67,7 @@ def _node_link_down(node: NodeFacts) -> list[Observation]:
             subject=fn.label, fired=down, nodes=(node.name,),
             values=LinkDownValues(node=node.name, netdev=fn.netdev,
                                   what=f"{fn.netdev} ({fn.rdma_dev}) in cabled cage {fn.cage} is down: "
-                                       f"carrier {fn.carrier}, RDMA port {fn.rdma_state}"),
+                                       f"carrier {yes_no(fn.carrier)}, RDMA port {fn.rdma_state}"),
             evidence=(Evidence(f"{fn.netdev} carrier", fn.carrier, "sysfs"),
                       Evidence(f"{fn.rdma_dev} port state", fn.rdma_state, "sysfs infiniband"))))
     return out

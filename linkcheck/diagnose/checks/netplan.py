@@ -12,6 +12,7 @@ import msgspec
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import Function, LinkFacts, NetplanIntent, NmRuntimeProfile, NodeFacts
 from linkcheck.model import Evidence
+from linkcheck.values import UNSET, text
 
 
 class NetplanValues(msgspec.Struct, frozen=True):
@@ -68,7 +69,7 @@ def _judge(node: NodeFacts, intent: NetplanIntent) -> Observation | None:
         return None
     missing, extra = _differences(intent, fn)
     files = (f"{intent.netdef_id}: addresses {', '.join(intent.addresses) or '-'}, mtu {intent.mtu or 'unset'}, "
-             f"dhcp4 {intent.dhcp4}, link-local {list(intent.link_local) if intent.link_local is not None else 'unset'}"
+             f"dhcp4 {text(intent.dhcp4, missing=UNSET)}, link-local {text(intent.link_local, missing=UNSET)}"
              + (f", renderer {intent.renderer}" if intent.renderer else ""))
     live = f"addresses {', '.join(fn.ipv4) or '-'}, mtu {fn.mtu or '?'}"
     parts = [f"the files set {m} that is not live" for m in missing] + [f"live has {e} the files do not set"

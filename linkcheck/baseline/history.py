@@ -117,7 +117,7 @@ def already_recorded(outcome: Outcome) -> bool:
                for r in records)
 
 
-Finite = Annotated[float, msgspec.Meta(gt=-1e15, lt=1e15)]  # a rate: never inf, nan or a 400-digit number
+Finite = Annotated[float, msgspec.Meta(ge=0, lt=1e15)]  # a rate: never negative, inf, nan or a 400-digit number
 
 
 class _Head(msgspec.Struct, frozen=True):
@@ -168,8 +168,10 @@ def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     return dict(record)
 
 
-_ALLOWED = {"rdma_gbps": "an object of finite numbers", "concurrent_total_gbps": "an object of finite numbers",
-            "nccl_busbw_gbs": "a finite number or null", "hosts": "a list of text", "findings": "a list of text",
+_ALLOWED = {"rdma_gbps": "an object of finite rates, 0 or more",
+            "concurrent_total_gbps": "an object of finite rates, 0 or more",
+            "nccl_busbw_gbs": "a finite rate, 0 or more, or null", "hosts": "a list of text",
+            "findings": "a list of text",
             "duration_s": "text or null", "repetitions": "an integer or null"}
 
 

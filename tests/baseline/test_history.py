@@ -225,7 +225,8 @@ def test_a_torn_last_line_is_skipped_with_a_warning(data_home: Path) -> None:
     ("rdma_gbps", '{"p1|alone|a->b": 1e999}'), ("rdma_gbps", '{"p1|alone|a->b": "x"}'), ("rdma_gbps", "[1]"),
     ("rdma_gbps", '{"p1|alone|a->b": ' + "1" * 400 + "}"), ("concurrent_total_gbps", '{"a->b": null}'),
     ("findings", '"LINK_DOWN"'), ("findings", "[1, 2]"), ("hosts", "{}"), ("verdict", "1"), ("time", "[]"),
-    ("command", "7"), ("schema_version", "9" * 5000),
+    ("command", "7"), ("schema_version", "9" * 5000), ("nccl_busbw_gbs", "-3.5"),
+    ("rdma_gbps", '{"p1|alone|a->b": -97.2}'), ("concurrent_total_gbps", '{"a->b": -1}'),
 ])
 def test_forged_or_overflowing_history_fields_are_bad_input(data_home: Path, field: str, raw: str) -> None:
     good = json.dumps(RECORD)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from linkcheck.errors import ParseError
 from linkcheck.model import Capture
+from linkcheck.parsers import PARSERS, get_parser
 from linkcheck.parsers.ethtool import parse_ethtool, parse_ethtool_fec, parse_ethtool_i, parse_ethtool_m
 from linkcheck.parsers.gids import parse_show_gids
 from linkcheck.parsers.ibverbs import parse_ibv_devinfo
@@ -45,6 +46,18 @@ PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "
                "nccl_conf_user": "nccl_conf", "netplan_files": "netplan"}
 # Exit statuses that still carry the tool's answer: perftest's -V returns FAILURE (1) after printing it.
 EXIT_OK = {"perftest_version": frozenset({0, 1})}
+
+
+def preload_parsers(spec_ids: Iterable[str]) -> None:
+    """Import the parsers these specs' captures will need before the captures arrive.
+
+    A live run calls this while the nodes are still answering: the imports (a dozen parser modules) then
+    cost no wall time, instead of delaying the diagnosis once the last answer is in.
+    """
+    for spec in spec_ids:
+        kind = PARSER_KIND.get(spec, spec)
+        if kind in PARSERS:
+            get_parser(kind)
 
 
 class NodeSources:

@@ -11,8 +11,8 @@ import re
 
 import msgspec
 
-import linkcheck.parsers._eeprom as _eeprom
 from linkcheck.errors import ParseError
+from linkcheck.parsers import _eeprom
 from linkcheck.parsers._text import require_text
 
 LABEL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")

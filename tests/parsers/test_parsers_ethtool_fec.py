@@ -113,7 +113,7 @@ def test_errors_are_parse_errors_with_the_reason(text: str, reason: str) -> None
 
 
 def test_registered_and_listed_by_the_cli() -> None:
-    assert PARSERS["ethtool_fec"][0] is parse_ethtool_fec
+    assert PARSERS["ethtool_fec"][0] == "ethtool:parse_ethtool_fec"
     out = subprocess.run([sys.executable, "-m", "linkcheck.cli", "parse", "--help"], capture_output=True,
                          text=True, timeout=60).stdout
     assert "ethtool_fec" in out

@@ -311,7 +311,8 @@ def _plan(command: str, cfg: Config, traffic: TrafficRequest | None) -> str:
     """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
     rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
     return plan_line(command, paths=expected_paths(cfg), duration_s=rdma.duration_s if rdma else None,
-                     nccl_max_bytes=nccl.max_bytes if nccl else None, traffic_total=command == QUICK_COMMAND)
+                     nccl_max_bytes=nccl.max_bytes if nccl else None, traffic_total=rdma is not None and rdma.adaptive,
+                     adaptive=rdma is not None and rdma.adaptive)
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
@@ -347,29 +348,37 @@ def check(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
-    quick: Annotated[bool, typer.Option("--quick", help="The quick traffic tier: ib_write_bw -D 4 on each path "
-                                        "alone and both at once, both directions (24 s of traffic), no NCCL; "
-                                        "catches the hot-plug state and a single PCIe path.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="The quick traffic tier: ib_write_bw -D 4 with both paths "
+                                        "at once in each direction (8 s of traffic), each path alone only where "
+                                        "one is low; catches the hot-plug state and a single PCIe path.")] = False,
+    quick_nccl: Annotated[bool, typer.Option("--nccl", help="With --quick: also a short all_gather_perf sweep "
+                                             "(up to 256 MiB) whose NCCL log proves NET/IB on both HCAs; its bus "
+                                             "bandwidth is recorded, not judged.")] = False,
     duration: CheckDurationOpt = None,
     size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
     prometheus: PrometheusOpt = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
-    short ib_write_bw rounds (24 s of traffic), --bench the full traffic tests."""
+    short ib_write_bw rounds (8 s of traffic on a healthy pair), --bench the full traffic tests."""
     if quick and (bench or duration is not None):
         raise UsageError("--quick runs its own short ib_write_bw rounds (-D 4); for other durations use "
                          "--bench --duration S or `linkcheck bench rdma --duration S`")
+    if quick_nccl and not quick:
+        raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
-                       nccl_binary) if bench else _quick_traffic(size, qps, port_base) if quick else None
+                       nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
+        if quick else None
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
 
-def _quick_traffic(size: int, qps: int, port_base: int | None) -> TrafficRequest:
+def _quick_traffic(size: int, qps: int, port_base: int | None, nccl: bool, nccl_binary: str | None) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest  # the command's own code
+    from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions  # the command's own code
 
-    return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base))
+    proof = NcclOptions(max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if nccl else None
+    return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base), nccl=proof)
 
 
 @bench_app.command("rdma")

@@ -1,8 +1,9 @@
 """Planned wall time of a live run, from its rounds, durations and repetitions, said before it starts.
 
-The overheads are lab figures (tests/lab, 2 shared CPUs; a GB10 pair is faster): an inspection takes
-well under a second, a round adds ~2 s to its -D (perftest's 1 s pause after connecting, the server's
-exit, the counter snapshots), and mpirun with NCCL's set-up ~10 s before the all_gather sweep.
+The overheads are lab figures (tests/lab, 2 shared CPUs; a GB10 pair is faster; `benchmarks/tiers.py` measures
+them): an inspection with the process start takes ~1 s, and a round adds ~1.5 s to its -D (perftest's 1 s
+pause after connecting, the tools' start and the server's exit; linkcheck's own share, the counter snapshots
+and collecting the outputs, is ~0.1 s), and mpirun with NCCL's set-up ~10 s before the all_gather sweep.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from linkcheck.config import Config
 
-INSPECTION_S = 2.0
-ROUND_OVERHEAD_S = 2.0
+INSPECTION_S = 1.5
+ROUND_OVERHEAD_S = 1.5
 NCCL_START_S = 10.0
 NCCL_SWEEP_GBS = 40.0  # algbw of a healthy pair at 2 ranks (busbw x 2: 43-47 GB/s), counted a little low
 NCCL_ITERATIONS = 2 * 21  # out-of-place and in-place, 20 iterations and a warm-up per size
-NCCL_MIN_BYTES = 1 << 30
+NCCL_MIN_BYTES = 1 << 20  # the sweep's first size (bench/nccl.py MIN_BYTES)
 
 
 def expected_paths(config: Config) -> int:
@@ -25,13 +26,16 @@ def expected_paths(config: Config) -> int:
     return len(config.expected_link.paths) if config.expected_link and config.expected_link.paths else 2
 
 
-def rdma_rounds(paths: int, directions: int = 2) -> int:
-    """Rounds per repetition: each path alone and, with more than one path, all of them at once, per direction."""
+def rdma_rounds(paths: int, directions: int = 2, *, adaptive: bool = False) -> int:
+    """Rounds per repetition: each path alone and, with more than one path, all of them at once, per direction.
+    `adaptive` (the quick tier): the concurrent rounds only, as a healthy pair runs them."""
+    if adaptive and paths > 1:
+        return directions
     return directions * (paths + (1 if paths > 1 else 0))
 
 
 def nccl_seconds(max_bytes: int) -> float:
-    """mpirun's start-up and the -b 1 GiB .. -e max_bytes sweep (factor 2) at a healthy pair's rate."""
+    """mpirun's start-up and the -b 1 MiB .. -e max_bytes sweep (factor 2) at a healthy pair's rate."""
     moved, size = 0, NCCL_MIN_BYTES
     while size <= max(max_bytes, NCCL_MIN_BYTES):
         moved += size
@@ -40,37 +44,46 @@ def nccl_seconds(max_bytes: int) -> float:
 
 
 def planned_seconds(*, paths: int = 2, duration_s: int | None = None, repetitions: int = 1,
-                    nccl_max_bytes: int | None = None) -> float:
+                    nccl_max_bytes: int | None = None, adaptive: bool = False) -> float:
     """Inspection, then (duration_s given) the RDMA rounds `repetitions` times, then (nccl_max_bytes) NCCL once."""
     total = INSPECTION_S
     if duration_s is not None:
-        total += repetitions * rdma_rounds(paths) * (duration_s + ROUND_OVERHEAD_S)
+        total += repetitions * rdma_rounds(paths, adaptive=adaptive) * (duration_s + ROUND_OVERHEAD_S)
     if nccl_max_bytes is not None:
         total += nccl_seconds(nccl_max_bytes)
     return total
 
 
 def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, repetitions: int = 1,
-              nccl_max_bytes: int | None = None, traffic_total: bool = False) -> str:
+              nccl_max_bytes: int | None = None, traffic_total: bool = False, adaptive: bool = False) -> str:
     """One line for stderr: the planned wall time and what it is made of; `traffic_total` adds the seconds of
     ib_write_bw traffic and each run's measured window (the quick tier's budget is stated in them)."""
     total = planned_seconds(paths=paths, duration_s=duration_s, repetitions=repetitions,
-                            nccl_max_bytes=nccl_max_bytes)
+                            nccl_max_bytes=nccl_max_bytes, adaptive=adaptive)
     parts = ["inspection"]
     if duration_s is not None:
         reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
-        rounds = rdma_rounds(paths)
+        rounds = rdma_rounds(paths, adaptive=adaptive)
         traffic = (f" ({repetitions * rounds * duration_s} s of traffic, {measured_window_s(duration_s)} s "
                    "measured per run)") if traffic_total else ""
-        parts.append(f"{rounds} ib_write_bw rounds of {duration_s} s{reps}{traffic}")
+        shape = " with all paths at once" if adaptive and paths > 1 else ""
+        parts.append(f"{rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}{traffic}")
+        more = rdma_rounds(paths) - rounds
+        if more:
+            extra = more * (duration_s + ROUND_OVERHEAD_S)
+            parts.append(f"each path alone only where one is low: up to {more} rounds more, ~{_human(extra)}")
     if nccl_max_bytes is not None:
-        parts.append(f"all_gather_perf up to {nccl_max_bytes >> 20} MiB (~{nccl_seconds(nccl_max_bytes):.0f} s)")
+        parts.append(f"all_gather_perf up to {_size(nccl_max_bytes)} (~{nccl_seconds(nccl_max_bytes):.0f} s)")
     return f"linkcheck {command}: planned wall time ~{_human(total)} ({', '.join(parts)})"
 
 
 def measured_window_s(duration_s: int) -> int:
     """The seconds perftest measures of a -D run: it leaves duration / 4 (integer) out at each end."""
     return duration_s - 2 * (duration_s // 4)
+
+
+def _size(n: int) -> str:
+    return f"{n >> 30} GiB" if n >= 1 << 30 and n % (1 << 30) == 0 else f"{n >> 20} MiB"
 
 
 def _human(seconds: float) -> str:

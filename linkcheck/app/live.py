@@ -11,12 +11,13 @@ from msgspec.structs import replace
 from linkcheck.app.offline import configured_rules, diagnose_facts
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
-from linkcheck.bench.runner import Progress, run_traffic
+from linkcheck.bench.runner import Progress, inspected_tools, run_traffic
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.config import Config
+from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts, with_traffic
@@ -84,9 +85,10 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
         return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
     captures: list[Capture] = []
     reps = request.repetitions if request.rdma is not None else 1
+    tools = inspected_tools(bundle.captures, list(transports))
     for n in range(1, reps + 1):  # the first error or Ctrl-C ends the repetitions
         result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if n == reps else None,
-                             progress=progress)
+                             progress=progress, tools=tools)
         captures += result.captures if reps == 1 else _repetition(result.captures, n)
         if result.error or result.interrupted:
             break
@@ -115,6 +117,14 @@ def _refuse_if_nothing_answered(bundle: Bundle) -> None:
         raise UnreachableError(bundle.collection_errors)
 
 
+def low_path_gbps(rules: list[Rule], default: float) -> float:
+    """Where the quick tier calls a path low: the same line LINK_BELOW_NOMINAL judges it by (a user's
+    threshold override included), so a path the diagnosis would judge below nominal is always run alone."""
+    rule = next((r for r in rules if r.id == "LINK_BELOW_NOMINAL"), None)
+    value = rule.thresholds.get("nominal_min_gbps") if rule else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
              traffic: TrafficRequest | None = None, progress: Progress | None = None,
              baseline: Baseline | None = None) -> LiveResult:
@@ -123,6 +133,8 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
 
     The playbooks load first, so a broken one stops the run before anything touches the nodes."""
     rules = configured_rules([], config) if diagnose else []
+    if traffic is not None and traffic.rdma is not None and traffic.rdma.adaptive:
+        traffic = replace(traffic, rdma=replace(traffic.rdma, low_gbps=low_path_gbps(rules, traffic.rdma.low_gbps)))
     transports = _open(config)
     try:
         bundle, interrupted = inspect(config, transports)

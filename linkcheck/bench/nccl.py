@@ -29,10 +29,17 @@ BUFFER_FACTOR = 2.5
 MEMORY_SHARE = 0.25
 
 
+TRANSPORT_PROOF_BYTES = 256 << 20  # the quick tier's sweep: long enough for NCCL to set up and log its transport
+
+
 class NcclOptions(msgspec.Struct, frozen=True):
+    """`transport_only`: a short sweep run to prove NET/IB on both HCAs (`check --quick --nccl`); its bus
+    bandwidth, latency-bound below 1 GiB, is recorded and not judged."""
+
     max_bytes: int = 1 << 30
     timeout_s: int = 300
     binary: str | None = None  # path of all_gather_perf on the nodes; found on PATH or ~/nccl-tests/build
+    transport_only: bool = False
 
 
 def size_max_bytes(link: LinkFacts, requested: int) -> int:
@@ -104,6 +111,8 @@ def run_nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry,
     transport = transports["a"]
     meta = {"kind": "nccl", "max_bytes": str(max_bytes), "hcas": ",".join(sorted({p.a.rdma_dev for p in paths})),
             "format": "text", "run_id": registry.run_id}
+    if options.transport_only:
+        meta["purpose"] = "transport"
     template = Capture("a", "all_gather_perf", script.splitlines()[-1], "", exit_status=None, arg="nccl", meta=meta)
     proc = remote.start(transport, ["sh", "-c", script], run_dir=registry.run_dir("a"), deadline_s=options.timeout_s,
                         label="mpirun all_gather_perf")

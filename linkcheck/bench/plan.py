@@ -40,7 +40,10 @@ class BenchPath(msgspec.Struct, frozen=True):
 
 class RdmaOptions(msgspec.Struct, frozen=True):
     """Defaults follow the published GB10 measurements: 1 MiB messages, one QP, a 10 s timed run (perftest
-    leaves a quarter of -D out at each end, so 6 s are measured; 5 s would leave 3)."""
+    leaves a quarter of -D out at each end, so 6 s are measured; 5 s would leave 3).
+
+    `adaptive` (the quick tier) runs the concurrent rounds first and a path alone only where, with all paths
+    at once, it carried less than `low_gbps` (LINK_BELOW_NOMINAL's nominal_min_gbps when the playbooks load)."""
 
     duration_s: int = 10
     size_bytes: int = 1048576
@@ -49,19 +52,23 @@ class RdmaOptions(msgspec.Struct, frozen=True):
     ready_timeout_s: float = 10.0
     directions: tuple[str, ...] = DIRECTIONS
     modes: tuple[str, ...] = MODES
+    adaptive: bool = False
+    low_gbps: float = 80.0
 
 
-# The quick tier (`check --quick`): the same six rounds at -D 4, 24 s of traffic in all. perftest leaves
-# duration / 4 (integer) out at each end of a timed run (perftest_parameters.c: margin = duration / 4), so
-# each run measures 2 s after a 1 s warm-up; -D 5 would measure 3 s but make 30 s. Enough to tell the
-# hot-plug state (13-15 Gb/s per path) and one shared PCIe x4 link (~95 instead of ~196 Gb/s in total) from
-# a healthy pair: both are 2-7x off, not a few per cent (spark-link.md s.0, s.5).
+# The quick tier (`check --quick`): rounds of -D 4. perftest leaves duration / 4 (integer) out at each end of
+# a timed run (perftest_parameters.c: margin = duration / 4), so each run measures 2 s after a 1 s warm-up;
+# -D 3 would leave no margin at all. Enough to tell the hot-plug state (13-15 Gb/s per path) and one shared
+# PCIe x4 link (~95 instead of ~196 Gb/s in total) from a healthy pair: both are 2-7x off, not a few per cent
+# (spark-link.md s.0, s.5), and both show with all paths at once, so those rounds run first (`adaptive`).
 QUICK_DURATION_S = 4
 
 
 def quick_options(*, size_bytes: int = 1048576, qps: int = 1, port_base: int | None = None) -> RdmaOptions:
-    """The quick tier's ib_write_bw: each path alone and all at once, both directions, -D QUICK_DURATION_S."""
-    return RdmaOptions(duration_s=QUICK_DURATION_S, size_bytes=size_bytes, qps=qps, port_base=port_base)
+    """The quick tier's ib_write_bw at -D QUICK_DURATION_S: all paths at once in each direction, then each path
+    alone only where it was low."""
+    return RdmaOptions(duration_s=QUICK_DURATION_S, size_bytes=size_bytes, qps=qps, port_base=port_base,
+                       adaptive=True)
 
 
 class Round(msgspec.Struct, frozen=True):
@@ -128,3 +135,21 @@ def plan_rounds(paths: tuple[BenchPath, ...], options: RdmaOptions) -> list[Roun
         if "concurrent" in options.modes and len(paths) > 1:
             add("concurrent", direction, paths)
     return rounds
+
+
+def phases(rounds: list[Round], options: RdmaOptions) -> tuple[list[Round], list[Round]]:
+    """The rounds run as planned, and those run only where a path was low (the quick tier's alone rounds).
+
+    With one path there is no concurrent round to judge first: every round runs."""
+    concurrent = [r for r in rounds if r.mode == "concurrent"]
+    if not options.adaptive or not concurrent:
+        return rounds, []
+    return concurrent, [r for r in rounds if r.mode != "concurrent"]
+
+
+def follow_ups(candidates: list[Round], low: dict[str, str]) -> tuple[list[Round], list[Round]]:
+    """(to run, not run): a low path runs alone once, in `low[path]`, the direction where it was lowest with all
+    paths at once. Alone, a hot-plugged path stays at 13-15 Gb/s while a path that shared one PCIe x4 link
+    with the other gets its ~95 back: one round per low path tells which trap it is."""
+    run = [r for r in candidates if any(low.get(p.key) == r.direction for p in r.paths)]
+    return run, [r for r in candidates if r not in run]

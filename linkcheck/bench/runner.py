@@ -19,8 +19,18 @@ import msgspec
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
 from linkcheck.bench.perftest import RoundContext, Servers, ToolInfo, refuse_busy, round_failure, run_round
-from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, plan_rounds, untested_paths
+from linkcheck.bench.plan import (
+    BenchPath,
+    RdmaOptions,
+    Round,
+    bench_paths,
+    follow_ups,
+    phases,
+    plan_rounds,
+    untested_paths,
+)
 from linkcheck.errors import BenchError, LinkcheckError, ParseError
+from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Capture
 from linkcheck.parsers.identity import parse_perftest_version
@@ -36,6 +46,8 @@ class Progress:
 
     def round_done(self, rnd: Round, captures: list[Capture]) -> None: ...
 
+    def not_run(self, captures: list[Capture]) -> None: ...
+
     def nccl_started(self) -> None: ...
 
     def nccl_done(self, captures: list[Capture]) -> None: ...
@@ -49,19 +61,31 @@ class TrafficResult(msgspec.Struct):
 
 def detect_tools(transports: dict[str, Transport], run_id: str = "") -> tuple[dict[str, ToolInfo], list[Capture]]:
     """`ib_write_bw -V` on each node (it exits 1 by design); JSON output only where it is valid JSON."""
-    tools, caps = {}, []
     answers = remote.on_each_node(transports, lambda name, t: t.run("ib_write_bw -V", timeout_s=15))
-    for name, result in answers.items():
-        caps.append(Capture(name, "perftest_version", "ib_write_bw -V", result.stdout, result.stderr,
-                            result.exit_status, result.duration_s, meta={"kind": "version", "run_id": run_id}))
-        if result.exit_status == 127:
-            raise LinkcheckError(f"node {name}: ib_write_bw not found", fix="sudo apt-get install perftest")
-        try:
-            version = parse_perftest_version(result.stdout + result.stderr)
-            tools[name] = ToolInfo(version.version, version.json_valid)
-        except ParseError:
-            tools[name] = ToolInfo(None, False)
-    return tools, caps
+    caps = [Capture(name, "perftest_version", "ib_write_bw -V", result.stdout, result.stderr, result.exit_status,
+                    result.duration_s, meta={"kind": "version", "run_id": run_id})
+            for name, result in answers.items()]
+    return {cap.node: tool_info(cap) for cap in caps}, caps
+
+
+def tool_info(cap: Capture) -> ToolInfo:
+    """What one node's `ib_write_bw -V` says: the version, and whether --out_json writes valid JSON there."""
+    if cap.exit_status == 127 or (cap.skipped or "").startswith("tool missing"):
+        raise LinkcheckError(f"node {cap.node}: ib_write_bw not found", fix="sudo apt-get install perftest")
+    try:
+        version = parse_perftest_version(cap.stdout + cap.stderr)
+        return ToolInfo(version.version, version.json_valid)
+    except ParseError:
+        return ToolInfo(None, False)
+
+
+def inspected_tools(captures: list[Capture], nodes: list[str]) -> dict[str, ToolInfo] | None:
+    """Each node's perftest as the inspection already read it (`ib_write_bw -V` is one of its commands); None
+    when a node's answer is not there, so the traffic test asks again."""
+    found = {c.node: c for c in captures if c.spec == "perftest_version" and c.exit_status is not None}
+    if any(node not in found for node in nodes):
+        return None
+    return {node: tool_info(found[node]) for node in nodes}
 
 
 def _live_rates(transports: dict[str, Transport], rnd: Round, seconds: float, progress: Progress) -> None:
@@ -149,25 +173,87 @@ def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions |
     return 60 + len(rounds) * per_round + (nccl.timeout_s + 60 if nccl else 0)
 
 
+def concurrent_rates(captures: list[Capture], link: LinkFacts) -> dict[tuple[str, str], float | None]:
+    """(path, direction) -> Gb/s of each concurrent run so far (None: no number), read by the same code that
+    builds the diagnosis's facts."""
+    bench, _ = build_bench_facts(captures, link.paths)
+    return {(r.path_key, r.direction): r.gbps for r in bench.rdma if r.mode == "concurrent"}
+
+
+def low_paths(rates: dict[tuple[str, str], float | None], rdma: RdmaOptions) -> dict[str, str]:
+    """Each path below rdma.low_gbps (or without a number) in a concurrent round -> its lowest direction."""
+    low: dict[str, tuple[float, str]] = {}
+    for (key, direction), gbps in sorted(rates.items()):
+        value = -1.0 if gbps is None else gbps
+        if value < rdma.low_gbps and (key not in low or value < low[key][0]):
+            low[key] = (value, direction)
+    return {key: direction for key, (_, direction) in low.items()}
+
+
+def not_run(rounds: list[Round], rdma: RdmaOptions, run_id: str, rates: dict[tuple[str, str], float | None],
+            ran_alone: dict[str, str]) -> list[Capture]:
+    """A client capture per round the quick tier left out, never started, saying why: listed as not run, never
+    counted as a result (`plan: skipped` keeps it out of the rates)."""
+    out = []
+    for rnd in rounds:
+        for path, port in zip(rnd.paths, rnd.ports, strict=True):
+            client, server = path.ends(rnd.direction)
+            meta = {"kind": "rdma", "round": rnd.id, "mode": rnd.mode, "direction": rnd.direction, "role": "client",
+                    "path": path.key, "local_netdev": client.netdev, "local_rdma_dev": client.rdma_dev,
+                    "peer_netdev": server.netdev, "peer_rdma_dev": server.rdma_dev, "port": str(port),
+                    "duration_s": str(rdma.duration_s), "format": "text", "run_id": run_id, "plan": "skipped"}
+            gbps = rates.get((path.key, rnd.direction))
+            carried = f"{gbps:.2f} Gb/s" if gbps is not None else "no number"
+            if gbps is not None and gbps >= rdma.low_gbps:
+                why = (f"not run: with all paths at once this path carried {carried} {rnd.direction} (low is below "
+                       f"{rdma.low_gbps:g}), so alone it adds nothing to the two traps; the quick tier runs a path "
+                       "alone only where it is low")
+            else:
+                why = (f"not run: this path ran alone {ran_alone.get(path.key, '?')}, where it was lowest with all "
+                       "paths at once; one alone round per low path tells the hot-plug state from a shared PCIe link")
+            out.append(Capture(client.node, "ib_write_bw", "", "", exit_status=None, skipped=why,
+                               arg=f"{rnd.id}.client.{client.rdma_dev}", meta=meta))
+    return out
+
+
+def _rounds(transports: dict[str, Transport], registry: remote.ProcessRegistry, rounds: list[Round],
+            rdma: RdmaOptions, tools: dict[str, ToolInfo], out: TrafficResult, progress: Progress,
+            flaps: list[str]) -> None:
+    """Rounds one after another, each next round's servers started during the one before."""
+    contexts = [RoundContext(transports, registry, rnd, rdma, tools, out.captures) for rnd in rounds]
+    carry: _Carry | None = _Carry(snapshot.take(transports, [_wanted(rounds[0], "before", list(transports))],
+                                                run_id=registry.run_id))
+    for i, ctx in enumerate(contexts):
+        assert carry is not None
+        carry = _round(ctx, contexts[i + 1] if i + 1 < len(contexts) else None, carry, progress, flaps)
+
+
 def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
          rdma: RdmaOptions | None, nccl: NcclOptions | None, progress: Progress, out: TrafficResult,
-         flaps: list[str]) -> None:
+         flaps: list[str], tools: dict[str, ToolInfo] | None) -> None:
     paths: tuple[BenchPath, ...] = bench_paths(link)
     rounds = plan_rounds(paths, rdma) if rdma is not None else []
-    tools: dict[str, ToolInfo] = {}
     if rdma is not None:
-        tools, caps = detect_tools(transports, registry.run_id)
-        out.captures += caps + untested_runs(link, rdma, registry.run_id)
+        if tools is None:
+            tools, caps = detect_tools(transports, registry.run_id)
+            out.captures += caps
+        out.captures += untested_runs(link, rdma, registry.run_id)
         refuse_busy(transports, rounds)  # before anything is started
     registry.prepare(_budget_s(rounds, rdma, nccl))
     if rounds:
-        assert rdma is not None
-        contexts = [RoundContext(transports, registry, rnd, rdma, tools, out.captures) for rnd in rounds]
-        carry: _Carry | None = _Carry(snapshot.take(transports, [_wanted(rounds[0], "before", list(transports))],
-                                                    run_id=registry.run_id))
-        for i, ctx in enumerate(contexts):
-            assert carry is not None
-            carry = _round(ctx, contexts[i + 1] if i + 1 < len(contexts) else None, carry, progress, flaps)
+        assert rdma is not None and tools is not None
+        planned, candidates = phases(rounds, rdma)
+        _rounds(transports, registry, planned, rdma, tools, out, progress, flaps)
+        if candidates:
+            rates = concurrent_rates(out.captures, link)
+            low = low_paths(rates, rdma)
+            again, skipped = follow_ups(candidates, low)
+            left_out = not_run(skipped, rdma, registry.run_id, rates, low)
+            out.captures += left_out
+            if left_out:
+                progress.not_run(left_out)
+            if again:
+                _rounds(transports, registry, again, rdma, tools, out, progress, flaps)
     if nccl is not None:
         progress.nccl_started()
         first = len(out.captures)
@@ -192,14 +278,16 @@ def _ctrl_c_held() -> Iterator[None]:
 
 
 def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: RdmaOptions | None,
-                nccl: NcclOptions | None, progress: Progress | None = None) -> TrafficResult:
-    """RDMA rounds, then NCCL; stops at the first error, ending all our processes on every node."""
+                nccl: NcclOptions | None, progress: Progress | None = None,
+                tools: dict[str, ToolInfo] | None = None) -> TrafficResult:
+    """RDMA rounds, then NCCL; stops at the first error, ending all our processes on every node. `tools`: each
+    node's perftest as the inspection read it (else `ib_write_bw -V` runs first)."""
     registry = remote.ProcessRegistry(dict(transports))
     out = TrafficResult()
     flaps: list[str] = []
     reason = "the traffic test stopped"
     try:
-        _run(transports, registry, link, rdma, nccl, progress or Progress(), out, flaps)
+        _run(transports, registry, link, rdma, nccl, progress or Progress(), out, flaps, tools)
     except KeyboardInterrupt:
         out.interrupted, reason = True, "Ctrl-C"
         out.error = "traffic test interrupted (Ctrl-C); every process it started was ended"

@@ -62,7 +62,8 @@ def _finding(rule: Rule, obs: Observation) -> Finding:
     values = {**{f"thresholds.{k}": v for k, v in rule.thresholds.items()}, **obs.value_map(), "subject": obs.subject}
     if obs.skip is not None:
         return Finding(rule.id, Status.SKIP, rule.severity, obs.subject, rule.title, f"not judged: {obs.skip}",
-                       evidence=obs.evidence, required=rule.required, skip_reason=obs.skip,
+                       evidence=obs.evidence, required=rule.required if obs.required is None else obs.required,
+                       skip_reason=obs.skip,
                        references=rule.references)
     severity = obs.severity or rule.severity
     if not obs.fired:

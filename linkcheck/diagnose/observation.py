@@ -36,6 +36,8 @@ class Observation(msgspec.Struct, frozen=True):
     skip: str | None = None
     # A check that grades its finding (a warning band below a failure band) lowers the rule's severity here.
     severity: Severity | None = None
+    # A skip that must not make the verdict inconclusive although its rule is required (what was never asked).
+    required: bool | None = None
 
     def value_map(self) -> dict[str, object]:
         if isinstance(self.values, msgspec.Struct):

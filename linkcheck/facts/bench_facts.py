@@ -6,8 +6,10 @@ import math
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
+
 from linkcheck.errors import ParseError
-from linkcheck.facts.model import BenchFacts, DataPath, Function, NcclRun, RdmaCounters, RdmaRun
+from linkcheck.facts.model import BenchFacts, DataPath, Function, NcclRun, NotRun, RdmaCounters, RdmaRun
 from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
@@ -103,7 +105,7 @@ def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: se
     """One run per client output; its JSON report (valid from perftest 6.20) wins over the text when it parses."""
     groups: dict[RunKey, list[Capture]] = defaultdict(list)
     for cap in captures:
-        if cap.meta.get("kind") == "rdma" and cap.meta.get("role") == "client":
+        if cap.meta.get("kind") == "rdma" and cap.meta.get("role") == "client" and not _planned_out(cap):
             groups[run_key(cap)].append(cap)
     runs = []
     for (round_id, *_), caps in groups.items():
@@ -124,6 +126,17 @@ def _rdma_runs(captures: list[Capture], paths: tuple[DataPath, ...], flapped: se
             runs.append(RdmaRun(_path_key(text, paths), meta.get("mode", "alone"), _direction(text),
                                 gbps, text.node, meta.get("local_rdma_dev"), problem, label))
     return tuple(runs)
+
+
+def _planned_out(cap: Capture) -> bool:
+    """A run the plan left out on purpose (`plan: skipped`): listed as not run, never a rate or a problem."""
+    return cap.meta.get("plan") == "skipped"
+
+
+def _not_run(captures: list[Capture], paths: tuple[DataPath, ...]) -> tuple[NotRun, ...]:
+    return tuple(NotRun(_path_key(c, paths), c.meta.get("mode", "alone"), _direction(c), c.skipped or "not run",
+                        c.meta.get("round", "")) for c in captures
+                 if c.meta.get("kind") == "rdma" and c.meta.get("role") == "client" and _planned_out(c))
 
 
 def _snapshots(captures: list[Capture]) -> tuple[set[str], tuple[RdmaCounters, ...]]:
@@ -220,5 +233,8 @@ def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> t
     # mpirun's stdout carries the NCCL_DEBUG=INFO lines when no separate log was kept.
     log_text = log_cap.stdout if log_cap else (test_cap.stdout if test_cap else None)
     nccl = _nccl_run(test_cap, log_text) if nccl_caps else None
+    if nccl is not None and test_cap is not None and test_cap.meta.get("purpose") == "transport":
+        nccl = replace(nccl, transport_only=True)
     present = frozenset(k for k, v in (("rdma", rdma), ("nccl", nccl)) if v)
-    return BenchFacts(rdma=rdma, counters=counters, nccl=nccl, flapped=tuple(sorted(flapped))), present
+    return BenchFacts(rdma=rdma, counters=counters, nccl=nccl, flapped=tuple(sorted(flapped)),
+                      not_run=_not_run(captures, paths)), present

@@ -217,6 +217,17 @@ class RdmaRun(msgspec.Struct, frozen=True):
     round_id: str = ""  # the bundle's round, when it records one
 
 
+class NotRun(msgspec.Struct, frozen=True):
+    """An ib_write_bw run the plan left out (the quick tier's alone rounds on a path that was not low), and why:
+    never a result, never a pass."""
+
+    path_key: str
+    mode: str
+    direction: str
+    reason: str
+    round_id: str = ""
+
+
 class RdmaCounters(msgspec.Struct, frozen=True):
     """Per-HCA port_xmit_data / port_rcv_data deltas (bytes) over a traffic run."""
 
@@ -241,6 +252,7 @@ class NcclRun(msgspec.Struct, frozen=True):
     largest_bytes: int | None = None  # the largest message size of the sweep
     # Per NCCL log host (hostname cut at the first '.'), the IB devices its "NET/IB : Using" line named, in order
     ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    transport_only: bool = False  # a short sweep run to prove the transport (quick tier): bandwidth not judged
 
 
 class BenchFacts(msgspec.Struct, frozen=True):
@@ -250,6 +262,7 @@ class BenchFacts(msgspec.Struct, frozen=True):
     counters: tuple[RdmaCounters, ...] = ()
     nccl: NcclRun | None = None
     flapped: tuple[str, ...] = ()  # subjects whose carrier or GID table changed during the run
+    not_run: tuple[NotRun, ...] = ()  # runs the plan left out on purpose (quick tier)
 
     def totals(self, mode: str = "concurrent") -> dict[str, float | None]:
         """Per direction, the sum of the paths' Gb/s in `mode`; None where a run of it has no number.

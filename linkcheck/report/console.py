@@ -18,7 +18,16 @@ from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
-from linkcheck.report.tables import evidence_lines, identity_lines, nccl_text, pin_text, rate, rdma_rows, total_cells
+from linkcheck.report.tables import (
+    evidence_lines,
+    identity_lines,
+    nccl_text,
+    not_run_lines,
+    pin_text,
+    rate,
+    rdma_rows,
+    total_cells,
+)
 from linkcheck.values import pcie
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
@@ -80,6 +89,10 @@ def bench_table(link: LinkFacts) -> Table | None:
     totals = total_cells(link)
     if totals:
         table.add_row("both paths at once", "total", *totals, style="bold")
+    notes = not_run_lines(link)
+    if notes:
+        table.caption = as_text("\n".join(notes), "dim")
+        table.caption_justify = "left"
     return table
 
 

@@ -13,7 +13,16 @@ from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.safe_text import shown
-from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
+from linkcheck.report.tables import (
+    evidence_lines,
+    nccl_text,
+    node_rows,
+    not_run_lines,
+    rate,
+    rdma_rows,
+    total_cells,
+    verdict_line,
+)
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#1d1d1f;
@@ -64,6 +73,7 @@ def _traffic(outcome: Outcome) -> str:
             classes.append("total")
         parts.append("<h2>Traffic: ib_write_bw (Gb/s)</h2>" + _table(["path", "mode", "a-&gt;b", "b-&gt;a"],
                                                                      cells, classes))
+        parts += [f'<p class="muted">{h(note)}</p>' for note in not_run_lines(link)]
     nccl = nccl_text(link)
     if nccl:
         parts.append(f"<h2>NCCL</h2><p>{h(nccl)}</p>")

@@ -48,6 +48,7 @@ def _bench(link: LinkFacts) -> dict[str, Any]:
         "rdma_concurrent_total_gbps": link.bench.totals("concurrent"),
         "nccl": plain(link.bench.nccl),
         "flapped": list(link.bench.flapped),
+        "not_run": plain(link.bench.not_run),  # runs the plan left out on purpose (the quick tier's)
     }
 
 

@@ -10,7 +10,16 @@ from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
-from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
+from linkcheck.report.tables import (
+    evidence_lines,
+    nccl_text,
+    node_rows,
+    not_run_lines,
+    rate,
+    rdma_rows,
+    total_cells,
+    verdict_line,
+)
 
 # Markup characters (and `|` in tables, `<` for HTML, `&` for entities such as `&lt;`, a leading `#`), and what
 # would make a renderer's autolinker (GFM, linkify) turn a node's text into a link: a `:` before `/` or between
@@ -48,6 +57,7 @@ def _traffic(outcome: Outcome) -> list[str]:
         if totals:
             lines.append(_row(["**both paths at once**", "**total**", *(f"**{t}**" for t in totals)]))
         lines.append("")
+        lines += [f"{md(note)}  " for note in not_run_lines(link)] + ([""] if not_run_lines(link) else [])
     nccl = nccl_text(link)
     if nccl:
         lines += ["## NCCL", "", md(nccl), ""]

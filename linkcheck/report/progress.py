@@ -54,6 +54,12 @@ class ConsoleProgress(Progress):
         how = "done" if _finished_well(captures) else "stopped"
         self.console.print(as_text(f"  ib_write_bw {rnd.mode} {rnd.direction}: {how} ({rates} Gb/s live)", "dim"))
 
+    def not_run(self, captures: list[Capture]) -> None:
+        for capture in captures:
+            run = f"{capture.meta.get('mode')} {capture.meta.get('path')} {capture.meta.get('direction')}"
+            why = (capture.skipped or "").removeprefix("not run: ")
+            self.console.print(as_text(f"  not run: ib_write_bw {run}: {why}", "dim"))
+
     def nccl_started(self) -> None:
         self.console.print("  all_gather_perf across both nodes: running", style="dim")
 

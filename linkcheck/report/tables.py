@@ -127,6 +127,15 @@ def rdma_rows(link: LinkFacts) -> list[tuple[str, str, RdmaRun | None, RdmaRun |
     return rows
 
 
+def not_run_lines(link: LinkFacts) -> list[str]:
+    """The runs the plan left out, one line per reason: `not run: alone p1 a->b, alone p1 b->a: <why>`."""
+    by_reason: dict[str, list[str]] = {}
+    for item in link.bench.not_run:
+        why = item.reason.removeprefix("not run: ")
+        by_reason.setdefault(why, []).append(f"{item.mode} {item.path_key} {item.direction}")
+    return [shown(f"not run: {', '.join(runs)}: {why}") for why, runs in by_reason.items()]
+
+
 def total_cells(link: LinkFacts) -> list[str] | None:
     totals = link.bench.totals("concurrent")
     if not totals:

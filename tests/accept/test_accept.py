@@ -369,26 +369,30 @@ def test_planned_wall_time_follows_rounds_durations_and_repetitions() -> None:
     assert nccl_seconds(1 << 34) > nccl_seconds(1 << 30) > 0
     line = plan_line("accept", duration_s=10, repetitions=3, nccl_max_bytes=1 << 34)
     assert line.startswith("linkcheck accept: planned wall time ~")
-    assert "6 ib_write_bw rounds of 10 s x 3 repetitions" in line and "all_gather_perf up to 16384 MiB" in line
+    assert "6 ib_write_bw rounds of 10 s x 3 repetitions" in line and "all_gather_perf up to 16 GiB" in line
     assert plan_line("check") == f"linkcheck check: planned wall time ~{inspection:.0f} s (inspection)"
 
 
-def test_quick_tier_plans_under_30_s_of_traffic() -> None:
-    from linkcheck.accept.budget import measured_window_s, plan_line, rdma_rounds
+def test_quick_tier_plans_its_concurrent_rounds_within_15_s() -> None:
+    from linkcheck.accept.budget import measured_window_s, plan_line, planned_seconds, rdma_rounds
     from linkcheck.bench.plan import QUICK_DURATION_S, quick_options
 
     options = quick_options()
-    assert options.duration_s == QUICK_DURATION_S and options.modes == ("alone", "concurrent")
-    assert options.directions == ("a->b", "b->a")
-    assert rdma_rounds(2) * QUICK_DURATION_S < 30  # the budget: under 30 s of traffic in all
+    assert options.duration_s == QUICK_DURATION_S and options.adaptive
+    assert options.directions == ("a->b", "b->a") and options.modes == ("alone", "concurrent")
+    assert rdma_rounds(2, adaptive=True) == 2 and rdma_rounds(1, adaptive=True) == 2  # one path: alone rounds
+    assert planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True) <= 15
     assert measured_window_s(QUICK_DURATION_S) == 2 and measured_window_s(10) == 6  # perftest: margin = D // 4
-    line = plan_line("check --quick", duration_s=QUICK_DURATION_S, traffic_total=True)
-    assert "6 ib_write_bw rounds of 4 s (24 s of traffic, 2 s measured per run)" in line, line
+    assert measured_window_s(3) == 3  # no margin at all: why the quick tier stays at -D 4
+    line = plan_line("check --quick", duration_s=QUICK_DURATION_S, traffic_total=True, adaptive=True)
+    assert "2 ib_write_bw rounds of 4 s with all paths at once (8 s of traffic, 2 s measured per run)" in line, line
+    assert "each path alone only where one is low: up to 4 rounds more" in line, line
 
 
-@pytest.mark.parametrize("extra", [("--bench",), ("--duration", "5")])
-def test_quick_with_other_traffic_options_is_refused_before_any_work(extra: tuple[str, ...], tmp_path: Path) -> None:
-    proc = _cli("check", "--quick", *extra, "--node", "a=nobody@192.0.2.1", "--node", "b=nobody@192.0.2.2",
+@pytest.mark.parametrize("argv", [("--quick", "--bench"), ("--quick", "--duration", "5"), ("--nccl",),
+                                  ("--bench", "--nccl")])
+def test_quick_with_other_traffic_options_is_refused_before_any_work(argv: tuple[str, ...], tmp_path: Path) -> None:
+    proc = _cli("check", *argv, "--node", "a=nobody@192.0.2.1", "--node", "b=nobody@192.0.2.2",
                 "--save", str(tmp_path / "saved"))
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 4 and len(lines) == 1 and "--quick" in lines[0], proc.stderr

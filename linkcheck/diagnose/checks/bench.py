@@ -187,6 +187,11 @@ def nccl_busbw_low(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obser
     if run is None or run.busbw_gbs is None:
         why = run.problem if run and run.problem else "no all_gather_perf result"
         return [Observation(subject="nccl", fired=False, skip=why)]
+    if run.transport_only and run.wrong == 0:
+        largest = f"{run.largest_bytes >> 20} MiB" if run.largest_bytes else "a short sweep"
+        return [Observation(subject="nccl", fired=False, required=False,
+                            skip=f"a transport proof up to {largest} (check --quick --nccl): bus bandwidth is judged "
+                                 "on messages of 1 GiB or more (linkcheck check --bench)")]
     healthy, broken = thresholds["min_busbw_gbs"], thresholds["fail_below_busbw_gbs"]
     busbw = run.busbw_gbs
     small_sweep = run.largest_bytes is not None and run.largest_bytes < (1 << 30)

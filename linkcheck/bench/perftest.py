@@ -21,6 +21,11 @@ SERVER_EXIT_S = 15  # after its client, a server prints its row and exits at onc
 # (a GB10 has plenty; the lab's two nodes share two), a waiting server does not.
 PRESTART_DELAY_S = 0.5
 PERFTEST_PAUSE_S = 1  # perftest sleeps 1 s after its TCP connection, before the test (tool-formats 1.2)
+# The next round's clients start -D + HANDOVER_GAP_S after this round's: their start, TCP connection and perftest's
+# 1 s pause then run during this round's last quarter, which perftest does not measure, and their traffic begins
+# about this long after this round's ends (both rounds start up alike). Only where the margin is at least 1 s:
+# a jitter of a few tenths of a second then never reaches a measured window (perftest leaves D // 4 out at each end).
+HANDOVER_GAP_S = 0.4
 ROLES = ("client", "server")
 
 
@@ -152,28 +157,40 @@ def await_servers(ctx: RoundContext, started: list[Started]) -> None:
 
 
 class Servers(msgspec.Struct):
-    """A round's servers once started: `ready` when each was seen listening, else the `problem` found."""
+    """A round's servers once started: `ready` when each was seen listening, else the `problem` found;
+    `clients_started` when the round before already started this round's clients (the hand-over)."""
 
     started: list[Started]
     ready: bool = False
     problem: BenchError | None = None
+    clients_started: bool = False
+
+
+def hands_over(options: RdmaOptions) -> bool:
+    """Whether the next round's clients may start during this round's unmeasured last quarter (see HANDOVER_GAP_S)."""
+    return options.duration_s // 4 >= 1
 
 
 def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None, *,
-              servers: Servers | None = None, next_round: RoundContext | None = None) -> Servers | None:
-    """Servers (`servers` if the previous round started them), then clients, then outputs into ctx.sink;
+              servers: Servers | None = None, next_round: RoundContext | None = None,
+              on_exit: Callable[[], None] | None = None) -> Servers | None:
+    """Servers (`servers` if the previous round started them), then clients (unless the previous round started
+    them), then, once every process has exited, `on_exit` (the counter snapshot), then outputs into ctx.sink;
     every process is in the registry until collected.
 
     While this round's clients run, the servers of `next_round` start and are seen listening (they only
-    wait in accept(): no traffic), so the next round begins with its clients. A server of the next round
-    that fails to listen is that round's failure, raised when it begins, not this round's.
+    wait in accept(): no traffic); where the margin allows (`hands_over`), its clients start too, -D and
+    HANDOVER_GAP_S after this round's, so their set-up and perftest's 1 s pause overlap this round's unmeasured
+    end. A server of the next round that fails to listen is that round's failure, raised when it begins.
     """
     servers = servers or Servers(launch_servers(ctx))
     if servers.problem is not None:
         raise servers.problem
     if not servers.ready:
         await_servers(ctx, servers.started)
-    _start_clients(ctx, servers.started)
+    if not servers.clients_started:
+        _start_clients(ctx, servers.started)
+    started_at = min(item.client_started for item in servers.started)
     upcoming = None
     if next_round is not None:
         time.sleep(PRESTART_DELAY_S)
@@ -183,13 +200,24 @@ def run_round(ctx: RoundContext, on_wait: Callable[[float], None] | None = None,
             upcoming.ready = True
         except BenchError as exc:
             upcoming.problem = exc
+    handover = upcoming is not None and upcoming.ready and hands_over(ctx.options)
+    end = started_at + ctx.options.duration_s + (HANDOVER_GAP_S if handover else PERFTEST_PAUSE_S)
     if on_wait is not None:  # the processes are waited for from its end on, not polled all along
-        on_wait(ctx.options.duration_s + PERFTEST_PAUSE_S - (PRESTART_DELAY_S if next_round is not None else 0))
-    # Not a `with` block: on Ctrl-C we must not wait for the workers; the caller kills the processes by
+        on_wait(max(0.0, end - time.monotonic()))
+    if handover:
+        assert upcoming is not None and next_round is not None
+        time.sleep(max(0.0, end - time.monotonic()))
+        _start_clients(next_round, upcoming.started)
+        upcoming.clients_started = True
+    jobs = [(it, role) for it in servers.started for role in ROLES]
+    # Not `with` blocks: on Ctrl-C we must not wait for the workers; the caller kills the processes by
     # PID, which is what lets the workers' waits return.
     pool = ThreadPoolExecutor(max_workers=2 * len(servers.started))
     try:
-        list(pool.map(lambda job: _finish(ctx, *job), [(it, role) for it in servers.started for role in ROLES]))
+        exited = list(pool.map(lambda job: _wait(ctx, *job), jobs))
+        if on_exit is not None:
+            on_exit()
+        list(pool.map(lambda job, done: _collect(ctx, job[0], job[1], done), jobs, exited))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return upcoming
@@ -207,16 +235,27 @@ def _start_clients(ctx: RoundContext, started: list[Started]) -> None:
         list(pool.map(start, started))
 
 
-def _finish(ctx: RoundContext, item: Started, role: str) -> None:
-    """Wait for one process (client and server at once: the time each ends shows which failed first);
-    one past its time is ended by PID, its output kept."""
+def _wait_s(ctx: RoundContext, role: str) -> int:
+    # The client runs -D seconds after the connection set-up; the server exits right after its client.
+    return ctx.options.duration_s + (30 if role == "client" else 30 + SERVER_EXIT_S)
+
+
+def _wait(ctx: RoundContext, item: Started, role: str) -> tuple[bool, float]:
+    """Wait for one process (client and server at once: the time each ends shows which failed first):
+    whether it exited in time, and when (seconds from the client's start)."""
+    proc = item.client if role == "client" else item.server
+    assert proc is not None
+    done = remote.wait_exit(ctx.transports[proc.node], proc, _wait_s(ctx, role))
+    return done, time.monotonic() - item.client_started
+
+
+def _collect(ctx: RoundContext, item: Started, role: str, exited: tuple[bool, float]) -> None:
+    """Record what one process printed; one past its time is ended by PID, its output kept."""
+    done, elapsed = exited
     proc, argv = (item.client, item.client_argv) if role == "client" else (item.server, item.server_argv)
     assert proc is not None and argv is not None
-    # The client runs -D seconds after the connection set-up; the server exits right after its client.
-    wait_s = ctx.options.duration_s + (30 if role == "client" else 30 + SERVER_EXIT_S)
+    wait_s = _wait_s(ctx, role)
     transport = ctx.transports[proc.node]
-    done = remote.wait_exit(transport, proc, wait_s)
-    elapsed = time.monotonic() - item.client_started
     if not ctx.registry.claim(proc):
         return  # ended by the caller (failure elsewhere, Ctrl-C): it records what the process printed
     if not done:

@@ -130,13 +130,16 @@ def _round(ctx: RoundContext, nxt: RoundContext | None, carry: _Carry, progress:
     ctx.sink.extend(carry.before)
     first = len(ctx.sink)
     progress.round_started(rnd)
+    wanted = [_wanted(rnd, "after", nodes)] + ([_wanted(nxt.rnd, "before", nodes)] if nxt is not None else [])
+    taken: list[Capture] = []
     try:
         wait: Callable[[float], None] = lambda s: _live_rates(transports, rnd, s, progress)  # noqa: E731
-        upcoming = run_round(ctx, on_wait=wait, servers=carry.servers, next_round=nxt)
+        # The snapshot is read as soon as the round's processes have exited, before their outputs are
+        # collected: the next round's traffic may already be about to start (the hand-over).
+        upcoming = run_round(ctx, on_wait=wait, servers=carry.servers, next_round=nxt,
+                             on_exit=lambda: taken.extend(snapshot.take(transports, wanted, run_id=run_id)))
     finally:
         progress.round_done(rnd, ctx.sink[first:])  # also on failure: the console's live table must stop
-    wanted = [_wanted(rnd, "after", nodes)] + ([_wanted(nxt.rnd, "before", nodes)] if nxt is not None else [])
-    taken = snapshot.take(transports, wanted, run_id=run_id)
     after, next_before = taken[:len(nodes)], taken[len(nodes):]
     ctx.sink.extend(after)
     moved = [f"{b.node}: {change}" for b, a in zip(carry.before, after, strict=True)

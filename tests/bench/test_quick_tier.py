@@ -166,3 +166,12 @@ def test_a_transport_proof_records_its_bandwidth_and_leaves_it_unjudged_without_
     assert "transport proof" in busbw[0].message
     assert outcome.diagnosis.verdict is Verdict.PASS
     assert outcome.link.bench.nccl is not None and outcome.link.bench.nccl.busbw_gbs
+
+
+def test_the_quick_plan_with_the_transport_proof_names_its_sweep() -> None:
+    from linkcheck.accept.budget import plan_line
+    from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES
+
+    line = plan_line("check --quick", duration_s=4, nccl_max_bytes=TRANSPORT_PROOF_BYTES, traffic_total=True,
+                     adaptive=True)
+    assert "all_gather_perf up to 256 MiB" in line and "planned wall time ~" in line, line

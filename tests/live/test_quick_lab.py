@@ -23,20 +23,27 @@ pytestmark = pytest.mark.lab  # builds the two-node lab
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 
-SCENARIOS = {"healthy": "console", "hotplug-degraded": "json", "single-pcie-path": "json"}
+# run name -> (lab scenario, report format, extra options)
+RUNS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "healthy": ("healthy", "console", ()),
+    "hotplug-degraded": ("hotplug-degraded", "json", ()),
+    "single-pcie-path": ("single-pcie-path", "json", ()),
+    "healthy --nccl": ("healthy", "json", ("--nccl",)),
+    "socket-fallback --nccl": ("nccl-socket-fallback", "json", ("--nccl",)),
+}
 
 
 class QuickRuns:
     def __init__(self, make_lab: Callable[..., Lab], live: Live, tmp: pytest.TempPathFactory) -> None:
         self.saved: dict[str, Path] = {}
         labs, args, started = {}, {}, {}
-        for name, fmt in SCENARIOS.items():
-            work = tmp.mktemp(name)
-            labs[name] = make_lab(specs_for_scenario(name, work / "models"))
+        for name, (scenario, fmt, extra) in RUNS.items():
+            work = tmp.mktemp(scenario)
+            labs[name] = make_lab(specs_for_scenario(scenario, work / "models"))
             config = live.lab_config(labs[name], work / "linkcheck.yaml",
                                      nodes={"a": {"target": "a"}, "b": {"target": "b"}})
             self.saved[name] = work / "saved"
-            args[name] = ("check", "--quick", "-c", str(config), "--save", str(self.saved[name]), "-f", fmt)
+            args[name] = ("check", "--quick", *extra, "-c", str(config), "--save", str(self.saved[name]), "-f", fmt)
         for name, argv in args.items():
             started[name] = live.start(*argv)
         self.results: dict[str, CliRun] = {}
@@ -113,3 +120,21 @@ def test_quick_tier_fails_a_single_pcie_path(runs: QuickRuns) -> None:
     assert all(80 < total < 110 for total in totals.values()), totals
     alone = [r["gbps"] for r in run.report["bench"]["rdma"] if r["mode"] == "alone"]
     assert len(alone) == 2 and min(alone) > 90, alone
+
+
+def test_quick_nccl_proves_net_ib_on_both_hcas_and_leaves_the_short_sweeps_bandwidth_unjudged(runs: QuickRuns) -> None:
+    run = runs.results["healthy --nccl"]
+    assert run.returncode == 0, run.describe()
+    nccl = run.report["bench"]["nccl"]
+    assert nccl["network"] == "IB" and len(nccl["ib_devices"]) == 2 and nccl["transport_only"], nccl
+    assert nccl["largest_bytes"] == 256 << 20
+    statuses = {(f["id"], f["status"]) for f in run.report["findings"] if f["id"].startswith("NCCL_")}
+    assert ("NCCL_SOCKET_FALLBACK", "pass") in statuses and ("NCCL_BUSBW_LOW", "skip") in statuses, statuses
+    commands = [c["command"] for c in runs.manifest("healthy --nccl")["captures"] if c["meta"].get("kind") == "nccl"]
+    assert any(f"-e {256 << 20}" in c for c in commands), commands
+
+
+def test_quick_nccl_names_the_socket_fallback(runs: QuickRuns) -> None:
+    run = runs.results["socket-fallback --nccl"]
+    assert run.returncode == 2, run.describe()
+    assert "NCCL_SOCKET_FALLBACK" in _failing(run), run.findings()

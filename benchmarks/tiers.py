@@ -1,8 +1,13 @@
 """Benchmark: each tier's wall time on the healthy two-node lab, beside the wall time it plans.
 
-Tiers: `check` (inspection only), `check --quick` (inspection, ib_write_bw -D 4 on each path alone and both
-at once, both directions) and `accept` with the shipped dgx-spark-pair profile (inspection, the six rounds
-of 10 s three times, all_gather_perf). The full accept takes minutes; `--accept-duration S` and
+Tiers: `check` (inspection only), `check --quick` (inspection, ib_write_bw -D 4 with both paths at once in each
+direction; a path alone only where it is low, which on the healthy lab is never), `check --quick --nccl` (plus
+the 256 MiB transport proof) and `accept` with the shipped dgx-spark-pair profile (inspection, the six rounds
+of 10 s three times, all_gather_perf). Beside each tier's wall time: its plan and how far off it is, the seconds
+of ib_write_bw traffic (-D per round run) and of the NCCL run in its saved bundle, the share of the wall time
+outside both, and that time per round once the inspection tier's wall time is taken out.
+
+The full accept takes minutes; `--accept-duration S` and
 `--accept-repetitions N` run it on a copy of the profile with shorter rounds or fewer repetitions, and the
 output says so. Each tier runs `--runs` times (median and range shown); every run is one `linkcheck`
 process, start-up included, against one lab built once. Needs root (the lab); run it with no other lab
@@ -14,6 +19,7 @@ running (they share the CPUs), from the repository root:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -29,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from linkcheck.accept.budget import planned_seconds  # noqa: E402 - after the path set-up above
 from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file  # noqa: E402
+from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES  # noqa: E402
 from linkcheck.bench.plan import QUICK_DURATION_S  # noqa: E402
 from tests.lab import Lab  # noqa: E402
 from tests.lab.pytest_plugin import lab_skip_reason  # noqa: E402
@@ -62,8 +69,11 @@ def _profile(work: Path, duration: int | None) -> tuple[Path, int, int]:
 
 def _tiers(work: Path, config: Path, options: argparse.Namespace) -> list[Tier]:
     common = ["-c", str(config)]
+    quick = planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True)
     tiers = [Tier("check", ["check", *common], planned_seconds()),
-             Tier("check --quick", ["check", "--quick", *common], planned_seconds(duration_s=QUICK_DURATION_S))]
+             Tier("check --quick", ["check", "--quick", *common], quick),
+             Tier("check --quick --nccl", ["check", "--quick", "--nccl", *common],
+                  planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True, nccl_max_bytes=TRANSPORT_PROOF_BYTES))]
     if options.accept:
         shipped = load_profile_file(BUILTIN_DIR / "dgx-spark-pair.yaml").test
         path, duration, nccl = _profile(work, options.accept_duration)
@@ -85,12 +95,34 @@ def _said_plan(stderr: str) -> str:
     return f"{match.group(1)} {match.group(2)}"
 
 
-def _run(tier: Tier, work: Path, env: dict[str, str], n: int) -> tuple[float, int, str]:
+@dataclass
+class Spent:
+    """What one run's saved bundle says it spent: rounds of ib_write_bw and their -D, the NCCL run."""
+
+    rounds: int = 0
+    traffic_s: float = 0.0
+    nccl_s: float = 0.0
+
+
+def _spent(save: Path) -> Spent:
+    try:
+        captures = json.loads((save / "manifest.json").read_text(encoding="utf-8"))["captures"]
+    except (OSError, ValueError, KeyError):
+        return Spent()
+    rounds = {c["meta"]["round"]: float(c["meta"].get("duration_s") or 0) for c in captures
+              if c["meta"].get("kind") == "rdma" and c["meta"].get("role") == "client"
+              and c["meta"].get("plan") != "skipped" and c["command"] and c["meta"].get("round")}
+    nccl = sum(float(c.get("duration_s") or 0) for c in captures if c["meta"].get("kind") == "nccl"
+               and c["spec"] == "all_gather_perf" and c["command"].startswith("exec"))
+    return Spent(len(rounds), sum(rounds.values()), nccl)
+
+
+def _run(tier: Tier, work: Path, env: dict[str, str], n: int) -> tuple[float, int, str, Spent]:
     save = work / f"saved-{tier.name.replace(' ', '').replace('-', '')}-{n}"
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *tier.args, "--save", str(save)],
                           capture_output=True, text=True, env=env, check=False, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - start, proc.returncode, proc.stderr
+    return time.perf_counter() - start, proc.returncode, proc.stderr, _spent(save)
 
 
 def main() -> None:
@@ -108,6 +140,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lc-tiers-") as tmp:
         work = Path(tmp)
         with Lab(specs_for_scenario("healthy", work / "models"), work / "lab") as lab:
+            for node in ("a", "b"):  # the emulated sweep takes its real time, so the NCCL plan can be checked
+                lab.set_fault(node, "all_gather_perf", "real-time")
             config = work / "linkcheck.yaml"
             config.write_text(f"nodes: {{a: {{target: a}}, b: {{target: b}}}}\n"
                               f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n")
@@ -122,27 +156,40 @@ def main() -> None:
                             "--save", str(work / "warm-up")], capture_output=True, env=warm, check=False)
             for tier in _tiers(work, config, options):
                 runs = options.accept_runs if tier.name == "accept" else options.runs
-                walls, codes, said = [], set(), "-"
+                walls, codes, said, spent = [], set(), "-", Spent()
                 for n in range(runs):
-                    wall, code, stderr = _run(tier, work, env, n)
+                    wall, code, stderr, spent = _run(tier, work, env, n)
                     walls.append(wall)
                     codes.add(code)
                     said = _said_plan(stderr)
                     if code not in (0, 1):
                         print(f"{tier.name}: exit {code}: {stderr.strip()[-1500:]}", file=sys.stderr)
-                rows.append((tier, walls, codes, said))
+                rows.append((tier, walls, codes, said, spent))
+    _print(rows)
+
+
+def _print(rows: list[tuple[Tier, list[float], set[int], str, Spent]]) -> None:
     print(f"healthy lab (tests/lab, 2 paths), {os.cpu_count()} CPUs; wall time of one linkcheck process, "
           "start-up included")
-    print(f"{'tier':<15} {'planned':>9} {'printed':>9} {'measured median':>16} {'min-max':>15} {'runs':>5}  exit")
-    for tier, walls, codes, said in rows:
-        span = f"{min(walls):.1f}-{max(walls):.1f} s"
-        print(f"{tier.name:<15} {tier.planned_s:>7.1f} s {said:>9} {statistics.median(walls):>14.1f} s "
-              f"{span:>15} {len(walls):>5}  {','.join(map(str, sorted(codes)))}")
+    print(f"{'tier':<21} {'planned':>8} {'printed':>8} {'measured':>9} {'min-max':>12} {'plan off':>8} "
+          f"{'rounds':>6} {'-D sum':>7} {'NCCL':>6} {'outside':>7} {'per round':>9}  runs exit")
+    inspection = statistics.median(rows[0][1]) if rows and rows[0][0].name == "check" else 0.0
+    for tier, walls, codes, said, spent in rows:
+        wall = statistics.median(walls)
+        outside = wall - spent.traffic_s - spent.nccl_s
+        per_round = (outside - inspection) / spent.rounds if spent.rounds else None
+        print(f"{tier.name:<21} {tier.planned_s:>6.1f} s {said:>8} {wall:>7.1f} s "
+              f"{f'{min(walls):.1f}-{max(walls):.1f} s':>12} {100 * (tier.planned_s - wall) / wall:>+7.0f}% "
+              f"{spent.rounds:>6} {spent.traffic_s:>5.0f} s {spent.nccl_s:>4.1f} s {100 * outside / wall:>6.1f}% "
+              f"{'-' if per_round is None else f'{per_round:.2f} s':>9}  {len(walls):>4} "
+              f"{','.join(map(str, sorted(codes)))}")
         if tier.note:
             print(f"  {tier.name}: {tier.note}")
-    print("planned: linkcheck/accept/budget.py (~2 s per round beyond -D; NCCL at a GB10 pair's rate, ~45 s for "
-          "the 16 GiB sweep, where the lab's emulated all_gather_perf takes ~2 s); printed: the run's own first "
-          "stderr line (`check` prints none off a terminal)")
+    print("planned: linkcheck/accept/budget.py; printed: the run's own first stderr line (`check` prints none off a "
+          "terminal); plan off: (planned - measured) / measured; -D sum: the seconds of ib_write_bw traffic the "
+          "bundle's rounds asked for (last run); NCCL: its all_gather_perf run (mpirun included); outside: the "
+          "share of the wall time outside both; per round: that time, less the `check` tier's wall time (start-up "
+          "and inspection), per round run")
 
 
 if __name__ == "__main__":

@@ -69,12 +69,13 @@ def _runs(captures: list[Capture]) -> list[dict[str, Any]]:
 
 
 def _traffic_versions(captures: list[Capture]) -> dict[str, Any]:
-    """What the traffic test's outputs say of their own versions: perftest per node (`ib_write_bw -V` before the
-    rounds), nccl-tests and the NCCL it loaded (rank 0's first line), NCCL's own banner in the debug log."""
+    """What the traffic test's outputs say of their own versions: perftest per node (`ib_write_bw -V`: the
+    inspection's, which the rounds rely on, or one the traffic test ran itself, which wins), nccl-tests and the
+    NCCL it loaded (rank 0's first line), NCCL's own banner in the debug log."""
     out: dict[str, Any] = {"perftest": {}, "nccl_tests": None, "nccl_library": None, "nccl_log": None}
     for cap in captures:
         try:
-            if cap.spec == "perftest_version" and cap.meta:
+            if cap.spec == "perftest_version" and (cap.meta or cap.node not in out["perftest"]):
                 out["perftest"][cap.node] = parse_perftest_version(cap.stdout + cap.stderr).version
             elif cap.spec in ("all_gather_perf", "all_reduce_perf") and cap.meta.get("format") != "json":
                 table = parse_nccl_tests(cap.stdout)

@@ -33,7 +33,7 @@ from tests.emulators.live_conn import LineConn, Printer, hang
 from tests.emulators.live_state import LabContext
 from tests.emulators.node import Function, Node
 
-RUN_S = (0.3, 1.0)  # the sweep takes its real time, clamped to this (seconds)
+RUN_S = (0.3, 1.0)  # the sweep takes its real time, clamped to this (seconds), unless armed "real-time"
 CONNECT_TIMEOUT_S = 3.0
 SOCKET_BUSBW_GBS = 2.04  # NCCL over TCP on the 10 GbE RJ45 (nccl-socket-fallback scenario)
 NCCL_FAILURE = "remote process exited or there was a network error"
@@ -234,7 +234,8 @@ def _sweep(conn: LineConn, job: Job, run: NcclTestsRun, fault: str | None) -> bo
     """One exchange per size, spread over the run's (clamped) time; False when the peer is gone."""
     busbw = max(b for _, b in run.curve) or 1.0
     real = sum(size / (busbw * 1e9) * (run.iters + run.warmup) for size, _ in run.curve)
-    pause = min(max(real, RUN_S[0]), RUN_S[1]) / max(len(run.curve), 1)
+    taken = real if fault == "real-time" else min(max(real, RUN_S[0]), RUN_S[1])
+    pause = taken / max(len(run.curve), 1)
     for i, (size, _) in enumerate(run.curve):
         if fault == "crash-mid-run" and i >= len(run.curve) // 2:
             return False

@@ -300,7 +300,8 @@ class Lab:
         """Arm a fault for every later run of an emulated traffic tool on a node; None clears it.
 
         ib_write_bw: never-ready, crash-mid-run, client-fail, flap, hang, garbage; all_gather_perf:
-        hang, crash-mid-run, wrong, garbage (tests/lab/README.md, "Traffic").
+        hang, crash-mid-run, wrong, garbage, and real-time (no fault: the sweep takes its real time at the
+        model's bus bandwidth instead of at most 1 s) (tests/lab/README.md, "Traffic").
         """
         self.node(name)
         traffic.write_fault(self.fault_dir(name), tool, fault)

@@ -87,12 +87,14 @@ def _tiers(work: Path, config: Path, options: argparse.Namespace) -> list[Tier]:
     return tiers
 
 
-def _said_plan(stderr: str) -> str:
-    """The planned wall time the run itself printed first on stderr (check prints none off a terminal)."""
-    match = PLAN_RE.search(stderr.splitlines()[0]) if stderr else None
-    if not match:
-        return "-"
-    return f"{match.group(1)} {match.group(2)}"
+def _said_plan(stderr: str) -> float | None:
+    """The planned wall time the run itself printed last on stderr, in seconds: the one said once the inspection
+    found the paths and the NCCL size (else the first; `check` prints none off a terminal)."""
+    found = [m for m in map(PLAN_RE.search, stderr.splitlines()) if m]
+    if not found:
+        return None
+    value, unit = float(found[-1].group(1)), found[-1].group(2)
+    return value * 60 if unit == "min" else value
 
 
 @dataclass
@@ -156,7 +158,10 @@ def main() -> None:
                             "--save", str(work / "warm-up")], capture_output=True, env=warm, check=False)
             for tier in _tiers(work, config, options):
                 runs = options.accept_runs if tier.name == "accept" else options.runs
-                walls, codes, said, spent = [], set(), "-", Spent()
+                walls: list[float] = []
+                codes: set[int] = set()
+                said: float | None = None
+                spent = Spent()
                 for n in range(runs):
                     wall, code, stderr, spent = _run(tier, work, env, n)
                     walls.append(wall)
@@ -168,28 +173,34 @@ def main() -> None:
     _print(rows)
 
 
-def _print(rows: list[tuple[Tier, list[float], set[int], str, Spent]]) -> None:
+def _off(planned: float | None, wall: float) -> str:
+    return "-" if planned is None else f"{100 * (planned - wall) / wall:+.0f}%"
+
+
+def _print(rows: list[tuple[Tier, list[float], set[int], float | None, Spent]]) -> None:
     print(f"healthy lab (tests/lab, 2 paths), {os.cpu_count()} CPUs; wall time of one linkcheck process, "
           "start-up included")
-    print(f"{'tier':<21} {'planned':>8} {'printed':>8} {'measured':>9} {'min-max':>12} {'plan off':>8} "
+    print(f"{'tier':<21} {'planned':>8} {'said':>7} {'measured':>9} {'min-max':>12} {'off':>9} "
           f"{'rounds':>6} {'-D sum':>7} {'NCCL':>6} {'outside':>7} {'per round':>9}  runs exit")
     inspection = statistics.median(rows[0][1]) if rows and rows[0][0].name == "check" else 0.0
     for tier, walls, codes, said, spent in rows:
         wall = statistics.median(walls)
         outside = wall - spent.traffic_s - spent.nccl_s
         per_round = (outside - inspection) / spent.rounds if spent.rounds else None
-        print(f"{tier.name:<21} {tier.planned_s:>6.1f} s {said:>8} {wall:>7.1f} s "
-              f"{f'{min(walls):.1f}-{max(walls):.1f} s':>12} {100 * (tier.planned_s - wall) / wall:>+7.0f}% "
+        shown = "-" if said is None else f"{said:.0f} s"
+        print(f"{tier.name:<21} {tier.planned_s:>6.1f} s {shown:>7} {wall:>7.1f} s "
+              f"{f'{min(walls):.1f}-{max(walls):.1f} s':>12} {_off(tier.planned_s, wall):>4}/{_off(said, wall):>4} "
               f"{spent.rounds:>6} {spent.traffic_s:>5.0f} s {spent.nccl_s:>4.1f} s {100 * outside / wall:>6.1f}% "
               f"{'-' if per_round is None else f'{per_round:.2f} s':>9}  {len(walls):>4} "
               f"{','.join(map(str, sorted(codes)))}")
         if tier.note:
             print(f"  {tier.name}: {tier.note}")
-    print("planned: linkcheck/accept/budget.py; printed: the run's own first stderr line (`check` prints none off a "
-          "terminal); plan off: (planned - measured) / measured; -D sum: the seconds of ib_write_bw traffic the "
-          "bundle's rounds asked for (last run); NCCL: its all_gather_perf run (mpirun included); outside: the "
-          "share of the wall time outside both; per round: that time, less the `check` tier's wall time (start-up "
-          "and inspection), per round run")
+    print("planned: linkcheck/accept/budget.py from the profile and the expected paths; said: the plan the run "
+          "said last on stderr (once the inspection found the paths and the NCCL size the memory allows; `check` "
+          "says none off a terminal); off: (planned - measured) / measured, for each; -D sum: the seconds of "
+          "ib_write_bw traffic the bundle's rounds asked for (last run); NCCL: its all_gather_perf run (mpirun "
+          "included); outside: the share of the wall time outside both; per round: that time, less the `check` "
+          "tier's wall time (start-up and inspection), per round run")
 
 
 if __name__ == "__main__":

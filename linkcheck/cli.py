@@ -282,14 +282,17 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
                fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
     cfg = _live_config(config, node, accept)
     save = _checked_save(save)
+    said = ""
     if fmt is Format.console and not _QUIET and (traffic is not None or sys.stderr.isatty()):
-        _say(_plan(command_name(record), cfg, traffic))
+        said = _plan(command_name(record), expected_paths(cfg), traffic)
+        _say(said)
     from linkcheck.app.live import run_live  # the command's own code
     from linkcheck.report.progress import ConsoleProgress  # the command's own code
 
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
-        progress = ConsoleProgress.on_stderr()
+        progress = ConsoleProgress.on_stderr(
+            lambda paths, nccl: _plan(command_name(record), paths, traffic, nccl) if said else "", said)
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,
                       baseline=record.baseline)
     if result.outcome is None:  # Ctrl-C before any node answered: nothing to diagnose
@@ -307,12 +310,13 @@ def command_name(record: RunRecord) -> str:
     return record.command
 
 
-def _plan(command: str, cfg: Config, traffic: TrafficRequest | None) -> str:
-    """The planned wall time, said before the run starts: with the traffic tests, and on a terminal without."""
+def _plan(command: str, paths: int, traffic: TrafficRequest | None, nccl_bytes: int | None = None) -> str:
+    """The planned wall time, said before the run starts (with the traffic tests, and on a terminal without), and
+    again once the inspection has found the paths and the NCCL size the nodes' memory allows, if that differs."""
     rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
-    return plan_line(command, paths=expected_paths(cfg), duration_s=rdma.duration_s if rdma else None,
-                     nccl_max_bytes=nccl.max_bytes if nccl else None, traffic_total=rdma is not None and rdma.adaptive,
-                     adaptive=rdma is not None and rdma.adaptive)
+    return plan_line(command, paths=paths, duration_s=rdma.duration_s if rdma else None,
+                     nccl_max_bytes=(nccl_bytes or nccl.max_bytes) if nccl else None,
+                     traffic_total=rdma is not None and rdma.adaptive, adaptive=rdma is not None and rdma.adaptive)
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
@@ -430,9 +434,13 @@ def accept(
 
     progress = None
     if fmt is Format.console and not _QUIET:
-        _say(plan_line("accept", paths=expected_paths(cfg), duration_s=prof.test.duration_s, repetitions=reps,
-                       nccl_max_bytes=prof.test.nccl_max_bytes))
-        progress = ConsoleProgress.on_stderr()
+        def plan(paths: int, nccl: int | None) -> str:
+            return plan_line("accept", paths=paths, duration_s=prof.test.duration_s, repetitions=reps,
+                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes)
+
+        said = plan(expected_paths(cfg), None)
+        _say(said)
+        progress = ConsoleProgress.on_stderr(plan, said)
     result = run_accept(cfg, prof, reps, target, progress)
     if result.outcome is None or result.acceptance is None:
         _say(f"partial bundle saved to {result.saved}")

@@ -1,9 +1,11 @@
 """Planned wall time of a live run, from its rounds, durations and repetitions, said before it starts.
 
 The overheads are lab figures (tests/lab, 2 shared CPUs; a GB10 pair is faster; `benchmarks/tiers.py` measures
-them): an inspection with the process start takes ~1 s, and a round adds ~1.5 s to its -D (perftest's 1 s
-pause after connecting, the tools' start and the server's exit; linkcheck's own share, the counter snapshots
-and collecting the outputs, is ~0.1 s), and mpirun with NCCL's set-up ~10 s before the all_gather sweep.
+them): an inspection with the process start takes ~1.5 s; the first round of a run adds ~1.5 s to its -D
+(the tools' start, perftest's 1 s pause after connecting, the server's exit; linkcheck's own share, the
+counter snapshots and collecting the outputs, is ~0.1 s); each later round adds only the hand-over gap and
+our share (~0.5 s) where its margin allows the hand-over (bench/perftest.py), else ~1.5 s again; mpirun and
+the ranks' set-up take ~2 s on the lab before the all_gather sweep (counted as 3 s: a GB10 also starts CUDA).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ if TYPE_CHECKING:
 
 INSPECTION_S = 1.5
 ROUND_OVERHEAD_S = 1.5
-NCCL_START_S = 10.0
+HANDOVER_OVERHEAD_S = 0.5
+NCCL_START_S = 3.0
 NCCL_SWEEP_GBS = 40.0  # algbw of a healthy pair at 2 ranks (busbw x 2: 43-47 GB/s), counted a little low
 NCCL_ITERATIONS = 2 * 21  # out-of-place and in-place, 20 iterations and a warm-up per size
 NCCL_MIN_BYTES = 1 << 20  # the sweep's first size (bench/nccl.py MIN_BYTES)
@@ -34,6 +37,15 @@ def rdma_rounds(paths: int, directions: int = 2, *, adaptive: bool = False) -> i
     return directions * (paths + (1 if paths > 1 else 0))
 
 
+def rounds_seconds(rounds: int, duration_s: int) -> float:
+    """One run of `rounds` rounds one after another: the first starts from nothing, each later one is handed
+    over during the one before where -D // 4 >= 1 (bench/perftest.py hands_over)."""
+    if rounds <= 0:
+        return 0.0
+    later = HANDOVER_OVERHEAD_S if duration_s // 4 >= 1 else ROUND_OVERHEAD_S
+    return rounds * duration_s + ROUND_OVERHEAD_S + (rounds - 1) * later
+
+
 def nccl_seconds(max_bytes: int) -> float:
     """mpirun's start-up and the -b 1 MiB .. -e max_bytes sweep (factor 2) at a healthy pair's rate."""
     moved, size = 0, NCCL_MIN_BYTES
@@ -48,7 +60,7 @@ def planned_seconds(*, paths: int = 2, duration_s: int | None = None, repetition
     """Inspection, then (duration_s given) the RDMA rounds `repetitions` times, then (nccl_max_bytes) NCCL once."""
     total = INSPECTION_S
     if duration_s is not None:
-        total += repetitions * rdma_rounds(paths, adaptive=adaptive) * (duration_s + ROUND_OVERHEAD_S)
+        total += repetitions * rounds_seconds(rdma_rounds(paths, adaptive=adaptive), duration_s)
     if nccl_max_bytes is not None:
         total += nccl_seconds(nccl_max_bytes)
     return total
@@ -70,7 +82,7 @@ def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, re
         parts.append(f"{rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}{traffic}")
         more = rdma_rounds(paths) - rounds
         if more:
-            extra = more * (duration_s + ROUND_OVERHEAD_S)
+            extra = rounds_seconds(more, duration_s)
             parts.append(f"each path alone only where one is low: up to {more} rounds more, ~{_human(extra)}")
     if nccl_max_bytes is not None:
         parts.append(f"all_gather_perf up to {_size(nccl_max_bytes)} (~{nccl_seconds(nccl_max_bytes):.0f} s)")

@@ -9,8 +9,8 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.app.offline import configured_rules, diagnose_facts
-from linkcheck.bench.nccl import NcclOptions
-from linkcheck.bench.plan import RdmaOptions
+from linkcheck.bench.nccl import NcclOptions, size_max_bytes
+from linkcheck.bench.plan import RdmaOptions, bench_paths
 from linkcheck.bench.runner import Progress, inspected_tools, run_traffic
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
@@ -18,7 +18,7 @@ from linkcheck.bundle.save_dir import default_save_dir
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.config import Config
 from linkcheck.diagnose.rule import Rule
-from linkcheck.errors import UnreachableError
+from linkcheck.errors import LinkcheckError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts, with_traffic
 from linkcheck.facts.snapshot_model import Baseline
@@ -85,6 +85,8 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
         return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
     captures: list[Capture] = []
     reps = request.repetitions if request.rdma is not None else 1
+    if progress is not None:
+        _say_plan(progress, link, request)
     tools = inspected_tools(bundle.captures, list(transports))
     for n in range(1, reps + 1):  # the first error or Ctrl-C ends the repetitions
         result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if n == reps else None,
@@ -95,6 +97,17 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
     error = f"repetition {n} of {reps}: {result.error}" if reps > 1 and result.error else result.error
     errors = {**bundle.collection_errors, **({"bench": error} if error else {})}
     return replace(bundle, captures=[*bundle.captures, *captures], collection_errors=errors), result.interrupted
+
+
+def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> None:
+    """The plan's shape as the inspection found it (paths, NCCL size under the memory cap); a link the traffic
+    test refuses says nothing here: the test itself says why."""
+    try:
+        paths = len(bench_paths(link))
+        nccl = size_max_bytes(link, request.nccl.max_bytes) if request.nccl is not None else None
+    except LinkcheckError:
+        return
+    progress.plan_known(paths, nccl)
 
 
 def _repetition(captures: list[Capture], n: int) -> list[Capture]:

@@ -40,6 +40,9 @@ from linkcheck.transport.base import Transport
 class Progress:
     """What the runner reports while it works; the console shows it live, other outputs ignore it."""
 
+    def plan_known(self, paths: int, nccl_max_bytes: int | None) -> None:
+        """Once the inspection is in: the data paths to test and the NCCL sweep's size after the memory cap."""
+
     def round_started(self, rnd: Round) -> None: ...
 
     def live_rate(self, rnd: Round, path_key: str, gbps: float) -> None: ...

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -11,17 +13,21 @@ from linkcheck.bench.runner import Progress
 from linkcheck.model import Capture
 from linkcheck.report.console import as_text
 
+Plan = Callable[[int, "int | None"], str]  # (paths, NCCL bytes) -> the plan line
+
 
 class ConsoleProgress(Progress):
     """A small live table: one row per path of the running round, with the rate read from the counters."""
 
     @classmethod
-    def on_stderr(cls) -> ConsoleProgress:
+    def on_stderr(cls, plan: Plan | None = None, said: str = "") -> ConsoleProgress:
         """The display on standard error, so that the report on standard output stays clean."""
-        return cls(Console(stderr=True))
+        return cls(Console(stderr=True), plan, said)
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, plan: Plan | None = None, said: str = "") -> None:
+        """`plan` turns the inspection's paths and NCCL size into a plan line; `said` is the line said before."""
         self.console = console
+        self.plan, self.said = plan, said
         self.live: Live | None = None
         self.rates: dict[str, float] = {}
         self.round: Round | None = None
@@ -35,6 +41,11 @@ class ConsoleProgress(Progress):
             rate = self.rates.get(path.key)
             table.add_row(as_text(path.key), f"{rate:7.2f} Gb/s" if rate is not None else "starting")
         return table
+
+    def plan_known(self, paths: int, nccl_max_bytes: int | None) -> None:
+        line = self.plan(paths, nccl_max_bytes) if self.plan is not None else ""
+        if line and line != self.said:
+            self.console.print(as_text(f"{line}, after the inspection"), highlight=False)
 
     def round_started(self, rnd: Round) -> None:
         self.round, self.rates = rnd, {}

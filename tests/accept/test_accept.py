@@ -358,14 +358,25 @@ def test_reports_without_acceptance_have_none() -> None:
 
 
 def test_planned_wall_time_follows_rounds_durations_and_repetitions() -> None:
-    from linkcheck.accept.budget import ROUND_OVERHEAD_S, nccl_seconds, plan_line, planned_seconds, rdma_rounds
+    from linkcheck.accept.budget import (
+        HANDOVER_OVERHEAD_S,
+        ROUND_OVERHEAD_S,
+        nccl_seconds,
+        plan_line,
+        planned_seconds,
+        rdma_rounds,
+    )
 
     assert rdma_rounds(2) == 6 and rdma_rounds(1) == 2  # each path alone, both at once, per direction
     inspection = planned_seconds()
     once = planned_seconds(duration_s=10) - inspection
-    assert once == pytest.approx(6 * (10 + ROUND_OVERHEAD_S))
+    # the first round starts from nothing; each later one is handed over during the one before (-D 10: margin 2 s)
+    assert once == pytest.approx(6 * 10 + ROUND_OVERHEAD_S + 5 * HANDOVER_OVERHEAD_S)
     assert planned_seconds(duration_s=10, repetitions=3) - inspection == pytest.approx(3 * once)
-    assert planned_seconds(paths=1, duration_s=10) - inspection == pytest.approx(once / 3)
+    assert planned_seconds(paths=1, duration_s=10) - inspection == pytest.approx(2 * 10 + ROUND_OVERHEAD_S
+                                                                                 + HANDOVER_OVERHEAD_S)
+    # -D 2 leaves no margin (2 // 4 == 0): no hand-over, every round pays its own start
+    assert planned_seconds(duration_s=2) - inspection == pytest.approx(6 * (2 + ROUND_OVERHEAD_S))
     assert nccl_seconds(1 << 34) > nccl_seconds(1 << 30) > 0
     line = plan_line("accept", duration_s=10, repetitions=3, nccl_max_bytes=1 << 34)
     assert line.startswith("linkcheck accept: planned wall time ~")

@@ -40,3 +40,21 @@ def test_a_round_that_failed_or_was_ended_says_stopped() -> None:
     assert ": stopped" in _line([_run("a", "client", 1), _run("b", "server", 1)])
     assert ": stopped" in _line([_run("a", "client", None, "ended by linkcheck: Ctrl-C"), _run("b", "server", 0)])
     assert ": stopped" in _line([])  # nothing ran (a server that never listened is recorded elsewhere)
+
+
+def test_the_plan_is_said_again_after_the_inspection_only_when_the_nodes_changed_it() -> None:
+    from linkcheck.accept.budget import plan_line
+
+    def plan(paths: int, nccl: int | None) -> str:
+        return plan_line("accept", paths=paths, duration_s=10, repetitions=3, nccl_max_bytes=nccl or 1 << 34)
+
+    said = plan(2, None)
+    out = io.StringIO()
+    progress = ConsoleProgress(Console(file=out, width=400, force_terminal=False), plan, said)
+    progress.plan_known(2, 1 << 34)  # as planned: nothing more to say
+    assert out.getvalue() == ""
+    progress.plan_known(2, 1 << 31)  # the nodes' free memory caps the NCCL sweep at 2 GiB
+    line = out.getvalue().strip()
+    assert line.startswith("linkcheck accept: planned wall time ~") and line.endswith(", after the inspection")
+    assert "all_gather_perf up to 2 GiB" in line and line != said
+    ConsoleProgress(Console(file=io.StringIO())).plan_known(1, None)  # without a plan it says nothing, fails nothing

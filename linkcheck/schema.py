@@ -88,6 +88,21 @@ def yaml_line(data: Any, problem: Problem) -> int | None:
     return best
 
 
+def line_at(data: Any, steps: tuple[str | int, ...], key: str | None = None) -> int | None:
+    """The line of what a check after decoding is about, by the YAML loader's marks: `key` in the mapping at
+    `steps` (the mapping's own line when it has no such key); else the value at `steps` if it is a mapping, its
+    key's line in its mapping, or the line of the nearest mapping above it."""
+    walk: Any = data
+    best = line_of(data)
+    for step in steps:
+        try:
+            parent, walk = walk, walk[step]
+        except (KeyError, IndexError, TypeError):
+            return best
+        best = line_of(walk) or (line_of(parent, step) if isinstance(step, str) else None) or best
+    return line_of(walk, key) or best if key is not None else line_of(walk) or best
+
+
 def shown(value: Any) -> str:
     """A value as a message shows it: short, one line."""
     text = repr(value)

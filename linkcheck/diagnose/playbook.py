@@ -38,7 +38,7 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 QUOTED_PLACEHOLDER_RE = re.compile(r"""(['"])\{[A-Za-z_][\w.]*\}\1""")
 
 Text = Annotated[str, msgspec.Meta(pattern=r"\S")]  # a text with something in it
-Steps = tuple[str | int, ...]
+Steps = schema.Steps
 
 
 # -- the file's shape ------------------------------------------------------------------------------------------------
@@ -150,19 +150,10 @@ def _reason(problem: schema.Problem, value: Any) -> str:
     return schema.describe(problem, value, _allowed)
 
 
-# -- what the schema cannot say --------------------------------------------------------------------------------------
+# -- what the schema cannot say -------------------------------------------------------------------------------------
 
-class _File(msgspec.Struct, frozen=True):
-    """The file being read and its YAML as loaded (with the loader's line marks)."""
-
-    path: str
-    data: Any
-
-    def refuse(self, reason: str, steps: Steps, key: str | None = None) -> PlaybookError:
-        return PlaybookError(self.path, reason, line=schema.line_at(self.data, steps, key))
-
-
-def _condition(file: _File, cond: _Condition, at: Steps, scope: str, thresholds: Mapping[str, Any]) -> Condition:
+def _condition(file: schema.YamlFile, cond: _Condition, at: Steps, scope: str,
+               thresholds: Mapping[str, Any]) -> Condition:
     keys = cond.present()
     if not keys:
         raise file.refuse("a condition must be a mapping such as {fact: mtu, lt: 9000}", at)
@@ -182,7 +173,7 @@ def _condition(file: _File, cond: _Condition, at: Steps, scope: str, thresholds:
     return _comparison(file, cond, ops[0], at, scope, thresholds)
 
 
-def _differs(file: _File, value: Any, at: Steps, scope: str) -> Condition:
+def _differs(file: schema.YamlFile, value: Any, at: Steps, scope: str) -> Condition:
     if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
         raise file.refuse("'differs' takes a list of two fact paths", at, "differs")
     for fact in value:
@@ -190,7 +181,7 @@ def _differs(file: _File, value: Any, at: Steps, scope: str) -> Condition:
     return Condition("differs", value=tuple(value))
 
 
-def _comparison(file: _File, cond: _Condition, op: str, at: Steps, scope: str,
+def _comparison(file: schema.YamlFile, cond: _Condition, op: str, at: Steps, scope: str,
                 thresholds: Mapping[str, Any]) -> Condition:
     value = cond.operand(op)
     if not isinstance(cond.fact, str):
@@ -207,12 +198,12 @@ def _comparison(file: _File, cond: _Condition, op: str, at: Steps, scope: str,
     return Condition(op, fact=cond.fact, value=value)
 
 
-def _known_fact(file: _File, fact: str, scope: str, at: Steps) -> None:
+def _known_fact(file: schema.YamlFile, fact: str, scope: str, at: Steps) -> None:
     if not is_known_fact(scope, fact):
         raise file.refuse(f"unknown fact path '{fact}' for scope '{scope}'", at)
 
 
-def _placeholders(file: _File, at: Steps, allowed: set[str], texts: dict[str, list[str]]) -> None:
+def _placeholders(file: schema.YamlFile, at: Steps, allowed: set[str], texts: dict[str, list[str]]) -> None:
     """Every {placeholder} of the message and fix is one the rule fills; none in a fix line is quoted."""
     for key, items in texts.items():
         for text in items:
@@ -225,7 +216,7 @@ def _placeholders(file: _File, at: Steps, allowed: set[str], texts: dict[str, li
                                   "value itself (with shlex.quote), so write it bare", at, key)
 
 
-def _scope_and_placeholders(file: _File, doc: _Rule, at: Steps) -> tuple[str, set[str]]:
+def _scope_and_placeholders(file: schema.YamlFile, doc: _Rule, at: Steps) -> tuple[str, set[str]]:
     """The rule's scope (a named check's defaults to the pair), and the placeholder names its texts may use."""
     scope = doc.scope or ("pair" if doc.check is not None else None)
     if scope is None:
@@ -243,7 +234,7 @@ def _scope_and_placeholders(file: _File, doc: _Rule, at: Steps) -> tuple[str, se
     return scope, set(CHECKS[doc.check].placeholders) | common
 
 
-def _header(file: _File, doc: _Rule, at: Steps) -> None:
+def _header(file: schema.YamlFile, doc: _Rule, at: Steps) -> None:
     """The id, the fact groups and the threshold sources name what exists."""
     if not ID_RE.match(doc.id.strip()):
         raise file.refuse(f"rule id '{doc.id.strip()}' must be UPPER_SNAKE", at, "id")
@@ -260,7 +251,7 @@ def _header(file: _File, doc: _Rule, at: Steps) -> None:
                           "unknown")
 
 
-def _rule(file: _File, doc: _Rule, index: int) -> Rule:
+def _rule(file: schema.YamlFile, doc: _Rule, index: int) -> Rule:
     at: Steps = ("rules", index)
     _header(file, doc, at)
     scope, allowed = _scope_and_placeholders(file, doc, at)
@@ -280,21 +271,16 @@ def _rule(file: _File, doc: _Rule, index: int) -> Rule:
     )
 
 
-def _decode(file: _File) -> _Playbook:
+def _decode(file: schema.YamlFile) -> _Playbook:
     """The file as the model, or one PlaybookError at file:line saying what is wrong and what is allowed."""
     if not isinstance(file.data, dict):
         raise PlaybookError(file.path, "a playbook must be a mapping with 'playbook' and 'rules'", line=1)
-    try:
-        return msgspec.convert(file.data, _Playbook)
-    except msgspec.ValidationError as exc:
-        problem = schema.locate(exc)
-        value, _, _ = schema.value_at(file.data, problem.steps)
-        raise PlaybookError(file.path, _reason(problem, value), line=schema.yaml_line(file.data, problem)) from None
+    return file.decode(_Playbook, wording=_reason)
 
 
 def parse_playbook(text: str, path: str) -> list[Rule]:
     """Read one playbook file's text; PlaybookError names path:line on the first problem."""
-    file = _File(path, parse_yaml_text(text, path, PlaybookError))
+    file = schema.YamlFile(path, parse_yaml_text(text, path, PlaybookError), PlaybookError)
     return [_rule(file, doc, i) for i, doc in enumerate(_decode(file).rules)]
 
 

@@ -148,6 +148,7 @@ def shown(value: Any) -> str:
 
 
 _GOT = re.compile(r"^Expected (?P<expected>.*?)(?:, got `(?P<got>[^`]*)`)?$", re.S)
+_ENUM = re.compile(r"^Invalid enum value (.*)$", re.S)
 UNSEEN: Any = object()  # the value is not at hand (a JSON file): msgspec's words say what it was
 
 
@@ -165,6 +166,9 @@ def describe(problem: Problem, value: Any = UNSEEN,
         return f"'{field}' is missing (expected: {allowed(field) or 'it is required'})"
     words = _GOT.match(problem.what)
     expected = allowed(where) or (words.group("expected") if words else problem.what).replace("`", "")
+    enum = _ENUM.match(problem.what)
+    if value is UNSEEN and enum:
+        return f"'{where or 'the document'}' is {enum.group(1)} (expected: {expected})"
     if value is UNSEEN:
         got = f"a JSON {words.group('got')}" if words and words.group("got") else \
             "out of range" if words or "out of range" in problem.what else problem.what

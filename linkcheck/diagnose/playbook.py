@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -23,8 +23,8 @@ from msgspec.structs import replace
 from linkcheck import schema
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
-from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
-from linkcheck.diagnose.rule import Condition, Rule
+from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, fact_kind, override_problem
+from linkcheck.diagnose.rule import Choice, Condition, EvidenceSpec, Explanation, Grade, Rule
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Severity
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
@@ -75,12 +75,34 @@ class _Condition(msgspec.Struct, forbid_unknown_fields=True):
 _CONDITION_KEYS = tuple("in" if name == "in_" else name for name in _Condition.__struct_fields__)
 
 
+class _Choice(msgspec.Struct, forbid_unknown_fields=True):
+    text: str
+    when: _Condition | UnsetType = UNSET
+
+
+class _Grade(msgspec.Struct, forbid_unknown_fields=True):
+    when: _Condition
+    severity: Severity
+
+
+class _Evidence(msgspec.Struct, forbid_unknown_fields=True):
+    fact: str | UnsetType = UNSET
+    each: str | UnsetType = UNSET
+    name: str | None = None
+    source: str | None = None
+
+
+class _Explanation(msgspec.Struct, forbid_unknown_fields=True):
+    rule: str
+    same_subject: bool = False
+
+
 class _Rule(msgspec.Struct, forbid_unknown_fields=True):
     id: Text
     title: Text
     severity: Severity
     message: Text
-    scope: Literal["function", "path", "node", "nccl", "pair"] | None = None
+    scope: str | None = None
     check: Text | None = None
     when: _Condition | UnsetType = UNSET
     where: _Condition | UnsetType = UNSET
@@ -92,6 +114,11 @@ class _Rule(msgspec.Struct, forbid_unknown_fields=True):
     references: list[str] = []
     required: bool = True
     unknown: Text | None = None
+    subject: Text | None = None
+    values: dict[str, str | list[_Choice]] = {}
+    grades: list[_Grade] = []
+    evidence: list[_Evidence] = []
+    explained_by: list[str | _Explanation] = []
 
 
 class _Playbook(msgspec.Struct, forbid_unknown_fields=True):
@@ -110,6 +137,12 @@ _ALLOWED = {
     "rules[].fix[]": "a text", "rules[].references": _TEXTS, "rules[].references[]": "a text",
     "rules[].required": "true or false", "rules[].thresholds": "a mapping of name: value",
     "rules[].threshold_sources": "a mapping of threshold names to a non-empty text",
+    "rules[].subject": _TEXT, "rules[].values": "a mapping of names to a text or a list of {when, text}",
+    "rules[].grades": "a list of {when, severity}", "rules[].grades[]": "{when: CONDITION, severity: info|warning}",
+    "rules[].grades[].severity": "info, warning or error",
+    "rules[].evidence": "a list of {fact or each, name, source}", "rules[].evidence[]": "{fact or each, name, source}",
+    "rules[].explained_by": "a list of rule ids or {rule: ID, same_subject: true}",
+    "rules[].explained_by[]": "a rule id, or {rule: ID, same_subject: true}",
     "playbook": "the playbook's name", "description": "a text",
 }
 
@@ -203,12 +236,13 @@ def _known_fact(file: schema.YamlFile, fact: str, scope: str, at: Steps) -> None
         raise file.refuse(f"unknown fact path '{fact}' for scope '{scope}'", at)
 
 
-def _placeholders(file: schema.YamlFile, at: Steps, allowed: set[str], texts: dict[str, list[str]]) -> None:
-    """Every {placeholder} of the message and fix is one the rule fills; none in a fix line is quoted."""
+def _placeholders(file: schema.YamlFile, at: Steps, allowed: Callable[[str], bool],
+                  texts: dict[str, list[str]]) -> None:
+    """Every {placeholder} of these texts is one the rule fills; none in a fix line is quoted."""
     for key, items in texts.items():
         for text in items:
             for name in PLACEHOLDER_RE.findall(text):
-                if name not in allowed:
+                if not allowed(name):
                     raise file.refuse(f"unknown placeholder {{{name}}} in '{key}'", at, key)
             quoted = QUOTED_PLACEHOLDER_RE.search(text) if key == "fix" else None
             if quoted is not None:
@@ -216,22 +250,26 @@ def _placeholders(file: schema.YamlFile, at: Steps, allowed: set[str], texts: di
                                   "value itself (with shlex.quote), so write it bare", at, key)
 
 
-def _scope_and_placeholders(file: schema.YamlFile, doc: _Rule, at: Steps) -> tuple[str, set[str]]:
-    """The rule's scope (a named check's defaults to the pair), and the placeholder names its texts may use."""
+def _scope_and_placeholders(file: schema.YamlFile, doc: _Rule, at: Steps) -> tuple[str, Callable[[str], bool]]:
+    """The rule's scope (a named check's defaults to the pair), and which placeholder names its message and fix may
+    use: a named check's values, or the scope's facts and the rule's computed values; the thresholds and the
+    subject either way."""
     scope = doc.scope or ("pair" if doc.check is not None else None)
-    if scope is None:
+    if scope not in SCOPES:
         raise file.refuse(f"scope must be one of {', '.join(SCOPES)}", at, "scope")
     if (doc.check is None) == isinstance(doc.when, UnsetType):
         raise file.refuse("a rule needs exactly one of 'when' (a condition) or 'check' (a named check)", at)
     common = {f"thresholds.{k}" for k in doc.thresholds} | {"subject"}
     if doc.check is None:
-        return scope, set(placeholders_for_scope(scope)) | common
+        names = set(placeholders_for_scope(scope)) | common | set(doc.values)
+        return scope, lambda name: name in names or is_known_fact(scope, name)
     if doc.check not in CHECKS:
         raise file.refuse(f"unknown check '{doc.check}' (known: {', '.join(sorted(CHECKS))})", at, "check")
     missing = sorted(CHECKS[doc.check].thresholds - set(doc.thresholds))
     if missing:
         raise file.refuse(f"check '{doc.check}' needs threshold '{missing[0]}'", at, "thresholds")
-    return scope, set(CHECKS[doc.check].placeholders) | common
+    names = set(CHECKS[doc.check].placeholders) | common
+    return scope, names.__contains__
 
 
 def _header(file: schema.YamlFile, doc: _Rule, at: Steps) -> None:
@@ -249,6 +287,57 @@ def _header(file: schema.YamlFile, doc: _Rule, at: Steps) -> None:
     if doc.unknown is not None and isinstance(doc.when, UnsetType):
         raise file.refuse("'unknown' is the skip reason of a 'when' rule; a named check states its own", at,
                           "unknown")
+    for key in ("subject", "values", "grades", "evidence"):
+        if isinstance(doc.when, UnsetType) and getattr(doc, key):
+            raise file.refuse(f"'{key}' belongs to a 'when' rule; a named check states its own", at, key)
+    for cause in doc.explained_by:
+        name = cause if isinstance(cause, str) else cause.rule
+        if not ID_RE.match(name) or name == doc.id.strip():
+            raise file.refuse(f"explained_by names '{name}', which is no other rule's id", (*at, "explained_by"))
+
+
+def _language(file: schema.YamlFile, doc: _Rule, at: Steps, scope: str,
+              allowed: Callable[[str], bool]) -> dict[str, Any]:
+    """A `when` rule's computed values, grades, evidence, subject and skip reason, their conditions and placeholders
+    checked like the rule's own."""
+
+    def condition(cond: _Condition, steps: Steps) -> Condition:
+        return _condition(file, cond, steps, scope, doc.thresholds)
+
+    values: dict[str, tuple[Choice, ...]] = {}
+    for name, raw in doc.values.items():
+        where: Steps = (*at, "values")
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or is_known_fact(scope, name) or name.startswith("thresholds"):
+            raise file.refuse(f"value '{name}' must be a name of its own (letters, digits, _), not a fact's", where,
+                              name)
+        choices = [_Choice(raw)] if isinstance(raw, str) else raw
+
+        def known(n: str, earlier: frozenset[str] = frozenset(values)) -> bool:  # facts, thresholds, earlier values
+            return (allowed(n) and n not in doc.values) or n in earlier
+
+        _placeholders(file, where, known, {f"values.{name}": [c.text for c in choices]})
+        values[name] = tuple(Choice(c.text, None if isinstance(c.when, UnsetType) else
+                                    condition(c.when, (*where, name, i, "when"))) for i, c in enumerate(choices))
+    grades = tuple(Grade(condition(g.when, (*at, "grades", i, "when")), g.severity) for i, g in enumerate(doc.grades))
+    evidence = []
+    for i, spec in enumerate(doc.evidence):
+        where = (*at, "evidence", i)
+        if isinstance(spec.fact, UnsetType) == isinstance(spec.each, UnsetType):
+            raise file.refuse("an evidence line takes exactly one of 'fact' (a value) or 'each' (a mapping: one line "
+                              "per entry)", where)
+        fact = spec.each if not isinstance(spec.each, UnsetType) else str(spec.fact)
+        _known_fact(file, fact, scope, where)
+        if not isinstance(spec.each, UnsetType) and fact_kind(scope, fact) != "other":
+            raise file.refuse(f"'each' takes a fact that holds a mapping, and '{fact}' is {fact_kind(scope, fact)}",
+                              where, "each")
+        def named(n: str, each: bool = not isinstance(spec.each, UnsetType)) -> bool:  # and {entry} with each
+            return allowed(n) or (n == "entry" and each)
+
+        _placeholders(file, where, named, {"name": [spec.name or ""], "source": [spec.source or ""]})
+        evidence.append(EvidenceSpec(fact, spec.name or "", spec.source or "", not isinstance(spec.each, UnsetType)))
+    _placeholders(file, at, allowed, {"unknown": [doc.unknown or ""], "subject": [doc.subject or ""]})
+    return {"values": values, "grades": grades, "evidence": tuple(evidence), "subject": (doc.subject or "").strip(),
+            "unknown": (doc.unknown or "").strip()}
 
 
 def _rule(file: schema.YamlFile, doc: _Rule, index: int) -> Rule:
@@ -267,7 +356,9 @@ def _rule(file: schema.YamlFile, doc: _Rule, index: int) -> Rule:
         fix=tuple(doc.fix), references=tuple(doc.references), required=doc.required,
         source=f"{file.path}:{line_of(schema.value_at(file.data, at)[0]) or '?'}",
         threshold_sources={k: v.strip() for k, v in doc.threshold_sources.items()},
-        unknown=(doc.unknown or "").strip(),
+        explained_by=tuple(Explanation(c) if isinstance(c, str) else Explanation(c.rule, c.same_subject)
+                           for c in doc.explained_by),
+        **_language(file, doc, at, scope, allowed),
     )
 
 
@@ -303,6 +394,11 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
                                     line=_source_line(rule))
             seen[rule.id] = rule.source
             rules.append(rule)
+    for rule in rules:
+        unknown = [c.rule for c in rule.explained_by if c.rule not in seen]
+        if unknown:
+            raise PlaybookError(rule.source.rsplit(":", 1)[0], f"rule {rule.id}: explained_by names no rule "
+                                f"{unknown[0]} (`linkcheck playbooks list` names the rules)", line=_source_line(rule))
     return rules
 
 
@@ -335,7 +431,7 @@ def _check_override(rule: Rule, values: dict[str, Any], source: str) -> None:
         if problem:
             raise PlaybookError(source, f"threshold {rule.id}.{name} {problem}", line=line_of(values, name))
     try:
-        check_conditions((rule.when, rule.where), rule.scope, {**rule.thresholds, **values})
+        check_conditions(rule.conditions(), rule.scope, {**rule.thresholds, **values})
     except OperandError as exc:
         raise PlaybookError(source, f"threshold override for {rule.id}: {exc}", line=line_of(values)) from None
 

@@ -167,12 +167,54 @@ def verdict_of(findings: list[Finding], collection_failed: bool) -> Verdict:
     return Verdict.WARN if Status.WARN in statuses else Verdict.PASS
 
 
+def _about(effect: str, cause: str) -> bool:
+    """The cause's subject is the effect's, or one the effect's subject starts with (`nccl` for `nccl all_gather
+    busbw`, a path for `PATH alone a->b`)."""
+    return effect == cause or effect.startswith(cause + " ")
+
+
+def _cause(finding: Finding, rule: Rule, firing: list[Finding]) -> Finding | None:
+    """The first finding that the rule's `explained_by` names for this one: per named rule in order, a firing
+    finding of it on the same subject, else (unless the rule asks for the same subject) its first firing finding."""
+    for explanation in rule.explained_by:
+        candidates = [c for c in firing if c.rule_id == explanation.rule and c is not finding]
+        same = [c for c in candidates if _about(finding.subject, c.subject)]
+        if same or (candidates and not explanation.same_subject):
+            return (same or candidates)[0]
+    return None
+
+
+def explain(findings: list[Finding], rules: list[Rule]) -> list[Finding]:
+    """The findings, each warning or failure that a firing finding of a rule in its rule's `explained_by` explains
+    marked `explained_by` that finding's id; never in a circle (a finding is not marked by one it explains)."""
+    by_id = {r.id: r for r in rules}
+    firing = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
+    causes: dict[str, str] = {}
+    out = []
+    for finding in findings:
+        rule = by_id.get(finding.rule_id)
+        cause = _cause(finding, rule, firing) if rule is not None and finding.status in (Status.WARN, Status.FAIL) \
+            else None
+        chain, seen = cause.finding_id if cause is not None else None, {finding.finding_id}
+        while chain is not None and chain not in seen:
+            seen.add(chain)
+            chain = causes.get(chain)
+        if cause is None or chain is not None:  # no cause, or one that leads back to this finding
+            out.append(finding)
+            continue
+        causes[finding.finding_id] = cause.finding_id
+        out.append(msgspec.structs.replace(finding, explained_by=cause.finding_id))
+    return out
+
+
 def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str, str] | None = None) -> Diagnosis:
-    """Evaluate every rule; a rule that crashes on odd facts is a bug, so it is not swallowed here."""
+    """Evaluate every rule, then mark what the rules say explains what; a rule that crashes on odd facts is a bug,
+    so it is not swallowed here."""
     findings: list[Finding] = []
     bench_error = (collection_errors or {}).get("bench")
     for rule in rules:
         findings.extend(run_rule(rule, link, bench_error))
+    findings = explain(findings, rules)
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
                    if f.status is Status.PASS and f.message != PASS_MESSAGE)

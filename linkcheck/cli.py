@@ -534,7 +534,7 @@ def parse(
 @playbooks_app.command("list")
 def playbooks_list(playbook: PlaybookOpt = None) -> None:
     """List every rule: id, severity, scope, title, source file."""
-    _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<9} {rule.title}  [{rule.source}]"
+    _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<12} {rule.title}  [{rule.source}]"
                    for rule in load_playbooks(playbook)))
 
 

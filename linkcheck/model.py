@@ -91,10 +91,17 @@ class Finding(msgspec.Struct, frozen=True):
     required: bool = True
     skip_reason: str | None = None
     extra: Mapping[str, Any] = {}  # a shared default: read-only
+    explained_by: str | None = None  # the finding id of the finding that explains this one (the rules declare which)
+
+    @property
+    def finding_id(self) -> str:
+        """`RULE_ID:subject`, what `explained_by` names."""
+        return f"{self.rule_id}:{self.subject}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.rule_id,
+            "finding_id": self.finding_id,
             "status": self.status.value,
             "severity": self.severity.value,
             "subject": self.subject,
@@ -105,4 +112,5 @@ class Finding(msgspec.Struct, frozen=True):
             "mechanism": self.mechanism,
             "references": list(self.references),
             "skip_reason": self.skip_reason,
+            "explained_by": self.explained_by,
         }

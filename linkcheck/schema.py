@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+from msgspec.structs import replace
 
+from linkcheck.errors import InputFileError
 from linkcheck.yamlfile import line_of
 
-_MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at (?:`key` in )?`\$(?P<path>[^`]*)`)?$", re.S)
+_MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.S)
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>.*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<key>.*)`$", re.S)
@@ -29,18 +31,20 @@ class Problem(msgspec.Struct, frozen=True):
     what: str  # msgspec's words, `- at ...` left off
     unknown: str | None = None  # the key that no field of the model has
     missing: str | None = None  # the required key that is absent
+    key: bool = False  # msgspec refused a key itself (`- at `key` in ...`: a key that is not text), not its value
 
 
 def locate(exc: msgspec.ValidationError) -> Problem:
     match = _MESSAGE.match(str(exc))
     what, path = (match.group("what"), match.group("path") or "") if match else (str(exc), "")
+    is_key = bool(match and match.group("key"))
     steps: list[str | int] = []
     for key, index in _STEP.findall(path):
         if index == "...":  # a mapping's value whose key msgspec does not name: stop at the mapping
             break
         steps.append(int(index) if index else key)
     unknown, missing = _UNKNOWN.match(what), _MISSING.match(what)
-    return Problem(tuple(steps), what, unknown and unknown.group("key"), missing and missing.group("key"))
+    return Problem(tuple(steps), what, unknown and unknown.group("key"), missing and missing.group("key"), is_key)
 
 
 def dotted(steps: tuple[str | int, ...]) -> str:
@@ -88,6 +92,55 @@ def yaml_line(data: Any, problem: Problem) -> int | None:
     return best
 
 
+def line_at(data: Any, steps: tuple[str | int, ...], key: str | None = None) -> int | None:
+    """The line of what a check after decoding is about, by the YAML loader's marks: `key` in the mapping at
+    `steps` (the mapping's own line when it has no such key); else the value at `steps` if it is a mapping, its
+    key's line in its mapping, or the line of the nearest mapping above it."""
+    walk: Any = data
+    best = line_of(data)
+    for step in steps:
+        try:
+            parent, walk = walk, walk[step]
+        except (KeyError, IndexError, TypeError):
+            return best
+        best = line_of(walk) or (line_of(parent, step) if isinstance(step, str) else None) or best
+    return line_of(walk, key) or best if key is not None else line_of(walk) or best
+
+
+_M = TypeVar("_M")
+Steps = tuple[str | int, ...]
+# How a file words a refusal: the problem (its steps from the document's top) and the value it is about.
+Wording = Callable[[Problem, Any], str]
+
+
+class YamlFile(msgspec.Struct, frozen=True):
+    """A YAML file as the line-marking loader read it, and the error it raises: a section decodes into its model
+    (`decode`), and a check after decoding refuses at the line of what it is about (`refuse`)."""
+
+    path: str
+    data: Any
+    error: type[InputFileError]
+
+    def line(self, steps: Steps, key: str | None = None) -> int | None:
+        return line_at(self.data, steps, key)
+
+    def refuse(self, reason: str, steps: Steps = (), key: str | None = None) -> InputFileError:
+        return self.error(self.path, reason, line=self.line(steps, key))
+
+    def decode(self, model: type[_M], steps: Steps = (), wording: Wording | None = None) -> _M:
+        """The value at `steps` as `model`; a msgspec refusal becomes one error at file:line, in `wording`'s words
+        (`describe`'s by default)."""
+        value, _, _ = value_at(self.data, steps)
+        try:
+            return msgspec.convert(value, model)
+        except msgspec.ValidationError as exc:
+            problem = locate(exc)
+            problem = replace(problem, steps=steps + problem.steps)
+            found, _, _ = value_at(self.data, problem.steps)
+            reason = wording(problem, found) if wording is not None else describe(problem, found)
+            raise self.error(self.path, reason, line=yaml_line(self.data, problem)) from None
+
+
 def shown(value: Any) -> str:
     """A value as a message shows it: short, one line."""
     text = repr(value)
@@ -95,6 +148,7 @@ def shown(value: Any) -> str:
 
 
 _GOT = re.compile(r"^Expected (?P<expected>.*?)(?:, got `(?P<got>[^`]*)`)?$", re.S)
+_ENUM = re.compile(r"^Invalid enum value (.*)$", re.S)
 UNSEEN: Any = object()  # the value is not at hand (a JSON file): msgspec's words say what it was
 
 
@@ -112,6 +166,9 @@ def describe(problem: Problem, value: Any = UNSEEN,
         return f"'{field}' is missing (expected: {allowed(field) or 'it is required'})"
     words = _GOT.match(problem.what)
     expected = allowed(where) or (words.group("expected") if words else problem.what).replace("`", "")
+    enum = _ENUM.match(problem.what)
+    if value is UNSEEN and enum:
+        return f"'{where or 'the document'}' is {enum.group(1)} (expected: {expected})"
     if value is UNSEEN:
         got = f"a JSON {words.group('got')}" if words and words.group("got") else \
             "out of range" if words or "out of range" in problem.what else problem.what

@@ -30,17 +30,18 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck import schema
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import InputFileError, UsageError
-from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
+from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -154,32 +155,16 @@ _TEST_RANGES = {"repetitions": (1, 100), "duration_s": (1, 3600), "size_bytes": 
 
 
 _M = TypeVar("_M", bound=msgspec.Struct)
+Steps = schema.Steps
 
 
-class _Ctx:
-    def __init__(self, path: str, rules: Sequence[Rule]) -> None:
-        self.path = path
-        self.rules = {r.id: r for r in rules}
-
-    def fail(self, reason: str, node: Any = None, key: str | None = None) -> ProfileError:
-        return ProfileError(self.path, reason, line=line_of(node, key))
-
-
-# The profile's shape as msgspec models: unknown keys are refused by msgspec (forbid_unknown_fields) and mapped to
-# file:line here; what each value may be (ranges, units, the bands of a check) is checked after conversion.
-class _ProfileDoc(msgspec.Struct, forbid_unknown_fields=True):
-    profile: Any = None
-    version: Any = None
-    description: Any = ""
-    test: Any = msgspec.UNSET
-    checks: Any = None
-    require: Any = msgspec.field(default_factory=list)
-
-
+# The profile's shape as msgspec models, decoded through linkcheck/schema.py: unknown keys are refused by msgspec
+# (forbid_unknown_fields) and told at file:line; what each value may be (ranges, units, the bands of a check) is
+# checked after decoding, each refusal at the line of what it is about.
 class _TestDoc(msgspec.Struct, forbid_unknown_fields=True):
     repetitions: int | msgspec.UnsetType = msgspec.UNSET
-    rdma: Any = msgspec.UNSET
-    nccl: Any = msgspec.UNSET
+    rdma: _RdmaDoc | msgspec.UnsetType = msgspec.UNSET
+    nccl: _NcclDoc | msgspec.UnsetType = msgspec.UNSET
 
 
 class _RdmaDoc(msgspec.Struct, forbid_unknown_fields=True):
@@ -192,6 +177,15 @@ class _NcclDoc(msgspec.Struct, forbid_unknown_fields=True):
     max_bytes: int | msgspec.UnsetType = msgspec.UNSET
 
 
+class _ProfileDoc(msgspec.Struct, forbid_unknown_fields=True):
+    profile: Any = None
+    version: Any = None
+    description: Any = ""
+    test: _TestDoc | msgspec.UnsetType = msgspec.UNSET
+    checks: Any = None
+    require: Any = msgspec.field(default_factory=list)
+
+
 class _BandDoc(msgspec.Struct, forbid_unknown_fields=True):
     value: Any = msgspec.UNSET
     unit: Any = msgspec.UNSET
@@ -199,148 +193,153 @@ class _BandDoc(msgspec.Struct, forbid_unknown_fields=True):
     threshold: Any = msgspec.UNSET
 
 
-_UNKNOWN_FIELD = re.compile(r"unknown field `(.*)`")
-_AT = re.compile(r" - at `\$\.([A-Za-z_]\w*)`$")
+def _section(steps: Steps) -> str:
+    """How a refusal names the part of the profile it is about."""
+    if not steps:
+        return "a profile"
+    if steps[0] == "checks" and len(steps) >= 3:
+        return f"'{steps[1]}.{steps[2]}'"
+    return "'" + ".".join(str(s) for s in steps) + "'"
 
 
-def _model(ctx: _Ctx, raw: Any, cls: type[_M], where: str, parent: Any = None, key: str | None = None) -> _M:
-    """`raw` as the model `cls`; a msgspec error becomes one line naming file:line and what is allowed."""
-    if not isinstance(raw, dict):
-        raise ctx.fail(f"{where} must be a mapping", parent, key)
-    allowed = ", ".join(sorted(cls.__struct_fields__))
-    odd = [k for k in raw if not isinstance(k, str)]
-    if odd:  # a YAML key such as `1:` is no field name
-        raise ctx.fail(f"unknown key '{odd[0]}' in {where}; expected one of {allowed}", raw, odd[0])
-    try:
-        return msgspec.convert(raw, cls, strict=True)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        unknown = _UNKNOWN_FIELD.search(text)
-        if unknown:
-            raise ctx.fail(f"unknown key '{unknown.group(1)}' in {where}; expected one of {allowed}", raw,
-                           unknown.group(1)) from None
-        at = _AT.search(text)
-        field = at.group(1) if at else None
+def _decode(file: schema.YamlFile, cls: type[_M], steps: Steps = ()) -> _M:
+    """The part of the profile at `steps` as the model `cls`; a msgspec refusal is one line naming file:line and
+    what is allowed."""
+
+    def wording(problem: schema.Problem, value: Any) -> str:
+        at = problem.steps if problem.unknown is not None or problem.key else problem.steps[:-1]
+        where = _section(at)
+        allowed = ", ".join(schema.field_names(_ProfileDoc, at) or sorted(cls.__struct_fields__))
+        if problem.unknown is not None:
+            return f"unknown key '{problem.unknown}' in {where}; expected one of {allowed}"
+        if problem.key:  # a YAML key such as `1:` is no field name
+            odd = next((k for k in value if not isinstance(k, str)), "?") if isinstance(value, dict) else "?"
+            return f"unknown key '{odd}' in {where}; expected one of {allowed}"
+        field = problem.steps[-1] if problem.steps else None
         if field in _TEST_RANGES:
-            low, high = _TEST_RANGES[field]
-            raise ctx.fail(f"'{field}' must be an integer from {low} to {high}, got {raw[field]!r}", raw,
-                           field) from None
-        raise ctx.fail(f"{where}: {text.split(' - at ')[0]}", raw, field) from None
+            low, high = _TEST_RANGES[str(field)]
+            return f"'{field}' must be an integer from {low} to {high}, got {value!r}"
+        if "Expected `object`" in problem.what:
+            return f"{_section(problem.steps)} must be a mapping"
+        return f"{where}: {problem.what}"
+
+    return file.decode(cls, steps, wording)
 
 
-def _integer(ctx: _Ctx, value: int | msgspec.UnsetType, raw: dict[str, Any], key: str) -> int | None:
+def _integer(file: schema.YamlFile, value: int | msgspec.UnsetType, steps: Steps, key: str) -> int | None:
     """A test parameter (an integer, msgspec says) within its range, or None when it is not given."""
     if isinstance(value, msgspec.UnsetType):
         return None
     low, high = _TEST_RANGES[key]
     if not low <= value <= high:
-        raise ctx.fail(f"'{key}' must be an integer from {low} to {high}, got {value!r}", raw, key)
+        raise file.refuse(f"'{key}' must be an integer from {low} to {high}, got {value!r}", steps, key)
     return value
 
 
-def _test(ctx: _Ctx, doc: dict[str, Any]) -> TestPlan:
-    if "test" not in doc:
+def _test(file: schema.YamlFile, test: _TestDoc | msgspec.UnsetType) -> TestPlan:
+    if isinstance(test, msgspec.UnsetType):
         return TestPlan()
-    raw = doc["test"]
-    test = _model(ctx, raw, _TestDoc, "'test'", doc, "test")
-    found: dict[str, int | None] = {"repetitions": _integer(ctx, test.repetitions, raw, "repetitions")}
+    found: dict[str, int | None] = {"repetitions": _integer(file, test.repetitions, ("test",), "repetitions")}
     if not isinstance(test.rdma, msgspec.UnsetType):
-        rdma = _model(ctx, test.rdma, _RdmaDoc, "'test.rdma'", raw, "rdma")
-        found.update({k: _integer(ctx, getattr(rdma, k), test.rdma, k) for k in _RdmaDoc.__struct_fields__})
+        rdma = test.rdma
+        found.update({k: _integer(file, getattr(rdma, k), ("test", "rdma"), k) for k in _RdmaDoc.__struct_fields__})
     if not isinstance(test.nccl, msgspec.UnsetType):
-        nccl = _model(ctx, test.nccl, _NcclDoc, "'test.nccl'", raw, "nccl")
-        found["nccl_max_bytes"] = _integer(ctx, nccl.max_bytes, test.nccl, "max_bytes")
+        found["nccl_max_bytes"] = _integer(file, test.nccl.max_bytes, ("test", "nccl"), "max_bytes")
     return TestPlan(**{k: v for k, v in found.items() if v is not None})
 
 
-def _number(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:
+def _number(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:
     value = raw["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ctx.fail(f"{check_id}: 'value' must be a number, got {value!r}", raw, "value")
+        raise file.refuse(f"{check_id}: 'value' must be a number, got {value!r}", at, "value")
     if spec.integer and value != int(value):
-        raise ctx.fail(f"{check_id}: 'value' must be a whole number of {spec.unit}, got {value!r}", raw, "value")
+        raise file.refuse(f"{check_id}: 'value' must be a whole number of {spec.unit}, got {value!r}", at, "value")
     if value < spec.low:
-        raise ctx.fail(f"{check_id}: {value} {spec.unit} is impossible (the lowest is {spec.low:g})", raw, "value")
+        raise file.refuse(f"{check_id}: {value} {spec.unit} is impossible (the lowest is {spec.low:g})", at, "value")
     if spec.high is not None and value > spec.high:
-        raise ctx.fail(f"{check_id}: {value} {spec.unit} can never be measured ({spec.what} reaches at most "
-                       f"{spec.high:g} {spec.unit})", raw, "value")
+        raise file.refuse(f"{check_id}: {value} {spec.unit} can never be measured ({spec.what} reaches at most "
+                          f"{spec.high:g} {spec.unit})", at, "value")
     return float(value)
 
 
-def _value(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> Any:
+def _value(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> Any:
     if spec.kind == "in":
         value = raw["value"]
         if not (isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)):
-            raise ctx.fail(f"{check_id}: 'value' must be a non-empty list of {spec.unit}s", raw, "value")
+            raise file.refuse(f"{check_id}: 'value' must be a non-empty list of {spec.unit}s", at, "value")
         return tuple(v.strip() for v in value)
     if spec.kind == "same":
         if raw["value"] is not True:
-            raise ctx.fail(f"{check_id}: 'value' must be true (the two sides must read the same)", raw, "value")
+            raise file.refuse(f"{check_id}: 'value' must be true (the two sides must read the same)", at, "value")
         return True
-    return _number(ctx, spec, check_id, raw)
+    return _number(file, at, spec, check_id, raw)
 
 
-def _threshold(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: Any, parent: Any) -> Threshold:
+def _threshold(file: schema.YamlFile, rules: Mapping[str, Rule], spec: CheckSpec, check_id: str,
+               band: str) -> Threshold:
     where = f"'{check_id}.{band}'"
-    _model(ctx, raw, _BandDoc, where, parent, band)
+    at: Steps = ("checks", check_id, band)
+    _decode(file, _BandDoc, at)
+    raw: dict[str, Any] = schema.value_at(file.data, at)[0]
     if "threshold" in raw:
-        return _reference(ctx, spec, check_id, band, raw)
+        return _reference(file, at, rules, spec, check_id, band, raw)
     missing = sorted(THRESHOLD_KEYS - set(raw))
     if missing:
-        raise ctx.fail(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source, "
-                       "or names a rule's threshold: threshold: RULE.name)", raw)
-    _unit(ctx, spec, check_id, raw)
-    return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
-                     _source(ctx, where, raw))
+        raise file.refuse(f"{where} needs {', '.join(missing)} (every threshold states its value, unit and source, "
+                          "or names a rule's threshold: threshold: RULE.name)", at)
+    _unit(file, at, spec, check_id, raw)
+    return Threshold(band, OPERATORS[spec.kind], _value(file, at, spec, check_id, raw), spec.unit,
+                     _source(file, at, where, raw))
 
 
-def _unit(ctx: _Ctx, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> None:
+def _unit(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> None:
     if raw["unit"] != spec.unit:
-        raise ctx.fail(f"{check_id}: unit must be '{spec.unit}', got {raw['unit']!r}", raw, "unit")
+        raise file.refuse(f"{check_id}: unit must be '{spec.unit}', got {raw['unit']!r}", at, "unit")
 
 
-def _source(ctx: _Ctx, where: str, raw: dict[str, Any]) -> str:
+def _source(file: schema.YamlFile, at: Steps, where: str, raw: dict[str, Any]) -> str:
     source = raw["source"]
     if not isinstance(source, str) or not source.strip():
-        raise ctx.fail(f"{where}: 'source' must say where the value comes from", raw, "source")
+        raise file.refuse(f"{where}: 'source' must say where the value comes from", at, "source")
     return " ".join(source.split())
 
 
-def _reference(ctx: _Ctx, spec: CheckSpec, check_id: str, band: str, raw: dict[str, Any]) -> Threshold:
+def _reference(file: schema.YamlFile, at: Steps, rules: Mapping[str, Rule], spec: CheckSpec, check_id: str,
+               band: str, raw: dict[str, Any]) -> Threshold:
     """A band that takes a rule's threshold: its value and source come from the playbook, once; a `value` here
     may only tighten it and then states its own `source`."""
     where = f"'{check_id}.{band}'"
     ref = raw["threshold"]
     match = REF_RE.fullmatch(ref) if isinstance(ref, str) else None
     if match is None:
-        raise ctx.fail(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {ref!r}", raw,
-                       "threshold")
-    rule = ctx.rules.get(match.group(1))
+        raise file.refuse(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {ref!r}", at,
+                          "threshold")
+    rule = rules.get(match.group(1))
     if rule is None:
-        raise ctx.fail(f"{where}: no rule {match.group(1)} (`linkcheck playbooks list` names the rules)", raw,
-                       "threshold")
+        raise file.refuse(f"{where}: no rule {match.group(1)} (`linkcheck playbooks list` names the rules)", at,
+                          "threshold")
     name = match.group(2)
     if name not in rule.thresholds:
-        raise ctx.fail(f"{where}: rule {rule.id} has no threshold '{name}' (it has: "
-                       f"{', '.join(sorted(rule.thresholds)) or 'none'})", raw, "threshold")
+        raise file.refuse(f"{where}: rule {rule.id} has no threshold '{name}' (it has: "
+                          f"{', '.join(sorted(rule.thresholds)) or 'none'})", at, "threshold")
     if name not in rule.threshold_sources:
-        raise ctx.fail(f"{where}: {ref} states no source (its playbook's threshold_sources must cite one)", raw,
-                       "threshold")
+        raise file.refuse(f"{where}: {ref} states no source (its playbook's threshold_sources must cite one)", at,
+                          "threshold")
     if "unit" not in raw:
-        raise ctx.fail(f"{where} needs unit (every threshold states its unit)", raw)
-    _unit(ctx, spec, check_id, raw)
+        raise file.refuse(f"{where} needs unit (every threshold states its unit)", at)
+    _unit(file, at, spec, check_id, raw)
     if "value" not in raw:
         if "source" in raw:
-            raise ctx.fail(f"{where}: the source of {ref} is its playbook's threshold_sources; 'source' goes only "
-                           "with a tighter 'value'", raw, "source")
-        value = _value(ctx, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
+            raise file.refuse(f"{where}: the source of {ref} is its playbook's threshold_sources; 'source' goes only "
+                              "with a tighter 'value'", at, "source")
+        value = _value(file, at, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
         return Threshold(band, OPERATORS[spec.kind], value, spec.unit, " ".join(rule.threshold_sources[name].split()),
                          ref, value)
     if "source" not in raw:
-        raise ctx.fail(f"{where}: a 'value' that tightens {ref} needs its own 'source'", raw, "value")
-    rule_value = _value(ctx, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
-    return Threshold(band, OPERATORS[spec.kind], _value(ctx, spec, check_id, raw), spec.unit,
-                     _source(ctx, where, raw), ref, rule_value)
+        raise file.refuse(f"{where}: a 'value' that tightens {ref} needs its own 'source'", at, "value")
+    rule_value = _value(file, at, spec, check_id, {**raw, "value": _plain(rule.thresholds[name])})
+    return Threshold(band, OPERATORS[spec.kind], _value(file, at, spec, check_id, raw), spec.unit,
+                     _source(file, at, where, raw), ref, rule_value)
 
 
 def _plain(value: Any) -> Any:
@@ -375,83 +374,83 @@ def _contradiction(check_id: str, spec: CheckSpec, fail: Threshold, warn: Thresh
     return None
 
 
-def _check(ctx: _Ctx, check_id: str, raw: Any, parent: Any) -> ProfileCheck:
+def _check(file: schema.YamlFile, rules: Mapping[str, Rule], check_id: str, raw: Any) -> ProfileCheck:
+    at: Steps = ("checks", check_id)
     spec = CHECKS.get(check_id)
     if spec is None:
-        raise ctx.fail(f"unknown check '{check_id}'; expected one of {', '.join(CHECKS)}", parent, check_id)
+        raise file.refuse(f"unknown check '{check_id}'; expected one of {', '.join(CHECKS)}", ("checks",), check_id)
     bands = BANDS[spec.kind]
     if not isinstance(raw, dict):
-        raise ctx.fail(f"check '{check_id}' must be a mapping", parent, check_id)
+        raise file.refuse(f"check '{check_id}' must be a mapping", ("checks",), check_id)
     unknown = sorted(str(k) for k in raw if k not in bands)
     if unknown:  # the bands depend on the check's kind: checked here, not by a model
-        raise ctx.fail(f"unknown key '{unknown[0]}' in check '{check_id}'; expected one of {', '.join(sorted(bands))}",
-                       raw, unknown[0])
+        raise file.refuse(f"unknown key '{unknown[0]}' in check '{check_id}'; expected one of "
+                          f"{', '.join(sorted(bands))}", at, unknown[0])
     if bands[0] not in raw:
-        raise ctx.fail(f"check '{check_id}' needs '{bands[0]}'", parent, check_id)
-    found = tuple(_threshold(ctx, spec, check_id, band, raw[band], raw) for band in bands if band in raw)
+        raise file.refuse(f"check '{check_id}' needs '{bands[0]}'", ("checks",), check_id)
+    found = tuple(_threshold(file, rules, spec, check_id, band) for band in bands if band in raw)
     if len(found) == 2:
         problem = _contradiction(check_id, spec, found[0], found[1])
         if problem:
-            raise ctx.fail(problem, raw, bands[1])
+            raise file.refuse(problem, at, bands[1])
     for band, t in zip((b for b in bands if b in raw), found, strict=True):
         if _looser(spec, t):
-            raise ctx.fail(f"{check_id}.{band}: {_shown(t.value)} {spec.unit} is looser than {t.rule} "
-                           f"({_shown(t.rule_value)} {spec.unit}); a profile may only tighten a rule's threshold "
-                           "(a looser one belongs in a playbook, and the run is then not the standard acceptance)",
-                           raw[band], "value")
+            raise file.refuse(f"{check_id}.{band}: {_shown(t.value)} {spec.unit} is looser than {t.rule} "
+                              f"({_shown(t.rule_value)} {spec.unit}); a profile may only tighten a rule's threshold "
+                              "(a looser one belongs in a playbook, and the run is then not the standard acceptance)",
+                              (*at, band), "value")
     return ProfileCheck(check_id, spec, found)
 
 
-def _checks(ctx: _Ctx, doc: dict[str, Any]) -> tuple[ProfileCheck, ...]:
-    raw = doc.get("checks")
+def _checks(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any) -> tuple[ProfileCheck, ...]:
     if not isinstance(raw, dict) or not raw:
-        raise ctx.fail("'checks' must be a non-empty mapping of check ids to thresholds", doc,
-                       "checks" if "checks" in doc else None)
-    checks = tuple(_check(ctx, str(k), v, raw) for k, v in raw.items())
-    _consistent(ctx, checks, raw)
+        raise file.refuse("'checks' must be a non-empty mapping of check ids to thresholds", (),
+                          "checks" if "checks" in file.data else None)
+    checks = tuple(_check(file, rules, str(k), v) for k, v in raw.items())
+    _consistent(file, checks)
     return checks
 
 
-def _consistent(ctx: _Ctx, checks: tuple[ProfileCheck, ...], raw: dict[str, Any]) -> None:
+def _consistent(file: schema.YamlFile, checks: tuple[ProfileCheck, ...]) -> None:
     """Thresholds that no pair can meet together: both paths share one 200 Gb/s cage, so a per-path
     concurrent floor over 100 Gb/s asks for more than the cage carries."""
     per_path = next((c for c in checks if c.id == "rdma_concurrent_gbps"), None)
     if per_path is not None:
         floor = max(t.value for t in per_path.thresholds)
         if 2 * floor > 200:
-            raise ctx.fail(f"rdma_concurrent_gbps: two paths at {floor:g} Gb/s each exceed the cage's 200 Gb/s; "
-                           "no pair can meet it", raw, "rdma_concurrent_gbps")
+            raise file.refuse(f"rdma_concurrent_gbps: two paths at {floor:g} Gb/s each exceed the cage's 200 Gb/s; "
+                              "no pair can meet it", ("checks",), "rdma_concurrent_gbps")
 
 
-def _require(ctx: _Ctx, doc: dict[str, Any]) -> tuple[str, ...]:
-    raw = doc.get("require", [])
+def _require(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
-        raise ctx.fail("'require' must be a list of rule ids", doc, "require")
-    unknown = [r for r in raw if r not in ctx.rules]
+        raise file.refuse("'require' must be a list of rule ids", (), "require")
+    unknown = [r for r in raw if r not in rules]
     if unknown:
-        raise ctx.fail(f"'require' names no rule {unknown[0]} (`linkcheck playbooks list` names the rules)", doc,
-                       "require")
+        raise file.refuse(f"'require' names no rule {unknown[0]} (`linkcheck playbooks list` names the rules)", (),
+                          "require")
     return tuple(dict.fromkeys(raw))
 
 
 def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> Profile:
     """A profile from its YAML text; ProfileError naming path:line on the first problem. Rule thresholds that
     it names are taken from `rules` (by default the built-in playbooks)."""
-    ctx = _Ctx(path, load_playbooks() if rules is None else rules)
-    doc = parse_yaml_text(text, path, ProfileError)
-    _model(ctx, doc, _ProfileDoc, "a profile")
-    name = doc.get("profile")
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise ctx.fail("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", doc,
-                       "profile" if "profile" in doc else None)
-    if doc.get("version") != 1 or isinstance(doc.get("version"), bool):
-        raise ctx.fail(f"'version' must be 1, got {doc.get('version')!r}", doc, "version" if "version" in doc else None)
-    description = doc.get("description", "")
-    if not isinstance(description, str):
-        raise ctx.fail("'description' must be text", doc, "description")
+    by_id = {r.id: r for r in (load_playbooks() if rules is None else rules)}
+    file = schema.YamlFile(path, parse_yaml_text(text, path, ProfileError), ProfileError)
+    if not isinstance(file.data, dict):
+        raise ProfileError(path, "a profile must be a mapping", line=1)
+    doc = _decode(file, _ProfileDoc)
+    if not isinstance(doc.profile, str) or not NAME_RE.fullmatch(doc.profile):
+        raise file.refuse("'profile' must be a name of a-z, 0-9, '.', '_' and '-' (at most 64 characters)", (),
+                          "profile" if "profile" in file.data else None)
+    if doc.version != 1 or isinstance(doc.version, bool):
+        raise file.refuse(f"'version' must be 1, got {doc.version!r}", (),
+                          "version" if "version" in file.data else None)
+    if not isinstance(doc.description, str):
+        raise file.refuse("'description' must be text", (), "description")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Profile(name, " ".join(description.split()), _test(ctx, doc), _checks(ctx, doc), path, digest, text,
-                   _require(ctx, doc))
+    return Profile(doc.profile, " ".join(doc.description.split()), _test(file, doc.test),
+                   _checks(file, by_id, doc.checks), path, digest, text, _require(file, by_id, doc.require))
 
 
 def load_profile_file(path: Path) -> Profile:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
 
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
-from linkcheck.diagnose.facts_schema import BENCH_GROUPS, function_values, nccl_values, node_values, path_values
+from linkcheck.diagnose.facts_schema import BENCH_GROUPS, subjects
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE
-from linkcheck.diagnose.rule import Rule
+from linkcheck.diagnose.rule import Condition, Rule
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Finding, Severity, Status, Verdict
@@ -79,33 +79,53 @@ def _finding(rule: Rule, obs: Observation) -> Finding:
                    mechanism=rule.mechanism, references=rule.references)
 
 
+def _holds(cond: Condition, values: dict[str, Any], thresholds: Mapping[str, Any]) -> bool:
+    """A grade's or a computed value's condition: one that cannot be decided does not hold."""
+    try:
+        return evaluate(cond, values, thresholds)
+    except UnknownFact:
+        return False
+
+
+def _computed(rule: Rule, facts: dict[str, Any]) -> dict[str, Any]:
+    """The rule's facts with its computed values (the first choice that holds, rendered) and its thresholds."""
+    values = {**{f"thresholds.{k}": v for k, v in rule.thresholds.items()}, **facts}
+    for name, choices in rule.values.items():
+        choice = next((c for c in choices if c.when is None or _holds(c.when, facts, rule.thresholds)), None)
+        values[name] = None if choice is None else render(choice.text, values)
+    return values
+
+
+def _evidence(rule: Rule, values: dict[str, Any]) -> tuple[Evidence, ...]:
+    """What the rule says to show, or the facts its condition compares."""
+    if not rule.evidence:
+        assert rule.when is not None
+        return tuple(Evidence(f, values.get(f), rule.scope) for f in sorted(rule.when.facts()))
+    out: list[Evidence] = []
+    for spec in rule.evidence:
+        items = values.get(spec.fact) if spec.each else {None: values.get(spec.fact)}
+        for entry, value in (items or {}).items():
+            at = {**values, "entry": entry} if spec.each else values
+            name = render(spec.name, at) if spec.name else ("{entry}" if spec.each else spec.fact)
+            out.append(Evidence(render(name, at), value, render(spec.source, at) if spec.source else rule.scope))
+    return tuple(out)
+
+
 def _condition_observations(rule: Rule, link: LinkFacts) -> Iterator[Observation]:
-    for subject, nodes, values in _subjects(rule.scope, link):
+    for subject, nodes, facts in subjects(rule.scope, link):
+        values = _computed(rule, facts)
+        named = render(rule.subject, values) if rule.subject else subject
         try:
-            if rule.where is not None and not evaluate(rule.where, values, rule.thresholds):
+            if rule.where is not None and not evaluate(rule.where, facts, rule.thresholds):
                 continue
             assert rule.when is not None
-            fired = evaluate(rule.when, values, rule.thresholds)
+            fired = evaluate(rule.when, facts, rule.thresholds)
         except UnknownFact as unknown:
-            yield Observation(subject, False, nodes, values, skip=rule.unknown or f"{unknown.fact} is unknown")
+            why = render(rule.unknown, values) if rule.unknown else f"{unknown.fact} is unknown"
+            yield Observation(named, False, nodes, values, skip=why)
             continue
-        evidence = tuple(Evidence(f, values.get(f), rule.scope) for f in sorted(rule.when.facts()))
-        yield Observation(subject, fired, nodes, values, evidence)
-
-
-def _subjects(scope: str, link: LinkFacts) -> Iterator[tuple[str, tuple[str, ...], dict[str, Any]]]:
-    if scope == "function":
-        for node in (link.a, link.b):
-            for fn in node.functions:
-                yield fn.label, (node.name,), function_values(fn, node)
-    elif scope == "path":
-        for path in link.paths:
-            yield path.key, ("a", "b"), path_values(path, link)
-    elif scope == "node":
-        for node in (link.a, link.b):
-            yield f"node {node.name}", (node.name,), node_values(node)
-    elif scope == "nccl":
-        yield "nccl", ("a", "b"), nccl_values(link.bench.nccl)
+        severity = next((g.severity for g in rule.grades if _holds(g.when, facts, rule.thresholds)), None)
+        yield Observation(named, fired, nodes, values, _evidence(rule, values), severity=severity)
 
 
 def _blocked(rule: Rule, link: LinkFacts, bench_error: str | None) -> tuple[list[Finding], set[str]]:
@@ -148,12 +168,54 @@ def verdict_of(findings: list[Finding], collection_failed: bool) -> Verdict:
     return Verdict.WARN if Status.WARN in statuses else Verdict.PASS
 
 
+def _about(effect: str, cause: str) -> bool:
+    """The cause's subject is the effect's, or one the effect's subject starts with (`nccl` for `nccl all_gather
+    busbw`, a path for `PATH alone a->b`)."""
+    return effect == cause or effect.startswith(cause + " ")
+
+
+def _cause(finding: Finding, rule: Rule, firing: list[Finding]) -> Finding | None:
+    """The first finding that the rule's `explained_by` names for this one: per named rule in order, a firing
+    finding of it on the same subject, else (unless the rule asks for the same subject) its first firing finding."""
+    for explanation in rule.explained_by:
+        candidates = [c for c in firing if c.rule_id == explanation.rule and c is not finding]
+        same = [c for c in candidates if _about(finding.subject, c.subject)]
+        if same or (candidates and not explanation.same_subject):
+            return (same or candidates)[0]
+    return None
+
+
+def explain(findings: list[Finding], rules: list[Rule]) -> list[Finding]:
+    """The findings, each warning or failure that a firing finding of a rule in its rule's `explained_by` explains
+    marked `explained_by` that finding's id; never in a circle (a finding is not marked by one it explains)."""
+    by_id = {r.id: r for r in rules}
+    firing = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
+    causes: dict[str, str] = {}
+    out = []
+    for finding in findings:
+        rule = by_id.get(finding.rule_id)
+        cause = _cause(finding, rule, firing) if rule is not None and finding.status in (Status.WARN, Status.FAIL) \
+            else None
+        chain, seen = cause.finding_id if cause is not None else None, {finding.finding_id}
+        while chain is not None and chain not in seen:
+            seen.add(chain)
+            chain = causes.get(chain)
+        if cause is None or chain is not None:  # no cause, or one that leads back to this finding
+            out.append(finding)
+            continue
+        causes[finding.finding_id] = cause.finding_id
+        out.append(msgspec.structs.replace(finding, explained_by=cause.finding_id))
+    return out
+
+
 def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str, str] | None = None) -> Diagnosis:
-    """Evaluate every rule; a rule that crashes on odd facts is a bug, so it is not swallowed here."""
+    """Evaluate every rule, then mark what the rules say explains what; a rule that crashes on odd facts is a bug,
+    so it is not swallowed here."""
     findings: list[Finding] = []
     bench_error = (collection_errors or {}).get("bench")
     for rule in rules:
         findings.extend(run_rule(rule, link, bench_error))
+    findings = explain(findings, rules)
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
                    if f.status is Status.PASS and f.message != PASS_MESSAGE)

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+from linkcheck.diagnose.nccl_hca import nccl_functions, select_hcas, unset_command
+from linkcheck.diagnose.observation import ShellText
+from linkcheck.facts.drift import changes
 from linkcheck.facts.model import NODE_GROUPS, DataPath, Function, LinkFacts, NcclRun, NodeFacts
 
-SCOPES = ("function", "path", "node", "nccl", "pair")
+SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca")
 BENCH_GROUPS = {"bench_rdma", "bench_nccl"}
 FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS
+PIN = "NCCL_IB_GID_INDEX"
+HCA = "NCCL_IB_HCA"
 
 _FUNCTION_FIELDS = tuple(name for name in Function.__struct_fields__ if name != "cable")
-FUNCTION_FACTS = frozenset(_FUNCTION_FIELDS + ("domain", "ip", "label", "used", "cabled", "cable_pn"))
+# Derived for a function: which NCCL_IB_HCA lists it (a setting of its node), the other devices that setting
+# selects, and the node's cabled cages.
+FUNCTION_DERIVED = frozenset({"nccl_listed", "nccl_listed_others", "node_cabled_cages"})
+FUNCTION_FACTS = frozenset(_FUNCTION_FIELDS + ("domain", "ip", "label", "used", "cabled", "cable_pn")) | \
+    FUNCTION_DERIVED
 NODE_FIELDS = frozenset({"name", "hostname", "uptime_s", "mem_available_kib", "arp_ignore"})
 # Derived from the node's functions: the first subnet that two of its addressed twins share, and those twins.
 NODE_DERIVED = frozenset({"shared_subnet", "shared_netdevs"})
 NODE_FACTS = NODE_FIELDS | NODE_DERIVED
+# Per NCCL setting VAR of a node: nccl.VAR (its value), nccl_source.VAR (where it is set) and, in the node scope,
+# nccl_unset.VAR (the command that removes it there).
+NCCL_PREFIXES = ("nccl.", "nccl_source.")
+NODE_NCCL_PREFIXES = (*NCCL_PREFIXES, "nccl_unset.")
 # low.* / high.*: the end with the lower and the higher MTU (when both are known), so a rule can name who to fix.
 PATH_SIDES = ("a", "b", "low", "high")
 PATH_FACTS = frozenset({"subnet", "key"} | {f"{side}.{f}" for side in PATH_SIDES for f in FUNCTION_FACTS})
@@ -24,22 +38,46 @@ PATH_FACTS = frozenset({"subnet", "key"} | {f"{side}.{f}" for side in PATH_SIDES
 NCCL_FACTS = frozenset({"busbw_gbs", "avg_busbw_gbs", "wrong", "network", "uses_socket", "problem",
                         "largest_bytes"})
 
+# The pair as a whole, one subject `pair`: the RoCE v2 IPv4 GID index of each HCA that NCCL uses, and, with a
+# baseline, what differs from it (unknown without one).
+_DRIFT = ("changes", "count", "unread", "diff")
+PAIR_FACTS = frozenset({"gid_indices", "gid_index_list", "gid_index_count", "gid_pinned", "baseline", "baseline_saved"}
+                       | {f"{kind}_{f}" for kind in ("identity", "config") for f in _DRIFT})
+# One subject per HCA that the baseline records a RoCE v2 IPv4 GID index for (none without a baseline).
+BASELINE_HCA_FACTS = frozenset({"key", "node", "hca", "was", "now", "move", "pin", "pin_source", "baseline"})
+
 
 def is_known_fact(scope: str, fact: str) -> bool:
+    def setting(prefixes: tuple[str, ...]) -> bool:
+        return any(fact.startswith(p) and len(fact) > len(p) for p in prefixes)
+
     if scope == "function":
-        return fact in FUNCTION_FACTS
+        return fact in FUNCTION_FACTS or setting(NCCL_PREFIXES)
     if scope == "path":
         return fact in PATH_FACTS
     if scope == "node":
-        return fact in NODE_FACTS or (fact.startswith("nccl.") and len(fact) > 5)
-    if scope == "nccl":
-        return fact in NCCL_FACTS
-    return False
+        return fact in NODE_FACTS or setting(NODE_NCCL_PREFIXES)
+    return fact in {"nccl": NCCL_FACTS, "pair": PAIR_FACTS, "baseline_hca": BASELINE_HCA_FACTS}.get(scope, ())
 
 
 def placeholders_for_scope(scope: str) -> frozenset[str]:
-    return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS, "nccl": NCCL_FACTS}.get(
-        scope, frozenset())
+    return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS, "nccl": NCCL_FACTS,
+            "pair": PAIR_FACTS, "baseline_hca": BASELINE_HCA_FACTS}.get(scope, frozenset())
+
+
+def _settings(node: NodeFacts) -> dict[str, Any]:
+    values: dict[str, Any] = {f"nccl.{k}": v for k, v in node.nccl.items()}
+    values.update({f"nccl_source.{k}": v for k, v in node.nccl_sources.items()})
+    return values
+
+
+def _listed(fn: Function, node: NodeFacts) -> tuple[bool, str | None]:
+    """Whether a set NCCL_IB_HCA selects this function's device among the node's, and the others it selects."""
+    setting = node.nccl.get(HCA)
+    if not setting or not setting.strip() or not fn.rdma_dev:
+        return False, None
+    listed = set(select_hcas(setting, [f.rdma_dev for f in node.functions if f.rdma_dev]))
+    return fn.rdma_dev in listed, ",".join(sorted(d for d in listed if d != fn.rdma_dev)) or None
 
 
 def function_values(fn: Function, node: NodeFacts) -> dict[str, Any]:
@@ -47,6 +85,9 @@ def function_values(fn: Function, node: NodeFacts) -> dict[str, Any]:
     values.update(domain=fn.domain, ip=fn.ip, label=fn.label, used=bool(fn.ipv4),
                   cabled=fn.cage in node.cabled_cages, cable_pn=fn.cable.vendor_pn if fn.cable else None)
     values["ipv4"] = ", ".join(fn.ipv4) or None
+    values["nccl_listed"], values["nccl_listed_others"] = _listed(fn, node)
+    values["node_cabled_cages"] = ", ".join(node.cabled_cages) or None
+    values.update(_settings(node))
     return values
 
 
@@ -74,9 +115,80 @@ def _shared_subnet(node: NodeFacts) -> tuple[str | None, str | None]:
 def node_values(node: NodeFacts) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(node, name) for name in NODE_FIELDS}
     values["shared_subnet"], values["shared_netdevs"] = _shared_subnet(node)
-    values.update({f"nccl.{k}": v for k, v in node.nccl.items()})
+    values.update(_settings(node))
+    values.update({f"nccl_unset.{k}": ShellText(unset_command(k, node.nccl_sources.get(k, "not set")))
+                   for k in node.nccl})
     return values
 
 
 def nccl_values(run: NcclRun | None) -> dict[str, Any]:
     return {name: getattr(run, name) if run is not None else None for name in NCCL_FACTS}
+
+
+def _drift(link: LinkFacts, kind: str) -> dict[str, Any]:
+    """What differs from the baseline in its identity or configuration fields: the changes as text, their number
+    (unknown when nothing differs but something could not be read in one of the runs), the fields not read, and
+    each change as {baseline, now}."""
+    facts = link.baseline
+    if facts is None:
+        return {f"{kind}_{f}": None for f in _DRIFT}
+    base, now = facts.baseline.snapshot, facts.current
+    old, new = (base.identity, now.identity) if kind == "identity" else (base.configuration, now.configuration)
+    changed, unread = changes(old, new, base, now)
+    return {f"{kind}_changes": "; ".join(map(str, changed)),
+            f"{kind}_count": len(changed) if changed or not unread else None,
+            f"{kind}_unread": ", ".join(unread) or None,
+            f"{kind}_diff": {c.field: {"baseline": c.baseline, "now": c.now} for c in changed}}
+
+
+def pair_values(link: LinkFacts) -> dict[str, Any]:
+    indices = {f"{fn.node}:{fn.rdma_dev}": fn.gid_index
+               for node in (link.a, link.b) for fn in nccl_functions(node) if fn.gid_index is not None}
+    values: dict[str, Any] = {
+        "gid_indices": dict(sorted(indices.items())),
+        "gid_index_list": ", ".join(f"{k}={v}" for k, v in sorted(indices.items())) or None,
+        "gid_index_count": len(set(indices.values())),
+        "gid_pinned": any(node.nccl.get(PIN, "").strip() for node in (link.a, link.b)),
+        "baseline": link.baseline.baseline.name if link.baseline else None,
+        "baseline_saved": link.baseline.baseline.created if link.baseline else None,
+    }
+    return {**values, **_drift(link, "identity"), **_drift(link, "config")}
+
+
+Subject = tuple[str, tuple[str, ...], dict[str, Any]]  # its name, the nodes it is about, its facts
+
+
+def _functions(link: LinkFacts) -> Iterator[Subject]:
+    for node in (link.a, link.b):
+        for fn in node.functions:
+            yield fn.label, (node.name,), function_values(fn, node)
+
+
+def _baseline_hcas(link: LinkFacts) -> Iterator[Subject]:
+    """Each HCA whose RoCE v2 IPv4 GID index the baseline records."""
+    facts = link.baseline
+    if facts is None:
+        return
+    for key, was in sorted(facts.baseline.snapshot.gid_index.items()):
+        node = link.node(key.split(":", 1)[0])
+        now = facts.current.gid_index.get(key)
+        yield key, (node.name,), {
+            "key": key, "node": node.name, "hca": key.split(":", 1)[1], "was": was, "now": now,
+            "move": {"baseline": was, "now": now}, "pin": node.nccl.get(PIN), "pin_source": node.nccl_sources.get(PIN),
+            "baseline": facts.baseline.name}
+
+
+_SUBJECTS = {
+    "function": _functions,
+    "path": lambda link: ((p.key, ("a", "b"), path_values(p, link)) for p in link.paths),
+    "node": lambda link: ((f"node {n.name}", (n.name,), node_values(n)) for n in (link.a, link.b)),
+    "nccl": lambda link: iter([("nccl", ("a", "b"), nccl_values(link.bench.nccl))]),
+    "pair": lambda link: iter([("pair", ("a", "b"), pair_values(link))]),
+    "baseline_hca": _baseline_hcas,
+}
+
+
+def subjects(scope: str, link: LinkFacts) -> Iterator[Subject]:
+    """The subjects a `when` rule of `scope` judges, in order: each twin, path or node, the NCCL test, the pair, each
+    HCA of the baseline's GID table."""
+    return _SUBJECTS[scope](link)

@@ -34,7 +34,11 @@ _REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT} | (
     {_sre_c.POSSESSIVE_REPEAT} if hasattr(_sre_c, "POSSESSIVE_REPEAT") else set())
 NUMERIC_OPS = {"lt", "le", "gt", "ge"}
 _DERIVED = {"used": "bool", "cabled": "bool", "domain": "text", "ip": "text", "label": "text",
-            "cable_pn": "text", "ipv4": "text", "subnet": "text", "key": "text"}
+            "cable_pn": "text", "ipv4": "text", "subnet": "text", "key": "text", "nccl_listed": "bool"}
+_PAIR_KINDS = {"gid_indices": "other", "gid_index_count": "number", "gid_pinned": "bool",
+               **{f"{kind}_{f}": k for kind in ("identity", "config")
+                  for f, k in (("count", "number"), ("diff", "other"))}}
+_BASELINE_HCA_KINDS = {"was": "number", "now": "number", "move": "other"}
 
 
 class OperandError(ValueError):
@@ -66,9 +70,11 @@ def fact_kind(scope: str, fact: str) -> str:
         scope, fact = "function", fact[2:]
     if scope == "nccl":
         return _NCCL_KINDS.get(fact, "text")
+    if scope in ("pair", "baseline_hca"):
+        return (_PAIR_KINDS if scope == "pair" else _BASELINE_HCA_KINDS).get(fact, "text")
     if fact in _DERIVED:
         return _DERIVED[fact]
-    if scope == "node" and fact.startswith("nccl."):
+    if fact.startswith(("nccl.", "nccl_source.", "nccl_unset.")):
         return "text"
     kinds = _FUNCTION_KINDS if scope == "function" else _NODE_KINDS
     return kinds.get(fact, "text")

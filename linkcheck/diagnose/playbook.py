@@ -1,31 +1,35 @@
-"""Playbooks: rules as data, loaded by a strict validator that names file and line for every mistake.
+"""Playbooks: rules as data, read into typed msgspec models (linkcheck/schema.py) that name file and line for every
+mistake.
 
-A rule either states a condition over facts (a small operator vocabulary, never eval) or names a
-Python check from `checks.CHECKS`. Thresholds live in the rule, so users tune them without code.
+A rule either states a condition over facts (a small operator vocabulary, never eval) or names a Python check from
+`checks.CHECKS`. Thresholds live in the rule, so users tune them without code. The file is decoded into `_Playbook`
+(unknown keys refused); what a schema cannot say (fact paths known for the scope, `$threshold` references defined,
+placeholders known, check names and their thresholds, ids, operands a comparison can use) is checked after, by the
+small functions below, each naming the line of what it refuses.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
+from linkcheck import schema
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
-from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, override_problem
-from linkcheck.diagnose.rule import Condition, Rule
+from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, fact_kind, override_problem
+from linkcheck.diagnose.rule import Choice, Condition, EvidenceSpec, Explanation, Grade, Rule
 from linkcheck.errors import PlaybookError
 from linkcheck.model import Severity
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
-RULE_KEYS = {"id", "title", "severity", "scope", "check", "when", "where", "needs", "thresholds", "message",
-             "mechanism", "fix", "references", "required", "threshold_sources", "unknown"}
-TOP_KEYS = {"playbook", "description", "rules"}
 COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "between", "below_baseline"}
 OPERATORS = COMPARE_OPS | {"missing", "differs"}
 ID_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -33,199 +37,342 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 # A placeholder written inside quotes in a fix line ('{profile}', "{netdev}"): quoted twice once rendered.
 QUOTED_PLACEHOLDER_RE = re.compile(r"""(['"])\{[A-Za-z_][\w.]*\}\1""")
 
-
-class _Ctx:
-    """Where we are while validating, so every error can say file:line."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, reason: str, node: Any = None, key: str | None = None) -> PlaybookError:
-        return PlaybookError(self.path, reason, line=line_of(node, key))
+Text = Annotated[str, msgspec.Meta(pattern=r"\S")]  # a text with something in it
+Steps = schema.Steps
 
 
-def _text(ctx: _Ctx, rule: dict[str, Any], key: str, *, required: bool = True) -> str:
-    value = rule.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or not value.strip():
-        raise ctx.fail(f"rule key '{key}' must be a non-empty string", rule, key)
-    return value.strip()
+# -- the file's shape ------------------------------------------------------------------------------------------------
+
+class _Condition(msgspec.Struct, forbid_unknown_fields=True):
+    """`{fact: F, OP: operand}`, `{differs: [F, G]}`, or `{all: [...]}` / `{any: [...]}`; which keys go together is
+    checked after decoding (`_condition`)."""
+
+    fact: Any = UNSET
+    all: list[_Condition] | UnsetType = UNSET
+    any: list[_Condition] | UnsetType = UNSET
+    eq: Any = UNSET
+    ne: Any = UNSET
+    lt: Any = UNSET
+    le: Any = UNSET
+    gt: Any = UNSET
+    ge: Any = UNSET
+    in_: Any = msgspec.field(default=UNSET, name="in")
+    not_in: Any = UNSET
+    matches: Any = UNSET
+    between: Any = UNSET
+    below_baseline: Any = UNSET
+    missing: Any = UNSET
+    differs: Any = UNSET
+
+    def present(self) -> list[str]:
+        """The keys the file gave, in the model's order (`in` under its own name)."""
+        return [key for key in _CONDITION_KEYS if self.operand(key) is not UNSET]
+
+    def operand(self, key: str) -> Any:
+        return getattr(self, "in_" if key == "in" else key)
 
 
-def _strings(ctx: _Ctx, rule: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = rule.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ctx.fail(f"rule key '{key}' must be a list of strings", rule, key)
-    return tuple(value)
+_CONDITION_KEYS = tuple("in" if name == "in_" else name for name in _Condition.__struct_fields__)
 
 
-def _condition(ctx: _Ctx, raw: Any, scope: str, thresholds: Mapping[str, Any]) -> Condition:
-    if not isinstance(raw, dict) or not raw:
-        raise ctx.fail("a condition must be a mapping such as {fact: mtu, lt: 9000}", raw)
-    if set(raw) in ({"all"}, {"any"}):
-        op = next(iter(raw))
-        items = raw[op]
-        if not isinstance(items, list) or not items:
-            raise ctx.fail(f"'{op}' needs a non-empty list of conditions", raw, op)
-        return Condition(op, children=tuple(_condition(ctx, c, scope, thresholds) for c in items))
-    ops = [k for k in raw if k != "fact"]
+class _Choice(msgspec.Struct, forbid_unknown_fields=True):
+    text: str
+    when: _Condition | UnsetType = UNSET
+
+
+class _Grade(msgspec.Struct, forbid_unknown_fields=True):
+    when: _Condition
+    severity: Severity
+
+
+class _Evidence(msgspec.Struct, forbid_unknown_fields=True):
+    fact: str | UnsetType = UNSET
+    each: str | UnsetType = UNSET
+    name: str | None = None
+    source: str | None = None
+
+
+class _Explanation(msgspec.Struct, forbid_unknown_fields=True):
+    rule: str
+    same_subject: bool = False
+
+
+class _Rule(msgspec.Struct, forbid_unknown_fields=True):
+    id: Text
+    title: Text
+    severity: Severity
+    message: Text
+    scope: str | None = None
+    check: Text | None = None
+    when: _Condition | UnsetType = UNSET
+    where: _Condition | UnsetType = UNSET
+    needs: list[str] = []
+    thresholds: dict[str, Any] = {}
+    threshold_sources: dict[str, Text] = {}
+    mechanism: Text | None = None
+    fix: list[str] = []
+    references: list[str] = []
+    required: bool = True
+    unknown: Text | None = None
+    subject: Text | None = None
+    values: dict[str, str | list[_Choice]] = {}
+    grades: list[_Grade] = []
+    evidence: list[_Evidence] = []
+    explained_by: list[str | _Explanation] = []
+
+
+class _Playbook(msgspec.Struct, forbid_unknown_fields=True):
+    rules: list[_Rule]
+    playbook: str | None = None
+    description: str | None = None
+
+
+_TEXT = "a non-empty text"
+_TEXTS = "a list of texts"
+_ALLOWED = {
+    "rules": "a list of rules", "rules[]": "a mapping with id, title, severity, message, ...",
+    "rules[].id": "an UPPER_SNAKE id", "rules[].title": _TEXT, "rules[].message": _TEXT,
+    "rules[].check": "the name of a named check", "rules[].mechanism": _TEXT, "rules[].unknown": _TEXT,
+    "rules[].needs": "a list of fact groups", "rules[].needs[]": "a fact group", "rules[].fix": _TEXTS,
+    "rules[].fix[]": "a text", "rules[].references": _TEXTS, "rules[].references[]": "a text",
+    "rules[].required": "true or false", "rules[].thresholds": "a mapping of name: value",
+    "rules[].threshold_sources": "a mapping of threshold names to a non-empty text",
+    "rules[].subject": _TEXT, "rules[].values": "a mapping of names to a text or a list of {when, text}",
+    "rules[].grades": "a list of {when, severity}", "rules[].grades[]": "{when: CONDITION, severity: info|warning}",
+    "rules[].grades[].severity": "info, warning or error",
+    "rules[].evidence": "a list of {fact or each, name, source}", "rules[].evidence[]": "{fact or each, name, source}",
+    "rules[].explained_by": "a list of rule ids or {rule: ID, same_subject: true}",
+    "rules[].explained_by[]": "a rule id, or {rule: ID, same_subject: true}",
+    "playbook": "the playbook's name", "description": "a text",
+}
+
+
+def _where(steps: Steps) -> str:
+    """`rules[].when.all[]`: a dotted path with its list indices left out, to look up what a field allows."""
+    return re.sub(r"\[\d+\]", "[]", schema.dotted(steps))
+
+
+def _allowed(field: str) -> str | None:
+    if field.endswith("*"):
+        steps = tuple(0 if part == "[]" else part for part in re.findall(r"[^.\[]+|\[\]", field[:-2]))
+        return ", ".join(schema.field_names(_Playbook, steps) or []) or None
+    return _ALLOWED.get(re.sub(r"\[\d+\]", "[]", field))
+
+
+def _reason(problem: schema.Problem, value: Any) -> str:
+    """What msgspec refused, in the words of the rule language where it has its own."""
+    where = _where(problem.steps)
+    last = problem.steps[-1] if problem.steps else None
+    condition = where.endswith((".when", ".where")) or re.search(r"\.(all|any)\[\]$", where)
+    if problem.unknown is not None and condition:
+        return (f"unknown operator {problem.unknown}; expected one of "
+                f"{', '.join(sorted(OPERATORS | {'all', 'any', 'fact'}))}")
+    if problem.unknown is None and problem.missing is None:
+        if condition:
+            return "a condition must be a mapping such as {fact: mtu, lt: 9000}"
+        if where.endswith((".all", ".any")):
+            return f"'{last}' needs a non-empty list of conditions"
+        if where == "rules[].severity":
+            return f"severity must be one of {', '.join(s.value for s in Severity)}, got {schema.shown(value)}"
+        if where == "rules[].scope":
+            return f"scope must be one of {', '.join(SCOPES)}, got {schema.shown(value)}"
+        if where == "rules[]":
+            return "each rule must be a mapping"
+        if where == "rules":
+            return "'rules' must be a list of rules"
+    return schema.describe(problem, value, _allowed)
+
+
+# -- what the schema cannot say -------------------------------------------------------------------------------------
+
+def _condition(file: schema.YamlFile, cond: _Condition, at: Steps, scope: str,
+               thresholds: Mapping[str, Any]) -> Condition:
+    keys = cond.present()
+    if not keys:
+        raise file.refuse("a condition must be a mapping such as {fact: mtu, lt: 9000}", at)
+    if keys in (["all"], ["any"]):
+        op = keys[0]
+        items: list[_Condition] = cond.operand(op)
+        if not items:
+            raise file.refuse(f"'{op}' needs a non-empty list of conditions", at, op)
+        return Condition(op, children=tuple(_condition(file, c, (*at, op, i), scope, thresholds)
+                                            for i, c in enumerate(items)))
+    ops = [k for k in keys if k != "fact"]
     if len(ops) != 1 or ops[0] not in OPERATORS:
-        raise ctx.fail(f"unknown operator {', '.join(map(str, ops)) or '(none)'}; expected one of "
-                       f"{', '.join(sorted(OPERATORS | {'all', 'any'}))}", raw, ops[0] if ops else None)
+        raise file.refuse(f"unknown operator {', '.join(ops) or '(none)'}; expected one of "
+                          f"{', '.join(sorted(OPERATORS | {'all', 'any'}))}", at, ops[0] if ops else None)
     if ops[0] == "differs":
-        return _differs(ctx, raw, scope)
-    return _comparison(ctx, raw, ops[0], scope, thresholds)
+        return _differs(file, cond.differs, at, scope)
+    return _comparison(file, cond, ops[0], at, scope, thresholds)
 
 
-def _differs(ctx: _Ctx, raw: dict[str, Any], scope: str) -> Condition:
-    value = raw["differs"]
+def _differs(file: schema.YamlFile, value: Any, at: Steps, scope: str) -> Condition:
     if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
-        raise ctx.fail("'differs' takes a list of two fact paths", raw, "differs")
+        raise file.refuse("'differs' takes a list of two fact paths", at, "differs")
     for fact in value:
-        _check_fact(ctx, fact, scope, raw)
+        _known_fact(file, fact, scope, at)
     return Condition("differs", value=tuple(value))
 
 
-def _comparison(ctx: _Ctx, raw: dict[str, Any], op: str, scope: str, thresholds: Mapping[str, Any]) -> Condition:
-    value = raw[op]
-    fact = raw.get("fact")
-    if not isinstance(fact, str):
-        raise ctx.fail(f"'{op}' needs a 'fact'", raw)
-    _check_fact(ctx, fact, scope, raw)
-    _check_threshold_refs(ctx, value, thresholds, raw, op)
-    try:
-        check_operand(op, value, fact, scope, thresholds)
-    except OperandError as exc:
-        raise ctx.fail(str(exc), raw, op) from None
-    return Condition(op, fact=fact, value=value)
-
-
-def _check_fact(ctx: _Ctx, fact: str, scope: str, node: Any) -> None:
-    if not is_known_fact(scope, fact):
-        raise ctx.fail(f"unknown fact path '{fact}' for scope '{scope}'", node)
-
-
-def _check_threshold_refs(ctx: _Ctx, value: Any, thresholds: Mapping[str, Any], node: Any, key: str) -> None:
+def _comparison(file: schema.YamlFile, cond: _Condition, op: str, at: Steps, scope: str,
+                thresholds: Mapping[str, Any]) -> Condition:
+    value = cond.operand(op)
+    if not isinstance(cond.fact, str):
+        raise file.refuse(f"'{op}' needs a 'fact'", at)
+    _known_fact(file, cond.fact, scope, at)
     refs = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
     for ref in refs:
         if isinstance(ref, str) and ref.startswith("$") and ref[1:] not in thresholds:
-            raise ctx.fail(f"threshold '{ref}' is not defined in this rule's thresholds", node, key)
+            raise file.refuse(f"threshold '{ref}' is not defined in this rule's thresholds", at, op)
+    try:
+        check_operand(op, value, cond.fact, scope, thresholds)
+    except OperandError as exc:
+        raise file.refuse(str(exc), at, op) from None
+    return Condition(op, fact=cond.fact, value=value)
 
 
-def _check_placeholders(ctx: _Ctx, rule: dict[str, Any], allowed: set[str], texts: dict[str, list[str]]) -> None:
+def _known_fact(file: schema.YamlFile, fact: str, scope: str, at: Steps) -> None:
+    if not is_known_fact(scope, fact):
+        raise file.refuse(f"unknown fact path '{fact}' for scope '{scope}'", at)
+
+
+def _placeholders(file: schema.YamlFile, at: Steps, allowed: Callable[[str], bool],
+                  texts: dict[str, list[str]]) -> None:
+    """Every {placeholder} of these texts is one the rule fills; none in a fix line is quoted."""
     for key, items in texts.items():
         for text in items:
             for name in PLACEHOLDER_RE.findall(text):
-                if name not in allowed:
-                    raise ctx.fail(f"unknown placeholder {{{name}}} in '{key}'", rule, key)
+                if not allowed(name):
+                    raise file.refuse(f"unknown placeholder {{{name}}} in '{key}'", at, key)
             quoted = QUOTED_PLACEHOLDER_RE.search(text) if key == "fix" else None
             if quoted is not None:
-                raise ctx.fail(f"placeholder {quoted.group(0)} is quoted in 'fix'; the fix renderer quotes every "
-                               "value itself (with shlex.quote), so write it bare", rule, key)
+                raise file.refuse(f"placeholder {quoted.group(0)} is quoted in 'fix'; the fix renderer quotes every "
+                                  "value itself (with shlex.quote), so write it bare", at, key)
 
 
-def _header(ctx: _Ctx, raw: Any) -> tuple[str, Severity, dict[str, Any]]:
-    """Id, severity and thresholds, after rejecting unknown keys."""
-    if not isinstance(raw, dict):
-        raise ctx.fail("each rule must be a mapping", raw)
-    unknown = sorted(set(raw) - RULE_KEYS)
-    if unknown:
-        raise ctx.fail(f"unknown key '{unknown[0]}' (allowed: {', '.join(sorted(RULE_KEYS))})", raw, unknown[0])
-    rule_id = _text(ctx, raw, "id")
-    if not ID_RE.match(rule_id):
-        raise ctx.fail(f"rule id '{rule_id}' must be UPPER_SNAKE", raw, "id")
-    try:
-        severity = Severity(raw.get("severity"))
-    except ValueError:
-        raise ctx.fail("severity must be one of info, warning, error", raw, "severity") from None
-    thresholds = raw.get("thresholds", {})
-    if not isinstance(thresholds, dict):
-        raise ctx.fail("thresholds must be a mapping of name: value", raw, "thresholds")
-    return rule_id, severity, thresholds
-
-
-def _scope_and_placeholders(ctx: _Ctx, raw: dict[str, Any], thresholds: Mapping[str, Any]) -> tuple[str, set[str]]:
-    """The rule's scope, and the placeholder names its message and fix may use."""
-    check = raw.get("check")
-    scope = raw.get("scope", "pair" if check else None)
+def _scope_and_placeholders(file: schema.YamlFile, doc: _Rule, at: Steps) -> tuple[str, Callable[[str], bool]]:
+    """The rule's scope (a named check's defaults to the pair), and which placeholder names its message and fix may
+    use: a named check's values, or the scope's facts and the rule's computed values; the thresholds and the
+    subject either way."""
+    scope = doc.scope or ("pair" if doc.check is not None else None)
     if scope not in SCOPES:
-        raise ctx.fail(f"scope must be one of {', '.join(SCOPES)}", raw, "scope")
-    if (check is None) == ("when" not in raw):
-        raise ctx.fail("a rule needs exactly one of 'when' (a condition) or 'check' (a named check)", raw)
-    common = {f"thresholds.{k}" for k in thresholds} | {"subject"}
-    if check is None:
-        return scope, set(placeholders_for_scope(scope)) | common
-    if check not in CHECKS:
-        raise ctx.fail(f"unknown check '{check}' (known: {', '.join(sorted(CHECKS))})", raw, "check")
-    missing = sorted(CHECKS[check].thresholds - set(thresholds))
+        raise file.refuse(f"scope must be one of {', '.join(SCOPES)}", at, "scope")
+    if (doc.check is None) == isinstance(doc.when, UnsetType):
+        raise file.refuse("a rule needs exactly one of 'when' (a condition) or 'check' (a named check)", at)
+    common = {f"thresholds.{k}" for k in doc.thresholds} | {"subject"}
+    if doc.check is None:
+        names = set(placeholders_for_scope(scope)) | common | set(doc.values)
+        return scope, lambda name: name in names or is_known_fact(scope, name)
+    if doc.check not in CHECKS:
+        raise file.refuse(f"unknown check '{doc.check}' (known: {', '.join(sorted(CHECKS))})", at, "check")
+    missing = sorted(CHECKS[doc.check].thresholds - set(doc.thresholds))
     if missing:
-        raise ctx.fail(f"check '{check}' needs threshold '{missing[0]}'", raw, "thresholds")
-    return scope, set(CHECKS[check].placeholders) | common
+        raise file.refuse(f"check '{doc.check}' needs threshold '{missing[0]}'", at, "thresholds")
+    names = set(CHECKS[doc.check].placeholders) | common
+    return scope, names.__contains__
 
 
-def _needs(ctx: _Ctx, raw: dict[str, Any]) -> tuple[str, ...]:
-    needs = _strings(ctx, raw, "needs")
-    for need in needs:
+def _header(file: schema.YamlFile, doc: _Rule, at: Steps) -> None:
+    """The id, the fact groups and the threshold sources name what exists."""
+    if not ID_RE.match(doc.id.strip()):
+        raise file.refuse(f"rule id '{doc.id.strip()}' must be UPPER_SNAKE", at, "id")
+    for need in doc.needs:
         if need not in FACT_GROUPS:
-            raise ctx.fail(f"unknown fact group '{need}' in needs (known: {', '.join(sorted(FACT_GROUPS))})",
-                           raw, "needs")
-    return needs
-
-
-def _threshold_sources(ctx: _Ctx, raw: dict[str, Any], thresholds: Mapping[str, Any]) -> dict[str, str]:
-    sources = raw.get("threshold_sources", {})
-    if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
-        raise ctx.fail("threshold_sources must map threshold names to a non-empty text", raw, "threshold_sources")
-    unknown = sorted(str(k) for k in set(sources) - set(thresholds))
+            raise file.refuse(f"unknown fact group '{need}' in needs (known: {', '.join(sorted(FACT_GROUPS))})",
+                              at, "needs")
+    unknown = sorted(set(doc.threshold_sources) - set(doc.thresholds))
     if unknown:
-        raise ctx.fail(f"threshold_sources names '{unknown[0]}', which is not in this rule's thresholds",
-                       sources, unknown[0])
-    return {str(k): str(v).strip() for k, v in sources.items()}
+        raise file.refuse(f"threshold_sources names '{unknown[0]}', which is not in this rule's thresholds",
+                          (*at, "threshold_sources"), unknown[0])
+    if doc.unknown is not None and isinstance(doc.when, UnsetType):
+        raise file.refuse("'unknown' is the skip reason of a 'when' rule; a named check states its own", at,
+                          "unknown")
+    for key in ("subject", "values", "grades", "evidence"):
+        if isinstance(doc.when, UnsetType) and getattr(doc, key):
+            raise file.refuse(f"'{key}' belongs to a 'when' rule; a named check states its own", at, key)
+    for cause in doc.explained_by:
+        name = cause if isinstance(cause, str) else cause.rule
+        if not ID_RE.match(name) or name == doc.id.strip():
+            raise file.refuse(f"explained_by names '{name}', which is no other rule's id", (*at, "explained_by"))
 
 
-def _parse_rule(ctx: _Ctx, raw: Any) -> Rule:
-    rule_id, severity, thresholds = _header(ctx, raw)
-    scope, allowed = _scope_and_placeholders(ctx, raw, thresholds)
-    needs = _needs(ctx, raw)
-    message = _text(ctx, raw, "message")
-    fix = _strings(ctx, raw, "fix")
-    _check_placeholders(ctx, raw, allowed, {"message": [message], "fix": list(fix)})
-    required = raw.get("required", True)
-    if not isinstance(required, bool):
-        raise ctx.fail("required must be true or false", raw, "required")
+def _language(file: schema.YamlFile, doc: _Rule, at: Steps, scope: str,
+              allowed: Callable[[str], bool]) -> dict[str, Any]:
+    """A `when` rule's computed values, grades, evidence, subject and skip reason, their conditions and placeholders
+    checked like the rule's own."""
+
+    def condition(cond: _Condition, steps: Steps) -> Condition:
+        return _condition(file, cond, steps, scope, doc.thresholds)
+
+    values: dict[str, tuple[Choice, ...]] = {}
+    for name, raw in doc.values.items():
+        where: Steps = (*at, "values")
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or is_known_fact(scope, name) or name.startswith("thresholds"):
+            raise file.refuse(f"value '{name}' must be a name of its own (letters, digits, _), not a fact's", where,
+                              name)
+        choices = [_Choice(raw)] if isinstance(raw, str) else raw
+
+        def known(n: str, earlier: frozenset[str] = frozenset(values)) -> bool:  # facts, thresholds, earlier values
+            return (allowed(n) and n not in doc.values) or n in earlier
+
+        _placeholders(file, where, known, {f"values.{name}": [c.text for c in choices]})
+        values[name] = tuple(Choice(c.text, None if isinstance(c.when, UnsetType) else
+                                    condition(c.when, (*where, name, i, "when"))) for i, c in enumerate(choices))
+    grades = tuple(Grade(condition(g.when, (*at, "grades", i, "when")), g.severity) for i, g in enumerate(doc.grades))
+    evidence = []
+    for i, spec in enumerate(doc.evidence):
+        where = (*at, "evidence", i)
+        if isinstance(spec.fact, UnsetType) == isinstance(spec.each, UnsetType):
+            raise file.refuse("an evidence line takes exactly one of 'fact' (a value) or 'each' (a mapping: one line "
+                              "per entry)", where)
+        fact = spec.each if not isinstance(spec.each, UnsetType) else str(spec.fact)
+        _known_fact(file, fact, scope, where)
+        if not isinstance(spec.each, UnsetType) and fact_kind(scope, fact) != "other":
+            raise file.refuse(f"'each' takes a fact that holds a mapping, and '{fact}' is {fact_kind(scope, fact)}",
+                              where, "each")
+        def named(n: str, each: bool = not isinstance(spec.each, UnsetType)) -> bool:  # and {entry} with each
+            return allowed(n) or (n == "entry" and each)
+
+        _placeholders(file, where, named, {"name": [spec.name or ""], "source": [spec.source or ""]})
+        evidence.append(EvidenceSpec(fact, spec.name or "", spec.source or "", not isinstance(spec.each, UnsetType)))
+    _placeholders(file, at, allowed, {"unknown": [doc.unknown or ""], "subject": [doc.subject or ""]})
+    return {"values": values, "grades": grades, "evidence": tuple(evidence), "subject": (doc.subject or "").strip(),
+            "unknown": (doc.unknown or "").strip()}
+
+
+def _rule(file: schema.YamlFile, doc: _Rule, index: int) -> Rule:
+    at: Steps = ("rules", index)
+    _header(file, doc, at)
+    scope, allowed = _scope_and_placeholders(file, doc, at)
+    _placeholders(file, at, allowed, {"message": [doc.message], "fix": doc.fix})
+
+    def condition(key: str, cond: _Condition | UnsetType) -> Condition | None:
+        return None if isinstance(cond, UnsetType) else _condition(file, cond, (*at, key), scope, doc.thresholds)
+
     return Rule(
-        id=rule_id, title=_text(ctx, raw, "title"), severity=severity, scope=scope, message=message,
-        mechanism=_text(ctx, raw, "mechanism", required=False), check=raw.get("check"),
-        when=_condition(ctx, raw["when"], scope, thresholds) if "when" in raw else None,
-        where=_condition(ctx, raw["where"], scope, thresholds) if "where" in raw else None,
-        needs=needs, thresholds=dict(thresholds), fix=fix, references=_strings(ctx, raw, "references"),
-        required=required, source=f"{ctx.path}:{line_of(raw) or '?'}",
-        threshold_sources=_threshold_sources(ctx, raw, thresholds), unknown=_unknown(ctx, raw),
+        id=doc.id.strip(), title=doc.title.strip(), severity=doc.severity, scope=scope, message=doc.message.strip(),
+        mechanism=(doc.mechanism or "").strip(), check=doc.check, when=condition("when", doc.when),
+        where=condition("where", doc.where), needs=tuple(doc.needs), thresholds=dict(doc.thresholds),
+        fix=tuple(doc.fix), references=tuple(doc.references), required=doc.required,
+        source=f"{file.path}:{line_of(schema.value_at(file.data, at)[0]) or '?'}",
+        threshold_sources={k: v.strip() for k, v in doc.threshold_sources.items()},
+        explained_by=tuple(Explanation(c) if isinstance(c, str) else Explanation(c.rule, c.same_subject)
+                           for c in doc.explained_by),
+        **_language(file, doc, at, scope, allowed),
     )
 
 
-def _unknown(ctx: _Ctx, raw: dict[str, Any]) -> str:
-    """The skip reason a `when` rule gives when a fact is unknown; a named check states its own."""
-    if "unknown" in raw and "when" not in raw:
-        raise ctx.fail("'unknown' is the skip reason of a 'when' rule; a named check states its own", raw, "unknown")
-    return _text(ctx, raw, "unknown", required=False)
+def _decode(file: schema.YamlFile) -> _Playbook:
+    """The file as the model, or one PlaybookError at file:line saying what is wrong and what is allowed."""
+    if not isinstance(file.data, dict):
+        raise PlaybookError(file.path, "a playbook must be a mapping with 'playbook' and 'rules'", line=1)
+    return file.decode(_Playbook, wording=_reason)
 
 
 def parse_playbook(text: str, path: str) -> list[Rule]:
-    """Validate one playbook file's text; PlaybookError names path:line on the first problem."""
-    ctx = _Ctx(path)
-    data = parse_yaml_text(text, path, PlaybookError)
-    if not isinstance(data, dict):
-        raise PlaybookError(path, "a playbook must be a mapping with 'playbook' and 'rules'", line=1)
-    unknown = sorted(set(data) - TOP_KEYS)
-    if unknown:
-        raise ctx.fail(f"unknown top-level key '{unknown[0]}' (allowed: {', '.join(sorted(TOP_KEYS))})",
-                       data, unknown[0])
-    rules = data.get("rules")
-    if not isinstance(rules, list):
-        raise ctx.fail("'rules' must be a list", data, "rules" if "rules" in data else None)
-    return [_parse_rule(ctx, r) for r in rules]
+    """Read one playbook file's text; PlaybookError names path:line on the first problem."""
+    file = schema.YamlFile(path, parse_yaml_text(text, path, PlaybookError), PlaybookError)
+    return [_rule(file, doc, i) for i, doc in enumerate(_decode(file).rules)]
 
 
 def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = True) -> list[Rule]:
@@ -244,10 +391,20 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
         for rule in parse_playbook(read_yaml_text(file, PlaybookError), str(file)):
             if rule.id in seen:
                 raise PlaybookError(str(file), f"duplicate rule id {rule.id} (first defined at {seen[rule.id]})",
-                                    line=int(rule.source.rsplit(":", 1)[1]) if rule.source[-1].isdigit() else None)
+                                    line=_source_line(rule))
             seen[rule.id] = rule.source
             rules.append(rule)
+    for rule in rules:
+        unknown = [c.rule for c in rule.explained_by if c.rule not in seen]
+        if unknown:
+            raise PlaybookError(rule.source.rsplit(":", 1)[0], f"rule {rule.id}: explained_by names no rule "
+                                f"{unknown[0]} (`linkcheck playbooks list` names the rules)", line=_source_line(rule))
     return rules
+
+
+def _source_line(rule: Rule) -> int | None:
+    line = rule.source.rsplit(":", 1)[-1]
+    return int(line) if line.isdigit() else None
 
 
 def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], source: str) -> list[Rule]:
@@ -274,6 +431,7 @@ def _check_override(rule: Rule, values: dict[str, Any], source: str) -> None:
         if problem:
             raise PlaybookError(source, f"threshold {rule.id}.{name} {problem}", line=line_of(values, name))
     try:
-        check_conditions((rule.when, rule.where), rule.scope, {**rule.thresholds, **values})
+        check_conditions(rule.conditions(), rule.scope, {**rule.thresholds, **values})
     except OperandError as exc:
         raise PlaybookError(source, f"threshold override for {rule.id}: {exc}", line=line_of(values)) from None
+

@@ -16,6 +16,25 @@ def _condition(cond: Condition, indent: int = 0) -> list[str]:
     return [f"{pad}{cond.fact} {cond.op} {cond.value}"]
 
 
+def _language(rule: Rule) -> list[str]:
+    """A `when` rule's grades, subject, computed values and evidence, and what explains its findings."""
+    lines = []
+    for grade in rule.grades:
+        lines += [f"  severity {grade.severity.value} when:"] + ["    " + ln for ln in _condition(grade.when)]
+    if rule.subject:
+        lines.append(f"  subject: {rule.subject}")
+    for name, choices in rule.values.items():
+        for choice in choices:
+            lines.append(f"  value {name}: {choice.text}")
+            lines += ["    when " + ln.strip() for ln in _condition(choice.when)] if choice.when else []
+    for spec in rule.evidence:
+        what = f"each entry of {spec.fact}" if spec.each else spec.fact
+        lines.append(f"  evidence: {spec.name or what} = {what}" + (f" (source: {spec.source})" if spec.source else ""))
+    for cause in rule.explained_by:
+        lines.append(f"  explained by: {cause.rule}" + (" (same subject)" if cause.same_subject else ""))
+    return lines
+
+
 def describe_rule(rule: Rule) -> str:
     lines = [f"{rule.id}: {rule.title}", f"  severity: {rule.severity.value}   scope: {rule.scope}   "
              f"required: {rule.required}   source: {rule.source}"]
@@ -25,6 +44,7 @@ def describe_rule(rule: Rule) -> str:
         lines += ["  where:"] + ["    " + ln for ln in _condition(rule.where)]
     if rule.when:
         lines += ["  when:"] + ["    " + ln for ln in _condition(rule.when)]
+    lines += _language(rule)
     if rule.needs:
         lines.append(f"  needs: {', '.join(rule.needs)}")
     for name, value in rule.thresholds.items():

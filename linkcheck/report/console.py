@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -16,6 +18,7 @@ from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
+from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
 from linkcheck.report.tables import (
@@ -101,15 +104,31 @@ def nccl_line(link: LinkFacts) -> Text | None:
     return None if text is None else as_text(text)
 
 
-def _finding_panel(finding: Finding) -> Panel:
+def _finding_panel(finding: Finding, printed: set[str], effects: list[tuple[Finding, int]]) -> Panel:
+    """A finding with its evidence and the fix lines not printed yet, and one line for each finding it explains
+    (then their fix lines not printed yet)."""
     body: list[Text] = [as_text(finding.message)]
     for line in evidence_lines(finding):
         body.append(as_text(f"  evidence: {line}", "dim"))
-    for step in finding.fix:
-        body.append(as_text(f"  fix: {step}", "bold"))
+    body += _fixes(finding.fix, printed)
+    if effects:
+        body.append(as_text(f"  explains {len(effects)} finding{'s' if len(effects) > 1 else ''}:", "bold"))
+        for effect, depth in effects:
+            said = effect.message if effect.message.startswith(effect.subject) else \
+                f"{effect.subject}: {effect.message}"
+            body.append(Text.assemble("  " * depth, (effect.status.value.upper(), STYLE[effect.status]),
+                                      as_text(f" {effect.rule_id}  {said}")))
+        body += _fixes([step for effect, _ in effects for step in effect.fix], printed)
     title = Text.assemble((finding.status.value.upper(), STYLE[finding.status]),
                           as_text(f" {finding.rule_id}  {finding.subject}", multiline=False))
     return Panel(Group(*body), title=title, title_align="left", expand=True)
+
+
+def _fixes(steps: Sequence[str], printed: set[str]) -> list[Text]:
+    fresh = new_fixes(steps, printed)
+    if steps and not fresh:
+        return [as_text("  fix: as above", "bold")]
+    return [as_text(f"  fix: {step}", "bold") for step in fresh]
 
 
 def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) -> None:
@@ -118,9 +137,12 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) 
     for part in (bench_table(link), nccl_line(link)):
         if part is not None:
             console.print(part)
-    shown = [f for f in diagnosis.findings if show_all or f.status in (Status.FAIL, Status.WARN)]
-    for finding in shown:
-        console.print(_finding_panel(finding))
+    shown = causes_first([f for f in diagnosis.findings if show_all or f.status in (Status.FAIL, Status.WARN)])
+    printed: set[str] = set()
+    for i, (finding, depth) in enumerate(shown):
+        if depth == 0:  # a cause first, with what it explains in its panel
+            effects = list(itertools.takewhile(lambda item: item[1] > 0, shown[i + 1:]))
+            console.print(_finding_panel(finding, printed, effects))
     skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
     if skips and not show_all:
         console.print(Text("Not judged:", style="cyan"))

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.bundle.acceptance import load_acceptance
+from linkcheck.accept.record import load_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain

@@ -8,6 +8,7 @@ from linkcheck.accept import text as accept_text
 from linkcheck.accept.text import HEADER, headline, reasons, rows
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
+from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
@@ -85,14 +86,22 @@ def _acceptance(outcome: Outcome) -> list[str]:
     return [*lines, ""]
 
 
-def _finding(finding: Finding) -> list[str]:
-    lines = [f"### {finding.status.value.upper()} `{finding.rule_id}` {md(finding.subject)}", "",
-             md(finding.title) + ".", "", md(finding.message), ""]
+def _finding(finding: Finding, depth: int = 0, printed: set[str] | None = None) -> list[str]:
+    """A finding (one that another explains one heading level deeper, under its cause), with the fix lines not
+    in `printed` yet."""
+    lines = [f"{'#' * min(3 + depth, 6)} {finding.status.value.upper()} `{finding.rule_id}` {md(finding.subject)}", ""]
+    if finding.explained_by and depth:
+        cause, _, subject = finding.explained_by.partition(":")
+        lines += [f"Explained by `{cause}` ({md(subject)}), above.", ""]
+    lines += [md(finding.title) + ".", "", md(finding.message), ""]
     lines += [f"- evidence: {md(e)}" for e in evidence_lines(finding)]
-    if finding.fix:
-        longest = max((len(run) for step in finding.fix for run in re.findall("`+", step)), default=0)
+    steps = new_fixes(finding.fix, set() if printed is None else printed)
+    if steps:
+        longest = max((len(run) for step in steps for run in re.findall("`+", step)), default=0)
         fence = "`" * max(3, longest + 1)  # longer than any run of backticks in the steps
-        lines += ["", "Fix:", "", fence + "sh", *(shown(step) for step in finding.fix), fence]
+        lines += ["", "Fix:", "", fence + "sh", *(shown(step) for step in steps), fence]
+    elif finding.fix:
+        lines += ["", "Fix: as above."]
     return [*lines, ""]
 
 
@@ -105,7 +114,9 @@ def render_markdown(outcome: Outcome) -> str:
     lines += _acceptance(outcome) + _nodes(outcome) + _traffic(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
-    lines += [line for f in problems for line in _finding(f)] or ["No warning or failure.", ""]
+    printed: set[str] = set()
+    lines += [line for f, depth in causes_first(problems) for line in _finding(f, depth, printed)] or \
+        ["No warning or failure.", ""]
     skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
     if skips:
         lines += ["## Not judged", ""]

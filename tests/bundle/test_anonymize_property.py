@@ -207,8 +207,9 @@ def _forms(inj: Injected) -> dict[str, list[str]]:
 
 
 def _found(value: str, kind: str, text: str) -> bool:
-    if kind == "hostname" and len(value) <= 2:  # a standalone word (it is a substring of many words)
-        return re.search(rf"(?<![a-z0-9]){re.escape(value)}(?![a-z0-9])", text) is not None
+    if kind == "hostname" and len(value) <= 2:  # a standalone word (it is a substring of many words); no host name
+        # holds `_`, so `nm` in the spec name nm_connections is not one
+        return re.search(rf"(?<![a-z0-9_]){re.escape(value)}(?![a-z0-9_])", text) is not None
     if kind.startswith(("ipv4", "ipv4 dashed")) and kind in ("ipv4", "ipv4 dashed"):
         return re.search(rf"(?<![0-9]){re.escape(value)}(?![0-9])", text) is not None
     if kind.startswith(("mac", "guid", "ipv4 in")):

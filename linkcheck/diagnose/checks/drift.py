@@ -1,6 +1,7 @@
-"""Named checks against the pair's own baseline (`--baseline`): identity, configuration, GID index, throughput.
+"""The named check against the pair's own baseline (`--baseline`): throughput, per figure and graded (what differs
+in identity, configuration and GID index are `when:` conditions on the pair and baseline_hca facts).
 
-Without a baseline they observe nothing, so they add no finding; the baseline code loads only when one is given.
+Without a baseline it observes nothing, so it adds no finding.
 """
 
 from __future__ import annotations
@@ -11,36 +12,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from linkcheck.diagnose.observation import Observation
-from linkcheck.facts.drift import changes, nccl_ratio, parameter_differences, rdma_ratios
+from linkcheck.facts.drift import nccl_ratio, parameter_differences, rdma_ratios
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
 if TYPE_CHECKING:
-    from linkcheck.facts.drift import Change, Ratio
+    from linkcheck.facts.drift import Ratio
     from linkcheck.facts.snapshot_model import BaselineFacts
-
-PIN = "NCCL_IB_GID_INDEX"
-
-
-class ChangeValues(msgspec.Struct, frozen=True):
-    """What differs from the baseline, each as 'field baseline -> now'."""
-
-    baseline: str
-    saved: str
-    changes: str
-    count: int
-
-
-class GidMoveValues(msgspec.Struct, frozen=True):
-    """One HCA's RoCE v2 IPv4 GID index in the baseline and now, and whether something pins it."""
-
-    baseline: str
-    node: str
-    hca: str
-    was: int
-    now: int
-    pin: str
-    consequence: str
 
 
 class ThroughputValues(msgspec.Struct, frozen=True):
@@ -53,58 +31,6 @@ class ThroughputValues(msgspec.Struct, frozen=True):
     unit: str
     ratio: float
     band: str
-
-
-def _evidence(items: list[Change], name: str) -> tuple[Evidence, ...]:
-    return tuple(Evidence(c.field, {"baseline": c.baseline, "now": c.now}, f"baseline {name}") for c in items)
-
-
-def _changed(link: LinkFacts, kind: str) -> list[Observation]:
-    facts = link.baseline
-    if facts is None:
-        return []  # no --baseline: nothing to compare with
-    base, now = facts.baseline.snapshot, facts.current
-    old, new = (base.identity, now.identity) if kind == "identity" else (base.configuration, now.configuration)
-    changed, unread = changes(old, new, base, now)
-    name = facts.baseline.name
-    if not changed and unread:
-        return [Observation("pair", False, skip=f"not read in this run or in baseline {name}: {', '.join(unread)}")]
-    return [Observation("pair", bool(changed), evidence=_evidence(changed, name),
-                        values=ChangeValues(baseline=name, saved=facts.baseline.created, count=len(changed),
-                                            changes="; ".join(map(str, changed))))]
-
-
-def drift_identity(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
-    return _changed(link, "identity")
-
-
-def drift_config(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
-    return _changed(link, "configuration")
-
-
-def drift_gid_index(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
-    facts = link.baseline
-    if facts is None:
-        return []
-    name, out = facts.baseline.name, []
-    for hca, was in sorted(facts.baseline.snapshot.gid_index.items()):
-        node = link.node(hca.split(":", 1)[0])
-        now = facts.current.gid_index.get(hca)
-        if was is None or now is None:
-            why = "no RoCE v2 IPv4 GID index was resolved for it " + ("now" if was is not None else f"in {name}")
-            out.append(Observation(hca, False, nodes=(node.name,), skip=why))
-            continue
-        pin = node.nccl.get(PIN)
-        source = node.nccl_sources.get(PIN, "?")
-        consequence = (f"{PIN}={pin} is pinned (from {source}), so NCCL uses index {pin} on this HCA"
-                       if pin is not None else f"nothing pins {PIN}, so NCCL resolves the new index itself")
-        out.append(Observation(
-            hca, was != now, nodes=(node.name,), severity=None if pin is not None else Severity.INFO,
-            values=GidMoveValues(baseline=name, node=node.name, hca=hca.split(":", 1)[1], was=was, now=now,
-                                 pin="unset" if pin is None else pin, consequence=consequence),
-            evidence=(Evidence(f"RoCE v2 IPv4 GID index of {hca}", {"baseline": was, "now": now}, f"baseline {name}"),
-                      Evidence(PIN, pin, source if pin is not None else "not set"))))
-    return out
 
 
 def _band(ratio: float, thresholds: Mapping[str, Any]) -> tuple[bool, Severity | None, str]:

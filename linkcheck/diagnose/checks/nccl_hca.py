@@ -1,4 +1,5 @@
-"""Named checks on NCCL_IB_HCA across the pair: the devices NCCL pairs by index, and listed HCAs off the cable."""
+"""The named check on NCCL_IB_HCA across the pair: the devices NCCL pairs by index (a listed HCA off the cable is a
+`when:` condition on the function facts nccl_listed and cabled)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,6 @@ class HcaPairingValues(msgspec.Struct, frozen=True):
     mismatch: str
     source: str
     readdress: str
-
-
-class HcaUncabledValues(msgspec.Struct, frozen=True):
-    """A listed HCA that cannot reach the peer."""
-
-    node: str
-    hca: str
-    netdev: str
-    why: str
-    hca_list: str
-    kept: str
 
 
 def enumeration_order(node: NodeFacts) -> list[Function]:
@@ -91,29 +81,3 @@ def nccl_hca_pairing(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
                   Evidence("devices NCCL uses on a, in order", devs_a, source),
                   Evidence("devices NCCL uses on b, in order", devs_b, source),
                   Evidence("paths (a device <-> b device)", peers, "subnets")))]
-
-
-def nccl_hca_uncabled(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
-    """A listed HCA that is not a twin of the cabled cage, or whose port is not ACTIVE, cannot reach the peer:
-    an extra live port in the list made NCCL fail with `ibv_modify_qp ... 110` in a field report."""
-    out = []
-    for node in (link.a, link.b):
-        value = node.nccl.get(HCA)
-        if not value or not value.strip():
-            continue  # unset: NCCL itself skips ports that are not ACTIVE
-        devices = [f for f in node.functions if f.rdma_dev]
-        listed = set(select_hcas(value, [f.rdma_dev or "" for f in devices]))
-        for fn in (f for f in devices if f.rdma_dev in listed):
-            off_cable = fn.cage not in node.cabled_cages
-            inactive = fn.rdma_state is not None and fn.rdma_state != "ACTIVE"
-            why = (f"is in cage {fn.cage or '?'}, not the cabled {', '.join(node.cabled_cages) or 'none'}"
-                   if off_cable else f"has its RDMA port {fn.rdma_state}" if inactive else "")
-            kept = ",".join(sorted(d for d in listed if d != fn.rdma_dev))
-            out.append(Observation(
-                subject=f"{node.name}:{fn.rdma_dev}", fired=bool(why), nodes=(node.name,),
-                values=HcaUncabledValues(node=node.name, hca=fn.rdma_dev or "?", netdev=fn.netdev, why=why,
-                                         hca_list=value, kept=kept or "<the twins of the cabled cage>"),
-                evidence=(Evidence(HCA, value, node.nccl_sources.get(HCA, "?")),
-                          Evidence(f"cage of {fn.netdev}", fn.cage, "phys_port_name"),
-                          Evidence(f"{fn.rdma_dev} port state", fn.rdma_state, "sysfs infiniband"))))
-    return out

@@ -11,8 +11,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.diagnose.checks.fec import fec_evidence
-from linkcheck.diagnose.checks.gid import nccl_functions
-from linkcheck.diagnose.nccl_hca import select_hcas
+from linkcheck.diagnose.nccl_hca import nccl_functions, select_hcas
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Evidence

@@ -22,8 +22,6 @@ def _t(*names: str) -> frozenset[str]:
 
 CHECKS: dict[str, CheckDef] = {
     "gid_index_stale": CheckDef(gid.gid_index_stale, gid.StalePinValues),
-    "gid_index_empty_pin": CheckDef(gid.gid_index_empty_pin, gid.EmptyPinValues),
-    "gid_index_differs": CheckDef(gid.gid_index_differs, gid.IndexSpreadValues),
     "link_down": CheckDef(link.link_down, link.LinkDownValues),
     "link_changed": CheckDef(link.link_changed, link.LinkChangedValues),
     "cable_not_approved": CheckDef(link.cable_not_approved, link.CableValues,
@@ -38,16 +36,12 @@ CHECKS: dict[str, CheckDef] = {
     "replugged_since_boot": CheckDef(bench.replugged_since_boot, bench.ReplugValues,
                                      _t("late_plug_after_boot_s")),
     "nccl_hca_pairing": CheckDef(nccl_hca.nccl_hca_pairing, nccl_hca.HcaPairingValues),
-    "nccl_hca_uncabled": CheckDef(nccl_hca.nccl_hca_uncabled, nccl_hca.HcaUncabledValues),
     "netplan_not_applied": CheckDef(netplan.netplan_not_applied, netplan.NetplanValues),
     "nm_profile_runtime_only": CheckDef(netplan.nm_profile_runtime_only, netplan.RuntimeProfileValues),
     "nodes_differ": CheckDef(nodes.nodes_differ, nodes.NodesDifferValues),
     "fec_not_rs": CheckDef(fec.fec_not_rs, fec.FecValues),
     "nccl_busbw_low": CheckDef(bench.nccl_busbw_low, bench.BusbwValues,
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),
-    "drift_identity": CheckDef(drift.drift_identity, drift.ChangeValues),
-    "drift_config": CheckDef(drift.drift_config, drift.ChangeValues),
-    "drift_gid_index": CheckDef(drift.drift_gid_index, drift.GidMoveValues),
     "drift_throughput": CheckDef(drift.drift_throughput, drift.ThroughputValues,
                                  _t("warn_below_ratio", "fail_below_ratio")),
 }

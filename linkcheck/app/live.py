@@ -8,10 +8,11 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.accept.budget import nccl_seconds, rdma_rounds, rounds_seconds
 from linkcheck.app.offline import configured_rules, diagnose_facts
 from linkcheck.bench.nccl import NcclOptions, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
-from linkcheck.bench.runner import Progress, inspected_tools, run_traffic
+from linkcheck.bench.runner import Progress, Schedule, inspected_tools, run_traffic
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir
@@ -107,7 +108,11 @@ def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> N
         nccl = size_max_bytes(link, request.nccl.max_bytes) if request.nccl is not None else None
     except LinkcheckError:
         return
-    progress.plan_known(paths, nccl)
+    rdma = request.rdma
+    per_run = rdma_rounds(paths, adaptive=rdma.adaptive) if rdma is not None else 0
+    round_s = rounds_seconds(per_run, rdma.duration_s) / per_run if rdma is not None and per_run else 0.0
+    progress.plan_known(Schedule(paths, nccl, per_run * (request.repetitions if rdma else 1), round_s,
+                                 nccl_seconds(nccl) if nccl is not None else 0.0))
 
 
 def _repetition(captures: list[Capture], n: int) -> list[Capture]:

@@ -37,11 +37,25 @@ from linkcheck.parsers.identity import parse_perftest_version
 from linkcheck.transport.base import Transport
 
 
+class Schedule(msgspec.Struct, frozen=True):
+    """What the traffic test expects to run, once the inspection is in: the data paths, the NCCL sweep's size
+    after the memory cap, the RDMA rounds over all repetitions (the quick tier: those it plans first) and the
+    seconds each round and the NCCL run are expected to take."""
+
+    paths: int
+    nccl_max_bytes: int | None
+    rounds: int
+    round_s: float
+    nccl_s: float = 0.0
+
+
 class Progress:
     """What the runner reports while it works; the console shows it live, other outputs ignore it."""
 
-    def plan_known(self, paths: int, nccl_max_bytes: int | None) -> None:
-        """Once the inspection is in: the data paths to test and the NCCL sweep's size after the memory cap."""
+    def plan_known(self, schedule: Schedule) -> None: ...
+
+    def rounds_added(self, count: int) -> None:
+        """The quick tier runs `count` alone rounds more (a path was low)."""
 
     def round_started(self, rnd: Round) -> None: ...
 
@@ -259,6 +273,7 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
             if left_out:
                 progress.not_run(left_out)
             if again:
+                progress.rounds_added(len(again))
                 _rounds(transports, registry, again, rdma, tools, out, progress, flaps)
     if nccl is not None:
         progress.nccl_started()

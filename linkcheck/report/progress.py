@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from rich.console import Console
@@ -9,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 
 from linkcheck.bench.plan import Round
-from linkcheck.bench.runner import Progress
+from linkcheck.bench.runner import Progress, Schedule
 from linkcheck.model import Capture
 from linkcheck.report.console import as_text
 
@@ -17,7 +18,8 @@ Plan = Callable[[int, "int | None"], str]  # (paths, NCCL bytes) -> the plan lin
 
 
 class ConsoleProgress(Progress):
-    """A small live table: one row per path of the running round, with the rate read from the counters."""
+    """A small live table: one row per path of the running round, with the rate read from the counters; then one
+    line per round: `[3/6] ib_write_bw concurrent a->b: done (...; 18 s elapsed, ~14 s left)`."""
 
     @classmethod
     def on_stderr(cls, plan: Plan | None = None, said: str = "") -> ConsoleProgress:
@@ -31,24 +33,47 @@ class ConsoleProgress(Progress):
         self.live: Live | None = None
         self.rates: dict[str, float] = {}
         self.round: Round | None = None
+        self.schedule: Schedule | None = None
+        self.total = self.index = 0
+        self.started_at: float | None = None
+
+    def _counter(self) -> str:
+        return f"[{self.index}/{self.total}] " if self.total else ""
 
     def _table(self) -> Table:
         assert self.round is not None
-        table = Table(title=as_text(f"ib_write_bw {self.round.mode} {self.round.direction}"), expand=False)
+        title = f"{self._counter()}ib_write_bw {self.round.mode} {self.round.direction}"
+        table = Table(title=as_text(title), expand=False)
         table.add_column("path")
-        table.add_column("live rate")
+        table.add_column("live rate (port counters)")
         for path in self.round.paths:
             rate = self.rates.get(path.key)
             table.add_row(as_text(path.key), f"{rate:7.2f} Gb/s" if rate is not None else "starting")
         return table
 
-    def plan_known(self, paths: int, nccl_max_bytes: int | None) -> None:
-        line = self.plan(paths, nccl_max_bytes) if self.plan is not None else ""
+    def _clock(self) -> str:
+        """`18 s elapsed, ~14 s left`: from the first round; what is left by the schedule."""
+        if self.started_at is None or self.schedule is None:
+            return ""
+        elapsed = time.monotonic() - self.started_at
+        left = (self.total - self.index) * self.schedule.round_s + self.schedule.nccl_s
+        return f"; {elapsed:.0f} s elapsed, ~{left:.0f} s left"
+
+    def plan_known(self, schedule: Schedule) -> None:
+        self.schedule, self.total = schedule, schedule.rounds
+        line = self.plan(schedule.paths, schedule.nccl_max_bytes) if self.plan is not None else ""
         if line and line != self.said:
             self.console.print(as_text(f"{line}, after the inspection"), highlight=False)
 
+    def rounds_added(self, count: int) -> None:
+        if self.total:
+            self.total += count
+
     def round_started(self, rnd: Round) -> None:
         self.round, self.rates = rnd, {}
+        self.index += 1
+        if self.started_at is None:
+            self.started_at = time.monotonic()
         self.live = Live(self._table(), console=self.console, transient=True, auto_refresh=False)
         self.live.start()
 
@@ -61,9 +86,11 @@ class ConsoleProgress(Progress):
         if self.live is not None:
             self.live.stop()
             self.live = None
-        rates = ", ".join(f"{k} {v:.1f}" for k, v in self.rates.items()) or "no live rate"
+        rates = ", ".join(f"{k} {v:.1f}" for k, v in self.rates.items())
+        live = f"{rates} Gb/s live, from the port counters" if rates else "no live rate"
         how = "done" if _finished_well(captures) else "stopped"
-        self.console.print(as_text(f"  ib_write_bw {rnd.mode} {rnd.direction}: {how} ({rates} Gb/s live)", "dim"))
+        self.console.print(as_text(f"  {self._counter()}ib_write_bw {rnd.mode} {rnd.direction}: {how} ({live}"
+                                   f"{self._clock()})", "dim"))
 
     def not_run(self, captures: list[Capture]) -> None:
         for capture in captures:
@@ -72,7 +99,8 @@ class ConsoleProgress(Progress):
             self.console.print(as_text(f"  not run: ib_write_bw {run}: {why}", "dim"))
 
     def nccl_started(self) -> None:
-        self.console.print("  all_gather_perf across both nodes: running", style="dim")
+        expected = f" (~{self.schedule.nccl_s:.0f} s)" if self.schedule and self.schedule.nccl_s else ""
+        self.console.print(f"  all_gather_perf across both nodes: running{expected}", style="dim")
 
     def nccl_done(self, captures: list[Capture]) -> None:
         self.console.print("  all_gather_perf: done", style="dim")

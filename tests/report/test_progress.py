@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
+from linkcheck.bench.runner import Schedule
 from linkcheck.bundle.format import load_bundle
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture
@@ -51,10 +52,28 @@ def test_the_plan_is_said_again_after_the_inspection_only_when_the_nodes_changed
     said = plan(2, None)
     out = io.StringIO()
     progress = ConsoleProgress(Console(file=out, width=400, force_terminal=False), plan, said)
-    progress.plan_known(2, 1 << 34)  # as planned: nothing more to say
+    progress.plan_known(Schedule(2, 1 << 34, 18, 10.5))  # as planned: nothing more to say
     assert out.getvalue() == ""
-    progress.plan_known(2, 1 << 31)  # the nodes' free memory caps the NCCL sweep at 2 GiB
+    progress.plan_known(Schedule(2, 1 << 31, 18, 10.5))  # the nodes' free memory caps the NCCL sweep at 2 GiB
     line = out.getvalue().strip()
     assert line.startswith("linkcheck accept: planned wall time ~") and line.endswith(", after the inspection")
     assert "all_gather_perf up to 2 GiB" in line and line != said
-    ConsoleProgress(Console(file=io.StringIO())).plan_known(1, None)  # without a plan it says nothing, fails nothing
+    ConsoleProgress(Console(file=io.StringIO())).plan_known(Schedule(1, None, 2, 5.5))  # no plan: says nothing
+
+
+def test_each_round_line_counts_rounds_and_says_the_time_elapsed_and_left() -> None:
+    out = io.StringIO()
+    progress = ConsoleProgress(Console(file=out, width=300, force_terminal=False))
+    progress.plan_known(Schedule(2, 256 << 20, 2, 5.5, nccl_s=4.0))
+    rnds = plan_rounds(bench_paths(build_link_facts(load_bundle(FIXTURES / "healthy").captures)), RdmaOptions())
+    done = [_run("a", "client", 0), _run("b", "server", 0)]
+    progress.round_started(rnds[2])
+    progress.round_done(rnds[2], done)
+    progress.rounds_added(1)  # a path was low: it runs alone once more
+    progress.round_started(rnds[0])
+    progress.live_rate(rnds[0], rnds[0].paths[0].key, 108.2)
+    progress.round_done(rnds[0], done)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("  [1/2] ib_write_bw concurrent a->b: done") and "~10 s left)" in lines[0], lines
+    assert lines[1].startswith("  [2/3] ib_write_bw alone a->b: done") and "~10 s left)" in lines[1], lines
+    assert "s elapsed" in lines[1] and "from the port counters" in lines[1]

@@ -107,7 +107,7 @@ def document_problem(doc: dict[str, Any]) -> str | None:
     problems = [_number_problem(doc, "acceptance"),
                 _typed(doc, "verdict", (str,), "acceptance"), _typed(doc, "exit_code", (int,), "acceptance"),
                 *(_typed(doc, key, (dict, none), "acceptance") for key in ("profile", "test", "diagnosis",
-                                                                           "evidence", "bundle")),
+                                                                           "evidence", "bundle", "standard")),
                 _typed(doc, "notes", (list, none), "acceptance")]
     for i, check in enumerate(doc.get("checks", [])):
         at = f"checks[{i}]"
@@ -137,6 +137,10 @@ def document_problem(doc: dict[str, Any]) -> str | None:
     cable = evidence.get("cable") or [] if isinstance(evidence, dict) else []
     if not isinstance(cable, list) or not all(isinstance(end, dict) for end in cable):
         problems.append("evidence.cable must be a list of objects")
+    standard = doc.get("standard") or {}
+    if isinstance(standard, dict) and not (isinstance(standard.get("differences", []), list) and all(
+            isinstance(d, str) for d in standard.get("differences", []))):
+        problems.append("standard.differences must be a list of text")
     diagnosis = doc.get("diagnosis") or {}
     if isinstance(diagnosis, dict) and not isinstance(diagnosis.get("findings", []), list):
         problems.append("diagnosis.findings must be a list")

@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.accept.text import HEADER, headline, reasons, rows
+from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
 from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
@@ -133,7 +133,11 @@ def acceptance_view(doc: dict[str, Any]) -> Group:
                          no_wrap=head in ("status", "margin"))
     for row in rows(doc):
         table.add_row(as_text(row[0], ACCEPT_STYLE.get(row[0], "")), *(as_text(cell) for cell in row[1:]))
-    parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")), table]
+    parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold"))]
+    weaker = non_standard_line(doc)
+    if weaker:
+        parts.append(as_text(weaker, "bold yellow"))
+    parts.append(table)
     parts += [as_text(f"  - {line}") for line in reasons(doc)]
     parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
     return Group(*parts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
+from linkcheck.accept.text import non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
@@ -82,8 +83,11 @@ def _acceptance(outcome: Outcome) -> str:
         return f'<h2>Acceptance</h2><p class="muted">{h(doc["problem"])}</p>'
     profile = doc.get("profile") or {}
     verdict = str(doc.get("verdict"))
+    weaker = non_standard_line(doc)
     head = (f'<h2>Acceptance</h2><p><span class="verdict {_STATUS_CLASS.get(verdict, "skip")}">'
-            f'acceptance: {h(verdict)} exit {h(doc.get("exit_code"))}</span></p>'
+            f'acceptance: {h(verdict)} exit {h(doc.get("exit_code"))}</span>'
+            + (' <span class="verdict warn">NON-STANDARD</span></p>'
+               f'<p class="nonstandard">{h(weaker)}</p>' if weaker else "</p>") +
             f'<p>profile <b>{h(profile.get("name") or "?")}</b>, sha256 <code>{h(profile.get("sha256") or "?")}</code>'
             f"</p><p>tested: {h(acc.parameters(doc))}</p>")
     rows = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from linkcheck.accept import text as accept_text
-from linkcheck.accept.text import HEADER, headline, reasons, rows
+from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.json_report import acceptance_document
@@ -63,8 +63,10 @@ def _acceptance(outcome: Outcome) -> list[str]:
         return []
     if "problem" in doc:
         return ["## Acceptance", "", md(doc["problem"]), ""]
-    lines = ["## Acceptance", "", f"**{md(headline(doc))}**", "", _row(list(HEADER)), _row(["---"] * 3 + ["---:"] +
-                                                                                       ["---", "---:"])]
+    lines = ["## Acceptance", "", f"**{md(headline(doc))}**", ""]
+    weaker = non_standard_line(doc)
+    lines += [f"**{md(weaker)}**", ""] if weaker else []
+    lines += [_row(list(HEADER)), _row(["---"] * 3 + ["---:"] + ["---", "---:"])]
     lines += [_row([md(cell) for cell in row]) for row in rows(doc)]
     why = reasons(doc)
     lines += ["", *(f"- {md(line)}" for line in why)] if why else []

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +16,7 @@ from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
+from linkcheck.report.console_fix import fix_parts
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
 from linkcheck.report.tables import evidence_lines, identity_lines, nccl_text, pin_text, rate, rdma_rows, total_cells
@@ -89,11 +90,10 @@ def nccl_line(link: LinkFacts) -> Text | None:
 
 
 def _finding_panel(finding: Finding) -> Panel:
-    body: list[Text] = [as_text(finding.message)]
+    body: list[RenderableType] = [as_text(finding.message)]
     for line in evidence_lines(finding):
         body.append(as_text(f"  evidence: {line}", "dim"))
-    for step in finding.fix:
-        body.append(as_text(f"  fix: {step}", "bold"))
+    body += fix_parts(finding.fix)
     title = Text.assemble((finding.status.value.upper(), STYLE[finding.status]),
                           as_text(f" {finding.rule_id}  {finding.subject}", multiline=False))
     return Panel(Group(*body), title=title, title_align="left", expand=True)
@@ -169,8 +169,9 @@ def print_console_report(outcome: Outcome, *, show_all: bool) -> None:
 
 
 def print_acceptance(doc: dict[str, Any]) -> None:
-    """The acceptance table after the console report, as wide as the terminal at most."""
+    """The acceptance table after the console report, as wide as the terminal at most; a record that is not shown,
+    one line saying why."""
     try:
-        _console().print(acceptance_view(doc))
+        _console().print(as_text(f"acceptance: {doc['problem']}", "cyan") if "problem" in doc else acceptance_view(doc))
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None

@@ -8,6 +8,7 @@ from linkcheck.accept import text as accept_text
 from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
+from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import evidence_lines, nccl_text, node_rows, rate, rdma_rows, total_cells, verdict_line
@@ -84,7 +85,7 @@ def _finding(finding: Finding) -> list[str]:
     if finding.fix:
         longest = max((len(run) for step in finding.fix for run in re.findall("`+", step)), default=0)
         fence = "`" * max(3, longest + 1)  # longer than any run of backticks in the steps
-        lines += ["", "Fix:", "", fence + "sh", *(shown(step) for step in finding.fix), fence]
+        lines += ["", "Fix:", "", fence + "sh", *shell_lines(finding.fix), fence]  # prose as `#` comments
     return [*lines, ""]
 
 

@@ -422,7 +422,6 @@ def accept(
     cfg = _live_config(config, node, accept_new_host_keys)
     target = _checked_save(save)
     from linkcheck.app.accept import run_accept  # the command's own code
-    from linkcheck.report.console import print_acceptance  # the command's own code
     from linkcheck.report.progress import ConsoleProgress  # the command's own code
 
     progress = None
@@ -435,13 +434,10 @@ def accept(
         _say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     _node_errors(result.outcome)
-    document = result.acceptance.to_dict()
     if _QUIET:
-        _say(headline(document))
+        _say(headline(result.acceptance.to_dict()))
     else:
-        _emit(result.outcome, fmt, show_all)
-        if fmt is Format.console:
-            print_acceptance(document)
+        _emit(result.outcome, fmt, show_all)  # the report, then the acceptance the bundle now holds
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 

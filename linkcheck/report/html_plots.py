@@ -302,9 +302,9 @@ def trend_svg(outcome: Outcome) -> str | None:
     for when, total, _, verdict in runs:
         if total is not None and verdict != "pass":
             axes.annotate(_label(verdict), (when, total), fontsize=7, color="#c62828")
-    axes.set_ylim(bottom=0)
+    axes.set_ylim(0, max([PUBLISHED_TOTAL_GBPS, *(t for _, t in rdma)]) * 1.1)  # the top points not cut in half
     axes.set_ylabel("Gb/s")
-    axes.set_title("This pair over time (linkcheck history)")
+    axes.set_title("This pair over time (linkcheck history, up to this report's run)")
     axes.legend(fontsize=7, loc="lower left")
     figure.autofmt_xdate()
     return _svg(figure)

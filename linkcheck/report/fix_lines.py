@@ -28,7 +28,7 @@ COMMANDS = frozenset({"apt", "cat", "dpkg", "ethtool", "export", "fwupdmgr", "gr
                       "ip", "linkcheck", "ls", "lspci", "netplan", "nmcli", "ping", "rdma", "sed", "show_gids",
                       "sudo", "systemctl", "unset"})
 _PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>")
-_TRAILING_NOTE = re.compile(r"\s+\(([^()]*)\)$")  # `command (a note)`, not `$( ... )`
+_TRAILING_NOTE = re.compile(r"\s+\(([^()]*)\)$")  # `command (a note)`: a space before it, never `$(...)`
 _INNER_COMMAND = re.compile(r"\s*\(([a-z][^();]*)\)")  # `prose (sudo ... ) prose`
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _SUBSTITUTION = re.compile(r"\$\(\([^()]*\)\)|\$\([^()]*\)")
@@ -75,7 +75,7 @@ def _command_with_note(text: str) -> tuple[str, str] | None:
     if runnable(text):
         return _code_and_comment(text)
     note = _TRAILING_NOTE.search(text)
-    if note and not text[:note.start()].endswith("$") and runnable(text[:note.start()]):
+    if note and runnable(text[:note.start()]):
         return text[:note.start()], note.group(1)
     return None
 

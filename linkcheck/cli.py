@@ -418,18 +418,23 @@ def accept(
         "(default dgx-spark-pair).")] = None,
     repetitions: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--repetitions", "-r", min=1, max=100, help="Run the RDMA rounds this many times (default: the "
-        "profile's, 3); the lowest of each measurement is judged.")] = None,
+        "profile's, 3); the lowest of each measurement is judged. Fewer than the built-in profile's 3 mark the "
+        "run NON-STANDARD.")] = None,
+    duration: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--duration", min=1, max=3600, help="Seconds per ib_write_bw run (-D) instead of the profile's (10); "
+        "shorter than the built-in profile's marks the run NON-STANDARD in the record and every report.")] = None,
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: FmtOpt = Format.console, show_all: AllOpt = False,
 ) -> None:
     """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated;
     NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE."""
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
+    if duration is not None:  # the run's -D; the record's `test` says it, and `standard` whether it is weaker
+        prof = replace(prof, test=replace(prof.test, duration_s=duration))
     reps = repetitions or prof.test.repetitions
     cfg = _live_config(config, node, accept_new_host_keys)
     target = _checked_save(save)
     from linkcheck.app.accept import run_accept  # the command's own code
-    from linkcheck.report.console import print_acceptance  # the command's own code
     from linkcheck.report.progress import ConsoleProgress  # the command's own code
 
     progress = None
@@ -446,13 +451,10 @@ def accept(
         _say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     _node_errors(result.outcome)
-    document = result.acceptance.to_dict()
     if _QUIET:
-        _say(headline(document))
+        _say(headline(result.acceptance.to_dict()))
     else:
-        _emit(result.outcome, fmt, show_all)
-        if fmt is Format.console:
-            print_acceptance(document)
+        _emit(result.outcome, fmt, show_all)  # the report, then the acceptance the bundle now holds
     _say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 
@@ -563,9 +565,14 @@ def profiles_list() -> None:
 
 
 @profiles_app.command("show")
-def profiles_show(name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")]) -> None:
-    """One profile in full: the test it runs and every threshold with its unit and source."""
-    _out(describe_profile(resolve_profile(name)))
+def profiles_show(
+    name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")],
+    as_yaml: Annotated[bool, typer.Option("--yaml", help="Print the profile's YAML file as it is, to copy and edit "
+                                          "(`linkcheck profiles validate` accepts it).")] = False,
+) -> None:
+    """One profile in full: the test it runs and every threshold with its unit and source; --yaml: its file."""
+    prof = resolve_profile(name)
+    _out(prof.text.rstrip("\n") if as_yaml else describe_profile(prof))
 
 
 @profiles_app.command("validate")

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from linkcheck.accept.profile import Profile, ProfileCheck, Threshold
+from linkcheck.accept.standard import standard_record
 from linkcheck.diagnose.conditions import compare
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode
@@ -121,6 +122,7 @@ class Acceptance(msgspec.Struct, frozen=True):
             "test": {"repetitions": self.repetitions, "rdma": {"duration_s": p.test.duration_s,
                                                                "size_bytes": p.test.size_bytes, "qps": p.test.qps},
                      "nccl": {"max_bytes": p.test.nccl_max_bytes}},
+            "standard": standard_record(p, self.repetitions),
             "verdict": self.verdict.value, "exit_code": int(self.exit_code),
             "diagnosis": {"verdict": self.diagnosis_verdict.value,
                           "findings": [{"id": r, "status": s, "subject": subj} for r, s, subj in self.findings]},

@@ -152,6 +152,15 @@ class Evidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bundle: BundleRef | None = None
 
 
+class Standard(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How the run compares with the built-in profile (accept/standard.py): weaker is NON-STANDARD."""
+
+    profile: str
+    non_standard: bool
+    differences: list[str] = []
+    sha256: str | None = None
+
+
 class AcceptanceRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """acceptance.json (`"schema": "linkcheck-acceptance"`, `"schema_version": 1`), as `linkcheck accept` writes it."""
 
@@ -166,6 +175,7 @@ class AcceptanceRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     diagnosis: DiagnosisRef | None = None
     notes: list[str] | None = None
     evidence: Evidence | None = None
+    standard: Standard | None = None
 
 
 _ALLOWED = {
@@ -179,6 +189,7 @@ _ALLOWED = {
     "diagnosis": "an object or null", "diagnosis.findings": "a list of finding objects", "notes": "a list of texts",
     "evidence": "an object or null", "evidence.nodes": "an object of node objects",
     "evidence.cable": "a list of cable-end objects", "evidence.runs": "a list of run objects",
+    "standard": "an object or null", "standard.differences": "a list of texts",
 }
 
 

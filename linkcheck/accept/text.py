@@ -50,7 +50,24 @@ def headline(doc: dict[str, Any]) -> str:
     p = doc.get("profile", {})
     reps = doc.get("test", {}).get("repetitions")
     return (f"acceptance: {doc.get('verdict')} exit {doc.get('exit_code')} (profile {p.get('name')}, sha256 "
-            f"{str(p.get('sha256', ''))[:16]}..., {reps} repetitions)")
+            f"{str(p.get('sha256', ''))[:16]}..., {reps} repetitions)" + (" NON-STANDARD" if non_standard(doc) else ""))
+
+
+def non_standard(doc: dict[str, Any]) -> list[str] | None:
+    """What makes the run weaker than the standard acceptance (accept/standard.py); None when it is the standard
+    run, or the record (older than this check) does not say."""
+    standard = doc.get("standard")
+    if not isinstance(standard, dict) or not standard.get("non_standard"):
+        return None
+    return [str(d) for d in standard.get("differences") or []] or ["weaker than the standard"]
+
+
+def non_standard_line(doc: dict[str, Any]) -> str | None:
+    """`NON-STANDARD (weaker than dgx-spark-pair): ib_write_bw -D 4 s (standard 10 s); ...`, or None."""
+    found = non_standard(doc)
+    if found is None:
+        return None
+    return f"NON-STANDARD (weaker than {doc['standard'].get('profile') or 'the built-in profile'}): {'; '.join(found)}"
 
 
 def reasons(doc: dict[str, Any]) -> list[str]:
@@ -89,7 +106,8 @@ def evidence_lines(doc: dict[str, Any]) -> list[str]:
 def acceptance_text(doc: dict[str, Any]) -> str:
     table = [HEADER, *rows(doc)]
     widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
-    lines = [headline(doc), ""]
+    weaker = non_standard_line(doc)
+    lines = [headline(doc), *([weaker] if weaker else []), ""]
     lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
     why = reasons(doc)
     if why:

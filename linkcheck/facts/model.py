@@ -271,15 +271,19 @@ class BenchFacts(msgspec.Struct, frozen=True):
         acceptance judges the minimum. The sum is of the rates as written (13.23 + 13.33 = 26.56, not
         26.560000000000002).
         """
+        out: dict[str, float | None] = {}
+        for direction, sums in self.round_totals(mode).items():
+            out[direction] = None if None in sums else min(s for s in sums if s is not None)
+        return out
+
+    def round_totals(self, mode: str = "concurrent") -> dict[str, list[float | None]]:
+        """Per direction, each round's sum of the paths' Gb/s in `mode` (None: a run of the round has no number)."""
         rounds: dict[str, dict[str, list[float | None]]] = {}
         for run in self.rdma:
             if run.mode == mode:
                 rounds.setdefault(run.direction, {}).setdefault(run.round_id, []).append(run.gbps)
-        out: dict[str, float | None] = {}
-        for direction, by_round in sorted(rounds.items()):
-            sums = [_exact_sum(rates) for rates in by_round.values()]
-            out[direction] = None if None in sums else min(s for s in sums if s is not None)
-        return out
+        return {direction: [_exact_sum(rates) for rates in by_round.values()]
+                for direction, by_round in sorted(rounds.items())}
 
 
 class ExpectedPath(msgspec.Struct, frozen=True):

@@ -8,17 +8,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.accept.text import HEADER, headline, reasons, rows
+from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
 from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
 from linkcheck.report.causes import causes_first, new_fixes
+from linkcheck.report.console_fix import fix_parts
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
 from linkcheck.report.tables import (
@@ -107,7 +108,7 @@ def nccl_line(link: LinkFacts) -> Text | None:
 def _finding_panel(finding: Finding, printed: set[str], effects: list[tuple[Finding, int]]) -> Panel:
     """A finding with its evidence and the fix lines not printed yet, and one line for each finding it explains
     (then their fix lines not printed yet)."""
-    body: list[Text] = [as_text(finding.message)]
+    body: list[RenderableType] = [as_text(finding.message)]
     for line in evidence_lines(finding):
         body.append(as_text(f"  evidence: {line}", "dim"))
     body += _fixes(finding.fix, printed)
@@ -124,11 +125,12 @@ def _finding_panel(finding: Finding, printed: set[str], effects: list[tuple[Find
     return Panel(Group(*body), title=title, title_align="left", expand=True)
 
 
-def _fixes(steps: Sequence[str], printed: set[str]) -> list[Text]:
+def _fixes(steps: Sequence[str], printed: set[str]) -> list[RenderableType]:
+    """The fix lines not printed yet (prose wrapping as text, each command on lines rich never breaks)."""
     fresh = new_fixes(steps, printed)
     if steps and not fresh:
         return [as_text("  fix: as above", "bold")]
-    return [as_text(f"  fix: {step}", "bold") for step in fresh]
+    return fix_parts(fresh)
 
 
 def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) -> None:
@@ -168,7 +170,11 @@ def acceptance_view(doc: dict[str, Any]) -> Group:
                          no_wrap=head in ("status", "margin"))
     for row in rows(doc):
         table.add_row(as_text(row[0], ACCEPT_STYLE.get(row[0], "")), *(as_text(cell) for cell in row[1:]))
-    parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")), table]
+    parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold"))]
+    weaker = non_standard_line(doc)
+    if weaker:
+        parts.append(as_text(weaker, "bold yellow"))
+    parts.append(table)
     parts += [as_text(f"  - {line}") for line in reasons(doc)]
     parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
     return Group(*parts)
@@ -200,8 +206,9 @@ def print_console_report(outcome: Outcome, *, show_all: bool) -> None:
 
 
 def print_acceptance(doc: dict[str, Any]) -> None:
-    """The acceptance table after the console report, as wide as the terminal at most."""
+    """The acceptance table after the console report, as wide as the terminal at most; a record that is not shown,
+    one line saying why."""
     try:
-        _console().print(acceptance_view(doc))
+        _console().print(as_text(f"acceptance: {doc['problem']}", "cyan") if "problem" in doc else acceptance_view(doc))
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from html import escape
 
+from linkcheck.accept.text import non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
+from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
     evidence_lines,
@@ -20,6 +22,7 @@ from linkcheck.report.tables import (
     not_run_lines,
     rate,
     rdma_rows,
+    stages,
     total_cells,
     verdict_line,
 )
@@ -36,7 +39,15 @@ font-weight:bold;color:#fff}.pass{background:#2e7d32}.warn{background:#b26a00}.f
 margin:.8em 0}.finding.fail{border-left-color:#c62828;background:#fff}.finding.warn{border-left-color:#b26a00;
 background:#fff}.tag{color:#fff;padding:0 .4em;border-radius:3px;font-size:.85em}pre{background:#f6f8fa;
 padding:.6em;overflow-x:auto}ul.ev{color:#555;font-size:.9em}figure{margin:1em 0}figure svg{max-width:100%;
-height:auto}.muted{color:#666}td.src{font-size:.8em;color:#555;max-width:28em}
+height:auto}.muted{color:#666}td.src{font-size:.8em;color:#555;max-width:28em}pre.fix .comment{color:#57606a}
+.nonstandard{font-weight:bold;color:#b26a00}details.passed{margin:.3em 0}details.passed summary{cursor:pointer}
+details.passed summary .rules{color:#666;font-size:.85em}
+@media print{body{max-width:none;margin:0;padding:0;font-size:10pt}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;overflow:visible}
+.finding,figure,tr,details.passed summary{break-inside:avoid}h2,h3{break-after:avoid}thead{display:table-header-group}
+details.passed>table{display:none}
+details.passed summary{list-style:none;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.verdict,.tag,.finding{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
 """
 
 
@@ -92,8 +103,11 @@ def _acceptance(outcome: Outcome) -> str:
         return f'<h2>Acceptance</h2><p class="muted">{h(doc["problem"])}</p>'
     profile = doc.get("profile") or {}
     verdict = str(doc.get("verdict"))
+    weaker = non_standard_line(doc)
     head = (f'<h2>Acceptance</h2><p><span class="verdict {_STATUS_CLASS.get(verdict, "skip")}">'
-            f'acceptance: {h(verdict)} exit {h(doc.get("exit_code"))}</span></p>'
+            f'acceptance: {h(verdict)} exit {h(doc.get("exit_code"))}</span>'
+            + (' <span class="verdict warn">NON-STANDARD</span></p>'
+               f'<p class="nonstandard">{h(weaker)}</p>' if weaker else "</p>") +
             f'<p>profile <b>{h(profile.get("name") or "?")}</b>, sha256 <code>{h(profile.get("sha256") or "?")}</code>'
             f"</p><p>tested: {h(acc.parameters(doc))}</p>")
     rows = []
@@ -124,10 +138,29 @@ def _plots(outcome: Outcome) -> str:
 def _finding(finding: Finding) -> str:
     status = finding.status.value
     evidence = "".join(f"<li>{h(line)}</li>" for line in evidence_lines(finding))
-    fix = f"<p>Fix:</p><pre>{h(chr(10).join(finding.fix))}</pre>" if finding.fix else ""
+    lines = [f'<span class="comment">{h(line)}</span>' if line.startswith("#") else h(line)
+             for line in shell_lines(finding.fix)]  # only lines a shell runs: the prose as `#` comments
+    fix = f"<p>Fix:</p><pre class=\"fix\">{chr(10).join(lines)}</pre>" if finding.fix else ""
     return (f'<div class="finding {status}"><h3><span class="tag {status}">{status.upper()}</span> '
             f"<code>{h(finding.rule_id)}</code> {h(finding.subject)}</h3><p><b>{h(finding.title)}</b></p>"
             f"<p>{h(finding.message)}</p><ul class=\"ev\">{evidence}</ul>{fix}</div>")
+
+
+def _passed(passed: list[Finding], stage_of: dict[str, str]) -> str:
+    """The rules that passed, one line per playbook (`link-state: 14 passed: LINK_DOWN, ...`); each line opens on
+    the page to its table, and stays one line on paper."""
+    by_stage: dict[str, list[Finding]] = {}
+    for f in passed:
+        by_stage.setdefault(stage_of.get(f.rule_id, "rules"), []).append(f)
+    out = []
+    for stage, found in by_stage.items():
+        rules = ", ".join(dict.fromkeys(f.rule_id for f in found))
+        table = _table(["rule", "subject", "message"], [
+            [f"<td><code>{h(f.rule_id)}</code></td>", f"<td>{h(f.subject)}</td>", f"<td>{h(f.message)}</td>"]
+            for f in found])
+        out.append(f'<details class="passed"><summary><b>{h(stage)}</b>: {len(found)} passed '
+                   f'<span class="rules">{h(rules)}</span></summary>{table}</details>')
+    return "".join(out)
 
 
 def _findings(outcome: Outcome) -> str:
@@ -142,9 +175,7 @@ def _findings(outcome: Outcome) -> str:
               f"<td>{'yes' if f.required else 'no'}</td>", f"<td>{h(f.skip_reason)}</td>"] for f in skips])
     passed = [f for f in diagnosis.findings if f.status is Status.PASS]
     if passed:
-        out += "<h2>Passed</h2>" + _table(["rule", "subject", "message"], [
-            [f"<td><code>{h(f.rule_id)}</code></td>", f"<td>{h(f.subject)}</td>", f"<td>{h(f.message)}</td>"]
-            for f in passed])
+        out += "<h2>Passed</h2>" + _passed(passed, stages(outcome))
     if diagnosis.notes:
         out += "<h2>Notes</h2><ul>" + "".join(f"<li>{h(n)}</li>" for n in diagnosis.notes) + "</ul>"
     return out

@@ -8,12 +8,15 @@ resource.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import io
 import re
+import statistics
 from typing import Any
 
 import matplotlib
+import msgspec
 from matplotlib.figure import Figure
 
 from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
@@ -21,8 +24,10 @@ from linkcheck.errors import ParseError
 from linkcheck.facts.snapshot import pair_id, pair_key
 from linkcheck.outcome import Outcome
 from linkcheck.parsers.nccl_tests import NcclTestRow, parse_nccl_tests
+from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import threshold
+from linkcheck.values import number
 
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
@@ -54,30 +59,158 @@ def _svg(figure: Any) -> str:
     return _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1))
 
 
-def throughput_svg(outcome: Outcome) -> str | None:
-    """Per path and mode the Gb/s in both directions, against the playbook's nominal and hot-plug thresholds."""
-    runs = outcome.link.bench.rdma
-    if not runs:
-        return None
-    keys = sorted({(r.mode != "alone", r.mode, r.path_key, r.round_id) for r in runs})
-    figure = Figure(figsize=(8, 3.6))
-    axes = figure.add_subplot()
-    width = 0.38
-    for offset, direction, colour in ((-width / 2, "a->b", "#3b6ea5"), (width / 2, "b->a", "#e0892b")):
-        values = [next((r.gbps or 0.0 for r in runs if (r.mode, r.path_key, r.round_id) == k[1:]
-                        and r.direction == direction), 0.0) for k in keys]
-        axes.bar([i + offset for i in range(len(keys))], values, width, label=direction, color=colour)
+# The published figures a healthy pair reads with both paths at once, drawn beside the thresholds: the accepted GX10
+# pair of spark-link s.8 (98.01 + 98.01 = 196.02 Gb/s; also 98.03 + 98.03 [S12] and 98.04 + 98.04 [S27], s.5).
+PUBLISHED_PATH_GBPS = 98.01
+PUBLISHED_TOTAL_GBPS = 196.02
+_DIRECTIONS = (("a->b", "#3b6ea5"), ("b->a", "#e0892b"))
+_MODES = ("alone", "concurrent")
+# Acceptance checks by the group they judge.
+_CHECK_OF = {"alone": "rdma_alone_gbps", "concurrent": "rdma_concurrent_gbps", "total": "rdma_concurrent_total_gbps"}
+
+
+class _Group(msgspec.Struct, frozen=True):
+    """One cluster of bars: a path alone or concurrent, or both paths' total; per direction the samples (one per
+    repetition) and how many runs had no number."""
+
+    label: str
+    kind: str  # alone | concurrent | total
+    samples: dict[str, list[float]]
+    missing: dict[str, int]
+
+
+def _path_label(key: str) -> str:
+    """The path as a tick label: its netdev once when both ends have the same name, else both ends on two lines."""
+    a, _, b = key.partition("<->")
+    return _label(a) if a == b else f"{_label(a)}\n<->{_label(b)}"
+
+
+def _groups(outcome: Outcome) -> list[_Group]:
+    bench = outcome.link.bench
+    keys = sorted({r.path_key for r in bench.rdma})
+    groups = []
+    for key in keys:
+        for mode in _MODES:
+            runs = [r for r in bench.rdma if r.path_key == key and r.mode == mode]
+            if runs:
+                groups.append(_Group(f"{_path_label(key)}\n{mode}", mode,
+                                     {d: [r.gbps for r in runs if r.direction == d and r.gbps is not None]
+                                      for d, _ in _DIRECTIONS},
+                                     {d: sum(1 for r in runs if r.direction == d and r.gbps is None)
+                                      for d, _ in _DIRECTIONS}))
+    totals = bench.round_totals("concurrent")
+    if totals and len(keys) > 1:
+        groups.append(_Group("both paths\nat once (total)", "total",
+                             {d: [t for t in totals.get(d, []) if t is not None] for d, _ in _DIRECTIONS},
+                             {d: sum(1 for t in totals.get(d, []) if t is None) for d, _ in _DIRECTIONS}))
+    return groups
+
+
+def _floors(outcome: Outcome) -> tuple[str, dict[str, list[tuple[float, str]]]]:
+    """(whose thresholds, per group kind the floors the verdict used with their labels): the bundle's acceptance
+    checks when it holds an acceptance, else the throughput rules' own."""
+    doc = acceptance_document(outcome)
+    if doc is not None and "problem" not in doc:
+        profile = (doc.get("profile") or {}).get("name") or "?"
+        floors: dict[str, list[tuple[float, str]]] = {}
+        for kind, check_id in _CHECK_OF.items():
+            check = next((c for c in doc.get("checks", []) if isinstance(c, dict) and c.get("id") == check_id), None)
+            for band in (check or {}).get("thresholds") or []:
+                value = band.get("value")
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    word = "fail" if band.get("on_miss") == "FAIL" else "degraded"
+                    floors.setdefault(kind, []).append((float(value), f"{check_id}: {word} below {value:g}"))
+        return f"acceptance ({profile})", floors
     nominal = threshold(outcome, "LINK_BELOW_NOMINAL", "nominal_min_gbps")
-    hotplug = threshold(outcome, "LINK_HOTPLUG_DEGRADED", "degraded_max_gbps")
-    if nominal is not None:
-        axes.axhline(nominal, color="#2e7d32", linestyle="--", label=f"nominal floor {nominal:g} Gb/s")
-    if hotplug is not None:
-        axes.axhspan(0, hotplug, color="#c62828", alpha=0.12, label=f"hot-plug state <= {hotplug:g} Gb/s")
-    axes.set_xticks(range(len(keys)), [f"{_label(k[2])}\n{_label(f'{k[1]} {k[3]}'.strip())}" for k in keys],
-                    fontsize=7, rotation=12, ha="right")
+    per_path = [] if nominal is None else [(nominal, f"LINK_BELOW_NOMINAL: a path's best below {nominal:g}")]
+    return "rules", {"alone": per_path, "concurrent": per_path}
+
+
+def _label_bar(axes: Any, x: float, samples: list[float], missing: int, top: float) -> None:
+    if not samples:
+        axes.text(x, top * 0.01, "no\nnumber" if missing else "not\nrun", ha="center", va="bottom", fontsize=6,
+                  color="#c62828")
+        return
+    low, high = number(min(samples), 1), number(max(samples), 1)
+    text = number(statistics.median(samples), 1) + ("" if low == high else f"\n{low}-{high}")
+    axes.text(x, max(samples) + top * 0.01, text, ha="center", va="bottom", fontsize=6.5, linespacing=1.1)
+
+
+def _bars(axes: Any, groups: list[_Group], top: float) -> None:
+    """Per group and direction a bar at the median, whiskers to the min and max, and the label."""
+    width = 0.36
+    for i, group in enumerate(groups):
+        for j, (direction, colour) in enumerate(_DIRECTIONS):
+            x = i + (j - 0.5) * width
+            samples = group.samples[direction]
+            if samples:
+                median = statistics.median(samples)
+                axes.bar(x, median, width * 0.95, color=colour, zorder=2, label=direction if i == 0 else None)
+                if len(samples) > 1:
+                    axes.errorbar(x, median, yerr=[[median - min(samples)], [max(samples) - median]], fmt="none",
+                                  ecolor="#333333", elinewidth=0.8, capsize=2.5, zorder=3)
+            _label_bar(axes, x, samples, group.missing[direction], top)
+
+
+def _lines(axes: Any, groups: list[_Group], floors: dict[str, list[tuple[float, str]]]) -> None:
+    """Over each group, the published figure (both paths at once) and the floors that judged it."""
+    drawn: set[str] = set()
+    for i, group in enumerate(groups):
+        lines = [(value, text, "#b26a00" if "degraded" in text else "#c62828", "--")
+                 for value, text in floors.get(group.kind, [])]
+        if group.kind == "total":
+            lines.append((PUBLISHED_TOTAL_GBPS, f"published {PUBLISHED_TOTAL_GBPS:g} Gb/s total", "#2e7d32", ":"))
+        elif group.kind == "concurrent":  # the published figures are both paths at once
+            lines.append((PUBLISHED_PATH_GBPS, f"published {PUBLISHED_PATH_GBPS:g} Gb/s per path at once", "#2e7d32",
+                          ":"))
+        for value, text, colour, style in lines:
+            axes.hlines(value, i - 0.46, i + 0.46, colors=colour, linestyles=style, linewidth=1.4, zorder=4,
+                        label="_nolegend_" if text in drawn else text)
+            drawn.add(text)
+
+
+def _rule_bands(axes: Any, groups: list[_Group], outcome: Outcome) -> None:
+    """Without an acceptance, the rules' bands behind the bars: the hot-plug state per path, one PCIe path in total."""
+    band = threshold(outcome, "LINK_HOTPLUG_DEGRADED", "degraded_max_gbps")
+    low = threshold(outcome, "LINK_HOTPLUG_DEGRADED", "degraded_min_gbps") or 0.0
+    paths = [i for i, g in enumerate(groups) if g.kind != "total"]
+    if band is not None and paths:
+        axes.fill_between([min(paths) - 0.5, max(paths) + 0.5], low, band, color="#c62828", alpha=0.08, zorder=0,
+                          linewidth=0, label=f"LINK_HOTPLUG_DEGRADED: {low:g}-{band:g} per path")
+    one_low = threshold(outcome, "SINGLE_PCIE_PATH", "single_path_total_min_gbps")
+    one_high = threshold(outcome, "SINGLE_PCIE_PATH", "single_path_total_max_gbps")
+    total = next((i for i, g in enumerate(groups) if g.kind == "total"), None)
+    if one_low is not None and one_high is not None and total is not None:
+        axes.fill_between([total - 0.5, total + 0.5], one_low, one_high, color="#c62828", alpha=0.08, zorder=0,
+                          linewidth=0, label=f"SINGLE_PCIE_PATH: {one_low:g}-{one_high:g} in total")
+
+
+def throughput_svg(outcome: Outcome) -> str | None:
+    """Per path a->b and b->a, alone and with both paths at once, and the concurrent total: bars at the median of
+    the repetitions with min-max whiskers, each labelled with its value; against the floors the verdict used (the
+    acceptance's checks, or the throughput rules') and the published ~98 / ~196 Gb/s."""
+    groups = _groups(outcome)
+    if not groups:
+        return None
+    highest = max((v for g in groups for vs in g.samples.values() for v in vs), default=0.0)
+    top = max(PUBLISHED_TOTAL_GBPS if any(g.kind == "total" for g in groups) else 120.0, highest) * 1.12
+    figure = Figure(figsize=(max(6.5, 1.45 * len(groups) + 2.5), 4.4))
+    axes = figure.add_subplot()
+    _bars(axes, groups, top)
+    whose, floors = _floors(outcome)
+    _lines(axes, groups, floors)
+    if whose == "rules":
+        _rule_bands(axes, groups, outcome)
+    axes.set_xticks(range(len(groups)), [g.label for g in groups], fontsize=7)  # each part made safe
+    axes.set_xlim(-0.6, len(groups) - 0.4)
+    axes.set_ylim(0, top)
     axes.set_ylabel("Gb/s")
-    axes.set_title("ib_write_bw per path (alone and concurrent)")
-    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    reps = max((len(vs) for g in groups if g.kind != "total" for vs in g.samples.values()), default=1)
+    axes.set_title("ib_write_bw per path and both paths at once" + (
+        f" (median of {reps} repetitions, whiskers min-max)" if reps > 1 else ""), fontsize=9)
+    axes.grid(axis="y", color="#e5e5e5", zorder=0)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=f"floors: {whose}",
+                title_fontsize=7)
     return _svg(figure)
 
 
@@ -116,8 +249,19 @@ def nccl_svg(outcome: Outcome) -> str | None:
     return _svg(figure)
 
 
+def _until(outcome: Outcome) -> dt.datetime | None:
+    """When the report's own bundle was collected: the trend ends there (a report of an old run shows no later
+    ones); None when the bundle does not say."""
+    try:
+        created = dt.datetime.fromisoformat(outcome.bundle.created)
+    except ValueError:
+        return None
+    return created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
+
+
 def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, str]]:
-    """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history, oldest first."""
+    """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history up to the report's
+    own run, oldest first."""
     path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
     if not path.is_file():
         return []
@@ -126,7 +270,10 @@ def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, st
     except HistoryError:
         return []  # `linkcheck history` names the bad line; the report keeps its other plots
     out = []
+    until = _until(outcome)
     for record in records:
+        if until is not None and when_of(record) > until:
+            continue
         totals = [float(t) for t in (record.get("concurrent_total_gbps") or {}).values()]
         busbw = record.get("nccl_busbw_gbs")
         out.append((when_of(record), min(totals) if totals else None,
@@ -155,9 +302,9 @@ def trend_svg(outcome: Outcome) -> str | None:
     for when, total, _, verdict in runs:
         if total is not None and verdict != "pass":
             axes.annotate(_label(verdict), (when, total), fontsize=7, color="#c62828")
-    axes.set_ylim(bottom=0)
+    axes.set_ylim(0, max([PUBLISHED_TOTAL_GBPS, *(t for _, t in rdma)]) * 1.1)  # the top points not cut in half
     axes.set_ylabel("Gb/s")
-    axes.set_title("This pair over time (linkcheck history)")
+    axes.set_title("This pair over time (linkcheck history, up to this report's run)")
     axes.legend(fontsize=7, loc="lower left")
     figure.autofmt_xdate()
     return _svg(figure)

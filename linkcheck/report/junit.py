@@ -14,12 +14,13 @@ import datetime as dt
 import re
 import xml.etree.ElementTree as ET
 
+from linkcheck.accept.text import headline, non_standard, non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
-from linkcheck.values import evidence_value
+from linkcheck.values import evidence_value, yes_no
 
 # XML 1.0 cannot hold these even escaped (shown() already made C0/C1 controls visible).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -106,11 +107,16 @@ def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
     else:
         profile = doc.get("profile") or {}
         props = ET.SubElement(suite, "properties")
+        weaker = non_standard(doc)
         for name, value in (("verdict", doc.get("verdict")), ("exit_code", doc.get("exit_code")),
                             ("profile", profile.get("name")), ("profile_sha256", profile.get("sha256")),
-                            ("test", acc.parameters(doc))):
+                            ("test", acc.parameters(doc)), ("non_standard", yes_no(weaker is not None)),
+                            *(("non_standard_difference", d) for d in weaker or [])):
             ET.SubElement(props, "property", name=name, value=_x("" if value is None else value))
         kinds = [_acceptance_case(suite, c, n) for c, n in zip(acc.checks(doc), acc.case_names(doc), strict=True)]
+        # GitLab shows no property: the suite's output says it too.
+        ET.SubElement(suite, "system-out").text = _x("\n".join(
+            line for line in (headline(doc), non_standard_line(doc)) if line), multiline=True)
     _tally(suite, kinds)
     return kinds
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 from linkcheck.accept import text as accept_text
-from linkcheck.accept.text import HEADER, headline, reasons, rows
+from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.causes import causes_first, new_fixes
+from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
@@ -74,8 +75,10 @@ def _acceptance(outcome: Outcome) -> list[str]:
         return []
     if "problem" in doc:
         return ["## Acceptance", "", md(doc["problem"]), ""]
-    lines = ["## Acceptance", "", f"**{md(headline(doc))}**", "", _row(list(HEADER)), _row(["---"] * 3 + ["---:"] +
-                                                                                       ["---", "---:"])]
+    lines = ["## Acceptance", "", f"**{md(headline(doc))}**", ""]
+    weaker = non_standard_line(doc)
+    lines += [f"**{md(weaker)}**", ""] if weaker else []
+    lines += [_row(list(HEADER)), _row(["---"] * 3 + ["---:"] + ["---", "---:"])]
     lines += [_row([md(cell) for cell in row]) for row in rows(doc)]
     why = reasons(doc)
     lines += ["", *(f"- {md(line)}" for line in why)] if why else []
@@ -99,7 +102,7 @@ def _finding(finding: Finding, depth: int = 0, printed: set[str] | None = None) 
     if steps:
         longest = max((len(run) for step in steps for run in re.findall("`+", step)), default=0)
         fence = "`" * max(3, longest + 1)  # longer than any run of backticks in the steps
-        lines += ["", "Fix:", "", fence + "sh", *(shown(step) for step in steps), fence]
+        lines += ["", "Fix:", "", fence + "sh", *shell_lines(steps), fence]  # prose as `#` comments
     elif finding.fix:
         lines += ["", "Fix: as above."]
     return [*lines, ""]

@@ -1,9 +1,10 @@
-"""Print a diagnosis: JSON, or the console report. rich's console and tables load only for the console report."""
+"""Print a diagnosis: JSON, or the console report (with the bundle's acceptance after it, when it holds one). rich's
+console and tables load only for the console report."""
 
 from __future__ import annotations
 
 from linkcheck.outcome import Outcome
-from linkcheck.report.json_report import render_json
+from linkcheck.report.json_report import acceptance_document, render_json
 from linkcheck.report.stdout import write_stdout
 
 
@@ -14,6 +15,9 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
         write_stdout(render_json(outcome) + "\n")
         return
     # Late: rich's console, tables and panels serve the console report only (a JSON report needs none of them).
-    from linkcheck.report.console import print_console_report
+    from linkcheck.report.console import print_acceptance, print_console_report
 
     print_console_report(outcome, show_all=show_all)
+    acceptance = acceptance_document(outcome)  # `accept`'s record, or why it is not shown
+    if acceptance is not None:
+        print_acceptance(acceptance)

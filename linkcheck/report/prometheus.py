@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linkcheck import __version__
+from linkcheck.accept.text import non_standard
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
 from linkcheck.report import acceptance as acc
@@ -125,6 +126,10 @@ def _acceptance(m: _Metrics, outcome: Outcome) -> None:
              [({"profile": str(profile.get("name") or "unknown"), "sha256": str(profile.get("sha256") or "")}, 1)])
     m.family("linkcheck_acceptance_verdict", "The acceptance verdict, one-hot over pass, degraded, fail and "
              "inconclusive.", [({"verdict": v.lower()}, 1 if doc.get("verdict") == v else 0) for v in acc.STATUSES])
+    if isinstance(doc.get("standard"), dict):  # a record older than the comparison does not say
+        m.family("linkcheck_acceptance_non_standard", "1 when the run was weaker than the standard acceptance (shorter "
+                 "-D, fewer repetitions, a looser profile than the built-in one), else 0.",
+                 [({}, 1 if non_standard(doc) is not None else 0)])
     checks = acc.checks(doc)
     m.family("linkcheck_acceptance_check_status", "Each acceptance check's status, one-hot over pass, degraded, "
              "fail and inconclusive.",

@@ -53,6 +53,16 @@ def headline(doc: dict[str, Any]) -> str:
             f"{str(p.get('sha256', ''))[:16]}..., {reps} repetitions)" + (" NON-STANDARD" if non_standard(doc) else ""))
 
 
+def closing_line(doc: dict[str, Any]) -> str:
+    """The acceptance's last line on the console: `ACCEPTANCE: FAIL (11 of 24 checks) exit 2`, counting the checks
+    whose status is the verdict (all of them for a PASS); NON-STANDARD when the run was weaker."""
+    verdict = str(doc.get("verdict"))
+    checks = [c for c in doc.get("checks") or [] if isinstance(c, dict)]
+    count = sum(1 for c in checks if str(c.get("status")) == verdict)
+    weaker = " NON-STANDARD" if non_standard(doc) else ""
+    return f"ACCEPTANCE: {verdict} ({count} of {len(checks)} checks){weaker} exit {doc.get('exit_code')}"
+
+
 def non_standard(doc: dict[str, Any]) -> list[str] | None:
     """What makes the run weaker than the standard acceptance (accept/standard.py); None when it is the standard
     run, or the record (older than this check) does not say."""

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
+from linkcheck.accept.text import HEADER, closing_line, headline, non_standard_line, reasons, rows
 from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
@@ -177,6 +177,7 @@ def acceptance_view(doc: dict[str, Any]) -> Group:
     parts.append(table)
     parts += [as_text(f"  - {line}") for line in reasons(doc)]
     parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
+    parts.append(as_text(closing_line(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")))  # stays in view
     return Group(*parts)
 
 

@@ -118,4 +118,9 @@ def test_diagnose_shows_the_acceptance(fixture: Path, cli: InProcessCli) -> None
     assert "NON-STANDARD (weaker than dgx-spark-pair): ib_write_bw -D 4 s (standard 10 s)" in flat
     for check_id in {c["id"] for c in doc["checks"]}:
         assert check_id[:14] in proc.stdout  # the table may fold a long id in its column
+    # the acceptance's verdict closes the output, where it stays in view after the table
+    counted = sum(1 for c in doc["checks"] if c["status"] == doc["verdict"])
+    total = len(doc["checks"])
+    assert proc.stdout.rstrip().splitlines()[-1] == (
+        f"ACCEPTANCE: {doc['verdict']} ({counted} of {total} checks) NON-STANDARD exit {doc['exit_code']}")
     assert json.loads(cli("diagnose", str(fixture), "-f", "json").stdout)["acceptance"]["checks"] == doc["checks"]

@@ -287,11 +287,10 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
         said = _plan(command_name(record), expected_paths(cfg), traffic)
         _say(said)
     from linkcheck.app.live import run_live  # the command's own code
+    from linkcheck.report.progress import ConsoleProgress  # the command's own code
 
     progress = None
     if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
-        from linkcheck.report.progress import ConsoleProgress  # the traffic tests' own code
-
         progress = ConsoleProgress.on_stderr(
             lambda paths, nccl: _plan(command_name(record), paths, traffic, nccl) if said else "", said)
     result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,

@@ -18,7 +18,15 @@ import msgspec
 
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
-from linkcheck.bench.perftest import RoundContext, Servers, ToolInfo, refuse_busy, round_failure, run_round
+from linkcheck.bench.perftest import (
+    RoundContext,
+    Servers,
+    ToolInfo,
+    refuse_busy,
+    round_failure,
+    round_meta,
+    run_round,
+)
 from linkcheck.bench.plan import (
     BenchPath,
     RdmaOptions,
@@ -210,18 +218,15 @@ def low_paths(rates: dict[tuple[str, str], float | None], rdma: RdmaOptions) -> 
     return {key: direction for key, (_, direction) in low.items()}
 
 
-def not_run(rounds: list[Round], rdma: RdmaOptions, run_id: str, rates: dict[tuple[str, str], float | None],
-            ran_alone: dict[str, str]) -> list[Capture]:
+def not_run(rounds: list[Round], rdma: RdmaOptions, tools: dict[str, ToolInfo], run_id: str,
+            rates: dict[tuple[str, str], float | None], ran_alone: dict[str, str]) -> list[Capture]:
     """A client capture per round the quick tier left out, never started, saying why: listed as not run, never
     counted as a result (`plan: skipped` keeps it out of the rates)."""
     out = []
     for rnd in rounds:
         for path, port in zip(rnd.paths, rnd.ports, strict=True):
-            client, server = path.ends(rnd.direction)
-            meta = {"kind": "rdma", "round": rnd.id, "mode": rnd.mode, "direction": rnd.direction, "role": "client",
-                    "path": path.key, "local_netdev": client.netdev, "local_rdma_dev": client.rdma_dev,
-                    "peer_netdev": server.netdev, "peer_rdma_dev": server.rdma_dev, "port": str(port),
-                    "duration_s": str(rdma.duration_s), "format": "text", "run_id": run_id, "plan": "skipped"}
+            client = path.ends(rnd.direction)[0]
+            meta = {**round_meta(rnd, path, "client", port, rdma, tools[client.node], run_id), "plan": "skipped"}
             gbps = rates.get((path.key, rnd.direction))
             carried = f"{gbps:.2f} Gb/s" if gbps is not None else "no number"
             if gbps is not None and gbps >= rdma.low_gbps:
@@ -268,7 +273,7 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
             rates = concurrent_rates(out.captures, link)
             low = low_paths(rates, rdma)
             again, skipped = follow_ups(candidates, low)
-            left_out = not_run(skipped, rdma, registry.run_id, rates, low)
+            left_out = not_run(skipped, rdma, tools, registry.run_id, rates, low)
             out.captures += left_out
             if left_out:
                 progress.not_run(left_out)

@@ -77,7 +77,9 @@ def _quick_like(name: str) -> tuple[Bundle, list[Capture]]:
     rates = concurrent_rates(bundle.captures, link)
     _, later = phases(plan_rounds(bench_paths(link), quick_options()), quick_options())
     kept = [c for c in bundle.captures if not (c.meta.get("kind") == "rdma" and c.meta.get("mode") == "alone")]
-    left_out = not_run(later, quick_options(), "r1", rates, {})
+    tools = inspected_tools(bundle.captures, ["a", "b"])
+    assert tools is not None
+    left_out = not_run(later, quick_options(), tools, "r1", rates, {})
     return replace(bundle, captures=kept + left_out), left_out
 
 

@@ -13,6 +13,7 @@ from linkcheck.accept.text import non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
+from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
@@ -38,7 +39,8 @@ font-weight:bold;color:#fff}.pass{background:#2e7d32}.warn{background:#b26a00}.f
 .inconclusive,.skip{background:#00838f}.finding{border:1px solid #ddd;border-left:6px solid #999;padding:.4em 1em;
 margin:.8em 0}.finding.fail{border-left-color:#c62828;background:#fff}.finding.warn{border-left-color:#b26a00;
 background:#fff}.tag{color:#fff;padding:0 .4em;border-radius:3px;font-size:.85em}pre{background:#f6f8fa;
-padding:.6em;overflow-x:auto}ul.ev{color:#555;font-size:.9em}figure{margin:1em 0}figure svg{max-width:100%;
+padding:.6em;overflow-x:auto}.finding.explained{margin:.6em 0 .4em;border-left-width:4px}
+.because{color:#555;font-style:italic}ul.ev{color:#555;font-size:.9em}figure{margin:1em 0}figure svg{max-width:100%;
 height:auto}.muted{color:#666}td.src{font-size:.8em;color:#555;max-width:28em}pre.fix .comment{color:#57606a}
 .nonstandard{font-weight:bold;color:#b26a00}details.passed{margin:.3em 0}details.passed summary{cursor:pointer}
 details.passed summary .rules{color:#666;font-size:.85em}
@@ -135,15 +137,37 @@ def _plots(outcome: Outcome) -> str:
     return f"<h2>Plots</h2>{figures}" if figures else ""
 
 
-def _finding(finding: Finding) -> str:
+def _finding_opened(finding: Finding, depth: int, printed: set[str]) -> str:
+    """A finding's box, left open so what it explains nests inside it; the fix lines not in `printed` yet."""
     status = finding.status.value
     evidence = "".join(f"<li>{h(line)}</li>" for line in evidence_lines(finding))
+    steps = new_fixes(finding.fix, printed)
     lines = [f'<span class="comment">{h(line)}</span>' if line.startswith("#") else h(line)
-             for line in shell_lines(finding.fix)]  # only lines a shell runs: the prose as `#` comments
-    fix = f"<p>Fix:</p><pre class=\"fix\">{chr(10).join(lines)}</pre>" if finding.fix else ""
-    return (f'<div class="finding {status}"><h3><span class="tag {status}">{status.upper()}</span> '
-            f"<code>{h(finding.rule_id)}</code> {h(finding.subject)}</h3><p><b>{h(finding.title)}</b></p>"
-            f"<p>{h(finding.message)}</p><ul class=\"ev\">{evidence}</ul>{fix}</div>")
+             for line in shell_lines(steps)]  # only lines a shell runs: the prose as `#` comments
+    fix = (f"<p>Fix:</p><pre class=\"fix\">{chr(10).join(lines)}</pre>" if steps
+           else "<p>Fix: as above.</p>" if finding.fix else "")
+    because = ""
+    if finding.explained_by and depth:
+        cause, _, subject = finding.explained_by.partition(":")
+        because = f'<p class="because">Explained by <code>{h(cause)}</code> ({h(subject)}), above.</p>'
+    return (f'<div class="finding {status}{" explained" if depth else ""}"><h3><span class="tag {status}">'
+            f"{status.upper()}</span> <code>{h(finding.rule_id)}</code> {h(finding.subject)}</h3>{because}"
+            f"<p><b>{h(finding.title)}</b></p><p>{h(finding.message)}</p><ul class=\"ev\">{evidence}</ul>{fix}")
+
+
+def _finding_boxes(problems: list[Finding]) -> str:
+    """Causes before consequences: a finding another explains sits inside its cause's box, one level in, and
+    each distinct fix line is printed once."""
+    out: list[str] = []
+    printed: set[str] = set()
+    open_depths: list[int] = []
+    for finding, depth in causes_first(problems):
+        while open_depths and open_depths[-1] >= depth:
+            out.append("</div>")
+            open_depths.pop()
+        out.append(_finding_opened(finding, depth, printed))
+        open_depths.append(depth)
+    return "".join(out) + "</div>" * len(open_depths)
 
 
 def _passed(passed: list[Finding], stage_of: dict[str, str]) -> str:
@@ -166,7 +190,7 @@ def _passed(passed: list[Finding], stage_of: dict[str, str]) -> str:
 def _findings(outcome: Outcome) -> str:
     diagnosis = outcome.diagnosis
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
-    out = "<h2>Findings</h2>" + ("".join(map(_finding, problems)) or "<p>No warning or failure.</p>")
+    out = "<h2>Findings</h2>" + (_finding_boxes(problems) or "<p>No warning or failure.</p>")
     skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
     if skips:
         out += "<h2>Not judged</h2>" + _table(

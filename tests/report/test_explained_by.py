@@ -1,6 +1,6 @@
 """Causes before consequences: the playbooks declare which finding explains which (`explained_by`), the engine marks
-the explained one with its cause's finding id, and the console and Markdown reports list it under its cause, each
-distinct fix once."""
+the explained one with its cause's finding id, and the console, Markdown and HTML reports list it under its cause,
+each distinct fix once."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from linkcheck.app.offline import diagnose_bundle
+from linkcheck.baseline.store import find_path, read_baseline
 from linkcheck.diagnose.engine import explain
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule import Explanation
 from linkcheck.model import Finding, Severity, Status
 from linkcheck.report.causes import causes_first
+from linkcheck.report.html import render_html
 from linkcheck.report.markdown import render_markdown
 from tests.conftest import InProcessCli
 
@@ -58,6 +60,32 @@ def test_markdown_lists_the_explained_under_its_cause() -> None:
     text = render_markdown(outcome)
     assert text.index("### FAIL `NCCL_SOCKET_FALLBACK` nccl") < text.index("#### FAIL `NCCL_BUSBW_LOW` nccl")
     assert "Explained by `NCCL_SOCKET_FALLBACK` (nccl), above." in text
+
+
+def test_html_nests_the_explained_inside_its_cause() -> None:
+    page = render_html(diagnose_bundle(FIXTURES / "nccl-socket-fallback"))
+    cause = page.index("<code>NCCL_SOCKET_FALLBACK</code> nccl</h3>")
+    effect = page.index("<code>NCCL_BUSBW_LOW</code> nccl</h3>")
+    assert cause < effect
+    # The effect's box opens inside the cause's: no box closes between the cause's heading and the effect's.
+    between = page[cause:effect]
+    assert between.count('<div class="finding') == 1 and "</div>" not in between, between
+    assert '<div class="finding fail explained">' in between
+    assert "Explained by <code>NCCL_SOCKET_FALLBACK</code> (nccl), above." in page
+    # Every box that opens closes, so what follows the findings is not swallowed by one.
+    findings = page[page.index("<h2>Findings</h2>"):page.index("<h2>", page.index("<h2>Findings</h2>") + 1)]
+    assert findings.count("<div") == findings.count("</div>")
+
+
+def test_html_prints_each_fix_once(cli: InProcessCli) -> None:
+    assert cli("baseline", "save", "healthy-ref", str(FIXTURES / "healthy")).returncode == 0
+    saved = find_path("healthy-ref")
+    assert saved is not None
+    page = render_html(diagnose_bundle(FIXTURES / "hotplug-degraded", baseline=read_baseline(saved)))
+    fixes = re.findall(r'<pre class="fix">(.*?)</pre>', page, flags=re.S)
+    assert fixes and len(fixes) == len(set(fixes)), fixes  # ten drops share one fix: one block
+    assert page.count("<p>Fix: as above.</p>") >= 9
+    assert page.count('class="finding fail explained"') >= 10  # every throughput drop under its hot-plug cause
 
 
 def _finding(rule: str, subject: str, status: Status = Status.FAIL) -> Finding:

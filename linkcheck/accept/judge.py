@@ -108,6 +108,8 @@ class Acceptance(msgspec.Struct, frozen=True):
     diagnosis_verdict: Verdict
     findings: tuple[tuple[str, str, str], ...] = ()  # (rule, status, subject) of the findings that count
     notes: tuple[str, ...] = msgspec.field(default=())
+    # The sweep's largest message as run: less than the profile's where the smaller node's free memory capped it.
+    nccl_largest_bytes: int | None = None
 
     @property
     def exit_code(self) -> ExitCode:
@@ -121,7 +123,9 @@ class Acceptance(msgspec.Struct, frozen=True):
             "profile": {"name": p.name, "sha256": p.sha256, "source": p.source, "description": p.description},
             "test": {"repetitions": self.repetitions, "rdma": {"duration_s": p.test.duration_s,
                                                                "size_bytes": p.test.size_bytes, "qps": p.test.qps},
-                     "nccl": {"max_bytes": p.test.nccl_max_bytes}},
+                     "nccl": {"max_bytes": p.test.nccl_max_bytes,
+                              **({"largest_bytes": self.nccl_largest_bytes}
+                                 if self.nccl_largest_bytes is not None else {})}},
             "standard": standard_record(p, self.repetitions),
             "verdict": self.verdict.value, "exit_code": int(self.exit_code),
             "diagnosis": {"verdict": self.diagnosis_verdict.value,
@@ -320,4 +324,5 @@ def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: 
     verdict = worst([from_findings, *(r.status for r in results)])
     notes = [] if from_findings is AcceptVerdict.PASS else [
         f"the findings make it {from_findings.value} (verdict {diagnosis.verdict.value})"]
-    return Acceptance(profile, reps, verdict, results, diagnosis.verdict, counted, tuple(notes))
+    largest = link.bench.nccl.largest_bytes if link.bench.nccl is not None else None
+    return Acceptance(profile, reps, verdict, results, diagnosis.verdict, counted, tuple(notes), largest)

@@ -39,7 +39,8 @@ class RdmaParameters(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class NcclParameters(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    max_bytes: Count
+    max_bytes: Count  # what the profile asks for
+    largest_bytes: Count | None = None  # what the sweep reached (the free memory may cap it); absent: not run
 
 
 class TestParameters(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -65,8 +65,10 @@ def summary(check: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def parameters(doc: dict[str, Any]) -> str:
-    """How the pair was tested: repetitions, ib_write_bw's -D, -s and -q, all_gather_perf's largest message."""
+def parameters(doc: dict[str, Any], largest_bytes: int | None = None) -> str:
+    """How the pair was tested: repetitions, ib_write_bw's -D, -s and -q, all_gather_perf's largest message: the
+    one the sweep reached (the record's, or `largest_bytes` from the bundle's own run for a record written before
+    it kept it) where it differs from the profile's."""
     test = doc.get("test") or {}
     rdma, nccl = test.get("rdma") or {}, test.get("nccl") or {}
     parts = [f"{test.get('repetitions', '?')} repetitions"]
@@ -75,8 +77,20 @@ def parameters(doc: dict[str, Any]) -> str:
         parts.append(f"ib_write_bw -D {rdma.get('duration_s', '?')} -s "
                      f"{byte_size(size) if isinstance(size, int) else '?'} -q {rdma.get('qps', '?')}")
     if nccl.get("max_bytes"):
-        parts.append(f"all_gather_perf up to {byte_size(int(nccl['max_bytes']))}")
+        asked, reached = int(nccl["max_bytes"]), nccl.get("largest_bytes", largest_bytes)
+        if isinstance(reached, int) and reached != asked:
+            parts.append(f"all_gather_perf up to {byte_size(reached)} (the profile asks {byte_size(asked)}; the "
+                         "smaller node's free memory allowed no more)" if reached < asked else
+                         f"all_gather_perf up to {byte_size(reached)} (the profile asks {byte_size(asked)})")
+        else:
+            parts.append(f"all_gather_perf up to {byte_size(asked)}")
     return ", ".join(parts)
+
+
+def tested(outcome: Outcome, doc: dict[str, Any]) -> str:
+    """`parameters`, with the largest message of the bundle's own NCCL sweep for a record that does not keep it."""
+    nccl = outcome.link.bench.nccl
+    return parameters(doc, nccl.largest_bytes if nccl is not None else None)
 
 
 def case_names(doc: dict[str, Any]) -> list[str]:

@@ -161,7 +161,7 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) 
 ACCEPT_STYLE = {"PASS": "green", "DEGRADED": "yellow", "FAIL": "bold red", "INCONCLUSIVE": "cyan"}
 
 
-def acceptance_view(doc: dict[str, Any]) -> Group:
+def acceptance_view(doc: dict[str, Any], test_line: str = "") -> Group:
     """The acceptance for the terminal: the headline, each check as a table row that fits the console's width
     (long cells wrap inside their column), why the verdict is not PASS, who was tested."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
@@ -176,6 +176,7 @@ def acceptance_view(doc: dict[str, Any]) -> Group:
         parts.append(as_text(weaker, "bold yellow"))
     parts.append(table)
     parts += [as_text(f"  - {line}") for line in reasons(doc)]
+    parts += [as_text(f"  test: {test_line}", "dim")] if test_line else []
     parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
     parts.append(as_text(closing_line(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")))  # stays in view
     return Group(*parts)
@@ -206,10 +207,11 @@ def print_console_report(outcome: Outcome, *, show_all: bool) -> None:
         raise output_error(exc) from None
 
 
-def print_acceptance(doc: dict[str, Any]) -> None:
-    """The acceptance table after the console report, as wide as the terminal at most; a record that is not shown,
-    one line saying why."""
+def print_acceptance(doc: dict[str, Any], test_line: str = "") -> None:
+    """The acceptance table after the console report, as wide as the terminal at most, with how the pair was
+    tested (`test_line`); a record that is not shown, one line saying why."""
     try:
-        _console().print(as_text(f"acceptance: {doc['problem']}", "cyan") if "problem" in doc else acceptance_view(doc))
+        _console().print(as_text(f"acceptance: {doc['problem']}", "cyan") if "problem" in doc
+                         else acceptance_view(doc, test_line))
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None

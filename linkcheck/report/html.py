@@ -111,7 +111,7 @@ def _acceptance(outcome: Outcome) -> str:
             + (' <span class="verdict warn">NON-STANDARD</span></p>'
                f'<p class="nonstandard">{h(weaker)}</p>' if weaker else "</p>") +
             f'<p>profile <b>{h(profile.get("name") or "?")}</b>, sha256 <code>{h(profile.get("sha256") or "?")}</code>'
-            f"</p><p>tested: {h(acc.parameters(doc))}</p>")
+            f"</p><p>tested: {h(acc.tested(outcome, doc))}</p>")
     rows = []
     for check in acc.checks(doc):
         status = str(check.get("status"))

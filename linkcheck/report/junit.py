@@ -110,7 +110,7 @@ def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
         weaker = non_standard(doc)
         for name, value in (("verdict", doc.get("verdict")), ("exit_code", doc.get("exit_code")),
                             ("profile", profile.get("name")), ("profile_sha256", profile.get("sha256")),
-                            ("test", acc.parameters(doc)), ("non_standard", yes_no(weaker is not None)),
+                            ("test", acc.tested(outcome, doc)), ("non_standard", yes_no(weaker is not None)),
                             *(("non_standard_difference", d) for d in weaker or [])):
             ET.SubElement(props, "property", name=name, value=_x("" if value is None else value))
         kinds = [_acceptance_case(suite, c, n) for c, n in zip(acc.checks(doc), acc.case_names(doc), strict=True)]

@@ -8,6 +8,7 @@ from linkcheck.accept import text as accept_text
 from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
+from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.json_report import acceptance_document
@@ -78,6 +79,7 @@ def _acceptance(outcome: Outcome) -> list[str]:
     lines = ["## Acceptance", "", f"**{md(headline(doc))}**", ""]
     weaker = non_standard_line(doc)
     lines += [f"**{md(weaker)}**", ""] if weaker else []
+    lines += [f"Test: {md(acc.tested(outcome, doc))}", ""]
     lines += [_row(list(HEADER)), _row(["---"] * 3 + ["---:"] + ["---", "---:"])]
     lines += [_row([md(cell) for cell in row]) for row in rows(doc)]
     why = reasons(doc)

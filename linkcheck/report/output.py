@@ -4,6 +4,7 @@ console and tables load only for the console report."""
 from __future__ import annotations
 
 from linkcheck.outcome import Outcome
+from linkcheck.report.acceptance import tested
 from linkcheck.report.json_report import acceptance_document, render_json
 from linkcheck.report.stdout import write_stdout
 
@@ -20,4 +21,4 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
     print_console_report(outcome, show_all=show_all)
     acceptance = acceptance_document(outcome)  # `accept`'s record, or why it is not shown
     if acceptance is not None:
-        print_acceptance(acceptance)
+        print_acceptance(acceptance, "" if "problem" in acceptance else tested(outcome, acceptance))

@@ -3,6 +3,7 @@ each carries its acceptance, check by check; `diagnose` shows it; the records sa
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -13,7 +14,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from linkcheck.accept.judge import judge
+from linkcheck.accept.profile import resolve_profile
+from linkcheck.accept.record import decode_record
 from linkcheck.app.offline import diagnose_bundle
+from linkcheck.report.acceptance import parameters
 from linkcheck.report.formats import renderer
 from tests.conftest import InProcessCli
 
@@ -124,3 +129,34 @@ def test_diagnose_shows_the_acceptance(fixture: Path, cli: InProcessCli) -> None
     assert proc.stdout.rstrip().splitlines()[-1] == (
         f"ACCEPTANCE: {doc['verdict']} ({counted} of {total} checks) NON-STANDARD exit {doc['exit_code']}")
     assert json.loads(cli("diagnose", str(fixture), "-f", "json").stdout)["acceptance"]["checks"] == doc["checks"]
+
+
+@pytest.mark.parametrize("fixture", ACCEPTED, ids=lambda p: p.name)
+def test_every_report_says_the_largest_message_the_sweep_reached(fixture: Path) -> None:
+    """The lab's free memory capped the sweep below the profile's 16 GiB: every report says what ran, not what was
+    asked (the record predates the `largest_bytes` field, so the bundle's own sweep says it)."""
+    outcome = diagnose_bundle(fixture)
+    assert outcome.link.bench.nccl is not None
+    reached = outcome.link.bench.nccl.largest_bytes
+    assert reached is not None and reached < _record(fixture)["test"]["nccl"]["max_bytes"]
+    said = "all_gather_perf up to 2 GiB (the profile asks 16 GiB; the smaller node's free memory allowed no more)"
+    assert reached == 2 << 30
+    assert html.escape(said) in renderer("html")(outcome)
+    assert said.replace("_", "\\_") in renderer("markdown")(outcome)
+    assert html.escape(said).replace("&#x27;", "'") in renderer("junit")(outcome)
+
+
+def test_a_new_record_keeps_the_largest_message(tmp_path: Path) -> None:
+    outcome = diagnose_bundle(ACCEPTED[0])
+    profile = resolve_profile("dgx-spark-pair")
+    doc = judge(outcome.link, outcome.diagnosis, profile, 2).to_dict()
+    assert doc["test"]["nccl"] == {"max_bytes": 16 << 30, "largest_bytes": 2 << 30}
+    # The record's model reads the field back (a shipped record with it added), and refuses a wrong type there.
+    shipped = _record(ACCEPTED[0])
+    shipped["test"]["nccl"]["largest_bytes"] = 2 << 30
+    read, problem = decode_record(tmp_path / "acceptance.json", json.dumps(shipped).encode())
+    assert problem is None and read is not None and read["test"]["nccl"]["largest_bytes"] == 2 << 30
+    shipped["test"]["nccl"]["largest_bytes"] = "2 GiB"
+    assert decode_record(tmp_path / "acceptance.json", json.dumps(shipped).encode())[0] is None
+    assert "up to 2 GiB (the profile asks 16 GiB" in parameters(doc)
+    assert "up to 16 GiB" in parameters({**doc, "test": {"repetitions": 2, "nccl": {"max_bytes": 16 << 30}}})

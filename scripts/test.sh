@@ -29,4 +29,5 @@ else
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# One worker per CPU; the lab tests share one of them (tests/conftest.py). `-n 0` after it runs in one process.
+.venv/bin/python -m pytest -n auto --dist loadgroup "$@"

@@ -14,6 +14,7 @@ LAYERS = [
     {"parsers", "transport"},
     {"collect", "bundle"},
     {"facts"},
+    {"cluster"},
     {"diagnose", "config"},
     {"outcome"},
     {"bench", "baseline", "accept"},

@@ -4,6 +4,10 @@ names the layout, the cables and the flags the scenario states (tests/lab/cluste
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 
 from linkcheck.cluster.topology import infer_topology
@@ -13,13 +17,17 @@ from linkcheck.transport.base import NodeTarget
 from tests.lab.cluster import CLUSTER_SCENARIOS
 from tests.lab.pytest_plugin import LabFactory
 
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
 pytestmark = pytest.mark.lab  # builds a lab of three or four nodes
 
 SCENARIOS = ("ring3", "switch4", "ring3-same-port", "mixed")
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_every_node_of_a_cluster_is_inspected_and_its_topology_named(lab_factory: LabFactory, name: str) -> None:
+def test_every_node_of_a_cluster_is_inspected_and_its_topology_named(lab_factory: LabFactory, name: str,
+                                                                    cli: InProcessCli, tmp_path: Path) -> None:
     lab = lab_factory(name)
     expected = CLUSTER_SCENARIOS[name]().expected
     names = sorted(lab.nodes)
@@ -41,6 +49,17 @@ def test_every_node_of_a_cluster_is_inspected_and_its_topology_named(lab_factory
     assert all(len(s.nodes) == len([n for n in names if n in s.nodes]) for s in topo.segments)
     assert sorted((f.kind, f.subject) for f in topo.flags) == sorted(expected.flags)
     assert all(p.neighbour_confirmed for c in topo.cables for p in c.paths)
+    # The same through the command a user runs: nodes named by --node (ssh_config aliases), the lab's SSH files
+    # named in a linkcheck.yaml.
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    run = cli("topology", *(f"--node={n}" for n in names), "-c", str(config), "-f", "json", timeout=120)
+    assert run.returncode == (1 if expected.flags else 0), run.stderr
+    data = json.loads(run.stdout)
+    assert data["layout"] == expected.layout
+    assert sorted(c["key"] for c in data["cables"]) == sorted(expected.cables)
+    assert sorted((f["kind"], f["subject"]) for f in data["flags"]) == sorted(expected.flags)
+    assert data["schedule"]["rounds"] and all(n["error"] is None for n in data["nodes"])
 
 
 def test_the_switch_is_one_l2_domain_and_the_ring_is_cabled_point_to_point(lab_factory: LabFactory) -> None:

@@ -43,7 +43,7 @@ from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.bundle.verify import verify_bundle
-from linkcheck.config import Config, default_config_present, find_config, resolve_config
+from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule_text import describe_rule
 from linkcheck.errors import ExitCode, LinkcheckError, OutputError, UsageError
@@ -516,6 +516,37 @@ def init(
     link = write_initial_config(cfg, output, force=force)
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
                f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
+
+
+ClusterNodeOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--node", "-n", help="A node as name=[user@]host[:port] or [user@]host[:port] (repeat for each node).")]
+
+
+@app.command()
+def topology(
+    node: ClusterNodeOpt = None,
+    hostfile: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--hostfile", help="An Open MPI hostfile naming the nodes.")] = None,
+    inventory: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--inventory", "-i", help="An Ansible inventory (INI or YAML) naming the nodes.")] = None,
+    group: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--group", help="Only the inventory's hosts of this group (and its children).")] = None,
+    config: ConfigOpt = None, accept_new_host_keys: AcceptOpt = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
+) -> None:
+    """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST) and print its
+    cables, its layout, the flags and the test rounds (exit 0, 1 when flagged, 3 when a node could not be read)."""
+    from linkcheck.app.topology import discover, view_json, view_text  # the command's own code
+    from linkcheck.cluster.hosts import cluster_hosts
+
+    _quiet_libraries(bool(_DEBUG))
+    hosts = cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group, environ=os.environ)
+    found = find_config(config)
+    ssh = found.ssh if found else SshOptions()
+    view = discover(hosts, replace(ssh, accept_new_host_keys=accept_new_host_keys or ssh.accept_new_host_keys))
+    if not _QUIET:
+        _out(view_json(view) if fmt is Format.json else view_text(view))
+    raise typer.Exit(int(view.exit_code))
 
 
 def _parse_help() -> str:

@@ -6,7 +6,6 @@ out of range names file:line and what is allowed.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from pathlib import Path
@@ -19,7 +18,7 @@ from msgspec.structs import replace
 from linkcheck import schema
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
-from linkcheck.transport.base import NodeTarget, parse_target
+from linkcheck.transport.base import NodeTarget, parse_node_target
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
 DEFAULT_PATH = Path("linkcheck.yaml")
@@ -140,7 +139,7 @@ def _node(path: Path, data: Any, name: str, raw: str | _Node | UnsetType) -> Nod
     node = _Node(target=raw) if isinstance(raw, str) else raw
     identity = _path(node.identity_file)
     try:
-        return _target(node.target, name, str(identity) if identity else None)
+        return parse_node_target(node.target, name=name, identity_file=str(identity) if identity else None)
     except ConfigError as exc:
         where = data["nodes"][name]
         raise ConfigError(str(path), exc.reason, line=line_of(where, "target") or line_of(data["nodes"], name)) \
@@ -180,18 +179,6 @@ def load_config(path: Path) -> Config:
                   thresholds=data.get("thresholds") or {}, source=str(path))
 
 
-def _target(text: str, name: str, identity_file: str | None = None) -> NodeTarget:
-    """parse_target, with an address written with colons required to be a real IPv6 address."""
-    target = parse_target(text, name=name, identity_file=identity_file)
-    if ":" in target.host:
-        try:
-            ipaddress.IPv6Address(target.host)
-        except ValueError:
-            raise ConfigError("--node", f"node {name}: {target.host!r} is not an IPv6 address (in {text!r})",
-                              fix="use [user@]host[:port], IPv6 as [addr]:port") from None
-    return target
-
-
 def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
     """--node a=user@host --node b=user@host."""
     nodes: dict[str, NodeTarget] = {}
@@ -199,7 +186,7 @@ def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
         name, sep, target = option.partition("=")
         if not sep or name not in ("a", "b") or not target:
             raise ConfigError("--node", f"expected a=[user@]host[:port] or b=..., got {option!r}")
-        nodes[name] = _target(target, name)
+        nodes[name] = parse_node_target(target, name=name)
     return nodes
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Protocol
 
@@ -51,6 +52,19 @@ def parse_target(text: str, *, name: str, identity_file: str | None = None) -> N
             raise ConfigError("--node", f"node {name}: bad port {port_text!r} in {text!r}")
         port = int(port_text)
     return NodeTarget(name=name, host=host, user=user, port=port, identity_file=identity_file)
+
+
+def parse_node_target(text: str, *, name: str, identity_file: str | None = None) -> NodeTarget:
+    """parse_target, with an address written with colons required to be a real IPv6 address: what `--node`,
+    linkcheck.yaml and the cluster's host sources accept."""
+    target = parse_target(text, name=name, identity_file=identity_file)
+    if ":" in target.host:
+        try:
+            ipaddress.IPv6Address(target.host)
+        except ValueError:
+            raise ConfigError("--node", f"node {name}: {target.host!r} is not an IPv6 address (in {text!r})",
+                              fix="use [user@]host[:port], IPv6 as [addr]:port") from None
+    return target
 
 
 def _split_host_port(rest: str, text: str, name: str) -> tuple[str, str | None]:

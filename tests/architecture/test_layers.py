@@ -14,6 +14,7 @@ LAYERS = [
     {"parsers", "transport"},
     {"collect", "bundle"},
     {"facts"},
+    {"cluster"},
     {"diagnose", "config"},
     {"outcome"},
     {"bench", "baseline", "accept"},
@@ -33,7 +34,8 @@ LATE = {
 # ... or, in cli.py, which builds every command at start, the part of the library that one command runs.
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
-                "linkcheck.report.console", "linkcheck.bundle.anonymize"}
+                "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.topology",
+                "linkcheck.cluster.hosts"}
 LATE |= {("linkcheck.cli", name) for name in COMMAND_CODE}
 
 

@@ -2,7 +2,8 @@
 
 A model's CX-7 functions become data links named, addressed and sized as in the model; a function is
 cabled to the same-named function of the other node when both report carrier, else it has no peer
-(no carrier). `plain` is a built-in cabled pair without models, for tests of the lab itself.
+(no carrier). A cluster scenario (tests/lab/cluster.py) says instead where each function is cabled: to a
+function of another node, or to a switch. `plain` is a built-in cabled pair without models, for tests of the lab itself.
 """
 
 from __future__ import annotations
@@ -43,15 +44,21 @@ def plain_pair(mtu: int = 9000) -> list[LabNodeSpec]:
     return specs
 
 
-def specs_from_models(models: Mapping[str, Path]) -> list[LabNodeSpec]:
-    """Lab specs for nodes given as {lab node name: node model JSON path}."""
+# How a cluster's functions are cabled: (node, netdev) -> the (node, netdev) at the cable's other end, or the name
+# of the switch the function is a port of. A function it does not name has no cable.
+Wiring = Mapping[tuple[str, str], "tuple[str, str] | str"]
+
+
+def specs_from_models(models: Mapping[str, Path], wiring: Wiring | None = None) -> list[LabNodeSpec]:
+    """Lab specs for nodes given as {lab node name: node model JSON path}; without `wiring`, each function with
+    carrier is cabled to the same-named function of another node (a pair)."""
     from tests.emulators.node import Node
 
     loaded = {name: Node.load(path) for name, path in models.items()}
     specs = []
     for name, node in loaded.items():
         others = {n: m for n, m in loaded.items() if n != name}
-        links = tuple(_link(fn, others) for fn in node.functions)
+        links = tuple(_link(fn, others) if wiring is None else _wired(name, fn, wiring) for fn in node.functions)
         specs.append(
             LabNodeSpec(
                 name=name,
@@ -77,23 +84,35 @@ def _link(fn: Any, others: Mapping[str, Any]) -> LinkSpec:
     return LinkSpec(ifname=fn.netdev, mac=fn.mac, mtu=fn.mtu, addresses=tuple(fn.ipv4), peer=peer, up=fn.admin_up)
 
 
+def _wired(name: str, fn: Any, wiring: Wiring) -> LinkSpec:
+    end = wiring.get((name, fn.netdev))
+    peer, switch = (end, None) if isinstance(end, tuple) else (None, end)
+    return LinkSpec(ifname=fn.netdev, mac=fn.mac, mtu=fn.mtu, addresses=tuple(fn.ipv4), peer=peer, up=fn.admin_up,
+                    switch=switch)
+
+
 def scenario_names() -> list[str]:
     """Names accepted by specs_for_scenario."""
     try:
         from tests.emulators.scenarios import SCENARIOS
+        from tests.lab.cluster import CLUSTER_SCENARIOS
     except ImportError:
         return [PLAIN]
-    return [PLAIN, *sorted(SCENARIOS)]
+    return [PLAIN, *sorted(SCENARIOS), *sorted(CLUSTER_SCENARIOS)]
 
 
 def specs_for_scenario(name: str, model_dir: Path) -> list[LabNodeSpec]:
-    """Specs for a named scenario; its node models are written to `model_dir` as a.json and b.json."""
+    """Specs for a named scenario; its node models are written to `model_dir` as a.json and b.json (and c.json ...
+    for a cluster scenario of tests/lab/cluster.py)."""
     if name == PLAIN:
         return plain_pair()
     try:
         from tests.emulators.scenarios import SCENARIOS
+        from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_specs
     except ImportError as exc:
         raise LabError(f"scenario {name!r} needs tests.emulators.scenarios: {exc}") from exc
+    if name in CLUSTER_SCENARIOS:
+        return cluster_specs(name, model_dir)
     if name not in SCENARIOS:
         raise LabError(f"unknown scenario {name!r}; known: {', '.join(scenario_names())}")
     scenario = SCENARIOS[name]

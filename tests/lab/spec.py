@@ -14,6 +14,7 @@ from tests.lab.errors import LabError
 
 # Node names end up in namespace and host-side interface names (15 characters at most in all).
 NODE_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,3}$")
+SWITCH_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")  # the bridge is br-<name>: 15 characters at most
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 TOOL_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
@@ -48,7 +49,9 @@ class LinkSpec:
     """One data interface of a node: a veth end with a GB10 name, joined to a peer node's interface.
 
     `addresses` may be scenario addresses (192.168.x): they are mapped into 198.18.0.0/15 by the same
-    rule as the node model. `peer` None leaves the link without a partner (no carrier: an empty cage).
+    rule as the node model. `peer` None leaves the link without a partner (no carrier: an empty cage),
+    unless `switch` names a switch: then the link is a port of that Linux bridge (one L2 domain with every
+    other link on it), in the lab's own switch namespace.
     """
 
     ifname: str
@@ -57,6 +60,7 @@ class LinkSpec:
     addresses: tuple[str, ...] = ()
     peer: tuple[str, str] | None = None
     up: bool = True
+    switch: str | None = None
 
     def lab_addresses(self) -> tuple[str, ...]:
         """The addresses as assigned in the lab (mapped, then checked to be inside 198.18.0.0/15)."""
@@ -164,6 +168,11 @@ def _validate_link(node: LabNodeSpec, link: LinkSpec, by_name: Mapping[str, LabN
     if not 68 <= link.mtu <= 65535:
         raise LabError(f"{where}: MTU {link.mtu} out of range")
     link.lab_addresses()
+    if link.switch is not None:
+        if link.peer is not None:
+            raise LabError(f"{where}: a link goes to a peer or to a switch, not both")
+        if not SWITCH_NAME_RE.match(link.switch):
+            raise LabError(f"{where}: switch name {link.switch!r} must match {SWITCH_NAME_RE.pattern}")
     if link.peer is None:
         return
     peer_node, peer_if = link.peer

@@ -1,0 +1,211 @@
+"""Where the nodes of a cluster are: repeated `--node`, an OpenMPI hostfile, an Ansible inventory (INI or YAML) or
+Slurm's `$SLURM_JOB_NODELIST`.
+
+linkcheck depends on none of those tools: each source is parsed here from its text. One source per run; a node
+named twice, or two names for one address, is refused, since a node takes part in at most one test at a time and
+two names for it would put it in two. Every refusal is a ConfigError naming the source (file:line where there is
+one), printed as one line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+
+from linkcheck.cluster.hostlist import MAX_HOSTS, HostRangeError, expand_hostlist
+from linkcheck.cluster.inventory import InventoryHost, parse_inventory
+from linkcheck.errors import ConfigError
+from linkcheck.safe_read import read_capped
+from linkcheck.transport.base import NodeTarget, parse_node_target
+
+MAX_HOST_FILE_BYTES = 1 << 20
+SLURM_VAR = "SLURM_JOB_NODELIST"
+# A node's name ends up in captures, bundle folders and messages: a host name's characters, no path parts.
+NODE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
+# Open MPI's hostfile keywords (orte/prrte hostfile lexer): counts, and the user name the ssh launcher uses.
+_COUNT_KEYS = frozenset({"slots", "slot", "count", "cpu", "max_slots", "max-slots", "maxslots"})
+_USER_KEYS = frozenset({"username", "user", "user_name"})
+
+
+class ClusterHost(msgspec.Struct, frozen=True):
+    """One node of the cluster: how to reach it, and where it was named (for messages)."""
+
+    target: NodeTarget
+    origin: str  # "--node", "hosts:3", "$SLURM_JOB_NODELIST"
+    slots: int | None = None  # an Open MPI hostfile's slots=N, when given
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+
+def _refuse(source: str, reason: str, line: int | None = None, fix: str | None = None) -> ConfigError:
+    return ConfigError(source, reason, line=line, fix=fix)
+
+
+def _target(source: str, line: int | None, name: str, text: str, identity_file: str | None = None) -> NodeTarget:
+    """parse_node_target, with its refusal re-said at the source's file:line and the node's name checked."""
+    if not NODE_NAME_RE.match(name):
+        raise _refuse(source, f"bad node name {name!r} (letters, digits, '_', '.', '-'; give name=[addr] for an "
+                      "IPv6 address)", line)
+    try:
+        return parse_node_target(text, name=name, identity_file=identity_file)
+    except ConfigError as exc:
+        raise _refuse(source, exc.reason, line) from None
+
+
+def _target_text(host: str, user: str | None, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host and port is not None else host
+    return f"{user + '@' if user else ''}{shown}{':' + str(port) if port is not None else ''}"
+
+
+def parse_node_values(values: Sequence[str]) -> tuple[ClusterHost, ...]:
+    """`--node` values: `name=[user@]host[:port]`, or `[user@]host[:port]` named after its host.
+
+    >>> [str(h.target) for h in parse_node_values(["s1=nv@spark-1", "spark-2:2222"])]
+    ['nv@spark-1', 'spark-2:2222']
+    """
+    hosts = []
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep:
+            text = value
+            probe = parse_node_target(value, name="?") if value.strip() else None
+            name = probe.host if probe is not None else ""
+        if not text.strip():
+            raise _refuse("--node", f"expected name=[user@]host[:port] or [user@]host[:port], got {value!r}")
+        hosts.append(ClusterHost(_target("--node", None, name, text), "--node"))
+    return _checked("--node", hosts)
+
+
+def parse_hostfile(text: str, source: str) -> tuple[ClusterHost, ...]:
+    """An Open MPI hostfile: `[user@]host [slots=N] [max_slots=N]` per line, `#` comments, blank lines; a host
+    named on two lines is one node (Open MPI adds up its slots).
+
+    >>> [(h.name, h.slots) for h in parse_hostfile("# sparks\\nspark-1 slots=1\\nspark-2\\n", "hosts")]
+    [('spark-1', 1), ('spark-2', None)]
+    """
+    hosts: dict[str, ClusterHost] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        first, *options = line.split()
+        user, slots = _hostfile_options(source, number, options)
+        if "@" in first:
+            user, first = first.rsplit("@", 1)
+        host = ClusterHost(_target(source, number, first, _target_text(first, user, None)), f"{source}:{number}",
+                           slots)
+        old = hosts.get(first)
+        if old is not None:
+            if old.target.user != host.target.user:
+                raise _refuse(source, f"host {first} is named again with another user (first at {old.origin})",
+                              number)
+            total = None if old.slots is None and slots is None else (old.slots or 0) + (slots or 0)
+            host = msgspec.structs.replace(old, slots=total)
+        hosts[first] = host
+    return _checked(source, list(hosts.values()))
+
+
+def _hostfile_options(source: str, number: int, options: list[str]) -> tuple[str | None, int | None]:
+    """The user and the slot count of one hostfile line; max_slots is checked, not kept."""
+    user: str | None = None
+    counts: dict[str, int] = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        key = key.lower()
+        if not sep or not value:
+            raise _refuse(source, f"expected keyword=value after the host, got {option!r}", number)
+        if key in _USER_KEYS:
+            user = value
+        elif key in _COUNT_KEYS:
+            if not value.isdigit() or int(value) < 1:
+                raise _refuse(source, f"{key}={value}: a count of at least 1 is needed", number)
+            counts["max" if key.startswith("max") else "slots"] = int(value)
+        else:
+            raise _refuse(source, f"unknown hostfile keyword {key!r} (slots, max_slots, username)", number)
+    if "max" in counts and counts.get("slots", 1) > counts["max"]:
+        raise _refuse(source, f"slots={counts['slots']} is more than max_slots={counts['max']}", number)
+    return user, counts.get("slots")
+
+
+def hosts_from_inventory(found: Sequence[InventoryHost], source: str) -> tuple[ClusterHost, ...]:
+    """Cluster hosts for an inventory's hosts: the inventory name is the node's name."""
+    hosts = [ClusterHost(_target(source, h.line, h.name, _target_text(h.host, h.user, h.port),
+                                 str(Path(h.identity_file).expanduser()) if h.identity_file else None),
+                         f"{source}:{h.line}") for h in found]
+    return _checked(source, hosts)
+
+
+def parse_slurm_nodelist(text: str, source: str = f"${SLURM_VAR}") -> tuple[ClusterHost, ...]:
+    """Slurm's hostlist (`spark[01-04,07],other`), each name reached as itself."""
+    try:
+        names = expand_hostlist(text)
+    except HostRangeError as exc:
+        raise _refuse(source, str(exc)) from None
+    return _checked(source, [ClusterHost(_target(source, None, n, n), source) for n in names])
+
+
+def _checked(source: str, hosts: list[ClusterHost]) -> tuple[ClusterHost, ...]:
+    """The hosts, refused when a name or an address comes twice or there are too many."""
+    if len(hosts) > MAX_HOSTS:
+        raise _refuse(source, f"{len(hosts)} hosts, more than the {MAX_HOSTS} linkcheck takes")
+    names: dict[str, ClusterHost] = {}
+    places: dict[tuple[str, int | None], ClusterHost] = {}
+    for host in hosts:
+        where = _line(host.origin)
+        if host.name in names:
+            raise _refuse(source, f"node {host.name} is named twice (also at {names[host.name].origin})", where)
+        place = (host.target.host.lower(), host.target.port)
+        if place in places:
+            raise _refuse(source, f"nodes {places[place].name} and {host.name} are the same address "
+                          f"{_target_text(place[0], None, place[1])}", where)
+        names[host.name] = places[place] = host
+    return tuple(hosts)
+
+
+def _line(origin: str) -> int | None:
+    tail = origin.rsplit(":", 1)[-1]
+    return int(tail) if ":" in origin and tail.isdigit() else None
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_capped(path, MAX_HOST_FILE_BYTES).decode("utf-8")
+    except OSError as exc:
+        raise _refuse(str(path), f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _refuse(str(path), f"cannot read: {exc}") from None
+
+
+def read_hostfile(path: Path) -> tuple[ClusterHost, ...]:
+    return parse_hostfile(_read(path), str(path))
+
+
+def read_inventory(path: Path, group: str | None = None) -> tuple[ClusterHost, ...]:
+    return hosts_from_inventory(parse_inventory(_read(path), str(path), group), str(path))
+
+
+def cluster_hosts(*, nodes: Sequence[str] = (), hostfile: Path | None = None, inventory: Path | None = None,
+                  group: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[ClusterHost, ...]:
+    """The nodes from the one source given: --node, --hostfile or --inventory, else $SLURM_JOB_NODELIST."""
+    given = [name for name, present in (("--node", bool(nodes)), ("--hostfile", hostfile is not None),
+                                         ("--inventory", inventory is not None)) if present]
+    if len(given) > 1:
+        raise _refuse(given[0], f"give the nodes one way, not {' and '.join(given)}")
+    if group is not None and inventory is None:
+        raise _refuse("--group", "a group selects hosts of an inventory: give --inventory too")
+    if nodes:
+        return parse_node_values(nodes)
+    if hostfile is not None:
+        return read_hostfile(hostfile)
+    if inventory is not None:
+        return read_inventory(inventory, group)
+    nodelist = (environ or {}).get(SLURM_VAR, "").strip()
+    if nodelist:
+        return parse_slurm_nodelist(nodelist)
+    raise _refuse("--node", "no nodes given", fix="name them with --node (repeated), --hostfile FILE, "
+                  f"--inventory FILE, or run inside a Slurm allocation (${SLURM_VAR})")

@@ -1,0 +1,153 @@
+"""Cluster scenarios for the lab: three and four GB10 nodes cabled as a ring of veth pairs, or attached to a Linux
+bridge in the lab's switch namespace, each node with its model, sysfs tree and real sshd like the pair's.
+
+NVIDIA's layouts (spark-link.md s.10): a ring of three runs each node's p0 to the next node's p1, all four
+interfaces addressed, one /24 per link and twin (six /24s); a switch takes each node's cabled cage, one /24 per
+twin. On the hardware a cable joins two cages and carries both twins; in the lab each twin is its own veth pair,
+domain 0000 to 0000 and 0002 to 0002, as the twins face each other through one cable.
+
+Scenarios, with what `infer_topology` must say of them (`expected`):
+- ring3: NVIDIA's ring of three.
+- ring3-same-port: a ring of three cabled a:p0 to b:p0 and c:p1 to a:p1 (only b:p1 to c:p0 crossed).
+- ring4: a ring of four, NVIDIA's cabling carried on (not a documented layout).
+- switch4: four nodes, cage p1 on the switch.
+- mixed: three nodes on the switch by p1, and a:p0 cabled straight to b:p0 as well.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from tests.emulators.build import gb10_node, with_function
+from tests.emulators.node import Neighbour, Node
+from tests.lab.scenario import Wiring, specs_from_models
+from tests.lab.spec import LabNodeSpec
+
+TWINS = {"p0": ("enp1s0f0np0", "enP2p1s0f0np0"), "p1": ("enp1s0f1np1", "enP2p1s0f1np1")}
+HCA_ENV = {"NCCL_IB_SUBNET_AWARE_ROUTING": "1"}
+SWITCH = "s1"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What topology inference must find in a cluster scenario."""
+
+    layout: str
+    cables: tuple[str, ...] = ()
+    segments: int = 0
+    flags: tuple[tuple[str, str], ...] = ()  # (kind, subject), sorted
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Nodes (name -> {netdev: CIDR}), how their functions are cabled, and what inference must say."""
+
+    names: tuple[str, ...]
+    addrs: dict[str, dict[str, str]]
+    wiring: dict[tuple[str, str], tuple[str, str] | str]
+    expected: Expected
+    cages: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _direct(names: Sequence[str], links: Sequence[tuple[str, str, str, str]], first_subnet: int = 10) -> Cluster:
+    """Cables `(node, cage, node, cage)`, one /24 per cable and twin from 192.168.<first_subnet>.0/24 on."""
+    addrs: dict[str, dict[str, str]] = {n: {} for n in names}
+    wiring: dict[tuple[str, str], tuple[str, str] | str] = {}
+    cages: dict[str, set[str]] = {n: set() for n in names}
+    for i, (a, a_cage, b, b_cage) in enumerate(links):
+        for twin in (0, 1):
+            subnet = first_subnet + 2 * i + twin
+            a_if, b_if = TWINS[a_cage][twin], TWINS[b_cage][twin]
+            addrs[a][a_if] = f"192.168.{subnet}.{names.index(a) + 1}/24"
+            addrs[b][b_if] = f"192.168.{subnet}.{names.index(b) + 1}/24"
+            wiring[(a, a_if)], wiring[(b, b_if)] = (b, b_if), (a, a_if)
+        cages[a].add(a_cage)
+        cages[b].add(b_cage)
+    return Cluster(tuple(names), addrs, wiring, Expected("unknown"), cages)
+
+
+def _on_switch(cluster: Cluster, names: Sequence[str], cage: str = "p1") -> Cluster:
+    """The cluster with `cage` of each of `names` on the switch, one /24 per twin (192.168.100 and .101)."""
+    for name in names:
+        for twin in (0, 1):
+            netdev = TWINS[cage][twin]
+            cluster.addrs[name][netdev] = f"192.168.{100 + twin}.{cluster.names.index(name) + 1}/24"
+            cluster.wiring[(name, netdev)] = SWITCH
+        cluster.cages[name].add(cage)
+    return cluster
+
+
+def ring3() -> Cluster:
+    c = _direct("abc", [("a", "p0", "b", "p1"), ("b", "p0", "c", "p1"), ("c", "p0", "a", "p1")])
+    return replace(c, expected=Expected("ring3", ("a:p0<->b:p1", "a:p1<->c:p0", "b:p0<->c:p1")))
+
+
+def ring3_same_port() -> Cluster:
+    c = _direct("abc", [("a", "p0", "b", "p0"), ("b", "p1", "c", "p0"), ("c", "p1", "a", "p1")])
+    return replace(c, expected=Expected("ring3", ("a:p0<->b:p0", "a:p1<->c:p1", "b:p1<->c:p0"),
+                                        flags=(("ring_same_port", "a:p0<->b:p0"), ("ring_same_port", "a:p1<->c:p1"))))
+
+
+def ring4() -> Cluster:
+    c = _direct("abcd", [("a", "p0", "b", "p1"), ("b", "p0", "c", "p1"), ("c", "p0", "d", "p1"),
+                         ("d", "p0", "a", "p1")])
+    return replace(c, expected=Expected("ring4", ("a:p0<->b:p1", "a:p1<->d:p0", "b:p0<->c:p1", "c:p0<->d:p1"),
+                                        flags=(("unsupported", "ring4"),)))
+
+
+def switch4() -> Cluster:
+    c = _on_switch(_direct("abcd", []), "abcd")
+    return replace(c, expected=Expected("switch", segments=2))
+
+
+def mixed() -> Cluster:
+    c = _on_switch(_direct("abc", [("a", "p0", "b", "p0")], first_subnet=50), "abc")
+    return replace(c, expected=Expected("mixed", ("a:p0<->b:p0",), segments=2,
+                                        flags=(("mixed", "cluster"), ("unsupported", "mixed"))))
+
+
+CLUSTER_SCENARIOS: dict[str, Callable[[], Cluster]] = {
+    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "switch4": switch4, "mixed": mixed}
+
+
+def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
+    """What a node's table holds after traffic: each peer address in a subnet it shares, with that twin's MAC."""
+    out = []
+    for fn in node.functions:
+        if not fn.link_up:
+            continue
+        nets = [ipaddress.ip_interface(c).network for c in fn.ipv4]
+        out += [Neighbour(cidr.split("/")[0], fn.netdev, peer.mac) for other in others for peer in other.functions
+                if peer.link_up for cidr in peer.ipv4 if any(ipaddress.ip_interface(cidr).ip in n for n in nets)]
+    return tuple(out)
+
+
+def cluster_models(cluster: Cluster) -> dict[str, Node]:
+    """A GB10 model per node: the cabled cages' twins with carrier, the addresses, the neighbour tables."""
+    models = {}
+    for i, name in enumerate(cluster.names):
+        cages = sorted(cluster.cages[name])
+        addrs = {netdev: (cidr,) for netdev, cidr in cluster.addrs[name].items()}
+        node = gb10_node(f"spark-{name}", f"4c:bb:47:1{i}:00:10", addrs=addrs,
+                         mtu=dict.fromkeys(cluster.addrs[name], 9000), cabled_cage=cages[0] if cages else None,
+                         mgmt_ip=f"10.20.0.{21 + i}/24")
+        for fn in node.functions:
+            node = with_function(node, fn.netdev, carrier=fn.cage in cages)
+        models[name] = replace(node, nccl_env=dict(HCA_ENV))
+    return {name: replace(m, neighbours=_neighbours(m, [o for o in models.values() if o is not m]))
+            for name, m in models.items()}
+
+
+def cluster_specs(name: str, model_dir: Path) -> list[LabNodeSpec]:
+    """Lab specs for a cluster scenario; its node models are written to `model_dir` as <node>.json."""
+    cluster = CLUSTER_SCENARIOS[name]()
+    model_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for node, model in cluster_models(cluster).items():
+        paths[node] = model_dir / f"{node}.json"
+        paths[node].write_text(model.to_json(), encoding="utf-8")
+    wiring: Wiring = cluster.wiring
+    return specs_from_models(paths, wiring)

@@ -1,0 +1,75 @@
+"""Clusters in the lab: three and four nodes cabled as a ring of veth pairs or on a Linux bridge (the switch), each
+inspected over real SSH by linkcheck's collector, all nodes at once; the topology inferred from what they answer
+names the layout, the cables and the flags the scenario states (tests/lab/cluster.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from linkcheck.cluster.topology import infer_topology
+from linkcheck.collect.collector import close_transports, collect, open_transports
+from linkcheck.facts.build import build_node_facts
+from linkcheck.transport.base import NodeTarget
+from tests.lab.cluster import CLUSTER_SCENARIOS
+from tests.lab.pytest_plugin import LabFactory
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
+pytestmark = pytest.mark.lab  # builds a lab of three or four nodes
+
+SCENARIOS = ("ring3", "switch4", "ring3-same-port", "mixed")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_node_of_a_cluster_is_inspected_and_its_topology_named(lab_factory: LabFactory, name: str,
+                                                                    cli: InProcessCli, tmp_path: Path) -> None:
+    lab = lab_factory(name)
+    expected = CLUSTER_SCENARIOS[name]().expected
+    names = sorted(lab.nodes)
+    transports = open_transports([NodeTarget(name=n, host=n) for n in names], known_hosts=lab.known_hosts,
+                                 ssh_config=lab.ssh_config, connect_timeout_s=10)
+    try:
+        result = collect(transports, timeout_s=90)
+    finally:
+        close_transports(transports)
+    assert result.errors == {}
+    facts = {n: build_node_facts(n, [c for c in result.captures if c.node == n]) for n in names}
+    # The answers came from the nodes' own sshd, namespaces and kernels: the hostnames and the lab's addresses.
+    assert [facts[n].hostname for n in names] == [f"spark-{n}" for n in names]
+    assert all(a.startswith("198.19.") for f in facts.values() for fn in f.functions for a in fn.ipv4)
+    topo = infer_topology(facts)
+    assert topo.layout == expected.layout
+    assert sorted(c.key for c in topo.cables) == sorted(expected.cables)
+    assert len(topo.segments) == expected.segments
+    assert all(len(s.nodes) == len([n for n in names if n in s.nodes]) for s in topo.segments)
+    assert sorted((f.kind, f.subject) for f in topo.flags) == sorted(expected.flags)
+    assert all(p.neighbour_confirmed for c in topo.cables for p in c.paths)
+    # The same through the command a user runs: nodes named by --node (ssh_config aliases), the lab's SSH files
+    # named in a linkcheck.yaml.
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    run = cli("topology", *(f"--node={n}" for n in names), "-c", str(config), "-f", "json", timeout=120)
+    assert run.returncode == (1 if expected.flags else 0), run.stderr
+    data = json.loads(run.stdout)
+    assert data["layout"] == expected.layout
+    assert sorted(c["key"] for c in data["cables"]) == sorted(expected.cables)
+    assert sorted((f["kind"], f["subject"]) for f in data["flags"]) == sorted(expected.flags)
+    assert data["schedule"]["rounds"] and all(n["error"] is None for n in data["nodes"])
+
+
+def test_the_switch_is_one_l2_domain_and_the_ring_is_cabled_point_to_point(lab_factory: LabFactory) -> None:
+    """The lab's wiring itself: through the bridge every node reaches every other on the twin's subnet; on the
+    ring, a cable reaches only the node at its other end."""
+    switch = lab_factory("switch4")
+    for peer in ("198.19.100.2", "198.19.100.3", "198.19.100.4", "198.19.101.4"):
+        ping = switch.exec("a", ["ping", "-c", "1", "-W", "2", peer])
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+    ring = lab_factory("ring3")
+    # a:enp1s0f0np0 (192.168.10.1/24 -> 198.19.10.1) is cabled to b:enp1s0f1np1 (.2); c has no address there.
+    assert ring.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.10.2"]).returncode == 0
+    assert ring.exec("a", ["ping", "-c", "1", "-W", "1", "-I", "enp1s0f0np0", "198.19.14.3"]).returncode != 0

@@ -385,6 +385,47 @@ def _quick_traffic(size: int, qps: int, port_base: int | None, nccl: bool, nccl_
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base), nccl=proof)
 
 
+@app.command()
+def fix(
+    bundle: Annotated[Optional[Path], typer.Argument(  # noqa: UP045
+        help="A bundle folder to plan from; without it, both nodes are inspected live (as `check`).")] = None,
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
+    fmt: FmtOpt = Format.console, playbook: PlaybookOpt = None, allow_unverified: UnverifiedOpt = False,
+) -> None:
+    """Plan the repairs of the findings that have one: per node, ordered steps, each with its runtime change, its
+    persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
+    Read-only: the plan is printed and saved in the bundle (repair.json), nothing on the nodes changes."""
+    from linkcheck.app.fix import fix_bundle, fix_live  # the command's own code
+
+    if bundle is not None:
+        if node or save:
+            raise UsageError("--node and --save are for a live plan; a bundle's plan is saved in the bundle")
+        result = fix_bundle(bundle, playbook, _offline_config(config), allow_unverified=allow_unverified,
+                            warn=_unverified)
+    else:
+        cfg = _live_config(config, node, accept_new_host_keys)
+        live = fix_live(cfg, _checked_save(save))
+        if live is None:
+            raise typer.Exit(130)
+        _node_errors(live.outcome)
+        result = live
+    if result.save_problem:
+        _say(f"linkcheck: {result.save_problem}")
+    elif result.saved is not None:
+        _say(f"repair plan saved to {result.saved / 'repair.json'}")
+    if not _QUIET:
+        from linkcheck.repair.record import steps_json  # the command's own code
+        from linkcheck.report.repair import plan_text_lines  # the command's own code
+
+        if fmt is Format.json:
+            write_stdout(steps_json(result.plan))
+        else:
+            _out("\n".join(plan_text_lines(result.plan)))
+    else:
+        _verdict_line(result.outcome)
+    raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
+
+
 @bench_app.command("rdma")
 def bench_rdma(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,

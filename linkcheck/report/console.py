@@ -215,3 +215,13 @@ def print_acceptance(doc: dict[str, Any], test_line: str = "") -> None:
                          else acceptance_view(doc, test_line))
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None
+
+
+def print_lines(lines: list[str]) -> None:
+    """Plain lines after the console report (the repair plan), node text shown as text, never as markup."""
+    try:
+        console = _console()
+        for line in lines:
+            console.print(as_text(line, ""), soft_wrap=True)
+    except (OSError, ValueError) as exc:
+        raise output_error(exc) from None

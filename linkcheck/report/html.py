@@ -15,6 +15,7 @@ from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
+from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
     evidence_lines,
@@ -205,6 +206,20 @@ def _findings(outcome: Outcome) -> str:
     return out
 
 
+def _repair(outcome: Outcome) -> str:
+    """The bundle's repair plan (`linkcheck fix`): each step's commands, file diff and checks, escaped."""
+    plan, problem = repair_plan(outcome)
+    if plan is None:
+        return f"<h2>Repair plan</h2><p>{h(problem)}</p>" if problem else ""
+    out = "<h2>Repair plan</h2>" + ("" if plan.steps else "<p>Nothing to repair.</p>")
+    for i, step in enumerate(plan.steps, 1):
+        out += f"<h3>{h(step_title(i, step))}</h3><pre>{h(chr(10).join(step_lines(step)))}</pre>"
+    if plan.not_planned:
+        out += "<ul>" + "".join(f"<li>not planned: {h(n.finding)}: {h(n.reason)}</li>" for n in plan.not_planned)
+        out += "</ul>"
+    return out
+
+
 def render_html(outcome: Outcome) -> str:
     diagnosis = outcome.diagnosis
     bundle = outcome.bundle
@@ -212,7 +227,8 @@ def render_html(outcome: Outcome) -> str:
     header = (f'<h1>linkcheck report</h1><p><span class="verdict {verdict}">{h(verdict_line(outcome))}</span></p>'
               f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
               f"linkcheck {h(bundle.tool_version or '?')}</p>")
-    body = header + _acceptance(outcome) + _nodes(outcome) + _traffic(outcome) + _plots(outcome) + _findings(outcome)
+    body = (header + _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _plots(outcome)
+            + _findings(outcome))
     title = h(f"linkcheck: {verdict.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{CSS}</style></head><body>{body}</body></html>\n")

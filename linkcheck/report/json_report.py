@@ -12,6 +12,7 @@ from linkcheck.accept.record import load_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
+from linkcheck.report.repair import repair_document
 from linkcheck.strict_json import finite_only
 
 SCHEMA = "linkcheck-report"
@@ -69,6 +70,7 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "findings": [f.to_dict() for f in diagnosis.findings],
         "notes": list(diagnosis.notes),
         "acceptance": acceptance_document(outcome),
+        "repair": repair_document(outcome),  # the bundle's `linkcheck fix` plan, when it holds one
     }
 
 

@@ -18,6 +18,7 @@ from linkcheck.accept.text import headline, non_standard, non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
+from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
 from linkcheck.values import evidence_value, yes_no
@@ -121,6 +122,29 @@ def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
     return kinds
 
 
+def _repair_suite(root: ET.Element, outcome: Outcome) -> list[str]:
+    """The bundle's repair plan as a suite of its own: a skipped testcase per planned step (planned, not applied),
+    its commands and diff in the case's output; [] when there is no plan."""
+    plan, problem = repair_plan(outcome)
+    if plan is None and problem is None:
+        return []
+    suite = ET.SubElement(root, "testsuite", name="linkcheck.repair", timestamp=_timestamp(), time="0")
+    kinds = []
+    if plan is None:
+        case = ET.SubElement(suite, "testcase", name="repair", classname="linkcheck.repair", time="0")
+        ET.SubElement(case, "error", message=_x(problem or ""), type="unverified").text = _x(problem or "")
+        kinds.append("error")
+    else:
+        for i, step in enumerate(plan.steps, 1):
+            case = ET.SubElement(suite, "testcase", name=_x(step_title(i, step)),
+                                 classname=_x(f"linkcheck.repair.{step.finding.split(':', 1)[0]}"), time="0")
+            ET.SubElement(case, "skipped", message="planned, not applied")
+            ET.SubElement(case, "system-out").text = _x("\n".join(step_lines(step)), multiline=True)
+            kinds.append("skipped")
+    _tally(suite, kinds)
+    return kinds
+
+
 def _tally(element: ET.Element, kinds: list[str]) -> None:
     tallies = {"tests": len(kinds), "failures": kinds.count("failure"), "errors": kinds.count("error"),
                "skipped": kinds.count("skipped")}
@@ -151,6 +175,6 @@ def render_junit(outcome: Outcome) -> str:
     ET.SubElement(suite, "system-out").text = _x(verdict_line(outcome), multiline=True)
     if diagnosis.notes:
         ET.SubElement(suite, "system-err").text = _x("\n".join(diagnosis.notes), multiline=True)
-    _tally(root, kinds + _acceptance_suite(root, outcome))
+    _tally(root, kinds + _acceptance_suite(root, outcome) + _repair_suite(root, outcome))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -12,6 +12,7 @@ from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.json_report import acceptance_document
+from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
     evidence_lines,
@@ -91,6 +92,23 @@ def _acceptance(outcome: Outcome) -> list[str]:
     return [*lines, ""]
 
 
+def _repair(outcome: Outcome) -> list[str]:
+    """The bundle's repair plan (`linkcheck fix`): each step's commands, file diff and checks in a code block."""
+    plan, problem = repair_plan(outcome)
+    if plan is None:
+        return ["## Repair plan", "", md(problem), ""] if problem else []
+    lines = ["## Repair plan", ""]
+    if not plan.steps:
+        lines += ["Nothing to repair.", ""]
+    for i, step in enumerate(plan.steps, 1):
+        body = step_lines(step)
+        longest = max((len(run) for line in body for run in re.findall("`+", line)), default=0)
+        fence = "`" * max(3, longest + 1)
+        lines += [f"### {md(step_title(i, step))}", "", fence + "text", *body, fence, ""]
+    lines += [f"- not planned: `{n.finding}`: {md(n.reason)}" for n in plan.not_planned]
+    return [*lines, ""] if plan.not_planned else lines
+
+
 def _finding(finding: Finding, depth: int = 0, printed: set[str] | None = None) -> list[str]:
     """A finding (one that another explains one heading level deeper, under its cause), with the fix lines not
     in `printed` yet."""
@@ -116,7 +134,7 @@ def render_markdown(outcome: Outcome) -> str:
     lines = ["# linkcheck report", "", f"**{md(verdict_line(outcome))}**", "",
              f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
              f"linkcheck {md(bundle.tool_version or '?')})", ""]
-    lines += _acceptance(outcome) + _nodes(outcome) + _traffic(outcome)
+    lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
     printed: set[str] = set()

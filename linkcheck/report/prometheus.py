@@ -19,6 +19,7 @@ from linkcheck.accept.text import non_standard
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
 from linkcheck.report import acceptance as acc
+from linkcheck.report.repair import repair_plan
 from linkcheck.report.safe_text import shown
 from linkcheck.report.writer import check_output_path, write_output
 
@@ -141,6 +142,15 @@ def _acceptance(m: _Metrics, outcome: Outcome) -> None:
               for c in checks if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
 
 
+def _repair(m: _Metrics, outcome: Outcome) -> None:
+    """The bundle's repair plan (`linkcheck fix`): how many steps it plans per node (0: nothing to repair)."""
+    plan, _ = repair_plan(outcome)
+    if plan is None:
+        return
+    m.family("linkcheck_repair_steps", "Steps the bundle's repair plan (linkcheck fix) holds per node.",
+             [({"node": node}, len(plan.for_node(node))) for node in ("a", "b")])
+
+
 def render_prometheus(outcome: Outcome) -> str:
     """The outcome as a node_exporter textfile (ends with a newline)."""
     link, diagnosis, m = outcome.link, outcome.diagnosis, _Metrics()
@@ -167,6 +177,7 @@ def render_prometheus(outcome: Outcome) -> str:
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
     _acceptance(m, outcome)
+    _repair(m, outcome)
     return "\n".join(m.lines) + "\n"
 
 

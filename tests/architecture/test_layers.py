@@ -16,7 +16,7 @@ LAYERS = [
     {"facts"},
     {"diagnose", "config"},
     {"outcome"},
-    {"bench", "baseline", "accept"},
+    {"bench", "baseline", "accept", "advise"},
     {"report"},
     {"app"},
     {"cli", "api"},

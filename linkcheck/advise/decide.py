@@ -87,7 +87,10 @@ def _throughput(link: LinkFacts, figs: _Figures) -> list[str]:
     return said
 
 
-def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], float | None]:
+Decode = tuple[float, str]  # the decode all-reduce's time (us), and how it was had
+
+
+def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None]:
     """The measured small all_reduce: the reason, and its time at the decode payload (measured or interpolated)."""
     run = link.bench.allreduce
     if run is None or not run.rows:
@@ -99,13 +102,15 @@ def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], float | None
     if at is None:
         return [], None
     name = f"all_reduce {DECODE_PAYLOAD_BYTES} B"
-    shown = figs.add(Figure(name, at[0], "us", "measured" if at[1].startswith("measured") else "estimate", at[1]))
+    measured = at[1].startswith("measured")
+    shown = figs.add(Figure(name, at[0], "us", "measured" if measured else "estimate", at[1]))
+    how = "measured" if measured else "interpolated between the measured sizes"
     return [f"a decode-sized all_reduce ({DECODE_PAYLOAD_BYTES} B) takes {shown} across the nodes; published for a "
             f"healthy GB10 pair: {figs.published('decode_allreduce_nccl_us_low')} to "
-            f"{figs.published('decode_allreduce_nccl_us_high')}"], at[0]
+            f"{figs.published('decode_allreduce_nccl_us_high')}"], (at[0], how)
 
 
-def _measured(link: LinkFacts, figs: _Figures) -> tuple[list[str], float | None, bool]:
+def _measured(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None, bool]:
     """What the bundle measured of the link, as reasons; the decode all-reduce time (us) when measured; whether a
     latency test is in the bundle."""
     said = _throughput(link, figs)
@@ -114,8 +119,8 @@ def _measured(link: LinkFacts, figs: _Figures) -> tuple[list[str], float | None,
         tail = (f" (published for a healthy pair: {figs.published('ib_write_lat_2b_us')} at 2 B, "
                 f"{figs.published('ib_write_lat_48k_us')} at 48 KB)") if link.bench.latency else ""
         out.append("the link measured: " + "; ".join(said) + tail)
-    reduce_reasons, allreduce_us = _allreduce(link, figs)
-    return out + reduce_reasons, allreduce_us, bool(link.bench.latency) or link.bench.allreduce is not None
+    reduce_reasons, decode = _allreduce(link, figs)
+    return out + reduce_reasons, decode, bool(link.bench.latency) or link.bench.allreduce is not None
 
 
 def _link_state(link: LinkFacts, voiding: tuple[FixFirst, ...]) -> str:
@@ -156,7 +161,7 @@ def _memory(w: Workload, figs: _Figures) -> tuple[float, float, float, list[str]
     return need, usable, kv_gib, reasons
 
 
-def _decode_estimate(w: Workload, allreduce_us: float | None, figs: _Figures) -> tuple[float | None, str | None]:
+def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures) -> tuple[float | None, str | None]:
     """The estimated per-request decode speedup of tensor parallel over one node, and the reason that states it;
     None when the weights one token reads are not known (an MoE model without --active-gib)."""
     read_gib = w.active_gib if w.moe else w.model_gib
@@ -170,11 +175,11 @@ def _decode_estimate(w: Workload, allreduce_us: float | None, figs: _Figures) ->
     else:
         count, how = int(published("decode_allreduces_per_step").value), "the published ~100 per step"
         figs.published("decode_allreduces_per_step")
-    if allreduce_us is None:
+    if decode is None:
         allreduce_us, kind_how = published("decode_allreduce_nccl_us_high").value, "the published 64 us (not measured)"
         figs.published("decode_allreduce_nccl_us_high")
     else:
-        kind_how = f"the measured {number(allreduce_us)} us"
+        allreduce_us, kind_how = decode[0], f"{number(decode[0])} us each ({decode[1]})"
     collectives_ms = count * allreduce_us / 1e3
     split_ms = one_ms / 2 + collectives_ms
     speedup = one_ms / split_ms
@@ -235,10 +240,11 @@ def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> 
     figs = _Figures()
     voiding, notes = _fix_first(findings)
     state = _link_state(link, voiding)
-    measured, allreduce_us, latency = _measured(link, figs)
+    measured, decode, latency = _measured(link, figs)
     need, usable, kv_gib, reasons = _memory(w, figs)
     fits_one, fits_two = need <= usable, need / 2 <= usable
-    speedup, decode_reason = _decode_estimate(w, allreduce_us, figs)
+    scratch = _Figures()  # the decode estimate's figures join the advice only where a reason quotes it
+    speedup, decode_reason = _decode_estimate(w, decode, scratch)
     notes_out = list(notes)
     if not latency:
         notes_out.append("the link's latency is not measured in this bundle (run `linkcheck bench latency`): the "
@@ -255,6 +261,8 @@ def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> 
     choice, why = _cross_node(w, fits_one, speedup, figs)
     if decode_reason and choice in ("tensor-parallel", "one-node"):
         why.append(decode_reason)
+        for figure in scratch.items.values():
+            figs.add(figure)
     if not fits_one:
         why.insert(0, "it does not fit one node: one model must span both")
     reasons += why + measured

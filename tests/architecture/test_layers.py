@@ -33,7 +33,8 @@ LATE = {
 # ... or, in cli.py, which builds every command at start, the part of the library that one command runs.
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
-                "linkcheck.report.console", "linkcheck.bundle.anonymize"}
+                "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.advise",
+                "linkcheck.advise.model", "linkcheck.report.advice", "linkcheck.strict_json"}
 LATE |= {("linkcheck.cli", name) for name in COMMAND_CODE}
 
 

@@ -496,9 +496,8 @@ def advise(
     """How to use the pair for a workload: two residents, one model across both (tensor or pipeline parallel) or
     one node, with the reasons; any finding that degrades the link voids a split and says what to fix first.
     Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input."""
-    from linkcheck.advise.model import Workload  # the command's own code
-    from linkcheck.app.advise import advice_exit_code, advise_bundle, load_workload  # the command's own code
-    from linkcheck.report.advice import advice_data, advice_html, advice_markdown, advice_text  # the command's own
+    from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload  # the command's own code
+    from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text  # the command's own
 
     given = {"--model-gib": model_gib, "--concurrency": concurrency}
     if workload is not None:
@@ -514,13 +513,9 @@ def advise(
     _, advice = advise_bundle(bundle, wanted, playbooks=playbook, config=_offline_config(config))
     if _QUIET:
         _say(f"ADVICE: {advice.headline}")
-    elif fmt is AdviceFormat.json:
-        from linkcheck.strict_json import dumps  # the command's own code
-
-        write_stdout(dumps(advice_data(advice), indent=2) + "\n")
     else:
         render = {AdviceFormat.console: advice_text, AdviceFormat.markdown: advice_markdown,
-                  AdviceFormat.html: advice_html}[fmt]
+                  AdviceFormat.html: advice_html, AdviceFormat.json: advice_json}[fmt]
         write_stdout(render(advice).rstrip("\n") + "\n")
     raise typer.Exit(int(advice_exit_code(advice)))
 

@@ -13,6 +13,8 @@ from linkcheck.outcome import Outcome
 from linkcheck.schema import YamlFile
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
 
+__all__ = ["Workload", "WorkloadFileError", "advice_exit_code", "advise_bundle", "load_workload"]
+
 
 class WorkloadFileError(InputFileError):
     """A workload file is unreadable or does not describe a workload."""

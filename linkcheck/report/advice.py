@@ -11,6 +11,7 @@ from typing import Any
 from linkcheck.advise.model import CHOICES, Advice, Figure
 from linkcheck.records import plain
 from linkcheck.report.safe_text import shown
+from linkcheck.strict_json import dumps
 from linkcheck.values import plain_number
 
 
@@ -85,3 +86,7 @@ def advice_data(advice: Advice) -> dict[str, Any]:
     data["kinds"] = {"measured": "this bundle", "published": "a public source, named", "estimate":
                      "computed by linkcheck, how is named", "given": "the workload you gave"}
     return data
+
+
+def advice_json(advice: Advice) -> str:
+    return dumps(advice_data(advice), indent=2)

@@ -34,7 +34,7 @@ LATE = {
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
                 "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.advise",
-                "linkcheck.advise.model", "linkcheck.report.advice", "linkcheck.strict_json"}
+                "linkcheck.report.advice"}
 LATE |= {("linkcheck.cli", name) for name in COMMAND_CODE}
 
 

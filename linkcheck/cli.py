@@ -468,8 +468,8 @@ class AdviceFormat(str, Enum):
 
 @app.command()
 def advise(
-    bundle: Annotated[Path, typer.Argument(help="A bundle folder (best one with the latency test: `linkcheck bench "
-                                           "latency`, `check --quick --latency`).")],
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder (best one with latency runs: ib_write_lat per path "
+                                           "and the small all_reduce).")],
     model_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
         "--model-gib", help="The model's weights in GiB.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(  # noqa: UP045

@@ -247,11 +247,11 @@ def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> 
     speedup, decode_reason = _decode_estimate(w, decode, scratch)
     notes_out = list(notes)
     if not latency:
-        notes_out.append("the link's latency is not measured in this bundle (run `linkcheck bench latency`): the "
-                         "collective figures are the published ones")
+        notes_out.append("the link's latency is not measured in this bundle (no ib_write_lat or small all_reduce "
+                         "run): the collective figures are the published ones")
     if state == "not measured":
         notes_out.append("this bundle has no traffic test: the link's throughput is not measured, so a cross-node "
-                         "choice rests on the published record alone (run `linkcheck check --quick --latency`)")
+                         "choice rests on the published record alone (run `linkcheck check --quick` first)")
     if not fits_two:
         reasons.append(f"even split in two it needs {number(need / 2)} GiB per node, more than the usable "
                        f"{number(usable)} GiB; a 295B model that did fit across both ran at "

@@ -312,8 +312,8 @@ class BenchFacts(msgspec.Struct, frozen=True):
     nccl: NcclRun | None = None
     flapped: tuple[str, ...] = ()  # subjects whose carrier or GID table changed during the run
     not_run: tuple[NotRun, ...] = ()  # runs the plan left out on purpose (quick tier)
-    latency: tuple[LatencyRun, ...] = ()  # ib_write_lat per path and message size (`--latency`)
-    allreduce: AllReduceRun | None = None  # the small-message all_reduce (`--latency`)
+    latency: tuple[LatencyRun, ...] = ()  # ib_write_lat per path and message size (`kind: latency` captures)
+    allreduce: AllReduceRun | None = None  # the small-message all_reduce (`kind: latency` captures)
 
     def totals(self, mode: str = "concurrent") -> dict[str, float | None]:
         """Per direction, the sum of the paths' Gb/s in `mode`; None where a run of it has no number.

@@ -500,6 +500,67 @@ def accept(
     raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
 
 
+class AdviceFormat(str, Enum):
+    console = "console"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+@app.command()
+def advise(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder (best one with latency runs: ib_write_lat per path "
+                                           "and the small all_reduce).")],
+    model_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--model-gib", help="The model's weights in GiB.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--concurrency", help="Concurrent requests (users, or the batch) to serve.")] = None,
+    moe: Annotated[bool, typer.Option("--moe", help="A mixture-of-experts model (default: dense).")] = False,
+    context: Annotated[int, typer.Option("--context", help="Tokens of context per request (for the KV cache).")] = 0,
+    kv_kib_per_token: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--kv-kib-per-token", help="KV cache per token of context in KiB (default: 128, said to be an estimate).")
+    ] = None,
+    layers: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--layers", help="The model's layers: two all-reduces each under tensor parallelism (default: the "
+        "published ~100 per decode step).")] = None,
+    active_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--active-gib", help="MoE: the weights one token reads, in GiB (for the decode estimate).")] = None,
+    workload: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--workload", "-w", help="A workload file (YAML: model_gib, concurrency, moe, context_tokens, "
+        "kv_kib_per_token, layers, active_gib) instead of the options.")] = None,
+    fmt: Annotated[AdviceFormat, typer.Option("--format", "-f", help="console, json, markdown or html.")
+                   ] = AdviceFormat.console,
+    playbook: PlaybookOpt = None,
+    config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")] = None,
+) -> None:
+    """How to use the pair for a workload: two residents, one model across both (tensor or pipeline parallel) or
+    one node, with the reasons; any finding that degrades the link voids a split and says what to fix first.
+    Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input."""
+    from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload  # the command's own code
+    from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text  # the command's own
+
+    given = {"--model-gib": model_gib, "--concurrency": concurrency}
+    if workload is not None:
+        if any(v is not None for v in given.values()):
+            raise UsageError("give the workload either as --workload FILE or as options, not both")
+        wanted = load_workload(workload)
+    else:
+        missing = [name for name, v in given.items() if v is None]
+        if missing:
+            raise UsageError(f"advise needs {' and '.join(missing)} (or --workload FILE)")
+        assert model_gib is not None and concurrency is not None
+        wanted = Workload(model_gib, concurrency, moe, context, kv_kib_per_token, layers, active_gib)
+    _, advice = advise_bundle(bundle, wanted, playbooks=playbook, config=_offline_config(config))
+    if _QUIET:
+        _say(f"ADVICE: {advice.headline}")
+    else:
+        render = {AdviceFormat.console: advice_text, AdviceFormat.markdown: advice_markdown,
+                  AdviceFormat.html: advice_html, AdviceFormat.json: advice_json}[fmt]
+        write_stdout(render(advice).rstrip("\n") + "\n")
+    raise typer.Exit(int(advice_exit_code(advice)))
+
+
 @app.command()
 def collect(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,

@@ -8,10 +8,19 @@ from typing import Any
 from linkcheck.diagnose.nccl_hca import nccl_functions, select_hcas, unset_command
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
-from linkcheck.facts.model import NODE_GROUPS, DataPath, Function, LinkFacts, NcclRun, NodeFacts
+from linkcheck.facts.model import (
+    NODE_GROUPS,
+    AllReduceRun,
+    DataPath,
+    Function,
+    LatencyRun,
+    LinkFacts,
+    NcclRun,
+    NodeFacts,
+)
 
-SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca")
-BENCH_GROUPS = {"bench_rdma", "bench_nccl"}
+SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca", "latency", "allreduce")
+BENCH_GROUPS = {"bench_rdma", "bench_nccl", "bench_latency"}
 FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS
 PIN = "NCCL_IB_GID_INDEX"
 HCA = "NCCL_IB_HCA"
@@ -38,6 +47,13 @@ PATH_FACTS = frozenset({"subnet", "key"} | {f"{side}.{f}" for side in PATH_SIDES
 NCCL_FACTS = frozenset({"busbw_gbs", "avg_busbw_gbs", "wrong", "network", "uses_socket", "problem",
                         "largest_bytes"})
 
+# One subject per ib_write_lat run (a path and a message size), `<path> ib_write_lat <size> B`.
+LATENCY_FACTS = frozenset({"path", "size_bytes", "typical_us", "p99_us", "max_us", "client_node", "device",
+                           "problem"})
+# The small-message all_reduce, one subject `all_reduce small messages` (none without the test): its time at the
+# largest size of the sweep, every size's time as text, and the transport.
+ALLREDUCE_FACTS = frozenset({"time_us", "size_bytes", "times", "wrong", "network", "uses_socket", "problem"})
+
 # The pair as a whole, one subject `pair`: the RoCE v2 IPv4 GID index of each HCA that NCCL uses, and, with a
 # baseline, what differs from it (unknown without one).
 _DRIFT = ("changes", "count", "unread", "diff")
@@ -57,12 +73,15 @@ def is_known_fact(scope: str, fact: str) -> bool:
         return fact in PATH_FACTS
     if scope == "node":
         return fact in NODE_FACTS or setting(NODE_NCCL_PREFIXES)
-    return fact in {"nccl": NCCL_FACTS, "pair": PAIR_FACTS, "baseline_hca": BASELINE_HCA_FACTS}.get(scope, ())
+    return fact in _OTHER_FACTS.get(scope, ())
+
+
+_OTHER_FACTS = {"nccl": NCCL_FACTS, "pair": PAIR_FACTS, "baseline_hca": BASELINE_HCA_FACTS, "latency": LATENCY_FACTS,
+                "allreduce": ALLREDUCE_FACTS}
 
 
 def placeholders_for_scope(scope: str) -> frozenset[str]:
-    return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS, "nccl": NCCL_FACTS,
-            "pair": PAIR_FACTS, "baseline_hca": BASELINE_HCA_FACTS}.get(scope, frozenset())
+    return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS, **_OTHER_FACTS}.get(scope, frozenset())
 
 
 def _settings(node: NodeFacts) -> dict[str, Any]:
@@ -125,6 +144,32 @@ def nccl_values(run: NcclRun | None) -> dict[str, Any]:
     return {name: getattr(run, name) if run is not None else None for name in NCCL_FACTS}
 
 
+def latency_values(run: LatencyRun) -> dict[str, Any]:
+    return {"path": run.path_key, "size_bytes": run.size_bytes, "typical_us": run.typical_us, "p99_us": run.p99_us,
+            "max_us": run.max_us, "client_node": run.client_node, "device": run.device, "problem": run.problem}
+
+
+ALLREDUCE_SUBJECT = "all_reduce small messages"
+
+
+def allreduce_values(run: AllReduceRun) -> dict[str, Any]:
+    largest = run.largest
+    times = ", ".join(f"{r.size_bytes} B {r.time_us:g} us" for r in sorted(run.rows, key=lambda r: r.size_bytes))
+    return {"time_us": largest.time_us if largest else None, "size_bytes": largest.size_bytes if largest else None,
+            "times": times or None, "wrong": run.wrong, "network": run.network, "uses_socket": run.uses_socket,
+            "problem": run.problem}
+
+
+def _latency(link: LinkFacts) -> Iterator[Subject]:
+    for run in link.bench.latency:
+        yield f"{run.path_key} ib_write_lat {run.size_bytes} B", ("a", "b"), latency_values(run)
+
+
+def _allreduce(link: LinkFacts) -> Iterator[Subject]:
+    if link.bench.allreduce is not None:
+        yield ALLREDUCE_SUBJECT, ("a", "b"), allreduce_values(link.bench.allreduce)
+
+
 def _drift(link: LinkFacts, kind: str) -> dict[str, Any]:
     """What differs from the baseline in its identity or configuration fields: the changes as text, their number
     (unknown when nothing differs but something could not be read in one of the runs), the fields not read, and
@@ -185,6 +230,8 @@ _SUBJECTS = {
     "nccl": lambda link: iter([("nccl", ("a", "b"), nccl_values(link.bench.nccl))]),
     "pair": lambda link: iter([("pair", ("a", "b"), pair_values(link))]),
     "baseline_hca": _baseline_hcas,
+    "latency": _latency,
+    "allreduce": _allreduce,
 }
 
 

@@ -39,6 +39,8 @@ _PAIR_KINDS = {"gid_indices": "other", "gid_index_count": "number", "gid_pinned"
                **{f"{kind}_{f}": k for kind in ("identity", "config")
                   for f, k in (("count", "number"), ("diff", "other"))}}
 _BASELINE_HCA_KINDS = {"was": "number", "now": "number", "move": "other"}
+_LATENCY_KINDS = {"size_bytes": "number", "typical_us": "number", "p99_us": "number", "max_us": "number"}
+_ALLREDUCE_KINDS = {"time_us": "number", "size_bytes": "number", "wrong": "number", "uses_socket": "bool"}
 
 
 class OperandError(ValueError):
@@ -70,8 +72,10 @@ def fact_kind(scope: str, fact: str) -> str:
         scope, fact = "function", fact[2:]
     if scope == "nccl":
         return _NCCL_KINDS.get(fact, "text")
-    if scope in ("pair", "baseline_hca"):
-        return (_PAIR_KINDS if scope == "pair" else _BASELINE_HCA_KINDS).get(fact, "text")
+    if scope in ("pair", "baseline_hca", "latency", "allreduce"):
+        kinds = {"pair": _PAIR_KINDS, "baseline_hca": _BASELINE_HCA_KINDS, "latency": _LATENCY_KINDS,
+                 "allreduce": _ALLREDUCE_KINDS}[scope]
+        return kinds.get(fact, "text")
     if fact in _DERIVED:
         return _DERIVED[fact]
     if fact.startswith(("nccl.", "nccl_source.", "nccl_unset.")):

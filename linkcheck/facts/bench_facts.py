@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from msgspec.structs import replace
 
 from linkcheck.errors import ParseError
+from linkcheck.facts.latency_facts import build_latency_facts
 from linkcheck.facts.model import BenchFacts, DataPath, Function, NcclRun, NotRun, RdmaCounters, RdmaRun
 from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import parse_nccl_log
@@ -235,6 +236,7 @@ def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> t
     nccl = _nccl_run(test_cap, log_text) if nccl_caps else None
     if nccl is not None and test_cap is not None and test_cap.meta.get("purpose") == "transport":
         nccl = replace(nccl, transport_only=True)
-    present = frozenset(k for k, v in (("rdma", rdma), ("nccl", nccl)) if v)
+    latency, allreduce = build_latency_facts(captures, paths)
+    present = frozenset(k for k, v in (("rdma", rdma), ("nccl", nccl), ("latency", latency or allreduce)) if v)
     return BenchFacts(rdma=rdma, counters=counters, nccl=nccl, flapped=tuple(sorted(flapped)),
-                      not_run=_not_run(captures, paths)), present
+                      not_run=_not_run(captures, paths), latency=latency, allreduce=allreduce), present

@@ -255,6 +255,55 @@ class NcclRun(msgspec.Struct, frozen=True):
     transport_only: bool = False  # a short sweep run to prove the transport (quick tier): bandwidth not judged
 
 
+class LatencyRun(msgspec.Struct, frozen=True):
+    """One ib_write_lat client result for one path and message size; times in microseconds (half a round trip)."""
+
+    path_key: str
+    size_bytes: int
+    typical_us: float | None  # t_typical (the median), else t_avg in duration mode
+    client_node: str
+    device: str | None
+    p99_us: float | None = None
+    max_us: float | None = None
+    problem: str | None = None  # why no number (client failed, no result row, ...)
+
+
+class AllReduceRow(msgspec.Struct, frozen=True):
+    """One size of the small-message all_reduce sweep: its out-of-place time in microseconds."""
+
+    size_bytes: int
+    time_us: float
+
+
+class AllReduceRun(msgspec.Struct, frozen=True):
+    """The small-message all_reduce across the nodes (the decode regime), and the transport its NCCL log names."""
+
+    rows: tuple[AllReduceRow, ...] = ()
+    wrong: int = 0
+    network: str | None = None
+    uses_socket: bool = False
+    problem: str | None = None
+
+    @property
+    def largest(self) -> AllReduceRow | None:
+        return max(self.rows, key=lambda r: r.size_bytes) if self.rows else None
+
+    def time_at(self, size_bytes: int) -> tuple[float, str] | None:
+        """The time of one all_reduce of `size_bytes`, and how it was had: a measured row of that size, else a
+        straight line between the two measured sizes around it (None outside the measured range)."""
+        rows = sorted(self.rows, key=lambda r: r.size_bytes)
+        exact = next((r for r in rows if r.size_bytes == size_bytes), None)
+        if exact is not None:
+            return exact.time_us, f"measured at {size_bytes} B"
+        for low, high in zip(rows, rows[1:], strict=False):
+            if low.size_bytes < size_bytes < high.size_bytes:
+                share = (size_bytes - low.size_bytes) / (high.size_bytes - low.size_bytes)
+                return (low.time_us + share * (high.time_us - low.time_us),
+                        f"interpolated between the measured {low.size_bytes} B ({low.time_us:g} us) and "
+                        f"{high.size_bytes} B ({high.time_us:g} us)")
+        return None
+
+
 class BenchFacts(msgspec.Struct, frozen=True):
     """Traffic-test results, when the bundle has them."""
 
@@ -263,6 +312,8 @@ class BenchFacts(msgspec.Struct, frozen=True):
     nccl: NcclRun | None = None
     flapped: tuple[str, ...] = ()  # subjects whose carrier or GID table changed during the run
     not_run: tuple[NotRun, ...] = ()  # runs the plan left out on purpose (quick tier)
+    latency: tuple[LatencyRun, ...] = ()  # ib_write_lat per path and message size (`kind: latency` captures)
+    allreduce: AllReduceRun | None = None  # the small-message all_reduce (`kind: latency` captures)
 
     def totals(self, mode: str = "concurrent") -> dict[str, float | None]:
         """Per direction, the sum of the paths' Gb/s in `mode`; None where a run of it has no number.
@@ -309,7 +360,7 @@ class LinkFacts(msgspec.Struct, frozen=True):
     b: NodeFacts
     paths: tuple[DataPath, ...] = ()
     bench: BenchFacts = BenchFacts()
-    bench_present: frozenset[str] = frozenset()  # "rdma", "nccl" when the bundle holds those tests
+    bench_present: frozenset[str] = frozenset()  # "rdma", "nccl", "latency" when the bundle holds those tests
     expected: ExpectedLink | None = None  # linkcheck.yaml's `link:` section, when a config is in use
     baseline: BaselineFacts | None = None  # the saved known-good state to compare with (`--baseline`)
 

@@ -39,6 +39,8 @@ PARSERS: dict[str, tuple[str, str]] = {
     "sysctl": ("kernel:parse_sysctl", "sysctl output (arp_ignore, arp_announce, ...)"),
     "meminfo": ("kernel:parse_meminfo", "/proc/meminfo"),
     "ib_write_bw": ("perftest:parse_perftest", "perftest BW test output, client or server, text or JSON"),
+    "ib_write_lat": ("perftest_lat:parse_perftest_lat",
+                     "perftest latency test output (ib_write_lat, ib_read_lat, ib_send_lat), client or server"),
     "perftest_version": ("identity:parse_perftest_version", "ib_write_bw -V"),
     "dmi_serial": ("identity:parse_dmi_serial", "grep -H . /sys/class/dmi/id/product_serial (or its value)"),
     "nccl_install": ("identity:parse_nccl_install", "libnccl.so* and all_gather_perf found ('lib PATH', 'tests PATH')"),

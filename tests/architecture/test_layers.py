@@ -17,7 +17,7 @@ LAYERS = [
     {"cluster"},
     {"diagnose", "config"},
     {"outcome"},
-    {"bench", "baseline", "accept", "repair"},
+    {"bench", "baseline", "accept", "repair", "advise"},
     {"report"},
     {"app"},
     {"cli", "api"},
@@ -35,7 +35,8 @@ LATE = {
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
                 "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.topology",
-                "linkcheck.cluster.hosts", "linkcheck.app.fix", "linkcheck.repair.record", "linkcheck.report.repair"}
+                "linkcheck.cluster.hosts", "linkcheck.app.fix", "linkcheck.repair.record", "linkcheck.report.repair",
+                "linkcheck.app.advise", "linkcheck.report.advice"}
 LATE |= {("linkcheck.cli", name) for name in COMMAND_CODE}
 
 

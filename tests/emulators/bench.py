@@ -7,15 +7,16 @@ GIDs, MTUs and versions from the two node models so every artifact agrees with t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from tests.emulators.bench_nccl import NcclTestsRun, busbw_curve, render_all_gather_perf
+from tests.emulators.bench_nccl import NcclTestsRun, allreduce_latency_curve, busbw_curve, render_all_gather_perf
 from tests.emulators.bench_nccl_log import NcclLogRun, RankNet, render_nccl_log
 from tests.emulators.bench_perftest import (
     PerftestRun,
     command_line,
     render_ib_write_bw,
     render_ib_write_bw_json,
+    render_ib_write_lat,
 )
 from tests.emulators.derive import auto_gid_index, gid_entry, inet_ntop6, nccl_gid_pin, roce_mtu
 from tests.emulators.node import Function, Node
@@ -42,6 +43,8 @@ class BenchArtifact:
     def arg(self) -> str:
         """A unique, name-safe capture arg: mode.direction.device.role (a2b for a->b)."""
         m = self.meta
+        if m.get("kind") == "latency":  # one run per path and size: the round names it
+            return f"{m.get('round', 'allreduce')}.{m.get('role', 'client')}"
         direction = m.get("direction", "a->b").replace("->", "2")
         dev = m.get("local_rdma_dev", "").replace(",", "+") or "none"
         return f"{m.get('mode', 'alone')}.{direction}.{dev}.{m.get('role', 'client')}"
@@ -139,3 +142,46 @@ def nccl_artifacts(a: Node, b: Node, peak_busbw_gbs: float, *, transport: str = 
            f"./build/all_gather_perf -b {min_bytes} -e {max_bytes} -f 2 -g 1")
     return [BenchArtifact("a", "all_gather_perf", cmd, stdout, stderr, rc, meta),
             BenchArtifact("a", "nccl_log", cmd, log_out, log_err, log_rc, dict(meta))]
+
+
+LATENCY_SIZES = (2, 49152)  # what `linkcheck bench latency` runs per path: perftest's default and a decode payload
+
+
+def latency_artifacts(a: Node, b: Node, pairs: list[tuple[str, str, dict[int, float]]]) -> list[BenchArtifact]:
+    """For each (netdev on a, netdev on b, {size: typical us}): ib_write_lat client on a and server on b per size,
+    one at a time, as `linkcheck bench latency` runs them."""
+    out: list[BenchArtifact] = []
+    for seed, (dev_a, dev_b, typical) in enumerate(pairs):
+        fa, fb = a.function(dev_a), b.function(dev_b)
+        for size, typical_us in sorted(typical.items()):
+            for name, node, role, local, peer in (("a", a, "client", fa, fb), ("b", b, "server", fb, fa)):
+                run = replace(_side(node, role, local, peer, b if name == "a" else a, 0.0, None, False, seed),
+                              size_bytes=size, iterations=1000)
+                stdout, stderr, rc = render_ib_write_lat(run, typical_us)
+                cmd = (f"ib_write_lat -d {local.rdma_dev} -i 1 -x {run.gid_index} -F -s {size} -n 1000"
+                       + (f" {_ipv4(fb)}" if role == "client" else ""))
+                meta = {"kind": "latency", "tool": "ib_write_lat", "round": f"lat-{seed}-{size}", "role": role,
+                        "path": f"{dev_a}<->{dev_b}", "direction": "a->b", "local_netdev": local.netdev,
+                        "local_rdma_dev": local.rdma_dev, "peer_netdev": peer.netdev,
+                        "peer_rdma_dev": peer.rdma_dev, "gid_index": str(run.gid_index), "size_bytes": str(size),
+                        "format": "text"}
+                out.append(BenchArtifact(name, "ib_write_lat", cmd, stdout, stderr, rc, meta))
+    return out
+
+
+def allreduce_artifacts(a: Node, b: Node, *, slowdown: float = 1.0, min_bytes: int = 16384,
+                        max_bytes: int = 65536) -> list[BenchArtifact]:
+    """all_reduce_perf -b 16K -e 64K across the nodes (rank 0 prints, the NCCL INFO lines in the same output)."""
+    tests = NcclTestsRun(hosts=(a.hostname, b.hostname), curve=allreduce_latency_curve(min_bytes, max_bytes, slowdown),
+                         version=a.version("nccl-tests"), nccl_version=a.version("nccl"), env=dict(a.nccl_env),
+                         collective="all_reduce", iters=200, warmup=20)
+    stdout, stderr, rc = render_all_gather_perf(tests)
+    ranks = (_rank(a, _hcas(a), tests.pids[0]), _rank(b, _hcas(b), tests.pids[1]))
+    log, _, _ = render_nccl_log(NcclLogRun(ranks=ranks, transport="IB", nccl_version=a.version("nccl"),
+                                           cuda=a.version("cuda"), env=tuple(tests.env.items()),
+                                           gid_pinned=nccl_gid_pin(a)))
+    meta = {"kind": "latency", "tool": "all_reduce_perf", "max_bytes": str(max_bytes), "format": "text",
+            "local_rdma_dev": ",".join(ranks[0].hcas), "role": "client", "mode": "latency"}
+    cmd = (f"mpirun -np 2 -H {a.hostname}:1,{b.hostname}:1 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET "
+           f"./build/all_reduce_perf -b {min_bytes} -e {max_bytes} -f 2 -g 1 -n 200 -w 20")
+    return [BenchArtifact("a", "all_reduce_perf", cmd, log + stdout, stderr, rc, meta)]

@@ -178,3 +178,21 @@ def busbw_curve(peak_gbs: float, min_bytes: int = 1 << 20, max_bytes: int = 1 <<
         out.append((size, round(peak_gbs * size / (size + half), 2)))
         size *= 2
     return tuple(out)
+
+
+# all_reduce at decode sizes is bound by latency (spark-link s.10: 8 KiB 35 us, 64 KiB 68 us on a healthy pair): a
+# fixed cost plus the bytes at an effective ~1.7 GB/s gives 34.8 us at 8 KiB, 58 us at 48 KB and 68 us at 64 KiB.
+ALLREDUCE_BASE_US = 30.0
+ALLREDUCE_US_PER_BYTE = 38.0 / 65536
+
+
+def allreduce_latency_curve(min_bytes: int, max_bytes: int, slowdown: float = 1.0) -> tuple[tuple[int, float], ...]:
+    """(size, busbw GB/s) rows whose times follow the latency model above, `slowdown` times slower; at 2 ranks an
+    all_reduce's busbw is its algbw, bytes / time."""
+    out = []
+    size = min_bytes
+    while size <= max_bytes:
+        time_us = (ALLREDUCE_BASE_US + size * ALLREDUCE_US_PER_BYTE) * slowdown
+        out.append((size, size / (time_us * 1e3)))
+        size *= 2
+    return tuple(out)

@@ -237,3 +237,32 @@ def completion_error(version: str, role: str, qpn: int) -> str:
 def qpn(run: PerftestRun) -> int:
     """This side's QPN as the address lines show it."""
     return (0x0107 if run.role == "client" else 0x0108) + run.seed
+
+
+# ib_write_lat (tool-formats.md 1.7): the banner of a latency test, then one row per size. -----------------
+
+LAT_HEADER = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+              "   99% percentile[usec]   99.9% percentile[usec] \n")
+
+
+def latency_banner(run: PerftestRun) -> str:
+    """The BW banner with the latency title; a latency client has TX depth 1 and no CQ moderation line."""
+    text = banner(run).replace("RDMA_Write BW Test", "RDMA_Write Latency Test")
+    text = text.replace(" TX depth        : 128\n", " TX depth        : 1\n")
+    return text.replace(" CQ Moderation   : 1\n", "")
+
+
+def latency_row(size_bytes: int, iterations: int, typical_us: float) -> str:
+    """REPORT_FMT_LAT: min a little under the median, a long max tail, the percentiles in between."""
+    t_min, t_max = typical_us * 0.97, typical_us * 2.6
+    avg, p99, p999 = typical_us * 1.004, typical_us * 1.06, t_max
+    return (f" {size_bytes:<7d} {iterations:<7d}       {t_min:<7.2f}        {t_max:<7.2f}      {typical_us:<7.2f}  "
+            f"\t       {avg:<7.2f}     \t{0.05:<7.2f}\t\t{p99:<7.2f}\t\t{p999:<7.2f}\n")
+
+
+def render_ib_write_lat(run: PerftestRun, typical_us: float) -> tuple[str, str, int]:
+    """Full stdout of one side of `ib_write_lat -s SIZE -n ITERS` (both sides print the row), exit 0."""
+    text = WAITING_BOX if run.role == "server" else ""
+    text += latency_banner(run) + addresses(run) + RESULT_LINE + LAT_HEADER
+    text += latency_row(run.size_bytes, run.iterations, typical_us) + RESULT_LINE
+    return text, "", 0

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tests.emulators.bench import BenchArtifact, nccl_artifacts, rdma_artifacts
+from tests.emulators.bench import (
+    BenchArtifact,
+    allreduce_artifacts,
+    latency_artifacts,
+    nccl_artifacts,
+    rdma_artifacts,
+)
 from tests.emulators.build import (
     NETPLAN_PATH,
     NM_ALL_PATH,
@@ -343,11 +349,46 @@ def fec_off() -> Scenario:
                     a, b, (), {"FEC_NOT_RS": "warn"}, {"FEC_NOT_RS": (PATH_1, PATH_2)}, NO_BENCH)
 
 
+# ib_write_lat per path (us): 2 B as published for a GB10 pair (1.47, spark-link s.5), 48 KiB as the 8.8 us of
+# local-inference-lab/b12x#295 (spark-link s.10); the second twin a hair slower.
+HEALTHY_LATENCY = {2: 1.47, 49152: 8.8}
+HEALTHY_LATENCY_2 = {2: 1.49, 49152: 8.84}
+
+
+def _latency(a: Node, b: Node, per_path: tuple[dict[int, float], dict[int, float]],
+             slowdown: float = 1.0) -> list[BenchArtifact]:
+    return (latency_artifacts(a, b, [(P1, P1, per_path[0]), (P1_2, P1_2, per_path[1])])
+            + allreduce_artifacts(a, b, slowdown=slowdown))
+
+
+def healthy_latency() -> Scenario:
+    base = healthy()
+    bench = (*base.bench, *_latency(base.node_a, base.node_b, (HEALTHY_LATENCY, HEALTHY_LATENCY_2)))
+    return Scenario("healthy-latency", base.description + " With the latency test (`linkcheck bench latency`): "
+                    "ib_write_lat 1.47/1.49 us at 2 B and 8.80/8.84 us at 48 KiB per path, all_reduce 16-64 KiB in "
+                    "39.5-68 us.", base.node_a, base.node_b, bench, {},
+                    figures={**base.figures, "latency_runs": 4, "allreduce_64k_us": 68.0})
+
+
+def hotplug_latency() -> Scenario:
+    base = hotplug_degraded()
+    # 48 KiB at ~13.3 Gb/s is 29.6 us on the wire alone; the small all_reduce pays the slow link on every step.
+    slow = {2: 1.52, 49152: 30.9}
+    bench = (*base.bench, *_latency(base.node_a, base.node_b, (slow, {2: 1.53, 49152: 31.2}), slowdown=1.9))
+    return Scenario("hotplug-latency", base.description + " The latency test too: 48 KiB writes take ~31 us per "
+                    "path (8.8 when healthy) and the 64 KiB all_reduce ~129 us (68 when healthy).",
+                    base.node_a, base.node_b, bench,
+                    {**base.expected_findings, "RDMA_LATENCY_HIGH": "fail", "NCCL_ALLREDUCE_LATENCY_HIGH": "warn"},
+                    {**base.subjects, "RDMA_LATENCY_HIGH": (f"{PATH_1} ib_write_lat 49152 B",
+                                                            f"{PATH_2} ib_write_lat 49152 B"),
+                     "NCCL_ALLREDUCE_LATENCY_HIGH": ("all_reduce small messages",)}, base.skips)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in (healthy(), gid_stale(), hotplug_degraded(), single_pcie_path(), twins_same_subnet(),
                         mtu_mismatch(), nccl_socket_fallback(), unapproved_cable(), degraded_collection(),
                         link_down(), link_below_nominal(), gid_empty_pin(), nccl_hca_reversed(), nccl_hca_pairing(),
                         nccl_hca_uncabled(),
                         replugged_since_boot(), nodes_differ(), fec_off(),
-                        netplan_not_applied(), nm_profile_runtime_only())
+                        netplan_not_applied(), nm_profile_runtime_only(), healthy_latency(), hotplug_latency())
 }

@@ -26,7 +26,8 @@ FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "netplan": "system",
     "nccl_env": "system", "nccl_conf": "system", "dmesg": "system", "uptime": "system", "os_release": "system",
     "sysctl": "system",
-    "meminfo": "system", "ib_write_bw": "perftest", "perftest_version": "perftest", "dmi_serial": "system",
+    "meminfo": "system", "ib_write_bw": "perftest", "ib_write_lat": "perftest", "perftest_version": "perftest",
+    "dmi_serial": "system",
     "nm_connections": "system", "nccl_install": "nccl",
     "all_gather_perf": "nccl", "all_reduce_perf": "nccl", "nccl_log": "nccl",
 }

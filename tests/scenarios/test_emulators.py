@@ -302,9 +302,16 @@ EXPECTED = {
     "nccl-hca-uncabled": {"NCCL_HCA_UNCABLED": "warn"}, "replugged-since-boot": {"LINK_REPLUGGED_SINCE_BOOT": "warn"},
     "nodes-differ": {"NODES_DIFFER": "warn"}, "netplan-not-applied": {"NETPLAN_NOT_APPLIED": "warn"},
     "fec-off": {"FEC_NOT_RS": "warn"}, "nm-profile-runtime-only": {"NM_PROFILE_RUNTIME_ONLY": "warn"},
+    "healthy-latency": {}, "hotplug-latency": {"LINK_HOTPLUG_DEGRADED": "fail", "RDMA_LATENCY_HIGH": "fail",
+                                               "NCCL_ALLREDUCE_LATENCY_HIGH": "warn"},
 }
 META_KEYS = {"kind", "mode", "direction", "role", "local_netdev", "local_rdma_dev", "peer_netdev", "peer_rdma_dev",
              "gid_index", "report_gbits", "duration_s"}
+# The latency test's captures: ib_write_lat per path and size (one round each), all_reduce_perf once.
+LATENCY_META_KEYS = {"ib_write_lat": {"kind", "tool", "round", "role", "path", "direction", "local_netdev",
+                                      "local_rdma_dev", "peer_netdev", "peer_rdma_dev", "gid_index", "size_bytes",
+                                      "format"},
+                     "all_reduce_perf": {"kind", "tool", "max_bytes", "format", "local_rdma_dev", "role", "mode"}}
 
 
 def test_scenarios_and_their_captures() -> None:
@@ -315,6 +322,9 @@ def test_scenarios_and_their_captures() -> None:
         for c in scenario_captures(s):
             assert c.command == SPECS_BY_ID[c.spec].render(c.arg) and c.node in ("a", "b")
         for c in scenario_bench_captures(s):
+            if c.meta["kind"] == "latency":
+                assert set(c.meta) == LATENCY_META_KEYS[c.spec], name
+                continue
             assert set(c.meta) == META_KEYS and c.meta["direction"] in ("a->b", "b->a"), name
 
 

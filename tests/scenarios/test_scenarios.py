@@ -113,6 +113,12 @@ def test_fixture_figures(name: str) -> None:
         assert set(totals) == set(want), (totals, want)
         for direction, total in want.items():
             assert totals[direction] == pytest.approx(total, abs=0.01), (direction, totals)
+    if "latency_runs" in figures:
+        assert len([r for r in bench.latency if r.typical_us is not None]) == figures["latency_runs"], bench.latency
+    if "allreduce_64k_us" in figures:
+        assert bench.allreduce is not None
+        assert bench.allreduce.time_at(65536) == (pytest.approx(figures["allreduce_64k_us"], abs=0.01),
+                                                  "measured at 65536 B")
     if "nccl_busbw_gbs" in figures:
         assert bench.nccl is not None
         assert bench.nccl.busbw_gbs == pytest.approx(figures["nccl_busbw_gbs"], abs=0.01)

@@ -1,0 +1,286 @@
+"""Decide how to use the pair for one workload: from the bundle's facts and findings and the published record.
+
+Pure: facts, findings and the workload in, an Advice out. The order of the questions:
+
+1. Does the model with its context fit one node, or only both? (the weights, the KV cache of every request's
+   context, in the share of 128 GB a serving runtime takes)
+2. With a model that fits one node: from ~8 concurrent users two residents beat a split (published); below that,
+   tensor parallel buys per-request speed when the estimated decode step across both (half the weights read per
+   node, plus the all-reduces at the measured or published latency) is clearly shorter than on one node; else one
+   node is enough.
+3. With a model that needs both: tensor parallel at low batch (published: TP=2 won at batch 1), pipeline parallel
+   at high batch (PP=2 won 2.2x at batch 128); dense models keep TP ahead up to batch 32 (published).
+4. Any finding that degrades the link voids every cross-node choice: the advice is to fix it first, with what to
+   run until then and what the advice becomes once the link is healthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Figure, FixFirst, Workload
+from linkcheck.advise.published import published
+from linkcheck.facts.model import LinkFacts
+from linkcheck.model import Finding, Status
+from linkcheck.values import number, plain_number
+
+GIB = 1 << 30
+GB_PER_GIB = GIB / 1e9
+# Findings that are upkeep, not the link's state now: they never void the cross-node advice (they are listed as
+# notes). Every other warning or failure does: a slow, misaddressed or unproven link makes a split a gamble.
+UPKEEP_RULES = frozenset({"CABLE_NOT_APPROVED", "NODES_DIFFER", "NM_PROFILE_RUNTIME_ONLY", "NETPLAN_NOT_APPLIED",
+                          "LINK_CHANGED", "DRIFT_IDENTITY", "DRIFT_CONFIG"})
+# Tensor parallel must beat one node by this much per request to be worth the second node and the link's upkeep:
+# linkcheck's own line, a quarter faster.
+MIN_TP_SPEEDUP = 1.25
+DECODE_PAYLOAD_BYTES = 49152  # the ~48 KB decode all-reduce, as ib_write_lat and all_reduce are measured at it
+MOE_TP_MAX_USERS = 7  # MoE: TP published ahead only at batch 1; PP from the replica crossover (8) on
+
+
+class _Figures:
+    """The figures of one advice, each once, in the order the reasons name them."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Figure] = {}
+
+    def add(self, figure: Figure) -> str:
+        """Keep the figure; return it as the reasons write it: `82.5 GiB (estimate)`."""
+        self.items.setdefault(figure.name, figure)
+        unit = figure.unit if figure.unit in ("x", "%", "") else f" {figure.unit}"
+        return f"{plain_number(round(figure.value, 2))}{unit} ({figure.kind})"
+
+    def published(self, key: str) -> str:
+        p = published(key)
+        return self.add(Figure(p.what, p.value, p.unit, "published", p.source))
+
+
+def _fix_first(findings: Iterable[Finding]) -> tuple[tuple[FixFirst, ...], tuple[str, ...]]:
+    """The findings that void cross-node advice (their causes first), and the upkeep ones as notes."""
+    voiding, notes = [], []
+    for f in findings:
+        if f.status not in (Status.WARN, Status.FAIL):
+            continue
+        if f.rule_id in UPKEEP_RULES:
+            notes.append(f"{f.rule_id} ({f.subject}) is upkeep, not the link's state now: {f.message}")
+        elif f.explained_by is None:  # an explained finding goes away with its cause
+            voiding.append(FixFirst(f.rule_id, f.status.value, f.subject, f.message, f.fix[0] if f.fix else None))
+    voiding.sort(key=lambda x: x.status != Status.FAIL.value)
+    return tuple(voiding), tuple(notes)
+
+
+def _throughput(link: LinkFacts, figs: _Figures) -> list[str]:
+    """The measured rates and latencies, each as `<figure> <what>`."""
+    said = []
+    for direction, total in link.bench.totals().items():
+        if total is not None:
+            fig = Figure(f"ib_write_bw both paths at once {direction}", total, "Gb/s", "measured",
+                         "this bundle, ib_write_bw concurrent rounds")
+            said.append(f"both paths at once {figs.add(fig)} {direction}")
+    nccl = link.bench.nccl
+    if nccl is not None and nccl.busbw_gbs is not None and not nccl.transport_only:
+        said.append("all_gather bus bandwidth " + figs.add(Figure(
+            "all_gather_perf bus bandwidth", nccl.busbw_gbs, "GB/s", "measured", "this bundle, all_gather_perf")))
+    for lat in link.bench.latency:
+        if lat.typical_us is not None:
+            name = f"ib_write_lat {lat.size_bytes} B on {lat.path_key}"
+            said.append(f"{name} {figs.add(Figure(name, lat.typical_us, 'us', 'measured', 'this bundle, t_typical'))}")
+    return said
+
+
+Decode = tuple[float, str]  # the decode all-reduce's time (us), and how it was had
+
+
+def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None]:
+    """The measured small all_reduce: the reason, and its time at the decode payload (measured or interpolated)."""
+    run = link.bench.allreduce
+    if run is None or not run.rows:
+        return [], None
+    for row in sorted(run.rows, key=lambda r: r.size_bytes):
+        figs.add(Figure(f"all_reduce {row.size_bytes} B", row.time_us, "us", "measured",
+                        "this bundle, all_reduce_perf out-of-place time"))
+    at = run.time_at(DECODE_PAYLOAD_BYTES)
+    if at is None:
+        return [], None
+    name = f"all_reduce {DECODE_PAYLOAD_BYTES} B"
+    measured = at[1].startswith("measured")
+    shown = figs.add(Figure(name, at[0], "us", "measured" if measured else "estimate", at[1]))
+    how = "measured" if measured else "interpolated between the measured sizes"
+    return [f"a decode-sized all_reduce ({DECODE_PAYLOAD_BYTES} B) takes {shown} across the nodes; published for a "
+            f"healthy GB10 pair: {figs.published('decode_allreduce_nccl_us_low')} to "
+            f"{figs.published('decode_allreduce_nccl_us_high')}"], (at[0], how)
+
+
+def _measured(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None, bool]:
+    """What the bundle measured of the link, as reasons; the decode all-reduce time (us) when measured; whether a
+    latency test is in the bundle."""
+    said = _throughput(link, figs)
+    out = []
+    if said:
+        tail = (f" (published for a healthy pair: {figs.published('ib_write_lat_2b_us')} at 2 B, "
+                f"{figs.published('ib_write_lat_48k_us')} at 48 KB)") if link.bench.latency else ""
+        out.append("the link measured: " + "; ".join(said) + tail)
+    reduce_reasons, decode = _allreduce(link, figs)
+    return out + reduce_reasons, decode, bool(link.bench.latency) or link.bench.allreduce is not None
+
+
+def _link_state(link: LinkFacts, voiding: tuple[FixFirst, ...]) -> str:
+    if voiding:
+        return "degraded"
+    return "healthy" if link.bench_present & {"rdma", "nccl"} else "not measured"
+
+
+def _memory(w: Workload, figs: _Figures) -> tuple[float, float, float, list[str]]:
+    """(weights + KV cache GiB, usable GiB per node, KV GiB, reasons)."""
+    node = published("node_memory_gb")
+    share = published("runtime_memory_share")
+    usable = node.value * share.value / GB_PER_GIB
+    figs.published("node_memory_gb")
+    figs.published("runtime_memory_share")
+    usable_text = figs.add(Figure("usable memory per node", usable, "GiB", "estimate",
+                                  f"{plain_number(node.value)} GB ({node.source}) x {share.value:g} ({share.source}), "
+                                  "in GiB"))
+    kv_per_token = w.kv_kib_per_token
+    kv_kind = "given"
+    if kv_per_token is None:
+        kv_per_token, kv_kind = DEFAULT_KV_KIB_PER_TOKEN, "estimate"
+    kv_gib = w.context_tokens * w.concurrency * kv_per_token / (1 << 20)
+    weights = figs.add(Figure("model weights", w.model_gib, "GiB", "given", "--model-gib"))
+    reasons = []
+    if w.context_tokens:
+        per_token = figs.add(Figure("KV cache per token", kv_per_token, "KiB", kv_kind,
+                                    "--kv-kib-per-token" if kv_kind == "given" else
+                                    "an 8-KV-head bf16 model of 32 layers: 32 x 2 (K, V) x 8 heads x 128 dims x 2 B "
+                                    "= 131072 B; give your model's with --kv-kib-per-token"))
+        kv_text = figs.add(Figure("KV cache of every request's context", kv_gib, "GiB", "estimate",
+                                  f"{w.context_tokens} tokens x {w.concurrency} requests x KV cache per token"))
+        reasons.append(f"the KV cache of {w.concurrency} request(s) of {w.context_tokens} tokens takes {kv_text} "
+                       f"at {per_token} per token")
+    need = w.model_gib + kv_gib
+    need_text = figs.add(Figure("weights and KV cache", need, "GiB", "estimate", "model weights + KV cache"))
+    reasons.append(f"the model needs {need_text}, {weights} of it weights; one node can give it {usable_text}")
+    return need, usable, kv_gib, reasons
+
+
+def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures) -> tuple[float | None, str | None]:
+    """The estimated per-request decode speedup of tensor parallel over one node, and the reason that states it;
+    None when the weights one token reads are not known (an MoE model without --active-gib)."""
+    read_gib = w.active_gib if w.moe else w.model_gib
+    if read_gib is None:
+        return None, None
+    bw = published("node_memory_bandwidth_gbs")
+    figs.published("node_memory_bandwidth_gbs")
+    one_ms = read_gib * GB_PER_GIB / bw.value * 1e3
+    if w.layers is not None:
+        count, how = 2 * w.layers, f"2 per layer x {w.layers} layers (given)"
+    else:
+        count, how = int(published("decode_allreduces_per_step").value), "the published ~100 per step"
+        figs.published("decode_allreduces_per_step")
+    if decode is None:
+        allreduce_us, kind_how = published("decode_allreduce_nccl_us_high").value, "the published 64 us (not measured)"
+        figs.published("decode_allreduce_nccl_us_high")
+    else:
+        allreduce_us, kind_how = decode[0], f"{number(decode[0])} us each ({decode[1]})"
+    collectives_ms = count * allreduce_us / 1e3
+    split_ms = one_ms / 2 + collectives_ms
+    speedup = one_ms / split_ms
+    one = figs.add(Figure("decode step on one node", one_ms, "ms", "estimate",
+                          f"{plain_number(read_gib)} GiB of weights read per token / "
+                          f"{plain_number(bw.value)} GB/s memory bandwidth"))
+    coll = figs.add(Figure("all-reduces of a decode step", collectives_ms, "ms", "estimate",
+                           f"{count} all-reduces ({how}) x {kind_how}"))
+    split = figs.add(Figure("decode step across both, tensor parallel", split_ms, "ms", "estimate",
+                            "half the decode step on one node + the all-reduces of a decode step"))
+    share = figs.add(Figure("collective share of a tensor-parallel decode step", 100 * collectives_ms / split_ms, "%",
+                            "estimate", "all-reduces of a decode step / decode step across both"))
+    return speedup, (f"a decode step takes about {one} on one node and {split} across both, of which the all-reduces "
+                     f"are {coll} ({share}): tensor parallel would be {speedup:.2f}x per request")
+
+
+def _cross_node(w: Workload, fits_one: bool, speedup: float | None, figs: _Figures) -> tuple[str, list[str]]:
+    """The choice on a healthy link, and why."""
+    users = int(published("replicas_win_from_users").value)
+    if fits_one:
+        if w.concurrency >= users:
+            return "two-residents", [
+                f"{w.concurrency} concurrent users: from {figs.published('replicas_win_from_users')} two replicas "
+                f"beat one model split across both ({figs.published('replicas_gain_16')} at 16 users); on one GX10 "
+                f"pair two residents gave {figs.published('gx10_residents_aggregate')} against "
+                f"{figs.published('gx10_split_aggregate')} for one model across both"]
+        if speedup is None:
+            return "tensor-parallel", [
+                f"{w.concurrency} concurrent user(s), below the {users} from which replicas win: across both nodes a "
+                f"request decodes faster (one GX10 pair: {figs.published('gx10_split_single')} for one request "
+                f"against {figs.published('gx10_resident_single_a')} on one node); give --active-gib for an "
+                "estimate for this MoE model"]
+        if speedup >= MIN_TP_SPEEDUP:
+            return "tensor-parallel", [
+                f"{w.concurrency} concurrent user(s), below the {users} from which replicas win, and tensor parallel "
+                f"is estimated {speedup:.2f}x per request (linkcheck asks for {MIN_TP_SPEEDUP:g}x)"]
+        return "one-node", [
+            f"{w.concurrency} concurrent user(s) and tensor parallel is estimated only {speedup:.2f}x per request "
+            f"(below {MIN_TP_SPEEDUP:g}x): the all-reduces eat what the second node's memory bandwidth gives"]
+    tp_max = int(published("oem_llama8b_tp_max_batch").value) if not w.moe else MOE_TP_MAX_USERS
+    if w.concurrency <= tp_max:
+        basis = (f"for a dense model tensor parallel led up to batch {figs.published('oem_llama8b_tp_max_batch')}"
+                 if not w.moe else
+                 f"at batch 1 tensor parallel won ({figs.published('oem_gptoss_tp_b1')} against "
+                 f"{figs.published('oem_gptoss_pp_b1')} for GPT-OSS-120B); for MoE linkcheck keeps it below "
+                 f"{users} users, where replicas overtake a split")
+        return "tensor-parallel", [f"{w.concurrency} concurrent user(s) on a model that needs both nodes: {basis}"]
+    return "pipeline-parallel", [
+        f"{w.concurrency} concurrent users on a model that needs both nodes: at high batch pipeline parallel wins "
+        f"({figs.published('oem_gptoss_pp_b128')} against {figs.published('oem_gptoss_tp_b128')} with tensor parallel "
+        f"at batch 128, GPT-OSS-120B)" + ("" if w.moe else "; dense models keep tensor parallel ahead only up to "
+                                          f"batch {figs.published('oem_llama8b_tp_max_batch')}")]
+
+
+def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> Advice:
+    """The advice for `workload` on this bundle's link."""
+    w = workload.check()
+    figs = _Figures()
+    voiding, notes = _fix_first(findings)
+    state = _link_state(link, voiding)
+    measured, decode, latency = _measured(link, figs)
+    need, usable, kv_gib, reasons = _memory(w, figs)
+    fits_one, fits_two = need <= usable, need / 2 <= usable
+    scratch = _Figures()  # the decode estimate's figures join the advice only where a reason quotes it
+    speedup, decode_reason = _decode_estimate(w, decode, scratch)
+    notes_out = list(notes)
+    if not latency:
+        notes_out.append("the link's latency is not measured in this bundle (no ib_write_lat or small all_reduce "
+                         "run): the collective figures are the published ones")
+    if state == "not measured":
+        notes_out.append("this bundle has no traffic test: the link's throughput is not measured, so a cross-node "
+                         "choice rests on the published record alone (run `linkcheck check --quick` first)")
+    if not fits_two:
+        reasons.append(f"even split in two it needs {number(need / 2)} GiB per node, more than the usable "
+                       f"{number(usable)} GiB; a 295B model that did fit across both ran at "
+                       f"{figs.published('gx10_295b_split')} and was discarded")
+        return Advice("does-not-fit", CHOICES["does-not-fit"], tuple(reasons + measured), state, latency, w,
+                      tuple(figs.items.values()), voiding, notes=tuple(notes_out))
+    choice, why = _cross_node(w, fits_one, speedup, figs)
+    if decode_reason and choice in ("tensor-parallel", "one-node"):
+        why.append(decode_reason)
+        for figure in scratch.items.values():
+            figs.add(figure)
+    if not fits_one:
+        why.insert(0, "it does not fit one node: one model must span both")
+    reasons += why + measured
+    if choice in ("tensor-parallel", "pipeline-parallel"):
+        pct = figs.published("link_100g_vs_200g_decode_pct")
+        reasons.append(f"a 100G against a 200G link changed decode by about {pct}: latency, not bandwidth, is what a "
+                       "split pays for")
+    if voiding:
+        # Every choice waits for the link: a split crosses it at every step, and even two residents should not be
+        # set up as the pair's plan on a link that cannot carry the split it may later need. What runs meanwhile
+        # needs nothing from the link.
+        interim = ("two-residents" if fits_one and w.concurrency >= 2 else "one-node" if fits_one else None)
+        lead = [f"{v.rule_id} ({v.subject}, {v.status})" for v in voiding]
+        reasons.insert(0, "a finding degrades the link, which voids any advice to split a model across both: "
+                       + "; ".join(lead))
+        if interim is None:
+            notes_out.append("until the link is fixed the model cannot be served: it needs both nodes")
+        return Advice("fix-link-first", CHOICES["fix-link-first"], tuple(reasons), state, latency, w,
+                      tuple(figs.items.values()), voiding, interim, choice, tuple(notes_out))
+    return Advice(choice, CHOICES[choice], tuple(reasons), state, latency, w, tuple(figs.items.values()), voiding,
+                  notes=tuple(notes_out))

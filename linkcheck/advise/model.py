@@ -1,0 +1,90 @@
+"""The records of an advice: the workload it was asked for, each figure with its kind, and the advice itself."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from linkcheck.errors import UsageError
+
+# The figure kinds: measured (this bundle), published (a source), estimate (computed, with how), given (the user's).
+KINDS = ("measured", "published", "estimate", "given")
+
+CHOICES = {
+    "two-residents": "two residents",
+    "tensor-parallel": "one model across both, tensor parallel",
+    "pipeline-parallel": "one model across both, pipeline parallel",
+    "one-node": "one node is enough",
+    "fix-link-first": "fix the link first",
+    "does-not-fit": "the model does not fit the pair",
+}
+DEFAULT_KV_KIB_PER_TOKEN = 128  # see Workload.kv_kib_per_token
+
+
+class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What the owner wants to serve. `kv_kib_per_token`: the KV cache one token of context takes; without it
+    128 KiB is assumed (32 layers x 2 (K and V) x 8 KV heads x 128 dims x 2 bytes, an 8-KV-head bf16 model) and
+    said to be an estimate. `layers`: the model's layer count, for the collective estimate (two all-reduces per
+    layer under tensor parallelism); without it the published ~100 per decode step is used."""
+
+    model_gib: float
+    concurrency: int
+    moe: bool = False
+    context_tokens: int = 0
+    kv_kib_per_token: float | None = None
+    layers: int | None = None
+    active_gib: float | None = None  # MoE: the weights one token reads (for the decode estimate)
+
+    def check(self) -> Workload:
+        """Refuse what no model is: raise UsageError (exit 4) naming the value."""
+        for name in ("model_gib", "kv_kib_per_token", "active_gib"):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or value <= 0):
+                raise UsageError(f"{name.replace('_', '-')} must be a finite number above 0, got {value:g}")
+        if self.concurrency < 1:
+            raise UsageError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.context_tokens < 0:
+            raise UsageError(f"context must be 0 or more tokens, got {self.context_tokens}")
+        if self.layers is not None and self.layers < 1:
+            raise UsageError(f"layers must be at least 1, got {self.layers}")
+        if self.active_gib is not None and self.active_gib > self.model_gib:
+            raise UsageError(f"active-gib {self.active_gib:g} is more than the model's {self.model_gib:g} GiB")
+        return self
+
+
+class Figure(msgspec.Struct, frozen=True):
+    """One number the advice rests on: `kind` says whether this bundle measured it, a source published it, linkcheck
+    computed it (`source` then says how) or the owner gave it."""
+
+    name: str
+    value: float
+    unit: str
+    kind: str
+    source: str
+
+
+class FixFirst(msgspec.Struct, frozen=True):
+    """A finding that voids the cross-node advice, with its first fix."""
+
+    rule_id: str
+    status: str
+    subject: str
+    message: str
+    fix: str | None = None
+
+
+class Advice(msgspec.Struct, frozen=True):
+    """The advice for one workload on one bundle's link."""
+
+    choice: str  # a key of CHOICES
+    headline: str  # CHOICES[choice]
+    reasons: tuple[str, ...]
+    link_state: str  # healthy | degraded | not measured
+    latency_measured: bool
+    workload: Workload
+    figures: tuple[Figure, ...]
+    fix_first: tuple[FixFirst, ...] = ()
+    interim: str | None = None  # with a degraded link: what to run until it is fixed (a key of CHOICES)
+    once_fixed: str | None = None  # with a degraded link: the advice once it is healthy (a key of CHOICES)
+    notes: tuple[str, ...] = ()

@@ -120,7 +120,7 @@ def _floors(outcome: Outcome) -> tuple[str, dict[str, list[tuple[float, str]]]]:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     word = "fail" if band.get("on_miss") == "FAIL" else "degraded"
                     floors.setdefault(kind, []).append((float(value), f"{check_id}: {word} below {value:g}"))
-        return f"acceptance ({profile})", floors
+        return f"acceptance ({_label(profile)})", floors  # the record's text: never mathtext or a control
     nominal = threshold(outcome, "LINK_BELOW_NOMINAL", "nominal_min_gbps")
     per_path = [] if nominal is None else [(nominal, f"LINK_BELOW_NOMINAL: a path's best below {nominal:g}")]
     return "rules", {"alone": per_path, "concurrent": per_path}

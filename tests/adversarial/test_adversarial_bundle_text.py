@@ -171,3 +171,22 @@ def test_finding_boxes_stay_balanced_whatever_explains_what(pairs: list[tuple[st
     assert tags.stack == [], page
     assert page.count('<div class="finding') == len(findings)  # each finding once, none lost in a circle
     assert "<script" not in page and "</div>\"" not in page
+
+
+@pytest.mark.skipif(not have_matplotlib(), reason="plots need matplotlib")
+def test_history_runs_of_any_date_and_verdict_leave_the_page_whole(tmp_path: Path, cli: InProcessCli) -> None:
+    env: dict[str, str | None] = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    healthy = str(ROOT / "fixtures" / "healthy")
+    assert cli("diagnose", healthy, "--baseline", str(ROOT / "fixtures" / "drift-cable-swap" / "baseline.json"),
+               env=env).returncode == 0  # the pair's history: one real run
+    [path] = (tmp_path / "data" / "linkcheck" / "history").glob("*.jsonl")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    odd = [{**record, "time": when, "bundle_created": when, "verdict": verdict, "nccl_busbw_gbs": 0,
+            "concurrent_total_gbps": {"a->b": 1e14}}
+           for when, verdict in (("0001-01-01T00:00:00+00:00", "\x1b]2;x\x07$\\frac{$"),
+                                 ("9999-12-31T23:59:59+00:00", "[/]"), ("2026-01-01T00:00:00+14:00", "<script>"))]
+    path.write_text(path.read_text(encoding="utf-8") + "".join(json.dumps(r) + "\n" for r in odd), encoding="utf-8")
+    proc = cli("report", healthy, "-f", "html", env=env)
+    assert proc.returncode == 0, proc.stderr  # no date past matplotlib's years, no mathtext: no internal error
+    assert "This pair over time" in proc.stdout
+    _check_format("html", proc.stdout)

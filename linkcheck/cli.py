@@ -34,7 +34,7 @@ from msgspec.structs import replace
 
 from linkcheck import __version__
 from linkcheck.accept.budget import expected_paths, plan_line
-from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile
+from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile, yaml_text
 from linkcheck.accept.text import describe_profile, headline
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.runs import RunRecord, finish_run
@@ -705,7 +705,7 @@ def profiles_show(
 ) -> None:
     """One profile in full: the test it runs and every threshold with its unit and source; --yaml: its file."""
     prof = resolve_profile(name)
-    _out(prof.text.rstrip("\n") if as_yaml else describe_profile(prof))
+    _out(yaml_text(prof) if as_yaml else describe_profile(prof))
 
 
 @profiles_app.command("validate")

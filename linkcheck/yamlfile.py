@@ -43,6 +43,10 @@ class _LineLoader(_SafeBase):  # type: ignore[valid-type,misc]
         result.key_lines = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict, set)):  # `? [a, b]`, `? {a: 1}`, `? !!set {a}`: no dict can hold it
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a key that is a {'list' if isinstance(key, list) else 'mapping or set'}, not a "
+                    "name", key_node.start_mark)
             if key in result:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark)

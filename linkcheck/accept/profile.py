@@ -453,6 +453,17 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
                    _checks(file, by_id, doc.checks), path, digest, text, _require(file, by_id, doc.require))
 
 
+# The line breaks YAML reads besides `\n`: a file saved on Windows (CRLF), an old Mac's CR, Unicode's NEL.
+_LINE_BREAK = re.compile("\r\n?|\x85")
+
+
+def yaml_text(profile: Profile) -> str:
+    """The profile's file to print (`profiles show --yaml`): its text with every line break a `\n`, the same document
+    to YAML. A CR or NEL, printed, would be shown as the escape `\\r` or `\\x85` (safe_text.shown), no longer a
+    line break, and the printed file would not parse."""
+    return _LINE_BREAK.sub("\n", profile.text).rstrip("\n")
+
+
 def load_profile_file(path: Path) -> Profile:
     return parse_profile(read_yaml_text(path, ProfileError), str(path))
 

@@ -1,7 +1,9 @@
 """`linkcheck history`: the recorded runs as a log, one row per run: when, which command, how long and how often
 ib_write_bw ran, each path's lowest rate, the concurrent total, the NCCL bus bandwidth, the verdict and the bundle.
 
-As a table it fits the terminal (long cells wrap inside their column); as CSV or JSON it is for scripts."""
+As a table it fits the terminal (long cells wrap inside their column); as CSV or JSON it is for scripts. Every text
+in a record (the pair, the command, the bundle's folder) came from a file anyone can append to: the table shows it
+as text, never as rich markup, and CSV never lets a spreadsheet read it as a formula."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from linkcheck.baseline.history import history_files, read_records, since_time, when_of
 from linkcheck.errors import UsageError
+from linkcheck.report.safe_text import shown
 from linkcheck.values import number
 
 FORMATS = ("table", "csv", "json")
@@ -42,13 +46,16 @@ def history_rows(pair: str | None = None, since: str | None = None) -> list[dict
                 continue
             totals = record.get("concurrent_total_gbps") or {}
             rows.append({
-                "time": when.isoformat(timespec="seconds"), "pair": path.stem, "command": record.get("command"),
+                "when": when, "time": when.isoformat(timespec="seconds"), "pair": path.stem,
+                "command": record.get("command"),
                 "duration_s": record.get("duration_s"), "repetitions": record.get("repetitions"),
                 "path_min_gbps": path_minimums(record),
                 "total_gbps": min(totals.values()) if totals else None,
                 "nccl_busbw_gbs": record.get("nccl_busbw_gbs"), "verdict": record["verdict"],
                 "findings": list(record.get("findings") or []), "bundle": record.get("bundle") or None})
-    rows.sort(key=lambda r: r["time"])
+    rows.sort(key=lambda r: r["when"])  # by the instant: times of other offsets do not sort as text
+    for row in rows:
+        del row["when"]
     return rows
 
 
@@ -72,29 +79,48 @@ def _table(rows: list[dict[str, Any]], width: int | None) -> str:
             table.add_column(head, justify="right" if right else "left", overflow="fold", no_wrap=not wraps,
                              min_width=8 if head == "bundle" else None)
     for row in rows:
-        cells = [row["time"][:16].replace("T", " "), *([row["pair"]] if several else []), str(row["command"]),
+        cells = [row["time"][:16].replace("T", " "), *([row["pair"]] if several else []),
+                 "-" if row["command"] is None else str(row["command"]),
                  _run_length(row), " ".join(number(v) for v in row["path_min_gbps"].values()) or "-",
                  "-" if row["total_gbps"] is None else number(row["total_gbps"]),
                  "-" if row["nccl_busbw_gbs"] is None else number(row["nccl_busbw_gbs"]), row["verdict"],
                  Path(row["bundle"]).name if row["bundle"] else "-"]
-        table.add_row(*cells)
+        table.add_row(*(Text(shown(cell)) for cell in cells))  # laid out as shown, never parsed as markup
     out = io.StringIO()
     Console(file=out, width=width, color_system=None, soft_wrap=False).print(table)
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
+# What makes a spreadsheet read a cell as a formula or a DDE call (OWASP's CSV injection list, `|` and `%` that some
+# read too, and the full-width forms that some locales' input turns into them), also after leading blanks, which an
+# import may trim.
+_FORMULA_START = frozenset("=+-@|%\t\r\n\uff1d\uff0b\uff0d\uff20")
+
+
+def cell(value: object) -> object:
+    """A CSV cell that a spreadsheet shows as the text it is: a text that could start a formula gets a leading `'`
+    (which spreadsheets take as "text follows" and do not show), as does a text that starts with `'`, so that every
+    text reads back as written once one leading `'` is dropped. Numbers stay numbers."""
+    if isinstance(value, str) and value and (value[0] in _FORMULA_START or value.lstrip()[:1] in _FORMULA_START
+                                             or value[0] == "'"):  # a `'` of its own is kept: a spreadsheet eats one
+        return "'" + value
+    return value
+
+
 def _csv(rows: list[dict[str, Any]]) -> str:
     paths = sorted({p for r in rows for p in r["path_min_gbps"]})
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["time", "pair", "command", "duration_s", "repetitions", *(f"min_gbps {p}" for p in paths),
-                     "total_gbps", "nccl_busbw_gbs", "verdict", "findings", "bundle"])
+    # Every text quoted, as OWASP advises: a reader splits no cell at a carriage return it holds; rates stay numbers.
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    head = ["time", "pair", "command", "duration_s", "repetitions", *(f"min_gbps {p}" for p in paths), "total_gbps",
+            "nccl_busbw_gbs", "verdict", "findings", "bundle"]
+    writer.writerow(map(cell, head))
     for r in rows:
-        writer.writerow([r["time"], r["pair"], r["command"], r["duration_s"] or "", r["repetitions"] or "",
-                         *(r["path_min_gbps"].get(p, "") for p in paths),
-                         "" if r["total_gbps"] is None else r["total_gbps"],
-                         "" if r["nccl_busbw_gbs"] is None else r["nccl_busbw_gbs"], r["verdict"],
-                         " ".join(r["findings"]), r["bundle"] or ""])
+        writer.writerow(map(cell, [r["time"], r["pair"], r["command"], r["duration_s"] or "", r["repetitions"] or "",
+                                   *(r["path_min_gbps"].get(p, "") for p in paths),
+                                   "" if r["total_gbps"] is None else r["total_gbps"],
+                                   "" if r["nccl_busbw_gbs"] is None else r["nccl_busbw_gbs"], r["verdict"],
+                                   " ".join(r["findings"]), r["bundle"] or ""]))
     return out.getvalue().rstrip("\n")
 
 

@@ -152,6 +152,9 @@ def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
         record = msgspec.json.decode(line)
         head = msgspec.convert(record, _Head)
+    except UnicodeEncodeError:  # bytes that are not UTF-8, kept by read_records as surrogates
+        raise HistoryError(str(path), "not a history record (not UTF-8 text)", line=number,
+                           fix="remove or repair that line") from None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # not JSON, out of range, too deep
         raise HistoryError(str(path), "not a history record (corrupt line)", line=number,
                            fix="remove or repair that line") from None

@@ -120,7 +120,7 @@ def _floors(outcome: Outcome) -> tuple[str, dict[str, list[tuple[float, str]]]]:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     word = "fail" if band.get("on_miss") == "FAIL" else "degraded"
                     floors.setdefault(kind, []).append((float(value), f"{check_id}: {word} below {value:g}"))
-        return f"acceptance ({profile})", floors
+        return f"acceptance ({_label(profile)})", floors  # the record's text: never mathtext or a control
     nominal = threshold(outcome, "LINK_BELOW_NOMINAL", "nominal_min_gbps")
     per_path = [] if nominal is None else [(nominal, f"LINK_BELOW_NOMINAL: a path's best below {nominal:g}")]
     return "rules", {"alone": per_path, "concurrent": per_path}
@@ -259,6 +259,11 @@ def _until(outcome: Outcome) -> dt.datetime | None:
     return created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
 
 
+# The times a trend plots: a record may claim any date (year 1, year 9999), and matplotlib refuses an axis whose
+# margins reach past its years 1-9999; no run predates the epoch.
+_PLOTTED = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc))
+
+
 def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, str]]:
     """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history up to the report's
     own run, oldest first."""
@@ -272,11 +277,12 @@ def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, st
     out = []
     until = _until(outcome)
     for record in records:
-        if until is not None and when_of(record) > until:
+        when = when_of(record)
+        if (until is not None and when > until) or not _PLOTTED[0] <= when < _PLOTTED[1]:
             continue
         totals = [float(t) for t in (record.get("concurrent_total_gbps") or {}).values()]
         busbw = record.get("nccl_busbw_gbs")
-        out.append((when_of(record), min(totals) if totals else None,
+        out.append((when, min(totals) if totals else None,
                     float(busbw) if isinstance(busbw, (int, float)) else None, str(record.get("verdict"))))
     return sorted(out, key=lambda r: r[0])
 

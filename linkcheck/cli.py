@@ -36,13 +36,17 @@ from linkcheck import __version__
 from linkcheck.accept.budget import expected_paths, plan_line
 from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile, yaml_text
 from linkcheck.accept.text import describe_profile, headline
+from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.baseline import list_text, save_baseline, show_text
+from linkcheck.app.fix import fix_bundle, fix_live
 from linkcheck.app.runs import RunRecord, finish_run
+from linkcheck.app.topology import discover, view_json, view_text
 from linkcheck.baseline.store import delete, resolve
 from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.bundle.verify import verify_bundle
+from linkcheck.cluster.hosts import cluster_hosts
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule_text import describe_rule
@@ -51,9 +55,12 @@ from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.outcome import Outcome
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.repair.record import steps_json
+from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.repair import plan_text_lines
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.tables import verdict_line
@@ -61,8 +68,9 @@ from linkcheck.report.tables import verdict_line
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
 
-# Each command imports the part of the library it runs, inside its body (the imports marked "the command's own
-# code" below): typer builds every command at start, and one command should not load the code of all the others.
+# The older commands import the part of the library they run inside their bodies (marked "the command's own code"
+# below), as typer builds every command at start; newer commands import theirs at the top, as the rest of the house
+# does, and tests/architecture caps the ones inside.
 app = typer.Typer(
     help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
     "Exit codes: 0 pass, 1 warnings, 2 failures, 3 inconclusive (could not measure), "
@@ -395,7 +403,6 @@ def fix(
     """Plan the repairs of the findings that have one: per node, ordered steps, each with its runtime change, its
     persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
     Read-only: the plan is printed and saved in the bundle (repair.json), nothing on the nodes changes."""
-    from linkcheck.app.fix import fix_bundle, fix_live  # the command's own code
 
     if bundle is not None:
         if node or save:
@@ -414,9 +421,6 @@ def fix(
     elif result.saved is not None:
         _say(f"repair plan saved to {result.saved / 'repair.json'}")
     if not _QUIET:
-        from linkcheck.repair.record import steps_json  # the command's own code
-        from linkcheck.report.repair import plan_text_lines  # the command's own code
-
         if fmt is Format.json:
             write_stdout(steps_json(result.plan))
         else:
@@ -537,8 +541,6 @@ def advise(
     """How to use the pair for a workload: two residents, one model across both (tensor or pipeline parallel) or
     one node, with the reasons; any finding that degrades the link voids a split and says what to fix first.
     Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input."""
-    from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload  # the command's own code
-    from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text  # the command's own
 
     given = {"--model-gib": model_gib, "--concurrency": concurrency}
     if workload is not None:
@@ -638,8 +640,6 @@ def topology(
 ) -> None:
     """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST) and print its
     cables, its layout, the flags and the test rounds (exit 0, 1 when flagged, 3 when a node could not be read)."""
-    from linkcheck.app.topology import discover, view_json, view_text  # the command's own code
-    from linkcheck.cluster.hosts import cluster_hosts
 
     _quiet_libraries(bool(_DEBUG))
     hosts = cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group, environ=os.environ)

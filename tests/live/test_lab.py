@@ -258,6 +258,8 @@ def test_failing_body_and_ctrl_c_still_tear_down(tmp_path: Path) -> None:
         from pathlib import Path
         from tests.lab import Lab
         from tests.lab.scenario import plain_pair
+        # A pytest-xdist worker ignores SIGINT and its children inherit that: Ctrl-C is Python's own here.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         lab = Lab(plain_pair(), Path({str(tmp_path / "lab2")!r}))
         try:
             with lab:

@@ -639,7 +639,8 @@ def topology(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
 ) -> None:
     """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST) and print its
-    cables, its layout, the flags and the test rounds (exit 0, 1 when flagged, 3 when a node could not be read)."""
+    cables, its layout, the flags, the test rounds and the cluster rules' findings (exit 0; 1 when flagged or a rule
+    warns; 2 when a rule fails; 3 when a node could not be read)."""
 
     _quiet_libraries(bool(_DEBUG))
     hosts = cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group, environ=os.environ)
@@ -670,13 +671,13 @@ def parse(
 def playbooks_list(playbook: PlaybookOpt = None) -> None:
     """List every rule: id, severity, scope, title, source file."""
     _out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<12} {rule.title}  [{rule.source}]"
-                   for rule in load_playbooks(playbook)))
+                   for rule in load_playbooks(playbook, kind="all")))
 
 
 @playbooks_app.command("show")
 def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
     """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references."""
-    rules = {r.id: r for r in load_playbooks(playbook)}
+    rules = {r.id: r for r in load_playbooks(playbook, kind="all")}
     if rule_id not in rules:
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
     _out(describe_rule(rules[rule_id]))
@@ -687,7 +688,7 @@ def playbooks_validate(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Playbook files or folders.")] = None,  # noqa: UP045
 ) -> None:
     """Validate playbook files strictly (file:line on the first problem); the built-ins when none given."""
-    rules = load_playbooks(paths)
+    rules = load_playbooks(paths, kind="all")
     _out(f"ok: {len(rules)} rules")
 
 

@@ -169,3 +169,18 @@ SPECS: tuple[Spec, ...] = (
 )
 
 SPECS_BY_ID: dict[str, Spec] = {s.id: s for s in SPECS}
+
+# What a cluster's inspection adds to the pair's (the pair's own inspection is unchanged): whether a node routes
+# between its cables, and whether its firewall lets forwarded traffic through. A node in a ring of four or more
+# carries traffic between two neighbours that share no cable; Docker sets the FORWARD policy to DROP and leaves
+# DOCKER-USER as the place for an accept. iptables needs root to read the tables; without sudo the capture fails
+# with sudo's own words, which become the reason the rules skip. A chain that does not exist (no Docker) prints
+# "No chain/target/match by that name" (exit 1), which is an answer, not a failure.
+CLUSTER_SPECS: tuple[Spec, ...] = (
+    Spec("ip_forward", "cat /proc/sys/net/ipv4/ip_forward", description="whether the node routes (IPv4 forwarding)"),
+    Spec("iptables_forward", "sudo -n iptables -S FORWARD", needs_root=True,
+         description="the FORWARD chain's policy and rules"),
+    Spec("iptables_docker_user", "sudo -n iptables -S DOCKER-USER", needs_root=True,
+         description="Docker's DOCKER-USER chain, where an accept for forwarded traffic belongs"),
+)
+CLUSTER_SPECS_BY_ID: dict[str, Spec] = {s.id: s for s in CLUSTER_SPECS}

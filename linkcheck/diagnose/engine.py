@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
 
-from linkcheck.diagnose.checks.registry import CHECKS
+from linkcheck.cluster.facts import ClusterFacts
+from linkcheck.diagnose.checks.registry import CHECKS, CLUSTER_CHECKS
+from linkcheck.diagnose.cluster_scopes import CLUSTER_SCOPES
+from linkcheck.diagnose.cluster_subjects import cluster_subjects
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
-from linkcheck.diagnose.facts_schema import BENCH_GROUPS, subjects
+from linkcheck.diagnose.facts_schema import BENCH_GROUPS, Subject, subjects
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE
 from linkcheck.diagnose.rule import Condition, Rule
@@ -114,8 +117,8 @@ def _evidence(rule: Rule, values: dict[str, Any]) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-def _condition_observations(rule: Rule, link: LinkFacts) -> Iterator[Observation]:
-    for subject, nodes, facts in subjects(rule.scope, link):
+def _condition_observations(rule: Rule, judged: Iterable[Subject]) -> Iterator[Observation]:
+    for subject, nodes, facts in judged:
         values = _computed(rule, facts)
         named = render(rule.subject, values) if rule.subject else subject
         try:
@@ -160,7 +163,7 @@ def run_rule(rule: Rule, link: LinkFacts, bench_error: str | None = None) -> lis
         return skips[:1] if any(s.subject == "pair" for s in skips) else skips
     thresholds = dict(rule.thresholds)
     observations = (CHECKS[rule.check].func(link, thresholds) if rule.check
-                    else list(_condition_observations(rule, link)))
+                    else list(_condition_observations(rule, subjects(rule.scope, link))))
     kept = [o for o in observations if not blocked.intersection(o.nodes)]
     return skips + [_finding(rule, o) for o in kept]
 
@@ -220,9 +223,39 @@ def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str,
     findings: list[Finding] = []
     bench_error = (collection_errors or {}).get("bench")
     for rule in rules:
-        findings.extend(run_rule(rule, link, bench_error))
+        if rule.scope not in CLUSTER_SCOPES:  # a cluster's rules judge a cluster (diagnose_cluster)
+            findings.extend(run_rule(rule, link, bench_error))
     findings = explain(findings, rules)
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
                    if f.status is Status.PASS and f.message != PASS_MESSAGE)
     return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors)), notes)
+
+
+def run_cluster_rule(rule: Rule, facts: ClusterFacts) -> list[Finding]:
+    """One cluster rule: a skip per node that lacks a fact group the rule needs (that node's subjects dropped),
+    then a finding per remaining subject."""
+    skips: list[Finding] = []
+    blocked: set[str] = set()
+    for name in facts.topology.nodes:
+        reasons = [why for group, why in facts.unavailable(name).items() if group in rule.needs]
+        if reasons:
+            skips.append(Finding(rule.id, Status.SKIP, rule.severity, f"node {name}", rule.title,
+                                 f"not judged: {reasons[0]}", required=rule.required, skip_reason=reasons[0]))
+            blocked.add(name)
+    observations = (CLUSTER_CHECKS[rule.check].func(facts, dict(rule.thresholds)) if rule.check
+                    else list(_condition_observations(rule, cluster_subjects(rule.scope, facts))))
+    return skips + [_finding(rule, o) for o in observations if not blocked.intersection(o.nodes)]
+
+
+def diagnose_cluster(facts: ClusterFacts, rules: list[Rule]) -> Diagnosis:
+    """Evaluate a cluster's rules (those of a cluster's scopes; the others judge a pair) over every node and the
+    topology, then mark what explains what. A node that could not be inspected leaves the verdict inconclusive."""
+    findings: list[Finding] = []
+    for rule in rules:
+        if rule.scope in CLUSTER_SCOPES:
+            findings.extend(run_cluster_rule(rule, facts))
+    findings = explain(findings, rules)
+    notes = tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
+                  if f.status is Status.PASS and f.message != PASS_MESSAGE)
+    return Diagnosis(tuple(findings), verdict_of(findings, bool(facts.topology.flagged("uninspected"))), notes)

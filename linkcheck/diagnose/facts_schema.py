@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from linkcheck.cluster.facts import CLUSTER_GROUPS
+from linkcheck.diagnose.cluster_scopes import CLUSTER_FACTS, CLUSTER_SCOPES
 from linkcheck.diagnose.nccl_hca import nccl_functions, select_hcas, unset_command
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
@@ -19,9 +21,10 @@ from linkcheck.facts.model import (
     NodeFacts,
 )
 
-SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca", "latency", "allreduce")
+PAIR_SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca", "latency", "allreduce")
+SCOPES = PAIR_SCOPES + CLUSTER_SCOPES
 BENCH_GROUPS = {"bench_rdma", "bench_nccl", "bench_latency"}
-FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS
+FACT_GROUPS = NODE_GROUPS | BENCH_GROUPS | CLUSTER_GROUPS
 PIN = "NCCL_IB_GID_INDEX"
 HCA = "NCCL_IB_HCA"
 
@@ -73,6 +76,10 @@ def is_known_fact(scope: str, fact: str) -> bool:
         return fact in PATH_FACTS
     if scope == "node":
         return fact in NODE_FACTS or setting(NODE_NCCL_PREFIXES)
+    if scope == "port":
+        return fact in FUNCTION_FACTS or fact in CLUSTER_FACTS["port"] or setting(NCCL_PREFIXES)
+    if scope in CLUSTER_FACTS:
+        return fact in CLUSTER_FACTS[scope]
     return fact in _OTHER_FACTS.get(scope, ())
 
 
@@ -81,6 +88,10 @@ _OTHER_FACTS = {"nccl": NCCL_FACTS, "pair": PAIR_FACTS, "baseline_hca": BASELINE
 
 
 def placeholders_for_scope(scope: str) -> frozenset[str]:
+    if scope == "port":
+        return FUNCTION_FACTS | frozenset(CLUSTER_FACTS["port"])
+    if scope in CLUSTER_FACTS:
+        return frozenset(CLUSTER_FACTS[scope])
     return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS, **_OTHER_FACTS}.get(scope, frozenset())
 
 

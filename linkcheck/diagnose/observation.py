@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 
@@ -59,4 +60,19 @@ class CheckDef(msgspec.Struct, frozen=True):
     def placeholders(self) -> frozenset[str]:
         # The values record's fields are the placeholders it fills; the loader refuses a
         # rule that uses any other placeholder, so none goes unfilled.
+        return frozenset(getattr(self.values, "__struct_fields__", ()))
+
+
+ClusterCheckFunc = Callable[[ClusterFacts, Mapping[str, Any]], list[Observation]]
+
+
+class ClusterCheckDef(msgspec.Struct, frozen=True):
+    """A named check over a cluster's facts: the function, the record of the values it fills, its thresholds."""
+
+    func: ClusterCheckFunc
+    values: type
+    thresholds: frozenset[str] = frozenset()
+
+    @property
+    def placeholders(self) -> frozenset[str]:
         return frozenset(getattr(self.values, "__struct_fields__", ()))

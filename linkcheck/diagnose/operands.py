@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from linkcheck.diagnose.cluster_scopes import CLUSTER_FACTS
 from linkcheck.facts.model import Function, NcclRun, NodeFacts
 
 try:  # Python 3.11+
@@ -70,6 +71,12 @@ def fact_kind(scope: str, fact: str) -> str:
     """number, bool, text or other (a tuple): what the flattened fact holds when known."""
     if scope == "path" and fact[:2] in ("a.", "b."):
         scope, fact = "function", fact[2:]
+    if scope == "port" and fact in CLUSTER_FACTS["port"]:
+        return CLUSTER_FACTS["port"][fact]
+    if scope == "port":
+        scope = "function"
+    if scope in CLUSTER_FACTS:
+        return CLUSTER_FACTS[scope].get(fact, "text")
     if scope == "nccl":
         return _NCCL_KINDS.get(fact, "text")
     if scope in ("pair", "baseline_hca", "latency", "allreduce"):

@@ -14,14 +14,15 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from linkcheck import schema
-from linkcheck.diagnose.checks.registry import CHECKS
+from linkcheck.diagnose.checks.registry import CHECKS, CLUSTER_CHECKS
+from linkcheck.diagnose.cluster_scopes import CLUSTER_SCOPES
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, fact_kind, override_problem
 from linkcheck.diagnose.rule import Choice, Condition, EvidenceSpec, Explanation, Grade, Rule
@@ -263,12 +264,15 @@ def _scope_and_placeholders(file: schema.YamlFile, doc: _Rule, at: Steps) -> tup
     if doc.check is None:
         names = set(placeholders_for_scope(scope)) | common | set(doc.values)
         return scope, lambda name: name in names or is_known_fact(scope, name)
-    if doc.check not in CHECKS:
-        raise file.refuse(f"unknown check '{doc.check}' (known: {', '.join(sorted(CHECKS))})", at, "check")
-    missing = sorted(CHECKS[doc.check].thresholds - set(doc.thresholds))
+    # A cluster's named checks read the cluster's facts, a pair's the pair's: each scope has its own registry.
+    registry = CLUSTER_CHECKS if scope in CLUSTER_SCOPES else CHECKS
+    if doc.check not in registry:
+        raise file.refuse(f"unknown check '{doc.check}' for scope '{scope}' (known: {', '.join(sorted(registry))})",
+                          at, "check")
+    missing = sorted(registry[doc.check].thresholds - set(doc.thresholds))
     if missing:
         raise file.refuse(f"check '{doc.check}' needs threshold '{missing[0]}'", at, "thresholds")
-    names = set(CHECKS[doc.check].placeholders) | common
+    names = set(registry[doc.check].placeholders) | common
     return scope, names.__contains__
 
 
@@ -375,8 +379,10 @@ def parse_playbook(text: str, path: str) -> list[Rule]:
     return [_rule(file, doc, i) for i, doc in enumerate(_decode(file).rules)]
 
 
-def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = True) -> list[Rule]:
-    """Built-in playbooks plus the user's files or folders; duplicate rule ids are an error."""
+def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = True,
+                   kind: Literal["pair", "cluster", "all"] = "pair") -> list[Rule]:
+    """Built-in playbooks plus the user's files or folders; duplicate rule ids are an error. `kind` keeps a pair's
+    rules (every scope but a cluster's), a cluster's, or all of them (to list and validate)."""
     files = sorted(BUILTIN_DIR.glob("*.yaml")) if include_builtin else []
     for extra in paths or []:
         if extra.is_dir():
@@ -399,7 +405,9 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
         if unknown:
             raise PlaybookError(rule.source.rsplit(":", 1)[0], f"rule {rule.id}: explained_by names no rule "
                                 f"{unknown[0]} (`linkcheck playbooks list` names the rules)", line=_source_line(rule))
-    return rules
+    if kind == "all":
+        return rules
+    return [r for r in rules if (r.scope in CLUSTER_SCOPES) == (kind == "cluster")]
 
 
 def _source_line(rule: Rule) -> int | None:

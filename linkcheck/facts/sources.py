@@ -15,6 +15,7 @@ from linkcheck.parsers.identity import parse_dmi_serial, parse_nccl_install, par
 from linkcheck.parsers.iproute import parse_ip_addr, parse_ip_link, parse_ip_neigh, parse_ip_route
 from linkcheck.parsers.kernel import parse_dmesg, parse_meminfo, parse_os_release, parse_sysctl, parse_uptime
 from linkcheck.parsers.nccl_conf import parse_nccl_conf, parse_nccl_env
+from linkcheck.parsers.netfilter import parse_ip_forward, parse_iptables_s
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.parsers.networkmanager import parse_nm_connections
 from linkcheck.parsers.pcie import parse_lspci
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
     from linkcheck.parsers.kernel import DmesgLog, MemInfo, OsRelease, SysctlValues, Uptime
     from linkcheck.parsers.nccl_conf import NcclSettings
+    from linkcheck.parsers.netfilter import IptablesChains
     from linkcheck.parsers.netplan import NetplanConfig
     from linkcheck.parsers.networkmanager import NmProfiles
     from linkcheck.parsers.pcie import PciLink
@@ -155,6 +157,12 @@ class NodeSources:
 
     def nm_connections(self) -> NmProfiles | None:
         return self._parsed("nm_connections", None, parse_nm_connections)
+
+    def ip_forward(self) -> bool | None:
+        return self._parsed("ip_forward", None, parse_ip_forward)
+
+    def iptables(self, spec: Literal["iptables_forward", "iptables_docker_user"]) -> IptablesChains | None:
+        return self._parsed(spec, None, parse_iptables_s)
 
     # -- parsing ------------------------------------------------------------------------------------
     def _parsed(self, spec: str, arg: str | None, parser: Callable[[str], T]) -> T | None:

@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from linkcheck.app.topology import ClusterView, view_json, view_text
+from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
+from linkcheck.diagnose.engine import diagnose_cluster
+from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import ExitCode
 from tests.cluster.spark_facts import ring
 
@@ -44,8 +47,11 @@ def test_bad_sources_are_one_line_and_exit_4(cli: InProcessCli, tmp_path: Path, 
 
 
 def _view() -> ClusterView:
-    topo = infer_topology(ring(("a", "b", "c"), same_port=(0,)))
-    return ClusterView(hosts=parse_node_values(["a=h1", "b=h2", "c=h3"]), topology=topo, schedule=schedule(topo))
+    nodes = ring(("a", "b", "c"), same_port=(0,))
+    topo = infer_topology(nodes)
+    diagnosis = diagnose_cluster(ClusterFacts(nodes=nodes, topology=topo), load_playbooks(kind="cluster"))
+    return ClusterView(hosts=parse_node_values(["a=h1", "b=h2", "c=h3"]), topology=topo, schedule=schedule(topo),
+                       diagnosis=diagnosis)
 
 
 def test_the_console_view() -> None:
@@ -56,7 +62,9 @@ def test_the_console_view() -> None:
     assert "  a:enp1s0f0np0<->b:enp1s0f0np0  192.168.10.0/24  (neighbour MAC confirmed)" in lines
     assert sum(line.startswith("ring_same_port: ring cable") for line in lines) == 2
     assert [line.split(":")[0] for line in lines if line.startswith("round")] == ["round 1", "round 2", "round 3"]
-    assert _view().exit_code == ExitCode.WARN
+    # The two cables cabled p0 to p0 (and p1 to p1) are findings with their fix, the verdict the last line.
+    assert "  fix: recable: node a p0 to node b p1" in lines and lines[-1] == "verdict: fail"
+    assert _view().exit_code == ExitCode.FAIL
 
 
 def test_the_json_view() -> None:
@@ -67,3 +75,6 @@ def test_the_json_view() -> None:
     assert data["cables"][0]["paths"][0]["a"]["label"] == "a:enp1s0f0np0"
     assert {f["kind"] for f in data["flags"]} == {"ring_same_port"}
     assert data["schedule"]["method"] == "colouring" and len(data["schedule"]["rounds"]) == 3
+    assert data["verdict"] == "fail"
+    assert {(f["id"], f["subject"]) for f in data["findings"] if f["status"] == "fail"} == {
+        ("RING_SAME_PORT", "cable a:p0<->b:p0"), ("RING_SAME_PORT", "cable b:p1<->c:p1")}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from linkcheck.collect.specs import SPECS
+from linkcheck.collect.specs import SPECS, Spec
 from linkcheck.model import Capture
 from tests.emulators.node import Node
 from tests.emulators.render import cx7_netdevs, render
@@ -21,10 +22,11 @@ SPEC_DURATION_S: dict[str, float] = {
 }
 
 
-def node_captures(name: str, node: Node) -> list[Capture]:
-    """Every spec of specs.py on one node, per-netdev specs once per CX-7 netdev, in spec order."""
+def node_captures(name: str, node: Node, specs: Sequence[Spec] = SPECS) -> list[Capture]:
+    """Every spec of `specs` (the pair's inspection by default) on one node, per-netdev specs once per CX-7 netdev,
+    in spec order."""
     out: list[Capture] = []
-    for spec in SPECS:
+    for spec in specs:
         args: list[str | None] = list(cx7_netdevs(node)) if spec.per_netdev else [None]
         for arg in args:
             stdout, stderr, rc = render(node, spec.id, arg)

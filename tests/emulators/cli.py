@@ -15,6 +15,7 @@ from collections.abc import Callable
 from tests.emulators import render_ethtool, render_ip, render_pci, render_rdma, render_sys
 from tests.emulators.node import Node
 from tests.emulators.render_eeprom import render_ethtool_m
+from tests.emulators.render_netfilter import render_iptables
 
 Output = tuple[str, str, int]
 ENV_NODE = "LINKCHECK_LAB_NODE"
@@ -154,8 +155,16 @@ def run_simple(render: Callable[[Node], Output]) -> Callable[[Node, list[str]], 
     return lambda node, args: render(node)
 
 
+def run_iptables(node: Node, args: list[str]) -> Output:
+    """`iptables -S CHAIN`: the only form linkcheck runs."""
+    if len(args) == 2 and args[0] == "-S":
+        return render_iptables(node, args[1])
+    return _unsupported("iptables", args)
+
+
 TOOLS: dict[str, Callable[[Node, list[str]], Output]] = {
     "ip": run_ip,
+    "iptables": run_iptables,
     "sysctl": run_sysctl,
     "rdma": run_rdma,
     "ibv_devinfo": run_ibv_devinfo,

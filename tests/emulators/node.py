@@ -210,6 +210,8 @@ class Node:
     perftest_rates: dict[str, tuple[float, float]] = field(default_factory=dict)  # rdma_dev -> (alone, both)
     nccl_busbw_gbs: float | None = None  # all_gather_perf's peak busbw in the lab (None: from the links up)
     nccl_transport: str | None = None  # "IB" | "Socket" in the lab (None: IB unless NCCL_IB_DISABLE=1)
+    ip_forward: bool = False  # /proc/sys/net/ipv4/ip_forward (offline; in the lab the namespace's own)
+    iptables: dict[str, str] | None = None  # chain -> what `iptables -S CHAIN` prints; None: iptables not installed
 
     def function(self, name: str) -> Function:
         """The function whose netdev, RDMA device or BDF is `name`; KeyError if none."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from linkcheck.collect.specs import SPECS_BY_ID
+from linkcheck.collect.specs import CLUSTER_SPECS_BY_ID, SPECS_BY_ID
 from tests.emulators import (
     render_eeprom,
     render_ethtool,
@@ -21,6 +21,7 @@ from tests.emulators import (
     render_sysfs,
 )
 from tests.emulators.node import Node
+from tests.emulators.render_netfilter import render_iptables
 
 Output = tuple[str, str, int]
 
@@ -72,7 +73,8 @@ SPEC_TOOL: dict[str, str] = {
     "dmesg": "dmesg", "ethtool": "ethtool", "ethtool_i": "ethtool", "ethtool_s": "ethtool",
     "ethtool_m": "ethtool", "ethtool_fec": "ethtool", "perftest_version": "ib_write_bw",
 }
-SUDO_SPECS = frozenset({"lspci", "netplan_files", "ethtool_m", "dmi_serial", "nm_connections"})
+SUDO_SPECS = frozenset({"lspci", "netplan_files", "ethtool_m", "dmi_serial", "nm_connections", "iptables_forward",
+                        "iptables_docker_user"})
 SUDO_REFUSED: Output = ("", "sudo: a password is required\n", 1)
 
 
@@ -84,7 +86,7 @@ def not_found(tool: str, via_sudo: bool = False) -> Output:
 
 def render(node: Node, spec_id: str, arg: str | None = None) -> Output:
     """Render one spec; `arg` is the netdev of per-interface specs. KeyError for an unknown spec."""
-    spec = SPECS_BY_ID[spec_id]
+    spec = SPECS_BY_ID.get(spec_id) or CLUSTER_SPECS_BY_ID[spec_id]
     if spec.per_netdev and arg is None:
         raise ValueError(f"spec {spec_id} needs a netdev argument")
     if spec_id in SUDO_SPECS and not node.sudo_ok:
@@ -98,6 +100,13 @@ def render(node: Node, spec_id: str, arg: str | None = None) -> Output:
         assert arg is not None
         return NETDEV_RENDERERS[spec_id](node, arg)
     return NODE_RENDERERS[spec_id](node)
+
+
+NODE_RENDERERS.update({
+    "ip_forward": lambda node: ("1\n" if node.ip_forward else "0\n", "", 0),
+    "iptables_forward": lambda node: render_iptables(node, "FORWARD"),
+    "iptables_docker_user": lambda node: render_iptables(node, "DOCKER-USER"),
+})
 
 
 def cx7_netdevs(node: Node) -> list[str]:

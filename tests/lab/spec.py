@@ -41,6 +41,7 @@ EMULATED_TOOLS: tuple[str, ...] = (
     "all_gather_perf",
     "all_reduce_perf",
     "dmesg",
+    "iptables",
 )
 
 

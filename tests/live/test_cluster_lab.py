@@ -54,12 +54,51 @@ def test_every_node_of_a_cluster_is_inspected_and_its_topology_named(lab_factory
     config = tmp_path / "linkcheck.yaml"
     config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
     run = cli("topology", *(f"--node={n}" for n in names), "-c", str(config), "-f", "json", timeout=120)
-    assert run.returncode == (1 if expected.flags else 0), run.stderr
+    # A ring cabled p0 to p0 fails RING_SAME_PORT; the other flags warn.
+    assert run.returncode == (2 if name == "ring3-same-port" else 1 if expected.flags else 0), run.stderr
     data = json.loads(run.stdout)
     assert data["layout"] == expected.layout
     assert sorted(c["key"] for c in data["cables"]) == sorted(expected.cables)
     assert sorted((f["kind"], f["subject"]) for f in data["flags"]) == sorted(expected.flags)
     assert data["schedule"]["rounds"] and all(n["error"] is None for n in data["nodes"])
+    firing = {(f["id"], f["subject"]) for f in data["findings"] if f["status"] in ("warn", "fail")}
+    assert {i for i, _ in firing} <= {"RING_SAME_PORT", "CLUSTER_LAYOUT_UNSUPPORTED"}
+    assert {s for i, s in firing if i == "RING_SAME_PORT"} == {f"cable {s}" for k, s in expected.flags
+                                                               if k == "ring_same_port"}
+
+
+# The ring of four's routes (tests/cluster/test_cluster_rules.py RING4_ROUTES) at the lab's addresses: each node
+# reaches the node it shares no cable with through the one between them.
+RING4_LAB_ROUTES = {"a": ("198.19.12.0/24", "198.19.10.2"), "b": ("198.19.14.0/24", "198.19.12.3"),
+                    "c": ("198.19.10.0/24", "198.19.12.2"), "d": ("198.19.12.0/24", "198.19.14.3")}
+
+
+def _firing(cli: InProcessCli, config: Path) -> set[tuple[str, str]]:
+    run = cli("topology", *(f"--node={n}" for n in "abcd"), "-c", str(config), "-f", "json", timeout=120)
+    assert run.returncode in (1, 2), run.stderr
+    return {(f["id"], f["subject"]) for f in json.loads(run.stdout)["findings"] if f["status"] in ("warn", "fail")}
+
+
+def test_a_ring_of_four_needs_forwarding_and_routes_on_its_transit_nodes(lab_factory: LabFactory,
+                                                                          cli: InProcessCli, tmp_path: Path) -> None:
+    """Real namespace state: a fresh namespace does not forward and has routes only to its own subnets, so every
+    node of the ring is a transit node that stops traffic between its neighbours; with forwarding on and a route
+    through the node between, a ping crosses it and both rules pass."""
+    lab = lab_factory("ring4")
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    assert _firing(cli, config) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster"),
+                                    *{("TRANSIT_FORWARDING_OFF", f"node {n}") for n in "abcd"},
+                                    *{("NO_ROUTE_TO_NON_NEIGHBOUR", f"node {n}") for n in "abcd"}}
+    # c's address on its cable to b, from a: no route, so it fails before any forwarding is asked of b.
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", "198.19.12.3"]).returncode != 0
+    for node, (subnet, via) in RING4_LAB_ROUTES.items():
+        assert lab.exec(node, ["sysctl", "-w", "net.ipv4.ip_forward=1"]).returncode == 0
+        added = lab.exec(node, ["ip", "route", "add", subnet, "via", via])
+        assert added.returncode == 0, added.stderr
+    ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.12.3"])
+    assert ping.returncode == 0, ping.stdout + ping.stderr
+    assert _firing(cli, config) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")}
 
 
 def test_the_switch_is_one_l2_domain_and_the_ring_is_cabled_point_to_point(lab_factory: LabFactory) -> None:

@@ -37,7 +37,7 @@ def _one(values: set[str | None]) -> str | None:
     return ", ".join(known) or None
 
 
-def _node_fields(node: NodeFacts) -> dict[str, tuple[str | None, str, bool]]:
+def node_fields(node: NodeFacts) -> dict[str, tuple[str | None, str, bool]]:
     """field -> (value, source, harmless when it differs)."""
     cx7 = [f for f in node.functions if f.cage in node.cabled_cages] or list(node.functions)
     ident = node.identity
@@ -48,20 +48,20 @@ def _node_fields(node: NodeFacts) -> dict[str, tuple[str | None, str, bool]]:
         "board PSID": (_one({f.psid for f in cx7}), "ethtool -i, sysfs board_id", True),  # OEM boards differ by design
         "kernel": (node.kernel_release, "uname -r", False),
         "OS": (node.os_name, "/etc/os-release", False),
-        "product": (_joined(ident.vendor, ident.product), "DMI sys_vendor, product_name", True),  # mixed OEM pairs work
+        "product": (joined(ident.vendor, ident.product), "DMI sys_vendor, product_name", True),  # mixed OEM pairs work
         "BIOS": (ident.bios_version, "DMI bios_version", False),
         "perftest": (ident.perftest_version, "ib_write_bw -V", False),
         "NCCL": (ident.nccl_version, "libnccl.so file name", False),
     }
 
 
-def _joined(*parts: str | None) -> str | None:
+def joined(*parts: str | None) -> str | None:
     return " ".join(p for p in parts if p) or None
 
 
 def _differences(link: LinkFacts) -> list[_Difference]:
     out = []
-    fields_a, fields_b = _node_fields(link.a), _node_fields(link.b)
+    fields_a, fields_b = node_fields(link.a), node_fields(link.b)
     other_product = fields_a["product"][0] != fields_b["product"][0]
     for name, (value_a, source, harmless) in fields_a.items():
         value_b = fields_b[name][0]

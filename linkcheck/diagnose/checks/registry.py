@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from linkcheck.diagnose.checks import (
     bench,
+    cluster,
     drift,
     fec,
     gid,
@@ -13,7 +14,7 @@ from linkcheck.diagnose.checks import (
     nodes,
     path,
 )
-from linkcheck.diagnose.observation import CheckDef
+from linkcheck.diagnose.observation import CheckDef, ClusterCheckDef
 
 
 def _t(*names: str) -> frozenset[str]:
@@ -44,4 +45,9 @@ CHECKS: dict[str, CheckDef] = {
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),
     "drift_throughput": CheckDef(drift.drift_throughput, drift.ThroughputValues,
                                  _t("warn_below_ratio", "fail_below_ratio")),
+}
+
+# Checks over a cluster's facts (linkcheck.cluster.facts.ClusterFacts), for rules of a cluster's scopes.
+CLUSTER_CHECKS: dict[str, ClusterCheckDef] = {
+    "cluster_nodes_differ": ClusterCheckDef(cluster.cluster_nodes_differ, cluster.ClusterNodesDifferValues),
 }

@@ -1,0 +1,232 @@
+"""What a cluster's rules judge: every node's facts, the inferred topology, and per node what decides whether it
+carries traffic between two others (IPv4 forwarding, routes, the firewall's FORWARD chain).
+
+Derived here, once, from the topology: which nodes are neighbours (a cable between them, or one switch segment),
+which nodes are transit nodes (inside a shortest path between two nodes that are not neighbours: a ring of four
+or more), which non-neighbours a node has no route to, and how a ring should be cabled (each node's p0 to the next
+node's p1) with the fewest cables moved.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import msgspec
+
+from linkcheck.cluster.topology import Cable, Topology
+from linkcheck.facts.model import NodeFacts
+from linkcheck.facts.sources import NodeSources
+from linkcheck.model import Capture
+from linkcheck.parsers.netfilter import IptablesChains, IptRule
+
+# Fact groups only a cluster's inspection gathers (the pair's NODE_GROUPS are unchanged).
+CLUSTER_GROUPS = frozenset({"forwarding", "routes", "firewall"})
+NO_CHAIN = "No chain/target/match by that name"
+
+
+class Forwarding(msgspec.Struct, frozen=True):
+    """One node's forwarding state. None: unknown (the reason is in `unavailable`)."""
+
+    ip_forward: bool | None = None
+    forward_policy: str | None = None  # the FORWARD chain's policy: ACCEPT or DROP
+    forward_rules: tuple[IptRule, ...] = ()  # FORWARD's and DOCKER-USER's rules
+    docker_user: bool | None = None  # the DOCKER-USER chain exists
+    unavailable: Mapping[str, str] = {}
+
+
+def _iptables(src: NodeSources, spec: Literal["iptables_forward", "iptables_docker_user"]
+              ) -> tuple[IptablesChains | None, bool | None, str | None]:
+    """The chain's dump, whether the chain exists (None: unknown), and why it is unknown."""
+    cap = src.capture(spec)
+    if cap is not None and not cap.skipped and cap.exit_status != 0 and NO_CHAIN in cap.stderr:
+        return None, False, None
+    parsed = src.iptables(spec)
+    return (parsed, True, None) if parsed is not None else (None, None, src.reason(spec))
+
+
+def forwarding(name: str, captures: Sequence[Capture]) -> Forwarding:
+    """The node's forwarding state from the cluster specs' captures (linkcheck.collect.specs.CLUSTER_SPECS)."""
+    src = NodeSources(name, list(captures))
+    missing: dict[str, str] = {}
+    ip_forward = src.ip_forward()
+    if ip_forward is None:
+        missing["forwarding"] = src.reason("ip_forward")
+    if src.ip_route() is None:
+        missing["routes"] = src.reason("ip_route")
+    forward, _, why = _iptables(src, "iptables_forward")
+    docker, docker_exists, docker_why = _iptables(src, "iptables_docker_user")
+    if forward is None or (docker_exists is None and docker_why):
+        missing["firewall"] = why or docker_why or "iptables_forward: not collected"
+    rules = (forward.rules if forward else ()) + (docker.rules if docker else ())
+    return Forwarding(ip_forward=ip_forward, forward_policy=forward.policies.get("FORWARD") if forward else None,
+                      forward_rules=tuple(r for r in rules if r.chain in ("FORWARD", "DOCKER-USER")),
+                      docker_user=docker_exists, unavailable=missing)
+
+
+def _matches(pattern: str, netdev: str) -> bool:
+    """iptables' interface match: a trailing `+` matches any name that starts with what precedes it."""
+    return netdev.startswith(pattern[:-1]) if pattern.endswith("+") else netdev == pattern
+
+
+def accepts_forwarded(fwd: Forwarding, netdevs: Sequence[str]) -> bool:
+    """Some ACCEPT in FORWARD or DOCKER-USER lets new traffic between the CX-7 netdevs through: no interface named,
+    or an inbound or outbound one that is a CX-7 netdev. A rule limited to established connections (conntrack or
+    state RELATED,ESTABLISHED without NEW) does not count: Docker's own rules for docker0 look like that."""
+    for rule in fwd.forward_rules:
+        if rule.target != "ACCEPT":
+            continue
+        state, _ = rule.option("--ctstate", "--state")
+        if state is not None and "NEW" not in state.split(","):
+            continue
+        ends = [rule.option(o, long) for o, long in (("-i", "--in-interface"), ("-o", "--out-interface"))]
+        if all(value is None or (not negated and any(_matches(value, n) for n in netdevs))
+               for value, negated in ends):
+            return True
+    return False
+
+
+class ClusterFacts(msgspec.Struct, frozen=True):
+    """The nodes in the hosts' order, the topology inferred from them, and each node's forwarding state."""
+
+    nodes: Mapping[str, NodeFacts]
+    topology: Topology
+    forwarding: Mapping[str, Forwarding] = {}
+
+    def unavailable(self, name: str) -> dict[str, str]:
+        """Every fact group the node could not give, the pair's and the cluster's."""
+        fwd = self.forwarding.get(name)
+        own = dict(self.nodes[name].unavailable)
+        if fwd is None:
+            return own | {g: "not inspected for a cluster" for g in CLUSTER_GROUPS}
+        return own | dict(fwd.unavailable)
+
+
+def neighbours(topology: Topology) -> dict[str, set[str]]:
+    """Nodes one hop apart: a direct cable, or both on one switch segment."""
+    out: dict[str, set[str]] = {n: set() for n in topology.nodes}
+    for cable in topology.cables:
+        out[cable.a].add(cable.b)
+        out[cable.b].add(cable.a)
+    for segment in topology.segments:
+        for x, y in itertools.permutations(segment.nodes, 2):
+            out[x].add(y)
+    return out
+
+
+def _shortest_paths(start: str, goal: str, adjacent: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every shortest path from start to goal (breadth first), as lists of nodes."""
+    paths: list[list[str]] = [[start]]
+    while paths:
+        done = [p for p in paths if p[-1] == goal]
+        if done:
+            return done
+        seen = {n for p in paths for n in p}
+        paths = [[*p, n] for p in paths for n in sorted(adjacent[p[-1]]) if n not in seen]
+    return []
+
+
+def transits(topology: Topology) -> dict[str, list[str]]:
+    """Per node, the pairs of non-neighbours whose shortest paths run through it (`a<->c`)."""
+    adjacent = neighbours(topology)
+    out: dict[str, list[str]] = defaultdict(list)
+    for x, z in itertools.combinations(topology.nodes, 2):
+        if z in adjacent[x]:
+            continue
+        inner = {n for path in _shortest_paths(x, z, adjacent) for n in path[1:-1]}
+        for node in sorted(inner):
+            out[node].append(f"{x}<->{z}")
+    return dict(out)
+
+
+def _cx7_subnets(node: NodeFacts) -> list[ipaddress.IPv4Network]:
+    return sorted({ipaddress.IPv4Interface(c).network for f in node.functions for c in f.ipv4})
+
+
+def _routed(node: NodeFacts, subnet: ipaddress.IPv4Network) -> bool:
+    """A route other than the default one covers the subnet: the default route leads out of the management NIC."""
+    for dst, _ in node.routes:
+        if dst == "default":
+            continue
+        try:
+            net = ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False)
+        except ValueError:
+            continue
+        if isinstance(net, ipaddress.IPv4Network) and subnet.subnet_of(net):
+            return True
+    return False
+
+
+class MissingRoute(msgspec.Struct, frozen=True):
+    """A non-neighbour's subnet that a node has no route to, and the neighbour address to route it through."""
+
+    to: str
+    subnet: str
+    via: str | None  # an address of a neighbour that shares a cable or segment with both, when one does
+
+
+def _shared_address(node: NodeFacts, other: NodeFacts) -> str | None:
+    """The other node's address in the lowest subnet that both have (the gateway for a route through it)."""
+    mine = set(_cx7_subnets(node))
+    shared = sorted((iface.network, iface.ip) for fn in other.functions for c in fn.ipv4
+                    if (iface := ipaddress.IPv4Interface(c)).network in mine)
+    return str(shared[0][1]) if shared else None
+
+
+def missing_routes(facts: ClusterFacts, name: str) -> list[MissingRoute]:
+    """Subnets of each non-neighbour that `name` has no route to. A non-neighbour counts as reached when some
+    route covers one of its subnets; only when none does are all of them listed."""
+    adjacent = neighbours(facts.topology)
+    node = facts.nodes[name]
+    out = []
+    for other in facts.topology.nodes:
+        if other == name or other in adjacent[name]:
+            continue
+        subnets = _cx7_subnets(facts.nodes[other])
+        if not subnets or any(_routed(node, s) for s in subnets):
+            continue
+        paths = _shortest_paths(name, other, adjacent)
+        hop = paths[0][1] if paths and len(paths[0]) > 2 else None
+        via = _shared_address(node, facts.nodes[hop]) if hop else None
+        out += [MissingRoute(other, str(s), via) for s in subnets]
+    return out
+
+
+def ring_order(topology: Topology) -> list[str]:
+    """The ring's nodes in cable order, from the first node; [] when the layout is not a ring."""
+    if not topology.layout.startswith("ring"):
+        return []
+    adjacent = neighbours(topology)
+    order = [topology.nodes[0]]
+    while len(order) < len(topology.nodes):
+        nxt = sorted(adjacent[order[-1]] - set(order))
+        if not nxt:
+            return []
+        order.append(nxt[0])
+    return order
+
+
+def ring_recabling(topology: Topology) -> dict[str, tuple[str, str]]:
+    """Per ring cable that is not cabled p0 to the next node's p1: (node whose p0, node whose p1) it should join,
+    in the direction around the ring that moves the fewest cables."""
+    order = ring_order(topology)
+    if not order:
+        return {}
+    by_pair = {frozenset((c.a, c.b)): c for c in topology.cables}
+    best: dict[str, tuple[str, str]] | None = None
+    for ring in (order, [order[0], *reversed(order[1:])]):
+        wrong: dict[str, tuple[str, str]] = {}
+        for x, y in zip(ring, [*ring[1:], ring[0]], strict=True):
+            cable = by_pair[frozenset((x, y))]
+            if _cage(cable, x) != "p0" or _cage(cable, y) != "p1":
+                wrong[cable.key] = (x, y)
+        if best is None or len(wrong) < len(best):
+            best = wrong
+    return best or {}
+
+
+def _cage(cable: Cable, node: str) -> str | None:
+    return cable.a_cage if cable.a == node else cable.b_cage

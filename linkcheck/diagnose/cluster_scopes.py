@@ -1,0 +1,31 @@
+"""The scopes of a cluster's rules and the facts each one has, with what kind of value each fact holds.
+
+A cluster's rules are judged over every inspected node and the topology inferred from them
+(linkcheck.cluster.facts.ClusterFacts), never over a pair's facts: a rule of one of these scopes is left out of a
+pair's diagnosis, and a pair's rule out of a cluster's.
+"""
+
+from __future__ import annotations
+
+# fact -> number | bool | text | other, per scope
+CLUSTER_FACTS: dict[str, dict[str, str]] = {
+    # One subject, `cluster`: the layout and whether NVIDIA documents it.
+    "cluster": {"layout": "text", "supported": "bool", "node_count": "number", "nodes": "text",
+                "unsupported_reason": "text"},
+    # One subject per node: whether it must carry traffic between two others and whether it can.
+    "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",
+                     "transit_for": "text", "unreached": "text", "unreached_count": "number", "route_add": "text",
+                     "forward_policy": "text", "forward_accepted": "bool", "docker_user": "bool",
+                     "forward_rules": "text"},
+    # One subject per CX-7 function that is addressed and on a cable or a switch segment (a hop), `a:netdev`; the
+    # function's own facts come from the `function` scope.
+    "port": {"switched": "bool", "hop": "text", "cluster_mtu": "number", "mtu_uniform": "bool",
+             "speed_gbps": "number"},
+    # One subject per cable, `cable a:p0<->b:p1`.
+    "cable": {"key": "text", "a": "text", "a_cage": "text", "b": "text", "b_cage": "text", "ring": "bool",
+              "same_port": "bool", "recable": "bool", "recable_p0": "text", "recable_p1": "text",
+              "path_count": "number", "confirmed": "bool"},
+    # One subject per fault the topology flags (dangling, unaddressed, isolated, link_down, ...), `kind subject`.
+    "flag": {"kind": "text", "about": "text", "message": "text"},
+}
+CLUSTER_SCOPES = tuple(CLUSTER_FACTS)

@@ -1,0 +1,108 @@
+"""The subjects of a cluster's rules and their flattened facts (the names in cluster_scopes.CLUSTER_FACTS)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+from linkcheck.cluster.facts import (
+    ClusterFacts,
+    accepts_forwarded,
+    missing_routes,
+    ring_recabling,
+    transits,
+)
+from linkcheck.diagnose.facts_schema import Subject, function_values
+from linkcheck.diagnose.observation import ShellText
+
+# Flags that other rules judge (the layout, a ring's cabling) or that only describe (neither is a fault here).
+_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port"}
+
+
+def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
+    topo = facts.topology
+    reasons = [f.message for f in topo.flagged("unsupported")]
+    yield "cluster", topo.nodes, {"layout": topo.layout, "supported": topo.supported, "node_count": len(topo.nodes),
+                                  "nodes": ", ".join(topo.nodes), "unsupported_reason": "; ".join(reasons) or None}
+
+
+def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
+    carried = transits(facts.topology)
+    for name, node in facts.nodes.items():
+        fwd = facts.forwarding.get(name)
+        unavailable = facts.unavailable(name)
+        missing = missing_routes(facts, name) if "routes" not in unavailable else []
+        commands = [f"sudo ip route add {shlex.quote(m.subnet)} via {shlex.quote(m.via)}" for m in missing if m.via]
+        known_firewall = fwd is not None and "firewall" not in unavailable
+        netdevs = [f.netdev for f in node.functions]
+        yield f"node {name}", (name,), {
+            "name": name, "hostname": node.hostname,
+            "ip_forward": fwd.ip_forward if fwd else None,
+            "transit": name in carried, "transit_for": ", ".join(carried.get(name, ())) or None,
+            "unreached": ", ".join(f"{m.to} ({m.subnet})" for m in missing) or None,
+            "unreached_count": None if "routes" in unavailable else len(missing),
+            # Composed here with each part quoted, so the fix shows it as a command; without a neighbour to route
+            # through (none shares a cable with both), the command's shape with what to fill in.
+            "route_add": ShellText("; ".join(commands) or "sudo ip route add SUBNET via ADDRESS (of a neighbour "
+                                   "that forwards)") if missing else None,
+            "forward_policy": fwd.forward_policy if known_firewall and fwd else None,
+            "forward_accepted": accepts_forwarded(fwd, netdevs) if known_firewall and fwd else None,
+            "docker_user": fwd.docker_user if fwd else None,
+            "forward_rules": "\n".join(" ".join(("-A", r.chain, *r.words)) for r in fwd.forward_rules)
+            if known_firewall and fwd else None,
+        }
+
+
+def _ports(facts: ClusterFacts) -> Iterator[Subject]:
+    """Each addressed CX-7 function on a cable or a switch segment: one hop of the cluster's traffic."""
+    topo = facts.topology
+    hops: dict[str, str] = {}
+    switched: set[str] = set()
+    for cable in topo.cables:
+        for path in cable.paths:
+            hops.update({e.label: f"cable {cable.key}" for e in (path.a, path.b)})
+    for segment in topo.segments:
+        for end in segment.endpoints:
+            hops[end.label] = f"switch segment {segment.subnet}"
+            switched.add(end.label)
+    mtus = {fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in hops and fn.mtu}
+    for name, node in facts.nodes.items():
+        for fn in node.functions:
+            if fn.label not in hops:
+                continue
+            values: dict[str, Any] = function_values(fn, node)
+            values.update(switched=fn.label in switched, hop=hops[fn.label], cluster_mtu=max(mtus, default=None),
+                          mtu_uniform=len(mtus) <= 1,
+                          speed_gbps=fn.speed_mbps / 1000 if fn.speed_mbps is not None else None)
+            yield fn.label, (name,), values
+
+
+def _cables(facts: ClusterFacts) -> Iterator[Subject]:
+    topo = facts.topology
+    recable = ring_recabling(topo)
+    for cable in topo.cables:
+        to = recable.get(cable.key)
+        yield f"cable {cable.key}", (cable.a, cable.b), {
+            "key": cable.key, "a": cable.a, "a_cage": cable.a_cage, "b": cable.b, "b_cage": cable.b_cage,
+            "ring": topo.layout.startswith("ring"),
+            "same_port": cable.a_cage is not None and cable.a_cage == cable.b_cage,
+            "recable": to is not None, "recable_p0": to[0] if to else None, "recable_p1": to[1] if to else None,
+            "path_count": len(cable.paths), "confirmed": all(p.neighbour_confirmed for p in cable.paths)}
+
+
+def _flags(facts: ClusterFacts) -> Iterator[Subject]:
+    for flag in facts.topology.flags:
+        if flag.kind in _FLAGS_JUDGED_ELSEWHERE:
+            continue
+        nodes = tuple(n for n in facts.topology.nodes if flag.subject.split(":", 1)[0] == n)
+        yield f"{flag.kind} {flag.subject}", nodes or facts.topology.nodes, {
+            "kind": flag.kind, "about": flag.subject, "message": flag.message}
+
+
+_SUBJECTS = {"cluster": _cluster, "cluster_node": _nodes, "port": _ports, "cable": _cables, "flag": _flags}
+
+
+def cluster_subjects(scope: str, facts: ClusterFacts) -> Iterator[Subject]:
+    """The subjects a `when` rule of a cluster's `scope` judges, in the hosts' order."""
+    return _SUBJECTS[scope](facts)

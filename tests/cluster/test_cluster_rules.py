@@ -1,0 +1,231 @@
+"""The cluster's rules (linkcheck/playbooks/cluster.yaml) over the lab's cluster scenarios inspected offline: each
+node model rendered into the captures a node answers to the pair's inspection and the cluster's own specs
+(forwarding, iptables), built into facts as `linkcheck topology` builds them. Each trap fires on the scenario
+that has it, naming its subject, and stays silent on the healthy one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from linkcheck.app.topology import cluster_facts, judge, view_text
+from linkcheck.cluster.facts import missing_routes, ring_recabling, transits
+from linkcheck.cluster.hosts import parse_node_values
+from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.errors import ExitCode
+from linkcheck.model import Finding, Severity, Status, Verdict
+from linkcheck.parsers.netfilter import parse_iptables_s
+from tests.emulators.build import with_function
+from tests.emulators.derive import derived_routes
+from tests.emulators.node import Node, Route
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
+
+RULES = load_playbooks(kind="cluster")
+DOCKER_FORWARD = "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -j DOCKER-FORWARD\n"
+DOCKER_USER = "-N DOCKER-USER\n-A DOCKER-USER -j RETURN\n"
+# Routes that reach each non-neighbour of the ring of four (a-b-c-d-a, tests/lab/cluster.py) through the node
+# between them: node -> (subnet, gateway, device).
+RING4_ROUTES = {"a": ("192.168.12.0/24", "192.168.10.2", "enp1s0f0np0"),
+                "b": ("192.168.14.0/24", "192.168.12.3", "enp1s0f0np0"),
+                "c": ("192.168.10.0/24", "192.168.12.2", "enp1s0f1np1"),
+                "d": ("192.168.12.0/24", "192.168.14.3", "enp1s0f1np1")}
+
+
+def _models(name: str) -> dict[str, Node]:
+    return cluster_models(CLUSTER_SCENARIOS[name]())
+
+
+def _routed(models: dict[str, Node]) -> dict[str, Node]:
+    """The ring of four with forwarding on and a route to each non-neighbour."""
+    out = {}
+    for name, node in models.items():
+        subnet, via, dev = RING4_ROUTES[name]
+        route = Route(dst=subnet, dev=dev, protocol="static", scope=None, gateway=via)
+        out[name] = replace(node, ip_forward=True, routes=(*derived_routes(node), route))
+    return out
+
+
+def _captures(models: dict[str, Node]) -> list[object]:
+    from tests.emulators.captures import node_captures
+
+    return [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+
+
+def _diagnose(models: dict[str, Node]) -> Diagnosis:
+    from tests.emulators.captures import node_captures
+
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    return diagnose_cluster(cluster_facts(list(models), captures, {}), RULES)
+
+
+def _firing(diagnosis: Diagnosis) -> dict[tuple[str, str], Finding]:
+    return {(f.rule_id, f.subject): f for f in diagnosis.findings if f.status in (Status.WARN, Status.FAIL)}
+
+
+def test_a_healthy_ring_of_three_passes_every_cluster_rule() -> None:
+    result = _diagnose(_models("ring3"))
+    assert _firing(result) == {}
+    assert result.verdict is Verdict.PASS
+    # iptables is not installed on these nodes: the firewall rule skips, naming why, and the verdict stands.
+    skips = {f.subject: f.skip_reason for f in result.findings if f.status is Status.SKIP}
+    assert set(skips) == {"node a", "node b", "node c"}
+    assert all("iptables" in (why or "") for why in skips.values())
+    assert {f.rule_id for f in result.findings if f.status is Status.PASS} >= {
+        "RING_SAME_PORT", "CLUSTER_NODES_DIFFER", "MTU_NOT_JUMBO_EVERYWHERE", "CLUSTER_LAYOUT_UNSUPPORTED",
+        "NO_ROUTE_TO_NON_NEIGHBOUR"}
+
+
+def test_a_ring_of_four_without_forwarding_or_routes_names_each_transit_node() -> None:
+    firing = _firing(_diagnose(_models("ring4")))
+    assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster"),
+                           *{("TRANSIT_FORWARDING_OFF", f"node {n}") for n in "abcd"},
+                           *{("NO_ROUTE_TO_NON_NEIGHBOUR", f"node {n}") for n in "abcd"}}
+    off = firing[("TRANSIT_FORWARDING_OFF", "node b")]
+    assert "between a<->c" in off.message and "net.ipv4.ip_forward = 0" in off.message
+    assert off.fix[0] == "on node b: sudo sysctl -w net.ipv4.ip_forward=1"
+    route = firing[("NO_ROUTE_TO_NON_NEIGHBOUR", "node a")]
+    assert "c (192.168.12.0/24)" in route.message
+    # The gateway is the neighbour between them: b's address on the cable a shares with b.
+    assert route.fix[0].startswith("on node a: sudo ip route add 192.168.12.0/24 via 192.168.10.2")
+
+
+def test_a_routed_ring_of_four_is_only_unsupported() -> None:
+    firing = _firing(_diagnose(_routed(_models("ring4"))))
+    assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")}
+    assert "NCCL_ALGO=Ring" in firing[("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")].message
+
+
+def test_dockers_forward_drop_on_a_transit_node_presents_like_a_dead_cable() -> None:
+    models = _routed(_models("ring4"))
+    models["b"] = replace(models["b"], iptables={"FORWARD": DOCKER_FORWARD, "DOCKER-USER": DOCKER_USER})
+    models["c"] = replace(models["c"], iptables={"FORWARD": DOCKER_FORWARD,
+                                                 "DOCKER-USER": "-N DOCKER-USER\n-A DOCKER-USER -i enp1s0f+ -j "
+                                                                "ACCEPT\n-A DOCKER-USER -j RETURN\n"})
+    models["d"] = replace(models["d"], iptables={"FORWARD": "-P FORWARD ACCEPT\n"})
+    result = _diagnose(models)
+    firing = _firing(result)
+    assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster"), ("DOCKER_FORWARD_DROP", "node b")}
+    drop = firing[("DOCKER_FORWARD_DROP", "node b")]
+    assert drop.status is Status.FAIL and "dead cable" in drop.message and "a<->c" in drop.message
+    assert "DOCKER-USER -i enp1s0f+ -j ACCEPT" in drop.fix[0]
+    assert [e.value for e in drop.evidence][0] == "DROP"
+    # c accepts its CX-7 interfaces in DOCKER-USER, d's policy accepts: both pass; a has no iptables: a skip.
+    status = {f.subject: f.status for f in result.findings if f.rule_id == "DOCKER_FORWARD_DROP"}
+    assert status == {"node a": Status.SKIP, "node b": Status.FAIL, "node c": Status.PASS, "node d": Status.PASS}
+
+
+def test_dockers_drop_on_a_node_that_routes_nothing_is_a_note() -> None:
+    models = _models("ring3")
+    models["a"] = replace(models["a"], iptables={"FORWARD": DOCKER_FORWARD, "DOCKER-USER": DOCKER_USER})
+    result = _diagnose(models)
+    (note,) = [f for f in result.findings if f.rule_id == "DOCKER_FORWARD_DROP" and f.subject == "node a"]
+    assert note.status is Status.PASS and note.severity is Severity.INFO and "carries no traffic" in note.message
+    assert result.verdict is Verdict.PASS
+
+
+def test_an_iptables_that_sudo_refuses_is_a_skip_with_sudos_words() -> None:
+    models = _models("ring3")
+    models["a"] = replace(models["a"], iptables={"FORWARD": DOCKER_FORWARD}, sudo_ok=False)
+    result = _diagnose(models)
+    (skip,) = [f for f in result.findings if f.rule_id == "DOCKER_FORWARD_DROP" and f.subject == "node a"]
+    assert skip.status is Status.SKIP and "a password is required" in (skip.skip_reason or "")
+    assert not skip.required
+
+
+def test_nodes_that_differ_are_named_with_what_each_has() -> None:
+    models = _models("ring3")
+    c = models["c"]
+    for fn in c.functions:
+        c = with_function(c, fn.netdev, fw_ver="28.39.1002")
+    models["c"] = replace(c, kernel_release="6.14.0-1015-nvidia")
+    (finding,) = [f for f in _firing(_diagnose(models)).values() if f.rule_id == "CLUSTER_NODES_DIFFER"]
+    assert "CX-7 firmware: 28.45.4028 on a, b; 28.39.1002 on c" in finding.message
+    assert "kernel: 6.17.0-1008-nvidia on a, b; 6.14.0-1015-nvidia on c" in finding.message
+    evidence = {e.fact: e.value for e in finding.evidence}
+    assert evidence["CX-7 firmware"] == {"a": "28.45.4028", "b": "28.45.4028", "c": "28.39.1002"}
+
+
+def test_a_switch_port_at_100g_is_named() -> None:
+    models = _models("switch4")
+    models["c"] = with_function(models["c"], "enp1s0f1np1", speed_mbps=100000)
+    firing = _firing(_diagnose(models))
+    assert set(firing) == {("SWITCH_PORT_BELOW_200G", "c:enp1s0f1np1")}
+    finding = firing[("SWITCH_PORT_BELOW_200G", "c:enp1s0f1np1")]
+    assert "100.0 Gb/s" in finding.message and "switch segment 192.168.100.0/24" in finding.message
+    assert _firing(_diagnose(_models("switch4"))) == {}
+
+
+def test_mtu_below_9000_on_one_hop_is_a_failure_and_on_every_hop_a_warning() -> None:
+    models = _models("ring3")
+    models["b"] = with_function(models["b"], "enP2p1s0f0np0", mtu=1500)
+    firing = _firing(_diagnose(models))
+    # b's p0 twin 1 faces c's p1 twin 1 (192.168.13.0/24): its end is the one at 1500.
+    assert set(firing) == {("MTU_NOT_JUMBO_EVERYWHERE", "b:enP2p1s0f0np0")}
+    finding = firing[("MTU_NOT_JUMBO_EVERYWHERE", "b:enP2p1s0f0np0")]
+    assert finding.status is Status.FAIL and "other hops run 9000" in finding.message
+    assert finding.fix[0] == "on node b: sudo ip link set dev enP2p1s0f0np0 mtu 9000"
+    everywhere = _models("ring3")
+    for name, node in everywhere.items():
+        for fn in node.functions:
+            node = with_function(node, fn.netdev, mtu=1500)
+        everywhere[name] = node
+    statuses = {f.status for f in _firing(_diagnose(everywhere)).values()}
+    assert statuses == {Status.WARN}
+
+
+def test_a_ring_cabled_p0_to_p0_names_the_cables_to_move() -> None:
+    result = _diagnose(_models("ring3-same-port"))
+    firing = _firing(result)
+    assert set(firing) == {("RING_SAME_PORT", "cable a:p0<->b:p0"), ("RING_SAME_PORT", "cable a:p1<->c:p1")}
+    # Going round a, c, b only these two move, a's two cables swapping cages.
+    assert firing[("RING_SAME_PORT", "cable a:p0<->b:p0")].fix[0] == "recable: node b p0 to node a p1"
+    assert firing[("RING_SAME_PORT", "cable a:p1<->c:p1")].fix[0] == "recable: node a p0 to node c p1"
+    assert result.exit_code == ExitCode.FAIL
+
+
+def test_a_mixed_cluster_is_unsupported_with_its_advice() -> None:
+    firing = _firing(_diagnose(_models("mixed")))
+    assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")}
+    assert firing[("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")].message.endswith(
+        "Advice: put every node on the switch, or cable them directly; never both.")
+
+
+def test_a_dangling_port_is_a_cabling_fault() -> None:
+    models = _models("ring3")
+    # c's p1 twin 0 readdressed into a subnet nobody else has: its cable now leads nowhere linkcheck can see.
+    models["c"] = with_function(models["c"], "enp1s0f1np1", ipv4=("192.168.99.3/24",))
+    firing = _firing(_diagnose(models))
+    assert ("CABLING_FAULT", "dangling c:enp1s0f1np1") in firing
+    assert "To fix: address the port" in firing[("CABLING_FAULT", "dangling c:enp1s0f1np1")].message
+
+
+def test_the_derived_facts() -> None:
+    facts = cluster_facts(["a", "b", "c", "d"], _captures(_models("ring4")), {})  # type: ignore[arg-type]
+    assert transits(facts.topology) == {"a": ["b<->d"], "b": ["a<->c"], "c": ["b<->d"], "d": ["a<->c"]}
+    assert [(m.to, m.subnet, m.via) for m in missing_routes(facts, "a")][:1] == [("c", "192.168.12.0/24",
+                                                                                 "192.168.10.2")]
+    assert ring_recabling(facts.topology) == {}
+    assert facts.forwarding["a"].ip_forward is False
+
+
+def test_topologys_view_prints_the_findings_and_their_fixes() -> None:
+    models = _models("ring3-same-port")
+    view = judge(parse_node_values(["a=h1", "b=h2", "c=h3"]), _captures(models), {})  # type: ignore[arg-type]
+    text = view_text(view)
+    assert "FAIL RING_SAME_PORT (cable a:p0<->b:p0): ring cable a:p0<->b:p0 joins p0 on a to p0 on b" in text
+    assert "  fix: recable: node b p0 to node a p1" in text
+    assert text.splitlines()[-1] == "verdict: fail"
+    assert view.exit_code == ExitCode.FAIL
+
+
+@pytest.mark.parametrize(("text", "policy", "targets"), [
+    (DOCKER_FORWARD, "DROP", ["DOCKER-USER", "DOCKER-FORWARD"]),
+    ('-P FORWARD ACCEPT\n-A FORWARD -m comment --comment "ring traffic" -i enp1s0f0np0 -j ACCEPT\n', "ACCEPT",
+     ["ACCEPT"]),
+])
+def test_iptables_s_is_read_as_a_shell_would_split_it(text: str, policy: str, targets: list[str]) -> None:
+    dump = parse_iptables_s(text)
+    assert dump.policies == {"FORWARD": policy} and [r.target for r in dump.rules] == targets

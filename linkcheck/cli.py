@@ -472,8 +472,9 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
     result = apply_fix(cfg, _checked_save(save), bundle, options, lambda line: _say(f"linkcheck: {line}"),
                        playbooks=playbook, reboot_wait_s=reboot_wait, shown=lambda r: _show_plan(r, fmt))
     if result.nothing_to_do:
-        _say("linkcheck: nothing to apply: the plan has no step" + ("" if allow_reboot else
-                                                                     " (reboot steps need --allow-reboot)"))
+        reboot = any(s.reboot for s in result.before.plan.steps)
+        _say("linkcheck: nothing to apply: the plan has no step" + (" but reboots (they need --allow-reboot)"
+                                                                     if reboot and not allow_reboot else ""))
         raise typer.Exit(int(result.before.outcome.diagnosis.exit_code))
     for o in result.outcomes:
         _say(f"node {o.node}: {o.state} (journal {o.journal})" + "".join(f"; {p}" for p in o.problems))

@@ -42,6 +42,7 @@ from linkcheck.repair.journal import (
 )
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
+from linkcheck.repair.restore import restore_node
 from linkcheck.repair.runtime import (
     ADDR_ADD,
     ADDR_DEL,
@@ -55,7 +56,6 @@ from linkcheck.repair.runtime import (
     parse_mac,
     parse_op,
 )
-from linkcheck.transport.base import ConnectionDroppedError
 
 q = shlex.quote
 Say = Callable[[str], None]
@@ -269,14 +269,14 @@ def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending:
         tx.mark(RUNTIME_APPLIED)
     for op in ops:
         pending.discard((tx.prep.node, op.dev))
-    problems = verify_link(nodes, link, tx.prep.node, ops, {p for p in pending if p[0] != tx.prep.node}) if ops \
-        else []
+    problems = verify_link(nodes, link, tx.prep.node, ops, pending) if ops else []
     if problems:
         raise ApplyFailed("; ".join(problems))
     tx.mark(RUNTIME_VERIFIED)
 
 
-def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, say: Say) -> None:
+def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending: set[tuple[str, str]],
+                say: Say) -> None:
     if not tx.files:
         return
     netplan = [f for f in tx.files if f.manager == "netplan"]
@@ -292,7 +292,7 @@ def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, say: 
     if netplan:
         _start_try(tx, say)
     problems = invariant_problems(tx.node, tx.prep.invariants)
-    problems += verify_link(nodes, link, tx.prep.node, tx.applied, set())
+    problems += verify_link(nodes, link, tx.prep.node, tx.applied, pending)
     problems += _file_checks(tx)
     if problems:
         raise ApplyFailed("; ".join(problems))
@@ -346,7 +346,7 @@ def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts,
     tx.open(runtime, [u for u in reversed(tx.undo) if u is not None])
     try:
         _runtime(tx, nodes, link, pending, say)
-        _persistent(tx, nodes, link, say)
+        _persistent(tx, nodes, link, pending, say)
         tx.mark(COMMITTED)
     except (ApplyFailed, ChangeFailed, commit.CommitError) as exc:
         problems = _rollback(tx, str(exc))
@@ -354,9 +354,9 @@ def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts,
     except KeyboardInterrupt:
         _rollback(tx, "interrupted (Ctrl-C)")
         raise
-    except ConnectionDroppedError as exc:
+    except NodeError as exc:
         # The node cannot be reached to put it back: netplan try's timeout (when it runs) reverts it there.
-        raise ApplyFailed(f"node {prep.node}: SSH connection lost at {tx.journal.state}: "
+        raise ApplyFailed(f"node {prep.node}: lost at {tx.journal.state} ({exc.reason}): "
                           + ("netplan try reverts the change by its timeout" if tx.try_started else
                              f"the journal {tx.dir} says what changed; run `linkcheck fix --restore`"),
                           fix="reconnect, then run `linkcheck fix` to see what the journal says") from exc
@@ -373,7 +373,7 @@ def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFact
     """Preflight on every node, then each node's transaction in turn; a node that is rolled back stops the
     run (the next node is not touched)."""
     preps = preflight(plan, nodes, options, say)
-    pending = {(p.node, op.dev) for p in preps for op in p.ops if op.kind == MTU}
+    pending = {(p.node, op.dev) for p in preps for op in p.ops if op.dev}
     outcomes: list[NodeOutcome] = []
     for prep in preps:
         non_reboot = replace(prep, ops=tuple(op for op in prep.ops if op.kind != REBOOT))
@@ -382,6 +382,12 @@ def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFact
         outcome = apply_node(non_reboot, nodes, link, options, pending, say)
         outcomes.append(outcome)
         if outcome.state != COMMITTED:
+            # The pair as a whole goes back: a node left repaired alone may face a peer that is not (a new
+            # subnet on one end only cuts the path).
+            for done in outcomes[:-1]:
+                say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was reverted")
+                back = restore_node(nodes[done.node], options.journal_root, say)
+                outcomes[outcomes.index(done)] = replace(done, state=REVERTED, problems=back.problems)
             break
     return outcomes
 

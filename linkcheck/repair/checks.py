@@ -118,11 +118,12 @@ def _roce_v2(node: RepairNode, rdma_dev: str, dev: str) -> bool:
 
 
 def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops: Sequence[RuntimeOp],
-                pending_mtu: set[tuple[str, str]]) -> list[str]:
+                pending: set[tuple[str, str]]) -> list[str]:
     """The interfaces `ops` changed on `node`, checked live; what failed (empty: verified).
 
     Each end pings the other at its own MTU with fragmentation forbidden, so two ends left at different MTUs
-    fail here; while a later step of the plan still changes the peer's MTU, at the lower of the two."""
+    fail here. `pending`: the (node, interface) a later step of the plan still changes: against those, at the
+    lower of the two MTUs, and not at all while the two ends share no subnet yet."""
     problems: list[str] = []
     me = nodes[node]
     for dev in dict.fromkeys(op.dev for op in ops if op.dev):
@@ -145,23 +146,25 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
         fn = link.node(node).function(dev)
         if fn is not None and fn.rdma_dev and not _roce_v2(me, fn.rdma_dev, dev):
             problems.append(f"node {node}: {fn.rdma_dev} has no RoCE v2 GID entry on {dev}")
-        problems += _ping_both(nodes, link, node, dev, mtu, mine, pending_mtu)
+        problems += _ping_both(nodes, link, node, dev, mtu, mine, pending)
     return problems
 
 
 def _ping_both(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, dev: str, mtu: int,
-               mine: Sequence[str], pending_mtu: set[tuple[str, str]]) -> list[str]:
+               mine: Sequence[str], pending: set[tuple[str, str]]) -> list[str]:
     peer = _peer(link, node, dev)
     if peer is None or peer[0] not in nodes:
         return []
     other, peer_dev = peer
     them = nodes[other]
+    later = (other, peer_dev) in pending
     pair = _same_subnet(mine, addresses(them, peer_dev))
     if pair is None:
-        return [f"node {node}: {dev} and node {other}'s {peer_dev} share no subnet"]
+        # Both ends move to a new subnet: the path is checked at the peer's step, once both are there.
+        return [] if later else [f"node {node}: {dev} and node {other}'s {peer_dev} share no subnet"]
     peer_mtu = int(link_state(them, peer_dev).get("mtu", 0))
     out_mtu, back_mtu = mtu, peer_mtu
-    if (other, peer_dev) in pending_mtu or (node, dev) in pending_mtu:
+    if later:
         out_mtu = back_mtu = min(mtu, peer_mtu)
     problems = []
     for who, src_dev, target, size in ((node, dev, pair[1], out_mtu), (other, peer_dev, pair[0], back_mtu)):

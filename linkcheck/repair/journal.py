@@ -111,6 +111,8 @@ def describe(found: FoundJournal) -> str | None:
     """What an unfinished journal means, for the next run to say; None when the run ended cleanly."""
     j = found.journal
     where = f"node {j.node}: repair run {j.run_id} ({found.directory})"
+    if j.state == REVERTED:
+        return f"{where} was put back as it was before ({j.note or 'reverted'})"
     if j.state in FINAL:
         return None
     if j.state == PERSISTENT_PENDING:

@@ -1,21 +1,46 @@
-"""`linkcheck fix`: the repair plan for a saved bundle or a live check, saved in that bundle."""
+"""`linkcheck fix`: the repair plan for a saved bundle or a live check, saved in that bundle; `fix --apply` applies
+it node by node as a transaction and re-checks the pair; `fix --restore` undoes the last one."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+from msgspec.structs import replace
 
+from linkcheck import strict_json
 from linkcheck.app.live import run_live
 from linkcheck.app.offline import diagnose_bundle
+from linkcheck.bundle.acceptance import add_files
+from linkcheck.collect.collector import close_transports, open_transports
 from linkcheck.config import Config
-from linkcheck.errors import BundleError
+from linkcheck.errors import BundleError, ExitCode, LinkcheckError
+from linkcheck.model import Status
 from linkcheck.outcome import Outcome
+from linkcheck.repair.apply import (
+    ApplyFailed,
+    ApplyOptions,
+    ApplyRefused,
+    NodeOutcome,
+    apply_plan,
+    reboot_nodes,
+    sudo_works,
+)
 from linkcheck.repair.files import node_files
+from linkcheck.repair.journal import COMMITTED
 from linkcheck.repair.model import RepairPlan
+from linkcheck.repair.node import LocalNode, RepairNode, ShellNode
 from linkcheck.repair.plan import plan_repairs
 from linkcheck.repair.record import REPAIR, write_repair
+from linkcheck.repair.restore import RestoreOutcome, report_unfinished, restore_node
+from linkcheck.transport.base import Transport
+from linkcheck.transport.local import LocalTransport
+
+Say = Callable[[str], None]
+__all__ = ["ApplyOptions", "apply_fix", "fix_bundle", "fix_live", "restore_fix"]
 
 
 class FixResult(msgspec.Struct, frozen=True):
@@ -59,3 +84,169 @@ def fix_live(config: Config, save_dir: Path | None) -> FixResult | None:
         return None
     plan = plan_for(result.outcome)
     return FixResult(result.outcome, plan, result.saved, _save(result.saved, plan), result.interrupted)
+
+
+# --- fix --apply, fix --restore ----------------------------------------------------------------------------------
+APPLY_RECORD = "apply.json"
+
+
+class ApplyResult(msgspec.Struct, frozen=True):
+    """The plan and what became of it: each node's transaction, the re-check after both nodes (its bundle), the
+    reboot asked for, and the lines said about journals an earlier run left."""
+
+    before: FixResult
+    outcomes: tuple[NodeOutcome, ...] = ()
+    after: Outcome | None = None
+    after_saved: Path | None = None
+    rebooted: tuple[str, ...] = ()
+    journal_lines: tuple[str, ...] = ()
+    nothing_to_do: bool = False
+    boot_ids: tuple[tuple[str, str], ...] = ()  # (node, boot id before its reboot)
+
+
+def _repair_nodes(transports: dict[str, Transport]) -> dict[str, RepairNode]:
+    return {name: LocalNode(t) if isinstance(t, LocalTransport) else ShellNode(t) for name, t in transports.items()}
+
+
+def _open_nodes(config: Config) -> tuple[dict[str, Transport], dict[str, RepairNode]]:
+    transports = open_transports(list(config.nodes.values()), known_hosts=config.ssh.known_hosts,
+                                 accept_new_host_keys=config.ssh.accept_new_host_keys, ssh_config=config.ssh.config,
+                                 connect_timeout_s=config.ssh.connect_timeout_s)
+    return transports, _repair_nodes(transports)
+
+
+def _fresh_matches(plan: RepairPlan, fresh: Outcome) -> None:
+    """A bundle's plan is applied only to the pair and the state it was made for (refused otherwise)."""
+    live = (fresh.link.a.hostname, fresh.link.b.hostname)
+    if tuple(plan.hostnames) != live:
+        raise ApplyRefused(f"the plan was made for {plan.hostnames[0]} and {plan.hostnames[1]}, these nodes are "
+                           f"{live[0]} and {live[1]}: refused, nothing changed", exit_code=ExitCode.BAD_INPUT,
+                           fix="run `linkcheck fix --apply` against the pair the bundle came from")
+    if plan_for(fresh).state_sha256 != plan.state_sha256:
+        raise ApplyRefused("the live state changed since the plan was made (its state digest differs): refused, "
+                           "nothing changed", exit_code=ExitCode.BAD_INPUT,
+                           fix="run `linkcheck fix --apply` without a bundle, for a plan of the state now")
+
+
+def _record(result: ApplyResult, interrupted: str | None = None) -> None:
+    """apply.json in the plan's bundle: each node's transaction and the findings before and after."""
+    saved = result.before.saved
+    if saved is None:
+        return
+
+    def firing(outcome: Outcome | None) -> list[str] | None:
+        if outcome is None:
+            return None
+        return sorted(f.finding_id for f in outcome.diagnosis.findings if f.status in (Status.WARN, Status.FAIL))
+
+    document = {
+        "schema": "linkcheck-repair-apply", "schema_version": 1,
+        "nodes": [msgspec.to_builtins(o) for o in result.outcomes],
+        "rebooted": list(result.rebooted),
+        "before": {"exit_code": int(result.before.outcome.diagnosis.exit_code),
+                   "findings": firing(result.before.outcome)},
+        "after": None if result.after is None else {
+            "exit_code": int(result.after.diagnosis.exit_code), "findings": firing(result.after),
+            "bundle": str(result.after_saved) if result.after_saved else None},
+        "interrupted": interrupted,
+    }
+    with contextlib.suppress(OSError, BundleError):
+        add_files(saved, {APPLY_RECORD: strict_json.dumps(document, indent=2) + "\n"})
+
+
+def _wait_reboot(config: Config, boot_ids: dict[str, str], wait_s: float, say: Say) -> list[str]:
+    """Each rebooted node answering again with a new boot id, within wait_s; the nodes that did not."""
+    deadline = time.monotonic() + wait_s
+    left = dict(boot_ids)
+    while left and time.monotonic() < deadline:
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+        transports, nodes = _open_nodes(replace(config, nodes={n: config.nodes[n] for n in left}))
+        try:
+            for name in list(left):
+                with contextlib.suppress(LinkcheckError):
+                    now = nodes[name].sh(BOOT_ID, timeout_s=10).stdout.strip()
+                    if now and now != left[name]:
+                        say(f"node {name}: back after the reboot")
+                        del left[name]
+        finally:
+            close_transports(transports)
+    return sorted(left)
+
+
+BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
+
+
+def _transactions(config: Config, result: ApplyResult, options: ApplyOptions, say: Say) -> ApplyResult:
+    """What earlier runs left said, then each node's transaction and, when allowed, the reboot."""
+    transports, nodes = _open_nodes(config)
+    try:
+        lines: list[str] = []
+        for name in sorted(nodes):
+            with contextlib.suppress(LinkcheckError):
+                lines += report_unfinished(nodes[name], options.journal_root, say)
+        result = replace(result, journal_lines=tuple(lines))
+        plan = result.before.plan
+        if not [s for s in plan.steps if not s.reboot or options.allow_reboot]:
+            return replace(result, nothing_to_do=True)
+        try:
+            outcomes = apply_plan(plan, nodes, result.before.outcome.link, options, say)
+        except KeyboardInterrupt:
+            _record(result, "interrupted (Ctrl-C): the node being changed was put back as it was")
+            raise
+        result = replace(result, outcomes=tuple(outcomes))
+        if options.allow_reboot and all(o.state == COMMITTED for o in outcomes):
+            boot_ids = {n: nodes[n].sh(BOOT_ID).stdout.strip() for n in sorted(nodes)}
+            asked = reboot_nodes(plan, nodes, say)
+            result = replace(result, rebooted=tuple(asked), boot_ids=tuple((n, boot_ids[n]) for n in asked))
+        return result
+    finally:
+        close_transports(transports)
+
+
+def apply_fix(config: Config, save_dir: Path | None, bundle: Path | None, options: ApplyOptions, say: Say, *,
+              playbooks: list[Path] | None = None, reboot_wait_s: float = 600,
+              after_dir: Path | None = None, shown: Callable[[FixResult], None] | None = None) -> ApplyResult:
+    """`fix --apply`: the plan (a bundle's, checked against a fresh inspection, or a live one), each node's
+    transaction, the reboot when allowed, then a re-check of the pair; apply.json records it in the bundle."""
+    live = fix_live(config, save_dir)
+    if live is None:
+        raise KeyboardInterrupt
+    before = live
+    if bundle is not None:
+        planned = fix_bundle(bundle, playbooks, config)
+        _fresh_matches(planned.plan, live.outcome)
+        before = replace(live, plan=planned.plan)
+    if shown is not None:
+        shown(before)
+    result = _transactions(config, ApplyResult(before), options, say)
+    if result.rebooted:
+        late = _wait_reboot(config, dict(result.boot_ids), reboot_wait_s, say)
+        if late:
+            _record(result)
+            raise ApplyFailed(f"node {', '.join(late)}: not back with a new boot within {reboot_wait_s:g} s after "
+                              "the reboot", fix="check the node's console, then run `linkcheck check`")
+    if result.nothing_to_do or any(o.state != COMMITTED for o in result.outcomes):
+        _record(result)
+        return result
+    if after_dir is None and before.saved is not None:
+        after_dir = before.saved.with_name(before.saved.name + "-after")
+    again = run_live(config, after_dir, anonymize=False, diagnose=True)
+    result = replace(result, after=again.outcome, after_saved=again.saved)
+    _record(result)
+    return result
+
+
+def restore_fix(config: Config, options: ApplyOptions, say: Say) -> list[RestoreOutcome]:
+    """`fix --restore`: on each node, the latest run's original files back and its runtime change undone."""
+    transports, nodes = _open_nodes(config)
+    try:
+        outcomes = []
+        for name in sorted(nodes):
+            if not sudo_works(nodes[name]):
+                raise ApplyRefused(f"node {name}: sudo asks for a password (sudo -n refused): nothing restored",
+                                   fix="allow passwordless sudo for the SSH user")
+        for name in sorted(nodes):
+            outcomes.append(restore_node(nodes[name], options.journal_root, say))
+        return outcomes
+    finally:
+        close_transports(transports)

@@ -22,6 +22,7 @@ from tests.lab import mgmt, nccl, netns, rootfs, sshd, traffic
 from tests.lab.errors import LabError
 from tests.lab.neighbours import install_neighbours
 from tests.lab.node import SSH_PORT, LabNode
+from tests.lab.nodefiles import NodeFile
 from tests.lab.spec import LabNodeSpec, validate_specs
 from tests.lab.state import LabState, teardown
 from tests.lab.wiring import wire_data_links
@@ -137,6 +138,11 @@ class Lab:
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)
         files = nccl.stage_nccl_files(model_json, stage)
+        # Each node's own, empty /var/lib/linkcheck (where `fix --apply` keeps its journals): writes stay in the
+        # node's folder, never on the host, and the two nodes never see each other's.
+        state_dir = stage / "var-lib-linkcheck"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        files = [*files, NodeFile("/var/lib/linkcheck", state_dir)]
         rootfs.write_boot_script(spec, node_dir, stage, netplan, traffic.root_ssh_mount_lines(node_dir), files)
         key = node_dir / "ssh" / "ssh_host_ed25519_key"
         node.host_pub = sshd.keygen(key, f"root@{spec.host_name}")

@@ -58,6 +58,16 @@ exit 1
 """
 
 
+# The node's netplan: `get` from the model (the emulator), `generate` the real one (Debian's, on the node's files:
+# a repair's new files are checked by the netplan that would read them), `try` the lab's stand-in (the lab has
+# no renderer for the real `netplan try` to apply to; tests/lab/netplan_try_standin.py says how it behaves).
+_NETPLAN_ROUTES = """case "${1:-}" in
+  generate) exec /usr/sbin/netplan "$@" ;;
+  try) exec %(python)s -m tests.lab.netplan_try_standin "$@" ;;
+esac
+"""
+
+
 def _write_exec(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
     path.chmod(0o755)
@@ -107,6 +117,8 @@ def write_bin(
             continue
         assert model_json is not None
         answers = _static_answers(tool, model_json, bin_dir.parent / "answers")
+        if tool == "netplan":
+            answers = _NETPLAN_ROUTES % {"python": shlex.quote(sys.executable)} + answers
         body = f'exec {shlex.quote(sys.executable)} -m tests.emulators.cli {shlex.quote(tool)} "$@"\n'
         _write_exec(bin_dir / tool, f"#!/bin/sh\n# linkcheck lab emulator of {tool}\n{env}{answers}{body}")
     if "sudo" not in spec.missing_tools and "sudo" not in spec.extra_tools:

@@ -1,0 +1,408 @@
+"""`fix --apply`: a plan applied as a transaction, one node at a time, over the small node interface of
+repair.node (SSH, the local node through netlink, or a test's stand-in).
+
+Preflight on every node before anything changes: passwordless sudo, the current netplan files pass `netplan
+generate`, the invariants recorded (the management interface and address from $SSH_CONNECTION, the default
+route), every runtime command one linkcheck plans, no step touching the management or default-route interface.
+Then per node: the journal first (originals, undo operations, state `planned`), the runtime change, verified
+(carrier, MTU, addresses, the GID table's RoCE v2 entry, a ping each way at the path MTU), undone on failure;
+then the files, validated and installed, a netplan change committed through `netplan try` that is confirmed only
+after the invariants and the link are verified again. Any failure or Ctrl-C puts the node back as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import shlex
+import signal
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+import msgspec
+from msgspec.structs import replace
+
+from linkcheck.errors import ExitCode, LinkcheckError, NodeError
+from linkcheck.facts.model import LinkFacts
+from linkcheck.repair import commit
+from linkcheck.repair.checks import Invariants, invariant_problems, link_state, read_invariants, verify_link
+from linkcheck.repair.journal import (
+    COMMITTED,
+    JOURNAL_ROOT,
+    PERSISTENT_PENDING,
+    PLANNED,
+    REVERTED,
+    RUNTIME_APPLIED,
+    RUNTIME_VERIFIED,
+    SCHEMA,
+    Journal,
+    encode,
+    run_dir,
+    write_command,
+)
+from linkcheck.repair.model import RepairPlan, Step
+from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
+from linkcheck.repair.restore import restore_node
+from linkcheck.repair.runtime import (
+    ADDR_ADD,
+    ADDR_DEL,
+    FEC,
+    MTU,
+    NEIGH_DEL,
+    NEIGH_SET,
+    REBOOT,
+    OpError,
+    RuntimeOp,
+    parse_mac,
+    parse_op,
+)
+
+q = shlex.quote
+Say = Callable[[str], None]
+
+
+class ApplyRefused(LinkcheckError):
+    """The plan is not applied (preflight): nothing on any node changed. Exit 3, or 4 for a plan that does not
+    belong to this pair or moment."""
+
+    def __init__(self, message: str, *, fix: str | None = None, exit_code: ExitCode = ExitCode.INCONCLUSIVE):
+        super().__init__(message, fix=fix)
+        self.exit_code = exit_code
+
+
+class ApplyFailed(LinkcheckError):
+    """A node's change did not verify (or a step failed) and was rolled back."""
+
+
+class ApplyOptions(msgspec.Struct, frozen=True):
+    allow_reboot: bool = False
+    try_timeout_s: int = 120  # netplan try's own default
+    journal_root: str = JOURNAL_ROOT
+
+
+class NodeOutcome(msgspec.Struct, frozen=True):
+    """How one node's transaction ended: its journal, its final state, the steps applied, what went wrong."""
+
+    node: str
+    run_id: str
+    journal: str
+    state: str
+    findings: tuple[str, ...] = ()
+    runtime: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+class NodePrep(msgspec.Struct, frozen=True):
+    """What preflight found on one node: its steps, their runtime operations, its invariants."""
+
+    node: str
+    steps: tuple[Step, ...]
+    ops: tuple[RuntimeOp, ...]
+    invariants: Invariants
+    netplan: bool
+
+
+def now_utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+# --- preflight ---------------------------------------------------------------------------------------------------
+def sudo_works(node: RepairNode) -> bool:
+    return node.sh("sudo -n true").exit_status == 0
+
+
+def _ops(step: Step) -> list[RuntimeOp]:
+    try:
+        return [parse_op(c) for c in step.runtime]
+    except OpError as exc:
+        raise ApplyRefused(f"node {step.node}: {step.finding}: {exc}; the plan is not applied",
+                           exit_code=ExitCode.BAD_INPUT) from None
+
+
+def preflight(plan: RepairPlan, nodes: Mapping[str, RepairNode], options: ApplyOptions, say: Say) -> list[NodePrep]:
+    """Every node with steps checked before any change; ApplyRefused names the first reason to apply nothing."""
+    preps = []
+    for name in ("a", "b"):
+        steps = tuple(s for s in plan.for_node(name) if not s.reboot or options.allow_reboot)
+        if not steps:
+            continue
+        node = nodes[name]
+        if not sudo_works(node):
+            raise ApplyRefused(f"node {name}: sudo asks for a password (sudo -n refused): plan only, nothing changed",
+                               fix="allow passwordless sudo for the SSH user on both nodes, then run fix --apply")
+        invariants = read_invariants(node)
+        ops = [op for s in steps for op in _ops(s)]
+        touched = {op.dev for op in ops if op.dev} | {i for s in steps for i in s.interfaces}
+        for dev in sorted(touched & set(invariants.devices)):
+            role = "management" if dev == invariants.mgmt_dev else "default-route"
+            raise ApplyRefused(f"node {name}: the plan changes {dev}, the {role} interface: refused, nothing changed",
+                               fix="change that interface by hand, from a console")
+        netplan = any(s.persistent is not None and s.persistent.manager == "netplan" for s in steps)
+        if netplan:
+            why = commit.validate_netplan(node, [])
+            if why is not None:
+                raise ApplyRefused(f"node {name}: the current netplan files do not pass: {why}: nothing changed",
+                                   fix="repair /etc/netplan first (sudo netplan generate says what is wrong)")
+        preps.append(NodePrep(name, steps, tuple(ops), invariants, netplan))
+    return preps
+
+
+# --- undo ----------------------------------------------------------------------------------------------------
+def undo_of(node: RepairNode, op: RuntimeOp) -> RuntimeOp | None:
+    """The operation that puts back what `op` changes, read from the live state now (None: nothing to put back)."""
+    if op.kind == MTU:
+        mtu = link_state(node, op.dev).get("mtu")
+        return RuntimeOp(MTU, op.dev, str(mtu)) if mtu is not None else None
+    if op.kind == ADDR_ADD:
+        return RuntimeOp(ADDR_DEL, op.dev, op.value)
+    if op.kind == ADDR_DEL:
+        return RuntimeOp(ADDR_ADD, op.dev, op.value)
+    if op.kind == NEIGH_DEL:
+        out = node.sh(f"ip -j neigh show {q(op.value)} dev {q(op.dev)}").stdout
+        entries = msgspec.json.decode(out.encode() or b"[]")
+        entry = entries[0] if isinstance(entries, list) and entries and isinstance(entries[0], dict) else {}
+        if not entry.get("lladdr"):
+            return None
+        state = entry.get("state") or ["reachable"]
+        return RuntimeOp(NEIGH_SET, op.dev, op.value, parse_mac(str(entry["lladdr"])), str(state[0]).lower())
+    if op.kind == FEC:
+        out = node.sh(f"ethtool --show-fec {q(op.dev)}").stdout
+        for line in out.splitlines():
+            if line.strip().startswith("Configured FEC encodings:"):
+                word = line.split(":", 1)[1].split()[0].lower() if line.split(":", 1)[1].split() else ""
+                return RuntimeOp(FEC, op.dev, word) if word else None
+        return None
+    return None  # nmcli reload, reboot: nothing to put back
+
+
+# --- the journal on the node ---------------------------------------------------------------------------------
+class _Tx:
+    """One node's transaction: its journal kept current on the node at every state."""
+
+    def __init__(self, node: RepairNode, prep: NodePrep, options: ApplyOptions, hostname: str | None) -> None:
+        self.node = node
+        self.prep = prep
+        self.options = options
+        self.run_id = new_run_id()
+        self.dir = run_dir(options.journal_root, self.run_id)
+        self.journal = Journal(SCHEMA, self.run_id, prep.node, hostname, now_utc(), PLANNED,
+                               tuple(dict.fromkeys(s.finding for s in prep.steps)), (), (), ())
+        self.applied: list[RuntimeOp] = []
+        self.undo: list[RuntimeOp | None] = []  # per runtime operation, in its order
+        self.files: list[commit.FilePlan] = []
+        self.installed = False
+        self.try_started = False
+
+    def mark(self, state: str, note: str = "") -> None:
+        self.journal = replace(self.journal, state=state, history=(*self.journal.history, (state, now_utc())),
+                               note=note or self.journal.note)
+        out = self.node.sh(write_command(self.dir), stdin=encode(self.journal))
+        if out.exit_status != 0:
+            raise ApplyFailed(f"node {self.prep.node}: cannot write the journal {self.dir}: {first_line(out)}")
+
+    def undo_applied(self) -> list[RuntimeOp]:
+        """What undoes the operations applied so far, last first."""
+        return [u for u in reversed(self.undo[: len(self.applied)]) if u is not None]
+
+    def open(self, runtime: list[RuntimeOp], undo: list[RuntimeOp]) -> None:
+        """The journal folder (root-only) with the originals, before any change."""
+        root, d = q(self.options.journal_root), q(self.dir)
+        script = f"umask 077; mkdir -p {d}/files && chmod 700 {root} {d} {d}/files"
+        out = self.node.sh(f"sudo -n sh -c {q(script)}")
+        if out.exit_status != 0:
+            raise ApplyFailed(f"node {self.prep.node}: cannot create the journal {self.dir}: {first_line(out)}")
+        saved = commit.save_originals(self.node, self.dir, self.files)
+        self.journal = replace(self.journal, runtime=tuple(runtime), undo=tuple(undo), files=tuple(saved))
+        self.mark(PLANNED)
+
+
+@contextmanager
+def _sigint_held() -> Iterator[list[int]]:
+    """Ctrl-C held while a node is put back: a second one must not leave it half restored."""
+    caught: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    except ValueError:  # not the main thread: nothing to hold
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _rollback(tx: _Tx, why: str) -> list[str]:
+    """Put the node back: through netplan try's revert when it runs (its script restores and undoes), else the
+    files and the runtime change here. Returns what could not be put back."""
+    problems: list[str] = []
+    with _sigint_held():
+        if tx.try_started:
+            commit.signal_try(tx.node, tx.dir, "INT")
+            result = commit.wait_try(tx.node, tx.dir, "result", tx.options.try_timeout_s + 15)
+            if result != "reverted":
+                problems.append(f"node {tx.prep.node}: netplan try did not report a revert ({result or 'no answer'})")
+        else:
+            if tx.installed:
+                problems += commit.restore(tx.node, tx.dir, list(tx.journal.files))
+            for op in tx.undo_applied():
+                try:
+                    tx.node.change(op)
+                except ChangeFailed as exc:
+                    problems.append(str(exc))
+        tx.mark(REVERTED, why)
+    return problems
+
+
+def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending: set[tuple[str, str]],
+             say: Say) -> None:
+    ops = [op for op in tx.prep.ops if op.kind != REBOOT]
+    for op in ops:
+        say(f"node {tx.prep.node}: {op.describe}")
+        tx.node.change(op)
+        tx.applied.append(op)
+    if ops:
+        tx.mark(RUNTIME_APPLIED)
+    for op in ops:
+        pending.discard((tx.prep.node, op.dev))
+    problems = verify_link(nodes, link, tx.prep.node, ops, pending) if ops else []
+    if problems:
+        raise ApplyFailed("; ".join(problems))
+    tx.mark(RUNTIME_VERIFIED)
+
+
+def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending: set[tuple[str, str]],
+                say: Say) -> None:
+    if not tx.files:
+        return
+    netplan = [f for f in tx.files if f.manager == "netplan"]
+    if netplan:
+        why = commit.validate_netplan(tx.node, netplan)
+        if why is not None:
+            raise ApplyFailed(f"node {tx.prep.node}: the new netplan files do not pass: {why}")
+    tx.mark(PERSISTENT_PENDING)
+    for f in tx.files:
+        say(f"node {tx.prep.node}: {f.path} written (mode {f.new_mode})")
+        tx.installed = True
+        commit.install(tx.node, f)
+    if netplan:
+        _start_try(tx, say)
+    problems = invariant_problems(tx.node, tx.prep.invariants)
+    problems += verify_link(nodes, link, tx.prep.node, tx.applied, pending)
+    problems += _file_checks(tx)
+    if problems:
+        raise ApplyFailed("; ".join(problems))
+    if netplan:
+        _confirm_try(tx)
+
+
+def _start_try(tx: _Tx, say: Say) -> None:
+    script = commit.try_script(tx.dir, tx.options.try_timeout_s, list(tx.journal.files), tx.undo_applied())
+    commit.start_try(tx.node, tx.dir, script)
+    tx.try_started = True
+    ready = commit.wait_try(tx.node, tx.dir, "ready", 60)
+    if ready != "ready":
+        raise ApplyFailed(f"node {tx.prep.node}: netplan try did not wait for a confirmation "
+                          f"({ready or 'no answer'})")
+    say(f"node {tx.prep.node}: netplan try --timeout {tx.options.try_timeout_s} applied the files; verifying again")
+
+
+def _confirm_try(tx: _Tx) -> None:
+    """SIGUSR1, once everything verified: netplan try keeps the change."""
+    if not commit.signal_try(tx.node, tx.dir, "USR1"):
+        raise ApplyFailed(f"node {tx.prep.node}: cannot confirm netplan try (SIGUSR1)")
+    result = commit.wait_try(tx.node, tx.dir, "result", 30)
+    if result == "reverted":
+        tx.try_started = False  # its script has put the node back already
+    if result != "accepted":
+        raise ApplyFailed(f"node {tx.prep.node}: netplan try did not accept the change ({result or 'no answer'})")
+    tx.try_started = False
+
+
+def _file_checks(tx: _Tx) -> list[str]:
+    """Each installed file reads back as written."""
+    problems = []
+    for f in tx.files:
+        existed, _, _, _, raw = commit.read_file(tx.node, f.path)
+        if not existed or raw.decode("utf-8", errors="surrogateescape") != f.after:
+            problems.append(f"node {tx.prep.node}: {f.path} does not read back as written")
+    return problems
+
+
+def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts, options: ApplyOptions,
+               pending: set[tuple[str, str]], say: Say) -> NodeOutcome:
+    """One node's transaction; its outcome (committed or reverted). KeyboardInterrupt and a lost connection
+    propagate after the node is put back (or, the connection lost, left to netplan try's timeout)."""
+    node = nodes[prep.node]
+    tx = _Tx(node, prep, options, link.node(prep.node).hostname)
+    changes = [s.persistent for s in prep.steps if s.persistent is not None]
+    tx.files = commit.plan_files(node, changes)
+    runtime = [op for op in prep.ops if op.kind != REBOOT]
+    tx.undo = [undo_of(node, op) for op in runtime]
+    tx.open(runtime, [u for u in reversed(tx.undo) if u is not None])
+    try:
+        _runtime(tx, nodes, link, pending, say)
+        _persistent(tx, nodes, link, pending, say)
+        tx.mark(COMMITTED)
+    except (ApplyFailed, ChangeFailed, commit.CommitError) as exc:
+        problems = _rollback(tx, str(exc))
+        return _outcome(tx, REVERTED, (str(exc), *problems))
+    except KeyboardInterrupt:
+        _rollback(tx, "interrupted (Ctrl-C)")
+        raise
+    except NodeError as exc:
+        # The node cannot be reached to put it back: netplan try's timeout (when it runs) reverts it there.
+        raise ApplyFailed(f"node {prep.node}: lost at {tx.journal.state} ({exc.reason}): "
+                          + ("netplan try reverts the change by its timeout" if tx.try_started else
+                             f"the journal {tx.dir} says what changed; run `linkcheck fix --restore`"),
+                          fix="reconnect, then run `linkcheck fix` to see what the journal says") from exc
+    return _outcome(tx, COMMITTED, ())
+
+
+def _outcome(tx: _Tx, state: str, problems: tuple[str, ...]) -> NodeOutcome:
+    return NodeOutcome(tx.prep.node, tx.run_id, tx.dir, state, tx.journal.findings,
+                       tuple(op.describe for op in tx.applied), tuple(f.path for f in tx.files), problems)
+
+
+def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFacts, options: ApplyOptions,
+               say: Say) -> list[NodeOutcome]:
+    """Preflight on every node, then each node's transaction in turn; a node that is rolled back stops the
+    run (the next node is not touched)."""
+    preps = preflight(plan, nodes, options, say)
+    pending = {(p.node, op.dev) for p in preps for op in p.ops if op.dev}
+    outcomes: list[NodeOutcome] = []
+    for prep in preps:
+        non_reboot = replace(prep, ops=tuple(op for op in prep.ops if op.kind != REBOOT))
+        if not non_reboot.ops and not any(s.persistent for s in prep.steps):
+            continue
+        outcome = apply_node(non_reboot, nodes, link, options, pending, say)
+        outcomes.append(outcome)
+        if outcome.state != COMMITTED:
+            # The pair as a whole goes back: a node left repaired alone may face a peer that is not (a new
+            # subnet on one end only cuts the path).
+            for done in outcomes[:-1]:
+                say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was reverted")
+                back = restore_node(nodes[done.node], options.journal_root, say)
+                outcomes[outcomes.index(done)] = replace(done, state=REVERTED, problems=back.problems)
+            break
+    return outcomes
+
+
+def reboot_nodes(plan: RepairPlan, nodes: Mapping[str, RepairNode], say: Say) -> list[str]:
+    """The plan's reboot steps (only with --allow-reboot): `systemctl reboot --no-block` on each node; the
+    nodes that were asked."""
+    asked = []
+    for name in ("a", "b"):
+        if any(s.reboot for s in plan.for_node(name)):
+            op = RuntimeOp(REBOOT)
+            say(f"node {name}: {op.describe}")
+            try:
+                nodes[name].change(op)
+            except (ChangeFailed, NodeError) as exc:
+                raise ApplyFailed(f"node {name}: reboot not started: {exc}") from None
+            asked.append(name)
+    return asked

@@ -1,0 +1,240 @@
+"""The persistent half of a repair on one node: the files read as they are on the node, the plan's edits made
+again on that text, the originals kept in the journal, the new files validated (`netplan generate --root-dir` on
+a copy of /etc/netplan with the change), installed atomically, and a netplan change committed through
+`netplan try`, which reverts by its own timeout unless linkcheck confirms it (SIGUSR1) after verifying again.
+
+`netplan try` reverts the running configuration, not the files in /etc/netplan; the script that runs it on the
+node therefore puts the original files back and undoes the runtime change itself when the try is not confirmed,
+so a change nobody confirms (SSH lost, linkcheck killed) ends as it was before, without linkcheck.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import shlex
+
+import msgspec
+
+from linkcheck.errors import LinkcheckError
+from linkcheck.repair.edits import EditError, apply_edit
+from linkcheck.repair.files import NCCL_CONF_USER, ONLY_NETPLAN_FILE, normal, text_sha256
+from linkcheck.repair.journal import SavedFile
+from linkcheck.repair.model import FileChange
+from linkcheck.repair.node import RepairNode, first_line
+from linkcheck.repair.runtime import RuntimeOp
+
+q = shlex.quote
+NETPLAN_DIR = "/etc/netplan"
+TRY_READY = "Do you want to keep these settings?"
+TRY_ACCEPTED = "Configuration accepted."
+
+
+class CommitError(LinkcheckError):
+    """A file step that cannot be made (the file changed since the plan, validation failed, install failed)."""
+
+
+class FilePlan(msgspec.Struct, frozen=True):
+    """One file this node's steps change: its path on the node, as it is now, and its new text."""
+
+    path: str
+    manager: str
+    existed: bool
+    mode: str
+    uid: int
+    gid: int
+    before: bytes
+    after: str
+    new_mode: str
+
+
+def _sudo_sh(script: str) -> str:
+    return f"sudo -n sh -c {q(script)}"
+
+
+def resolve_path(node: RepairNode, path: str) -> str:
+    """The plan's path on the node: the one netplan file the inspection saw unnamed, ~ as the SSH user's HOME."""
+    if path == ONLY_NETPLAN_FILE:
+        found = node.sh(_sudo_sh(f"ls -1 {NETPLAN_DIR}/*.yaml 2>/dev/null")).stdout.split()
+        if len(found) != 1:
+            raise CommitError(f"node {node.name}: {len(found)} netplan files, not the one the plan was made from")
+        return found[0]
+    if path == NCCL_CONF_USER:
+        home = node.sh('printf "%s" "$HOME"').stdout.strip()
+        if not home.startswith("/"):
+            raise CommitError(f"node {node.name}: cannot tell the SSH user's home folder")
+        return home.rstrip("/") + "/.nccl.conf"
+    return path
+
+
+def read_file(node: RepairNode, path: str) -> tuple[bool, str, int, int, bytes]:
+    """(exists, octal mode, uid, gid, bytes) of a file on the node, read as root."""
+    p = q(path)
+    out = node.sh(_sudo_sh(f'if [ -e {p} ]; then stat -c "%a %u %g" {p} && base64 -w0 {p}; else echo absent; fi'))
+    if out.exit_status != 0:
+        raise CommitError(f"node {node.name}: cannot read {path}: {first_line(out)}")
+    head, _, body = out.stdout.partition("\n")
+    if head.strip() == "absent":
+        return False, "", 0, 0, b""
+    mode, uid, gid = head.split()
+    return True, mode, int(uid), int(gid), base64.b64decode(body.strip() or b"")
+
+
+def _owner(node: RepairNode, path: str) -> tuple[int, int]:
+    """The owner of a new file: root in /etc, the SSH user in their home."""
+    if path.startswith("/etc/"):
+        return 0, 0
+    ids = node.sh("id -u; id -g").stdout.split()
+    return (int(ids[0]), int(ids[1])) if len(ids) == 2 else (0, 0)
+
+
+def plan_files(node: RepairNode, changes: list[FileChange]) -> list[FilePlan]:
+    """Each file the changes touch, read on the node, its edits made again on its real text (they chain); a file
+    whose text is neither what the plan saw nor what the step before left is refused (changed since)."""
+    plans: dict[str, FilePlan] = {}
+    for change in changes:
+        path = resolve_path(node, change.path)
+        if path in plans:
+            current = plans[path]
+        else:
+            existed, mode, uid, gid, raw = read_file(node, path)
+            if not existed and change.edit.kind != "conf_set_key" and change.before_sha256 is not None:
+                raise CommitError(f"node {node.name}: {path} no longer exists")
+            if existed and change.before_sha256 is None and change.edit.kind in ("netplan_new", "copy_from"):
+                raise CommitError(f"node {node.name}: {path} exists now; the plan was made for a new file")
+            uid, gid = (uid, gid) if existed else _owner(node, path)
+            current = FilePlan(path, change.manager, existed, mode, uid, gid, raw,
+                               raw.decode("utf-8", errors="surrogateescape"), change.mode)
+        text = current.after
+        if change.before_sha256 is not None and change.before_sha256 not in (
+                text_sha256(current.before.decode("utf-8", errors="surrogateescape")), text_sha256(text)):
+            raise CommitError(f"node {node.name}: {path} changed since the plan was made",
+                              fix="run `linkcheck fix` again for a fresh plan")
+        if change.edit.kind == "copy_from":
+            src_exists, _, _, _, src = read_file(node, change.edit.old)
+            if not src_exists:
+                raise CommitError(f"node {node.name}: {change.edit.old} is gone")
+            after = src.decode("utf-8", errors="surrogateescape")
+        else:
+            try:
+                after = normal(apply_edit(text if current.existed or path in plans else None, change.edit))
+            except EditError as exc:
+                raise CommitError(f"node {node.name}: {path}: {exc}") from None
+        # netplan wants its files root-only; another file keeps the mode it has.
+        mode = change.mode if change.manager != "nccl" or not current.existed else current.mode
+        plans[path] = msgspec.structs.replace(current, after=after, new_mode=mode)
+    return list(plans.values())
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8", errors="surrogateescape")).decode()
+
+
+def validate_netplan(node: RepairNode, files: list[FilePlan]) -> str | None:
+    """`netplan generate --root-dir` on a copy of /etc/netplan with `files` in it (none: the current files);
+    None when it passes, else its first error line. Nothing under /run or /etc changes."""
+    made = node.sh(_sudo_sh(f'd=$(mktemp -d) && mkdir -p "$d/etc" && cp -a {NETPLAN_DIR} "$d/etc/" && echo "$d"'))
+    if made.exit_status != 0 or not made.stdout.strip():
+        return f"cannot copy {NETPLAN_DIR}: {first_line(made)}"
+    d = made.stdout.strip()
+    try:
+        for f in files:
+            target = f"{d}/etc/netplan/{f.path.rsplit('/', 1)[-1]}"
+            put = node.sh(_sudo_sh(f"umask 077; base64 -d > {q(target)}"), stdin=_b64(f.after))
+            if put.exit_status != 0:
+                return f"cannot stage {f.path}: {first_line(put)}"
+        result = node.sh(_sudo_sh(f"netplan generate --root-dir {q(d)}"), timeout_s=60)
+        if result.exit_status != 0:
+            lines = [ln for ln in result.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+            return f"netplan generate: {(lines or [first_line(result)])[0][:200]}"
+        return None
+    finally:
+        node.sh(_sudo_sh(f"rm -rf {q(d)}"))
+
+
+def save_originals(node: RepairNode, directory: str, files: list[FilePlan]) -> list[SavedFile]:
+    """Each original into the journal folder (`cp -p`: bytes, mode, owner), its copy's SHA-256 checked."""
+    saved = []
+    for i, f in enumerate(files):
+        if not f.existed:
+            saved.append(SavedFile(f.path, False))
+            continue
+        rel = f"files/{i}"
+        out = node.sh(_sudo_sh(f"cp -p {q(f.path)} {q(directory + '/' + rel)} && "
+                               f"sha256sum {q(directory + '/' + rel)}"))
+        digest = hashlib.sha256(f.before).hexdigest()
+        if out.exit_status != 0 or out.stdout.split()[:1] != [digest]:
+            raise CommitError(f"node {node.name}: cannot keep {f.path} in the journal: {first_line(out)}")
+        saved.append(SavedFile(f.path, True, f.mode, f.uid, f.gid, digest, rel))
+    return saved
+
+
+def install(node: RepairNode, f: FilePlan) -> None:
+    """The new text to a temporary file beside the target, its mode and owner set, then renamed over it."""
+    p = q(f.path)
+    script = (f'set -e; umask 077; t=$(mktemp "$(dirname {p})/.linkcheck-XXXXXX"); base64 -d > "$t"; '
+              f'chown {int(f.uid)}:{int(f.gid)} "$t"; chmod {q(f.new_mode)} "$t"; '
+              # A file that is itself a mount point cannot be renamed over: its text is written in place.
+              f'mv -f "$t" {p} 2>/dev/null || {{ cat "$t" > {p}; chmod {q(f.new_mode)} {p}; rm -f "$t"; }}')
+    out = node.sh(_sudo_sh(script), stdin=_b64(f.after))
+    if out.exit_status != 0:
+        raise CommitError(f"node {node.name}: cannot install {f.path}: {first_line(out)}")
+
+
+def restore_lines(directory: str, saved: list[SavedFile]) -> list[str]:
+    """Shell lines (as root) that put each original back: its copy with mode and owner, or no file."""
+    lines = []
+    for s in saved:
+        if s.existed:
+            lines.append(f"cp -p {q(directory + '/' + s.saved_as)} {q(s.path)} || "
+                         f"cat {q(directory + '/' + s.saved_as)} > {q(s.path)}")
+        else:
+            lines.append(f"rm -f {q(s.path)}")
+    return lines
+
+
+def restore(node: RepairNode, directory: str, saved: list[SavedFile]) -> list[str]:
+    """Put the originals back now; what could not be."""
+    problems = []
+    for line, s in zip(restore_lines(directory, saved), saved, strict=True):
+        out = node.sh(_sudo_sh(line))
+        if out.exit_status != 0:
+            problems.append(f"node {node.name}: cannot restore {s.path}: {first_line(out)}")
+    return problems
+
+
+def try_script(directory: str, timeout_s: int, saved: list[SavedFile], undo: list[RuntimeOp]) -> str:
+    """What runs detached (setsid) on the node: `netplan try` with a FIFO nobody writes as stdin (a terminal's
+    newline would accept it; EOF from /dev/null may, in some versions), then, unless it says it was accepted,
+    the original files back and the runtime change undone; `try.result` says which."""
+    d = q(directory)
+    back = "; ".join([*restore_lines(directory, saved), *(f"{shlex.join(op.argv())} || true" for op in undo)])
+    return (f"umask 077; cd {d} || exit 1; rm -f try.in try.out try.result; mkfifo -m 600 try.in || exit 1; "
+            f"PYTHONUNBUFFERED=1 netplan try --timeout {int(timeout_s)} <>try.in >try.out 2>&1 & "
+            "echo $! > try.pid; wait $!; "
+            f'if grep -q {q(TRY_ACCEPTED)} try.out; then echo accepted > try.result; '
+            f"else {back or 'true'}; echo reverted > try.result; fi")
+
+
+def start_try(node: RepairNode, directory: str, script: str) -> None:
+    out = node.sh(_sudo_sh(f"setsid sh -c {q(script)} >/dev/null 2>&1 </dev/null &"))
+    if out.exit_status != 0:
+        raise CommitError(f"node {node.name}: cannot start netplan try: {first_line(out)}")
+
+
+def wait_try(node: RepairNode, directory: str, what: str, timeout_s: float) -> str:
+    """Wait (on the node) until `netplan try` is ready (`what`=ready) or has ended (`what`=result); the
+    result's word (`accepted`, `reverted`), `ready`, or `` at the deadline."""
+    d = q(directory)
+    cond = f"grep -q {q(TRY_READY)} {d}/try.out 2>/dev/null && echo ready && exit 0; " if what == "ready" else ""
+    script = (f"i=0; while [ $i -lt {int(timeout_s * 10)} ]; do {cond}"
+              f"[ -s {d}/try.result ] && cat {d}/try.result && exit 0; sleep 0.1; i=$((i+1)); done; exit 1")
+    out = node.sh(_sudo_sh(script), timeout_s=timeout_s + 10)
+    return out.stdout.strip() if out.exit_status == 0 else ""
+
+
+def signal_try(node: RepairNode, directory: str, signal_name: str) -> bool:
+    """SIGUSR1 (accept) or SIGINT (revert) to `netplan try` by the PID it was started with."""
+    d = q(directory)
+    script = f'p=$(cat {d}/try.pid 2>/dev/null) && case "$p" in ""|*[!0-9]*) exit 1;; esac && kill -{signal_name} "$p"'
+    return node.sh(_sudo_sh(script)).exit_status == 0

@@ -1,0 +1,244 @@
+"""`linkcheck fix --apply`, `--restore` and `--allow-reboot` against the two-node lab, asserting on the nodes' real
+state (`ip -j addr`, `ip -j link`, the files in /etc/netplan with their modes, the journal).
+
+What is real here: the SSH sessions, every `ip` change in the nodes' namespaces, Debian's `netplan generate` on
+every file written, the journal on each node's own /var/lib/linkcheck. What is a stand-in: `netplan try`
+(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to) and, for the reboot,
+`systemctl` (a script that records its arguments: nothing reboots the test machine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.lab import Lab
+from tests.lab.scenario import specs_for_scenario
+from tests.live.test_fix_lab import _state
+
+pytestmark = pytest.mark.lab  # builds the two-node lab
+
+if TYPE_CHECKING:
+    from tests.live.conftest import Live
+
+REPO = Path(__file__).resolve().parents[2]
+TRY_S = "12"  # netplan try's timeout in these tests (the stand-in's, as the real one's)
+
+
+def _files(lab: Lab, node: str) -> str:
+    """Every netplan file with its mode and owner, and its text."""
+    script = 'for f in /etc/netplan/*; do stat -c "%n %a %u:%g" "$f"; cat "$f"; done'
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def _snapshot(lab: Lab) -> dict[str, object]:
+    return {n: (_state(lab, n), _files(lab, n)) for n in ("a", "b")}
+
+
+def _journals(lab: Lab, node: str) -> list[dict[str, object]]:
+    out = lab.exec(node, ["sh", "-c", "cat /var/lib/linkcheck/journal/*/journal.json 2>/dev/null"]).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _mtu(lab: Lab, node: str, dev: str) -> int:
+    return int(json.loads(lab.exec(node, ["ip", "-j", "link", "show", "dev", dev]).stdout)[0]["mtu"])
+
+
+def _config(live: Live, lab: Lab, tmp_path: Path) -> Path:
+    return live.lab_config(lab, tmp_path / "linkcheck.yaml", nodes={"a": {"target": "a"}, "b": {"target": "b"}})
+
+
+def _wait_for(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _trying(lab: Lab, node: str) -> bool:
+    """netplan try (the stand-in) waits for its confirmation on the node."""
+    script = "grep -l 'keep these settings' /var/lib/linkcheck/journal/*/try.out 2>/dev/null"
+    return lab.exec(node, ["sh", "-c", script]).returncode == 0
+
+
+# scenario -> (exit code, findings) of the re-check after the repair. The lab's GID tables are frozen at its start
+# (the kernel adds a RoCE v2 GID with each address; the lab's sysfs copy does not), so after a move to a new
+# subnet the re-check sees no GID for the new addresses: SINGLE_PCIE_PATH, the lab's, not the repair's.
+AFTER = {
+    "mtu-mismatch": (0, []),
+    "twins-same-subnet": (2, ["SINGLE_PCIE_PATH:a:roceP2p1s0f1", "SINGLE_PCIE_PATH:b:roceP2p1s0f1"]),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(AFTER))
+def test_apply_repairs_then_plans_nothing_and_restore_puts_it_back(scenario: str, lab_factory: Callable[..., Lab],
+                                                                   live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario(scenario, tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s1"),
+                   timeout=240)
+    code, findings = AFTER[scenario]
+    assert run.returncode == code, run.describe()
+    assert "committed (journal /var/lib/linkcheck/journal/" in run.stderr
+    repaired = _snapshot(lab)
+    assert repaired != before
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert record["before"]["findings"] and record["after"]["findings"] == findings
+    assert {n["state"] for n in record["nodes"]} == {"committed"}
+    for node in ("a", "b"):
+        for line in _files(lab, node).splitlines():
+            if line.startswith("/etc/netplan/"):
+                assert line.split()[1:] == ["600", "0:0"], line
+    if scenario == "mtu-mismatch":
+        assert _mtu(lab, "b", "enP2p1s0f1np1") == 9000
+        assert "mtu: 9000" in _files(lab, "b")
+    else:
+        assert "198.19.101.14/24" in _files(lab, "a") and "198.19.101.15/24" in _files(lab, "b")
+    # A second --apply on the repaired pair plans nothing and changes nothing.
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == code, again.describe()  # the diagnosis's code: nothing was applied
+    assert "nothing to apply: the plan has no step\n" in again.stderr
+    assert _snapshot(lab) == repaired
+    # --restore puts back every original file (bytes, mode, owner) and undoes the runtime change.
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert "restored" in restored.stderr
+    assert _snapshot(lab) == before
+
+
+def test_apply_on_a_healthy_pair_changes_nothing(lab_factory: Callable[..., Lab], live: Live,
+                                                  tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("healthy", tmp_path / "models"))
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 0, run.describe()
+    assert "nothing to apply" in run.stderr
+    assert _snapshot(lab) == before
+    assert all(_journals(lab, n) == [] for n in ("a", "b"))
+
+
+def test_sudo_refused_prints_the_plan_and_changes_nothing(lab_factory: Callable[..., Lab], live: Live,
+                                                          tmp_path: Path) -> None:
+    specs = specs_for_scenario("mtu-mismatch", tmp_path / "models")
+    specs = [dataclasses.replace(s, sudo_refuses=True) if s.name == "b" else s for s in specs]
+    lab = lab_factory(specs)
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 3, run.describe()
+    assert "runtime: sudo ip link set dev enP2p1s0f1np1 mtu 9000" in run.stdout  # the plan, printed
+    assert "node b: sudo asks for a password (sudo -n refused): plan only, nothing changed" in run.stderr
+    assert _snapshot(lab) == before
+
+
+def test_a_wrong_mtu_on_one_end_is_reverted_by_the_runtime_verification(lab_factory: Callable[..., Lab],
+                                                                        live: Live, tmp_path: Path) -> None:
+    real_ip = shutil.which("ip")
+    assert real_ip is not None
+    # A fault on node b: `ip` sets 8000 when asked for 9000 (the rest of ip is the real one).
+    fault = ("#!/bin/sh\n# lab fault: a wrong MTU on this end\n"
+             'for a in "$@"; do shift; [ "$a" = 9000 ] && a=8000; set -- "$@" "$a"; done\n'
+             f'exec {real_ip} "$@"\n')
+    specs = specs_for_scenario("mtu-mismatch", tmp_path / "models")
+    specs = [dataclasses.replace(s, extra_tools={"ip": fault}) if s.name == "b" else s for s in specs]
+    lab = lab_factory(specs)
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node b: reverted" in run.stderr
+    assert "enP2p1s0f1np1 is at MTU 8000, not 9000" in run.stderr
+    assert "ping -M do -s 8972" in run.stderr  # a's jumbo ping does not pass b's 8000
+    assert _snapshot(lab) == before
+    assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
+
+
+def test_ssh_lost_during_the_persistent_step_reverts_by_timeout_and_the_next_run_says_so(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("mtu-mismatch", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    args = ("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s"))
+    started = live.start(*args)
+    _wait_for(lambda: _trying(lab, "b"), 60, "netplan try on node b")
+    lab.stop_sshd("b")
+    lab.kill_ssh_sessions("b")
+    run = live.wait(started, args)
+    assert run.returncode == 3, run.describe()  # inconclusive: the node finishes it alone
+    assert "netplan try reverts the change by its timeout" in run.stderr, run.describe()
+    result = "cat /var/lib/linkcheck/journal/*/try.result 2>/dev/null"
+    _wait_for(lambda: lab.exec("b", ["sh", "-c", result]).stdout.strip() == "reverted", 40, "the try's revert")
+    assert _snapshot(lab) == before  # its files put back and the MTU undone by the node itself
+    lab.start_sshd("b")
+    nxt = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s2"),
+                   timeout=240)
+    assert "was not confirmed: netplan try reverted it by its timeout" in nxt.stderr, nxt.describe()
+    assert nxt.returncode == 0, nxt.describe()
+
+
+def test_ctrl_c_while_netplan_try_waits_puts_the_node_back(lab_factory: Callable[..., Lab], live: Live,
+                                                           tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("mtu-mismatch", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    args = ("fix", "--apply", "--try-timeout", "60", "-c", str(config), "--save", str(tmp_path / "s"))
+    started = live.start(*args)
+    _wait_for(lambda: _trying(lab, "b"), 60, "netplan try on node b")
+    started[0].send_signal(signal.SIGINT)  # our own child, by its handle
+    run = live.wait(started, args)
+    assert run.returncode == 130, run.describe()
+    assert _snapshot(lab) == before
+    assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
+    nxt = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s2"),
+                   timeout=240)
+    assert "was put back as it was before (interrupted (Ctrl-C))" in nxt.stderr, nxt.describe()
+
+
+def test_a_stale_bundle_and_another_pairs_bundle_are_refused(lab_factory: Callable[..., Lab], live: Live,
+                                                             tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("mtu-mismatch", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    live.run("fix", "-c", str(config), "--save", str(tmp_path / "plan"), timeout=240)
+    assert (tmp_path / "plan" / "repair.json").is_file()
+    lab.exec("a", ["ip", "link", "set", "dev", "enp1s0f0np0", "mtu", "1600"])  # the live state changes
+    before = _snapshot(lab)
+    stale = live.run("fix", str(tmp_path / "plan"), "--apply", "-c", str(config), "--save", str(tmp_path / "s1"),
+                     timeout=240)
+    assert stale.returncode == 4, stale.describe()
+    assert "the live state changed since the plan was made" in stale.stderr
+    other = tmp_path / "other"
+    shutil.copytree(REPO / "fixtures" / "real-healthy-gx10", other)
+    foreign = live.run("fix", str(other), "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert foreign.returncode == 4, foreign.describe()
+    assert "the plan was made for gx10-a and gx10-b" in foreign.stderr
+    assert _snapshot(lab) == before
+
+
+def test_reboot_only_with_allow_reboot(lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    calls = tmp_path / "systemctl-calls"
+    calls.mkdir()
+    specs = specs_for_scenario("replugged-since-boot", tmp_path / "models")
+    # A stand-in for systemctl: it records what it was asked and reboots nothing.
+    specs = [dataclasses.replace(s, extra_tools={"systemctl": f'echo "$*" >> {calls}/{s.name}\n'}) for s in specs]
+    lab = lab_factory(specs)
+    config = _config(live, lab, tmp_path)
+    plain = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    assert "the plan has no step but reboots (they need --allow-reboot)" in plain.stderr, plain.describe()
+    assert list(calls.iterdir()) == []
+    allowed = live.run("fix", "--apply", "--allow-reboot", "--reboot-wait", "3", "-c", str(config), "--save",
+                       str(tmp_path / "s2"), timeout=240)
+    assert {p.name: p.read_text() for p in calls.iterdir()} == {"a": "reboot --no-block\n", "b": "reboot --no-block\n"}
+    # The stand-in reboots nothing, so no node comes back with a new boot id.
+    assert allowed.returncode == 3, allowed.describe()
+    assert "not back with a new boot within 3 s" in allowed.stderr

@@ -34,7 +34,7 @@ LATE = {
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
                 "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.advise",
-                "linkcheck.report.advice"}
+                "linkcheck.report.advice", "linkcheck.bench.latency"}
 LATE |= {("linkcheck.cli", name) for name in COMMAND_CODE}
 
 

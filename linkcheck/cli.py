@@ -480,7 +480,7 @@ def accept(
     if fmt is Format.console and not _QUIET:
         def plan(paths: int, nccl: int | None) -> str:
             return plan_line("accept", paths=paths, duration_s=prof.test.duration_s, repetitions=reps,
-                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes)
+                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes, latency=prof.test.latency)
 
         said = plan(expected_paths(cfg), None)
         _say(said)

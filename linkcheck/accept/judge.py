@@ -121,7 +121,9 @@ class Acceptance(msgspec.Struct, frozen=True):
             "profile": {"name": p.name, "sha256": p.sha256, "source": p.source, "description": p.description},
             "test": {"repetitions": self.repetitions, "rdma": {"duration_s": p.test.duration_s,
                                                                "size_bytes": p.test.size_bytes, "qps": p.test.qps},
-                     "nccl": {"max_bytes": p.test.nccl_max_bytes}},
+                     "nccl": {"max_bytes": p.test.nccl_max_bytes},
+                     # said only when it ran, so the records of runs without it read as before
+                     **({"latency": True} if p.test.latency else {})},
             "standard": standard_record(p, self.repetitions),
             "verdict": self.verdict.value, "exit_code": int(self.exit_code),
             "diagnosis": {"verdict": self.diagnosis_verdict.value,

@@ -67,6 +67,7 @@ from linkcheck.report.tables import verdict_line
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
+    from linkcheck.bench.latency import LatencyOptions
 
 # The older commands import the part of the library they run inside their bodies (marked "the command's own code"
 # below), as typer builds every command at start; newer commands import theirs at the top, as the rest of the house
@@ -324,7 +325,8 @@ def _plan(command: str, paths: int, traffic: TrafficRequest | None, nccl_bytes: 
     rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
     return plan_line(command, paths=paths, duration_s=rdma.duration_s if rdma else None,
                      nccl_max_bytes=(nccl_bytes or nccl.max_bytes) if nccl else None,
-                     traffic_total=rdma is not None and rdma.adaptive, adaptive=rdma is not None and rdma.adaptive)
+                     traffic_total=rdma is not None and rdma.adaptive, adaptive=rdma is not None and rdma.adaptive,
+                     latency=getattr(traffic, "latency", None) is not None)
 
 
 DEFAULT_DURATION_S = 10  # = RdmaOptions.duration_s (kept literal here: the CLI must not import bench/ to start)
@@ -343,16 +345,29 @@ PortOpt = Annotated[Optional[int], typer.Option("--port-base", min=1024, max=650
 NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", min=8, max=1 << 40,
                                          help="Largest all_gather size (capped by free memory).")]
 NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path of all_gather_perf on the nodes.")]  # noqa: UP045
+_LATENCY_HELP = ("the latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf "
+                 "16-64 KiB across the nodes (~9 s on a healthy pair); judged by RDMA_LATENCY_HIGH and "
+                 "NCCL_ALLREDUCE_LATENCY_HIGH, read by `linkcheck advise`")
+LatencyOpt = Annotated[bool, typer.Option("--latency", help="Also run " + _LATENCY_HELP + ".")]
 
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
-             nccl_max_bytes: int, nccl_binary: str | None) -> TrafficRequest:
+             nccl_max_bytes: int, nccl_binary: str | None, latency: bool = False) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest  # the command's own code
     from linkcheck.bench.nccl import NcclOptions  # the command's own code
 
     return TrafficRequest(
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
-        nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None)
+        nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None,
+        latency=_latency_options(port_base, nccl_binary) if latency else None)
+
+
+def _latency_options(port_base: int | None, nccl_binary: str | None) -> LatencyOptions:
+    """The latency test's options; all_reduce_perf is looked for beside an all_gather_perf given by path."""
+    from linkcheck.bench.latency import ALLREDUCE, LatencyOptions  # the command's own code
+
+    sibling = str(Path(nccl_binary).with_name(ALLREDUCE)) if nccl_binary and "/" in nccl_binary else None
+    return LatencyOptions(port_base=port_base, allreduce_binary=sibling)
 
 
 @app.command()
@@ -369,10 +384,11 @@ def check(
     duration: CheckDurationOpt = None,
     size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
-    prometheus: PrometheusOpt = None,
+    prometheus: PrometheusOpt = None, latency: LatencyOpt = False,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
-    short ib_write_bw rounds (8 s of traffic on a healthy pair), --bench the full traffic tests."""
+    short ib_write_bw rounds (8 s of traffic on a healthy pair), --bench the full traffic tests, --latency the
+    latency test (after any other test)."""
     if quick and (bench or duration is not None):
         raise UsageError("--quick runs its own short ib_write_bw rounds (-D 4); for other durations use "
                          "--bench --duration S or `linkcheck bench rdma --duration S`")
@@ -381,6 +397,9 @@ def check(
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
+    if latency:
+        options = _latency_options(port_base, nccl_binary)
+        traffic = replace(traffic, latency=options) if traffic is not None else _latency_only(options)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
@@ -487,6 +506,12 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
     raise typer.Exit(0)
 
 
+def _latency_only(options: LatencyOptions) -> TrafficRequest:
+    from linkcheck.app.live import TrafficRequest  # the command's own code
+
+    return TrafficRequest(latency=options)
+
+
 @bench_app.command("rdma")
 def bench_rdma(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
@@ -511,6 +536,20 @@ def bench_nccl(
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record("bench nccl", baseline, prometheus))
+
+
+@bench_app.command("latency")
+def bench_latency(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    port_base: PortOpt = None, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
+    prometheus: PrometheusOpt = None,
+) -> None:
+    """The latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf 16-64 KiB
+    across the nodes; what `linkcheck advise` reads. Same as `check --latency`."""
+    traffic = _latency_only(_latency_options(port_base, nccl_binary))
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               _record("bench latency", baseline, prometheus))
 
 
 @app.command()
@@ -543,7 +582,7 @@ def accept(
     if fmt is Format.console and not _QUIET:
         def plan(paths: int, nccl: int | None) -> str:
             return plan_line("accept", paths=paths, duration_s=prof.test.duration_s, repetitions=reps,
-                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes)
+                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes, latency=prof.test.latency)
 
         said = plan(expected_paths(cfg), None)
         _say(said)

@@ -6,6 +6,9 @@ them): an inspection with the process start takes ~1.5 s; the first round of a r
 counter snapshots and collecting the outputs, is ~0.1 s); each later round adds only the hand-over gap and
 our share (~0.5 s) where its margin allows the hand-over (bench/perftest.py), else ~1.5 s again; mpirun and
 the ranks' set-up take ~2 s on the lab before the all_gather sweep (counted as 3 s: a GB10 also starts CUDA).
+The latency test has no -D: each ib_write_lat run is its start-up, perftest's 1 s pause after connecting and a few
+milliseconds of writes (1000 of at most ~30 us), ~1.5 s in all on the lab; its all_reduce is mpirun's start and
+three sizes of 220 all-reduces of well under a millisecond, counted as NCCL_START_S.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ NCCL_START_S = 3.0
 NCCL_SWEEP_GBS = 40.0  # algbw of a healthy pair at 2 ranks (busbw x 2: 43-47 GB/s), counted a little low
 NCCL_ITERATIONS = 2 * 21  # out-of-place and in-place, 20 iterations and a warm-up per size
 NCCL_MIN_BYTES = 1 << 20  # the sweep's first size (bench/nccl.py MIN_BYTES)
+LATENCY_RUN_S = 1.5
+LATENCY_SIZES = 2  # per path: 2 B and 48 KiB (bench/latency.py SIZES)
 
 
 def expected_paths(config: Config) -> int:
@@ -55,23 +60,32 @@ def nccl_seconds(max_bytes: int) -> float:
     return NCCL_START_S + moved * NCCL_ITERATIONS / (NCCL_SWEEP_GBS * 1e9)
 
 
+def latency_seconds(paths: int, sizes: int = LATENCY_SIZES, allreduce: bool = True) -> float:
+    """The latency test: an ib_write_lat run per path and size, one at a time, then the small all_reduce."""
+    return paths * sizes * LATENCY_RUN_S + (NCCL_START_S if allreduce else 0.0)
+
+
 def planned_seconds(*, paths: int = 2, duration_s: int | None = None, repetitions: int = 1,
-                    nccl_max_bytes: int | None = None, adaptive: bool = False) -> float:
-    """Inspection, then (duration_s given) the RDMA rounds `repetitions` times, then (nccl_max_bytes) NCCL once."""
+                    nccl_max_bytes: int | None = None, adaptive: bool = False, latency: bool = False) -> float:
+    """Inspection, then (duration_s given) the RDMA rounds `repetitions` times, then (nccl_max_bytes) NCCL once,
+    then (latency) the latency test once."""
     total = INSPECTION_S
     if duration_s is not None:
         total += repetitions * rounds_seconds(rdma_rounds(paths, adaptive=adaptive), duration_s)
     if nccl_max_bytes is not None:
         total += nccl_seconds(nccl_max_bytes)
+    if latency:
+        total += latency_seconds(paths)
     return total
 
 
 def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, repetitions: int = 1,
-              nccl_max_bytes: int | None = None, traffic_total: bool = False, adaptive: bool = False) -> str:
+              nccl_max_bytes: int | None = None, traffic_total: bool = False, adaptive: bool = False,
+              latency: bool = False) -> str:
     """One line for stderr: the planned wall time and what it is made of; `traffic_total` adds the seconds of
     ib_write_bw traffic and each run's measured window (the quick tier's budget is stated in them)."""
     total = planned_seconds(paths=paths, duration_s=duration_s, repetitions=repetitions,
-                            nccl_max_bytes=nccl_max_bytes, adaptive=adaptive)
+                            nccl_max_bytes=nccl_max_bytes, adaptive=adaptive, latency=latency)
     parts = ["inspection"]
     if duration_s is not None:
         reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
@@ -86,6 +100,9 @@ def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, re
             parts.append(f"each path alone only where one is low: up to {more} rounds more, ~{_human(extra)}")
     if nccl_max_bytes is not None:
         parts.append(f"all_gather_perf up to {_size(nccl_max_bytes)} (~{nccl_seconds(nccl_max_bytes):.0f} s)")
+    if latency:
+        parts.append(f"{paths * LATENCY_SIZES} ib_write_lat runs one at a time (2 B and 48 KiB per path) and "
+                     f"all_reduce_perf 16-64 KiB (~{latency_seconds(paths):.0f} s)")
     return f"linkcheck {command}: planned wall time ~{_human(total)} ({', '.join(parts)})"
 
 

@@ -125,7 +125,9 @@ class Acceptance(msgspec.Struct, frozen=True):
                                                                "size_bytes": p.test.size_bytes, "qps": p.test.qps},
                      "nccl": {"max_bytes": p.test.nccl_max_bytes,
                               **({"largest_bytes": self.nccl_largest_bytes}
-                                 if self.nccl_largest_bytes is not None else {})}},
+                                 if self.nccl_largest_bytes is not None else {})},
+                     # said only when it ran, so the records of runs without it read as before
+                     **({"latency": True} if p.test.latency else {})},
             "standard": standard_record(p, self.repetitions),
             "verdict": self.verdict.value, "exit_code": int(self.exit_code),
             "diagnosis": {"verdict": self.diagnosis_verdict.value,

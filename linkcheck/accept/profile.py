@@ -9,6 +9,7 @@ A profile is YAML (bounded like playbooks: 1 MiB, 64 levels, no anchors or alias
       repetitions: 3                      # RDMA rounds run this many times; the minimum is judged
       rdma: {duration_s: 10, size_bytes: 1048576, qps: 1}
       nccl: {max_bytes: 17179869184}
+      latency: true                       # also the latency test (ib_write_lat per path, the small all_reduce)
     checks:
       rdma_alone_gbps:
         fail_below: {value: 92, unit: Gb/s, source: "..."}
@@ -125,13 +126,15 @@ class ProfileCheck(msgspec.Struct, frozen=True):
 
 
 class TestPlan(msgspec.Struct, frozen=True):
-    """What `accept` runs: the RDMA rounds `repetitions` times, then NCCL once."""
+    """What `accept` runs: the RDMA rounds `repetitions` times, then NCCL once, then (`latency`) the latency test
+    once (bench/latency.py)."""
 
     repetitions: int = 3
     duration_s: int = 10
     size_bytes: int = 1048576
     qps: int = 1
     nccl_max_bytes: int = 1 << 34
+    latency: bool = False
 
 
 class Profile(msgspec.Struct, frozen=True):
@@ -165,6 +168,7 @@ class _TestDoc(msgspec.Struct, forbid_unknown_fields=True):
     repetitions: int | msgspec.UnsetType = msgspec.UNSET
     rdma: _RdmaDoc | msgspec.UnsetType = msgspec.UNSET
     nccl: _NcclDoc | msgspec.UnsetType = msgspec.UNSET
+    latency: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class _RdmaDoc(msgspec.Struct, forbid_unknown_fields=True):
@@ -245,7 +249,10 @@ def _test(file: schema.YamlFile, test: _TestDoc | msgspec.UnsetType) -> TestPlan
         found.update({k: _integer(file, getattr(rdma, k), ("test", "rdma"), k) for k in _RdmaDoc.__struct_fields__})
     if not isinstance(test.nccl, msgspec.UnsetType):
         found["nccl_max_bytes"] = _integer(file, test.nccl.max_bytes, ("test", "nccl"), "max_bytes")
-    return TestPlan(**{k: v for k, v in found.items() if v is not None})
+    given: dict[str, Any] = {k: v for k, v in found.items() if v is not None}
+    if not isinstance(test.latency, msgspec.UnsetType):
+        given["latency"] = test.latency
+    return TestPlan(**given)
 
 
 def _number(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:

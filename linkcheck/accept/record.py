@@ -47,6 +47,7 @@ class TestParameters(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     repetitions: Count
     rdma: RdmaParameters | None = None
     nccl: NcclParameters | None = None
+    latency: bool | None = None
 
 
 class FindingRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -137,7 +137,9 @@ def describe_profile(profile: Any) -> str:
     t = profile.test
     lines = [f"profile {profile.name} ({profile.source}, sha256 {profile.sha256})", profile.description, "",
              f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {t.size_bytes} -q {t.qps} "
-             f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes",
+             f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes"
+             + ("; the latency test (ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)"
+                if getattr(t, "latency", False) else ""),
              ""]
     if profile.require:
         lines += [f"required rules (a skip is INCONCLUSIVE): {', '.join(profile.require)}", ""]

@@ -13,6 +13,7 @@ from linkcheck.accept.evidence import acceptance_evidence
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
 from linkcheck.accept.profile import Profile
 from linkcheck.app.live import TrafficRequest, run_live
+from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.bundle.acceptance import write_acceptance
@@ -34,7 +35,8 @@ class AcceptRun(msgspec.Struct, frozen=True):
 def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
     t = profile.test
     return TrafficRequest(rdma=RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
-                          nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions)
+                          nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions,
+                          latency=LatencyOptions() if t.latency else None)
 
 
 def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,

@@ -9,8 +9,9 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.budget import nccl_seconds, rdma_rounds, rounds_seconds
+from linkcheck.accept.budget import latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
 from linkcheck.app.offline import configured_rules, diagnose_facts
+from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
 from linkcheck.bench.runner import Progress, Schedule, inspected_tools, run_traffic
@@ -32,12 +33,13 @@ from linkcheck.transport.base import Transport
 class TrafficRequest(msgspec.Struct, frozen=True):
     """Which traffic tests to run after the inspection (None = skip that test).
 
-    `repetitions` > 1 (`accept`) runs the RDMA rounds that many times, then NCCL once; each repetition's
-    captures carry their own `round` ids (`<round>-rep<n>`), so the facts keep them apart."""
+    `repetitions` > 1 (`accept`) runs the RDMA rounds that many times, then NCCL and the latency test once; each
+    repetition's captures carry their own `round` ids (`<round>-rep<n>`), so the facts keep them apart."""
 
     rdma: RdmaOptions | None = None
     nccl: NcclOptions | None = None
     repetitions: int = 1
+    latency: LatencyOptions | None = None
 
 
 class LiveResult(msgspec.Struct, frozen=True):
@@ -91,8 +93,9 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
         _say_plan(progress, link, request)
     tools = inspected_tools(bundle.captures, list(transports))
     for n in range(1, reps + 1):  # the first error or Ctrl-C ends the repetitions
-        result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if n == reps else None,
-                             progress=progress, tools=tools)
+        last = n == reps
+        result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if last else None,
+                             progress=progress, tools=tools, latency=request.latency if last else None)
         captures += result.captures if reps == 1 else _repetition(result.captures, n)
         if result.error or result.interrupted:
             break
@@ -112,8 +115,10 @@ def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> N
     rdma = request.rdma
     per_run = rdma_rounds(paths, adaptive=rdma.adaptive) if rdma is not None else 0
     round_s = rounds_seconds(per_run, rdma.duration_s) / per_run if rdma is not None and per_run else 0.0
+    latency = request.latency
     progress.plan_known(Schedule(paths, nccl, per_run * (request.repetitions if rdma else 1), round_s,
-                                 nccl_seconds(nccl) if nccl is not None else 0.0))
+                                 nccl_seconds(nccl) if nccl is not None else 0.0,
+                                 latency_seconds(paths, len(latency.sizes), latency.allreduce) if latency else 0.0))
 
 
 def _repetition(captures: list[Capture], n: int) -> list[Capture]:
@@ -161,7 +166,7 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
             _refuse_if_nothing_answered(bundle)
         # The facts are built once: the traffic plan reads them, then the diagnosis adds the traffic results.
         link = build_link_facts(bundle.captures, bundle.collection_errors, config.expected_link)
-        if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl):
+        if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl or traffic.latency):
             bundle, interrupted = _traffic(transports, bundle, link, traffic, progress)
     finally:
         close_transports(transports)

@@ -67,7 +67,11 @@ def scrub_env(json_text: str) -> str:
     return json.dumps(data)
 
 
-def mpirun_script(paths: tuple[BenchPath, ...], max_bytes: int, binary: str | None) -> str:
+def mpirun_script(paths: tuple[BenchPath, ...], max_bytes: int, binary: str | None, *,
+                  program: str = "all_gather_perf", min_bytes: int = MIN_BYTES, iterations: str = "",
+                  json_report: bool = True) -> str:
+    """The mpirun line from node a: one rank per node, NCCL on the paths' HCAs with its INFO log (the transport
+    proof), `program` from -b min_bytes to -e max_bytes by factors of 2 (`iterations`: extra -n/-w flags)."""
     hcas = ",".join(sorted({p.a.rdma_dev for p in paths} | {p.b.rdma_dev for p in paths}))
     first = paths[0]
     hosts = f"{first.a.ip}:1,{first.b.ip}:1"
@@ -76,18 +80,19 @@ def mpirun_script(paths: tuple[BenchPath, ...], max_bytes: int, binary: str | No
     subnets = ",".join(dict.fromkeys(p.subnet for p in paths))
     # A bare name when it is on PATH: mpirun then resolves it on each node (an absolute path found on
     # node a may not exist on node b); else the usual build folder.
-    found = ('"$(command -v all_gather_perf >/dev/null && echo all_gather_perf '
-             '|| echo "$HOME/nccl-tests/build/all_gather_perf")"')
+    found = (f'"$(command -v {program} >/dev/null && echo {program} '
+             f'|| echo "$HOME/nccl-tests/build/{program}")"')
     exe = shlex.quote(binary) if binary else found
+    # -J exists from nccl-tests 2.17.3; older versions take it as an unknown option and do not run.
+    json = f'json=; "$exe" -h 2>/dev/null | grep -q -- "-J" && json="-J $PWD/{JSON_FILE}"' if json_report else "json="
     return "\n".join([
         'root=; [ "$(id -u)" = 0 ] && root=--allow-run-as-root',
         f"exe={exe}",
-        # -J exists from nccl-tests 2.17.3; older versions take it as an unknown option and do not run.
-        f'json=; "$exe" -h 2>/dev/null | grep -q -- "-J" && json="-J $PWD/{JSON_FILE}"',
+        json,
         f"exec mpirun $root -np 2 -H {hosts} --map-by ppr:1:node "
         f"--mca oob_tcp_if_include {subnets} --mca btl_tcp_if_include {subnets} -x NCCL_DEBUG=INFO "
         f"-x NCCL_DEBUG_SUBSYS=INIT,NET -x NCCL_IB_HCA={hcas} "
-        f'"$exe" -b {MIN_BYTES} -e {int(max_bytes)} -f 2 -g 1 $json',
+        f'"$exe" -b {int(min_bytes)} -e {int(max_bytes)} -f 2 -g 1{iterations} $json',
     ])
 
 
@@ -98,7 +103,7 @@ def nccl_failure(cap: Capture) -> str | None:
     why = cap.skipped or f"exited {cap.exit_status}"
     lines = [ln.strip() for ln in (cap.stdout + "\n" + cap.stderr).splitlines()]
     said = next((ln for ln in lines if "failure" in ln.lower() or "WARN" in ln or "error" in ln.lower()), "")
-    return f"node a: mpirun all_gather_perf {why}" + (f": {said[:160]}" if said else "")
+    return f"node a: mpirun {cap.spec} {why}" + (f": {said[:160]}" if said else "")
 
 
 def run_nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
@@ -108,26 +113,32 @@ def run_nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry,
         validate_name(p.a.rdma_dev), validate_name(p.b.rdma_dev)
     max_bytes = size_max_bytes(link, options.max_bytes)
     script = mpirun_script(paths, max_bytes, options.binary)
-    transport = transports["a"]
     meta = {"kind": "nccl", "max_bytes": str(max_bytes), "hcas": ",".join(sorted({p.a.rdma_dev for p in paths})),
             "format": "text", "run_id": registry.run_id}
     if options.transport_only:
         meta["purpose"] = "transport"
     template = Capture("a", "all_gather_perf", script.splitlines()[-1], "", exit_status=None, arg="nccl", meta=meta)
-    proc = remote.start(transport, ["sh", "-c", script], run_dir=registry.run_dir("a"), deadline_s=options.timeout_s,
-                        label="mpirun all_gather_perf")
+    run_mpirun(transports["a"], registry, script, template, options.timeout_s, sink, JSON_FILE)
+
+
+def run_mpirun(transport: Transport, registry: remote.ProcessRegistry, script: str, template: Capture,
+               timeout_s: int, sink: list[Capture], json_file: str | None) -> None:
+    """Run one mpirun script on node a, by PID, and append its capture (and the JSON report it wrote, if any)."""
+    proc = remote.start(transport, ["sh", "-c", script], run_dir=registry.run_dir("a"), deadline_s=timeout_s,
+                        label=f"mpirun {template.spec}")
     started = time.monotonic()
     registry.add(proc, template)
-    done = remote.wait_exit(transport, proc, options.timeout_s + 10)
+    done = remote.wait_exit(transport, proc, timeout_s + 10)
     elapsed = time.monotonic() - started
     if not registry.claim(proc):
         return
     if not done:
         remote.kill(transport, proc)
-    result = remote.collect_output(transport, proc, JSON_FILE)
-    skipped = None if done else f"did not finish within {options.timeout_s} s; ended by PID {proc.pgid}"
+    result = remote.collect_output(transport, proc, json_file)
+    skipped = None if done else f"did not finish within {timeout_s} s; ended by PID {proc.pgid}"
     sink.append(replace(template, stdout=result.stdout, stderr=result.stderr, exit_status=result.exit_status,
                         duration_s=elapsed, skipped=skipped))
     if result.extra and result.extra.strip():
-        sink.append(Capture("a", "all_gather_perf", f"cat {JSON_FILE}", scrub_env(result.extra), "",
-                            result.exit_status, 0.0, arg="nccl.json", meta={**meta, "format": "json"}))
+        sink.append(Capture("a", template.spec, f"cat {json_file}", scrub_env(result.extra), "",
+                            result.exit_status, 0.0, arg=f"{template.arg}.json",
+                            meta={**template.meta, "format": "json"}))

@@ -117,6 +117,13 @@ def refuse_busy(transports: dict[str, Transport], rounds: list[Round]) -> None:
     for rnd in rounds:
         for path, port in zip(rnd.paths, rnd.ports, strict=True):
             wanted.setdefault(path.ends(rnd.direction)[1].node, set()).add(port)
+    refuse_busy_ports(transports, wanted)
+
+
+def refuse_busy_ports(transports: dict[str, Transport], wanted: dict[str, set[int]]) -> None:
+    """Refuse to start when one of the ports a node's servers will take is in use there, naming who holds it."""
+    if not wanted:
+        return
     found = remote.on_each_node({n: transports[n] for n in sorted(wanted)},
                                 lambda node, transport: remote.busy_ports(transport, wanted[node]))
     for node, busy in found.items():
@@ -288,10 +295,10 @@ _PEER_GONE = ("ethernet_read_keys", "Couldn't read remote address", "Unable to r
               "Failed to exchange data")
 
 
-def round_failure(captures: list[Capture]) -> str | None:
-    """One line for the ib_write_bw process of the round that failed first (its own error, not the peer's
+def round_failure(captures: list[Capture], tool: str = "ib_write_bw") -> str | None:
+    """One line for the perftest process (`tool`) of the round that failed first (its own error, not the peer's
     reaction to it; then the earliest to exit), else None."""
-    runs = [c for c in captures if c.spec == "ib_write_bw" and c.meta.get("format") == "text"]
+    runs = [c for c in captures if c.spec == tool and c.meta.get("format") == "text"]
     # The nodes' own exit times when every process has one (clocks in sync), else when we saw each exit.
     clock = "exited_at" if all("exited_at" in c.meta for c in runs) else "elapsed_s"
     failed = []
@@ -303,6 +310,6 @@ def round_failure(captures: list[Capture]) -> str | None:
         return None
     _, _, said, first = min(failed, key=lambda f: f[:2])
     why = first.skipped or f"exited {first.exit_status}"
-    return (f"node {first.node}: ib_write_bw {first.meta.get('role')} on {first.node}:"
+    return (f"node {first.node}: {tool} {first.meta.get('role')} on {first.node}:"
             f"{first.meta.get('local_rdma_dev')} failed in round {first.meta.get('round')}: {why}"
             + (f": {said}" if said else ""))

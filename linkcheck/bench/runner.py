@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import msgspec
 
 from linkcheck.bench import remote, snapshot
+from linkcheck.bench.latency import LatencyOptions, latency_budget_s, plan_latency, refuse_busy_latency, run_latency
 from linkcheck.bench.nccl import NcclOptions, nccl_failure, run_nccl
 from linkcheck.bench.perftest import (
     RoundContext,
@@ -48,13 +49,14 @@ from linkcheck.transport.base import Transport
 class Schedule(msgspec.Struct, frozen=True):
     """What the traffic test expects to run, once the inspection is in: the data paths, the NCCL sweep's size
     after the memory cap, the RDMA rounds over all repetitions (the quick tier: those it plans first) and the
-    seconds each round and the NCCL run are expected to take."""
+    seconds each round, the NCCL run and the latency test are expected to take."""
 
     paths: int
     nccl_max_bytes: int | None
     rounds: int
     round_s: float
     nccl_s: float = 0.0
+    latency_s: float = 0.0
 
 
 class Progress:
@@ -76,6 +78,11 @@ class Progress:
     def nccl_started(self) -> None: ...
 
     def nccl_done(self, captures: list[Capture]) -> None: ...
+
+    def latency_started(self, runs: int) -> None:
+        """The latency test begins: `runs` ib_write_lat runs one at a time, then the small all_reduce."""
+
+    def latency_done(self, captures: list[Capture]) -> None: ...
 
 
 class TrafficResult(msgspec.Struct):
@@ -195,10 +202,12 @@ def untested_runs(link: LinkFacts, rdma: RdmaOptions, run_id: str) -> list[Captu
     return out
 
 
-def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions | None) -> float:
-    """How long the node-side watchdogs stay up: every round and the NCCL run at their longest."""
+def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions | None,
+              latency: tuple[int, LatencyOptions] | None = None) -> float:
+    """How long the node-side watchdogs stay up: every round, the NCCL run and the latency test at their longest."""
     per_round = rdma.ready_timeout_s + rdma.duration_s + 90 if rdma else 0
-    return 60 + len(rounds) * per_round + (nccl.timeout_s + 60 if nccl else 0)
+    return (60 + len(rounds) * per_round + (nccl.timeout_s + 60 if nccl else 0)
+            + (latency_budget_s(*latency) if latency else 0))
 
 
 def concurrent_rates(captures: list[Capture], link: LinkFacts) -> dict[tuple[str, str], float | None]:
@@ -255,7 +264,7 @@ def _rounds(transports: dict[str, Transport], registry: remote.ProcessRegistry, 
 
 def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
          rdma: RdmaOptions | None, nccl: NcclOptions | None, progress: Progress, out: TrafficResult,
-         flaps: list[str], tools: dict[str, ToolInfo] | None) -> None:
+         flaps: list[str], tools: dict[str, ToolInfo] | None, latency: LatencyOptions | None) -> None:
     paths: tuple[BenchPath, ...] = bench_paths(link)
     rounds = plan_rounds(paths, rdma) if rdma is not None else []
     if rdma is not None:
@@ -264,7 +273,10 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
             out.captures += caps
         out.captures += untested_runs(link, rdma, registry.run_id)
         refuse_busy(transports, rounds)  # before anything is started
-    registry.prepare(_budget_s(rounds, rdma, nccl))
+    lat_runs = plan_latency(paths, latency) if latency is not None else []
+    if lat_runs:
+        refuse_busy_latency(transports, lat_runs)
+    registry.prepare(_budget_s(rounds, rdma, nccl, (len(lat_runs), latency) if latency is not None else None))
     if rounds:
         assert rdma is not None and tools is not None
         planned, candidates = phases(rounds, rdma)
@@ -281,13 +293,26 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
                 progress.rounds_added(len(again))
                 _rounds(transports, registry, again, rdma, tools, out, progress, flaps)
     if nccl is not None:
-        progress.nccl_started()
+        _nccl(transports, registry, link, paths, nccl, progress, out)
+    if latency is not None:
+        # Last, and one run at a time: nothing else of ours is on the link while a latency is measured.
+        progress.latency_started(len(lat_runs))
         first = len(out.captures)
-        run_nccl(transports, registry, link, paths, nccl, out.captures)
-        progress.nccl_done(out.captures[first:])
-        failure = nccl_failure(out.captures[first]) if len(out.captures) > first else None
-        if failure:
-            raise BenchError(failure)
+        try:
+            run_latency(transports, registry, paths, lat_runs, latency, out.captures)
+        finally:
+            progress.latency_done(out.captures[first:])
+
+
+def _nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
+          paths: tuple[BenchPath, ...], nccl: NcclOptions, progress: Progress, out: TrafficResult) -> None:
+    progress.nccl_started()
+    first = len(out.captures)
+    run_nccl(transports, registry, link, paths, nccl, out.captures)
+    progress.nccl_done(out.captures[first:])
+    failure = nccl_failure(out.captures[first]) if len(out.captures) > first else None
+    if failure:
+        raise BenchError(failure)
 
 
 @contextmanager
@@ -305,15 +330,15 @@ def _ctrl_c_held() -> Iterator[None]:
 
 def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: RdmaOptions | None,
                 nccl: NcclOptions | None, progress: Progress | None = None,
-                tools: dict[str, ToolInfo] | None = None) -> TrafficResult:
-    """RDMA rounds, then NCCL; stops at the first error, ending all our processes on every node. `tools`: each
-    node's perftest as the inspection read it (else `ib_write_bw -V` runs first)."""
+                tools: dict[str, ToolInfo] | None = None, latency: LatencyOptions | None = None) -> TrafficResult:
+    """RDMA rounds, then NCCL, then the latency test; stops at the first error, ending all our processes on every
+    node. `tools`: each node's perftest as the inspection read it (else `ib_write_bw -V` runs first)."""
     registry = remote.ProcessRegistry(dict(transports))
     out = TrafficResult()
     flaps: list[str] = []
     reason = "the traffic test stopped"
     try:
-        _run(transports, registry, link, rdma, nccl, progress or Progress(), out, flaps, tools)
+        _run(transports, registry, link, rdma, nccl, progress or Progress(), out, flaps, tools, latency)
     except KeyboardInterrupt:
         out.interrupted, reason = True, "Ctrl-C"
         out.error = "traffic test interrupted (Ctrl-C); every process it started was ended"

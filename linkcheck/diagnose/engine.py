@@ -27,7 +27,8 @@ BENCH_HINT = {
     "bench_latency": "no latency test in this bundle (ib_write_lat per path, the small all_reduce)",
 }
 _BENCH_KIND = {"bench_rdma": "rdma", "bench_nccl": "nccl", "bench_latency": "latency"}
-# Tests that are not part of check, bench or accept (the latency test): without them their rules say nothing.
+# Tests that run only when asked for (the latency test: check --latency, bench latency, a profile's `latency: true`):
+# without them their rules say nothing.
 OPT_IN_GROUPS = frozenset({"bench_latency"})
 
 

@@ -18,7 +18,10 @@ from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
+    ADVISE_HINT,
+    LATENCY_HEADER,
     evidence_lines,
+    latency_rows,
     nccl_text,
     node_rows,
     not_run_lines,
@@ -92,6 +95,17 @@ def _traffic(outcome: Outcome) -> str:
     if nccl:
         parts.append(f"<h2>NCCL</h2><p>{h(nccl)}</p>")
     return "".join(parts) or '<h2>Traffic</h2><p class="muted">No traffic test in this bundle.</p>'
+
+
+def _latency(outcome: Outcome) -> str:
+    """The latency test's figures, each labelled measured, beside the published healthy figure (none: nothing)."""
+    rows = latency_rows(outcome.link)
+    if not rows:
+        return ""
+    cells = [[f"<td>{h(what)}</td>", f'<td class="num">{h(value)}</td>', f"<td>{h(kind)}</td>", f"<td>{h(ref)}</td>"]
+             for what, value, kind, ref in rows]
+    hint = h(ADVISE_HINT.replace("`", ""))
+    return "<h2>Latency</h2>" + _table(list(LATENCY_HEADER), cells) + f'<p class="muted">{hint}</p>'
 
 
 _STATUS_CLASS = {"PASS": "pass", "DEGRADED": "warn", "FAIL": "fail", "INCONCLUSIVE": "inconclusive"}
@@ -227,8 +241,8 @@ def render_html(outcome: Outcome) -> str:
     header = (f'<h1>linkcheck report</h1><p><span class="verdict {verdict}">{h(verdict_line(outcome))}</span></p>'
               f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
               f"linkcheck {h(bundle.tool_version or '?')}</p>")
-    body = (header + _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _plots(outcome)
-            + _findings(outcome))
+    body = (header + _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _latency(outcome)
+            + _plots(outcome) + _findings(outcome))
     title = h(f"linkcheck: {verdict.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{CSS}</style></head><body>{body}</body></html>\n")

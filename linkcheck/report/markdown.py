@@ -15,7 +15,10 @@ from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import (
+    ADVISE_HINT,
+    LATENCY_HEADER,
     evidence_lines,
+    latency_rows,
     nccl_text,
     node_rows,
     not_run_lines,
@@ -68,6 +71,16 @@ def _traffic(outcome: Outcome) -> list[str]:
     if not lines:
         lines = ["## Traffic", "", "No traffic test in this bundle (run `linkcheck check --bench`).", ""]
     return lines
+
+
+def _latency(outcome: Outcome) -> list[str]:
+    """The latency test's figures, each labelled measured, beside the published healthy figure (none: no section)."""
+    rows = latency_rows(outcome.link)
+    if not rows:
+        return []
+    lines = ["## Latency", "", _row(list(LATENCY_HEADER)), _row(["---", "---:", "---", "---"])]
+    lines += [_row([md(cell) for cell in row]) for row in rows]
+    return [*lines, "", ADVISE_HINT, ""]
 
 
 def _acceptance(outcome: Outcome) -> list[str]:
@@ -134,7 +147,7 @@ def render_markdown(outcome: Outcome) -> str:
     lines = ["# linkcheck report", "", f"**{md(verdict_line(outcome))}**", "",
              f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
              f"linkcheck {md(bundle.tool_version or '?')})", ""]
-    lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome)
+    lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _latency(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
     printed: set[str] = set()

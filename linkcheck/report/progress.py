@@ -105,6 +105,16 @@ class ConsoleProgress(Progress):
     def nccl_done(self, captures: list[Capture]) -> None:
         self.console.print("  all_gather_perf: done", style="dim")
 
+    def latency_started(self, runs: int) -> None:
+        expected = f" (~{self.schedule.latency_s:.0f} s)" if self.schedule and self.schedule.latency_s else ""
+        self.console.print(f"  latency: {runs} ib_write_lat runs one at a time, then all_reduce_perf 16-64 KiB"
+                           f"{expected}", style="dim")
+
+    def latency_done(self, captures: list[Capture]) -> None:
+        clients = [c for c in captures if c.spec == "ib_write_lat" and c.meta.get("role") == "client"]
+        ok = [c for c in clients if c.exit_status == 0 and not c.skipped]
+        self.console.print(as_text(f"  latency: {len(ok)} of {len(clients)} ib_write_lat runs done", "dim"))
+
 
 def _finished_well(captures: list[Capture]) -> bool:
     """Every ib_write_bw process of the round exited 0 by itself (none failed, none was ended by us)."""

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from linkcheck.advise.published import published
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
-from linkcheck.values import evidence_line, number, pcie
+from linkcheck.values import evidence_line, number, pcie, plain_number
 
 
 def stages(outcome: Outcome) -> dict[str, str]:
@@ -156,3 +157,45 @@ def nccl_text(link: LinkFacts) -> str | None:
     avg = "?" if nccl.avg_busbw_gbs is None else f"{nccl.avg_busbw_gbs:.2f} GB/s"
     return shown(f"all_gather_perf: {nccl.busbw_gbs:.2f} GB/s peak bus bandwidth (average over sizes {avg}), "
                  f"#wrong {nccl.wrong}, over {nccl.network or '?'} ({', '.join(nccl.ib_devices) or '?'})")
+
+
+# The latency test (`check --latency`): each figure says it was measured in this bundle, beside the published
+# figure for a healthy GB10 pair it is judged against; `linkcheck advise` turns them into advice.
+LATENCY_HEADER = ("measurement", "value", "kind", "healthy pair (published)")
+ADVISE_HINT = ("`linkcheck advise BUNDLE --model-gib G --concurrency N` turns these measured figures into advice: "
+               "two residents, one model across both, or fix the link first.")
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{plain_number(round(value, 2))} us"
+
+
+def _published_us(key: str) -> str:
+    fig = published(key)
+    return f"{plain_number(fig.value)} us ({fig.source})"
+
+
+def latency_rows(link: LinkFacts) -> list[tuple[str, str, str, str]]:
+    """(measurement, value, kind, the published healthy figure) per ib_write_lat run and all_reduce size; empty
+    when the bundle has no latency test."""
+    bench = link.bench
+    rows = []
+    for run in bench.latency:
+        what = f"ib_write_lat {run.size_bytes} B, {run.path_key} (client {run.client_node})"
+        ref = _published_us("ib_write_lat_2b_us") if run.size_bytes <= 64 else \
+            _published_us("ib_write_lat_48k_us") if 32768 <= run.size_bytes <= 65536 else "-"
+        if run.typical_us is None:
+            rows.append((what, f"no number: {run.problem or 'no result'}", "-", ref))
+        else:
+            p99 = f" (99%: {_us(run.p99_us)})" if run.p99_us is not None else ""
+            rows.append((what, _us(run.typical_us) + p99, "measured: this bundle, t_typical", ref))
+    reduce = bench.allreduce
+    if reduce is not None:
+        transport = f", transport {reduce.network}" if reduce.network else ""
+        for row in reduce.rows:
+            ref = _published_us("allreduce_64k_us") if row.size_bytes == 65536 else "-"
+            rows.append((f"all_reduce_perf {row.size_bytes} B across the nodes", _us(row.time_us),
+                         f"measured: this bundle, out-of-place{transport}", ref))
+        if reduce.problem:
+            rows.append(("all_reduce_perf across the nodes", f"no number: {reduce.problem}", "-", "-"))
+    return rows

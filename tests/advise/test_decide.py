@@ -164,3 +164,14 @@ def test_any_sane_workload_gets_one_choice(model: float, users: int, moe: bool, 
     assert a.choice in ("two-residents", "tensor-parallel", "pipeline-parallel", "one-node", "does-not-fit")
     if a.choice == "two-residents":
         assert users >= 8
+
+
+def test_the_lab_made_bundle_is_advised_on_its_own_measurements() -> None:
+    """fixtures/healthy-latency-lab is what `check --quick --latency` wrote against the lab: the link measured
+    healthy, every latency figure measured, none of them an estimate posing as a measurement."""
+    a = advice("healthy-latency-lab", model_gib=60, concurrency=16)
+    assert a.choice == "two-residents" and a.latency_measured and a.link_state == "healthy", a
+    lat = [f for f in a.figures if f.name.startswith("ib_write_lat ") and f.kind == "measured"]
+    assert len(lat) == 4 and all(f.source.startswith("this bundle") for f in lat), lat
+    small = advice("healthy-latency-lab", model_gib=60, concurrency=2)
+    assert small.choice == "tensor-parallel", small.headline

@@ -37,7 +37,8 @@ COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.ini
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
                 "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.topology",
                 "linkcheck.cluster.hosts", "linkcheck.app.fix", "linkcheck.repair.record", "linkcheck.report.repair",
-                "linkcheck.app.advise", "linkcheck.report.advice"}
+                "linkcheck.app.advise", "linkcheck.report.advice",
+                "linkcheck.bench.latency"}
 LATE |= {("linkcheck.cli", name) for name in COMMAND_CODE}
 
 

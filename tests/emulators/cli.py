@@ -180,7 +180,7 @@ TOOLS: dict[str, Callable[[Node, list[str]], Output]] = {
 }
 # The traffic tools live in cli_bench, whose imports (sockets, NCCL and perftest renderers) would cost
 # every inspection call ~60 ms; they load only when one of them runs.
-BENCH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "all_gather_perf", "all_reduce_perf")
+BENCH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "all_gather_perf", "all_reduce_perf")
 
 
 def _bench_tool(tool: str) -> Callable[[Node, list[str]], Output]:

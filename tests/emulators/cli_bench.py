@@ -11,12 +11,19 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.emulators.bench_perftest import PerftestRun, render_ib_write_bw, render_ib_write_bw_json, version_tuple
+from tests.emulators.bench_perftest import (
+    PerftestRun,
+    render_ib_write_bw,
+    render_ib_write_bw_json,
+    render_ib_write_lat,
+    version_tuple,
+)
 from tests.emulators.derive import auto_gid_index, gid_entry, inet_ntop6, rdma_index_map, roce_mtu
-from tests.emulators.live_conn import die_on_sigint, set_process_name
+from tests.emulators.live_conn import Printer, die_on_sigint, set_process_name
 from tests.emulators.live_state import LabContext
 from tests.emulators.node import Function, Node
 
@@ -134,6 +141,44 @@ def _live_perftest(node: Node, ctx: LabContext, fn: Function, index: int, opts: 
     return "", "", live_perftest.run_side(side)
 
 
+def run_write_lat(node: Node, args: list[str]) -> Output:
+    """ib_write_lat: offline, one side's output at once from the model's latency; in the lab, live (live_latency)."""
+    parsed = parse_perftest(args)
+    if isinstance(parsed, str):
+        return parsed, " Parser function exited with Error\n", 1
+    opts, flags, pos = parsed
+    if flags & {"-V", "--version"}:
+        return f"Version: {node.version('perftest')}\n", "", 1
+    if len(pos) > 1:
+        return " Invalid Command line. Please check command rerun \n", " Parser function exited with Error\n", 1
+    server = pos[0] if pos else None
+    order = rdma_index_map(node)
+    name = opts.get("device") or min(order, key=lambda d: order[d])
+    try:
+        fn = node.function(name)
+    except KeyError:
+        return "", f"IB device {name} not found\n Unable to find the Infiniband/RoCE device\n", 1
+    if not fn.link_up:
+        return "", " Port number 1 state is Down\n Couldn't get context for the device\n", 1
+    index = int(opts["gid"]) if "gid" in opts else auto_gid_index(fn)
+    run = PerftestRun(
+        role="client" if server else "server", device=fn.rdma_dev, gid_index=index,
+        local_gid=inet_ntop6(gid_entry(fn, index).gid), remote_gid=_remote_gid(node, fn, server), gbps=0.0,
+        mtu_bytes=roce_mtu(fn.mtu)[0], size_bytes=_size(opts.get("size", "2")), duration_s=None,
+        iterations=int(opts.get("iters", "1000")), version=node.version("perftest"))
+    ctx = LabContext.from_env()
+    if ctx is None:
+        return render_ib_write_lat(run, node.write_latency_us(fn.rdma_dev, run.size_bytes))
+    from tests.emulators import live_latency, live_perftest
+
+    set_process_name("ib_write_lat")
+    die_on_sigint()
+    fault = ctx.fault("ib_write_lat")
+    side = live_perftest.Side(node, ctx, fn, replace(run, seed=int(opts.get("port", "18515")) % 97),
+                              int(opts.get("port", "18515")), server, fault, Printer(), None)
+    return "", "", live_latency.run_side(side)
+
+
 def _busbw_peak(node: Node) -> float:
     if os.environ.get("NCCL_IB_DISABLE") == "1" or os.environ.get("NCCL_NET") == "Socket":
         return 2.04
@@ -141,11 +186,15 @@ def _busbw_peak(node: Node) -> float:
     return 23.74 if up >= 2 else 11.9
 
 
+SMALL_ALLREDUCE_BYTES = 1 << 20  # up to here an emulated all_reduce follows the latency model, not the busbw curve
+
+
 def run_nccl_tests(collective: str) -> Callable[[Node, list[str]], Output]:
     def run(node: Node, args: list[str]) -> Output:
         # Imported here: the perftest emulators, started once per traffic round, need none of it.
         from tests.emulators.bench_nccl import (
             NcclTestsRun,
+            allreduce_latency_curve,
             busbw_curve,
             render_all_gather_perf,
             render_all_gather_perf_json,
@@ -163,6 +212,8 @@ def run_nccl_tests(collective: str) -> Callable[[Node, list[str]], Output]:
             return f"invalid sizes for 'minbytes' and 'maxbytes': {low} > {high}\n", "", 255
         peer = os.environ.get("LINKCHECK_LAB_PEER", "peer")
         curve = busbw_curve(node.nccl_busbw_gbs or _busbw_peak(node), low, high)
+        if collective == "all_reduce" and high <= SMALL_ALLREDUCE_BYTES:  # latency-bound: the decode sizes
+            curve = allreduce_latency_curve(low, high, node.allreduce_slowdown)
         run = NcclTestsRun(hosts=(node.hostname, peer), curve=curve, iters=int(opts["-n"]), warmup=int(opts["-w"]),
                            version=node.version("nccl-tests"), nccl_version=node.version("nccl"),
                            collective=collective)
@@ -201,6 +252,7 @@ TOOLS: dict[str, Callable[[Node, list[str]], Output]] = {
     "ib_write_bw": run_perftest("ib_write_bw"),
     "ib_read_bw": run_perftest("ib_read_bw"),
     "ib_send_bw": run_perftest("ib_send_bw"),
+    "ib_write_lat": run_write_lat,
     "all_gather_perf": run_nccl_tests("all_gather"),
     "all_reduce_perf": run_nccl_tests("all_reduce"),
 }

@@ -23,6 +23,7 @@ SYSFS_ENV = "LINKCHECK_LAB_SYSFS"
 NAME_ENV = "LINKCHECK_LAB_NAME"
 FAULTS: dict[str, tuple[str, ...]] = {
     "ib_write_bw": ("never-ready", "crash-mid-run", "client-fail", "flap", "hang", "garbage"),
+    "ib_write_lat": ("never-ready", "client-fail"),
     # real-time is not a fault: the sweep takes its full real time instead of RUN_S (benchmarks/tiers.py)
     "all_gather_perf": ("hang", "crash-mid-run", "wrong", "garbage", "real-time"),
     "all_reduce_perf": ("hang", "crash-mid-run", "wrong", "garbage", "real-time"),

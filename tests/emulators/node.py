@@ -212,6 +212,12 @@ class Node:
     nccl_transport: str | None = None  # "IB" | "Socket" in the lab (None: IB unless NCCL_IB_DISABLE=1)
     ip_forward: bool = False  # /proc/sys/net/ipv4/ip_forward (offline; in the lab the namespace's own)
     iptables: dict[str, str] | None = None  # chain -> what `iptables -S CHAIN` prints; None: iptables not installed
+    # ib_write_lat in the lab: a fixed cost plus the bytes at an effective rate, per RDMA device (base us, Gb/s).
+    # 1.47 us at 2 B and 8.80 at 48 KiB on a healthy pair (spark-link s.5, s.10).
+    latency_base_us: float = 1.47
+    latency_gbps: float = 53.64
+    latency_rates: dict[str, tuple[float, float]] = field(default_factory=dict)
+    allreduce_slowdown: float = 1.0  # the small all_reduce against the healthy 30 us + bytes at ~1.7 GB/s
 
     def function(self, name: str) -> Function:
         """The function whose netdev, RDMA device or BDF is `name`; KeyError if none."""
@@ -224,6 +230,11 @@ class Node:
         """Gb/s an ib_write_bw client on `rdma_dev` of this node measures, alone or beside another flow."""
         alone, both = self.perftest_rates.get(rdma_dev, (self.perftest_gbps, self.perftest_concurrent_gbps))
         return both if concurrent else alone
+
+    def write_latency_us(self, rdma_dev: str, size_bytes: int) -> float:
+        """The typical (median) half round trip ib_write_lat reports for `size_bytes` from `rdma_dev`."""
+        base, gbps = self.latency_rates.get(rdma_dev, (self.latency_base_us, self.latency_gbps))
+        return base + size_bytes * 8 / (gbps * 1e3)
 
     @property
     def home(self) -> str:
@@ -278,6 +289,8 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
         d["mgmt"] = MgmtNic(**d["mgmt"])
     rates = d.get("perftest_rates", {})
     d["perftest_rates"] = {str(k): (float(v[0]), float(v[1])) for k, v in rates.items()}
+    lat = d.get("latency_rates", {})
+    d["latency_rates"] = {str(k): (float(v[0]), float(v[1])) for k, v in lat.items()}
     return Node(**d)
 
 

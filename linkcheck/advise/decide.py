@@ -22,7 +22,7 @@ from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Fi
 from linkcheck.advise.published import published
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Finding, Status
-from linkcheck.values import number, plain_number
+from linkcheck.values import byte_size, number, plain_number
 
 GIB = 1 << 30
 GB_PER_GIB = GIB / 1e9
@@ -82,7 +82,7 @@ def _throughput(link: LinkFacts, figs: _Figures) -> list[str]:
             "all_gather_perf bus bandwidth", nccl.busbw_gbs, "GB/s", "measured", "this bundle, all_gather_perf")))
     for lat in link.bench.latency:
         if lat.typical_us is not None:
-            name = f"ib_write_lat {lat.size_bytes} B on {lat.path_key}"
+            name = f"ib_write_lat {byte_size(lat.size_bytes)} on {lat.path_key}"
             said.append(f"{name} {figs.add(Figure(name, lat.typical_us, 'us', 'measured', 'this bundle, t_typical'))}")
     return said
 
@@ -96,17 +96,17 @@ def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | Non
     if run is None or not run.rows:
         return [], None
     for row in sorted(run.rows, key=lambda r: r.size_bytes):
-        figs.add(Figure(f"all_reduce {row.size_bytes} B", row.time_us, "us", "measured",
+        figs.add(Figure(f"all_reduce {byte_size(row.size_bytes)}", row.time_us, "us", "measured",
                         "this bundle, all_reduce_perf out-of-place time"))
     at = run.time_at(DECODE_PAYLOAD_BYTES)
     if at is None:
         return [], None
-    name = f"all_reduce {DECODE_PAYLOAD_BYTES} B"
+    name = f"all_reduce {byte_size(DECODE_PAYLOAD_BYTES)}"
     measured = at[1].startswith("measured")
     shown = figs.add(Figure(name, at[0], "us", "measured" if measured else "estimate", at[1]))
     how = "measured" if measured else "interpolated between the measured sizes"
-    return [f"a decode-sized all_reduce ({DECODE_PAYLOAD_BYTES} B) takes {shown} across the nodes; published for a "
-            f"healthy GB10 pair: {figs.published('decode_allreduce_nccl_us_low')} to "
+    return [f"a decode-sized all_reduce ({byte_size(DECODE_PAYLOAD_BYTES)}) takes {shown} across the nodes; "
+            f"published for a healthy GB10 pair: {figs.published('decode_allreduce_nccl_us_low')} to "
             f"{figs.published('decode_allreduce_nccl_us_high')}"], (at[0], how)
 
 
@@ -157,7 +157,7 @@ def _memory(w: Workload, figs: _Figures) -> tuple[float, float, float, list[str]
                        f"at {per_token} per token")
     need = w.model_gib + kv_gib
     need_text = figs.add(Figure("weights and KV cache", need, "GiB", "estimate", "model weights + KV cache"))
-    reasons.append(f"the model needs {need_text}, {weights} of it weights; one node can give it {usable_text}")
+    reasons.append(f"the model needs {need_text}, of which {weights} are weights; one node can give it {usable_text}")
     return need, usable, kv_gib, reasons
 
 

@@ -30,7 +30,8 @@ def _lines(advice: Advice) -> list[tuple[str, str]]:
                                               if advice.interim else "nothing: the model needs both nodes")))
     w = advice.workload
     out.append(("head", f"workload: {plain_number(w.model_gib)} GiB of weights, {'MoE' if w.moe else 'dense'}, "
-                        f"{w.concurrency} concurrent request(s), {w.context_tokens} tokens of context each"))
+                        f"{w.concurrency} concurrent request(s), "
+                        + (f"{w.context_tokens} tokens of context each" if w.context_tokens else "no context given")))
     out.append(("head", f"link: {advice.link_state}; latency "
                         f"{'measured' if advice.latency_measured else 'not measured'}"))
     out += [("reason", r) for r in advice.reasons]

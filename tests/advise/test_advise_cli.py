@@ -26,7 +26,7 @@ def test_console_advice_with_labelled_figures(cli: InProcessCli) -> None:
     r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "16")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ADVICE: two residents\n")
-    assert "ib_write_lat 49152 B on enp1s0f1np1<->enp1s0f1np1: 8.8 us [measured: this bundle" in r.stdout
+    assert "ib_write_lat 48 KiB on enp1s0f1np1<->enp1s0f1np1: 8.8 us [measured: this bundle" in r.stdout
     assert "170 tok/s (published)" in r.stdout
 
 
@@ -39,9 +39,9 @@ def test_json_is_the_advice_as_data(cli: InProcessCli) -> None:
 
 
 @pytest.mark.parametrize("fmt,head,row", [
-    ("markdown", "**ADVICE: one model across both, tensor parallel**", "| all_reduce 65536 B | 68 us | measured |"),
+    ("markdown", "**ADVICE: one model across both, tensor parallel**", "| all_reduce 64 KiB | 68 us | measured |"),
     ("html", "<strong>ADVICE: one model across both, tensor parallel</strong>",
-     "<td>all_reduce 65536 B</td><td>68 us</td><td>measured</td>")])
+     "<td>all_reduce 64 KiB</td><td>68 us</td><td>measured</td>")])
 def test_markdown_and_html(cli: InProcessCli, fmt: str, head: str, row: str) -> None:
     r = cli("advise", HEALTHY, "--model-gib", "180", "--concurrency", "1", "-f", fmt)
     assert r.returncode == 0 and head in r.stdout and row in r.stdout

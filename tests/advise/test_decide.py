@@ -120,9 +120,9 @@ def test_inspection_only_bundle_says_the_link_is_not_measured() -> None:
 
 def test_measured_latency_is_quoted_from_the_bundle() -> None:
     a = advice("healthy-latency", model_gib=60, concurrency=1)
-    lat = {f.name: f for f in a.figures if f.name.startswith("ib_write_lat 49152 B on")}
+    lat = {f.name: f for f in a.figures if f.name.startswith("ib_write_lat 48 KiB on")}
     assert {f.value for f in lat.values()} == {8.8, 8.84} and {f.kind for f in lat.values()} == {"measured"}
-    reduce48 = next(f for f in a.figures if f.name == "all_reduce 49152 B")
+    reduce48 = next(f for f in a.figures if f.name == "all_reduce 48 KiB")
     assert reduce48.kind == "estimate" and "interpolated between the measured 32768 B" in reduce48.source
 
 

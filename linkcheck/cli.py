@@ -742,7 +742,9 @@ def topology(
     hosts = cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group, environ=os.environ)
     found = find_config(config)
     ssh = found.ssh if found else SshOptions()
-    view = discover(hosts, replace(ssh, accept_new_host_keys=accept_new_host_keys or ssh.accept_new_host_keys))
+    rules = configured_rules([], found, kind="cluster")  # the config's playbooks and threshold overrides too
+    view = discover(hosts, replace(ssh, accept_new_host_keys=accept_new_host_keys or ssh.accept_new_host_keys),
+                    rules)
     if not _QUIET:
         _out(view_json(view) if fmt is Format.json else view_text(view))
     raise typer.Exit(int(view.exit_code))

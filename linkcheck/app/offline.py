@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.diagnose.engine import diagnose
-from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
+from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
@@ -37,13 +37,16 @@ def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule], baseline:
     return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors), tuple(rules))
 
 
-def configured_rules(playbooks: list[Path], config: Config | None) -> list[Rule]:
+def configured_rules(playbooks: list[Path], config: Config | None,
+                     kind: Literal["pair", "cluster"] = "pair") -> list[Rule]:
     """Built-in rules, the given playbooks and the config's, with the config's threshold overrides: the same
-    set for `check` and for `diagnose` of its bundle."""
+    set for `check` and for `diagnose` of its bundle (`kind` pair), or for `topology` (cluster). The overrides
+    are checked against every rule, so one linkcheck.yaml may tune both a pair's rules and a cluster's."""
     if config is None:
-        return load_playbooks(playbooks)
-    return with_thresholds(load_playbooks([*playbooks, *config.playbooks]), config.thresholds,
-                           config.source or "linkcheck.yaml")
+        return load_playbooks(playbooks, kind=kind)
+    everything = with_thresholds(load_playbooks([*playbooks, *config.playbooks], kind="all"), config.thresholds,
+                                 config.source or "linkcheck.yaml")
+    return of_kind(everything, kind)
 
 
 def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,

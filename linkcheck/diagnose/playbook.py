@@ -405,6 +405,11 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
         if unknown:
             raise PlaybookError(rule.source.rsplit(":", 1)[0], f"rule {rule.id}: explained_by names no rule "
                                 f"{unknown[0]} (`linkcheck playbooks list` names the rules)", line=_source_line(rule))
+    return of_kind(rules, kind)
+
+
+def of_kind(rules: list[Rule], kind: Literal["pair", "cluster", "all"]) -> list[Rule]:
+    """The rules a pair's diagnosis judges, or a cluster's, or all of them."""
     if kind == "all":
         return rules
     return [r for r in rules if (r.scope in CLUSTER_SCOPES) == (kind == "cluster")]

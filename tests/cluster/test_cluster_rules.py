@@ -6,19 +6,23 @@ that has it, naming its subject, and stays silent on the healthy one."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from linkcheck.app.offline import configured_rules
 from linkcheck.app.topology import cluster_facts, judge, view_text
 from linkcheck.cluster.facts import missing_routes, ring_recabling, transits
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.config import load_config
 from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
-from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.parsers.netfilter import parse_iptables_s
 from tests.emulators.build import with_function
+from tests.emulators.captures import node_captures
 from tests.emulators.derive import derived_routes
 from tests.emulators.node import Node, Route
 from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
@@ -49,14 +53,10 @@ def _routed(models: dict[str, Node]) -> dict[str, Node]:
 
 
 def _captures(models: dict[str, Node]) -> list[object]:
-    from tests.emulators.captures import node_captures
-
     return [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
 
 
 def _diagnose(models: dict[str, Node]) -> Diagnosis:
-    from tests.emulators.captures import node_captures
-
     captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
     return diagnose_cluster(cluster_facts(list(models), captures, {}), RULES)
 
@@ -229,3 +229,23 @@ def test_topologys_view_prints_the_findings_and_their_fixes() -> None:
 def test_iptables_s_is_read_as_a_shell_would_split_it(text: str, policy: str, targets: list[str]) -> None:
     dump = parse_iptables_s(text)
     assert dump.policies == {"FORWARD": policy} and [r.target for r in dump.rules] == targets
+
+
+def test_one_linkcheck_yaml_tunes_a_pairs_rules_and_a_clusters(tmp_path: Path) -> None:
+    """A threshold override for a cluster rule is not an unknown rule to the pair's commands, and the reverse."""
+    path = tmp_path / "linkcheck.yaml"
+    path.write_text("thresholds:\n  SWITCH_PORT_BELOW_200G: {nominal_mbps: 100000}\n"
+                    "  NCCL_BUSBW_LOW: {min_busbw_gbs: 22.5}\n", encoding="utf-8")
+    config = load_config(path)
+    pair = {r.id: r for r in configured_rules([], config)}
+    cluster = {r.id: r for r in configured_rules([], config, kind="cluster")}
+    assert pair["NCCL_BUSBW_LOW"].thresholds["min_busbw_gbs"] == 22.5 and "SWITCH_PORT_BELOW_200G" not in pair
+    assert cluster["SWITCH_PORT_BELOW_200G"].thresholds["nominal_mbps"] == 100000 and "NCCL_BUSBW_LOW" not in cluster
+    models = _models("switch4")
+    models["c"] = with_function(models["c"], "enp1s0f1np1", speed_mbps=100000)
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    judged = diagnose_cluster(cluster_facts(list(models), captures, {}), list(cluster.values()))
+    assert _firing(judged) == {}  # the site accepts 100G ports
+    path.write_text("thresholds:\n  NO_SUCH_RULE: {x: 1}\n", encoding="utf-8")
+    with pytest.raises(PlaybookError, match="unknown rule NO_SUCH_RULE"):
+        configured_rules([], load_config(path), kind="cluster")

@@ -64,7 +64,7 @@ class LocalNode(ShellNode):
             super().change(op)
             return
         # Late: pyroute2 loads only when a local node is changed.
-        from linkcheck.transport.pyroute_facts import NetlinkChangeError, change
+        from linkcheck.transport.netlink_change import NetlinkChangeError, change
 
         try:
             change(op.kind, op.dev, op.value, op.lladdr, op.nud)

@@ -30,7 +30,7 @@ LATE = {
     ("linkcheck.collect.collector", "linkcheck.transport.pyroute_facts"),  # pyroute2: only for a local node
     ("linkcheck.report.html", "linkcheck.report.html_plots"),  # matplotlib: the optional html extra
     ("linkcheck.report.output", "linkcheck.report.console"),  # rich's tables: only the console report
-    ("linkcheck.repair.node", "linkcheck.transport.pyroute_facts"),  # pyroute2: only to change a local node
+    ("linkcheck.repair.node", "linkcheck.transport.netlink_change"),  # pyroute2: only to change a local node
 }
 # ... or, in cli.py, which builds every command at start, the part of the library that one command runs.
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",

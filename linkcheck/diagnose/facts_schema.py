@@ -20,6 +20,7 @@ from linkcheck.facts.model import (
     NcclRun,
     NodeFacts,
 )
+from linkcheck.values import byte_size
 
 PAIR_SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca", "latency", "allreduce")
 SCOPES = PAIR_SCOPES + CLUSTER_SCOPES
@@ -173,7 +174,7 @@ def allreduce_values(run: AllReduceRun) -> dict[str, Any]:
 
 def _latency(link: LinkFacts) -> Iterator[Subject]:
     for run in link.bench.latency:
-        yield f"{run.path_key} ib_write_lat {run.size_bytes} B", ("a", "b"), latency_values(run)
+        yield f"{run.path_key} ib_write_lat {byte_size(run.size_bytes)}", ("a", "b"), latency_values(run)
 
 
 def _allreduce(link: LinkFacts) -> Iterator[Subject]:

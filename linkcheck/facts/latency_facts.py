@@ -10,6 +10,7 @@ from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
 from linkcheck.parsers.perftest_lat import parse_perftest_lat
+from linkcheck.values import byte_size
 
 KIND = "latency"
 
@@ -36,7 +37,7 @@ def _lat_run(cap: Capture, paths: tuple[DataPath, ...]) -> LatencyRun:
     try:
         result = parse_perftest_lat(cap.stdout)
     except ParseError as exc:
-        return _with(base, problem=f"ib_write_lat {size} B (client {cap.node}): {exc.reason}")
+        return _with(base, problem=f"ib_write_lat {byte_size(size)} (client {cap.node}): {exc.reason}")
     row = result.row(size) or (result.rows[-1] if result.rows else None)
     failed = cap.exit_status not in (0, None)
     if row is None or row.typical_us is None or failed:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from linkcheck.values import byte_size
+
 if TYPE_CHECKING:
     from linkcheck.facts.snapshot_model import BaselineFacts
 
@@ -294,7 +296,7 @@ class AllReduceRun(msgspec.Struct, frozen=True):
         rows = sorted(self.rows, key=lambda r: r.size_bytes)
         exact = next((r for r in rows if r.size_bytes == size_bytes), None)
         if exact is not None:
-            return exact.time_us, f"measured at {size_bytes} B"
+            return exact.time_us, f"measured at {byte_size(size_bytes)}"
         for low, high in zip(rows, rows[1:], strict=False):
             if low.size_bytes < size_bytes < high.size_bytes:
                 share = (size_bytes - low.size_bytes) / (high.size_bytes - low.size_bytes)

@@ -13,7 +13,7 @@ from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
-from linkcheck.values import evidence_line, number, pcie, plain_number
+from linkcheck.values import byte_size, evidence_line, number, pcie, plain_number
 
 
 def stages(outcome: Outcome) -> dict[str, str]:
@@ -181,7 +181,7 @@ def latency_rows(link: LinkFacts) -> list[tuple[str, str, str, str]]:
     bench = link.bench
     rows = []
     for run in bench.latency:
-        what = f"ib_write_lat {run.size_bytes} B, {run.path_key} (client {run.client_node})"
+        what = f"ib_write_lat {byte_size(run.size_bytes)}, {run.path_key} (client {run.client_node})"
         ref = _published_us("ib_write_lat_2b_us") if run.size_bytes <= 64 else \
             _published_us("ib_write_lat_48k_us") if 32768 <= run.size_bytes <= 65536 else "-"
         if run.typical_us is None:

@@ -387,8 +387,8 @@ def hotplug_latency() -> Scenario:
                     "path (8.8 when healthy) and the 64 KiB all_reduce ~129 us (68 when healthy).",
                     base.node_a, base.node_b, bench,
                     {**base.expected_findings, "RDMA_LATENCY_HIGH": "fail", "NCCL_ALLREDUCE_LATENCY_HIGH": "warn"},
-                    {**base.subjects, "RDMA_LATENCY_HIGH": (f"{PATH_1} ib_write_lat 49152 B",
-                                                            f"{PATH_2} ib_write_lat 49152 B"),
+                    {**base.subjects, "RDMA_LATENCY_HIGH": (f"{PATH_1} ib_write_lat 48 KiB",
+                                                            f"{PATH_2} ib_write_lat 48 KiB"),
                      "NCCL_ALLREDUCE_LATENCY_HIGH": ("all_reduce small messages",)}, base.skips)
 
 

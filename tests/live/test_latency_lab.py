@@ -111,7 +111,7 @@ def test_the_healthy_lab_is_advised_two_residents_on_its_measured_figures(runs: 
     measured = {f["name"]: f["value"] for f in data["figures"] if f["kind"] == "measured"}
     lat = {name: value for name, value in measured.items() if name.startswith("ib_write_lat ")}
     assert len(lat) == 4 and all(1.4 < v < 1.6 or 8.7 < v < 8.9 for v in lat.values()), lat
-    assert measured.get("all_reduce 65536 B") == pytest.approx(68.0, abs=0.5), measured
+    assert measured.get("all_reduce 64 KiB") == pytest.approx(68.0, abs=0.5), measured
     assert all(f["source"].startswith("this bundle") for f in data["figures"] if f["kind"] == "measured")
 
 
@@ -120,7 +120,7 @@ def test_the_hotplug_lab_fails_the_latency_and_is_told_to_fix_the_link_first(run
     assert run.returncode == 2, run.describe()
     found = _latency_findings(run)
     failing = {subject for status, subject in found["RDMA_LATENCY_HIGH"] if status == "fail"}
-    assert len(failing) == 2 and all(s.endswith("ib_write_lat 49152 B") for s in failing), found
+    assert len(failing) == 2 and all(s.endswith("ib_write_lat 48 KiB") for s in failing), found
     assert ("warn", "all_reduce small messages") in found["NCCL_ALLREDUCE_LATENCY_HIGH"], found
     advice = runs.advise("hotplug-degraded")
     assert advice.returncode == 2, advice.describe()

@@ -118,7 +118,7 @@ def test_fixture_figures(name: str) -> None:
     if "allreduce_64k_us" in figures:
         assert bench.allreduce is not None
         assert bench.allreduce.time_at(65536) == (pytest.approx(figures["allreduce_64k_us"], abs=0.01),
-                                                  "measured at 65536 B")
+                                                  "measured at 64 KiB")
     if "nccl_busbw_gbs" in figures:
         assert bench.nccl is not None
         assert bench.nccl.busbw_gbs == pytest.approx(figures["nccl_busbw_gbs"], abs=0.01)

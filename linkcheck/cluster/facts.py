@@ -18,6 +18,7 @@ from typing import Literal
 import msgspec
 
 from linkcheck.cluster.topology import Cable, Topology
+from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
@@ -230,3 +231,53 @@ def ring_recabling(topology: Topology) -> dict[str, tuple[str, str]]:
 
 def _cage(cable: Cable, node: str) -> str | None:
     return cable.a_cage if cable.a == node else cable.b_cage
+
+
+# NCCL_IB_SUBNET_AWARE_ROUTING, which a ring needs (NCCL connects device i of each node to device i of the next,
+# and only this routing lets it cross the /24 of each cable), exists from this NCCL on; 2.30.4-1 lacks it.
+SUBNET_ROUTING_NCCL = (2, 30, 7)
+
+
+def nccl_before(version: str | None, first: tuple[int, ...]) -> bool | None:
+    """Whether an NCCL version (`2.30.4`, a library's file name's X.Y.Z) is older than `first`; None when it is
+    unknown or not of that shape (text a node gave is data: never guessed at)."""
+    if version is None:
+        return None
+    parts = version.strip().split(".")
+    if not parts or not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts) < first
+
+
+class HcaCopy(msgspec.Struct, frozen=True):
+    """A node's NCCL_IB_HCA judged against its own cabling and the others': the devices it selects that are not
+    on the node's cabled cages, its own cabled devices, and the other nodes whose cabled devices it selects
+    exactly (the node it was copied from)."""
+
+    foreign: tuple[str, ...]
+    own: tuple[str, ...]
+    fits: tuple[str, ...]
+
+
+def _cabled_hcas(node: NodeFacts) -> tuple[str, ...]:
+    cabled = set(node.cabled_cages)
+    return tuple(f.rdma_dev for f in node.functions if f.rdma_dev and f.cage in cabled)
+
+
+def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
+    """None when the node sets no NCCL_IB_HCA or shows no cabled HCA (nothing to judge it by)."""
+    node = facts.nodes[name]
+    setting = node.nccl.get("NCCL_IB_HCA")
+    own = _cabled_hcas(node)
+    if not setting or not setting.strip() or not own:
+        return None
+    selected = select_hcas(setting, [f.rdma_dev for f in node.functions if f.rdma_dev])
+    foreign = tuple(d for d in selected if d not in own)
+    fits = []
+    for other_name, other in facts.nodes.items():
+        theirs = _cabled_hcas(other)
+        devices = [f.rdma_dev for f in other.functions if f.rdma_dev]
+        # Same device names on every GB10 (rocep1s0f0 ...): the setting means the same devices on the other node.
+        if other_name != name and theirs and set(select_hcas(setting, devices)) == set(theirs):
+            fits.append(other_name)
+    return HcaCopy(foreign=foreign, own=own, fits=tuple(fits))

@@ -281,3 +281,16 @@ def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
         if other_name != name and theirs and set(select_hcas(setting, devices)) == set(theirs):
             fits.append(other_name)
     return HcaCopy(foreign=foreign, own=own, fits=tuple(fits))
+
+
+def nccl_algo_ring_only(value: str | None) -> bool:
+    """Whether NCCL_ALGO leaves NCCL only its Ring algorithm: `Ring` (any case), or `^` excluding Tree and PAT
+    at least. Unset, another list, or the per-collective form (`allreduce:ring;...`, where the collectives it
+    does not name keep every algorithm) is not."""
+    if value is None or ":" in value or ";" in value:
+        return False
+    spec = value.strip().lower()
+    names = {n.strip() for n in spec.lstrip("^").split(",") if n.strip()}
+    if spec.startswith("^"):
+        return {"tree", "pat"} <= names and "ring" not in names
+    return names == {"ring"}

@@ -19,9 +19,11 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                      "forward_policy": "text", "forward_accepted": "bool", "docker_user": "bool",
                      "forward_rules": "text",
                      # NCCL on a ring: its library version, whether that is older than 2.30.7 (no subnet-aware
-                     # routing), and NCCL_IB_HCA against the node's own cabled HCAs and the other nodes'.
+                     # routing), NCCL_IB_HCA against the node's own cabled HCAs and the other nodes', and whether
+                     # NCCL_ALGO leaves only Ring.
                      "ring": "bool", "ring_size": "number", "nccl_version": "text", "nccl_too_old": "bool",
-                     "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text"},
+                     "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text",
+                     "nccl_algo_ring": "bool"},
     # One subject per CX-7 function that is addressed and on a cable or a switch segment (a hop), `a:netdev`; the
     # function's own facts come from the `function` scope.
     "port": {"switched": "bool", "hop": "text", "cluster_mtu": "number", "mtu_uniform": "bool",

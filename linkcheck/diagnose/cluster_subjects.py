@@ -12,6 +12,7 @@ from linkcheck.cluster.facts import (
     accepts_forwarded,
     hca_copy,
     missing_routes,
+    nccl_algo_ring_only,
     nccl_before,
     ring_recabling,
     transits,
@@ -64,6 +65,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "hca_foreign": (",".join(copy.foreign) or None) if copy else None,
             "hca_own": ",".join(copy.own) if copy else None,
             "hca_fits": (", ".join(copy.fits) or None) if copy else None,
+            "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
             **settings_values(node),
         }
 

@@ -12,7 +12,7 @@ import pytest
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.topology import cluster_facts, judge, view_text
-from linkcheck.cluster.facts import missing_routes, ring_recabling, transits
+from linkcheck.cluster.facts import missing_routes, nccl_algo_ring_only, ring_recabling, transits
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config
@@ -324,3 +324,35 @@ def test_an_nccl_ib_hca_that_fits_its_own_node_or_no_other_is_not_a_copy() -> No
     ring = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1"})
             for n, m in _models("ring3").items()}
     assert _firing(_diagnose(ring)) == {}
+
+
+def test_a_ring_of_four_node_that_lets_nccl_use_tree_or_pat_is_named() -> None:
+    models = _routed(_models("ring4"))  # the lab's ring of four sets NCCL_ALGO=Ring on every node
+    models["b"] = replace(models["b"], nccl_env={**models["b"].nccl_env, "NCCL_ALGO": "Tree,Ring"})
+    models["c"] = replace(models["c"], nccl_env={k: v for k, v in models["c"].nccl_env.items() if k != "NCCL_ALGO"})
+    models["d"] = replace(models["d"], nccl_env={**models["d"].nccl_env, "NCCL_ALGO": "^tree,pat"})
+    result = _diagnose(models)
+    firing = _firing(result)
+    assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster"), ("NCCL_ALGO_NOT_RING", "node b"),
+                           ("NCCL_ALGO_NOT_RING", "node c")}
+    assert "NCCL_ALGO=Tree,Ring (environment), so NCCL may pick Tree or PAT" in firing[
+        ("NCCL_ALGO_NOT_RING", "node b")].message
+    unset = firing[("NCCL_ALGO_NOT_RING", "node c")]
+    assert unset.status is Status.WARN and "NCCL_ALGO is not set" in unset.message
+    assert unset.fix[0].startswith("on node c: export NCCL_ALGO=Ring")
+    status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_ALGO_NOT_RING"}
+    assert status["node a"] is Status.PASS and status["node d"] is Status.PASS
+
+
+def test_nccl_algo_is_judged_only_on_a_ring_of_four_or_more() -> None:
+    for scenario in ("ring3", "switch4"):
+        models = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_ALGO": "Tree"}) for n, m in _models(scenario).items()}
+        assert not [f for f in _diagnose(models).findings if f.rule_id == "NCCL_ALGO_NOT_RING"]
+
+
+@pytest.mark.parametrize(("value", "ring_only"), [
+    ("Ring", True), (" ring ", True), ("^Tree,PAT", True), ("^tree,pat,nvls", True), (None, False), ("", False),
+    ("Tree", False), ("Ring,Tree", False), ("^Tree", False), ("^Tree,PAT,Ring", False), ("allreduce:ring", False),
+])
+def test_nccl_algo_ring_only(value: str | None, ring_only: bool) -> None:
+    assert nccl_algo_ring_only(value) is ring_only

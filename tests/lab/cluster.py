@@ -136,6 +136,13 @@ def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
     return tuple(out)
 
 
+def _nccl_env(cluster: Cluster) -> dict[str, str]:
+    """What an owner sets for NCCL: subnet-aware routing, and on a ring of four or more NCCL_ALGO=Ring (Tree and
+    PAT would connect nodes that share no cable)."""
+    big_ring = cluster.expected.layout.startswith("ring") and len(cluster.names) >= 4
+    return {**HCA_ENV, **({"NCCL_ALGO": "Ring"} if big_ring else {})}
+
+
 def cluster_models(cluster: Cluster) -> dict[str, Node]:
     """A GB10 model per node: the cabled cages' twins with carrier, the addresses, the neighbour tables."""
     models = {}
@@ -147,7 +154,7 @@ def cluster_models(cluster: Cluster) -> dict[str, Node]:
                          mgmt_ip=f"10.20.0.{21 + i}/24")
         for fn in node.functions:
             node = with_function(node, fn.netdev, carrier=fn.cage in cages)
-        models[name] = replace(node, nccl_env=dict(HCA_ENV), versions={**node.versions, "nccl": RING_NCCL})
+        models[name] = replace(node, nccl_env=_nccl_env(cluster), versions={**node.versions, "nccl": RING_NCCL})
     return {name: replace(m, neighbours=_neighbours(m, [o for o in models.values() if o is not m]))
             for name, m in models.items()}
 

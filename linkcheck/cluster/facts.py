@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -233,20 +234,24 @@ def _cage(cable: Cable, node: str) -> str | None:
     return cable.a_cage if cable.a == node else cable.b_cage
 
 
-# NCCL_IB_SUBNET_AWARE_ROUTING, which a ring needs (NCCL connects device i of each node to device i of the next,
-# and only this routing lets it cross the /24 of each cable), exists from this NCCL on; 2.30.4-1 lacks it.
+# NCCL_IB_SUBNET_AWARE_ROUTING, which a ring needs (each cable is its own /24: NCCL must pick, per peer, the
+# device on the subnet that peer shares), exists from this NCCL on; 2.30.4-1 lacks it.
 SUBNET_ROUTING_NCCL = (2, 30, 7)
+# The X.Y.Z that starts a version: a library's file name gives it bare, a package or a log may add `-1`, `+cuda13`.
+_VERSION = re.compile(r"\s*(\d+(?:\.\d+)+)")
 
 
 def nccl_before(version: str | None, first: tuple[int, ...]) -> bool | None:
-    """Whether an NCCL version (`2.30.4`, a library's file name's X.Y.Z) is older than `first`; None when it is
-    unknown or not of that shape (text a node gave is data: never guessed at)."""
-    if version is None:
+    """Whether an NCCL version (`2.30.4`, `2.30.4-1`) is older than `first`; None when it is unknown or does not
+    start with X.Y (text a node gave is data: never guessed at).
+
+    >>> nccl_before("2.30.4", (2, 30, 7)), nccl_before("2.30.7-1", (2, 30, 7)), nccl_before("n/a", (2, 30, 7))
+    (True, False, None)
+    """
+    m = _VERSION.match(version) if version is not None else None
+    if m is None:
         return None
-    parts = version.strip().split(".")
-    if not parts or not all(p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts) < first
+    return tuple(int(p) for p in m.group(1).split(".")) < first
 
 
 class HcaCopy(msgspec.Struct, frozen=True):
@@ -265,12 +270,15 @@ def _cabled_hcas(node: NodeFacts) -> tuple[str, ...]:
 
 
 def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
-    """None when the node sets no NCCL_IB_HCA or shows no cabled HCA (nothing to judge it by)."""
+    """None when the node shows no cabled HCA (nothing to judge its NCCL_IB_HCA by); nothing foreign when it sets
+    none, or an empty one (NCCL then uses every HCA)."""
     node = facts.nodes[name]
     setting = node.nccl.get("NCCL_IB_HCA")
     own = _cabled_hcas(node)
-    if not setting or not setting.strip() or not own:
+    if not own:
         return None
+    if not setting or not setting.strip():
+        return HcaCopy(foreign=(), own=own, fits=())
     selected = select_hcas(setting, [f.rdma_dev for f in node.functions if f.rdma_dev])
     foreign = tuple(d for d in selected if d not in own)
     fits = []

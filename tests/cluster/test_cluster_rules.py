@@ -314,12 +314,14 @@ def test_an_nccl_ib_hca_copied_from_a_node_cabled_on_the_other_cage_is_named() -
 
 def test_an_nccl_ib_hca_that_fits_its_own_node_or_no_other_is_not_a_copy() -> None:
     models = _switch_by_cage()
-    # d lists an uncabled HCA too, but no node is cabled on exactly what it names: a mistake, not a copy.
+    # d lists an uncabled HCA too, but no node is cabled on exactly what it names: a mistake, not a copy. c's
+    # empty setting lets NCCL use every HCA: nothing copied.
     models["d"] = replace(models["d"], nccl_env={"NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1"})
+    models["c"] = replace(models["c"], nccl_env={"NCCL_IB_HCA": ""})
     result = _diagnose(models)
     assert _firing(result) == {}
     status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_IB_HCA_COPIED"}
-    assert status == {"node a": Status.PASS, "node d": Status.PASS}
+    assert status == {"node a": Status.PASS, "node c": Status.PASS, "node d": Status.PASS}
     # On a ring every node is cabled on both cages: one setting of all four HCAs fits each node.
     ring = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1"})
             for n, m in _models("ring3").items()}

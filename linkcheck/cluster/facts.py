@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -18,6 +19,7 @@ from typing import Literal
 import msgspec
 
 from linkcheck.cluster.topology import Cable, Topology
+from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
@@ -230,3 +232,73 @@ def ring_recabling(topology: Topology) -> dict[str, tuple[str, str]]:
 
 def _cage(cable: Cable, node: str) -> str | None:
     return cable.a_cage if cable.a == node else cable.b_cage
+
+
+# NCCL_IB_SUBNET_AWARE_ROUTING, which a ring needs (each cable is its own /24: NCCL must pick, per peer, the
+# device on the subnet that peer shares), exists from this NCCL on; 2.30.4-1 lacks it.
+SUBNET_ROUTING_NCCL = (2, 30, 7)
+# The X.Y.Z that starts a version: a library's file name gives it bare, a package or a log may add `-1`, `+cuda13`.
+_VERSION = re.compile(r"\s*(\d+(?:\.\d+)+)")
+
+
+def nccl_before(version: str | None, first: tuple[int, ...]) -> bool | None:
+    """Whether an NCCL version (`2.30.4`, `2.30.4-1`) is older than `first`; None when it is unknown or does not
+    start with X.Y (text a node gave is data: never guessed at).
+
+    >>> nccl_before("2.30.4", (2, 30, 7)), nccl_before("2.30.7-1", (2, 30, 7)), nccl_before("n/a", (2, 30, 7))
+    (True, False, None)
+    """
+    m = _VERSION.match(version) if version is not None else None
+    if m is None:
+        return None
+    return tuple(int(p) for p in m.group(1).split(".")) < first
+
+
+class HcaCopy(msgspec.Struct, frozen=True):
+    """A node's NCCL_IB_HCA judged against its own cabling and the others': the devices it selects that are not
+    on the node's cabled cages, its own cabled devices, and the other nodes whose cabled devices it selects
+    exactly (the node it was copied from)."""
+
+    foreign: tuple[str, ...]
+    own: tuple[str, ...]
+    fits: tuple[str, ...]
+
+
+def _cabled_hcas(node: NodeFacts) -> tuple[str, ...]:
+    cabled = set(node.cabled_cages)
+    return tuple(f.rdma_dev for f in node.functions if f.rdma_dev and f.cage in cabled)
+
+
+def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
+    """None when the node shows no cabled HCA (nothing to judge its NCCL_IB_HCA by); nothing foreign when it sets
+    none, or an empty one (NCCL then uses every HCA)."""
+    node = facts.nodes[name]
+    setting = node.nccl.get("NCCL_IB_HCA")
+    own = _cabled_hcas(node)
+    if not own:
+        return None
+    if not setting or not setting.strip():
+        return HcaCopy(foreign=(), own=own, fits=())
+    selected = select_hcas(setting, [f.rdma_dev for f in node.functions if f.rdma_dev])
+    foreign = tuple(d for d in selected if d not in own)
+    fits = []
+    for other_name, other in facts.nodes.items():
+        theirs = _cabled_hcas(other)
+        devices = [f.rdma_dev for f in other.functions if f.rdma_dev]
+        # Same device names on every GB10 (rocep1s0f0 ...): the setting means the same devices on the other node.
+        if other_name != name and theirs and set(select_hcas(setting, devices)) == set(theirs):
+            fits.append(other_name)
+    return HcaCopy(foreign=foreign, own=own, fits=tuple(fits))
+
+
+def nccl_algo_ring_only(value: str | None) -> bool:
+    """Whether NCCL_ALGO leaves NCCL only its Ring algorithm: `Ring` (any case), or `^` excluding Tree and PAT
+    at least. Unset, another list, or the per-collective form (`allreduce:ring;...`, where the collectives it
+    does not name keep every algorithm) is not."""
+    if value is None or ":" in value or ";" in value:
+        return False
+    spec = value.strip().lower()
+    names = {n.strip() for n in spec.lstrip("^").split(",") if n.strip()}
+    if spec.startswith("^"):
+        return {"tree", "pat"} <= names and "ring" not in names
+    return names == {"ring"}

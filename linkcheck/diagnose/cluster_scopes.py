@@ -12,11 +12,18 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
     # One subject, `cluster`: the layout and whether NVIDIA documents it.
     "cluster": {"layout": "text", "supported": "bool", "node_count": "number", "nodes": "text",
                 "unsupported_reason": "text"},
-    # One subject per node: whether it must carry traffic between two others and whether it can.
+    # One subject per node: whether it must carry traffic between two others and whether it can; also its NCCL
+    # settings as nccl.VAR and nccl_source.VAR, as a pair's node has them.
     "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",
                      "transit_for": "text", "unreached": "text", "unreached_count": "number", "route_add": "text",
                      "forward_policy": "text", "forward_accepted": "bool", "docker_user": "bool",
-                     "forward_rules": "text"},
+                     "forward_rules": "text",
+                     # NCCL on a ring: its library version, whether that is older than 2.30.7 (no subnet-aware
+                     # routing), NCCL_IB_HCA against the node's own cabled HCAs and the other nodes', and whether
+                     # NCCL_ALGO leaves only Ring.
+                     "ring": "bool", "ring_size": "number", "nccl_version": "text", "nccl_too_old": "bool",
+                     "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text",
+                     "nccl_algo_ring": "bool"},
     # One subject per CX-7 function that is addressed and on a cable or a switch segment (a hop), `a:netdev`; the
     # function's own facts come from the `function` scope.
     "port": {"switched": "bool", "hop": "text", "cluster_mtu": "number", "mtu_uniform": "bool",

@@ -7,13 +7,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from linkcheck.cluster.facts import (
+    SUBNET_ROUTING_NCCL,
     ClusterFacts,
     accepts_forwarded,
+    hca_copy,
     missing_routes,
+    nccl_algo_ring_only,
+    nccl_before,
     ring_recabling,
     transits,
 )
-from linkcheck.diagnose.facts_schema import Subject, function_values
+from linkcheck.diagnose.facts_schema import Subject, function_values, settings_values
 from linkcheck.diagnose.observation import ShellText
 
 # Flags that other rules judge (the layout, a ring's cabling) or that only describe (neither is a fault here).
@@ -29,7 +33,10 @@ def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
 
 def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
     carried = transits(facts.topology)
+    ring = facts.topology.layout.startswith("ring")
     for name, node in facts.nodes.items():
+        copy = hca_copy(facts, name)
+        nccl_version = node.identity.nccl_version
         fwd = facts.forwarding.get(name)
         unavailable = facts.unavailable(name)
         missing = missing_routes(facts, name) if "routes" not in unavailable else []
@@ -51,6 +58,15 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "docker_user": fwd.docker_user if fwd else None,
             "forward_rules": "\n".join(" ".join(("-A", r.chain, *r.words)) for r in fwd.forward_rules)
             if known_firewall and fwd else None,
+            "ring": ring, "ring_size": len(facts.topology.nodes) if ring else None,
+            "nccl_version": nccl_version, "nccl_too_old": nccl_before(nccl_version, SUBNET_ROUTING_NCCL),
+            # Copied: it selects HCAs off this node's cabled cages, and exactly another node's cabled ones.
+            "hca_copied": bool(copy.foreign and copy.fits) if copy else None,
+            "hca_foreign": (",".join(copy.foreign) or None) if copy else None,
+            "hca_own": ",".join(copy.own) if copy else None,
+            "hca_fits": (", ".join(copy.fits) or None) if copy else None,
+            "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
+            **settings_values(node),
         }
 
 

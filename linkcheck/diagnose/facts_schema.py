@@ -79,6 +79,8 @@ def is_known_fact(scope: str, fact: str) -> bool:
         return fact in NODE_FACTS or setting(NODE_NCCL_PREFIXES)
     if scope == "port":
         return fact in FUNCTION_FACTS or fact in CLUSTER_FACTS["port"] or setting(NCCL_PREFIXES)
+    if scope == "cluster_node":
+        return fact in CLUSTER_FACTS[scope] or setting(NCCL_PREFIXES)
     if scope in CLUSTER_FACTS:
         return fact in CLUSTER_FACTS[scope]
     return fact in _OTHER_FACTS.get(scope, ())
@@ -96,7 +98,8 @@ def placeholders_for_scope(scope: str) -> frozenset[str]:
     return {"function": FUNCTION_FACTS, "path": PATH_FACTS, "node": NODE_FACTS, **_OTHER_FACTS}.get(scope, frozenset())
 
 
-def _settings(node: NodeFacts) -> dict[str, Any]:
+def settings_values(node: NodeFacts) -> dict[str, Any]:
+    """The node's NCCL settings as `nccl.VAR` and where each is set as `nccl_source.VAR`."""
     values: dict[str, Any] = {f"nccl.{k}": v for k, v in node.nccl.items()}
     values.update({f"nccl_source.{k}": v for k, v in node.nccl_sources.items()})
     return values
@@ -118,7 +121,7 @@ def function_values(fn: Function, node: NodeFacts) -> dict[str, Any]:
     values["ipv4"] = ", ".join(fn.ipv4) or None
     values["nccl_listed"], values["nccl_listed_others"] = _listed(fn, node)
     values["node_cabled_cages"] = ", ".join(node.cabled_cages) or None
-    values.update(_settings(node))
+    values.update(settings_values(node))
     return values
 
 
@@ -146,7 +149,7 @@ def _shared_subnet(node: NodeFacts) -> tuple[str | None, str | None]:
 def node_values(node: NodeFacts) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(node, name) for name in NODE_FIELDS}
     values["shared_subnet"], values["shared_netdevs"] = _shared_subnet(node)
-    values.update(_settings(node))
+    values.update(settings_values(node))
     values.update({f"nccl_unset.{k}": ShellText(unset_command(k, node.nccl_sources.get(k, "not set")))
                    for k in node.nccl})
     return values

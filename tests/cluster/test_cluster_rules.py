@@ -12,7 +12,7 @@ import pytest
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.topology import cluster_facts, judge, view_text
-from linkcheck.cluster.facts import missing_routes, ring_recabling, transits
+from linkcheck.cluster.facts import missing_routes, nccl_algo_ring_only, ring_recabling, transits
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config
@@ -25,7 +25,7 @@ from tests.emulators.build import with_function
 from tests.emulators.captures import node_captures
 from tests.emulators.derive import derived_routes
 from tests.emulators.node import Node, Route
-from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, switch_by_cage
 
 RULES = load_playbooks(kind="cluster")
 DOCKER_FORWARD = "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -j DOCKER-FORWARD\n"
@@ -249,3 +249,112 @@ def test_one_linkcheck_yaml_tunes_a_pairs_rules_and_a_clusters(tmp_path: Path) -
     path.write_text("thresholds:\n  NO_SUCH_RULE: {x: 1}\n", encoding="utf-8")
     with pytest.raises(PlaybookError, match="unknown rule NO_SUCH_RULE"):
         configured_rules([], load_config(path), kind="cluster")
+
+
+def test_a_ring_node_with_an_nccl_older_than_2_30_7_fails_and_one_without_the_setting_warns() -> None:
+    models = _models("ring3")
+    models["b"] = replace(models["b"], versions={**models["b"].versions, "nccl": "2.30.4"})
+    models["c"] = replace(models["c"], nccl_env={})
+    firing = _firing(_diagnose(models))
+    assert set(firing) == {("NCCL_SUBNET_ROUTING_MISSING", "node b"), ("NCCL_SUBNET_ROUTING_MISSING", "node c"),
+                           ("CLUSTER_NODES_DIFFER", "cluster")}
+    old = firing[("NCCL_SUBNET_ROUTING_MISSING", "node b")]
+    assert old.status is Status.FAIL and "NCCL 2.30.4 predates NCCL_IB_SUBNET_AWARE_ROUTING" in old.message
+    assert {e.fact: e.value for e in old.evidence}["NCCL version"] == "2.30.4"
+    unset = firing[("NCCL_SUBNET_ROUTING_MISSING", "node c")]
+    assert unset.status is Status.WARN and "is not set" in unset.message and "ring of 3" in unset.message
+    assert "NCCL_IB_SUBNET_AWARE_ROUTING=1" in unset.fix[1]
+
+
+def test_subnet_aware_routing_set_to_0_is_named_with_where_it_is_set() -> None:
+    models = _models("ring4")
+    models["d"] = replace(models["d"], nccl_env={"NCCL_IB_SUBNET_AWARE_ROUTING": "0"})
+    (finding,) = [f for f in _firing(_diagnose(models)).values() if f.rule_id == "NCCL_SUBNET_ROUTING_MISSING"]
+    assert finding.subject == "node d" and finding.status is Status.WARN
+    assert "NCCL_IB_SUBNET_AWARE_ROUTING is 0 (environment), not 1" in finding.message
+
+
+def test_subnet_aware_routing_is_judged_only_on_a_ring() -> None:
+    models = _models("switch4")
+    models = {n: replace(m, nccl_env={}, versions={**m.versions, "nccl": "2.28.9"}) for n, m in models.items()}
+    result = _diagnose(models)
+    assert not [f for f in result.findings if f.rule_id == "NCCL_SUBNET_ROUTING_MISSING"]
+    healthy = _diagnose(_models("ring3"))
+    assert {f.status for f in healthy.findings if f.rule_id == "NCCL_SUBNET_ROUTING_MISSING"} == {Status.PASS}
+
+
+def test_an_nccl_version_that_was_not_read_is_a_skip_naming_the_node() -> None:
+    models = _models("ring3")
+    models["a"] = replace(models["a"], nccl_files=("/usr/lib/libnccl.so",))
+    result = _diagnose(models)
+    (skip,) = [f for f in result.findings if f.rule_id == "NCCL_SUBNET_ROUTING_MISSING" and f.subject == "node a"]
+    assert skip.status is Status.SKIP and "NCCL's version on node a was not read" in (skip.skip_reason or "")
+    assert not skip.required
+
+
+def _switch_by_cage() -> dict[str, Node]:
+    """a on the switch by p0, b, c and d by p1; a's NCCL_IB_HCA names its own cabled HCAs."""
+    models = cluster_models(switch_by_cage({"a": "p0", "b": "p1", "c": "p1", "d": "p1"}))
+    models["a"] = replace(models["a"], nccl_env={"NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0"})
+    return models
+
+
+def test_an_nccl_ib_hca_copied_from_a_node_cabled_on_the_other_cage_is_named() -> None:
+    models = _switch_by_cage()
+    models["b"] = replace(models["b"], nccl_env=dict(models["a"].nccl_env))  # the head's setting, copied
+    models["c"] = replace(models["c"], nccl_env={"NCCL_IB_HCA": "=rocep1s0f1,roceP2p1s0f1"})  # its own
+    firing = _firing(_diagnose(models))
+    assert set(firing) == {("NCCL_IB_HCA_COPIED", "node b")}
+    finding = firing[("NCCL_IB_HCA_COPIED", "node b")]
+    assert finding.status is Status.FAIL
+    assert "selects roceP2p1s0f0,rocep1s0f0, which are not on its cabled cages" in finding.message
+    assert "the cabled HCAs of a:" in finding.message
+    assert finding.fix[0].startswith("on node b: set NCCL_IB_HCA=roceP2p1s0f1,rocep1s0f1 (its own cabled HCAs)")
+
+
+def test_an_nccl_ib_hca_that_fits_its_own_node_or_no_other_is_not_a_copy() -> None:
+    models = _switch_by_cage()
+    # d lists an uncabled HCA too, but no node is cabled on exactly what it names: a mistake, not a copy. c's
+    # empty setting lets NCCL use every HCA: nothing copied.
+    models["d"] = replace(models["d"], nccl_env={"NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1"})
+    models["c"] = replace(models["c"], nccl_env={"NCCL_IB_HCA": ""})
+    result = _diagnose(models)
+    assert _firing(result) == {}
+    status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_IB_HCA_COPIED"}
+    assert status == {"node a": Status.PASS, "node c": Status.PASS, "node d": Status.PASS}
+    # On a ring every node is cabled on both cages: one setting of all four HCAs fits each node.
+    ring = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1"})
+            for n, m in _models("ring3").items()}
+    assert _firing(_diagnose(ring)) == {}
+
+
+def test_a_ring_of_four_node_that_lets_nccl_use_tree_or_pat_is_named() -> None:
+    models = _routed(_models("ring4"))  # the lab's ring of four sets NCCL_ALGO=Ring on every node
+    models["b"] = replace(models["b"], nccl_env={**models["b"].nccl_env, "NCCL_ALGO": "Tree,Ring"})
+    models["c"] = replace(models["c"], nccl_env={k: v for k, v in models["c"].nccl_env.items() if k != "NCCL_ALGO"})
+    models["d"] = replace(models["d"], nccl_env={**models["d"].nccl_env, "NCCL_ALGO": "^tree,pat"})
+    result = _diagnose(models)
+    firing = _firing(result)
+    assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster"), ("NCCL_ALGO_NOT_RING", "node b"),
+                           ("NCCL_ALGO_NOT_RING", "node c")}
+    assert "NCCL_ALGO=Tree,Ring (environment), so NCCL may pick Tree or PAT" in firing[
+        ("NCCL_ALGO_NOT_RING", "node b")].message
+    unset = firing[("NCCL_ALGO_NOT_RING", "node c")]
+    assert unset.status is Status.WARN and "NCCL_ALGO is not set" in unset.message
+    assert unset.fix[0].startswith("on node c: export NCCL_ALGO=Ring")
+    status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_ALGO_NOT_RING"}
+    assert status["node a"] is Status.PASS and status["node d"] is Status.PASS
+
+
+def test_nccl_algo_is_judged_only_on_a_ring_of_four_or_more() -> None:
+    for scenario in ("ring3", "switch4"):
+        models = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_ALGO": "Tree"}) for n, m in _models(scenario).items()}
+        assert not [f for f in _diagnose(models).findings if f.rule_id == "NCCL_ALGO_NOT_RING"]
+
+
+@pytest.mark.parametrize(("value", "ring_only"), [
+    ("Ring", True), (" ring ", True), ("^Tree,PAT", True), ("^tree,pat,nvls", True), (None, False), ("", False),
+    ("Tree", False), ("Ring,Tree", False), ("^Tree", False), ("^Tree,PAT,Ring", False), ("allreduce:ring", False),
+])
+def test_nccl_algo_ring_only(value: str | None, ring_only: bool) -> None:
+    assert nccl_algo_ring_only(value) is ring_only

@@ -28,6 +28,8 @@ from tests.lab.spec import LabNodeSpec
 
 TWINS = {"p0": ("enp1s0f0np0", "enP2p1s0f0np0"), "p1": ("enp1s0f1np1", "enP2p1s0f1np1")}
 HCA_ENV = {"NCCL_IB_SUBNET_AWARE_ROUTING": "1"}
+# The first NCCL with NCCL_IB_SUBNET_AWARE_ROUTING (spark-link.md s.10): a healthy ring runs it or later.
+RING_NCCL = "2.30.7"
 SWITCH = "s1"
 
 
@@ -103,6 +105,15 @@ def switch4() -> Cluster:
     return replace(c, expected=Expected("switch", segments=2))
 
 
+def switch_by_cage(cages: dict[str, str]) -> Cluster:
+    """Nodes on the switch, each by its own cage (node -> cage): still NVIDIA's switch layout, but one node's
+    cabled HCAs are not another's."""
+    c = _direct(tuple(cages), [])
+    for name, cage in cages.items():
+        c = _on_switch(c, [name], cage)
+    return replace(c, expected=Expected("switch", segments=2))
+
+
 def mixed() -> Cluster:
     c = _on_switch(_direct("abc", [("a", "p0", "b", "p0")], first_subnet=50), "abc")
     return replace(c, expected=Expected("mixed", ("a:p0<->b:p0",), segments=2,
@@ -125,6 +136,13 @@ def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
     return tuple(out)
 
 
+def _nccl_env(cluster: Cluster) -> dict[str, str]:
+    """What an owner sets for NCCL: subnet-aware routing, and on a ring of four or more NCCL_ALGO=Ring (Tree and
+    PAT would connect nodes that share no cable)."""
+    big_ring = cluster.expected.layout.startswith("ring") and len(cluster.names) >= 4
+    return {**HCA_ENV, **({"NCCL_ALGO": "Ring"} if big_ring else {})}
+
+
 def cluster_models(cluster: Cluster) -> dict[str, Node]:
     """A GB10 model per node: the cabled cages' twins with carrier, the addresses, the neighbour tables."""
     models = {}
@@ -136,7 +154,7 @@ def cluster_models(cluster: Cluster) -> dict[str, Node]:
                          mgmt_ip=f"10.20.0.{21 + i}/24")
         for fn in node.functions:
             node = with_function(node, fn.netdev, carrier=fn.cage in cages)
-        models[name] = replace(node, nccl_env=dict(HCA_ENV))
+        models[name] = replace(node, nccl_env=_nccl_env(cluster), versions={**node.versions, "nccl": RING_NCCL})
     return {name: replace(m, neighbours=_neighbours(m, [o for o in models.values() if o is not m]))
             for name, m in models.items()}
 

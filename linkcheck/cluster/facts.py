@@ -19,8 +19,8 @@ from typing import Literal
 import msgspec
 
 from linkcheck.cluster.topology import Cable, Topology
-from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.facts.model import NodeFacts
+from linkcheck.facts.nccl_hca import select_hcas
 from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
 from linkcheck.parsers.netfilter import IptablesChains, IptRule

@@ -7,7 +7,6 @@ from typing import Any
 
 from linkcheck.cluster.facts import CLUSTER_GROUPS
 from linkcheck.diagnose.cluster_scopes import CLUSTER_FACTS, CLUSTER_SCOPES
-from linkcheck.diagnose.nccl_hca import nccl_functions, select_hcas, unset_command
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
 from linkcheck.facts.model import (
@@ -20,6 +19,7 @@ from linkcheck.facts.model import (
     NcclRun,
     NodeFacts,
 )
+from linkcheck.facts.nccl_hca import nccl_functions, select_hcas, unset_command
 from linkcheck.values import byte_size
 
 PAIR_SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca", "latency", "allreduce")

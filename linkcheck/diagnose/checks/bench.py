@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 
 from linkcheck.diagnose.checks.fec import fec_evidence
-from linkcheck.diagnose.nccl_hca import nccl_functions
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import DataPath, LinkFacts, RdmaRun
+from linkcheck.facts.nccl_hca import nccl_functions
 from linkcheck.model import Evidence, Severity
 from linkcheck.values import pcie
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import msgspec
 
-from linkcheck.diagnose.nccl_hca import nccl_functions, unset_command
 from linkcheck.diagnose.observation import Observation, ShellText
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.facts.nccl_hca import nccl_functions, unset_command
 from linkcheck.model import Evidence
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import msgspec
 
-from linkcheck.diagnose.nccl_hca import select_hcas
 from linkcheck.diagnose.observation import Observation
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.facts.nccl_hca import select_hcas
 from linkcheck.model import Evidence
 
 HCA = "NCCL_IB_HCA"

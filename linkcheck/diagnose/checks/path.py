@@ -11,9 +11,9 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.diagnose.checks.fec import fec_evidence
-from linkcheck.diagnose.nccl_hca import nccl_functions, select_hcas
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
+from linkcheck.facts.nccl_hca import nccl_functions, select_hcas
 from linkcheck.model import Evidence
 
 

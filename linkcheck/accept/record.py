@@ -5,7 +5,6 @@ numbers, and the `cx7` list), the one mapping whose keys are not fixed here."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -13,10 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from linkcheck import schema
-from linkcheck.bundle.acceptance import ACCEPTANCE, MAX_ACCEPTANCE_BYTES
-from linkcheck.bundle.digests import sha256_hex
-from linkcheck.bundle.format import MANIFEST, read_manifest
-from linkcheck.safe_read import read_capped
+from linkcheck.bundle.acceptance import ACCEPTANCE, MAX_ACCEPTANCE_BYTES, read_added_file
 
 MAX_NUMBER = 1e15  # no measurement, threshold or count of an acceptance comes near
 Number = Annotated[float, msgspec.Meta(ge=-MAX_NUMBER, le=MAX_NUMBER)]  # finite, of a measurable size
@@ -238,19 +234,9 @@ def load_acceptance(directory: Path) -> tuple[dict[str, Any] | None, str | None]
 
     Read only when the manifest lists it with the same SHA-256: an edited acceptance is never shown as the run's.
     """
+    raw, problem = read_added_file(directory, ACCEPTANCE, MAX_ACCEPTANCE_BYTES, "the run")
+    if raw is None:
+        return None, problem
     path = directory / ACCEPTANCE
-    if not os.path.lexists(path):
-        return None, None
-    if path.is_symlink():
-        return None, f"{path}: a symbolic link, not a plain file of the bundle (not shown)"
-    files = read_manifest(directory).get("files", {})
-    try:
-        raw = read_capped(path, MAX_ACCEPTANCE_BYTES)
-    except OSError as exc:  # a FIFO, a device or a folder in its place, or over the cap
-        return None, f"{path}: cannot read: {exc.strerror or exc} (not shown)"
-    if ACCEPTANCE not in files:
-        return None, f"{path}: not in {MANIFEST} (unverified, not shown)"
-    if sha256_hex(raw) != files[ACCEPTANCE]:
-        return None, f"{path}: does not match its SHA-256 in {MANIFEST} (changed since the run; not shown)"
     doc, problem = decode_record(path, raw)
     return (doc, None) if doc is not None else (None, f"{problem} (not shown)")

@@ -3,18 +3,14 @@ so `linkcheck verify` covers it; read back through its model, and only when the 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from linkcheck import strict_json
-from linkcheck.bundle.acceptance import add_files
-from linkcheck.bundle.digests import sha256_hex
-from linkcheck.bundle.format import MANIFEST, read_manifest
+from linkcheck.bundle.acceptance import add_files, read_added_file
 from linkcheck.repair.model import RepairPlan, Step
-from linkcheck.safe_read import read_capped
 
 REPAIR = "repair.json"
 SCHEMA = "linkcheck-repair"
@@ -55,20 +51,10 @@ def write_repair(directory: Path, plan: RepairPlan) -> None:
 
 def load_repair(directory: Path) -> tuple[RepairPlan | None, str | None]:
     """The bundle's repair plan, or (None, why it is not shown); (None, None) when it has none."""
+    raw, problem = read_added_file(directory, REPAIR, MAX_REPAIR_BYTES, "the plan")
+    if raw is None:
+        return None, problem
     path = directory / REPAIR
-    if not os.path.lexists(path):
-        return None, None
-    if path.is_symlink():
-        return None, f"{path}: a symbolic link, not a plain file of the bundle (not shown)"
-    files = read_manifest(directory).get("files", {})
-    try:
-        raw = read_capped(path, MAX_REPAIR_BYTES)
-    except OSError as exc:
-        return None, f"{path}: cannot read: {exc.strerror or exc} (not shown)"
-    if REPAIR not in files:
-        return None, f"{path}: not in {MANIFEST} (unverified, not shown)"
-    if sha256_hex(raw) != files[REPAIR]:
-        return None, f"{path}: does not match its SHA-256 in {MANIFEST} (changed since the plan; not shown)"
     try:
         doc = msgspec.json.decode(raw, type=RepairDocument)
     except msgspec.ValidationError as exc:

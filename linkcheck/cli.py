@@ -38,15 +38,16 @@ from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolv
 from linkcheck.accept.text import describe_profile, headline
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.baseline import list_text, save_baseline, show_text
+from linkcheck.app.cluster_check import check_cluster
 from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
 from linkcheck.app.runs import RunRecord, finish_run
-from linkcheck.app.topology import discover, view_json, view_text
+from linkcheck.app.topology import discover
 from linkcheck.baseline.store import delete, resolve
 from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.bundle.verify import verify_bundle
-from linkcheck.cluster.hosts import cluster_hosts
+from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule_text import describe_rule
@@ -57,6 +58,7 @@ from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
 from linkcheck.repair.record import steps_json
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
+from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
@@ -228,6 +230,12 @@ NodeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option("--node", "-n", help="a=USER@HOST[:PORT] or b=...; overrides linkcheck.yaml (repeatable)."),
 ]
+HostfileOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--hostfile", help="An Open MPI hostfile naming the nodes (a cluster).")]
+InventoryOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--inventory", "-i", help="An Ansible inventory (INI or YAML) naming the nodes (a cluster).")]
+GroupOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--group", help="Only the inventory's hosts of this group (and its children).")]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (default ./linkcheck.yaml).")]  # noqa: UP045
 AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys",
                                          help="Trust and record unknown host keys (never a changed one).")]
@@ -385,15 +393,31 @@ def check(
     size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
     prometheus: PrometheusOpt = None, latency: LatencyOpt = False,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
+    report: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--report", help="Over a cluster: also write the Markdown report (per-cable table, matrix) here.")] = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
     short ib_write_bw rounds (8 s of traffic on a healthy pair), --bench the full traffic tests, --latency the
-    latency test (after any other test)."""
+    latency test (after any other test). Three or more --node, --hostfile or --inventory check a cluster: every
+    node inspected, the cabling inferred, and with --quick or --bench every cable measured in rounds."""
     if quick and (bench or duration is not None):
         raise UsageError("--quick runs its own short ib_write_bw rounds (-D 4); for other durations use "
                          "--bench --duration S or `linkcheck bench rdma --duration S`")
     if quick_nccl and not quick:
         raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
+    cluster = hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2
+    if report is not None and not cluster:
+        raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
+    if cluster:
+        if quick_nccl or latency or baseline or prometheus or save or anonymize:
+            raise UsageError("over a cluster, check runs the inspection and the RDMA rounds per cable; --nccl, "
+                             "--latency, --baseline, --prometheus, --save and --anonymize judge a pair")
+        rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
+            duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
+            else None
+        _run_cluster_check(cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group,
+                                         environ=os.environ), config, accept_new_host_keys, fmt, rdma, report)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -402,6 +426,29 @@ def check(
         traffic = replace(traffic, latency=options) if traffic is not None else _latency_only(options)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
+
+
+def _run_cluster_check(hosts: tuple[ClusterHost, ...], config: Path | None, accept: bool, fmt: Format,
+                       rdma: RdmaOptions | None, report: Path | None) -> None:
+    """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
+    findings; text or JSON on stdout, a Markdown report to `report`, the verdict's exit code."""
+    if report is not None:
+        check_output_path(report, "--report")
+    _quiet_libraries(bool(_DEBUG))
+    found = find_config(config)
+    ssh = found.ssh if found else SshOptions()
+    rules = configured_rules([], found, kind="all")  # the config's playbooks and threshold overrides too
+    if not _QUIET and fmt is Format.console:
+        _say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
+             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)"))
+    result, _ = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys), rules,
+                              rdma)
+    if report is not None:
+        write_output(report, check_markdown(result), "--report")
+        _say(f"report written to {report}")
+    if not _QUIET:
+        _out(check_json(result) if fmt is Format.json else check_text(result))
+    raise typer.Exit(int(result.exit_code))
 
 
 def _quick_traffic(size: int, qps: int, port_base: int | None, nccl: bool, nccl_binary: str | None) -> TrafficRequest:
@@ -725,12 +772,7 @@ ClusterNodeOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
 @app.command()
 def topology(
     node: ClusterNodeOpt = None,
-    hostfile: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--hostfile", help="An Open MPI hostfile naming the nodes.")] = None,
-    inventory: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--inventory", "-i", help="An Ansible inventory (INI or YAML) naming the nodes.")] = None,
-    group: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--group", help="Only the inventory's hosts of this group (and its children).")] = None,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
     config: ConfigOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
 ) -> None:

@@ -38,7 +38,7 @@ def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule], baseline:
 
 
 def configured_rules(playbooks: list[Path], config: Config | None,
-                     kind: Literal["pair", "cluster"] = "pair") -> list[Rule]:
+                     kind: Literal["pair", "cluster", "all"] = "pair") -> list[Rule]:
     """Built-in rules, the given playbooks and the config's, with the config's threshold overrides: the same
     set for `check` and for `diagnose` of its bundle (`kind` pair), or for `topology` (cluster). The overrides
     are checked against every rule, so one linkcheck.yaml may tune both a pair's rules and a cluster's."""

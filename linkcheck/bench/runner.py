@@ -328,17 +328,18 @@ def _ctrl_c_held() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: RdmaOptions | None,
-                nccl: NcclOptions | None, progress: Progress | None = None,
-                tools: dict[str, ToolInfo] | None = None, latency: LatencyOptions | None = None) -> TrafficResult:
-    """RDMA rounds, then NCCL, then the latency test; stops at the first error, ending all our processes on every
-    node. `tools`: each node's perftest as the inspection read it (else `ib_write_bw -V` runs first)."""
+Body = Callable[[remote.ProcessRegistry, TrafficResult, list[str]], None]
+
+
+def _guarded(transports: dict[str, Transport], body: Body) -> TrafficResult:
+    """Run `body` with a process registry over `transports`; the first error or Ctrl-C stops it, and every process
+    it started is ended on every node, whatever happened. What it measured is kept."""
     registry = remote.ProcessRegistry(dict(transports))
     out = TrafficResult()
     flaps: list[str] = []
     reason = "the traffic test stopped"
     try:
-        _run(transports, registry, link, rdma, nccl, progress or Progress(), out, flaps, tools, latency)
+        body(registry, out, flaps)
     except KeyboardInterrupt:
         out.interrupted, reason = True, "Ctrl-C"
         out.error = "traffic test interrupted (Ctrl-C); every process it started was ended"
@@ -356,3 +357,25 @@ def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: Rdma
         if problems:
             out.error = "; ".join(filter(None, [out.error, *problems]))
     return out
+
+
+def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: RdmaOptions | None,
+                nccl: NcclOptions | None, progress: Progress | None = None,
+                tools: dict[str, ToolInfo] | None = None, latency: LatencyOptions | None = None) -> TrafficResult:
+    """RDMA rounds, then NCCL, then the latency test; stops at the first error, ending all our processes on every
+    node. `tools`: each node's perftest as the inspection read it (else `ib_write_bw -V` runs first)."""
+    return _guarded(transports, lambda registry, out, flaps: _run(
+        transports, registry, link, rdma, nccl, progress or Progress(), out, flaps, tools, latency))
+
+
+def run_rounds(transports: dict[str, Transport], rounds: list[Round], rdma: RdmaOptions,
+               tools: dict[str, ToolInfo], progress: Progress | None = None) -> TrafficResult:
+    """Rounds planned by the caller (a cluster's: several pairs of nodes in one round), one after another, with
+    the pair's evidence around each and the same clean-up; stops at the first error."""
+    def body(registry: remote.ProcessRegistry, out: TrafficResult, flaps: list[str]) -> None:
+        refuse_busy(transports, rounds)  # before anything is started
+        registry.prepare(_budget_s(rounds, rdma, None))
+        if rounds:
+            _rounds(transports, registry, rounds, rdma, tools, out, progress or Progress(), flaps)
+
+    return _guarded(transports, body)

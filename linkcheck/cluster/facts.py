@@ -91,12 +91,36 @@ def accepts_forwarded(fwd: Forwarding, netdevs: Sequence[str]) -> bool:
     return False
 
 
+class TestOutcome(msgspec.Struct, frozen=True):
+    """How one traffic test of the cluster came out, as its pair diagnosis judged it: `pass`, `slow` (a throughput
+    rule failed) or `inconclusive` (not measured, or the run stopped); the lowest rate any run of it measured, and
+    the rules that fired on it. `pass_no` 2: the second pass, a slow test's node measured again with a good node."""
+
+    label: str  # the cable's key, or a<->b through the switch
+    a: str
+    b: str
+    state: str  # pass | slow | inconclusive
+    lowest_gbps: float | None = None
+    traps: tuple[str, ...] = ()
+    pass_no: int = 1
+    switched: bool = False
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return self.a, self.b
+
+    def partner(self, node: str) -> str:
+        return self.b if node == self.a else self.a
+
+
 class ClusterFacts(msgspec.Struct, frozen=True):
-    """The nodes in the hosts' order, the topology inferred from them, and each node's forwarding state."""
+    """The nodes in the hosts' order, the topology inferred from them, each node's forwarding state, and how each
+    traffic test came out (empty when no traffic was sent)."""
 
     nodes: Mapping[str, NodeFacts]
     topology: Topology
     forwarding: Mapping[str, Forwarding] = {}
+    tests: tuple[TestOutcome, ...] = ()
 
     def unavailable(self, name: str) -> dict[str, str]:
         """Every fact group the node could not give, the pair's and the cluster's."""
@@ -302,3 +326,41 @@ def nccl_algo_ring_only(value: str | None) -> bool:
     if spec.startswith("^"):
         return {"tree", "pat"} <= names and "ring" not in names
     return names == {"ring"}
+
+
+class Partners(msgspec.Struct, frozen=True):
+    """A node's traffic tests by partner: those that measured (pass or slow), the slow ones, and whether the node is
+    slow with every partner while some test it is not in passed (the node, not its cables, is at fault)."""
+
+    tested: tuple[str, ...]
+    slow: tuple[str, ...]
+    slow_everywhere: bool
+
+
+def partners(facts: ClusterFacts, name: str) -> Partners | None:
+    """None when no test of the node measured anything. A partner met twice (the second pass) counts as slow only
+    when it was slow both times; two partners at least, so a single slow cable never names a node."""
+    mine = [t for t in facts.tests if name in t.nodes and t.state != "inconclusive"]
+    if not mine:
+        return None
+    by_partner: dict[str, list[bool]] = defaultdict(list)
+    for t in mine:
+        by_partner[t.partner(name)].append(t.state == "slow")
+    slow = tuple(p for p, states in by_partner.items() if all(states))
+    others_pass = any(t.state == "pass" and name not in t.nodes for t in facts.tests)
+    return Partners(tuple(by_partner), slow,
+                    len(by_partner) >= 2 and len(slow) == len(by_partner) and others_pass)
+
+
+def cable_outcome(facts: ClusterFacts, key: str) -> TestOutcome | None:
+    """The first pass's outcome of a direct cable (None: not tested)."""
+    return next((t for t in facts.tests if t.label == key and t.pass_no == 1), None)
+
+
+def swap_partner(facts: ClusterFacts, cable: Cable) -> Cable | None:
+    """A cable that passed, to swap with a slow one: the slowness follows the cable, or stays with the cages."""
+    for other in facts.topology.cables:
+        outcome = cable_outcome(facts, other.key)
+        if other.key != cable.key and outcome is not None and outcome.state == "pass":
+            return other
+    return None

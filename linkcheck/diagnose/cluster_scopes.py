@@ -23,7 +23,12 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                      # NCCL_ALGO leaves only Ring.
                      "ring": "bool", "ring_size": "number", "nccl_version": "text", "nccl_too_old": "bool",
                      "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text",
-                     "nccl_algo_ring": "bool"},
+                     "nccl_algo_ring": "bool",
+                     # The traffic tests (check --quick/--bench over a cluster): the partners whose test with this
+                     # node measured, those that were slow, and whether it is slow with every partner while other
+                     # nodes pass with each other.
+                     "traffic": "bool", "partners_tested": "number", "partners_slow": "number",
+                     "slow_with": "text", "slow_everywhere": "bool"},
     # One subject per CX-7 function that is addressed and on a cable or a switch segment (a hop), `a:netdev`; the
     # function's own facts come from the `function` scope.
     "port": {"switched": "bool", "hop": "text", "cluster_mtu": "number", "mtu_uniform": "bool",
@@ -31,7 +36,11 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
     # One subject per cable, `cable a:p0<->b:p1`.
     "cable": {"key": "text", "a": "text", "a_cage": "text", "b": "text", "b_cage": "text", "ring": "bool",
               "same_port": "bool", "recable": "bool", "recable_p0": "text", "recable_p1": "text",
-              "path_count": "number", "confirmed": "bool"},
+              "path_count": "number", "confirmed": "bool",
+              # Its traffic test: measured, slow, the lowest rate, the pair rules that fired on it, whether a named
+              # trap explains it, whether both its nodes pass elsewhere, and a passing cable to swap it with.
+              "tested": "bool", "slow": "bool", "lowest_gbps": "number", "traps": "text", "trap_named": "bool",
+              "ends_pass_elsewhere": "bool", "swap_with": "text"},
     # One subject per fault the topology flags (dangling, unaddressed, isolated, link_down, ...), `kind subject`.
     "flag": {"kind": "text", "about": "text", "message": "text"},
 }

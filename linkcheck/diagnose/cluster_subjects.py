@@ -10,13 +10,17 @@ from linkcheck.cluster.facts import (
     SUBNET_ROUTING_NCCL,
     ClusterFacts,
     accepts_forwarded,
+    cable_outcome,
     hca_copy,
     missing_routes,
     nccl_algo_ring_only,
     nccl_before,
+    partners,
     ring_recabling,
+    swap_partner,
     transits,
 )
+from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.facts_schema import Subject, function_values, settings_values
 from linkcheck.diagnose.observation import ShellText
 
@@ -66,8 +70,41 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "hca_own": ",".join(copy.own) if copy else None,
             "hca_fits": (", ".join(copy.fits) or None) if copy else None,
             "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
+            **_traffic_values(facts, name),
             **settings_values(node),
         }
+
+
+def _traffic_values(facts: ClusterFacts, name: str) -> dict[str, Any]:
+    met = partners(facts, name)
+    if met is None:
+        return {"traffic": False}
+    lowest = {t.partner(name): t.lowest_gbps for t in facts.tests if name in t.nodes and t.state == "slow"}
+    return {"traffic": True, "partners_tested": len(met.tested), "partners_slow": len(met.slow),
+            "slow_with": ", ".join(f"{p} ({_gbps(lowest.get(p))})" for p in met.slow) or None,
+            "slow_everywhere": met.slow_everywhere}
+
+
+def _gbps(value: float | None) -> str:
+    return "no number" if value is None else f"{value:.1f} Gb/s"
+
+
+# Pair rules that name why a test is slow; LINK_BELOW_NOMINAL only says that it is.
+_SLOW_ALONE = "LINK_BELOW_NOMINAL"
+
+
+def _cable_traffic(facts: ClusterFacts, cable: Cable) -> dict[str, Any]:
+    outcome = cable_outcome(facts, cable.key)
+    if outcome is None or outcome.state == "inconclusive":
+        return {"tested": False}
+    slow = outcome.state == "slow"
+    elsewhere = [any(t.state == "pass" and n in t.nodes and t.label != cable.key for t in facts.tests)
+                 for n in outcome.nodes]
+    swap = swap_partner(facts, cable) if slow else None
+    return {"tested": True, "slow": slow, "lowest_gbps": outcome.lowest_gbps,
+            "traps": ", ".join(outcome.traps) or None,
+            "trap_named": any(t != _SLOW_ALONE for t in outcome.traps),
+            "ends_pass_elsewhere": all(elsewhere), "swap_with": swap.key if swap else None}
 
 
 def _ports(facts: ClusterFacts) -> Iterator[Subject]:
@@ -104,7 +141,8 @@ def _cables(facts: ClusterFacts) -> Iterator[Subject]:
             "ring": topo.layout.startswith("ring"),
             "same_port": cable.a_cage is not None and cable.a_cage == cable.b_cage,
             "recable": to is not None, "recable_p0": to[0] if to else None, "recable_p1": to[1] if to else None,
-            "path_count": len(cable.paths), "confirmed": all(p.neighbour_confirmed for p in cable.paths)}
+            "path_count": len(cable.paths), "confirmed": all(p.neighbour_confirmed for p in cable.paths),
+            **_cable_traffic(facts, cable)}
 
 
 def _flags(facts: ClusterFacts) -> Iterator[Subject]:

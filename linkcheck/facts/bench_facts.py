@@ -29,11 +29,12 @@ def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
     local = (meta.get("local_netdev"), meta.get("local_rdma_dev"))
     peer = (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
     for path in paths:
-        mine, theirs = (path.a, path.b) if cap.node == "a" else (path.b, path.a)
+        mine, theirs = (path.a, path.b) if cap.node == path.a.node else (path.b, path.a)
         if _names(mine, local) and (peer == (None, None) or _names(theirs, peer)):
             return path.key
     local_name, peer_name = local[0] or local[1] or "?", peer[0] or peer[1] or "?"
-    a_side, b_side = (local_name, peer_name) if cap.node == "a" else (peer_name, local_name)
+    first = paths[0].a.node if paths else "a"  # the pair's first node ("a"; a cable's first end in a cluster)
+    a_side, b_side = (local_name, peer_name) if cap.node == first else (peer_name, local_name)
     return f"{a_side}<->{b_side}"
 
 

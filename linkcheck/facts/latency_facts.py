@@ -21,7 +21,8 @@ def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
     if any(p.key == key for p in paths):
         return key
     local, peer = cap.meta.get("local_netdev") or "?", cap.meta.get("peer_netdev") or "?"
-    return key or (f"{local}<->{peer}" if cap.node == "a" else f"{peer}<->{local}")
+    first = paths[0].a.node if paths else "a"  # the pair's first node ("a"; a cable's first end in a cluster)
+    return key or (f"{local}<->{peer}" if cap.node == first else f"{peer}<->{local}")
 
 
 def _size(cap: Capture) -> int:

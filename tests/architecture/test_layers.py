@@ -16,7 +16,7 @@ LAYERS = [
     {"facts"},
     {"cluster"},
     {"diagnose", "config"},
-    {"outcome"},
+    {"outcome", "cluster_outcome"},
     {"bench", "baseline", "accept", "repair", "advise"},
     {"report"},
     {"app"},

@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from linkcheck.app.topology import ClusterView, view_json, view_text
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
+from linkcheck.cluster_outcome import ClusterView
 from linkcheck.diagnose.engine import diagnose_cluster
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import ExitCode
+from linkcheck.report.cluster import view_json, view_text
 from tests.cluster.spark_facts import ring
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from linkcheck.app.offline import configured_rules
-from linkcheck.app.topology import cluster_facts, judge, view_text
+from linkcheck.app.topology import cluster_facts, judge
 from linkcheck.cluster.facts import missing_routes, nccl_algo_ring_only, ring_recabling, transits
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
@@ -21,6 +21,7 @@ from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.parsers.netfilter import parse_iptables_s
+from linkcheck.report.cluster import view_text
 from tests.emulators.build import with_function
 from tests.emulators.captures import node_captures
 from tests.emulators.derive import derived_routes

@@ -125,7 +125,7 @@ def _hello(side: Side) -> dict[str, object]:
     slot = gid_entry(side.fn, side.run.gid_index)
     return {"node": side.ctx.node_name, "dev": side.fn.rdma_dev, "gid": inet_ntop6(slot.gid),
             "gid_class": side.gid_class, "mtu": roce_mtu(side.fn.mtu)[0], "flap": side.fault == "flap",
-            "version": side.run.version}
+            "version": side.run.version, "cap": side.node.perftest_caps.get(side.fn.rdma_dev)}
 
 
 def _session(side: Side, conn: LineConn) -> int:
@@ -149,7 +149,8 @@ def _session(side: Side, conn: LineConn) -> int:
     flap = side.fault == "flap" or bool(peer.get("flap"))
     pair = ".".join(sorted((side.ctx.node_name, str(peer.get("node", "peer")))))
     if role == "client":
-        return _client_run(side, conn, flap, pair)
+        cap = peer.get("cap")
+        return _client_run(side, conn, flap, pair, float(cap) if isinstance(cap, (int, float)) else None)
     return _server_run(side, conn, flap)
 
 
@@ -194,8 +195,13 @@ def _no_traffic(side: Side, conn: LineConn) -> int:
     return 0
 
 
-def _client_run(side: Side, conn: LineConn, flap_on: bool, pair: str) -> int:
+def _client_run(side: Side, conn: LineConn, flap_on: bool, pair: str, peer_cap: float | None = None) -> int:
     seconds = _run_seconds(side)
+
+    def rate(concurrent: bool) -> float:
+        own = side.node.perftest_rate(side.fn.rdma_dev, concurrent)
+        return own if peer_cap is None else min(own, peer_cap)
+
     board = FlowBoard(side.ctx.shared, pair, side.ctx.node_name, side.fn.rdma_dev)
     counter = ByteCounter(side.ctx.sysfs, side.fn.rdma_dev, "port_xmit_data")
     start = last = board.start
@@ -211,9 +217,9 @@ def _client_run(side: Side, conn: LineConn, flap_on: bool, pair: str) -> int:
                 side.out.err(bp.completion_error(side.run.version, "client", bp.qpn(side.run)))
                 return 1
             down = flap.step(now)
-            rate = 0.0 if down else side.node.perftest_rate(side.fn.rdma_dev, board.busy_now())
+            now_rate = 0.0 if down else rate(board.busy_now())
             down_s += (now - last) if down else 0.0
-            moved = rate * 1e9 / 8 * (now - last)
+            moved = now_rate * 1e9 / 8 * (now - last)
             counter.add(moved)
             last = now
             conn.lines(min(TICK_S, max(0.0, end - now)))
@@ -226,7 +232,7 @@ def _client_run(side: Side, conn: LineConn, flap_on: bool, pair: str) -> int:
     finally:
         flap.finish()
         board.finish()
-    gbps = side.node.perftest_rate(side.fn.rdma_dev, concurrent) * (1 - down_s / seconds)
+    gbps = rate(concurrent) * (1 - down_s / seconds)
     target = gbps * 1e9 / 8 * seconds
     top_up = max(0.0, target - counter.bytes)
     counter.add(top_up)

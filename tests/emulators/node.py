@@ -208,6 +208,9 @@ class Node:
     perftest_gbps: float = 109.0  # what an emulated ib_write_bw reports on one path (lab CLI)
     perftest_concurrent_gbps: float = 98.0  # per flow while another flow between the same nodes runs (lab)
     perftest_rates: dict[str, tuple[float, float]] = field(default_factory=dict)  # rdma_dev -> (alone, both)
+    # rdma_dev -> Gb/s that no flow through the device exceeds, sent or received: a NIC in the hot-plug state is
+    # slow both ways, so its cap also limits the client at the other end (the lab's cluster scenarios).
+    perftest_caps: dict[str, float] = field(default_factory=dict)
     nccl_busbw_gbs: float | None = None  # all_gather_perf's peak busbw in the lab (None: from the links up)
     nccl_transport: str | None = None  # "IB" | "Socket" in the lab (None: IB unless NCCL_IB_DISABLE=1)
     ip_forward: bool = False  # /proc/sys/net/ipv4/ip_forward (offline; in the lab the namespace's own)
@@ -289,6 +292,7 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
         d["mgmt"] = MgmtNic(**d["mgmt"])
     rates = d.get("perftest_rates", {})
     d["perftest_rates"] = {str(k): (float(v[0]), float(v[1])) for k, v in rates.items()}
+    d["perftest_caps"] = {str(k): float(v) for k, v in d.get("perftest_caps", {}).items()}
     lat = d.get("latency_rates", {})
     d["latency_rates"] = {str(k): (float(v[0]), float(v[1])) for k, v in lat.items()}
     return Node(**d)

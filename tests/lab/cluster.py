@@ -12,6 +12,9 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 - ring4: a ring of four, NVIDIA's cabling carried on (not a documented layout).
 - switch4: four nodes, cage p1 on the switch.
 - mixed: three nodes on the switch by p1, and a:p0 cabled straight to b:p0 as well.
+- ring3-hotplug: the ring of three with its a:p0<->b:p1 cable in the hot-plug state: both cages' twins run ~13 Gb/s
+  per path, sent or received (spark-link s.0: the NIC's state until a reboot); the other cables are healthy.
+- switch4-slow-node: the switch of four with node c's cage in the hot-plug state: slow with every partner.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class Cluster:
     wiring: dict[tuple[str, str], tuple[str, str] | str]
     expected: Expected
     cages: dict[str, set[str]] = field(default_factory=dict)
+    slow: dict[tuple[str, str], float] = field(default_factory=dict)  # (node, cage) -> Gb/s per twin, both ways
 
 
 def _direct(names: Sequence[str], links: Sequence[tuple[str, str, str, str]], first_subnet: int = 10) -> Cluster:
@@ -120,8 +124,20 @@ def mixed() -> Cluster:
                                         flags=(("mixed", "cluster"), ("unsupported", "mixed"))))
 
 
+HOTPLUG_GBPS = 13.3  # per path in the hot-plug state (spark-link s.0: 13-15 Gb/s)
+
+
+def ring3_hotplug() -> Cluster:
+    return replace(ring3(), slow={("a", "p0"): HOTPLUG_GBPS, ("b", "p1"): HOTPLUG_GBPS})
+
+
+def switch4_slow_node() -> Cluster:
+    return replace(switch4(), slow={("c", "p1"): HOTPLUG_GBPS})
+
+
 CLUSTER_SCENARIOS: dict[str, Callable[[], Cluster]] = {
-    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "switch4": switch4, "mixed": mixed}
+    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "switch4": switch4, "mixed": mixed,
+    "ring3-hotplug": ring3_hotplug, "switch4-slow-node": switch4_slow_node}
 
 
 def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
@@ -154,6 +170,9 @@ def cluster_models(cluster: Cluster) -> dict[str, Node]:
                          mgmt_ip=f"10.20.0.{21 + i}/24")
         for fn in node.functions:
             node = with_function(node, fn.netdev, carrier=fn.cage in cages)
+        slow = {fn.rdma_dev: gbps for fn in node.functions for (n, cage), gbps in cluster.slow.items()
+                if n == name and fn.cage == cage}
+        node = replace(node, perftest_rates={d: (g, g) for d, g in slow.items()}, perftest_caps=slow)
         models[name] = replace(node, nccl_env=_nccl_env(cluster), versions={**node.versions, "nccl": RING_NCCL})
     return {name: replace(m, neighbours=_neighbours(m, [o for o in models.values() if o is not m]))
             for name, m in models.items()}

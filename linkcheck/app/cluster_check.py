@@ -1,0 +1,111 @@
+"""`linkcheck check` over a cluster: inspect every node, infer the cabling, measure every cable in rounds, isolate.
+
+One inspection round trip per node, all at once (as `topology`). With traffic (--quick or --bench), each test of
+the schedule (a cable, or two nodes through the switch) is measured as a pair is, the tests of one round side by
+side, and judged by the pair's throughput rules on that test's own results (CABLE_RULES): the hot-plug state, one
+shared PCIe link, a path below nominal, named per cable. On a switch, the nodes of a slow test are then measured
+again with a node that passed everywhere (the second pass). The cluster's rules then judge the whole: the layout,
+the N-node traps, a node slow with every partner, a ring cable only a swap can tell from its ports.
+
+A node that could not be inspected leaves the tests it is in inconclusive (never passing); the others are measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+from msgspec.structs import replace
+
+from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, open_cluster
+from linkcheck.bench.cluster import Planned, plan_test, run_cluster_rdma, test_captures
+from linkcheck.bench.plan import RdmaOptions
+from linkcheck.bench.runner import Progress, detect_tools, inspected_tools
+from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster_outcome import CableResult, ClusterCheck
+from linkcheck.collect.collector import close_transports
+from linkcheck.config import SshOptions
+from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.rule import Rule
+from linkcheck.facts.pair import with_traffic
+from linkcheck.model import Capture, Verdict
+from linkcheck.transport.base import Transport
+
+# The pair's rules that judge one test's traffic: why a cable is slow, named per cable. The pair's other rules judge
+# a node's configuration, which the cluster's inspection and rules already cover once per node.
+CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL")
+
+
+def _judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule], error: str | None) -> CableResult:
+    test = planned.test
+    if planned.refused:
+        return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=planned.refused)
+    link = with_traffic(test.link, list(test_captures(planned, captures)))
+    diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
+    problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
+    return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem)
+
+
+def _plan(tests: Sequence[CableTest], errors: dict[str, str]) -> list[Planned]:
+    """Each test ready to run; one with a node that was not inspected is refused, naming the node and why."""
+    out = []
+    for test in tests:
+        lost = next((n for n in test.nodes if n in errors), None)
+        out.append(Planned(test, refused=f"node {lost} was not inspected: {errors[lost]}") if lost else plan_test(test))
+    return out
+
+
+class _Measured(msgspec.Struct):
+    results: list[CableResult]
+    error: str | None = None
+    interrupted: bool = False
+
+
+def _measure(transports: dict[str, Transport], tests: Sequence[CableTest], errors: dict[str, str],
+             captures: list[Capture], rdma: RdmaOptions, rules: list[Rule], progress: Progress | None) -> _Measured:
+    planned = _plan(tests, errors)
+    runnable = [p for p in planned if not p.refused]
+    nodes = sorted({n for p in runnable for n in p.test.nodes})
+    live = {n: transports[n] for n in nodes}
+    error: str | None = None
+    interrupted = False
+    if runnable:
+        tools = inspected_tools(captures, nodes)
+        if tools is None:
+            tools, caps = detect_tools(live)
+            captures += caps
+        result = run_cluster_rdma(live, runnable, rdma, tools, progress)
+        captures += result.captures
+        error, interrupted = result.error, result.interrupted
+    return _Measured([_judge_test(p, captures, rules, error) for p in planned], error, interrupted)
+
+
+def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
+                  progress: Progress | None = None) -> tuple[ClusterCheck, list[Capture]]:
+    """Inspect, measure (when `rdma` is given), judge; and every capture made, for the bundle."""
+    cluster_rules = [r for r in rules if r.id not in CABLE_RULES]
+    cable_rules = [r for r in rules if r.id in CABLE_RULES]
+    transports = open_cluster(hosts, ssh)
+    results: list[CableResult] = []
+    error: str | None = None
+    interrupted = False
+    try:
+        captures, errors = inspect_cluster(transports, ssh)
+        facts = cluster_facts([h.name for h in hosts], captures, errors)
+        if rdma is not None:
+            view = judge_facts(hosts, facts, errors, cluster_rules)
+            first = _measure(transports, cable_tests(facts, view.schedule), errors, captures, rdma, cable_rules,
+                             progress)
+            results, error, interrupted = first.results, first.error, first.interrupted
+            slow = {r.test.label for r in results if r.state == "slow"}
+            again = second_pass(facts, [r.test for r in results], slow) if not (error or interrupted) else []
+            if again:
+                more = _measure(transports, again, errors, captures, rdma, cable_rules, progress)
+                results += more.results
+                error, interrupted = more.error, more.interrupted
+    finally:
+        close_transports(transports)
+    facts = replace(facts, tests=tuple(r.outcome() for r in results))
+    view = judge_facts(hosts, facts, errors, cluster_rules)
+    return ClusterCheck(view, facts, tuple(results), error, interrupted), captures

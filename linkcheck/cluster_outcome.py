@@ -1,0 +1,101 @@
+"""What a cluster's check produced, for the reporters: the inspection's view (hosts, topology, rounds, the cluster
+rules' findings), and with traffic every test's pair view, results, findings and verdict."""
+
+from __future__ import annotations
+
+import msgspec
+
+from linkcheck.cluster.cables import CableTest
+from linkcheck.cluster.facts import ClusterFacts, TestOutcome
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.schedule import Schedule
+from linkcheck.cluster.topology import Topology
+from linkcheck.diagnose.engine import Diagnosis
+from linkcheck.errors import ExitCode
+from linkcheck.facts.model import LinkFacts
+from linkcheck.model import Finding, Status, Verdict
+
+_WORST = (Verdict.PASS, Verdict.WARN, Verdict.INCONCLUSIVE, Verdict.FAIL)
+# The cluster rule that names a node as the cause of every slow test it is in (playbooks/cluster.yaml).
+NODE_CAUSE_RULE = "NODE_SLOW_WITH_EVERY_PARTNER"
+
+
+class ClusterView(msgspec.Struct, frozen=True):
+    """What `topology` learned: the hosts, the topology, the rounds, the cluster rules' findings, and the nodes
+    that could not be read."""
+
+    hosts: tuple[ClusterHost, ...]
+    topology: Topology
+    schedule: Schedule
+    diagnosis: Diagnosis
+    errors: dict[str, str] = {}
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """3 when a node could not be read; else the findings' verdict (2 a failure, 1 a warning), at least 1
+        when the cabling is flagged; 0 otherwise."""
+        if self.errors:
+            return ExitCode.INCONCLUSIVE
+        code = self.diagnosis.exit_code
+        if code is ExitCode.PASS and self.topology.flags:
+            return ExitCode.WARN
+        return code
+
+
+class CableResult(msgspec.Struct, frozen=True):
+    """One test as measured and judged: its pair view with the traffic results, its findings and verdict, or why
+    it was not measured."""
+
+    test: CableTest
+    link: LinkFacts
+    verdict: Verdict
+    findings: tuple[Finding, ...] = ()
+    problem: str | None = None  # why the test is inconclusive (not measured, or the run stopped)
+
+    @property
+    def state(self) -> str:
+        if self.verdict is Verdict.FAIL:
+            return "slow"
+        return "inconclusive" if self.verdict is Verdict.INCONCLUSIVE else "pass"
+
+    @property
+    def lowest_gbps(self) -> float | None:
+        rates = [r.gbps for r in self.link.bench.rdma if r.gbps is not None]
+        return min(rates) if rates else None
+
+    def outcome(self) -> TestOutcome:
+        traps = tuple(dict.fromkeys(f.rule_id for f in self.findings if f.status in (Status.FAIL, Status.WARN)))
+        return TestOutcome(self.test.label, self.test.a, self.test.b, self.state, self.lowest_gbps, traps,
+                           self.test.pass_no, self.test.switched)
+
+
+class ClusterCheck(msgspec.Struct, frozen=True):
+    """The cluster as inspected and judged, every test's result, and whether the traffic test stopped early."""
+
+    view: ClusterView
+    facts: ClusterFacts
+    cables: tuple[CableResult, ...] = ()
+    traffic_error: str | None = None
+    interrupted: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        verdicts = [self.view.diagnosis.verdict, *(c.verdict for c in self.cables)]
+        if self.view.errors or self.traffic_error:
+            verdicts.append(Verdict.INCONCLUSIVE)
+        return max(verdicts, key=_WORST.index)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        code = {Verdict.PASS: ExitCode.PASS, Verdict.WARN: ExitCode.WARN, Verdict.FAIL: ExitCode.FAIL,
+                Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE}[self.verdict]
+        return ExitCode.WARN if code is ExitCode.PASS and self.view.topology.flags else code
+
+    def node_cause(self, result: CableResult) -> Finding | None:
+        """The cluster finding that names one of the test's nodes slow with every partner: it explains the test's
+        own findings (their fix is the node's)."""
+        return next((f for f in self.view.diagnosis.findings if f.rule_id == NODE_CAUSE_RULE
+                     and f.status in (Status.FAIL, Status.WARN)
+                     and f.subject.removeprefix("node ") in result.test.nodes), None)

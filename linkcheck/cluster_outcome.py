@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from linkcheck.cluster.cables import CableTest
-from linkcheck.cluster.facts import ClusterFacts, TestOutcome
+from linkcheck.cluster.facts import ClusterFacts, TrafficOutcome
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.schedule import Schedule
 from linkcheck.cluster.topology import Topology
@@ -63,9 +63,9 @@ class CableResult(msgspec.Struct, frozen=True):
         rates = [r.gbps for r in self.link.bench.rdma if r.gbps is not None]
         return min(rates) if rates else None
 
-    def outcome(self) -> TestOutcome:
+    def outcome(self) -> TrafficOutcome:
         traps = tuple(dict.fromkeys(f.rule_id for f in self.findings if f.status in (Status.FAIL, Status.WARN)))
-        return TestOutcome(self.test.label, self.test.a, self.test.b, self.state, self.lowest_gbps, traps,
+        return TrafficOutcome(self.test.label, self.test.a, self.test.b, self.state, self.lowest_gbps, traps,
                            self.test.pass_no, self.test.switched)
 
 

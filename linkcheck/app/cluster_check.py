@@ -18,16 +18,18 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, open_cluster
-from linkcheck.bench.cluster import Planned, plan_test, run_cluster_rdma, test_captures
+from linkcheck.bench.cluster import Planned, captures_of, plan_test, run_cluster_rdma
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.bench.runner import Progress, detect_tools, inspected_tools
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
+from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.collect.collector import close_transports
 from linkcheck.config import SshOptions
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.rule import Rule
+from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import with_traffic
 from linkcheck.model import Capture, Verdict
 from linkcheck.transport.base import Transport
@@ -41,7 +43,7 @@ def _judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule]
     test = planned.test
     if planned.refused:
         return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=planned.refused)
-    link = with_traffic(test.link, list(test_captures(planned, captures)))
+    link = with_traffic(test.link, list(captures_of(planned, captures)))
     diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
     problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
     return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem)
@@ -81,6 +83,33 @@ def _measure(transports: dict[str, Transport], tests: Sequence[CableTest], error
     return _Measured([_judge_test(p, captures, rules, error) for p in planned], error, interrupted)
 
 
+def _unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]:
+    """The tests a node that could not be inspected would be in, each inconclusive: on a switch, that node with each
+    switched node; on cables, each cage of an inspected node whose subnets no inspected node shares (its far end is
+    most likely that node). Never a pass, never left out of the report."""
+    lost = [n for n in facts.topology.nodes if n in errors]
+    if not lost:
+        return []
+    why = "; ".join(f"node {n} was not inspected: {errors[n]}" for n in lost)
+    out = []
+    switched = sorted({n for s in facts.topology.segments for n in s.nodes}, key=facts.topology.nodes.index)
+    for name in switched:
+        for other in lost:
+            test = CableTest(f"{name}<->{other}", 0, name, other, LinkFacts(a=facts.nodes[name], b=facts.nodes[other]),
+                             True)
+            out.append(CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=why))
+    cages: dict[tuple[str, str], None] = {}
+    for flag in facts.topology.flagged("dangling"):
+        name, _, netdev = flag.subject.partition(":")
+        fn = next((f for f in facts.nodes[name].functions if f.netdev == netdev), None) if name in facts.nodes else None
+        cages[(name, fn.cage if fn is not None and fn.cage else netdev)] = None
+    for name, cage in cages:
+        test = CableTest(f"{name}:{cage}<->?", 0, name, "?", LinkFacts(a=facts.nodes[name], b=facts.nodes[lost[0]]))
+        out.append(CableResult(test, test.link, Verdict.INCONCLUSIVE,
+                               problem=f"its far end is not known: {why}"))
+    return out
+
+
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
                   progress: Progress | None = None) -> tuple[ClusterCheck, list[Capture]]:
     """Inspect, measure (when `rdma` is given), judge; and every capture made, for the bundle."""
@@ -106,6 +135,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                 error, interrupted = more.error, more.interrupted
     finally:
         close_transports(transports)
+    if rdma is not None:
+        results += _unreached(facts, errors)
     facts = replace(facts, tests=tuple(r.outcome() for r in results))
     view = judge_facts(hosts, facts, errors, cluster_rules)
     return ClusterCheck(view, facts, tuple(results), error, interrupted), captures

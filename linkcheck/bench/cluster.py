@@ -109,7 +109,7 @@ def plan_cluster_rounds(planned: Sequence[Planned], options: RdmaOptions, ports:
     return rounds
 
 
-def test_captures(planned: Planned, captures: Sequence[Capture]) -> list[Capture]:
+def captures_of(planned: Planned, captures: Sequence[Capture]) -> list[Capture]:
     """The captures of one test: its runs (by path key), and the counters its two nodes gave around those rounds."""
     runs = [c for c in captures if c.meta.get("kind") == "rdma" and c.meta.get("path") in planned.keys]
     rounds = {c.meta.get("round") for c in runs}
@@ -128,7 +128,7 @@ def _follow_ups(planned: Sequence[Planned], captures: list[Capture], options: Rd
         if len(p.paths) < 2:
             continue
         by_key = {f"{b.a.netdev}<->{b.b.netdev}": b for b in p.paths}
-        rates = concurrent_rates(test_captures(p, captures), p.test.link)
+        rates = concurrent_rates(captures_of(p, captures), p.test.link)
         low = low_paths(rates, options)
         named = {(by_key[k].key, d): v for (k, d), v in rates.items() if k in by_key}
         ran_alone = {by_key[k].key: d for k, d in low.items() if k in by_key}

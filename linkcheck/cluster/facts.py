@@ -91,7 +91,7 @@ def accepts_forwarded(fwd: Forwarding, netdevs: Sequence[str]) -> bool:
     return False
 
 
-class TestOutcome(msgspec.Struct, frozen=True):
+class TrafficOutcome(msgspec.Struct, frozen=True):
     """How one traffic test of the cluster came out, as its pair diagnosis judged it: `pass`, `slow` (a throughput
     rule failed) or `inconclusive` (not measured, or the run stopped); the lowest rate any run of it measured, and
     the rules that fired on it. `pass_no` 2: the second pass, a slow test's node measured again with a good node."""
@@ -120,7 +120,7 @@ class ClusterFacts(msgspec.Struct, frozen=True):
     nodes: Mapping[str, NodeFacts]
     topology: Topology
     forwarding: Mapping[str, Forwarding] = {}
-    tests: tuple[TestOutcome, ...] = ()
+    tests: tuple[TrafficOutcome, ...] = ()
 
     def unavailable(self, name: str) -> dict[str, str]:
         """Every fact group the node could not give, the pair's and the cluster's."""
@@ -352,7 +352,7 @@ def partners(facts: ClusterFacts, name: str) -> Partners | None:
                     len(by_partner) >= 2 and len(slow) == len(by_partner) and others_pass)
 
 
-def cable_outcome(facts: ClusterFacts, key: str) -> TestOutcome | None:
+def cable_outcome(facts: ClusterFacts, key: str) -> TrafficOutcome | None:
     """The first pass's outcome of a direct cable (None: not tested)."""
     return next((t for t in facts.tests if t.label == key and t.pass_no == 1), None)
 

@@ -146,3 +146,11 @@ def test_a_capture_without_root_names_iptables_own_words() -> None:
                             _cap("iptables_docker_user", stderr=denied, exit_status=4)])
     assert fwd.forward_policy is None and fwd.docker_user is None
     assert "Could not fetch rule set generation id: Permission denied" in fwd.unavailable["firewall"]
+
+
+def test_accept_everything_but_docker0_accepts_the_cx7_traffic() -> None:
+    # `! -i docker0 ! -o docker0 -j ACCEPT`: everything that neither enters nor leaves by docker0.
+    fwd = forwarding("n1", [_cap("iptables_forward", "-P FORWARD DROP\n" + _chain(
+        real("rules_v4_forward_negated_excerpt.txt"), "FORWARD"))])
+    assert accepts_forwarded(fwd, CX7) is True
+    assert accepts_forwarded(fwd, ("docker0",)) is False

@@ -154,3 +154,12 @@ def test_accept_everything_but_docker0_accepts_the_cx7_traffic() -> None:
         real("rules_v4_forward_negated_excerpt.txt"), "FORWARD"))])
     assert accepts_forwarded(fwd, CX7) is True
     assert accepts_forwarded(fwd, ("docker0",)) is False
+
+
+def test_an_error_after_the_legacy_warning_is_named_not_the_warning() -> None:
+    # iptables-nft writes the legacy warning to stderr ahead of its error (the order of Q25-F102's paste), so the
+    # first line of stderr is the warning: the reason a rule skips must be the error after it, whichever it is.
+    stderr = NO_DOCKER_USER.splitlines()[0] + "\n" + real("stderr_not_root_nft184.txt")
+    fwd = forwarding("n1", [_cap("iptables_forward", stderr=stderr, exit_status=4)])
+    assert "Could not fetch rule set generation id" in fwd.unavailable["firewall"]
+    assert "Warning" not in fwd.unavailable["firewall"]

@@ -74,10 +74,18 @@ def _matches(pattern: str, netdev: str) -> bool:
     return netdev.startswith(pattern[:-1]) if pattern.endswith("+") else netdev == pattern
 
 
+def _end_matches(value: str | None, negated: bool, netdevs: Sequence[str]) -> bool:
+    """A rule's `-i`/`-o` lets some CX-7 netdev through: none named, one named, or (`! -i docker0`) one not named."""
+    if value is None:
+        return True
+    return any(_matches(value, n) != negated for n in netdevs)
+
+
 def accepts_forwarded(fwd: Forwarding, netdevs: Sequence[str]) -> bool:
     """Some ACCEPT in FORWARD or DOCKER-USER lets new traffic between the CX-7 netdevs through: no interface named,
-    or an inbound or outbound one that is a CX-7 netdev. A rule limited to established connections (conntrack or
-    state RELATED,ESTABLISHED without NEW) does not count: Docker's own rules for docker0 look like that."""
+    an inbound or outbound one that is a CX-7 netdev, or a negated one (`! -i docker0`) that some CX-7 netdev is
+    not. A rule limited to established connections (conntrack or state RELATED,ESTABLISHED without NEW) does not
+    count: Docker's own rules for docker0 look like that."""
     for rule in fwd.forward_rules:
         if rule.target != "ACCEPT":
             continue
@@ -85,8 +93,7 @@ def accepts_forwarded(fwd: Forwarding, netdevs: Sequence[str]) -> bool:
         if state is not None and "NEW" not in state.split(","):
             continue
         ends = [rule.option(o, long) for o, long in (("-i", "--in-interface"), ("-o", "--out-interface"))]
-        if all(value is None or (not negated and any(_matches(value, n) for n in netdevs))
-               for value, negated in ends):
+        if all(_end_matches(value, negated, netdevs) for value, negated in ends):
             return True
     return False
 

@@ -184,7 +184,10 @@ class NodeSources:
         if cap.exit_status not in EXIT_OK.get(spec, (0,)):
             if spec in ABSENT_MEANS_EMPTY:
                 return parser("")
-            first = next((ln.strip() for ln in cap.stderr.splitlines() if ln.strip()), "no error text")
+            # The first line that is not a `#` comment: iptables-nft writes "# Warning: iptables-legacy tables
+            # present ..." to stderr ahead of its error.
+            first = next((ln.strip() for ln in cap.stderr.splitlines() if ln.strip() and not ln.startswith("#")),
+                         "no error text")
             self.problems[label] = f"{label}: exit {cap.exit_status}: {first[:160]}"
             return None
         try:

@@ -1,0 +1,165 @@
+"""The firewall facts over real `iptables -S` outputs that users pasted (tests/samples/netfilter/real/, sources in
+PROVENANCE.md): what the parser reads, and whether traffic a node routes between its CX-7 interfaces would be
+accepted, as a person reading the output would judge it.
+
+A node answers `sudo -n iptables -S FORWARD` and `sudo -n iptables -S DOCKER-USER` (linkcheck.collect.specs
+CLUSTER_SPECS); a pasted `iptables -S` of the whole table is what those two print together.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from linkcheck.cluster.facts import accepts_forwarded, forwarding
+from linkcheck.model import Capture
+from linkcheck.parsers.netfilter import parse_iptables_s
+
+REAL = Path(__file__).resolve().parents[1] / "samples" / "netfilter" / "real"
+CX7 = ("enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1")
+
+
+def real(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+def _cap(spec: str, stdout: str = "", stderr: str = "", exit_status: int = 0) -> Capture:
+    return Capture(node="n1", spec=spec, command=f"sudo -n iptables -S {spec}", stdout=stdout, stderr=stderr,
+                   exit_status=exit_status)
+
+
+def _chain(dump: str, chain: str) -> str:
+    """What `iptables -S CHAIN` prints of a whole-table `iptables -S`: the policy (a built-in chain) or the -N line
+    (a user chain), then the chain's own rules in order."""
+    heads = (f"-P {chain} ", f"-N {chain}")
+    return "".join(line + "\n" for line in dump.splitlines()
+                   if line.startswith(f"-A {chain} ") or any(line == h.strip() or line.startswith(h) for h in heads))
+
+
+NO_DOCKER_USER = real("stderr_missing_chain_nft1811_with_legacy_warning.txt")
+
+
+# ------------------------------------------------------------------------------------------- what the parser reads
+
+@pytest.mark.parametrize(("name", "policies", "chains", "rules"), [
+    ("forward_docker19_kali_user_bridge.txt", {"FORWARD": "DROP"}, (), 10),
+    ("forward_awall_router_wildcards.txt", {"FORWARD": "DROP"}, (), 18),
+    ("forward_docker28_tailscale_veths.txt", {"FORWARD": "DROP"}, (), 7),
+    ("forward_policy_only_hostap2018.txt", {"FORWARD": "DROP"}, (), 0),
+    ("forward_hostap2018_wlan_to_eth.txt", {"FORWARD": "DROP"}, (), 2),
+    ("docker_user_return_only.txt", {}, ("DOCKER-USER",), 1),
+    ("s_docker27_without_docker_user_excerpt.txt", {"INPUT": "ACCEPT", "FORWARD": "ACCEPT", "OUTPUT": "ACCEPT"},
+     ("DOCKER", "DOCKER-ISOLATION-STAGE-1", "DOCKER-ISOLATION-STAGE-2"), 8),
+    ("s_nft_with_legacy_warning_terminal.txt", {"INPUT": "ACCEPT", "FORWARD": "ACCEPT", "OUTPUT": "ACCEPT"}, (), 0),
+    ("rules_v4_forward_negated_excerpt.txt", {}, (), 6),
+])
+def test_real_outputs_parse_whole(name: str, policies: dict[str, str], chains: tuple[str, ...], rules: int) -> None:
+    dump = parse_iptables_s(real(name))
+    assert dump.policies == policies and dump.chains == chains and len(dump.rules) == rules
+
+
+def test_real_rules_keep_their_words_negations_and_jumps() -> None:
+    dump = parse_iptables_s(real("forward_docker19_kali_user_bridge.txt"))
+    assert [r.target for r in dump.rules[:2]] == ["DOCKER-USER", "DOCKER-ISOLATION-STAGE-1"]
+    bridge_out = dump.rules[4]  # -A FORWARD -i br-891816429ee8 ! -o br-891816429ee8 -j ACCEPT
+    assert bridge_out.option("-i") == ("br-891816429ee8", False)
+    assert bridge_out.option("-o") == ("br-891816429ee8", True)
+    assert dump.rules[2].option("--ctstate") == ("RELATED,ESTABLISHED", False)
+    assert dump.rules[-1].target == "DROP"
+    tailscale = parse_iptables_s(real("forward_docker28_tailscale_veths.txt"))
+    assert [r.target for r in tailscale.rules[:3]] == ["ts-forward", "DOCKER-USER", "DOCKER-FORWARD"]
+    assert tailscale.rules[3].option("--state") == ("RELATED,ESTABLISHED", False)
+
+
+# ------------------------------------------------------------------------------ what a node's captures amount to
+
+def test_dockers_drop_with_only_its_bridges_accepted_drops_the_cx7_traffic() -> None:
+    # Docker 19 with one user network: DROP, and every ACCEPT names a Docker bridge on the way in or out.
+    fwd = forwarding("n1", [_cap("iptables_forward", real("forward_docker19_kali_user_bridge.txt")),
+                            _cap("iptables_docker_user", real("docker_user_return_only.txt"))])
+    assert fwd.forward_policy == "DROP" and fwd.docker_user is True and "firewall" not in fwd.unavailable
+    assert [r.chain for r in fwd.forward_rules].count("DOCKER-USER") == 1
+    assert accepts_forwarded(fwd, CX7) is False
+    # The same rules do accept what leaves a Docker bridge for another interface: docker0 -> a CX-7 port.
+    assert accepts_forwarded(fwd, ("docker0", "enp1s0f0np0")) is True
+
+
+def test_docker28_with_tailscale_accepts_only_its_veths() -> None:
+    fwd = forwarding("n1", [_cap("iptables_forward", real("forward_docker28_tailscale_veths.txt")),
+                            _cap("iptables_docker_user", real("docker_user_return_only.txt"))])
+    assert fwd.forward_policy == "DROP" and fwd.docker_user is True
+    assert accepts_forwarded(fwd, CX7) is False
+    # The accept on the way in is unconditional (the audit's point): from the veth to anywhere.
+    assert accepts_forwarded(fwd, ("vh5cde1b791fe1", "enp1s0f0np0")) is True
+
+
+def test_a_router_that_accepts_by_interface_name_and_wildcard() -> None:
+    # No Docker: DOCKER-USER does not exist, which is an answer, not a gap.
+    fwd = forwarding("n1", [_cap("iptables_forward", real("forward_awall_router_wildcards.txt")),
+                            _cap("iptables_docker_user", stderr=NO_DOCKER_USER, exit_status=1)])
+    assert fwd.forward_policy == "DROP" and fwd.docker_user is False and "firewall" not in fwd.unavailable
+    assert accepts_forwarded(fwd, CX7) is False
+    assert accepts_forwarded(fwd, ("wg0", "wg1")) is True  # `-i wg+` matches any wg interface
+    assert accepts_forwarded(fwd, ("ppp0", "ppp1")) is False  # those go to logdrop-0, never ACCEPT
+
+
+def test_a_drop_policy_with_no_rules_accepts_nothing() -> None:
+    fwd = forwarding("n1", [_cap("iptables_forward", real("forward_policy_only_hostap2018.txt")),
+                            _cap("iptables_docker_user", stderr=NO_DOCKER_USER, exit_status=1)])
+    assert (fwd.forward_policy, fwd.forward_rules, fwd.docker_user) == ("DROP", (), False)
+    assert accepts_forwarded(fwd, CX7) is False
+
+
+def test_an_established_only_accept_does_not_open_new_traffic() -> None:
+    fwd = forwarding("n1", [_cap("iptables_forward", real("forward_hostap2018_wlan_to_eth.txt"))])
+    # eth0 -> wlan0 is RELATED,ESTABLISHED only; wlan0 -> eth0 is accepted outright.
+    assert accepts_forwarded(fwd, ("wlan0", "eth0")) is True
+    assert accepts_forwarded(fwd, ("eth0",)) is False
+    assert accepts_forwarded(fwd, CX7) is False
+
+
+def test_a_whole_table_dump_split_as_the_node_prints_it() -> None:
+    # Docker 27.3 that made no DOCKER-USER: the policy is ACCEPT (nothing here drops CX-7 traffic).
+    dump = real("s_docker27_without_docker_user_excerpt.txt")
+    forward = _chain(dump, "FORWARD")
+    assert forward.splitlines()[0] == "-P FORWARD ACCEPT" and len(forward.splitlines()) == 6
+    fwd = forwarding("n1", [_cap("iptables_forward", forward),
+                            _cap("iptables_docker_user", stderr=NO_DOCKER_USER, exit_status=1)])
+    assert fwd.forward_policy == "ACCEPT" and fwd.docker_user is False and "firewall" not in fwd.unavailable
+    assert {r.chain for r in fwd.forward_rules} == {"FORWARD"}
+    assert accepts_forwarded(fwd, CX7) is False  # no rule accepts them: the ACCEPT policy does
+
+
+def test_the_legacy_warning_is_stderr_and_changes_nothing() -> None:
+    pasted = real("s_nft_with_legacy_warning_terminal.txt")
+    warning, stdout = pasted.split("\n", 1)
+    assert parse_iptables_s(pasted) == parse_iptables_s(stdout)  # a terminal paste reads the same
+    fwd = forwarding("n1", [_cap("iptables_forward", _chain(stdout, "FORWARD"), stderr=warning + "\n"),
+                            _cap("iptables_docker_user", stderr=NO_DOCKER_USER, exit_status=1)])
+    assert fwd.forward_policy == "ACCEPT" and fwd.docker_user is False and "firewall" not in fwd.unavailable
+
+
+def test_a_capture_without_root_names_iptables_own_words() -> None:
+    denied = real("stderr_not_root_nft184.txt")
+    fwd = forwarding("n1", [_cap("iptables_forward", stderr=denied, exit_status=4),
+                            _cap("iptables_docker_user", stderr=denied, exit_status=4)])
+    assert fwd.forward_policy is None and fwd.docker_user is None
+    assert "Could not fetch rule set generation id: Permission denied" in fwd.unavailable["firewall"]
+
+
+def test_accept_everything_but_docker0_accepts_the_cx7_traffic() -> None:
+    # `! -i docker0 ! -o docker0 -j ACCEPT`: everything that neither enters nor leaves by docker0.
+    fwd = forwarding("n1", [_cap("iptables_forward", "-P FORWARD DROP\n" + _chain(
+        real("rules_v4_forward_negated_excerpt.txt"), "FORWARD"))])
+    assert accepts_forwarded(fwd, CX7) is True
+    assert accepts_forwarded(fwd, ("docker0",)) is False
+
+
+def test_an_error_after_the_legacy_warning_is_named_not_the_warning() -> None:
+    # iptables-nft writes the legacy warning to stderr ahead of its error (the order of Q25-F102's paste), so the
+    # first line of stderr is the warning: the reason a rule skips must be the error after it, whichever it is.
+    stderr = NO_DOCKER_USER.splitlines()[0] + "\n" + real("stderr_not_root_nft184.txt")
+    fwd = forwarding("n1", [_cap("iptables_forward", stderr=stderr, exit_status=4)])
+    assert "Could not fetch rule set generation id" in fwd.unavailable["firewall"]
+    assert "Warning" not in fwd.unavailable["firewall"]

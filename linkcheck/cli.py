@@ -38,7 +38,7 @@ from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolv
 from linkcheck.accept.text import describe_profile, headline
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.baseline import list_text, save_baseline, show_text
-from linkcheck.app.cluster_check import check_cluster
+from linkcheck.app.cluster_check import check_cluster, cluster_bundle, save_cluster
 from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.app.topology import discover
@@ -48,6 +48,8 @@ from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
+from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule_text import describe_rule
@@ -58,7 +60,7 @@ from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
 from linkcheck.repair.record import steps_json
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
-from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
+from linkcheck.report.cluster import check_json, check_markdown, check_text, cluster_renderer, view_json, view_text
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
@@ -165,8 +167,14 @@ def diagnose(
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
-    `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified."""
-
+    `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
+    check judged it (text or JSON)."""
+    if is_cluster_bundle(bundle):
+        if baseline or prometheus:
+            raise UsageError("--baseline and --prometheus-textfile judge a pair's bundle, not a cluster's")
+        result = _cluster_bundle(bundle, playbook, config, allow_unverified)
+        _emit_cluster(result, fmt, None)
+        raise typer.Exit(int(result.exit_code))
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config), record.baseline if record else None,
                               allow_unverified=allow_unverified, warn=_unverified)
@@ -193,8 +201,12 @@ def report(
 
     from linkcheck.report.formats import renderer  # the command's own code
 
-    render = renderer(fmt)
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
+    if is_cluster_bundle(bundle):
+        result = _cluster_bundle(bundle, playbook, config, allow_unverified)
+        _write_report(cluster_renderer(fmt)(result), target, result.verdict.value)
+        raise typer.Exit(int(result.exit_code))
+    render = renderer(fmt)
     outcome = diagnose_bundle(bundle, playbook, _offline_config(config), allow_unverified=allow_unverified,
                               warn=_unverified)
     text = render(outcome)
@@ -206,6 +218,22 @@ def report(
     else:
         write_stdout(text)
     raise typer.Exit(int(outcome.diagnosis.exit_code))
+
+
+def _cluster_bundle(bundle: Path, playbook: list[Path] | None, config: Path | None,
+                    allow_unverified: bool) -> ClusterCheck:
+    rules = configured_rules(list(playbook or []), _offline_config(config), kind="all")
+    return cluster_bundle(bundle, rules, allow_unverified=allow_unverified, warn=_unverified)
+
+
+def _write_report(text: str, target: Path | None, verdict: str) -> None:
+    if target is not None:
+        write_output(target, text)
+        _say(f"verdict: {verdict}" if _QUIET else f"report written to {target}")
+    elif _QUIET:
+        _say(f"verdict: {verdict}")
+    else:
+        write_stdout(text)
 
 
 def _offline_config(path: Path | None) -> Config | None:
@@ -410,14 +438,14 @@ def check(
     if report is not None and not cluster:
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     if cluster:
-        if quick_nccl or latency or baseline or prometheus or save or anonymize:
+        if quick_nccl or latency or baseline or prometheus or anonymize:
             raise UsageError("over a cluster, check runs the inspection and the RDMA rounds per cable; --nccl, "
-                             "--latency, --baseline, --prometheus, --save and --anonymize judge a pair")
+                             "--latency, --baseline, --prometheus-textfile and --anonymize judge a pair")
         rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
             duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
             else None
         _run_cluster_check(cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group,
-                                         environ=os.environ), config, accept_new_host_keys, fmt, rdma, report)
+                                         environ=os.environ), config, accept_new_host_keys, fmt, rdma, report, save)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -429,11 +457,12 @@ def check(
 
 
 def _run_cluster_check(hosts: tuple[ClusterHost, ...], config: Path | None, accept: bool, fmt: Format,
-                       rdma: RdmaOptions | None, report: Path | None) -> None:
+                       rdma: RdmaOptions | None, report: Path | None, save: Path | None) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
-    findings; text or JSON on stdout, a Markdown report to `report`, the verdict's exit code."""
+    findings; text or JSON on stdout, a Markdown report to `report`, the bundle saved, the verdict's exit code."""
     if report is not None:
         check_output_path(report, "--report")
+    target = _checked_save(save)
     _quiet_libraries(bool(_DEBUG))
     found = find_config(config)
     ssh = found.ssh if found else SshOptions()
@@ -441,14 +470,20 @@ def _run_cluster_check(hosts: tuple[ClusterHost, ...], config: Path | None, acce
     if not _QUIET and fmt is Format.console:
         _say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
              f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)"))
-    result, _ = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys), rules,
-                              rdma)
+    result, bundle, doc = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
+                                        rules, rdma)
+    save_cluster(bundle, doc, target)
+    _emit_cluster(result, fmt, report)
+    _say(f"bundle saved to {target}")
+    raise typer.Exit(int(result.exit_code))
+
+
+def _emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None) -> None:
     if report is not None:
         write_output(report, check_markdown(result), "--report")
         _say(f"report written to {report}")
     if not _QUIET:
         _out(check_json(result) if fmt is Format.json else check_text(result))
-    raise typer.Exit(int(result.exit_code))
 
 
 def _quick_traffic(size: int, qps: int, port_base: int | None, nccl: bool, nccl_binary: str | None) -> TrafficRequest:

@@ -12,7 +12,9 @@ A node that could not be inspected leaves the tests it is in inconclusive (never
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import msgspec
 from msgspec.structs import replace
@@ -21,9 +23,21 @@ from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, 
 from linkcheck.bench.cluster import Planned, captures_of, plan_test, run_cluster_rdma
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.bench.runner import Progress, detect_tools, inspected_tools
-from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
+from linkcheck.bundle.format import Bundle, write_bundle
+from linkcheck.bundle.verify import load_trusted
+from linkcheck.cluster.cables import CableTest, cable_tests, pair_view, second_pass, test_subnets
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.record import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    CableEntry,
+    ClusterDocument,
+    HostEntry,
+    load_cluster,
+    write_cluster,
+)
+from linkcheck.cluster.schedule import Match, schedule
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.collect.collector import close_transports
 from linkcheck.config import SshOptions
@@ -32,7 +46,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import with_traffic
 from linkcheck.model import Capture, Verdict
-from linkcheck.transport.base import Transport
+from linkcheck.transport.base import Transport, parse_target
 
 # The pair's rules that judge one test's traffic: why a cable is slow, named per cable. The pair's other rules judge
 # a node's configuration, which the cluster's inspection and rules already cover once per node.
@@ -110,33 +124,76 @@ def _unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]
     return out
 
 
-def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
-                  progress: Progress | None = None) -> tuple[ClusterCheck, list[Capture]]:
-    """Inspect, measure (when `rdma` is given), judge; and every capture made, for the bundle."""
+def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
+                  doc: ClusterDocument, rules: list[Rule]) -> ClusterCheck:
+    """A cluster judged from its captures and its record: the facts, every planned test's results from its own
+    captures, the unreached tests, then the cluster's rules over all of it. The live check and a saved bundle both
+    come here, so a bundle gives the verdict its run showed."""
     cluster_rules = [r for r in rules if r.id not in CABLE_RULES]
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
+    facts = cluster_facts([h.name for h in hosts], captures, errors)
+    tests = []
+    for t in doc.tests:
+        subnets, _ = test_subnets(facts.topology, Match(t.a, t.b, t.label))
+        tests.append(CableTest(t.label, t.round, t.a, t.b, pair_view(facts, t.a, t.b, subnets), t.switched, t.pass_no))
+    results = [_judge_test(p, captures, cable_rules, doc.traffic_error) for p in _plan(tests, errors)]
+    if doc.traffic:
+        results += _unreached(facts, errors)
+    facts = replace(facts, tests=tuple(r.outcome() for r in results))
+    view = judge_facts(hosts, facts, errors, cluster_rules)
+    return ClusterCheck(view, facts, tuple(results), doc.traffic_error, doc.interrupted)
+
+
+def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
+    return tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched) for t in tests)
+
+
+def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
+                  progress: Progress | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+    """Inspect, measure (when `rdma` is given) and judge; with the bundle to save and its cluster record."""
+    cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
-    results: list[CableResult] = []
+    tests: list[CableTest] = []
     error: str | None = None
     interrupted = False
     try:
         captures, errors = inspect_cluster(transports, ssh)
+        created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
         if rdma is not None:
-            view = judge_facts(hosts, facts, errors, cluster_rules)
-            first = _measure(transports, cable_tests(facts, view.schedule), errors, captures, rdma, cable_rules,
-                             progress)
-            results, error, interrupted = first.results, first.error, first.interrupted
-            slow = {r.test.label for r in results if r.state == "slow"}
-            again = second_pass(facts, [r.test for r in results], slow) if not (error or interrupted) else []
+            tests = cable_tests(facts, schedule(facts.topology))
+            first = _measure(transports, tests, errors, captures, rdma, cable_rules, progress)
+            error, interrupted = first.error, first.interrupted
+            slow = {r.test.label for r in first.results if r.state == "slow"}
+            again = second_pass(facts, tests, slow) if not (error or interrupted) else []
             if again:
                 more = _measure(transports, again, errors, captures, rdma, cable_rules, progress)
-                results += more.results
+                tests += again
                 error, interrupted = more.error, more.interrupted
     finally:
         close_transports(transports)
-    if rdma is not None:
-        results += _unreached(facts, errors)
-    facts = replace(facts, tests=tuple(r.outcome() for r in results))
-    view = judge_facts(hosts, facts, errors, cluster_rules)
-    return ClusterCheck(view, facts, tuple(results), error, interrupted), captures
+    doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
+                          _entries(tests), rdma is not None, error, interrupted)
+    nodes: dict[str, dict[str, object]] = {h.name: {"target": str(h.target)} for h in hosts}
+    for cap in captures:
+        if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:
+            nodes[cap.node]["hostname"] = cap.stdout.strip()
+    bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
+    return judge_cluster(hosts, captures, errors, doc, rules), bundle, doc
+
+
+def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:
+    """The cluster's bundle: every capture (inspection and traffic) and cluster.json, covered by `verify`."""
+    write_bundle(bundle, directory)
+    write_cluster(directory, doc)
+
+
+def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,
+                   warn: Callable[[str], None] | None = None) -> ClusterCheck:
+    """A saved cluster bundle judged again: refused (exit 4) when `verify` rejects it, unless `allow_unverified`."""
+    bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn)
+    doc = load_cluster(path)
+    hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts]
+    names = {h.name for h in hosts}
+    errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
+    return judge_cluster(hosts, bundle.captures, errors, doc, rules)

@@ -41,7 +41,7 @@ class CableTest(msgspec.Struct, frozen=True):
         return self.a, self.b
 
 
-def _subnets(topology: Topology, match: Match) -> tuple[set[str], bool]:
+def test_subnets(topology: Topology, match: Match) -> tuple[set[str], bool]:
     """The subnets a test measures, and whether they are a switch's."""
     cable = next((c for c in topology.cables if c.key == match.label), None)
     if cable is not None:
@@ -64,7 +64,7 @@ def cable_tests(facts: ClusterFacts, schedule: Schedule, skip: Iterable[str] = (
         for match in rnd.matches:
             if match.a in left_out or match.b in left_out:
                 continue
-            subnets, switched = _subnets(facts.topology, match)
+            subnets, switched = test_subnets(facts.topology, match)
             out.append(CableTest(match.label, rnd.number, match.a, match.b,
                                  pair_view(facts, match.a, match.b, subnets), switched))
     return out
@@ -91,6 +91,6 @@ def second_pass(facts: ClusterFacts, first: Sequence[CableTest], slow: set[str])
         b = good[i % len(good)]
         number = next(r for r in itertools.count(1) if not busy.setdefault(r, set()) & {a, b})
         busy[number] |= {a, b}
-        subnets, _ = _subnets(facts.topology, Match(a, b, f"{a}<->{b}"))
+        subnets, _ = test_subnets(facts.topology, Match(a, b, f"{a}<->{b}"))
         out.append(CableTest(f"{a}<->{b}", base + number, a, b, pair_view(facts, a, b, subnets), True, SECOND_PASS))
     return sorted(out, key=lambda t: t.round)

@@ -5,8 +5,10 @@ interface names) is data: shown, never interpreted."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from linkcheck.cluster_outcome import CableResult, ClusterCheck, ClusterView
+from linkcheck.errors import UsageError
 from linkcheck.model import Finding, Status
 from linkcheck.records import plain
 from linkcheck.report.markdown import md
@@ -184,3 +186,14 @@ def check_markdown(check: ClusterCheck) -> str:
     if findings:
         out += ["## Findings", "", *findings, ""]
     return "\n".join(out)
+
+
+CLUSTER_FORMATS: dict[str, Callable[[ClusterCheck], str]] = {"json": check_json, "markdown": check_markdown}
+
+
+def cluster_renderer(name: str) -> Callable[[ClusterCheck], str]:
+    """The renderer of a cluster bundle's report format; UsageError (exit 4) naming those there are."""
+    render = CLUSTER_FORMATS.get(name)
+    if render is None:
+        raise UsageError(f"a cluster's report is one of {', '.join(CLUSTER_FORMATS)}, not {name!r}")
+    return render

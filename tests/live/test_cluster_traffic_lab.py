@@ -30,7 +30,8 @@ def _config(lab: Lab, tmp_path: Path) -> Path:
 
 
 def _check(cli: InProcessCli, config: Path, *nodes_args: str) -> tuple[int, dict[str, Any]]:
-    run = cli("check", *nodes_args, "-c", str(config), "--quick", "-f", "json", timeout=300)
+    save = config.parent / f"bundle-{len(list(config.parent.glob('bundle-*')))}"
+    run = cli("check", *nodes_args, "-c", str(config), "--quick", "-f", "json", "--save", str(save), timeout=300)
     assert run.stdout, run.stderr
     return run.returncode, json.loads(run.stdout)
 
@@ -108,6 +109,11 @@ def test_a_hot_plugged_ring_cable_is_named_on_that_cable_alone(lab_factory: LabF
     assert any(r["mode"] == "alone" for r in slow["runs"])
     assert all(t["state"] == "pass" for t in data["tests"] if t["label"] != "a:p0<->b:p1")
     _no_process_left(lab)
+    # The saved bundle, judged again offline, says exactly what the check said.
+    bundle = tmp_path / "bundle-0"
+    assert cli("verify", str(bundle)).returncode == 0
+    again = cli("diagnose", str(bundle), "-f", "json")
+    assert again.returncode == 2 and json.loads(again.stdout) == data
 
 
 def test_the_second_pass_names_the_node_slow_with_every_partner(lab_factory: LabFactory, cli: InProcessCli,

@@ -1,0 +1,111 @@
+"""A cluster's bundle: every node's captures plus cluster.json, covered by `verify`, judged again by `diagnose` and
+`report` through the code the live check used; and every way cluster.json can be bad gets one line and exit 4."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from linkcheck.app.cluster_check import cluster_bundle, judge_cluster, save_cluster
+from linkcheck.bundle.acceptance import add_files
+from linkcheck.bundle.format import Bundle
+from linkcheck.cluster.hosts import parse_node_values
+from linkcheck.cluster.record import CLUSTER, SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry, cluster_json
+from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.report.cluster import check_json
+from tests.emulators.captures import node_captures
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
+RULES = load_playbooks(kind="all")
+
+
+def _saved(tmp_path: Path, name: str = "ring3-same-port") -> tuple[Path, str]:
+    """A cluster bundle of the scenario's nodes (no traffic) and the JSON its check printed."""
+    models = cluster_models(CLUSTER_SCENARIOS[name]())
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    hosts = parse_node_values([f"{n}=root@{n}.lab" for n in models])
+    doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts))
+    live = judge_cluster(hosts, captures, {}, doc, RULES)
+    folder = tmp_path / "bundle"
+    save_cluster(Bundle(captures=captures, nodes={n: {"target": f"root@{n}.lab"} for n in models},
+                        created="2026-12-02T20:00:00+00:00"), doc, folder)
+    return folder, check_json(live)
+
+
+def test_a_saved_cluster_is_judged_again_as_its_check_judged_it(tmp_path: Path, cli: InProcessCli) -> None:
+    folder, live = _saved(tmp_path)
+    assert check_json(cluster_bundle(folder, RULES)) == live
+    run = cli("diagnose", str(folder), "-f", "json")
+    assert run.returncode == 2, run.stderr  # RING_SAME_PORT fails
+    assert json.loads(run.stdout)["layout"] == "ring3"
+    assert {f["id"] for f in json.loads(run.stdout)["findings"] if f["status"] == "fail"} == {"RING_SAME_PORT"}
+    assert cli("verify", str(folder)).returncode == 0
+    md = cli("report", str(folder), "-f", "markdown")
+    assert md.returncode == 2 and md.stdout.startswith("# linkcheck cluster check: FAIL")
+    bad = cli("report", str(folder), "-f", "nonsense")
+    assert bad.returncode == 4 and "cluster" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _rewrite(folder: Path, doc: dict[str, object]) -> None:
+    """cluster.json replaced and vouched for by the manifest, as a writer that made it so would have."""
+    add_files(folder, {CLUSTER: json.dumps(doc)})
+
+
+BAD_DOCS = {
+    "unknown key": lambda d: {**d, "extra": 1},
+    "wrong schema": lambda d: {**d, "schema": "other"},
+    "nine hosts": lambda d: {**d, "hosts": [{"name": f"n{i}", "target": f"n{i}"} for i in range(9)]},
+    "a host twice": lambda d: {**d, "hosts": [d["hosts"][0], d["hosts"][0]]},
+    "a test with an unknown node": lambda d: {**d, "tests": [{"label": "a<->z", "round": 1, "a": "a", "b": "z"}]},
+    "a test of a node with itself": lambda d: {**d, "tests": [{"label": "a<->a", "round": 1, "a": "a", "b": "a"}]},
+    "a negative round": lambda d: {**d, "tests": [{"label": "a<->b", "round": -1, "a": "a", "b": "b"}]},
+    "hosts not a list": lambda d: {**d, "hosts": "a,b,c"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DOCS))
+def test_a_bad_cluster_record_is_one_line_and_exit_4(tmp_path: Path, cli: InProcessCli, case: str) -> None:
+    folder, _ = _saved(tmp_path)
+    doc = json.loads((folder / CLUSTER).read_text(encoding="utf-8"))
+    _rewrite(folder, BAD_DOCS[case](doc))
+    run = cli("diagnose", str(folder))
+    assert run.returncode == 4, (case, run.stdout, run.stderr)
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert CLUSTER in lines[0] and "Traceback" not in run.stderr, lines
+
+
+def test_an_edited_missing_or_odd_cluster_record_is_refused(tmp_path: Path, cli: InProcessCli) -> None:
+    folder, _ = _saved(tmp_path)
+    record = folder / CLUSTER
+    # Edited after the run: verify rejects the bundle, diagnose refuses it before reading it.
+    record.write_text(record.read_text(encoding="utf-8").replace('"a"', '"z"'), encoding="utf-8")
+    run = cli("diagnose", str(folder))
+    assert run.returncode == 4 and "verify" in run.stderr and "Traceback" not in run.stderr
+    # With --allow-unverified the record is still not read: it is not the run's.
+    run = cli("diagnose", str(folder), "--allow-unverified")
+    assert run.returncode == 4 and CLUSTER in run.stderr and "SHA-256" in run.stderr
+    # A FIFO and a folder in its place: one line each, nothing blocks.
+    record.unlink()
+    os.mkfifo(record)
+    run = cli("diagnose", str(folder), "--allow-unverified", timeout=30)
+    assert run.returncode == 4 and CLUSTER in run.stderr and "Traceback" not in run.stderr
+    record.unlink()
+    record.mkdir()
+    run = cli("diagnose", str(folder), "--allow-unverified", timeout=30)
+    assert run.returncode == 4 and CLUSTER in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_record_round_trips_the_hosts_and_tests(tmp_path: Path) -> None:
+    folder, _ = _saved(tmp_path)
+    text = (folder / CLUSTER).read_text(encoding="utf-8")
+    assert text == cluster_json(ClusterDocument(**{**json.loads(text), "hosts": tuple(
+        HostEntry(**h) for h in json.loads(text)["hosts"])}))
+    assert [h["name"] for h in json.loads(text)["hosts"]] == ["a", "b", "c"]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Set up everything the test suite needs on a fresh Debian 12 machine, then run lint, types and tests.
 # As root it installs the Debian packages the lab and the parser tests use (real sshd, iproute2,
-# ethtool, netplan, perftest, shellcheck); as a normal user the lab tests skip with a reason.
+# ethtool, netplan, perftest, iptables, shellcheck); as a normal user the lab tests skip with a reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin shellcheck chromium)
+DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin iptables shellcheck chromium)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

@@ -24,7 +24,8 @@ LAB_NEEDS = frozenset(
     {"sh", "sleep", "sshd", "mount", "cp", "mkdir", "env", "python3", "python", os.path.basename(sys.executable)}
 )
 
-# Tools that need the hardware; each gets a wrapper that runs the emulator CLI on the node's model.
+# Tools that need the hardware; each gets a wrapper that runs the emulator CLI on the node's model. iptables is not
+# one: each node's namespace has its own netfilter tables, so the host's real iptables shows and changes that node's.
 EMULATED_TOOLS: tuple[str, ...] = (
     "ibv_devinfo",
     "ibstat",
@@ -41,7 +42,6 @@ EMULATED_TOOLS: tuple[str, ...] = (
     "all_gather_perf",
     "all_reduce_perf",
     "dmesg",
-    "iptables",
 )
 
 

@@ -112,3 +112,30 @@ def test_the_switch_is_one_l2_domain_and_the_ring_is_cabled_point_to_point(lab_f
     # a:enp1s0f0np0 (192.168.10.1/24 -> 198.19.10.1) is cabled to b:enp1s0f1np1 (.2); c has no address there.
     assert ring.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.10.2"]).returncode == 0
     assert ring.exec("a", ["ping", "-c", "1", "-W", "1", "-I", "enp1s0f0np0", "198.19.14.3"]).returncode != 0
+
+
+def test_dockers_forward_drop_on_a_transit_node_looks_like_a_dead_cable_and_is_named(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """Real netfilter in each node's namespace: on the ring of four with forwarding and routes in place, Docker's
+    FORWARD policy DROP with an empty DOCKER-USER on node b stops a's traffic to c as a dead cable would, and
+    DOCKER_FORWARD_DROP names b; the rule's own fix (accept the CX-7 interfaces in DOCKER-USER) brings it back."""
+    lab = lab_factory("ring4")
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    for node, (subnet, via) in RING4_LAB_ROUTES.items():
+        assert lab.exec(node, ["sysctl", "-w", "net.ipv4.ip_forward=1"]).returncode == 0
+        assert lab.exec(node, ["ip", "route", "add", subnet, "via", via]).returncode == 0
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.12.3"]).returncode == 0
+    for argv in (["-N", "DOCKER-USER"], ["-A", "DOCKER-USER", "-j", "RETURN"], ["-A", "FORWARD", "-j", "DOCKER-USER"],
+                 ["-P", "FORWARD", "DROP"]):
+        done = lab.exec("b", ["iptables", *argv])
+        assert done.returncode == 0, done.stderr
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", "198.19.12.3"]).returncode != 0  # as if the cable were dead
+    firing = _firing(cli, config)
+    assert ("DOCKER_FORWARD_DROP", "node b") in firing
+    assert {s for r, s in firing if r == "DOCKER_FORWARD_DROP"} == {"node b"}
+    # The fix the finding prints, run as it says.
+    for twin in ("enp1s0f+", "enP2p1s0f+"):
+        assert lab.exec("b", ["iptables", "-I", "DOCKER-USER", "-i", twin, "-j", "ACCEPT"]).returncode == 0
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.12.3"]).returncode == 0
+    assert not any(r == "DOCKER_FORWARD_DROP" for r, _ in _firing(cli, config))

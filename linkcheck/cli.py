@@ -40,6 +40,7 @@ from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.cluster_check import check_cluster, cluster_bundle, save_cluster
 from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
+from linkcheck.app.init import write_cluster_config, write_initial_config
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.app.topology import discover
 from linkcheck.baseline.store import delete, resolve
@@ -222,8 +223,10 @@ def report(
 
 def _cluster_bundle(bundle: Path, playbook: list[Path] | None, config: Path | None,
                     allow_unverified: bool) -> ClusterCheck:
-    rules = configured_rules(list(playbook or []), _offline_config(config), kind="all")
-    return cluster_bundle(bundle, rules, allow_unverified=allow_unverified, warn=_unverified)
+    found = _offline_config(config)
+    rules = configured_rules(list(playbook or []), found, kind="all")
+    return cluster_bundle(bundle, rules, allow_unverified=allow_unverified, warn=_unverified,
+                          expected=found.expected_cluster if found else None)
 
 
 def _write_report(text: str, target: Path | None, verdict: str) -> None:
@@ -434,7 +437,8 @@ def check(
                          "--bench --duration S or `linkcheck bench rdma --duration S`")
     if quick_nccl and not quick:
         raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
-    cluster = hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2
+    cluster = hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2 or (
+        not node and (recorded := _offline_config(config)) is not None and bool(recorded.cluster_nodes))
     if report is not None and not cluster:
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     if cluster:
@@ -444,8 +448,8 @@ def check(
         rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
             duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
             else None
-        _run_cluster_check(cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group,
-                                         environ=os.environ), config, accept_new_host_keys, fmt, rdma, report, save)
+        _run_cluster_check((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt, rdma, report,
+                           save)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -456,8 +460,9 @@ def check(
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
 
 
-def _run_cluster_check(hosts: tuple[ClusterHost, ...], config: Path | None, accept: bool, fmt: Format,
-                       rdma: RdmaOptions | None, report: Path | None, save: Path | None) -> None:
+def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
+                       accept: bool, fmt: Format, rdma: RdmaOptions | None, report: Path | None,
+                       save: Path | None) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
     findings; text or JSON on stdout, a Markdown report to `report`, the bundle saved, the verdict's exit code."""
     if report is not None:
@@ -465,17 +470,26 @@ def _run_cluster_check(hosts: tuple[ClusterHost, ...], config: Path | None, acce
     target = _checked_save(save)
     _quiet_libraries(bool(_DEBUG))
     found = find_config(config)
+    hosts = _cluster_nodes(named, found)
     ssh = found.ssh if found else SshOptions()
     rules = configured_rules([], found, kind="all")  # the config's playbooks and threshold overrides too
     if not _QUIET and fmt is Format.console:
         _say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
              f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)"))
     result, bundle, doc = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
-                                        rules, rdma)
+                                        rules, rdma, expected=found.expected_cluster if found else None)
     save_cluster(bundle, doc, target)
     _emit_cluster(result, fmt, report)
     _say(f"bundle saved to {target}")
     raise typer.Exit(int(result.exit_code))
+
+
+def _cluster_nodes(named: tuple[list[str], Path | None, Path | None, str | None],
+                   found: Config | None) -> tuple[ClusterHost, ...]:
+    """The cluster's nodes: --node, --hostfile or --inventory, else linkcheck.yaml's `cluster:` nodes, else Slurm's."""
+    nodes, hostfile, inventory, group = named
+    return cluster_hosts(nodes=nodes, hostfile=hostfile, inventory=inventory, group=group, environ=os.environ,
+                         configured=found.cluster_nodes if found else ())
 
 
 def _emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None) -> None:
@@ -790,10 +804,22 @@ def init(
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = Path("linkcheck.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     accept_new_host_keys: AcceptOpt = False,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
-    """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml."""
-    from linkcheck.app.init import write_initial_config  # the command's own code
-
+    """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml. With three
+    or more --node, --hostfile or --inventory: every node of a cluster, and the cabling found (its cables and the
+    nodes on the switch), which topology and check then compare (CLUSTER_LINK_CHANGED)."""
+    if hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2:
+        _quiet_libraries(bool(_DEBUG))
+        found = find_config(config)
+        ssh = found.ssh if found else SshOptions()
+        hosts = _cluster_nodes((node or [], hostfile, inventory, group), found)
+        facts = write_cluster_config(hosts, replace(ssh, accept_new_host_keys=accept_new_host_keys or
+                                                    ssh.accept_new_host_keys), output, force=force)
+        _out(f"wrote {output}: {len(hosts)} nodes, layout {facts.topology.layout}, "
+             f"{len(facts.topology.cables)} cable(s), "
+             f"{len({n for s in facts.topology.segments for n in s.nodes})} node(s) on the switch")
+        return
     cfg = _live_config(config, node, accept_new_host_keys)
     link = write_initial_config(cfg, output, force=force)
     _out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
@@ -816,12 +842,12 @@ def topology(
     warns; 2 when a rule fails; 3 when a node could not be read)."""
 
     _quiet_libraries(bool(_DEBUG))
-    hosts = cluster_hosts(nodes=node or (), hostfile=hostfile, inventory=inventory, group=group, environ=os.environ)
     found = find_config(config)
+    hosts = _cluster_nodes((node or [], hostfile, inventory, group), found)
     ssh = found.ssh if found else SshOptions()
     rules = configured_rules([], found, kind="cluster")  # the config's playbooks and threshold overrides too
     view = discover(hosts, replace(ssh, accept_new_host_keys=accept_new_host_keys or ssh.accept_new_host_keys),
-                    rules)
+                    rules, found.expected_cluster if found else None)
     if not _QUIET:
         _out(view_json(view) if fmt is Format.json else view_text(view))
     raise typer.Exit(int(view.exit_code))

@@ -16,6 +16,7 @@ from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from linkcheck import schema
+from linkcheck.cluster.facts import ExpectedCluster
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_node_target
@@ -47,6 +48,8 @@ class Config(msgspec.Struct, frozen=True):
     playbooks: tuple[Path, ...] = ()
     thresholds: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     source: str | None = None
+    cluster_nodes: tuple[NodeTarget, ...] = ()  # the `cluster:` section's nodes, in its order
+    expected_cluster: ExpectedCluster | None = None  # the cabling `init` recorded over a cluster
 
     @property
     def expected_paths(self) -> tuple[tuple[str, str], ...]:
@@ -83,6 +86,16 @@ class _Link(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     paths: tuple[_Path, ...] = ()
 
 
+CableKey = Annotated[str, msgspec.Meta(pattern=r"^[^\s:<>]+:[^\s:<>]+<->[^\s:<>]+:[^\s:<>]+$")]
+NodeName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
+
+
+class _Cluster(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    nodes: dict[NodeName, str | _Node] = msgspec.field(default_factory=dict)
+    cables: tuple[CableKey, ...] = ()
+    switch: tuple[NodeName, ...] = ()
+
+
 class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """linkcheck.yaml as written; `load_config` turns it into a Config."""
 
@@ -92,6 +105,7 @@ class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     link: _Link | None = None
     playbooks: tuple[str, ...] = ()
     thresholds: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    cluster: _Cluster | None = None
 
 
 _SECONDS = f"a positive number of seconds, at most {MAX_TIMEOUT_S}"
@@ -108,6 +122,10 @@ _ALLOWED = {
     "link.paths[].subnet": "a CIDR such as 192.168.100.0/24", "playbooks": "a list of file or folder paths",
     "playbooks[]": "a file or folder path", "thresholds": "a mapping of rule ids to {name: value}",
     "thresholds.*": "a mapping of threshold names to values",
+    "cluster": "a mapping of nodes, cables and switch", "cluster.nodes": "a mapping of node names to " + _NODE,
+    "cluster.nodes.*": _NODE, "cluster.cables": "a list of cables such as a:p0<->b:p1",
+    "cluster.cables[]": "a cable such as a:p0<->b:p1 (node:cage<->node:cage)",
+    "cluster.switch": "a list of node names", "cluster.switch[]": "a node name (letters, digits, . _ -)",
 }
 
 
@@ -116,7 +134,8 @@ def _allowed(where: str) -> str | None:
     if where.endswith("*"):  # the keys of a mapping: the model's fields
         names = schema.field_names(_File, _steps(where[:-2]) if where != "*" else ())
         return ", ".join(names) if names else None
-    return _ALLOWED.get(where) or _ALLOWED.get(re.sub(r"^thresholds\.[^.]+$", "thresholds.*", where))
+    return (_ALLOWED.get(where) or _ALLOWED.get(re.sub(r"^thresholds\.[^.]+$", "thresholds.*", where))
+            or _ALLOWED.get(re.sub(r"^cluster\.nodes\.[^.]+$", "cluster.nodes.*", where)))
 
 
 def _steps(where: str) -> tuple[str | int, ...]:
@@ -173,10 +192,33 @@ def load_config(path: Path) -> Config:
                      connect_timeout_s=doc.ssh.connect_timeout_s, command_timeout_s=int(doc.ssh.command_timeout_s),
                      inspection_timeout_s=doc.ssh.inspection_timeout_s,
                      accept_new_host_keys=doc.ssh.accept_new_host_keys)
+    cluster_nodes, expected_cluster = _cluster(path, data, doc.cluster)
     # The thresholds stay the loader's LineDicts, so an unknown rule or a bad override can still name its line.
     return Config(nodes=nodes, ssh=ssh, expected_link=link,
                   playbooks=tuple(path.parent / Path(p).expanduser() for p in doc.playbooks),
-                  thresholds=data.get("thresholds") or {}, source=str(path))
+                  thresholds=data.get("thresholds") or {}, source=str(path), cluster_nodes=cluster_nodes,
+                  expected_cluster=expected_cluster)
+
+
+def _cluster(path: Path, data: Any, section: _Cluster | None) -> tuple[tuple[NodeTarget, ...], ExpectedCluster | None]:
+    """The `cluster:` section `init` writes over a cluster: its nodes (targets parsed as --node's) and the cabling
+    it recorded, which a later `topology` or `check` compares (CLUSTER_LINK_CHANGED)."""
+    if section is None:
+        return (), None
+    targets = []
+    for name, raw in section.nodes.items():
+        node = _Node(target=raw) if isinstance(raw, str) else raw
+        identity = _path(node.identity_file)
+        try:
+            targets.append(parse_node_target(node.target, name=name,
+                                             identity_file=str(identity) if identity else None))
+        except ConfigError as exc:
+            raise ConfigError(str(path), exc.reason, line=line_of(data["cluster"]["nodes"], name)) from None
+    unknown = [n for n in section.switch if section.nodes and n not in section.nodes]
+    if unknown:
+        raise ConfigError(str(path), f"cluster.switch names {unknown[0]!r}, which is not among cluster.nodes",
+                          line=line_of(data["cluster"], "switch"))
+    return tuple(targets), ExpectedCluster(section.cables, section.switch, path.name)
 
 
 def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:

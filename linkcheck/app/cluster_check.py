@@ -26,7 +26,7 @@ from linkcheck.bench.runner import Progress, detect_tools, inspected_tools
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import CableTest, cable_tests, pair_view, second_pass, test_subnets
-from linkcheck.cluster.facts import ClusterFacts
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.record import (
     SCHEMA,
@@ -125,13 +125,13 @@ def _unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]
 
 
 def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
-                  doc: ClusterDocument, rules: list[Rule]) -> ClusterCheck:
+                  doc: ClusterDocument, rules: list[Rule], expected: ExpectedCluster | None = None) -> ClusterCheck:
     """A cluster judged from its captures and its record: the facts, every planned test's results from its own
     captures, the unreached tests, then the cluster's rules over all of it. The live check and a saved bundle both
     come here, so a bundle gives the verdict its run showed."""
     cluster_rules = [r for r in rules if r.id not in CABLE_RULES]
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
-    facts = cluster_facts([h.name for h in hosts], captures, errors)
+    facts = cluster_facts([h.name for h in hosts], captures, errors, expected)
     tests = []
     for t in doc.tests:
         subnets, _ = test_subnets(facts.topology, Match(t.a, t.b, t.label))
@@ -149,7 +149,8 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
 
 
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
-                  progress: Progress | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+                  progress: Progress | None = None, expected: ExpectedCluster | None = None,
+                  ) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
     """Inspect, measure (when `rdma` is given) and judge; with the bundle to save and its cluster record."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
@@ -179,7 +180,7 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:
             nodes[cap.node]["hostname"] = cap.stdout.strip()
     bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
-    return judge_cluster(hosts, captures, errors, doc, rules), bundle, doc
+    return judge_cluster(hosts, captures, errors, doc, rules, expected), bundle, doc
 
 
 def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:
@@ -189,11 +190,11 @@ def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:
 
 
 def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,
-                   warn: Callable[[str], None] | None = None) -> ClusterCheck:
+                   warn: Callable[[str], None] | None = None, expected: ExpectedCluster | None = None) -> ClusterCheck:
     """A saved cluster bundle judged again: refused (exit 4) when `verify` rejects it, unless `allow_unverified`."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn)
     doc = load_cluster(path)
     hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts]
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
-    return judge_cluster(hosts, bundle.captures, errors, doc, rules)
+    return judge_cluster(hosts, bundle.captures, errors, doc, rules, expected)

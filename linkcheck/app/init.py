@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from linkcheck.app.live import collect_bundle
-from linkcheck.config import Config
+from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
+from linkcheck.cluster.facts import ClusterFacts
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.collect.collector import close_transports
+from linkcheck.config import Config, SshOptions
 from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts
@@ -84,3 +90,67 @@ def _require_cabled_cx7(link: LinkFacts) -> None:
         if not node.cabled_cages:
             raise NodeError(node.name, "no cabled cage: no ConnectX-7 port has a link",
                             fix="seat the QSFP cable in the same cage on both nodes, then re-run init")
+
+
+def _yaml_text(value: str) -> str:
+    """A node-given or user-given word as a YAML scalar that stays text (JSON's quoting is valid YAML)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+def render_cluster_config(hosts: Sequence[ClusterHost], ssh: SshOptions, facts: ClusterFacts) -> str:
+    """linkcheck.yaml for a cluster: the SSH settings in use, the nodes in their order, the cabling found (each
+    direct cable cage to cage, the nodes on the switch), with comments that say what each part is for."""
+    today = dt.date.today().isoformat()
+    topo = facts.topology
+    lines = [f"# linkcheck configuration, written by `linkcheck init` on {today} for a cluster of {len(hosts)} nodes.",
+             "# topology and check read ./linkcheck.yaml (or --config PATH); --node, --hostfile or --inventory "
+             "override the nodes.",
+             "version: 1",
+             "ssh:",
+             *([f"  known_hosts: {_yaml_text(str(ssh.known_hosts))}"] if ssh.known_hosts else []),
+             *([f"  config: {_yaml_text(str(ssh.config))}"] if ssh.config else []),
+             f"  connect_timeout_s: {ssh.connect_timeout_s:g}",
+             f"  command_timeout_s: {ssh.command_timeout_s}",
+             f"  inspection_timeout_s: {ssh.inspection_timeout_s:g}",
+             "  accept_new_host_keys: false  # strict host keys; add keys with ssh-keyscan instead",
+             f"cluster:  # what init found (layout {topo.layout}); topology and check report when the live cabling "
+             "differs",
+             "  nodes:  # SSH targets: [user@]host[:port]"]
+    hostnames = {n: f.hostname for n, f in facts.nodes.items()}
+    for host in hosts:
+        lines.append(f"    {_yaml_text(host.name)}: {_yaml_text(str(host.target))}"
+                     f"  # hostname: {_comment(hostnames.get(host.name))}")
+    lines.append("  cables:  # direct cables, cage to cage (node:cage<->node:cage)")
+    lines += [f"    - {_yaml_text(c.key)}" for c in topo.cables] or ["    []"]
+    switched = [n for n in topo.nodes if any(n in s.nodes for s in topo.segments)]
+    lines.append("  switch: [" + ", ".join(_yaml_text(n) for n in switched) + "]  # the nodes on the switch")
+    lines += ["playbooks: []  # extra playbook files or folders, relative to this file",
+              "thresholds: {}  # per-rule overrides, e.g. {NCCL_BUSBW_LOW: {min_busbw_gbs: 22.5}}", ""]
+    return "\n".join(lines)
+
+
+def _comment(text: str | None) -> str:
+    """Text from a node inside a YAML comment: one line, printable, no more than 64 characters."""
+    shown = "".join(ch if ch.isprintable() else "?" for ch in (text or "?"))
+    return shown[:64]
+
+
+def write_cluster_config(hosts: Sequence[ClusterHost], ssh: SshOptions, output: Path, *, force: bool) -> ClusterFacts:
+    """Inspect every node and write `output` with the cabling found; refuses to overwrite unless forced, and when a
+    node could not be inspected (the cabling would be recorded without it)."""
+    if output.exists() and not force and not _is_stream(output):
+        raise ConfigError(str(output), "already exists", fix="pass --force to overwrite, or --output another path")
+    _check_output(output)
+    transports = open_cluster(hosts, ssh)
+    try:
+        captures, errors = inspect_cluster(transports, ssh)
+    finally:
+        close_transports(transports)
+    if errors:
+        raise UnreachableError(errors)
+    facts = cluster_facts([h.name for h in hosts], captures, errors)
+    if not facts.topology.cables and not facts.topology.segments:
+        raise ConfigError(str(output), "no cable and no switch segment found between the nodes; nothing recorded",
+                          fix="address the CX-7 ports (one /24 per cable and twin), then run init again")
+    write_output(output, render_cluster_config(hosts, ssh, facts), "-o", "config")
+    return facts

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
-from linkcheck.cluster.facts import ClusterFacts, forwarding
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, forwarding
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
@@ -43,17 +43,20 @@ def inspect_cluster(transports: dict[str, Transport], ssh: SshOptions) -> tuple[
     return result.captures, {name: str(error) for name, error in result.errors.items()}
 
 
-def discover(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule] | None = None) -> ClusterView:
-    """Inspect every host at once, infer how the cluster is cabled and judge the cluster's rules."""
+def discover(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule] | None = None,
+             expected: ExpectedCluster | None = None) -> ClusterView:
+    """Inspect every host at once, infer how the cluster is cabled and judge the cluster's rules (against the
+    cabling linkcheck.yaml recorded, when `expected` is given)."""
     transports = open_cluster(hosts, ssh)
     try:
         captures, errors = inspect_cluster(transports, ssh)
     finally:
         close_transports(transports)
-    return judge(hosts, captures, errors, rules)
+    return judge(hosts, captures, errors, rules, expected)
 
 
-def cluster_facts(names: Sequence[str], captures: Sequence[Capture], errors: dict[str, str]) -> ClusterFacts:
+def cluster_facts(names: Sequence[str], captures: Sequence[Capture], errors: dict[str, str],
+                  expected: ExpectedCluster | None = None) -> ClusterFacts:
     """Every node's facts from its captures, the topology inferred from them, each node's forwarding state."""
     facts = {}
     routing = {}
@@ -64,13 +67,13 @@ def cluster_facts(names: Sequence[str], captures: Sequence[Capture], errors: dic
             node = replace(node, unavailable={g: errors[name] for g in NODE_GROUPS})
         facts[name] = node
         routing[name] = forwarding(name, own)
-    return ClusterFacts(nodes=facts, topology=infer_topology(facts), forwarding=routing)
+    return ClusterFacts(nodes=facts, topology=infer_topology(facts), forwarding=routing, expected=expected)
 
 
 def judge(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
-          rules: list[Rule] | None = None) -> ClusterView:
+          rules: list[Rule] | None = None, expected: ExpectedCluster | None = None) -> ClusterView:
     """The view of what the nodes answered: topology, rounds, and the cluster rules' findings."""
-    return judge_facts(hosts, cluster_facts([h.name for h in hosts], captures, errors), errors, rules)
+    return judge_facts(hosts, cluster_facts([h.name for h in hosts], captures, errors, expected), errors, rules)
 
 
 def judge_facts(hosts: Sequence[ClusterHost], facts: ClusterFacts, errors: dict[str, str],

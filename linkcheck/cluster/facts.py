@@ -120,6 +120,33 @@ class TrafficOutcome(msgspec.Struct, frozen=True):
         return self.b if node == self.a else self.a
 
 
+class ExpectedCluster(msgspec.Struct, frozen=True):
+    """The cabling `linkcheck init` recorded in linkcheck.yaml's `cluster:` section: the direct cables (keys such as
+    `a:p0<->b:p1`) and the nodes on the switch; `source` names the file."""
+
+    cables: tuple[str, ...] = ()
+    switch: tuple[str, ...] = ()
+    source: str = "linkcheck.yaml"
+
+
+def _ends(key: str) -> frozenset[str]:
+    """A cable key's two ends, in either order: `a:p0<->b:p1` is the cable `b:p1<->a:p0` too."""
+    return frozenset(key.split("<->"))
+
+
+class CablingChanges(msgspec.Struct, frozen=True):
+    """What differs from the recorded cabling: cables gone and new, switch nodes gone and new."""
+
+    cables_gone: tuple[str, ...] = ()
+    cables_new: tuple[str, ...] = ()
+    switch_gone: tuple[str, ...] = ()
+    switch_new: tuple[str, ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.cables_gone or self.cables_new or self.switch_gone or self.switch_new)
+
+
 class ClusterFacts(msgspec.Struct, frozen=True):
     """The nodes in the hosts' order, the topology inferred from them, each node's forwarding state, and how each
     traffic test came out (empty when no traffic was sent)."""
@@ -128,6 +155,7 @@ class ClusterFacts(msgspec.Struct, frozen=True):
     topology: Topology
     forwarding: Mapping[str, Forwarding] = {}
     tests: tuple[TrafficOutcome, ...] = ()
+    expected: ExpectedCluster | None = None  # linkcheck.yaml's recorded cabling, when a config has one
 
     def unavailable(self, name: str) -> dict[str, str]:
         """Every fact group the node could not give, the pair's and the cluster's."""
@@ -371,3 +399,19 @@ def swap_partner(facts: ClusterFacts, cable: Cable) -> Cable | None:
         if other.key != cable.key and outcome is not None and outcome.state == "pass":
             return other
     return None
+
+
+def cabling_changes(facts: ClusterFacts) -> CablingChanges | None:
+    """The live cabling against the recorded one (None: nothing recorded). A node that could not be inspected shows
+    no cable: its recorded cables are not counted as gone (its own finding says it was not read)."""
+    expected = facts.expected
+    if expected is None:
+        return None
+    lost = {f.subject for f in facts.topology.flagged("uninspected")}
+    live = {_ends(c.key): c.key for c in facts.topology.cables}
+    recorded = {_ends(k): k for k in expected.cables}
+    gone = [k for e, k in recorded.items() if e not in live and not {x.split(":", 1)[0] for x in e} & lost]
+    switched = {n for s in facts.topology.segments for n in s.nodes}
+    return CablingChanges(tuple(sorted(gone)), tuple(sorted(k for e, k in live.items() if e not in recorded)),
+                          tuple(n for n in expected.switch if n not in switched and n not in lost),
+                          tuple(n for n in facts.topology.nodes if n in switched and n not in expected.switch))

@@ -190,8 +190,10 @@ def read_inventory(path: Path, group: str | None = None) -> tuple[ClusterHost, .
 
 
 def cluster_hosts(*, nodes: Sequence[str] = (), hostfile: Path | None = None, inventory: Path | None = None,
-                  group: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[ClusterHost, ...]:
-    """The nodes from the one source given: --node, --hostfile or --inventory, else $SLURM_JOB_NODELIST."""
+                  group: str | None = None, environ: Mapping[str, str] | None = None,
+                  configured: Sequence[NodeTarget] = ()) -> tuple[ClusterHost, ...]:
+    """The nodes from the one source given: --node, --hostfile or --inventory, else linkcheck.yaml's `cluster:`
+    nodes (`configured`), else $SLURM_JOB_NODELIST."""
     given = [name for name, present in (("--node", bool(nodes)), ("--hostfile", hostfile is not None),
                                          ("--inventory", inventory is not None)) if present]
     if len(given) > 1:
@@ -204,8 +206,11 @@ def cluster_hosts(*, nodes: Sequence[str] = (), hostfile: Path | None = None, in
         return read_hostfile(hostfile)
     if inventory is not None:
         return read_inventory(inventory, group)
+    if configured:
+        return tuple(ClusterHost(target, "linkcheck.yaml cluster.nodes") for target in configured)
     nodelist = (environ or {}).get(SLURM_VAR, "").strip()
     if nodelist:
         return parse_slurm_nodelist(nodelist)
     raise _refuse("--node", "no nodes given", fix="name them with --node (repeated), --hostfile FILE, "
-                  f"--inventory FILE, or run inside a Slurm allocation (${SLURM_VAR})")
+                  f"--inventory FILE, a linkcheck.yaml `cluster:` section (linkcheck init), or run inside a Slurm "
+                  f"allocation (${SLURM_VAR})")

@@ -11,7 +11,10 @@ from __future__ import annotations
 CLUSTER_FACTS: dict[str, dict[str, str]] = {
     # One subject, `cluster`: the layout and whether NVIDIA documents it.
     "cluster": {"layout": "text", "supported": "bool", "node_count": "number", "nodes": "text",
-                "unsupported_reason": "text"},
+                "unsupported_reason": "text",
+                # Against the cabling `linkcheck init` recorded (linkcheck.yaml `cluster:`), when there is one.
+                "recorded": "bool", "config": "text", "cabling_changed": "bool", "cables_gone": "text",
+                "cables_new": "text", "switch_gone": "text", "switch_new": "text"},
     # One subject per node: whether it must carry traffic between two others and whether it can; also its NCCL
     # settings as nccl.VAR and nccl_source.VAR, as a pair's node has them.
     "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",

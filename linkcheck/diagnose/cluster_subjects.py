@@ -11,6 +11,7 @@ from linkcheck.cluster.facts import (
     ClusterFacts,
     accepts_forwarded,
     cable_outcome,
+    cabling_changes,
     hca_copy,
     missing_routes,
     nccl_algo_ring_only,
@@ -31,8 +32,17 @@ _FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port"}
 def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
     topo = facts.topology
     reasons = [f.message for f in topo.flagged("unsupported")]
+    changes = cabling_changes(facts)
+    recorded: dict[str, Any] = {"recorded": changes is not None}
+    if changes is not None and facts.expected is not None:
+        recorded |= {"config": facts.expected.source, "cabling_changed": changes.any,
+                     "cables_gone": ", ".join(changes.cables_gone) or None,
+                     "cables_new": ", ".join(changes.cables_new) or None,
+                     "switch_gone": ", ".join(changes.switch_gone) or None,
+                     "switch_new": ", ".join(changes.switch_new) or None}
     yield "cluster", topo.nodes, {"layout": topo.layout, "supported": topo.supported, "node_count": len(topo.nodes),
-                                  "nodes": ", ".join(topo.nodes), "unsupported_reason": "; ".join(reasons) or None}
+                                  "nodes": ", ".join(topo.nodes), "unsupported_reason": "; ".join(reasons) or None,
+                                  **recorded}
 
 
 def _nodes(facts: ClusterFacts) -> Iterator[Subject]:

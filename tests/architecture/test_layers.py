@@ -33,7 +33,7 @@ LATE = {
     ("linkcheck.repair.node", "linkcheck.transport.netlink_change"),  # pyroute2: only to change a local node
 }
 # ... or, in cli.py, which builds every command at start, the part of the library that one command runs.
-COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.init", "linkcheck.app.history",
+COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.history",
                 "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
                 "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.topology",
                 "linkcheck.cluster.hosts", "linkcheck.app.fix", "linkcheck.repair.record", "linkcheck.report.repair",

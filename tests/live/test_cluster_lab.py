@@ -139,3 +139,27 @@ def test_dockers_forward_drop_on_a_transit_node_looks_like_a_dead_cable_and_is_n
         assert lab.exec("b", ["iptables", "-I", "DOCKER-USER", "-i", twin, "-j", "ACCEPT"]).returncode == 0
     assert lab.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.12.3"]).returncode == 0
     assert not any(r == "DOCKER_FORWARD_DROP" for r, _ in _firing(cli, config))
+
+
+def test_init_records_the_cabling_and_a_later_topology_names_what_moved(lab_factory: LabFactory, cli: InProcessCli,
+                                                                        tmp_path: Path) -> None:
+    """`init` over the ring of three writes the nodes and cables; `topology` with that file alone (no --node) finds
+    no change; with one cable's addresses really removed on node a, CLUSTER_LINK_CHANGED names that cable."""
+    lab = lab_factory("ring3")
+    config = tmp_path / "lab.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    written = tmp_path / "linkcheck.yaml"
+    run = cli("init", "--node=a", "--node=b", "--node=c", "-c", str(config), "-o", str(written), timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "layout ring3, 3 cable(s)" in run.stdout
+    again = cli("init", "--node=a", "--node=b", "--node=c", "-c", str(config), "-o", str(written), timeout=120)
+    assert again.returncode == 4 and "already exists" in again.stderr
+    same = cli("topology", "-c", str(written), "-f", "json", timeout=120)
+    assert same.returncode == 0, same.stderr
+    assert [n["name"] for n in json.loads(same.stdout)["nodes"]] == ["a", "b", "c"]
+    for netdev in ("enp1s0f0np0", "enP2p1s0f0np0"):  # a's p0 cage: the cable to b
+        assert lab.exec("a", ["ip", "addr", "flush", "dev", netdev]).returncode == 0
+    moved = cli("topology", "-c", str(written), "-f", "json", timeout=120)
+    changed = [f for f in json.loads(moved.stdout)["findings"] if f["id"] == "CLUSTER_LINK_CHANGED"]
+    assert [f["status"] for f in changed] == ["warn"], moved.stdout
+    assert "recorded cables not found: a:p0<->b:p1" in changed[0]["message"]

@@ -189,6 +189,22 @@ def read_inventory(path: Path, group: str | None = None) -> tuple[ClusterHost, .
     return hosts_from_inventory(parse_inventory(_read(path), str(path), group), str(path))
 
 
+# NVIDIA documents a pair, a ring of three, and a switch (its helper stops at four); owners run up to eight nodes on a
+# switch, the most a cluster check is planned for (docs/cluster.md).
+MAX_NODES = 8
+
+
+def _counted(source: str, hosts: tuple[ClusterHost, ...]) -> tuple[ClusterHost, ...]:
+    """At least two nodes (a test joins two), at most MAX_NODES."""
+    if len(hosts) < 2:
+        raise _refuse(source, f"{len(hosts)} node given; a cluster needs 2 to {MAX_NODES}",
+                      fix="name every node of the cluster (a pair: --node a=... --node b=...)")
+    if len(hosts) > MAX_NODES:
+        raise _refuse(source, f"{len(hosts)} nodes given; linkcheck checks at most {MAX_NODES}",
+                      fix=f"check the cluster in parts of at most {MAX_NODES} nodes (--hostfile, --inventory --group)")
+    return hosts
+
+
 def cluster_hosts(*, nodes: Sequence[str] = (), hostfile: Path | None = None, inventory: Path | None = None,
                   group: str | None = None, environ: Mapping[str, str] | None = None,
                   configured: Sequence[NodeTarget] = ()) -> tuple[ClusterHost, ...]:
@@ -201,16 +217,17 @@ def cluster_hosts(*, nodes: Sequence[str] = (), hostfile: Path | None = None, in
     if group is not None and inventory is None:
         raise _refuse("--group", "a group selects hosts of an inventory: give --inventory too")
     if nodes:
-        return parse_node_values(nodes)
+        return _counted("--node", parse_node_values(nodes))
     if hostfile is not None:
-        return read_hostfile(hostfile)
+        return _counted(str(hostfile), read_hostfile(hostfile))
     if inventory is not None:
-        return read_inventory(inventory, group)
+        return _counted(str(inventory), read_inventory(inventory, group))
     if configured:
-        return tuple(ClusterHost(target, "linkcheck.yaml cluster.nodes") for target in configured)
+        return _counted("linkcheck.yaml cluster.nodes",
+                        tuple(ClusterHost(target, "linkcheck.yaml cluster.nodes") for target in configured))
     nodelist = (environ or {}).get(SLURM_VAR, "").strip()
     if nodelist:
-        return parse_slurm_nodelist(nodelist)
+        return _counted(f"${SLURM_VAR}", parse_slurm_nodelist(nodelist))
     raise _refuse("--node", "no nodes given", fix="name them with --node (repeated), --hostfile FILE, "
                   f"--inventory FILE, a linkcheck.yaml `cluster:` section (linkcheck init), or run inside a Slurm "
                   f"allocation (${SLURM_VAR})")

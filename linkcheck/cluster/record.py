@@ -17,13 +17,13 @@ import msgspec
 
 from linkcheck import strict_json
 from linkcheck.bundle.acceptance import add_files, read_added_file
+from linkcheck.cluster.hosts import MAX_NODES
 from linkcheck.errors import BundleError
 
 CLUSTER = "cluster.json"
 SCHEMA = "linkcheck-cluster"
 SCHEMA_VERSION = 1
 MAX_CLUSTER_BYTES = 1 << 20
-MAX_NODES = 8  # the documented maximum (docs/cluster.md); a bundle naming more is not one linkcheck wrote
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=253)]
 

@@ -45,12 +45,19 @@ def view_text(view: ClusterView) -> str:
     for r in view.schedule.rounds:
         idle = f"  (idle: {', '.join(r.idle)})" if r.idle else ""
         lines.append(f"round {r.number}: {'; '.join(m.label for m in r.matches)}{idle}")
+    unread: dict[str, int] = {}
     for finding in view.diagnosis.findings:
         if finding.status is Status.PASS:
+            continue
+        node = finding.subject.removeprefix("node ")
+        if finding.status is Status.SKIP and node in view.errors:
+            unread[node] = unread.get(node, 0) + 1  # its one "not inspected" line above says why
             continue
         lines.append(f"{finding.status.value.upper()} {finding.rule_id} ({finding.subject}): "
                      f"{finding.skip_reason or finding.message}")
         lines += [f"  fix: {step}" for step in finding.fix]
+    lines += [f"SKIP node {node}: {count} rule(s) not judged: the node was not inspected (above)"
+              for node, count in unread.items()]
     lines += [f"note: {note}" for note in view.diagnosis.notes]
     lines.append(f"verdict: {view.diagnosis.verdict.value}")
     return "\n".join(lines)

@@ -289,7 +289,7 @@ def test_ansible_ranges() -> None:
 def test_one_source_at_a_time_and_slurm_when_none_is_given() -> None:
     slurm = {"SLURM_JOB_NODELIST": "spark[1-3]"}
     assert [h.name for h in cluster_hosts(environ=slurm)] == ["spark1", "spark2", "spark3"]
-    assert [h.name for h in cluster_hosts(nodes=["a=h1"], environ=slurm)] == ["a"]
+    assert [h.name for h in cluster_hosts(nodes=["a=h1", "b=h2"], environ=slurm)] == ["a", "b"]
     assert [h.name for h in cluster_hosts(hostfile=SAMPLES / "hostfile")][0] == "spark-01"
     with pytest.raises(ConfigError, match="one way, not --node and --hostfile"):
         cluster_hosts(nodes=["a=h"], hostfile=SAMPLES / "hostfile")
@@ -298,3 +298,15 @@ def test_one_source_at_a_time_and_slurm_when_none_is_given() -> None:
     with pytest.raises(ConfigError, match="no nodes given") as caught:
         cluster_hosts(environ={})
     assert caught.value.fix and "SLURM_JOB_NODELIST" in caught.value.fix
+
+
+@pytest.mark.parametrize(("kwargs", "said"), [
+    ({"nodes": ["only=h1"]}, "--node: 1 node given; a cluster needs 2 to 8"),
+    ({"nodes": [f"n{i}=h{i}" for i in range(9)]}, "--node: 9 nodes given; linkcheck checks at most 8"),
+    ({"environ": {"SLURM_JOB_NODELIST": "spark[01-12]"}}, "$SLURM_JOB_NODELIST: 12 nodes given"),
+])
+def test_fewer_than_two_or_more_than_eight_nodes_are_refused(kwargs: dict[str, object], said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        cluster_hosts(**kwargs)  # type: ignore[arg-type]
+    assert said in str(caught.value)
+    assert cluster_hosts(nodes=[f"n{i}=h{i}" for i in range(8)])  # eight is the documented maximum

@@ -163,3 +163,14 @@ def test_init_records_the_cabling_and_a_later_topology_names_what_moved(lab_fact
     changed = [f for f in json.loads(moved.stdout)["findings"] if f["id"] == "CLUSTER_LINK_CHANGED"]
     assert [f["status"] for f in changed] == ["warn"], moved.stdout
     assert "recorded cables not found: a:p0<->b:p1" in changed[0]["message"]
+
+
+def test_a_workers_nccl_ib_hca_copied_from_the_head_is_named(lab_factory: LabFactory, cli: InProcessCli,
+                                                             tmp_path: Path) -> None:
+    """On a switch with a cabled by p0 and the others by p1, b's NCCL_IB_HCA is a's: the HCAs of a cage b has
+    no cable in. topology, over real SSH, names b and no other node."""
+    lab = lab_factory("switch4-hca-copied")
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    copied = {s for r, s in _firing(cli, config) if r == "NCCL_IB_HCA_COPIED"}
+    assert copied == {"node b"}

@@ -109,6 +109,7 @@ class Lab:
         for node in self.nodes.values():
             node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
             node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
+            node.start_gid_watch(self.state, deadline_s=self.ready_timeout_s)
         self._write_client_files()
         self._save_nodes()
 
@@ -183,6 +184,7 @@ class Lab:
                 "mgmt_if": n.mgmt_if,
                 "holder_pid": n.holder.pid if n.holder else None,
                 "sshd_pid": n.sshd.pid if n.sshd else None,
+                "gid_watch_pid": n.gid_watch.pid if n.gid_watch else None,
                 "model": str(n.model_json) if n.model_json else None,
                 "bin": str(n.bin_dir),
             }
@@ -202,7 +204,7 @@ class Lab:
         with _sigint_deferred():
             problems = teardown(self.state)
         for node in self.nodes.values():
-            node.holder = node.sshd = None
+            node.holder = node.sshd = node.gid_watch = None
         if problems:
             raise LabError("lab teardown left: " + "; ".join(problems))
 

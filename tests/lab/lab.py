@@ -257,6 +257,12 @@ class Lab:
         self.node(name).stop_sshd(self.state)
         self._save_nodes()
 
+    def stop_gid_watch(self, name: str) -> None:
+        """Stop a node's GID watcher by PID: its GID tables no longer follow its addresses (a fault: a new address
+        gets no RoCE GID entries)."""
+        self.node(name).stop_gid_watch(self.state)
+        self._save_nodes()
+
     def kill_ssh_sessions(self, name: str) -> list[int]:
         """SIGKILL the node's sshd session processes (stop_sshd first, or new ones follow): every SSH
         connection to the node drops as if the network had gone. Returns the PIDs killed."""

@@ -158,6 +158,17 @@ class LabNode:
         finally:
             proc.stdout.close()
 
+    def stop_gid_watch(self, state: LabState) -> None:
+        """Stop the GID watcher by its PID: from now on the node's GID tables stay as they are (a fault)."""
+        if self.gid_watch is None:
+            return
+        netns.kill_pid(self.gid_watch.pid, self.gid_watch.start)
+        forget_popen(state, self.gid_watch.pid)
+        if self.gid_watch in state.processes:
+            state.processes.remove(self.gid_watch)
+        self.gid_watch = None
+        state.save()
+
     def stop_sshd(self, state: LabState) -> None:
         """Stop this node's sshd by its PID (sessions already open keep running until teardown)."""
         if self.sshd is None:

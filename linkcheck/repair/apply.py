@@ -5,7 +5,8 @@ Preflight on every node before anything changes: passwordless sudo, the current 
 generate`, the invariants recorded (the management interface and address from $SSH_CONNECTION, the default
 route), every runtime command one linkcheck plans, no step touching the management or default-route interface.
 Then per node: the journal first (originals, undo operations, state `planned`), the runtime change, verified
-(carrier, MTU, addresses, the GID table's RoCE v2 entry, a ping each way at the path MTU), undone on failure;
+(carrier, MTU, addresses, the RoCE v2 GID entry of each new address, a ping each way at the path MTU, a short
+ib_write_bw over the path), undone on failure;
 then the files, validated and installed, a netplan change committed through `netplan try` that is confirmed only
 after the invariants and the link are verified again. Any failure or Ctrl-C puts the node back as it was.
 """
@@ -269,7 +270,9 @@ def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending:
         tx.mark(RUNTIME_APPLIED)
     for op in ops:
         pending.discard((tx.prep.node, op.dev))
-    problems = verify_link(nodes, link, tx.prep.node, ops, pending) if ops else []
+    # The traffic check runs here only: once the files are committed the runtime state is the same one, and a
+    # netplan try waiting for its confirmation should not wait through another run.
+    problems = verify_link(nodes, link, tx.prep.node, ops, pending, traffic=True, say=say) if ops else []
     if problems:
         raise ApplyFailed("; ".join(problems))
     tx.mark(RUNTIME_VERIFIED)

@@ -123,6 +123,35 @@ def test_apply_repairs_then_plans_nothing_and_restore_puts_it_back(scenario: str
     assert _snapshot(lab) == before
 
 
+def _nccl_conf(lab: Lab, node: str) -> str:
+    """/etc/nccl.conf with its mode and owner, and its text."""
+    return lab.exec(node, ["sh", "-c", 'stat -c "%a %u:%g" /etc/nccl.conf; cat /etc/nccl.conf']).stdout
+
+
+def test_apply_unpins_a_stale_gid_index_in_nccl_conf_and_restore_puts_it_back(lab_factory: Callable[..., Lab],
+                                                                             live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("gid-stale", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = {n: _nccl_conf(lab, n) for n in ("a", "b")}
+    assert all(text == "644 0:0\nNCCL_IB_GID_INDEX=3\n" for text in before.values()), before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    assert run.returncode == 0, run.describe()
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert sorted(record["before"]["findings"]) == ["GID_INDEX_DIFFERS:pair", "GID_INDEX_STALE:b:roceP2p1s0f1"]
+    assert record["after"]["findings"] == []
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed", "b": "committed"}
+    # The pin is gone (NCCL resolves the index per HCA), the file keeps its mode and owner.
+    assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == {"a": "644 0:0\n", "b": "644 0:0\n"}
+    assert _snapshot(lab) == state  # nothing else changed: no runtime step
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0, again.describe()
+    assert "nothing to apply: the plan has no step\n" in again.stderr
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == before
+
+
 def test_apply_on_a_healthy_pair_changes_nothing(lab_factory: Callable[..., Lab], live: Live,
                                                   tmp_path: Path) -> None:
     lab = lab_factory(specs_for_scenario("healthy", tmp_path / "models"))

@@ -198,8 +198,7 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
             if not wanted:
                 problems.append(f"node {node}: {dev} has no IPv4 address for a RoCE v2 GID entry")
             problems += _gid_problems(me, node, fn.rdma_dev, dev, [a for a in wanted if a in mine], gids)
-        path_problems = _ping_both(nodes, link, node, dev, mtu, mine, pending)
-        problems += path_problems
+        problems += _ping_both(nodes, link, node, dev, mtu, mine, pending)
         if traffic and not problems:
             problems += _traffic(nodes, link, node, dev, mine, gids, pending, say)
     return problems

@@ -174,8 +174,10 @@ def undo_of(node: RepairNode, op: RuntimeOp) -> RuntimeOp | None:
     if op.kind == FEC:
         out = node.sh(f"ethtool --show-fec {q(op.dev)}").stdout
         for line in out.splitlines():
-            if line.strip().startswith("Configured FEC encodings:"):
-                word = line.split(":", 1)[1].split()[0].lower() if line.split(":", 1)[1].split() else ""
+            # ethtool >= 5.18 says "Supported/Configured FEC encodings:", older ones "Configured FEC encodings:".
+            head, _, modes = line.strip().partition(":")
+            if head in ("Configured FEC encodings", "Supported/Configured FEC encodings"):
+                word = modes.split()[0].lower() if modes.split() else ""
                 return RuntimeOp(FEC, op.dev, word) if word else None
         return None
     return None  # nmcli reload, reboot: nothing to put back

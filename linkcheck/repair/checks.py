@@ -15,7 +15,7 @@ import msgspec
 
 from linkcheck.facts.model import LinkFacts
 from linkcheck.repair.node import RepairNode, first_line
-from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, MTU, RuntimeOp
+from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, FEC, MTU, RuntimeOp
 from linkcheck.repair.traffic import TrafficEnd, short_write_bw
 
 q = shlex.quote
@@ -25,6 +25,8 @@ IB_SYSFS = "/sys/class/infiniband"
 # the entry is waited for this long before its absence counts.
 GID_WAIT_S = 5
 Say = Callable[[str], None]
+# `ethtool --set-fec ... encoding E` -> the "Active FEC encoding:" it leads to once the link renegotiated.
+FEC_ACTIVE = {"rs": "RS", "baser": "BaseR", "llrs": "LLRS", "off": "None"}
 
 
 class Invariants(msgspec.Struct, frozen=True):
@@ -171,6 +173,27 @@ def _interface_problems(node: str, dev: str, state: dict[str, Any], mine: Sequen
     return problems
 
 
+def active_fec(node: RepairNode, dev: str) -> str | None:
+    """`Active FEC encoding:` of `ethtool --show-fec` (None when it says none of it)."""
+    for line in node.sh(f"ethtool --show-fec {q(dev)}").stdout.splitlines():
+        head, _, value = line.strip().partition(":")
+        if head == "Active FEC encoding" and value.split():
+            return value.split()[0]
+    return None
+
+
+def _fec_problems(node: RepairNode, name: str, dev: str, ops: Sequence[RuntimeOp]) -> list[str]:
+    """Each FEC the operations configured is the one the link runs."""
+    problems = []
+    for op in ops:
+        wanted = FEC_ACTIVE.get(op.value) if op.dev == dev and op.kind == FEC else None
+        if wanted is not None:
+            got = active_fec(node, dev)
+            if (got or "").lower() != wanted.lower():
+                problems.append(f"node {name}: {dev} runs FEC {got or 'unknown'}, not {wanted}")
+    return problems
+
+
 def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops: Sequence[RuntimeOp],
                 pending: set[tuple[str, str]], *, traffic: bool = False, say: Say | None = None) -> list[str]:
     """The interfaces `ops` changed on `node`, checked live; what failed (empty: verified).
@@ -190,6 +213,7 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
         mtu = int(state.get("mtu", 0))
         mine = addresses(me, dev)
         problems += _interface_problems(node, dev, state, mine, ops)
+        problems += _fec_problems(me, node, dev, ops)
         added = [op.value for op in ops if op.dev == dev and op.kind == ADDR_ADD]
         fn = link.node(node).function(dev)
         gids: dict[str, int] = {}

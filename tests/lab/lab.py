@@ -133,7 +133,7 @@ class Lab:
         self.state.host_links.append(node.host_if)
         self.state.save()
         mgmt.add_mgmt_link(node)
-        env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name))
+        env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name), node_dir / "emulator-state")
         rootfs.write_bin(spec, node.bin_dir, model_json, env)
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -150,6 +151,58 @@ def test_apply_unpins_a_stale_gid_index_in_nccl_conf_and_restore_puts_it_back(la
     restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
     assert restored.returncode == 0, restored.describe()
     assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == before
+
+
+def _fec(lab: Lab, node: str) -> str:
+    """`ethtool --show-fec` of the node's two cabled twins."""
+    script = "for i in enp1s0f1np1 enP2p1s0f1np1; do ethtool --show-fec $i; done"
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def test_apply_sets_rs_fec_where_it_is_off_and_restore_puts_it_back(lab_factory: Callable[..., Lab], live: Live,
+                                                                    tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("fec-off", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _fec(lab, "b")
+    assert before.count("Active FEC encoding: None") == 2, before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    assert run.returncode == 0, run.describe()
+    for dev in ("enp1s0f1np1", "enP2p1s0f1np1"):
+        assert f"node b: ethtool --set-fec {dev} encoding rs\n" in run.stderr, run.describe()
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert sorted(record["before"]["findings"]) == ["FEC_NOT_RS:enP2p1s0f1np1<->enP2p1s0f1np1",
+                                                    "FEC_NOT_RS:enp1s0f1np1<->enp1s0f1np1"]
+    assert record["after"]["findings"] == []
+    after = _fec(lab, "b")
+    assert after.count("Supported/Configured FEC encodings: RS\nActive FEC encoding: RS\n") == 2, after
+    assert _fec(lab, "a").count("Active FEC encoding: RS") == 2  # node a was right: untouched
+    assert _snapshot(lab) == state
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    # --restore configures what the journal read before the change (Auto), which the link ran as None here.
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert "node b: ethtool --set-fec enp1s0f1np1 encoding auto" in restored.stderr, restored.describe()
+    assert _fec(lab, "b") == before
+
+
+def test_a_fec_that_does_not_take_is_reverted_by_the_runtime_verification(lab_factory: Callable[..., Lab],
+                                                                          live: Live, tmp_path: Path) -> None:
+    # A fault on node b: its ethtool accepts --set-fec and changes nothing (the rest is the lab's emulator).
+    fault = ('[ "${1:-}" = --set-fec ] && exit 0\n'
+             f'exec {sys.executable} -m tests.emulators.cli ethtool "$@"\n')
+    specs = specs_for_scenario("fec-off", tmp_path / "models")
+    specs = [dataclasses.replace(s, extra_tools={"ethtool": fault}) if s.name == "b" else s for s in specs]
+    lab = lab_factory(specs)
+    before = _fec(lab, "b")
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node b: reverted" in run.stderr
+    assert "node b: enP2p1s0f1np1 runs FEC None, not RS" in run.stderr, run.describe()
+    assert _fec(lab, "b") == before
+    assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
 
 
 def test_apply_on_a_healthy_pair_changes_nothing(lab_factory: Callable[..., Lab], live: Live,

@@ -5,7 +5,8 @@ Preflight on every node before anything changes: passwordless sudo, the current 
 generate`, the invariants recorded (the management interface and address from $SSH_CONNECTION, the default
 route), every runtime command one linkcheck plans, no step touching the management or default-route interface.
 Then per node: the journal first (originals, undo operations, state `planned`), the runtime change, verified
-(carrier, MTU, addresses, the GID table's RoCE v2 entry, a ping each way at the path MTU), undone on failure;
+(carrier, MTU, addresses, the RoCE v2 GID entry of each new address, a ping each way at the path MTU, a short
+ib_write_bw over the path), undone on failure;
 then the files, validated and installed, a netplan change committed through `netplan try` that is confirmed only
 after the invariants and the link are verified again. Any failure or Ctrl-C puts the node back as it was.
 """
@@ -173,8 +174,10 @@ def undo_of(node: RepairNode, op: RuntimeOp) -> RuntimeOp | None:
     if op.kind == FEC:
         out = node.sh(f"ethtool --show-fec {q(op.dev)}").stdout
         for line in out.splitlines():
-            if line.strip().startswith("Configured FEC encodings:"):
-                word = line.split(":", 1)[1].split()[0].lower() if line.split(":", 1)[1].split() else ""
+            # ethtool >= 5.18 says "Supported/Configured FEC encodings:", older ones "Configured FEC encodings:".
+            head, _, modes = line.strip().partition(":")
+            if head in ("Configured FEC encodings", "Supported/Configured FEC encodings"):
+                word = modes.split()[0].lower() if modes.split() else ""
                 return RuntimeOp(FEC, op.dev, word) if word else None
         return None
     return None  # nmcli reload, reboot: nothing to put back
@@ -269,7 +272,9 @@ def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending:
         tx.mark(RUNTIME_APPLIED)
     for op in ops:
         pending.discard((tx.prep.node, op.dev))
-    problems = verify_link(nodes, link, tx.prep.node, ops, pending) if ops else []
+    # The traffic check runs here only: once the files are committed the runtime state is the same one, and a
+    # netplan try waiting for its confirmation should not wait through another run.
+    problems = verify_link(nodes, link, tx.prep.node, ops, pending, traffic=True, say=say) if ops else []
     if problems:
         raise ApplyFailed("; ".join(problems))
     tx.mark(RUNTIME_VERIFIED)

@@ -1,23 +1,32 @@
 """What the repair transaction verifies on a node, read live: the invariants it must never break (the management
 interface and address that SSH came in on, the default route), and the link after a change (carrier, MTU,
-addresses, a ping each way at the path MTU with fragmentation forbidden, the RoCE v2 entry of the GID table)."""
+addresses, the RoCE v2 GID entry of each address, a ping each way at the path MTU with fragmentation forbidden, and,
+in the runtime verification, a short ib_write_bw over the path)."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from linkcheck.facts.model import LinkFacts
 from linkcheck.repair.node import RepairNode, first_line
-from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, MTU, RuntimeOp
+from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, FEC, MTU, RuntimeOp
+from linkcheck.repair.traffic import TrafficEnd, short_write_bw
 
 q = shlex.quote
 PING_HEADER = 28  # IPv4 + ICMP headers: `ping -s` is the payload
+IB_SYSFS = "/sys/class/infiniband"
+# The kernel adds an address's GID entries from a workqueue (roce_gid_mgmt), a moment after the address itself:
+# the entry is waited for this long before its absence counts.
+GID_WAIT_S = 5
+Say = Callable[[str], None]
+# `ethtool --set-fec ... encoding E` -> the "Active FEC encoding:" it leads to once the link renegotiated.
+FEC_ACTIVE = {"rs": "RS", "baser": "BaseR", "llrs": "LLRS", "off": "None"}
 
 
 class Invariants(msgspec.Struct, frozen=True):
@@ -108,22 +117,92 @@ def _ping(node: RepairNode, dev: str, target: str, mtu: int) -> str | None:
     return None if result.exit_status == 0 else f"`{cmd}` failed: {first_line(result)}"
 
 
-def _roce_v2(node: RepairNode, rdma_dev: str, dev: str) -> bool:
-    """A RoCE v2 entry of the device's GID table bound to `dev` (the kernel adds it with each address)."""
-    script = (f'for f in /sys/class/infiniband/{q(rdma_dev)}/ports/*/gid_attrs/types/*; do '
-              't=$(cat "$f" 2>/dev/null) || continue; [ "$t" = "RoCE v2" ] || continue; '
-              'i=${f##*/}; p=${f%/gid_attrs/*}; '
-              f'[ "$(cat "$p/gid_attrs/ndevs/$i" 2>/dev/null)" = {q(dev)} ] && exit 0; done; exit 1')
-    return node.sh(f"sh -c {q(script)}").exit_status == 0
+def mapped_gid(ip: str) -> str:
+    """An IPv4 address's RoCE GID as sysfs prints it: `0000:0000:0000:0000:0000:ffff:c0a8:640a`."""
+    return ipaddress.IPv6Address(f"::ffff:{ipaddress.IPv4Address(ip)}").exploded
+
+
+def roce_v2_index(node: RepairNode, rdma_dev: str, dev: str, ip: str, *, wait_s: int = GID_WAIT_S,
+                  root: str = IB_SYSFS) -> int | None:
+    """The index of the RoCE v2 entry for `ip` in the device's GID table: its IPv4-mapped GID, type `RoCE v2`,
+    bound to `dev`; waited for up to `wait_s`. None when there is none (an entry of another address, of RoCE v1
+    or bound to another interface is not one)."""
+    # One shell loop on the node: 255 slots read by the builtin, not a round trip (or a process) per file.
+    script = (f"end=$(( $(date +%s) + {int(wait_s)} )); while :; do "
+              f"for f in {q(root)}/{q(rdma_dev)}/ports/*/gids/*; do g=; "
+              'IFS= read -r g <"$f" 2>/dev/null || [ -n "$g" ] || continue; '
+              f'[ "$g" = {q(mapped_gid(ip))} ] || continue; i=${{f##*/}}; p=${{f%/gids/*}}; t=; n=; '
+              'IFS= read -r t <"$p/gid_attrs/types/$i" 2>/dev/null; '
+              'IFS= read -r n <"$p/gid_attrs/ndevs/$i" 2>/dev/null; '
+              f'[ "$t" = "RoCE v2" ] && [ "$n" = {q(dev)} ] && {{ echo "$i"; exit 0; }}; done; '
+              '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.2; done')
+    result = node.sh(f"sh -c {q(script)}", timeout_s=wait_s + 15)
+    text = result.stdout.strip()
+    return int(text) if result.exit_status == 0 and text.isdigit() else None
+
+
+def _gid_problems(node: RepairNode, name: str, rdma_dev: str, dev: str, wanted: Sequence[str],
+                  found: dict[str, int]) -> list[str]:
+    """Each of `wanted` (addresses with their prefix) has its RoCE v2 entry on `rdma_dev`; their indices go into
+    `found`, by address."""
+    problems = []
+    for cidr in wanted:
+        ip = cidr.split("/")[0]
+        index = roce_v2_index(node, rdma_dev, dev, ip)
+        if index is None:
+            problems.append(f"node {name}: {rdma_dev} has no RoCE v2 GID entry for {ip} ({mapped_gid(ip)}) on {dev}")
+        else:
+            found[ip] = index
+    return problems
+
+
+def _interface_problems(node: str, dev: str, state: dict[str, Any], mine: Sequence[str],
+                        ops: Sequence[RuntimeOp]) -> list[str]:
+    """Carrier, and the MTU and addresses the operations asked for."""
+    problems = []
+    if "LOWER_UP" not in state.get("flags", []):
+        problems.append(f"node {node}: {dev} has no carrier after the change")
+    mtu = int(state.get("mtu", 0))
+    for op in ops:
+        if op.dev == dev and op.kind == MTU and mtu != int(op.value):
+            problems.append(f"node {node}: {dev} is at MTU {mtu}, not {op.value}")
+        if op.dev == dev and op.kind == ADDR_ADD and op.value not in mine:
+            problems.append(f"node {node}: {dev} does not hold {op.value}")
+        if op.dev == dev and op.kind == ADDR_DEL and op.value in mine:
+            problems.append(f"node {node}: {dev} still holds {op.value}")
+    return problems
+
+
+def active_fec(node: RepairNode, dev: str) -> str | None:
+    """`Active FEC encoding:` of `ethtool --show-fec` (None when it says none of it)."""
+    for line in node.sh(f"ethtool --show-fec {q(dev)}").stdout.splitlines():
+        head, _, value = line.strip().partition(":")
+        if head == "Active FEC encoding" and value.split():
+            return value.split()[0]
+    return None
+
+
+def _fec_problems(node: RepairNode, name: str, dev: str, ops: Sequence[RuntimeOp]) -> list[str]:
+    """Each FEC the operations configured is the one the link runs."""
+    problems = []
+    for op in ops:
+        wanted = FEC_ACTIVE.get(op.value) if op.dev == dev and op.kind == FEC else None
+        if wanted is not None:
+            got = active_fec(node, dev)
+            if (got or "").lower() != wanted.lower():
+                problems.append(f"node {name}: {dev} runs FEC {got or 'unknown'}, not {wanted}")
+    return problems
 
 
 def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops: Sequence[RuntimeOp],
-                pending: set[tuple[str, str]]) -> list[str]:
+                pending: set[tuple[str, str]], *, traffic: bool = False, say: Say | None = None) -> list[str]:
     """The interfaces `ops` changed on `node`, checked live; what failed (empty: verified).
 
-    Each end pings the other at its own MTU with fragmentation forbidden, so two ends left at different MTUs
-    fail here. `pending`: the (node, interface) a later step of the plan still changes: against those, at the
-    lower of the two MTUs, and not at all while the two ends share no subnet yet."""
+    The GID table must hold the RoCE v2 entry of each address the change added (else of each address the interface
+    holds): the one RDMA traffic from that address uses. Each end pings the other at its own MTU with fragmentation
+    forbidden, so two ends left at different MTUs fail here. `pending`: the (node, interface) a later step of the
+    plan still changes: against those, at the lower of the two MTUs, and not at all while the two ends share no
+    subnet yet. `traffic`: once the path is complete and pings, a short ib_write_bw over it too."""
     problems: list[str] = []
     me = nodes[node]
     for dev in dict.fromkeys(op.dev for op in ops if op.dev):
@@ -131,22 +210,21 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
         if not state:
             problems.append(f"node {node}: {dev} is gone")
             continue
-        if "LOWER_UP" not in state.get("flags", []):
-            problems.append(f"node {node}: {dev} has no carrier after the change")
         mtu = int(state.get("mtu", 0))
-        for op in ops:
-            if op.dev == dev and op.kind == MTU and mtu != int(op.value):
-                problems.append(f"node {node}: {dev} is at MTU {mtu}, not {op.value}")
         mine = addresses(me, dev)
-        for op in ops:
-            if op.dev == dev and op.kind == ADDR_ADD and op.value not in mine:
-                problems.append(f"node {node}: {dev} does not hold {op.value}")
-            if op.dev == dev and op.kind == ADDR_DEL and op.value in mine:
-                problems.append(f"node {node}: {dev} still holds {op.value}")
+        problems += _interface_problems(node, dev, state, mine, ops)
+        problems += _fec_problems(me, node, dev, ops)
+        added = [op.value for op in ops if op.dev == dev and op.kind == ADDR_ADD]
         fn = link.node(node).function(dev)
-        if fn is not None and fn.rdma_dev and not _roce_v2(me, fn.rdma_dev, dev):
-            problems.append(f"node {node}: {fn.rdma_dev} has no RoCE v2 GID entry on {dev}")
+        gids: dict[str, int] = {}
+        if fn is not None and fn.rdma_dev:
+            wanted = added or [a for a in mine if not ipaddress.ip_interface(a).ip.is_link_local]
+            if not wanted:
+                problems.append(f"node {node}: {dev} has no IPv4 address for a RoCE v2 GID entry")
+            problems += _gid_problems(me, node, fn.rdma_dev, dev, [a for a in wanted if a in mine], gids)
         problems += _ping_both(nodes, link, node, dev, mtu, mine, pending)
+        if traffic and not problems:
+            problems += _traffic(nodes, link, node, dev, mine, gids, pending, say)
     return problems
 
 
@@ -172,3 +250,44 @@ def _ping_both(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, dev:
         if why:
             problems.append(f"node {who}: {why}")
     return problems
+
+
+def _traffic(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, dev: str, mine: Sequence[str],
+             gids: dict[str, int], pending: set[tuple[str, str]], say: Say | None) -> list[str]:
+    """A short ib_write_bw from the changed end into its peer, once the path is as the plan leaves it (its peer's
+    end changes no more) and both ends share a subnet; the GID index of each end is its address's RoCE v2 entry."""
+    peer = _peer(link, node, dev)
+    if peer is None or peer[0] not in nodes or peer in pending:
+        return []
+    other, peer_dev = peer
+    them = nodes[other]
+    pair = _same_subnet(mine, addresses(them, peer_dev))
+    mine_fn, peer_fn = link.node(node).function(dev), link.node(other).function(peer_dev)
+    if pair is None or mine_fn is None or peer_fn is None or not mine_fn.rdma_dev or not peer_fn.rdma_dev:
+        return []
+    found: dict[str, int] = dict(gids)
+    problems = [] if pair[0] in found else _gid_problems(nodes[node], node, mine_fn.rdma_dev, dev, [pair[0]], found)
+    peer_found: dict[str, int] = {}
+    problems += _gid_problems(them, other, peer_fn.rdma_dev, peer_dev, [pair[1]], peer_found)
+    if problems:
+        return problems
+    subnet = str(ipaddress.ip_interface(next(a for a in mine if a.split("/")[0] == pair[0])).network)
+    client = TrafficEnd(node, dev, mine_fn.rdma_dev, pair[0], found[pair[0]])
+    server = TrafficEnd(other, peer_dev, peer_fn.rdma_dev, pair[1], peer_found[pair[1]])
+    transports = {n: nodes[n].transport for n in sorted({node, other})}
+    def started(line: str) -> None:
+        if say is not None:
+            say(f"node {node}: {line}")
+
+    result = short_write_bw(transports, client, server, subnet, on_start=started)
+    if result.skipped:
+        if say is not None:
+            say(f"node {node}: the RDMA traffic check is skipped ({result.skipped}); the ping and the GID table "
+                "stand for it")
+        return []
+    if result.problem:
+        return [result.problem]
+    if say is not None and result.gbps is not None:
+        say(f"node {node}: ib_write_bw {node}:{mine_fn.rdma_dev} -> {other}:{peer_fn.rdma_dev}: "
+            f"{result.gbps:.2f} Gb/s")
+    return []

@@ -24,6 +24,7 @@ class RepairNode(Protocol):
 
     name: str
     local: bool
+    transport: Transport  # what the traffic check's ib_write_bw runs through (linkcheck.bench)
 
     def sh(self, command: str, *, timeout_s: float = 30, stdin: str | None = None) -> RemoteResult: ...
 

@@ -11,6 +11,8 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 from tests.emulators import render_ethtool, render_ip, render_pci, render_rdma, render_sys
 from tests.emulators.node import Node
@@ -118,7 +120,56 @@ def _show_fec(node: Node, args: list[str]) -> Output:
                                              statistics=bool({"-I", "--include-statistics"} & set(options)))
 
 
+# `ethtool --set-fec IF encoding MODE...` in the lab: the configured FEC is kept per interface in the node's
+# emulator state (LINKCHECK_LAB_STATE/fec/<netdev>), and `--show-fec` answers from it from then on, as the driver
+# does once it renegotiated. Offline (no state folder) it is accepted and kept nowhere.
+STATE_ENV = "LINKCHECK_LAB_STATE"
+FEC_MODES = {"auto": "Auto", "off": "Off", "rs": "RS", "baser": "BaseR", "llrs": "LLRS"}
+FEC_ACTIVE = {"Off": "None", "RS": "RS", "BaseR": "BaseR", "LLRS": "LLRS"}  # what a configured mode runs
+
+
+def _fec_dir() -> Path | None:
+    state = os.environ.get(STATE_ENV, "")
+    return Path(state) / "fec" if state else None
+
+
+def _with_set_fec(node: Node) -> Node:
+    """The node with each interface's FEC as `--set-fec` last configured it (Auto: as the model has it)."""
+    where = _fec_dir()
+    if where is None:
+        return node
+    functions = []
+    for fn in node.functions:
+        try:
+            configured = (where / fn.netdev).read_text(encoding="ascii").strip()
+        except OSError:
+            functions.append(fn)
+            continue
+        active = next((FEC_ACTIVE[m] for m in configured.split() if m in FEC_ACTIVE), fn.fec_active)
+        functions.append(replace(fn, fec_configured=configured, fec_active=active))
+    return replace(node, functions=tuple(functions))
+
+
+def _set_fec(node: Node, args: list[str]) -> Output:
+    """`ethtool --set-fec IFACE encoding MODE...` (netlink/fec.c): root only, a known interface and modes."""
+    if len(args) < 4 or args[0] != "--set-fec" or args[2] != "encoding" or any(
+            m.lower() not in FEC_MODES for m in args[3:]):
+        return "", "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1
+    if not _is_root():
+        return "", "netlink error: Operation not permitted\n", 1
+    try:
+        fn = node.function(args[1])
+    except KeyError:
+        return "", "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n", 1
+    where = _fec_dir()
+    if where is not None:
+        where.mkdir(parents=True, exist_ok=True)
+        (where / fn.netdev).write_text(" ".join(FEC_MODES[m.lower()] for m in args[3:]) + "\n", encoding="ascii")
+    return "", "", 0
+
+
 def run_ethtool(node: Node, args: list[str]) -> Output:
+    node = _with_set_fec(node)
     if args in (["--version"], ["-V"]):
         return f"ethtool version {node.version('ethtool')}\n", "", 0
     if len(args) == 1 and not args[0].startswith("-"):
@@ -129,6 +180,8 @@ def run_ethtool(node: Node, args: list[str]) -> Output:
         return render_ethtool.render_ethtool_s(node, args[1])
     if "--show-fec" in args:
         return _show_fec(node, args)
+    if args and args[0] == "--set-fec":
+        return _set_fec(node, args)
     if len(args) == 2 and args[0] in ("-m", "--dump-module-eeprom", "--module-info"):
         if not _is_root():
             return "", "netlink error: Operation not permitted\n", 1

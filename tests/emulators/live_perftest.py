@@ -21,8 +21,8 @@ from pathlib import Path
 from tests.emulators import bench_perftest as bp
 from tests.emulators.derive import gid_entry, inet_ntop6, ipv4_of_gid, roce_mtu
 from tests.emulators.live_conn import LineConn, Printer, hang
-from tests.emulators.live_state import ByteCounter, Flap, FlowBoard, LabContext
-from tests.emulators.node import GID_TYPE_V2, Function, Node
+from tests.emulators.live_state import ByteCounter, Flap, FlowBoard, LabContext, live_gid_slot
+from tests.emulators.node import GID_TYPE_V2, Function, GidSlot, Node
 
 TICK_S = 0.1
 SETTLE_S = 1.0  # perftest sleep(1)s after the TCP connection is up
@@ -45,9 +45,16 @@ class Side:
     json_file: str | None
 
     @property
+    def slot(self) -> GidSlot:
+        """The -x slot as the node's GID table holds it now: the lab's sysfs copy, which follows the node's
+        addresses (tests/lab/gid_watch.py), else the model's table."""
+        live = live_gid_slot(self.ctx.sysfs, self.fn.rdma_dev, self.run.gid_index)
+        return live if live is not None else gid_entry(self.fn, self.run.gid_index)
+
+    @property
     def gid_class(self) -> str:
         """ok | empty | v1 | not-ipv4: what the -x slot holds (only "ok" carries traffic)."""
-        slot = gid_entry(self.fn, self.run.gid_index)
+        slot = self.slot
         if slot.type is None:
             return "empty"
         if ipv4_of_gid(slot.gid) is None:
@@ -122,7 +129,7 @@ def _client_connect(side: Side) -> LineConn | None:
 
 
 def _hello(side: Side) -> dict[str, object]:
-    slot = gid_entry(side.fn, side.run.gid_index)
+    slot = side.slot
     return {"node": side.ctx.node_name, "dev": side.fn.rdma_dev, "gid": inet_ntop6(slot.gid),
             "gid_class": side.gid_class, "mtu": roce_mtu(side.fn.mtu)[0], "flap": side.fault == "flap",
             "version": side.run.version, "cap": side.node.perftest_caps.get(side.fn.rdma_dev)}
@@ -136,7 +143,7 @@ def _session(side: Side, conn: LineConn) -> int:
     if peer is None:
         side.out.err(" Failed to exchange data between server and clients\n")
         return 1
-    run = replace(side.run, remote_gid=str(peer.get("gid", "::")),
+    run = replace(side.run, local_gid=inet_ntop6(side.slot.gid), remote_gid=str(peer.get("gid", "::")),
                   mtu_bytes=min(side.run.mtu_bytes, int(str(peer.get("mtu", 4096)))))
     side.run = run
     side.out.out(bp.banner(run))

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.emulators.node import GidSlot
+
 SHARED_ENV = "LINKCHECK_LAB_SHARED"
 FAULTS_ENV = "LINKCHECK_LAB_FAULTS"
 SYSFS_ENV = "LINKCHECK_LAB_SYSFS"
@@ -95,6 +97,26 @@ def put(sysfs: Path | None, rel: str, value: str) -> None:
     if sysfs is not None and (sysfs / rel).is_file():
         with _locked(sysfs / rel) as fd:
             _rewrite(fd, value + "\n")
+
+
+def live_gid_slot(sysfs: Path | None, dev: str, index: int) -> GidSlot | None:
+    """A GID slot as the node's sysfs holds it now (in the lab it follows the node's addresses: tests/lab/gid_watch.py);
+    None when there is no such tree (offline) or no such slot file. An empty slot's attributes are absent (they fail
+    to read on a node)."""
+    if sysfs is None:
+        return None
+    port = sysfs / "class" / "infiniband" / dev / "ports" / "1"
+    try:
+        gid = (port / "gids" / str(index)).read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    attrs = []
+    for name in ("types", "ndevs"):
+        try:
+            attrs.append((port / "gid_attrs" / name / str(index)).read_text(encoding="ascii").strip() or None)
+        except OSError:
+            attrs.append(None)
+    return GidSlot(index, gid, attrs[0], attrs[1])
 
 
 def ib_counter(dev: str, name: str) -> str:

@@ -109,6 +109,7 @@ class Lab:
         for node in self.nodes.values():
             node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
             node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
+            node.start_gid_watch(self.state, deadline_s=self.ready_timeout_s)
         self._write_client_files()
         self._save_nodes()
 
@@ -132,7 +133,7 @@ class Lab:
         self.state.host_links.append(node.host_if)
         self.state.save()
         mgmt.add_mgmt_link(node)
-        env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name))
+        env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name), node_dir / "emulator-state")
         rootfs.write_bin(spec, node.bin_dir, model_json, env)
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
@@ -183,6 +184,7 @@ class Lab:
                 "mgmt_if": n.mgmt_if,
                 "holder_pid": n.holder.pid if n.holder else None,
                 "sshd_pid": n.sshd.pid if n.sshd else None,
+                "gid_watch_pid": n.gid_watch.pid if n.gid_watch else None,
                 "model": str(n.model_json) if n.model_json else None,
                 "bin": str(n.bin_dir),
             }
@@ -202,7 +204,7 @@ class Lab:
         with _sigint_deferred():
             problems = teardown(self.state)
         for node in self.nodes.values():
-            node.holder = node.sshd = None
+            node.holder = node.sshd = node.gid_watch = None
         if problems:
             raise LabError("lab teardown left: " + "; ".join(problems))
 
@@ -253,6 +255,12 @@ class Lab:
     def stop_sshd(self, name: str) -> None:
         """Stop a node's sshd by PID: new connections are refused."""
         self.node(name).stop_sshd(self.state)
+        self._save_nodes()
+
+    def stop_gid_watch(self, name: str) -> None:
+        """Stop a node's GID watcher by PID: its GID tables no longer follow its addresses (a fault: a new address
+        gets no RoCE GID entries)."""
+        self.node(name).stop_gid_watch(self.state)
         self._save_nodes()
 
     def kill_ssh_sessions(self, name: str) -> list[int]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,11 +14,13 @@ from pathlib import Path
 
 from tests.lab import netns, sshd
 from tests.lab.errors import LabError
+from tests.lab.gid_watch import READY as GID_WATCH_READY
 from tests.lab.rootfs import READY_LINE
 from tests.lab.spec import LabNodeSpec
 from tests.lab.state import LabState, ProcRecord, forget_popen
 
 SSH_PORT = 22
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -36,6 +40,7 @@ class LabNode:
     model_env: dict[str, str] = field(default_factory=dict)  # the model's NCCL_*, in every session
     holder: ProcRecord | None = None
     sshd: ProcRecord | None = None
+    gid_watch: ProcRecord | None = None
 
     @property
     def name(self) -> str:
@@ -122,6 +127,48 @@ class LabNode:
             still_running=lambda: proc.poll() is None and netns.alive(rec.pid, rec.start),
         )
 
+    def start_gid_watch(self, state: LabState, *, deadline_s: float) -> None:
+        """The kernel's GID management, as far as the lab needs it (tests/lab/gid_watch.py): the node's sysfs GID
+        tables follow its IPv4 addresses from now on. Only a node with a model has GID tables."""
+        if self.model_json is None:
+            return
+        functions = json.loads(self.model_json.read_text(encoding="utf-8")).get("functions", [])
+        pairs = [f"{f['netdev']}={f['rdma_dev']}" for f in functions if f.get("netdev") and f.get("rdma_dev")]
+        if not pairs:
+            return
+        log = (self.node_dir / "gid-watch.log").open("ab")
+        with log:
+            proc = subprocess.Popen(
+                [*self.nsenter(), sys.executable, "-m", "tests.lab.gid_watch", *pairs],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                cwd=REPO,
+                env=self.session_env({"PYTHONPATH": str(REPO)}),
+            )
+        self.gid_watch = state.add_process(proc, f"gid watch {self.name}")
+        assert proc.stdout is not None
+        try:
+            # Subscribed before the lab is handed out: no address change can come before it listens.
+            _await_line(proc, GID_WATCH_READY, deadline_s, "the GID watcher")
+        except LabError as exc:
+            log_text = (self.node_dir / "gid-watch.log").read_text(errors="replace").strip()[-2000:]
+            raise LabError(f"node {self.name}: {exc}; gid-watch.log: {log_text}") from exc
+        finally:
+            proc.stdout.close()
+
+    def stop_gid_watch(self, state: LabState) -> None:
+        """Stop the GID watcher by its PID: from now on the node's GID tables stay as they are (a fault)."""
+        if self.gid_watch is None:
+            return
+        netns.kill_pid(self.gid_watch.pid, self.gid_watch.start)
+        forget_popen(state, self.gid_watch.pid)
+        if self.gid_watch in state.processes:
+            state.processes.remove(self.gid_watch)
+        self.gid_watch = None
+        state.save()
+
     def stop_sshd(self, state: LabState) -> None:
         """Stop this node's sshd by its PID (sessions already open keep running until teardown)."""
         if self.sshd is None:
@@ -162,7 +209,8 @@ class LabNode:
         return proc
 
 
-def _await_line(proc: subprocess.Popen[bytes], wanted: str, deadline_s: float) -> None:
+def _await_line(proc: subprocess.Popen[bytes], wanted: str, deadline_s: float,
+                what: str = "namespace holder") -> None:
     """Read the child's stdout until `wanted` appears, it exits, or the deadline passes."""
     assert proc.stdout is not None
     end = time.monotonic() + deadline_s
@@ -174,8 +222,8 @@ def _await_line(proc: subprocess.Popen[bytes], wanted: str, deadline_s: float) -
             break
         chunk = os.read(fd, 4096)
         if not chunk:
-            raise LabError(f"namespace holder exited with {proc.wait(timeout=5)} before it was ready")
+            raise LabError(f"{what} exited with {proc.wait(timeout=5)} before it was ready")
         buf += chunk
         if wanted.encode() in buf:
             return
-    raise LabError(f"namespace holder not ready after {deadline_s:.0f} s")
+    raise LabError(f"{what} not ready after {deadline_s:.0f} s")

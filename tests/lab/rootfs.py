@@ -98,6 +98,10 @@ def emulated_tools() -> tuple[str, ...]:
     return tuple(t for t in EMULATED_TOOLS if t in TOOLS)
 
 
+_FEC_SET = ('if [ "$#" = 2 ] && [ "$1" = --show-fec ] && [ -e "$LINKCHECK_LAB_STATE/fec/$2" ]; then '
+            'exec %(python)s -m tests.emulators.cli ethtool "$@"; fi\n')
+
+
 def write_bin(
     spec: LabNodeSpec, bin_dir: Path, model_json: Path | None, extra_env: Mapping[str, str] | None = None
 ) -> None:
@@ -119,6 +123,10 @@ def write_bin(
         answers = _static_answers(tool, model_json, bin_dir.parent / "answers")
         if tool == "netplan":
             answers = _NETPLAN_ROUTES % {"python": shlex.quote(sys.executable)} + answers
+        if tool == "ethtool":
+            # Once `ethtool --set-fec` configured an interface, its --show-fec is the emulator's, not the answer
+            # rendered at staging.
+            answers = _FEC_SET % {"python": shlex.quote(sys.executable)} + answers
         body = f'exec {shlex.quote(sys.executable)} -m tests.emulators.cli {shlex.quote(tool)} "$@"\n'
         _write_exec(bin_dir / tool, f"#!/bin/sh\n# linkcheck lab emulator of {tool}\n{env}{answers}{body}")
     if "sudo" not in spec.missing_tools and "sudo" not in spec.extra_tools:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 SHARED_ENV = "LINKCHECK_LAB_SHARED"
 FAULTS_ENV = "LINKCHECK_LAB_FAULTS"
 SYSFS_ENV = "LINKCHECK_LAB_SYSFS"
+STATE_ENV = "LINKCHECK_LAB_STATE"
 ROOT_SSH = "root-ssh"
 _SSH_CLIENT_CONFIG = """# linkcheck lab: root's SSH client inside a node (mpirun's remote launch); generated
 Host *
@@ -42,9 +43,10 @@ Host *
 """
 
 
-def emulator_env(shared: Path, faults: Path) -> dict[str, str]:
-    """Variables the tool wrappers export: where shared state and faults live, the sysfs to update."""
-    return {SHARED_ENV: str(shared), FAULTS_ENV: str(faults), SYSFS_ENV: "/sys"}
+def emulator_env(shared: Path, faults: Path, state: Path) -> dict[str, str]:
+    """Variables the tool wrappers export: where shared state and faults live, the sysfs to update, and the node's
+    own emulator state (what `ethtool --set-fec` configured)."""
+    return {SHARED_ENV: str(shared), FAULTS_ENV: str(faults), SYSFS_ENV: "/sys", STATE_ENV: str(state)}
 
 
 def root_home() -> Path:

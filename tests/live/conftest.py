@@ -66,9 +66,9 @@ class CliRun:
 
 
 def _own_pids(lab: Lab, name: str) -> set[int]:
-    """The lab's own processes in a node: the namespace holder and the current sshd listener."""
+    """The lab's own processes in a node: the namespace holder, the current sshd listener and the GID watcher."""
     node = lab.node(name)
-    return {rec.pid for rec in (node.holder, node.sshd) if rec is not None}
+    return {rec.pid for rec in (node.holder, node.sshd, node.gid_watch) if rec is not None}
 
 
 def _describe_pid(pid: int) -> str:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,12 +71,17 @@ def _trying(lab: Lab, node: str) -> bool:
     return lab.exec(node, ["sh", "-c", script]).returncode == 0
 
 
-# scenario -> (exit code, findings) of the re-check after the repair. The lab's GID tables are frozen at its start
-# (the kernel adds a RoCE v2 GID with each address; the lab's sysfs copy does not), so after a move to a new
-# subnet the re-check sees no GID for the new addresses: SINGLE_PCIE_PATH, the lab's, not the repair's.
+# scenario -> (exit code, findings) of the re-check after the repair: the lab's GID tables follow the addresses
+# (tests/lab/gid_watch.py), so a pair moved to new subnets re-checks clean, as a real pair does.
 AFTER = {
     "mtu-mismatch": (0, []),
-    "twins-same-subnet": (2, ["SINGLE_PCIE_PATH:a:roceP2p1s0f1", "SINGLE_PCIE_PATH:b:roceP2p1s0f1"]),
+    "twins-same-subnet": (0, []),
+}
+# scenario -> the runtime verification's ib_write_bw: node b's step completes the path (a's end changed first, or
+# not at all), so it runs from b into a, with the GID index of each end's (new) address.
+TRAFFIC = {
+    "mtu-mismatch": "node b: ib_write_bw -D 2 from b:roceP2p1s0f1 (GID index 3) to a:roceP2p1s0f1 (GID index 3)",
+    "twins-same-subnet": "node b: ib_write_bw -D 2 from b:roceP2p1s0f1 (GID index 3) to a:roceP2p1s0f1 (GID index 3)",
 }
 
 
@@ -90,6 +96,8 @@ def test_apply_repairs_then_plans_nothing_and_restore_puts_it_back(scenario: str
     code, findings = AFTER[scenario]
     assert run.returncode == code, run.describe()
     assert "committed (journal /var/lib/linkcheck/journal/" in run.stderr
+    assert TRAFFIC[scenario] in run.stderr, run.describe()
+    assert "node b: ib_write_bw b:roceP2p1s0f1 -> a:roceP2p1s0f1: " in run.stderr
     repaired = _snapshot(lab)
     assert repaired != before
     record = json.loads((tmp_path / "s1" / "apply.json").read_text())
@@ -114,6 +122,87 @@ def test_apply_repairs_then_plans_nothing_and_restore_puts_it_back(scenario: str
     assert restored.returncode == 0, restored.describe()
     assert "restored" in restored.stderr
     assert _snapshot(lab) == before
+
+
+def _nccl_conf(lab: Lab, node: str) -> str:
+    """/etc/nccl.conf with its mode and owner, and its text."""
+    return lab.exec(node, ["sh", "-c", 'stat -c "%a %u:%g" /etc/nccl.conf; cat /etc/nccl.conf']).stdout
+
+
+def test_apply_unpins_a_stale_gid_index_in_nccl_conf_and_restore_puts_it_back(lab_factory: Callable[..., Lab],
+                                                                             live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("gid-stale", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = {n: _nccl_conf(lab, n) for n in ("a", "b")}
+    assert all(text == "644 0:0\nNCCL_IB_GID_INDEX=3\n" for text in before.values()), before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    assert run.returncode == 0, run.describe()
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert sorted(record["before"]["findings"]) == ["GID_INDEX_DIFFERS:pair", "GID_INDEX_STALE:b:roceP2p1s0f1"]
+    assert record["after"]["findings"] == []
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed", "b": "committed"}
+    # The pin is gone (NCCL resolves the index per HCA), the file keeps its mode and owner.
+    assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == {"a": "644 0:0\n", "b": "644 0:0\n"}
+    assert _snapshot(lab) == state  # nothing else changed: no runtime step
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0, again.describe()
+    assert "nothing to apply: the plan has no step\n" in again.stderr
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == before
+
+
+def _fec(lab: Lab, node: str) -> str:
+    """`ethtool --show-fec` of the node's two cabled twins."""
+    script = "for i in enp1s0f1np1 enP2p1s0f1np1; do ethtool --show-fec $i; done"
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def test_apply_sets_rs_fec_where_it_is_off_and_restore_puts_it_back(lab_factory: Callable[..., Lab], live: Live,
+                                                                    tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("fec-off", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _fec(lab, "b")
+    assert before.count("Active FEC encoding: None") == 2, before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    assert run.returncode == 0, run.describe()
+    for dev in ("enp1s0f1np1", "enP2p1s0f1np1"):
+        assert f"node b: ethtool --set-fec {dev} encoding rs\n" in run.stderr, run.describe()
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert sorted(record["before"]["findings"]) == ["FEC_NOT_RS:enP2p1s0f1np1<->enP2p1s0f1np1",
+                                                    "FEC_NOT_RS:enp1s0f1np1<->enp1s0f1np1"]
+    assert record["after"]["findings"] == []
+    after = _fec(lab, "b")
+    assert after.count("Supported/Configured FEC encodings: RS\nActive FEC encoding: RS\n") == 2, after
+    assert _fec(lab, "a").count("Active FEC encoding: RS") == 2  # node a was right: untouched
+    assert _snapshot(lab) == state
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    # --restore configures what the journal read before the change (Auto), which the link ran as None here.
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert "node b: ethtool --set-fec enp1s0f1np1 encoding auto" in restored.stderr, restored.describe()
+    assert _fec(lab, "b") == before
+
+
+def test_a_fec_that_does_not_take_is_reverted_by_the_runtime_verification(lab_factory: Callable[..., Lab],
+                                                                          live: Live, tmp_path: Path) -> None:
+    # A fault on node b: its ethtool accepts --set-fec and changes nothing (the rest is the lab's emulator).
+    fault = ('[ "${1:-}" = --set-fec ] && exit 0\n'
+             f'exec {sys.executable} -m tests.emulators.cli ethtool "$@"\n')
+    specs = specs_for_scenario("fec-off", tmp_path / "models")
+    specs = [dataclasses.replace(s, extra_tools={"ethtool": fault}) if s.name == "b" else s for s in specs]
+    lab = lab_factory(specs)
+    before = _fec(lab, "b")
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node b: reverted" in run.stderr
+    assert "node b: enP2p1s0f1np1 runs FEC None, not RS" in run.stderr, run.describe()
+    assert _fec(lab, "b") == before
+    assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
 
 
 def test_apply_on_a_healthy_pair_changes_nothing(lab_factory: Callable[..., Lab], live: Live,
@@ -162,6 +251,39 @@ def test_a_wrong_mtu_on_one_end_is_reverted_by_the_runtime_verification(lab_fact
     assert "ping -M do -s 8972" in run.stderr  # a's jumbo ping does not pass b's 8000
     assert _snapshot(lab) == before
     assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
+
+
+def test_no_roce_v2_gid_for_the_new_address_is_reverted_by_the_runtime_verification(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("twins-same-subnet", tmp_path / "models"))
+    lab.stop_gid_watch("a")  # node a's kernel adds no GID for a new address (its table keeps the old ones)
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node a: reverted" in run.stderr
+    # Its interface still has RoCE v2 entries (fe80, and the old address's in the frozen table): not the new one's.
+    assert ("node a: roceP2p1s0f1 has no RoCE v2 GID entry for 198.19.101.14 "
+            "(0000:0000:0000:0000:0000:ffff:c613:650e) on enP2p1s0f1np1") in run.stderr, run.describe()
+    assert _snapshot(lab) == before
+    assert [j["state"] for j in _journals(lab, "a")] == ["reverted"]
+    assert _journals(lab, "b") == []
+
+
+def test_rdma_traffic_failing_on_the_repaired_path_is_reverted(lab_factory: Callable[..., Lab], live: Live,
+                                                               tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("mtu-mismatch", tmp_path / "models"))
+    lab.set_fault("b", "ib_write_bw", "client-fail")  # the link pings, RDMA writes fail with a completion error
+    before = _snapshot(lab)
+    pids = live.node_pids(lab)
+    run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
+                   timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node b: reverted" in run.stderr
+    assert "node b: ib_write_bw client on b:roceP2p1s0f1 failed" in run.stderr, run.describe()
+    assert _snapshot(lab) == before
+    assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
+    assert live.strays(lab, pids) == {}  # every process the run started on the nodes was ended
 
 
 def test_ssh_lost_during_the_persistent_step_reverts_by_timeout_and_the_next_run_says_so(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.repair.apply import ApplyOptions, ApplyRefused, preflight
+from linkcheck.repair.apply import ApplyOptions, ApplyRefused, preflight, undo_of
 from linkcheck.repair.journal import (
     PERSISTENT_PENDING,
     REVERTED,
@@ -26,7 +26,7 @@ from linkcheck.repair.journal import (
     settled_state,
 )
 from linkcheck.repair.model import RepairPlan, Step
-from linkcheck.repair.runtime import MTU, NEIGH_SET, OpError, RuntimeOp, parse_op
+from linkcheck.repair.runtime import FEC, MTU, NEIGH_SET, OpError, RuntimeOp, parse_op
 from linkcheck.transport.base import RemoteResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,6 +136,13 @@ def test_a_reboot_step_is_left_out_unless_allowed() -> None:
                                   (), ("reboot",)),))
     assert preflight(plan, nodes, ApplyOptions(), lambda _: None) == []
     assert [p.node for p in preflight(plan, nodes, ApplyOptions(allow_reboot=True), lambda _: None)] == ["a"]
+
+
+@pytest.mark.parametrize("prompt", ["Supported/Configured", "Configured"])  # ethtool >= 5.18, and older
+def test_the_fec_undo_is_the_configured_encoding_read_before_the_change(prompt: str) -> None:
+    text = f"FEC parameters for e:\n{prompt} FEC encodings: Auto\nActive FEC encoding: None\n"
+    node = _Node("b", {"ethtool --show-fec e": text})
+    assert undo_of(node, RuntimeOp(FEC, "e", "rs")) == RuntimeOp(FEC, "e", "auto")
 
 
 # --- the netplan try stand-in (tests/lab/netplan_try_standin.py) -----------------------------------------------

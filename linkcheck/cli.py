@@ -476,8 +476,12 @@ def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | N
     if not _QUIET and fmt is Format.console:
         _say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
              f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)"))
+    from linkcheck.report.progress import ConsoleProgress  # the command's own code
+
+    # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
+    progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not _QUIET else None
     result, bundle, doc = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
-                                        rules, rdma, expected=found.expected_cluster if found else None)
+                                        rules, rdma, progress, expected=found.expected_cluster if found else None)
     save_cluster(bundle, doc, target)
     _emit_cluster(result, fmt, report)
     _say(f"bundle saved to {target}")

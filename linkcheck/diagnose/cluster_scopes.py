@@ -19,7 +19,8 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
     # settings as nccl.VAR and nccl_source.VAR, as a pair's node has them.
     "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",
                      "transit_for": "text", "unreached": "text", "unreached_count": "number", "route_add": "text",
-                     "forward_policy": "text", "forward_accepted": "bool", "docker_user": "bool",
+                     "forward_policy": "text", "forward_accepted": "bool", "forward_decided_by": "text",
+                     "docker_user": "bool",
                      "forward_rules": "text",
                      # NCCL on a ring: its library version, whether that is older than 2.30.7 (no subnet-aware
                      # routing), NCCL_IB_HCA against the node's own cabled HCAs and the other nodes', and whether

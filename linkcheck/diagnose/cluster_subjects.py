@@ -9,9 +9,11 @@ from typing import Any
 from linkcheck.cluster.facts import (
     SUBNET_ROUTING_NCCL,
     ClusterFacts,
+    Forwarding,
     accepts_forwarded,
     cable_outcome,
     cabling_changes,
+    forward_decision,
     hca_copy,
     missing_routes,
     nccl_algo_ring_only,
@@ -69,6 +71,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
                                    "that forwards)") if missing else None,
             "forward_policy": fwd.forward_policy if known_firewall and fwd else None,
             "forward_accepted": accepts_forwarded(fwd, netdevs) if known_firewall and fwd else None,
+            "forward_decided_by": _decided_by(fwd, netdevs) if known_firewall and fwd else None,
             "docker_user": fwd.docker_user if fwd else None,
             "forward_rules": "\n".join(" ".join(("-A", r.chain, *r.words)) for r in fwd.forward_rules)
             if known_firewall and fwd else None,
@@ -83,6 +86,11 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             **_traffic_values(facts, name),
             **settings_values(node),
         }
+
+
+def _decided_by(fwd: Forwarding, netdevs: list[str]) -> str | None:
+    decision = forward_decision(fwd, netdevs)
+    return decision[1] if decision is not None else None
 
 
 def _traffic_values(facts: ClusterFacts, name: str) -> dict[str, Any]:

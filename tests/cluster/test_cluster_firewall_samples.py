@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.cluster.facts import accepts_forwarded, forwarding
+from linkcheck.cluster.facts import accepts_forwarded, forward_decision, forwarding
 from linkcheck.model import Capture
 from linkcheck.parsers.netfilter import parse_iptables_s
 
@@ -128,7 +128,51 @@ def test_a_whole_table_dump_split_as_the_node_prints_it() -> None:
                             _cap("iptables_docker_user", stderr=NO_DOCKER_USER, exit_status=1)])
     assert fwd.forward_policy == "ACCEPT" and fwd.docker_user is False and "firewall" not in fwd.unavailable
     assert {r.chain for r in fwd.forward_rules} == {"FORWARD"}
-    assert accepts_forwarded(fwd, CX7) is False  # no rule accepts them: the ACCEPT policy does
+    # No rule decides new CX-7 traffic (Docker's jumps lead to chains not read): the ACCEPT policy does.
+    assert accepts_forwarded(fwd, CX7) is True
+    assert forward_decision(fwd, CX7) == ("ACCEPT", "-P FORWARD ACCEPT")
+
+
+def test_iptables_189s_incompatible_chain_is_no_gap_where_forward_never_jumps_to_it() -> None:
+    # 1.8.9 (nf_tables) words a DOCKER-USER that is not there as "incompatible"; FORWARD does not jump to it, so
+    # what it holds decides nothing and the firewall is known.
+    stderr = real("stderr_missing_chain_nft189_incompatible.txt")
+    fwd = forwarding("n1", [_cap("iptables_forward", "-P FORWARD ACCEPT\n"),
+                            _cap("iptables_docker_user", stderr=stderr, exit_status=1)])
+    assert "firewall" not in fwd.unavailable and accepts_forwarded(fwd, CX7) is True
+    # Where FORWARD does jump to it, an unreadable DOCKER-USER leaves the firewall unknown, in iptables' words.
+    jumps = forwarding("n1", [_cap("iptables_forward", "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n"),
+                              _cap("iptables_docker_user", stderr=stderr, exit_status=1)])
+    assert "is incompatible" in jumps.unavailable["firewall"]
+
+
+@pytest.mark.parametrize(("forward", "docker_user", "accepted", "by"), [
+    # A policy of ACCEPT, but the chain ends in a catch-all DROP or REJECT: dropped, by that rule.
+    ("-P FORWARD ACCEPT\n-A FORWARD -i docker0 -j ACCEPT\n-A FORWARD -j REJECT --reject-with icmp-host-prohibited\n",
+     None, False, "-A FORWARD -j REJECT --reject-with icmp-host-prohibited"),
+    # DOCKER-USER's ACCEPT counts only where FORWARD jumps to it, before Docker's own chains.
+    ("-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -j DOCKER-FORWARD\n",
+     "-N DOCKER-USER\n-A DOCKER-USER -i enp1s0f+ -j ACCEPT\n-A DOCKER-USER -i enP2p1s0f+ -j ACCEPT\n"
+     "-A DOCKER-USER -j RETURN\n", True, "-A DOCKER-USER -i enp1s0f+ -j ACCEPT"),
+    ("-P FORWARD DROP\n-A FORWARD -j DOCKER-FORWARD\n",
+     "-N DOCKER-USER\n-A DOCKER-USER -j ACCEPT\n", False, "-P FORWARD DROP"),
+    # An ACCEPT for one protocol or port is not one for RoCE (UDP 4791) and NCCL's TCP alike.
+    ("-P FORWARD DROP\n-A FORWARD -p tcp -m tcp --dport 443 -j ACCEPT\n", None, False, "-P FORWARD DROP"),
+    # A DROP before the ACCEPT wins: rules run in order.
+    ("-P FORWARD ACCEPT\n-A FORWARD -o enp1s0f0np0 -j DROP\n-A FORWARD -j ACCEPT\n", None, False,
+     "-A FORWARD -o enp1s0f0np0 -j DROP"),
+    # DOCKER-USER's RETURN goes back to FORWARD, whose later ACCEPT decides.
+    ("-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -i enp1s0f+ -j ACCEPT\n",
+     "-N DOCKER-USER\n-A DOCKER-USER -j RETURN\n", True, "-A FORWARD -i enp1s0f+ -j ACCEPT"),
+])
+def test_the_forward_chain_is_walked_in_order(forward: str, docker_user: str | None, accepted: bool, by: str) -> None:
+    caps = [_cap("iptables_forward", forward)]
+    caps.append(_cap("iptables_docker_user", docker_user) if docker_user is not None else
+                _cap("iptables_docker_user", stderr=NO_DOCKER_USER, exit_status=1))
+    fwd = forwarding("n1", caps)
+    assert accepts_forwarded(fwd, CX7) is accepted
+    decision = forward_decision(fwd, CX7)
+    assert decision is not None and decision[1] == by
 
 
 def test_the_legacy_warning_is_stderr_and_changes_nothing() -> None:

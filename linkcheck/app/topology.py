@@ -37,9 +37,13 @@ def open_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions) -> dict[str, Tra
 
 
 def inspect_cluster(transports: dict[str, Transport], ssh: SshOptions) -> tuple[list[Capture], dict[str, str]]:
-    """Every node's inspection (the pair's specs and the cluster's), all nodes at once; the nodes that failed."""
+    """Every node's inspection (the pair's specs and the cluster's), all nodes at once; the nodes that failed.
+    Ctrl-C, which the collector turns into a partial result, is raised again: nothing is judged or measured on a
+    part of the cluster the user stopped reading."""
     result = collect(transports, specs=SPECS + CLUSTER_SPECS, timeout_s=ssh.inspection_timeout_s,
                      per_command_timeout_s=ssh.command_timeout_s)
+    if result.interrupted:
+        raise KeyboardInterrupt
     return result.captures, {name: str(error) for name, error in result.errors.items()}
 
 

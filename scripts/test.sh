@@ -30,4 +30,5 @@ fi
 .venv/bin/ruff check .
 .venv/bin/mypy
 # One worker per CPU; the lab tests share one of them (tests/conftest.py). `-n 0` after it runs in one process.
-.venv/bin/python -m pytest -n auto --dist loadgroup "$@"
+# The slowest tests are listed at the end: the lab runs on one worker and sets the suite's wall time.
+.venv/bin/python -m pytest -n auto --dist loadgroup --durations=20 "$@"

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tests.lab import mgmt, nccl, netns, rootfs, sshd, traffic
+from tests.lab import mgmt, nccl, netns, networkmanager, rootfs, sshd, traffic
 from tests.lab.errors import LabError
 from tests.lab.neighbours import install_neighbours
 from tests.lab.node import SSH_PORT, LabNode
@@ -138,7 +138,7 @@ class Lab:
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)
-        files = nccl.stage_nccl_files(model_json, stage)
+        files = [*nccl.stage_nccl_files(model_json, stage), *networkmanager.stage_nm_files(model_json, stage)]
         # Each node's own, empty /var/lib/linkcheck (where `fix --apply` keeps its journals): writes stay in the
         # node's folder, never on the host, and the two nodes never see each other's.
         state_dir = stage / "var-lib-linkcheck"

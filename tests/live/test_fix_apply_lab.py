@@ -364,3 +364,49 @@ def test_reboot_only_with_allow_reboot(lab_factory: Callable[..., Lab], live: Li
     # The stand-in reboots nothing, so no node comes back with a new boot id.
     assert allowed.returncode == 3, allowed.describe()
     assert "not back with a new boot within 3 s" in allowed.stderr
+
+
+def _nm_files(lab: Lab, node: str) -> str:
+    """Every NetworkManager keyfile under /etc and /run with its mode and owner, and its text."""
+    script = ('for f in /etc/NetworkManager/system-connections/* /run/NetworkManager/system-connections/*; do '
+              '[ -e "$f" ] || continue; stat -c "%n %a %u:%g" "$f"; cat "$f"; done')
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def _all_files(lab: Lab) -> dict[str, object]:
+    return {n: (_state(lab, n), _files(lab, n), _nm_files(lab, n)) for n in ("a", "b")}
+
+
+# scenario -> (the node repaired, what its file must say afterwards, the step's line in the run's output)
+FILE_REPAIRS = {
+    "netplan-not-applied": ("b", "- 198.19.101.11/24", "node b: /etc/netplan/40-cx7.yaml written (mode 600)"),
+    "nm-profile-runtime-only": (
+        "a", "/etc/NetworkManager/system-connections/cx7-p1-2.nmconnection 600 0:0\n[connection]\nid=cx7-p1-2\n",
+        "node a: /etc/NetworkManager/system-connections/cx7-p1-2.nmconnection written (mode 600)"),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(FILE_REPAIRS))
+def test_apply_makes_the_file_say_what_runs_then_plans_nothing_and_restore_puts_it_back(
+        scenario: str, lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario(scenario, tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _all_files(lab)
+    node, says, line = FILE_REPAIRS[scenario]
+    assert says not in _files(lab, node) + _nm_files(lab, node)
+    run = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s1"),
+                   timeout=240)
+    assert run.returncode == 0, run.describe()
+    assert line in run.stderr, run.describe()
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert record["before"]["findings"] and record["after"]["findings"] == [], record
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {node: "committed"}
+    repaired = _all_files(lab)
+    assert says in _files(lab, node) + _nm_files(lab, node)
+    assert {n: s[0] for n, s in repaired.items()} == {n: s[0] for n, s in before.items()}  # the live state kept
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    assert _all_files(lab) == repaired
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert _all_files(lab) == before

@@ -1,0 +1,41 @@
+"""The node model's NetworkManager keyfiles in a lab node: /etc/NetworkManager/system-connections (persistent
+profiles) and /run/NetworkManager/system-connections (in-memory ones), shown in the node's mount namespace only
+(tests.lab.nodefiles), so that `fix --apply` copies, journals and restores real files.
+
+The lab has no NetworkManager: `nmcli` and the D-Bus checkpoint API are the stand-in of
+tests/lab/nm_standin.py, which works on these directories.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath
+
+from tests.lab.nodefiles import NodeFile
+
+NM_DIRS = ("/etc/NetworkManager", "/run/NetworkManager")
+
+
+def stage_nm_files(model_json: Path | None, stage: Path) -> list[NodeFile]:
+    """Both NetworkManager folders with the model's keyfiles (mode 600, as NetworkManager writes them); none when
+    the model has no keyfile (the node keeps the host's view, which has no NetworkManager)."""
+    if model_json is None:
+        return []
+    model = json.loads(model_json.read_text(encoding="utf-8"))  # already mapped into the lab range
+    keyfiles = (model.get("nm_connections") or []) if isinstance(model, dict) else []
+    if not keyfiles:
+        return []
+    files = []
+    for top in NM_DIRS:
+        root = stage / top.strip("/").replace("/", "-")
+        (root / "system-connections").mkdir(parents=True, exist_ok=True)
+        root.chmod(0o755)
+        (root / "system-connections").chmod(0o700)
+        for item in keyfiles:
+            path = PurePosixPath(str(item.get("path", "")))
+            if path.parent == PurePosixPath(top) / "system-connections" and path.name:
+                out = root / "system-connections" / path.name
+                out.write_text(str(item.get("text", "")), encoding="utf-8")
+                out.chmod(0o600)
+        files.append(NodeFile(top, root))
+    return files

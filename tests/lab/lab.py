@@ -8,6 +8,7 @@ everything down on exit, also on exceptions and Ctrl-C. Files for the SSH client
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import re
@@ -134,7 +135,10 @@ class Lab:
         self.state.save()
         mgmt.add_mgmt_link(node)
         env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name), node_dir / "emulator-state")
-        rootfs.write_bin(spec, node.bin_dir, model_json, env)
+        # A node whose model has NetworkManager keyfiles gets the NetworkManager stand-in's nmcli and busctl.
+        standin = networkmanager.standin_tools(model_json)
+        rootfs.write_bin(dataclasses.replace(spec, extra_tools={**standin, **spec.extra_tools}), node.bin_dir,
+                         model_json, env)
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)

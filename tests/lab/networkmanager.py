@@ -9,6 +9,8 @@ tests/lab/nm_standin.py, which works on these directories.
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path, PurePosixPath
 
 from tests.lab.nodefiles import NodeFile
@@ -39,3 +41,20 @@ def stage_nm_files(model_json: Path | None, stage: Path) -> list[NodeFile]:
                 out.chmod(0o600)
         files.append(NodeFile(top, root))
     return files
+
+
+def standin_tools(model_json: Path | None) -> dict[str, str]:
+    """`nmcli` and `busctl` of the NetworkManager stand-in (tests/lab/nm_standin.py) for a node whose model has
+    keyfiles: NetworkManager manages its ports. Bodies for LabNodeSpec.extra_tools (the wrapper's environment,
+    PYTHONPATH included, is put before them)."""
+    if not stage_needed(model_json):
+        return {}
+    run = f"exec {shlex.quote(sys.executable)} -m tests.lab.nm_standin"
+    return {tool: f'{run} {tool} "$@"\n' for tool in ("nmcli", "busctl")}
+
+
+def stage_needed(model_json: Path | None) -> bool:
+    if model_json is None:
+        return False
+    model = json.loads(model_json.read_text(encoding="utf-8"))
+    return isinstance(model, dict) and bool(model.get("nm_connections"))

@@ -304,10 +304,10 @@ def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts,  # no
             raise ApplyFailed(f"node {tx.prep.node}: the new netplan files do not pass: {why}")
     nm = tx.nm_files
     profiles = _nm_profiles(tx)
+    tx.mark(PERSISTENT_PENDING)
     if nm:
         # The checkpoint first: it must hold NetworkManager's state from before the keyfiles change.
         _start_checkpoint(tx, [dev for _, dev in profiles], say)
-    tx.mark(PERSISTENT_PENDING)
     for f in tx.files:
         say(f"node {tx.prep.node}: {f.path} written (mode {f.new_mode})")
         tx.installed = True

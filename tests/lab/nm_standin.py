@@ -33,6 +33,7 @@ NM = "org.freedesktop.NetworkManager"
 NM_PATH = "/org/freedesktop/NetworkManager"
 DIRS = ("/etc/NetworkManager/system-connections", "/run/NetworkManager/system-connections")
 ALLOW_OVERLAPPING = 0x08
+NMCLI_FAULTS = ("up-mtu-1500", "up-slow")  # armed with Lab.set_fault(node, "nmcli", ...)
 
 
 def _state() -> Path:

@@ -21,12 +21,10 @@ NM_DIRS = ("/etc/NetworkManager", "/run/NetworkManager")
 def stage_nm_files(model_json: Path | None, stage: Path) -> list[NodeFile]:
     """Both NetworkManager folders with the model's keyfiles (mode 600, as NetworkManager writes them); none when
     the model has no keyfile (the node keeps the host's view, which has no NetworkManager)."""
-    if model_json is None:
+    if not stage_needed(model_json):
         return []
-    model = json.loads(model_json.read_text(encoding="utf-8"))  # already mapped into the lab range
-    keyfiles = (model.get("nm_connections") or []) if isinstance(model, dict) else []
-    if not keyfiles:
-        return []
+    assert model_json is not None
+    keyfiles = json.loads(model_json.read_text(encoding="utf-8"))["nm_connections"]  # already mapped
     files = []
     for top in NM_DIRS:
         root = stage / top.strip("/").replace("/", "-")

@@ -3,8 +3,10 @@ state (`ip -j addr`, `ip -j link`, the files in /etc/netplan with their modes, t
 
 What is real here: the SSH sessions, every `ip` change in the nodes' namespaces, Debian's `netplan generate` on
 every file written, the journal on each node's own /var/lib/linkcheck. What is a stand-in: `netplan try`
-(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to) and, for the reboot,
-`systemctl` (a script that records its arguments: nothing reboots the test machine).
+(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to), NetworkManager's
+`nmcli` and checkpoint API (tests/lab/nm_standin.py: the lab has no NetworkManager daemon and no system bus; the
+keyfiles it works on are real files) and, for the reboot, `systemctl` (a script that records its arguments:
+nothing reboots the test machine).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from msgspec.structs import replace
 
 from linkcheck.errors import ExitCode, LinkcheckError, NodeError
 from linkcheck.facts.model import LinkFacts
-from linkcheck.repair import commit
+from linkcheck.repair import commit, nm_checkpoint
 from linkcheck.repair.checks import Invariants, invariant_problems, link_state, read_invariants, verify_link
 from linkcheck.repair.journal import (
     COMMITTED,
@@ -51,6 +51,7 @@ from linkcheck.repair.runtime import (
     MTU,
     NEIGH_DEL,
     NEIGH_SET,
+    NM_RELOAD,
     REBOOT,
     OpError,
     RuntimeOp,
@@ -200,6 +201,11 @@ class _Tx:
         self.files: list[commit.FilePlan] = []
         self.installed = False
         self.try_started = False
+        self.checkpoint_started = False
+
+    @property
+    def nm_files(self) -> list[commit.FilePlan]:
+        return [f for f in self.files if f.manager == "NetworkManager"]
 
     def mark(self, state: str, note: str = "") -> None:
         self.journal = replace(self.journal, state=state, history=(*self.journal.history, (state, now_utc())),
@@ -244,7 +250,13 @@ def _rollback(tx: _Tx, why: str) -> list[str]:
     files and the runtime change here. Returns what could not be put back."""
     problems: list[str] = []
     with _sigint_held():
-        if tx.try_started:
+        if tx.checkpoint_started:
+            nm_checkpoint.request(tx.node, tx.dir, "rollback")
+            result = nm_checkpoint.wait(tx.node, tx.dir, "result", tx.options.try_timeout_s + 15)
+            if result != "reverted":
+                problems.append(f"node {tx.prep.node}: the NetworkManager checkpoint did not report a rollback "
+                                f"({result or 'no answer'})")
+        elif tx.try_started:
             commit.signal_try(tx.node, tx.dir, "INT")
             result = commit.wait_try(tx.node, tx.dir, "result", tx.options.try_timeout_s + 15)
             if result != "reverted":
@@ -263,7 +275,8 @@ def _rollback(tx: _Tx, why: str) -> list[str]:
 
 def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending: set[tuple[str, str]],
              say: Say) -> None:
-    ops = [op for op in tx.prep.ops if op.kind != REBOOT]
+    # A profile's reload runs inside the NetworkManager checkpoint, once the keyfiles it reads are installed.
+    ops = [op for op in tx.prep.ops if op.kind != REBOOT and not (op.kind == NM_RELOAD and tx.nm_files)]
     for op in ops:
         say(f"node {tx.prep.node}: {op.describe}")
         tx.node.change(op)
@@ -280,8 +293,8 @@ def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending:
     tx.mark(RUNTIME_VERIFIED)
 
 
-def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending: set[tuple[str, str]],
-                say: Say) -> None:
+def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts,  # noqa: C901 (one ordered story)
+                pending: set[tuple[str, str]], say: Say) -> None:
     if not tx.files:
         return
     netplan = [f for f in tx.files if f.manager == "netplan"]
@@ -289,20 +302,71 @@ def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pendi
         why = commit.validate_netplan(tx.node, netplan)
         if why is not None:
             raise ApplyFailed(f"node {tx.prep.node}: the new netplan files do not pass: {why}")
+    nm = tx.nm_files
+    profiles = _nm_profiles(tx)
     tx.mark(PERSISTENT_PENDING)
+    if nm:
+        # The checkpoint first: it must hold NetworkManager's state from before the keyfiles change.
+        _start_checkpoint(tx, [dev for _, dev in profiles], say)
     for f in tx.files:
         say(f"node {tx.prep.node}: {f.path} written (mode {f.new_mode})")
         tx.installed = True
         commit.install(tx.node, f)
     if netplan:
         _start_try(tx, say)
-    problems = invariant_problems(tx.node, tx.prep.invariants)
+    problems = nm_checkpoint.activate(tx.node, [c for c, _ in profiles]) if nm else []
+    problems += invariant_problems(tx.node, tx.prep.invariants)
     problems += verify_link(nodes, link, tx.prep.node, tx.applied, pending)
+    if profiles and not problems:
+        # The profiles' interfaces, as NetworkManager left them: carrier, GID, a jumbo ping each way, traffic.
+        profile_ops = [RuntimeOp(NM_RELOAD, dev) for _, dev in profiles]
+        problems += verify_link(nodes, link, tx.prep.node, profile_ops, pending, traffic=True, say=say)
     problems += _file_checks(tx)
     if problems:
         raise ApplyFailed("; ".join(problems))
     if netplan:
         _confirm_try(tx)
+    if nm:
+        _commit_checkpoint(tx)
+
+
+def _nm_profiles(tx: _Tx) -> list[tuple[str, str]]:
+    """(connection id, interface) of each keyfile the node's steps install; one for the management or a
+    default-route interface is refused (preflight saw only the step's file, not the interface its text names)."""
+    profiles = nm_checkpoint.profiles(tx.nm_files)
+    for _, dev in profiles:
+        if dev in tx.prep.invariants.devices:
+            raise ApplyFailed(f"node {tx.prep.node}: the profile is for {dev}, the management or default-route "
+                              "interface: refused")
+    return profiles
+
+
+def _start_checkpoint(tx: _Tx, devices: list[str], say: Say) -> None:
+    script = nm_checkpoint.checkpoint_script(tx.dir, tx.options.try_timeout_s, list(dict.fromkeys(devices)),
+                                             list(tx.journal.files), tx.undo_applied())
+    nm_checkpoint.start(tx.node, tx.dir, script)
+    tx.checkpoint_started = True
+    ready = nm_checkpoint.wait(tx.node, tx.dir, "ready", 60)
+    if ready != "ready":
+        tx.checkpoint_started = False  # nothing was installed yet: the files and runtime are put back here
+        raise ApplyFailed(f"node {tx.prep.node}: no NetworkManager checkpoint "
+                          f"({nm_checkpoint.log_tail(tx.node, tx.dir) or ready or 'no answer'})")
+    say(f"node {tx.prep.node}: NetworkManager checkpoint with a rollback timeout of {tx.options.try_timeout_s} s; "
+        "applying the profiles")
+
+
+def _commit_checkpoint(tx: _Tx) -> None:
+    """CheckpointDestroy, once everything verified: NetworkManager keeps the change."""
+    if not nm_checkpoint.request(tx.node, tx.dir, "commit"):
+        raise ApplyFailed(f"node {tx.prep.node}: cannot ask to keep the NetworkManager checkpoint's change")
+    result = nm_checkpoint.wait(tx.node, tx.dir, "result", 30)
+    tx.checkpoint_started = False
+    if result == "accepted":
+        return
+    if result != "reverted":
+        tx.checkpoint_started = True  # still running: the rollback path asks it to roll back
+    raise ApplyFailed(f"node {tx.prep.node}: the NetworkManager checkpoint did not keep the change "
+                      f"({result or 'no answer'})")
 
 
 def _start_try(tx: _Tx, say: Say) -> None:
@@ -363,6 +427,8 @@ def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts,
         # The node cannot be reached to put it back: netplan try's timeout (when it runs) reverts it there.
         raise ApplyFailed(f"node {prep.node}: lost at {tx.journal.state} ({exc.reason}): "
                           + ("netplan try reverts the change by its timeout" if tx.try_started else
+                             "the NetworkManager checkpoint rolls the change back by its timeout"
+                             if tx.checkpoint_started else
                              f"the journal {tx.dir} says what changed; run `linkcheck fix --restore`"),
                           fix="reconnect, then run `linkcheck fix` to see what the journal says") from exc
     return _outcome(tx, COMMITTED, ())

@@ -116,12 +116,13 @@ def describe(found: FoundJournal) -> str | None:
     if j.state in FINAL:
         return None
     if j.state == PERSISTENT_PENDING:
-        if found.try_result == "reverted":
-            return (f"{where} was not confirmed: netplan try reverted it by its timeout and the node put back "
+        word, by = result_of(found)
+        if word == "reverted":
+            return (f"{where} was not confirmed: {by} reverted it by its timeout and the node put back "
                     "its files and undid the runtime change (as it was before)")
-        if found.try_result == "accepted":
-            return f"{where}: netplan try accepted the change but the run ended before it recorded it (committed)"
-        return (f"{where} stopped while netplan try was waiting: it reverts by its timeout; if it was killed, "
+        if word == "accepted":
+            return f"{where}: {by} accepted the change but the run ended before it recorded it (committed)"
+        return (f"{where} stopped while {by} was waiting: it reverts by its timeout; if it was killed, "
                 "`linkcheck fix --restore` puts the files and the live state back")
     if j.state == PLANNED:
         return (f"{where} stopped before or during its first change: `linkcheck fix --restore` puts back "
@@ -130,10 +131,20 @@ def describe(found: FoundJournal) -> str | None:
             "puts both back as they were")
 
 
+def result_of(found: FoundJournal) -> tuple[str, str]:
+    """The commit's result word (`accepted`, `reverted`, `failed`, or ``) and what committed: `try.result` is
+    written by the script around netplan try, or, with a second line `nm-checkpoint`, around a NetworkManager
+    checkpoint (linkcheck.repair.nm_checkpoint)."""
+    words = (found.try_result or "").split()
+    by = "the NetworkManager checkpoint" if "nm-checkpoint" in words[1:] else "netplan try"
+    return (words[0] if words else ""), by
+
+
 def settled_state(found: FoundJournal) -> str | None:
     """The state an unfinished journal reached in fact, when what the node left says it (the try's result)."""
-    if found.journal.state == PERSISTENT_PENDING and found.try_result == "reverted":
+    word, _ = result_of(found)
+    if found.journal.state == PERSISTENT_PENDING and word == "reverted":
         return REVERTED
-    if found.journal.state == PERSISTENT_PENDING and found.try_result == "accepted":
+    if found.journal.state == PERSISTENT_PENDING and word == "accepted":
         return COMMITTED
     return None

@@ -8,6 +8,7 @@ everything down on exit, also on exceptions and Ctrl-C. Files for the SSH client
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import re
@@ -18,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tests.lab import mgmt, nccl, netns, rootfs, sshd, traffic
+from tests.lab import mgmt, nccl, netns, networkmanager, rootfs, sshd, traffic
 from tests.lab.errors import LabError
 from tests.lab.neighbours import install_neighbours
 from tests.lab.node import SSH_PORT, LabNode
@@ -134,11 +135,14 @@ class Lab:
         self.state.save()
         mgmt.add_mgmt_link(node)
         env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name), node_dir / "emulator-state")
-        rootfs.write_bin(spec, node.bin_dir, model_json, env)
+        # A node whose model has NetworkManager keyfiles gets the NetworkManager stand-in's nmcli and busctl.
+        standin = networkmanager.standin_tools(model_json)
+        rootfs.write_bin(dataclasses.replace(spec, extra_tools={**standin, **spec.extra_tools}), node.bin_dir,
+                         model_json, env)
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)
-        files = nccl.stage_nccl_files(model_json, stage)
+        files = [*nccl.stage_nccl_files(model_json, stage), *networkmanager.stage_nm_files(model_json, stage)]
         # Each node's own, empty /var/lib/linkcheck (where `fix --apply` keeps its journals): writes stay in the
         # node's folder, never on the host, and the two nodes never see each other's.
         state_dir = stage / "var-lib-linkcheck"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.lab.errors import LabError
+from tests.lab.nm_standin import NMCLI_FAULTS
 from tests.lab.spec import TOOL_RE
 
 if TYPE_CHECKING:
@@ -99,8 +100,8 @@ def known_faults() -> dict[str, tuple[str, ...]]:
     try:
         from tests.emulators.live_state import FAULTS
     except ImportError:
-        return {}
-    return dict(FAULTS)
+        return {"nmcli": NMCLI_FAULTS}
+    return {**dict(FAULTS), "nmcli": NMCLI_FAULTS}
 
 
 def write_fault(faults_dir: Path, tool: str, fault: str | None) -> None:

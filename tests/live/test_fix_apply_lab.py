@@ -3,8 +3,10 @@ state (`ip -j addr`, `ip -j link`, the files in /etc/netplan with their modes, t
 
 What is real here: the SSH sessions, every `ip` change in the nodes' namespaces, Debian's `netplan generate` on
 every file written, the journal on each node's own /var/lib/linkcheck. What is a stand-in: `netplan try`
-(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to) and, for the reboot,
-`systemctl` (a script that records its arguments: nothing reboots the test machine).
+(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to), NetworkManager's
+`nmcli` and checkpoint API (tests/lab/nm_standin.py: the lab has no NetworkManager daemon and no system bus; the
+keyfiles it works on are real files) and, for the reboot, `systemctl` (a script that records its arguments:
+nothing reboots the test machine).
 """
 
 from __future__ import annotations
@@ -364,3 +366,102 @@ def test_reboot_only_with_allow_reboot(lab_factory: Callable[..., Lab], live: Li
     # The stand-in reboots nothing, so no node comes back with a new boot id.
     assert allowed.returncode == 3, allowed.describe()
     assert "not back with a new boot within 3 s" in allowed.stderr
+
+
+def _nm_files(lab: Lab, node: str) -> str:
+    """Every NetworkManager keyfile under /etc and /run with its mode and owner, and its text."""
+    script = ('for f in /etc/NetworkManager/system-connections/* /run/NetworkManager/system-connections/*; do '
+              '[ -e "$f" ] || continue; stat -c "%n %a %u:%g" "$f"; cat "$f"; done')
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def _all_files(lab: Lab) -> dict[str, object]:
+    return {n: (_state(lab, n), _files(lab, n), _nm_files(lab, n)) for n in ("a", "b")}
+
+
+# scenario -> (the node repaired, what its file must say afterwards, the step's line in the run's output)
+FILE_REPAIRS = {
+    "netplan-not-applied": ("b", "- 198.19.101.11/24", "node b: /etc/netplan/40-cx7.yaml written (mode 600)"),
+    "nm-profile-runtime-only": (
+        "a", "/etc/NetworkManager/system-connections/cx7-p1-2.nmconnection 600 0:0\n[connection]\nid=cx7-p1-2\n",
+        "node a: /etc/NetworkManager/system-connections/cx7-p1-2.nmconnection written (mode 600)"),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(FILE_REPAIRS))
+def test_apply_makes_the_file_say_what_runs_then_plans_nothing_and_restore_puts_it_back(
+        scenario: str, lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario(scenario, tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before = _all_files(lab)
+    node, says, line = FILE_REPAIRS[scenario]
+    assert says not in _files(lab, node) + _nm_files(lab, node)
+    run = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s1"),
+                   timeout=240)
+    assert run.returncode == 0, run.describe()
+    assert line in run.stderr, run.describe()
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert record["before"]["findings"] and record["after"]["findings"] == [], record
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {node: "committed"}
+    repaired = _all_files(lab)
+    assert says in _files(lab, node) + _nm_files(lab, node)
+    if scenario == "nm-profile-runtime-only":
+        # Committed through a NetworkManager checkpoint (the stand-in's), kept once the link verified.
+        assert "node a: NetworkManager checkpoint with a rollback timeout of 12 s" in run.stderr, run.describe()
+        assert "node a: ib_write_bw a:roceP2p1s0f1 -> b:roceP2p1s0f1: " in run.stderr, run.describe()
+        assert _try_result(lab, "a") == "accepted\nnm-checkpoint"
+    assert {n: s[0] for n, s in repaired.items()} == {n: s[0] for n, s in before.items()}  # the live state kept
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    assert _all_files(lab) == repaired
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert _all_files(lab) == before
+
+
+def _try_result(lab: Lab, node: str) -> str:
+    return lab.exec(node, ["sh", "-c", "cat /var/lib/linkcheck/journal/*/try.result 2>/dev/null"]).stdout.strip()
+
+
+def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_nm_checkpoint(lab_factory: Callable[..., Lab],
+                                                                            live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    lab.set_fault("a", "nmcli", "up-mtu-1500")  # activating the profile leaves the port at MTU 1500
+    before = _all_files(lab)
+    run = live.run("fix", "--apply", "--try-timeout", "60", "-c", str(_config(live, lab, tmp_path)), "--save",
+                   str(tmp_path / "s"), timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node a: reverted" in run.stderr and "ping -M do -s 8972" in run.stderr, run.describe()
+    # Rolled back on request, long before the 60 s timeout: the MTU by the checkpoint, the keyfiles by both.
+    assert _all_files(lab) == before
+    assert [j["state"] for j in _journals(lab, "a")] == ["reverted"]
+    assert _try_result(lab, "a") == "reverted\nnm-checkpoint"
+
+
+def test_ssh_lost_during_the_nm_checkpoint_rolls_back_by_timeout_and_the_next_run_says_so(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    lab.set_fault("a", "nmcli", "up-slow")  # `nmcli connection up` takes 4 s: the SSH connection is cut meanwhile
+    config = _config(live, lab, tmp_path)
+    before = _all_files(lab)
+    args = ("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s"))
+    started = live.start(*args)
+    # The checkpoint held and the keyfile installed: linkcheck is in the slow `nmcli connection up`.
+    held = ("grep -lx ready /var/lib/linkcheck/journal/*/nm.out >/dev/null 2>&1 && "
+            "test -e /etc/NetworkManager/system-connections/cx7-p1-2.nmconnection")
+    _wait_for(lambda: lab.exec("a", ["sh", "-c", held]).returncode == 0, 60, "the checkpoint on node a")
+    lab.stop_sshd("a")
+    lab.kill_ssh_sessions("a")
+    run = live.wait(started, args)
+    assert run.returncode == 3, run.describe()
+    assert "the NetworkManager checkpoint rolls the change back by its timeout" in run.stderr, run.describe()
+    _wait_for(lambda: _try_result(lab, "a").startswith("reverted"), 40, "the checkpoint's rollback")
+    assert _try_result(lab, "a") == "reverted\nnm-checkpoint"
+    assert _all_files(lab) == before  # the keyfile copy gone again, by the node alone
+    lab.start_sshd("a")
+    lab.set_fault("a", "nmcli", None)
+    nxt = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s2"),
+                   timeout=240)
+    assert ("was not confirmed: the NetworkManager checkpoint reverted it by its timeout" in nxt.stderr), \
+        nxt.describe()
+    assert nxt.returncode == 0, nxt.describe()

@@ -20,6 +20,7 @@ from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BenchError
 from linkcheck.model import Capture, Status, Verdict
+from linkcheck.parsers.nccl_log import parse_nccl_log
 from tests.emulators.bench_nccl import NcclTestsRun, busbw_curve, render_all_gather_perf
 from tests.emulators.bench_nccl_log import NcclLogRun, RankNet, render_nccl_log
 from tests.emulators.captures import node_captures
@@ -212,3 +213,20 @@ def test_a_short_sweep_is_not_judged_against_nvidias_figure_and_no_run_gives_no_
     _, diagnosis = _judge(facts, replace(cap, stdout=short))
     assert ("NCCL_CLUSTER_BUSBW_LOW", "cluster") not in _nccl_findings(diagnosis)
     assert _nccl_findings(diagnose_cluster(facts, RULES)) == {}  # no NCCL run: nothing said
+
+
+def test_the_log_is_read_per_host_also_through_mpiruns_tags() -> None:
+    text = "\n".join([
+        "[1,0]<stdout>:spark-a:11:11 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enP7s7:10.0.0.1<0>",
+        "[1,0]<stdout>:spark-a:11:11 [0] NCCL INFO Using network IB",
+        "[1,1]<stdout>:spark-b.lab:22:22 [0] NCCL INFO NET/IB : No device found.",
+        "[1,1]<stdout>:spark-b.lab:22:22 [0] NCCL INFO NET/Socket : Using [0]enP7s7:10.0.0.2<0>",
+        "[1,1]<stdout>:spark-b.lab:22:22 [0] NCCL INFO Using network Socket",
+        "[1,0]<stdout>:spark-a:11:19 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0",
+        "[1,1]<stdout>:spark-b.lab:22:29 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/Socket/0",
+    ])
+    ranks = {r.host: r for r in parse_nccl_log(text).ranks}
+    assert ranks["spark-a"].network == "IB" and ranks["spark-a"].ib_devices == ("rocep1s0f1",)
+    assert ranks["spark-a"].channel_transports == ("IB",)
+    assert ranks["spark-b.lab"].no_ib_device and ranks["spark-b.lab"].socket_devices == ("enP7s7",)
+    assert ranks["spark-b.lab"].channel_transports == ("Socket",) and ranks["spark-b.lab"].network == "Socket"

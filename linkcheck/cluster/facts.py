@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from linkcheck.cluster.nccl import ClusterNccl, cabled_hcas
+from linkcheck.cluster.nccl import ClusterNccl, cabled_hcas, cluster_nccl_facts
 from linkcheck.cluster.topology import Cable, Topology
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.nccl_hca import select_hcas
@@ -138,6 +138,12 @@ class ClusterFacts(msgspec.Struct, frozen=True):
         if fwd is None:
             return own | {g: "not inspected for a cluster" for g in CLUSTER_GROUPS}
         return own | dict(fwd.unavailable)
+
+
+def with_nccl(facts: ClusterFacts, captures: Sequence[Capture]) -> ClusterFacts:
+    """The facts with the NCCL run across every node that `captures` hold (unchanged when they hold none)."""
+    run = cluster_nccl_facts(facts.nodes, captures, facts.topology.layout)
+    return msgspec.structs.replace(facts, nccl=run) if run is not None else facts
 
 
 def neighbours(topology: Topology) -> dict[str, set[str]]:

@@ -13,7 +13,7 @@ from msgspec.structs import replace
 from linkcheck.app.topology import cluster_facts
 from linkcheck.bench.cluster_nccl import cluster_mpirun_script, plan_cluster_nccl, plan_meta
 from linkcheck.bench.nccl import NcclOptions
-from linkcheck.cluster.facts import ClusterFacts
+from linkcheck.cluster.facts import ClusterFacts, with_nccl
 from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
@@ -140,8 +140,8 @@ def _run_capture(facts: ClusterFacts, ranks: tuple[RankNet, ...], transport: str
 
 
 def _judge(facts: ClusterFacts, cap: Capture) -> tuple[ClusterFacts, Diagnosis]:
-    nccl = cluster_nccl_facts(facts.nodes, [cap], facts.topology.layout)
-    judged = replace(facts, nccl=nccl)
+    judged = with_nccl(facts, [cap])  # what a cluster check does with the run's captures
+    assert judged.nccl == cluster_nccl_facts(facts.nodes, [cap], facts.topology.layout)
     return judged, diagnose_cluster(judged, RULES)
 
 

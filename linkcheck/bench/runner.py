@@ -359,6 +359,12 @@ def _guarded(transports: dict[str, Transport], body: Body) -> TrafficResult:
     return out
 
 
+def run_guarded(transports: dict[str, Transport], body: Body) -> TrafficResult:
+    """`body` with the traffic tests' clean-up around it (a cluster's NCCL run, ...): the first error or Ctrl-C
+    stops it, every process it started is ended by PID on every node, and what it measured is kept."""
+    return _guarded(transports, body)
+
+
 def run_traffic(transports: dict[str, Transport], link: LinkFacts, *, rdma: RdmaOptions | None,
                 nccl: NcclOptions | None, progress: Progress | None = None,
                 tools: dict[str, ToolInfo] | None = None, latency: LatencyOptions | None = None) -> TrafficResult:

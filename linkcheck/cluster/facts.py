@@ -18,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from linkcheck.cluster.nccl import ClusterNccl, cabled_hcas, cluster_nccl_facts
 from linkcheck.cluster.topology import Cable, Topology
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.nccl_hca import select_hcas
@@ -195,14 +196,15 @@ class CablingChanges(msgspec.Struct, frozen=True):
 
 
 class ClusterFacts(msgspec.Struct, frozen=True):
-    """The nodes in the hosts' order, the topology inferred from them, each node's forwarding state, and how each
-    traffic test came out (empty when no traffic was sent)."""
+    """The nodes in the hosts' order, the topology inferred from them, each node's forwarding state, how each
+    traffic test came out (empty when no traffic was sent) and the NCCL run across every node (None: not run)."""
 
     nodes: Mapping[str, NodeFacts]
     topology: Topology
     forwarding: Mapping[str, Forwarding] = {}
     tests: tuple[TrafficOutcome, ...] = ()
     expected: ExpectedCluster | None = None  # linkcheck.yaml's recorded cabling, when a config has one
+    nccl: ClusterNccl | None = None
 
     def unavailable(self, name: str) -> dict[str, str]:
         """Every fact group the node could not give, the pair's and the cluster's."""
@@ -211,6 +213,12 @@ class ClusterFacts(msgspec.Struct, frozen=True):
         if fwd is None:
             return own | {g: "not inspected for a cluster" for g in CLUSTER_GROUPS}
         return own | dict(fwd.unavailable)
+
+
+def with_nccl(facts: ClusterFacts, captures: Sequence[Capture]) -> ClusterFacts:
+    """The facts with the NCCL run across every node that `captures` hold (unchanged when they hold none)."""
+    run = cluster_nccl_facts(facts.nodes, captures, facts.topology.layout)
+    return msgspec.structs.replace(facts, nccl=run) if run is not None else facts
 
 
 def neighbours(topology: Topology) -> dict[str, set[str]]:
@@ -370,17 +378,12 @@ class HcaCopy(msgspec.Struct, frozen=True):
     fits: tuple[str, ...]
 
 
-def _cabled_hcas(node: NodeFacts) -> tuple[str, ...]:
-    cabled = set(node.cabled_cages)
-    return tuple(f.rdma_dev for f in node.functions if f.rdma_dev and f.cage in cabled)
-
-
 def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
     """None when the node shows no cabled HCA (nothing to judge its NCCL_IB_HCA by); nothing foreign when it sets
     none, or an empty one (NCCL then uses every HCA)."""
     node = facts.nodes[name]
     setting = node.nccl.get("NCCL_IB_HCA")
-    own = _cabled_hcas(node)
+    own = cabled_hcas(node)
     if not own:
         return None
     if not setting or not setting.strip():
@@ -389,7 +392,7 @@ def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
     foreign = tuple(d for d in selected if d not in own)
     fits = []
     for other_name, other in facts.nodes.items():
-        theirs = _cabled_hcas(other)
+        theirs = cabled_hcas(other)
         devices = [f.rdma_dev for f in other.functions if f.rdma_dev]
         # Same device names on every GB10 (rocep1s0f0 ...): the setting means the same devices on the other node.
         if other_name != name and theirs and set(select_hcas(setting, devices)) == set(theirs):

@@ -11,10 +11,16 @@ from __future__ import annotations
 CLUSTER_FACTS: dict[str, dict[str, str]] = {
     # One subject, `cluster`: the layout and whether NVIDIA documents it.
     "cluster": {"layout": "text", "supported": "bool", "node_count": "number", "nodes": "text",
-                "unsupported_reason": "text",
+                "unsupported_reason": "text", "ring": "bool",
                 # Against the cabling `linkcheck init` recorded (linkcheck.yaml `cluster:`), when there is one.
                 "recorded": "bool", "config": "text", "cabling_changed": "bool", "cables_gone": "text",
-                "cables_new": "text", "switch_gone": "text", "switch_new": "text"},
+                "cables_new": "text", "switch_gone": "text", "switch_new": "text",
+                # The NCCL run across every node (linkcheck.bench.cluster_nccl): its result, and the nodes whose own
+                # rank fell back to sockets.
+                "nccl_run": "bool", "nccl_busbw_gbs": "number", "nccl_avg_busbw_gbs": "number",
+                "nccl_wrong": "number", "nccl_largest_bytes": "number", "nccl_problem": "text",
+                "nccl_transport_only": "bool", "nccl_ranks": "number", "nccl_fallback_nodes": "text",
+                "nccl_fallback_count": "number", "nccl_proven": "bool"},
     # One subject per node: whether it must carry traffic between two others and whether it can; also its NCCL
     # settings as nccl.VAR and nccl_source.VAR, as a pair's node has them.
     "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",
@@ -32,7 +38,16 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                      # node measured, those that were slow, and whether it is slow with every partner while other
                      # nodes pass with each other.
                      "traffic": "bool", "partners_tested": "number", "partners_slow": "number",
-                     "slow_with": "text", "slow_everywhere": "bool"},
+                     "slow_with": "text", "slow_everywhere": "bool",
+                     # Its rank in the NCCL run across every node, from the lines its host printed: the NCCL_IB_HCA
+                     # it was given and its own cabled HCAs, whether its NCCL fell back to sockets, whether every
+                     # channel ran over NET/IB, and the devices and channels behind that.
+                     "nccl_run": "bool", "nccl_rank_seen": "bool", "nccl_host": "text", "nccl_given_hca": "text",
+                     "nccl_own_hcas": "text", "nccl_problem": "text", "nccl_fallback_nodes": "text",
+                     "nccl_fallback_count": "number", "nccl_fell_back": "bool", "nccl_ib_proven": "bool",
+                     "nccl_network": "text", "nccl_ib_devices": "text", "nccl_no_ib_device": "bool",
+                     "nccl_socket_devices": "text", "nccl_channels": "number", "nccl_socket_channels": "number",
+                     "nccl_foreign": "text"},
     # One subject per CX-7 function that is addressed and on a cable or a switch segment (a hop), `a:netdev`; the
     # function's own facts come from the `function` scope.
     "port": {"switched": "bool", "hop": "text", "cluster_mtu": "number", "mtu_uniform": "bool",

@@ -23,6 +23,7 @@ from linkcheck.cluster.facts import (
     swap_partner,
     transits,
 )
+from linkcheck.cluster.nccl import ClusterNccl
 from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.facts_schema import Subject, function_values, settings_values
 from linkcheck.diagnose.observation import ShellText
@@ -44,7 +45,39 @@ def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
                      "switch_new": ", ".join(changes.switch_new) or None}
     yield "cluster", topo.nodes, {"layout": topo.layout, "supported": topo.supported, "node_count": len(topo.nodes),
                                   "nodes": ", ".join(topo.nodes), "unsupported_reason": "; ".join(reasons) or None,
-                                  **recorded}
+                                  "ring": topo.layout.startswith("ring"), **recorded, **_nccl_run_values(facts.nccl)}
+
+
+def _nccl_run_values(run: ClusterNccl | None) -> dict[str, Any]:
+    """The NCCL run across every node, as a whole: its bus bandwidth and which nodes' ranks fell back."""
+    if run is None:
+        return {"nccl_run": False}
+    return {"nccl_run": True, "nccl_busbw_gbs": run.busbw_gbs, "nccl_avg_busbw_gbs": run.avg_busbw_gbs,
+            "nccl_wrong": run.wrong, "nccl_largest_bytes": run.largest_bytes, "nccl_problem": run.problem,
+            "nccl_transport_only": run.transport_only, "nccl_ranks": len(run.ranks),
+            "nccl_fallback_nodes": ", ".join(run.fell_back) or None, "nccl_fallback_count": len(run.fell_back),
+            "nccl_proven": all(r.ib_proven for r in run.ranks)}
+
+
+def _nccl_rank_values(run: ClusterNccl | None, name: str) -> dict[str, Any]:
+    """One node's rank: what its own NCCL log lines show. Unknown (the rules skip) when its host printed no line."""
+    rank = run.rank(name) if run is not None else None
+    if run is None or rank is None:
+        return {"nccl_run": run is not None}
+    seen = rank.seen
+    return {"nccl_run": True, "nccl_rank_seen": seen, "nccl_host": rank.host,
+            "nccl_given_hca": rank.given_hca, "nccl_own_hcas": ",".join(rank.own_hcas) or None,
+            "nccl_problem": run.problem,
+            "nccl_fallback_nodes": ", ".join(run.fell_back) or None, "nccl_fallback_count": len(run.fell_back),
+            "nccl_fell_back": rank.fell_back if seen else None,
+            # No Channel line: nothing proves the transport (the run ended before NCCL connected).
+            "nccl_ib_proven": rank.ib_proven if seen and rank.channel_transports else None,
+            "nccl_network": rank.network, "nccl_ib_devices": ",".join(rank.ib_devices) or None,
+            "nccl_no_ib_device": rank.no_ib_device if seen else None,
+            "nccl_socket_devices": ",".join(rank.socket_devices) or None,
+            "nccl_channels": len(rank.channel_transports) if seen else None,
+            "nccl_socket_channels": rank.socket_channels if seen else None,
+            "nccl_foreign": ",".join(rank.foreign_devices) or None}
 
 
 def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
@@ -84,6 +117,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "hca_fits": (", ".join(copy.fits) or None) if copy else None,
             "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
             **_traffic_values(facts, name),
+            **_nccl_rank_values(facts.nccl, name),
             **settings_values(node),
         }
 

@@ -193,7 +193,7 @@ def _large_message_busbw(rows: tuple[NcclTestRow, ...]) -> tuple[float | None, i
     return (max(values) if values else None), largest
 
 
-def _nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
+def nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
     problem = None
     busbw = avg = None
     largest: int | None = None
@@ -234,7 +234,7 @@ def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> t
     log_cap = next((c for c in nccl_caps if c.spec == "nccl_log"), None)
     # mpirun's stdout carries the NCCL_DEBUG=INFO lines when no separate log was kept.
     log_text = log_cap.stdout if log_cap else (test_cap.stdout if test_cap else None)
-    nccl = _nccl_run(test_cap, log_text) if nccl_caps else None
+    nccl = nccl_run(test_cap, log_text) if nccl_caps else None
     if nccl is not None and test_cap is not None and test_cap.meta.get("purpose") == "transport":
         nccl = replace(nccl, transport_only=True)
     latency, allreduce = build_latency_facts(captures, paths)

@@ -51,6 +51,19 @@ class NcclQpGid(msgspec.Struct, frozen=True):
     ipv4: str | None
 
 
+class NcclRankLog(msgspec.Struct, frozen=True):
+    """One host's lines of a merged mpirun log: the network its NCCL chose ("Using network X", the last one), its
+    "NET/IB : Using" devices, whether its IB transport found no device, its "NET/Socket : Using" devices, and the
+    transport of each of its Channel lines (as often as each appears)."""
+
+    host: str
+    network: str | None = None
+    ib_devices: tuple[str, ...] = ()
+    no_ib_device: bool = False
+    socket_devices: tuple[str, ...] = ()
+    channel_transports: tuple[str, ...] = ()
+
+
 class NcclLog(msgspec.Struct, frozen=True):
     """What an NCCL debug log says about versions, devices, the chosen transport and GIDs."""
 
@@ -69,6 +82,9 @@ class NcclLog(msgspec.Struct, frozen=True):
     # Per host, the IB devices its "NET/IB : Using" line named, in NCCL's device order (the index NCCL connects
     # by across ranks); the first such line of a host is kept. Bare lines without a host prefix add nothing.
     ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Per host, what its own rank chose and used: a cluster's transport proof names the rank that fell back, which
+    # the job-wide fields above cannot (every host's lines are merged into them).
+    ranks: tuple[NcclRankLog, ...] = ()
 
     @property
     def env(self) -> dict[str, str]:
@@ -83,6 +99,14 @@ class NcclLog(msgspec.Struct, frozen=True):
             or "Socket" in self.channel_transports
             or (bool(self.socket_devices) and not self.ib_devices)
         )
+
+
+class _RankAcc(msgspec.Struct):
+    network: str | None = None
+    ib_devices: tuple[str, ...] = ()
+    no_ib: bool = False
+    socket_devices: tuple[str, ...] = ()
+    channels: list[str] = msgspec.field(default_factory=list)
 
 
 class _Acc(msgspec.Struct):
@@ -100,6 +124,13 @@ class _Acc(msgspec.Struct):
     matched: int = 0
     host: str | None = None  # the host of the line being read
     ib_by_host: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    ranks: dict[str, _RankAcc] = msgspec.field(default_factory=dict)
+
+    def rank(self) -> _RankAcc | None:
+        """The accumulator of the current line's host (None for a bare line: it names no host)."""
+        if self.host is None:
+            return None
+        return self.ranks.setdefault(self.host, _RankAcc())
 
 
 def parse_nccl_log(text: str) -> NcclLog:
@@ -135,6 +166,8 @@ def parse_nccl_log(text: str) -> NcclLog:
         channel_net_devs=tuple(sorted(acc.net_devs)), channel_transports=tuple(sorted(acc.transports)),
         env_params=tuple(acc.env.items()), qp_gids=tuple(acc.qps), warnings=tuple(acc.warnings),
         hosts=tuple(acc.hosts), lines_matched=acc.matched, ib_devices_by_host=tuple(acc.ib_by_host.items()),
+        ranks=tuple(NcclRankLog(host, r.network, r.ib_devices, r.no_ib, r.socket_devices, tuple(r.channels))
+                    for host, r in acc.ranks.items()),
     )
 
 
@@ -165,12 +198,18 @@ def _version_network(acc: _Acc, msg: str) -> bool:
     m = _NETWORK.match(msg)
     if m is not None:
         acc.network = m.group(1)
+        rank = acc.rank()
+        if rank is not None:
+            rank.network = m.group(1)
     return m is not None
 
 
 def _devices(acc: _Acc, msg: str) -> bool:
+    rank = acc.rank()
     if _NO_IB.match(msg):
         acc.no_ib = True
+        if rank is not None:
+            rank.no_ib = True
         return True
     m = _IB_USING.match(msg)
     if m is not None:  # "[0]mlx5_0:1/RoCE [1]mlx5_1:1:0/RoCE [RO]; OOB eth0:..." -> device names only
@@ -178,10 +217,14 @@ def _devices(acc: _Acc, msg: str) -> bool:
         acc.ib_devices.update(dict.fromkeys(names))  # merged virtual NICs: "a+b"
         if acc.host is not None:
             acc.ib_by_host.setdefault(acc.host, tuple(names))
+        if rank is not None and not rank.ib_devices:
+            rank.ib_devices = tuple(names)
         return True
     m = _SOCKET_USING.match(msg)
     if m is not None:
         acc.socket_devices.update(dict.fromkeys(_DEV_NAME.findall(m.group(1))))
+        if rank is not None:
+            rank.socket_devices = tuple(dict.fromkeys(_DEV_NAME.findall(m.group(1))))
     return m is not None
 
 
@@ -189,6 +232,9 @@ def _channel(acc: _Acc, msg: str) -> bool:
     m = _CHANNEL.search(msg) if msg.startswith("Channel") else None
     if m is not None:
         acc.transports.add(m.group(1))
+        rank = acc.rank()
+        if rank is not None:
+            rank.channels.append(m.group(1))
         if m.group(1).startswith("IB"):  # IB and IB plugins such as IBext_v8
             acc.net_devs.add(int(m.group(2)))
     return m is not None

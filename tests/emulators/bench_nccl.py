@@ -1,4 +1,4 @@
-"""nccl-tests `all_gather_perf` output (v2.17.x text and -J JSON) for a 2-rank, 1-GPU-per-node run.
+"""nccl-tests `all_gather_perf` output (v2.17.x text and -J JSON) for a run of one GPU per node, 2 ranks or more.
 
 Formats from nccl-tests src/util.cu / common.cu (tool-formats.md 2.1-2.5): the version line (>= 2.17.4),
 double-space header (>= 2.17.3), getFloatStr() number widths, `# Avg bus bandwidth` = mean of every
@@ -11,18 +11,18 @@ import json
 from dataclasses import dataclass, field
 
 FLOAT_BYTES = 4
-NRANKS = 2
+NRANKS = 2  # a pair's ranks; a cluster's run has one per host
 OUT_IN_PLACE = "           out-of-place                       in-place          \n"
 
 
 @dataclass(frozen=True)
 class NcclTestsRun:
-    """One all_gather_perf run over two ranks; `curve` is (size in bytes, busbw GB/s) per row."""
+    """One all_gather_perf run, one rank per host; `curve` is (size in bytes, busbw GB/s) per row."""
 
-    hosts: tuple[str, str]
+    hosts: tuple[str, ...]
     curve: tuple[tuple[int, float], ...]
     wrong: int = 0  # out-of-bounds values, reported on the largest size (out-of-place)
-    pids: tuple[int, int] = (412345, 398211)
+    pids: tuple[int, ...] = (412345, 398211)
     version: str = "2.17.6"
     nccl_version: str = "2.28.9"
     gpu_name: str = "NVIDIA GB10"
@@ -33,17 +33,22 @@ class NcclTestsRun:
     collective: str = "all_gather"  # all_gather | all_reduce
 
     @property
+    def nranks(self) -> int:
+        return len(self.hosts)
+
+    @property
     def program(self) -> str:
         return f"{self.collective}_perf"
 
     def count(self, size: int) -> int:
         """Elements per rank for all_gather (the sendcount), of the whole buffer for all_reduce."""
         per = size // FLOAT_BYTES
-        return per // NRANKS if self.collective == "all_gather" else per
+        return per // self.nranks if self.collective == "all_gather" else per
 
     def algbw_factor(self) -> float:
         """algbw / busbw: n/(n-1) for all_gather, n/(2(n-1)) for all_reduce (= 1 at 2 ranks)."""
-        return NRANKS / (NRANKS - 1) if self.collective == "all_gather" else NRANKS / (2 * (NRANKS - 1))
+        n = self.nranks
+        return n / (n - 1) if self.collective == "all_gather" else n / (2 * (n - 1))
 
 
 def nccl_code(version: str) -> int:
@@ -110,7 +115,7 @@ def header(run: NcclTestsRun) -> str:
     text += (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: 2(factor) "
              f"warmup iters: {run.warmup} iters: {run.iters} agg iters: 1 validation: 1 graph: 0\n")
     text += "#\n# Using devices\n"
-    for rank in range(NRANKS):
+    for rank in range(run.nranks):
         host = run.hosts[rank].split(".")[0]
         text += (f"#  Rank {rank:2d} Group {0:2d} Pid {run.pids[rank]:6d} on {host:>10} device {0:2d} "
                  f"[{run.gpu_bus}] {run.gpu_name}\n")
@@ -157,7 +162,7 @@ def render_all_gather_perf_json(run: NcclTestsRun, start: str = "2026-09-22 10:1
                    "parallel_init": "false",
                    "devices": [{"rank": i, "group": 0, "pid": run.pids[i], "hostname": run.hosts[i].split(".")[0],
                                 "device": 0, "device_hex": run.gpu_bus, "device_info": run.gpu_name}
-                               for i in range(NRANKS)]},
+                               for i in range(run.nranks)]},
         "results": [{"size": r.size, "count": run.count(r.size), "type": "float",
                      "redop": "none" if run.collective == "all_gather" else "sum",
                      "root": "    -1", "out_of_place": side(r, 0), "in_place": side(r, 1),

@@ -1,4 +1,4 @@
-"""An NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET log of a 2-rank job in NCCL 2.28 formats.
+"""An NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET log of a job of 2 ranks or more in NCCL 2.28 formats.
 
 Line prefix "host:pid:tid [cudaDev] NCCL INFO " (src/debug.cc); transport lines from net_ib/init.cc,
 net_socket.cc and init.cc: "NET/IB : Using [0]dev:1/RoCE ... [RO]; OOB if:ip<0>", "Using network IB",
@@ -24,11 +24,14 @@ class RankNet:
     gid_indices: tuple[int, ...] = ()
     gids: tuple[str, ...] = ()  # IPv6-notation GIDs, e.g. ::ffff:192.168.100.10
     ib_mtu_enum: int = 5
+    # What this rank's own NCCL found (its init lines); None: the run's transport. A rank whose NCCL_IB_HCA matches
+    # no active port finds no IB device and says so, while the others found theirs.
+    transport: str | None = None
 
 
 @dataclass(frozen=True)
 class NcclLogRun:
-    ranks: tuple[RankNet, RankNet]
+    ranks: tuple[RankNet, ...]
     transport: str = "IB"  # IB | Socket
     nccl_version: str = "2.28.9"
     cuda: str = "13.0"
@@ -48,6 +51,8 @@ def _prefix(r: RankNet, tid_off: int) -> str:
 
 def _init_lines(run: NcclLogRun, r: RankNet, rank: int) -> list[str]:
     p0, p1 = _prefix(r, 0), _prefix(r, 37)
+    own = r.transport or run.transport
+    nranks = len(run.ranks)
     lines = [
         p0 + f"Bootstrap: Using {r.oob_if}:{r.oob_ip}<0>",
         p0 + "cudaDriverVersion 13000",
@@ -57,7 +62,7 @@ def _init_lines(run: NcclLogRun, r: RankNet, rank: int) -> list[str]:
     if run.gid_pinned is not None:
         lines.append(p1 + f"NCCL_IB_GID_INDEX set by environment to {run.gid_pinned}.")
     lines += [p1 + f"{k} set to {v}" for k, v in run.env if k == "NCCL_IB_HCA"]
-    if run.transport == "IB":
+    if own == "IB":
         devs = " ".join(f"[{i}]{h}:1/RoCE" for i, h in enumerate(r.hcas))
         lines.append(p1 + f"NET/IB : Using {devs} [RO]; OOB {r.oob_if}:{r.oob_ip}<0>")
         lines += [p1 + "Initialized NET plugin IB", p1 + "Assigned NET plugin IB to comm", p1 + "Using network IB"]
@@ -66,24 +71,26 @@ def _init_lines(run: NcclLogRun, r: RankNet, rank: int) -> list[str]:
         lines.append(p1 + f"NET/Socket : Using [0]{r.oob_if}:{r.oob_ip}<0>")
         lines += [p1 + "Initialized NET plugin Socket", p1 + "Assigned NET plugin Socket to comm",
                   p1 + "Using network Socket"]
-    lines.append(p1 + f"ncclCommInitRankConfig comm 0xaaab{0x1d2e3f40 + rank:08x} rank {rank} nranks 2 cudaDev 0 "
-                      "nvmlDev 0 busId f01000 commId 0x5c1f0e9d3b2a4c61 - Init START")
-    if run.transport == "IB":
+    lines.append(p1 + f"ncclCommInitRankConfig comm 0xaaab{0x1d2e3f40 + rank:08x} rank {rank} nranks {nranks} "
+                      "cudaDev 0 nvmlDev 0 busId f01000 commId 0x5c1f0e9d3b2a4c61 - Init START")
+    if own == "IB":
         lines += [p1 + f"GPU Direct RDMA Disabled for HCA {i} '{h}'" for i, h in enumerate(r.hcas)]
     return lines
 
 
 def _channel_lines(run: NcclLogRun, r: RankNet, rank: int) -> list[str]:
     p1 = _prefix(r, 37)
-    peer = 1 - rank
+    n = len(run.ranks)
+    prev, nxt = (rank - 1) % n, (rank + 1) % n  # the ring: receive from the rank before, send to the one after
     nch = max(2, len(r.hcas))
-    lines = [p1 + f"Channel {c:02d}/{nch:02d} : 0 1" for c in range(nch)]
+    order = " ".join(str(i) for i in range(n))
+    lines = [p1 + f"Channel {c:02d}/{nch:02d} : {order}" for c in range(nch)]
     for c in range(nch):
         dev = c % max(1, len(r.hcas)) if run.transport == "IB" else 0
-        lines.append(p1 + f"Channel {c:02d}/0 : {peer}[0] -> {rank}[0] [receive] via NET/{run.transport}/{dev}")
+        lines.append(p1 + f"Channel {c:02d}/0 : {prev}[0] -> {rank}[0] [receive] via NET/{run.transport}/{dev}")
     for c in range(nch):
         dev = c % max(1, len(r.hcas)) if run.transport == "IB" else 0
-        lines.append(p1 + f"Channel {c:02d}/0 : {rank}[0] -> {peer}[0] [send] via NET/{run.transport}/{dev}")
+        lines.append(p1 + f"Channel {c:02d}/0 : {rank}[0] -> {nxt}[0] [send] via NET/{run.transport}/{dev}")
     return lines
 
 
@@ -104,11 +111,12 @@ def render_nccl_log(run: NcclLogRun) -> tuple[str, str, int]:
         out += _init_lines(run, r, rank)
     for rank, r in enumerate(run.ranks):
         out += _channel_lines(run, r, rank)
-        if run.transport == "IB":
+        if run.transport == "IB" and (r.transport or run.transport) == "IB":
             out += _qp_lines(r)
     for rank, r in enumerate(run.ranks):
         p1 = _prefix(r, 37)
         gdr = "Connected all rings, use ring PXN 0 GDR 0"
-        out += [p1 + gdr, p1 + f"ncclCommInitRankConfig comm 0xaaab{0x1d2e3f40 + rank:08x} rank {rank} nranks 2 "
+        out += [p1 + gdr, p1 + f"ncclCommInitRankConfig comm 0xaaab{0x1d2e3f40 + rank:08x} rank {rank} "
+                            f"nranks {len(run.ranks)} "
                             "cudaDev 0 nvmlDev 0 busId f01000 commId 0x5c1f0e9d3b2a4c61 - Init COMPLETE"]
     return "".join(line + "\n" for line in out), "", 0

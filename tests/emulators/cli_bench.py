@@ -231,11 +231,11 @@ def run_nccl_tests(collective: str) -> Callable[[Node, list[str]], Output]:
 
 
 def _live_nccl(node: Node, run: NcclTestsRun, json_path: str | None) -> Output | None:
-    """In the lab under mpirun with 2 ranks: the ranks really talk (tests.emulators.live_nccl)."""
+    """In the lab under mpirun with 2 ranks or more: the ranks really talk (tests.emulators.live_nccl)."""
     from tests.emulators import live_nccl
 
     ctx, job = LabContext.from_env(), live_nccl.Job.from_env()
-    if ctx is None or job is None or job.size != 2:
+    if ctx is None or job is None or job.size < 2:
         return None
     set_process_name(run.program)
     die_on_sigint()

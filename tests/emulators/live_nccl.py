@@ -1,12 +1,13 @@
-"""all_gather_perf / all_reduce_perf in the lab: two ranks started by a real mpirun that really talk.
+"""all_gather_perf / all_reduce_perf in the lab: two ranks or more, started by a real mpirun, that really talk.
 
 Each rank reads OMPI_COMM_WORLD_RANK/SIZE and the job id (PMIX_NAMESPACE). Rank 0 listens on an
 ephemeral TCP port and publishes it with its data IPs in <shared>/nccl/<job>.json (the stand-in for
-NCCL's unique id, which the real test broadcasts over MPI); rank 1 waits for that file, connects over
-the data link (no retry loop beyond the listed addresses) and both swap a hello (host, pid, HCAs,
-GIDs, transport, fault), then one message per size of the sweep. A dead or unreachable peer makes a
-rank fail (exit 3, "remote process exited or there was a network error") or wait, as NCCL does.
-Rank 0 prints the nccl-tests text; each rank prints its own NCCL INFO lines (NCCL_DEBUG=INFO).
+NCCL's unique id, which the real test broadcasts over MPI); every other rank waits for that file, connects
+over a data link (no retry loop beyond the listed addresses) and sends its hello (rank, host, pid, HCAs,
+GIDs, transport, fault); rank 0 gathers them all and sends every rank the whole list, then one message
+per size of the sweep to each rank. A dead or unreachable peer makes a rank fail (exit 3, "remote process
+exited or there was a network error") or wait, as NCCL does. Rank 0 prints the nccl-tests text; each rank
+prints its own NCCL INFO lines (NCCL_DEBUG=INFO).
 """
 
 from __future__ import annotations
@@ -106,12 +107,13 @@ def _version(text: str) -> tuple[int, ...]:
         return (0,)
 
 
-def _rank_net(info: dict[str, Any], transport: str) -> RankNet:
-    ib = transport == "IB"
+def _rank_net(info: dict[str, Any], transport: str, own: str | None = None) -> RankNet:
+    """The rank's lines: its HCAs when the transport it prints is IB (`own`, what its NCCL found, else the job's)."""
+    ib = (own or transport) == "IB"
     return RankNet(host=str(info["host"]), pid=int(info["pid"]), oob_if=str(info["oob_if"]),
                    oob_ip=str(info["oob_ip"]), hcas=tuple(info["hcas"]) if ib else (),
                    gid_indices=tuple(info["gid_indices"]) if ib else (), gids=tuple(info["gids"]) if ib else (),
-                   ib_mtu_enum=int(info["mtu"]))
+                   ib_mtu_enum=int(info["mtu"]), transport=own)
 
 
 def _rendezvous(ctx: LabContext, job: Job) -> Path:
@@ -120,16 +122,20 @@ def _rendezvous(ctx: LabContext, job: Job) -> Path:
     return d / f"{job.job_id}.json"
 
 
-def _rank0_connect(ctx: LabContext, job: Job, me: dict[str, Any]) -> LineConn:
+def _rank0_connect(ctx: LabContext, job: Job, me: dict[str, Any]) -> list[LineConn]:
+    """One connection per other rank, in the order they came (their hellos say which rank each is)."""
     lsock = socket.create_server(("0.0.0.0", 0))
     path = _rendezvous(ctx, job)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"port": lsock.getsockname()[1], "ips": me["ips"]}), encoding="utf-8")
     tmp.replace(path)
-    conn, _ = lsock.accept()  # the peer never coming is a hang, as in NCCL's bootstrap
+    conns = []
+    for _ in range(job.size - 1):
+        conn, _ = lsock.accept()  # a rank never coming is a hang, as in NCCL's bootstrap
+        conns.append(LineConn(conn))
     lsock.close()
     path.unlink(missing_ok=True)
-    return LineConn(conn)
+    return conns
 
 
 def _candidates(ips: list[str], mine: list[str]) -> list[str]:
@@ -168,28 +174,53 @@ def _failure(out: Printer, me: dict[str, Any], conn: LineConn | None) -> int:
     return 3
 
 
+def _gather(job: Job, me: dict[str, Any], conns: list[LineConn]) -> tuple[list[dict[str, Any]], list[LineConn]] | None:
+    """Every rank's hello in rank order, and the connections in the same order (rank 0: one per other rank; another
+    rank: its one to rank 0); None when a peer is gone before the sweep."""
+    me = {**me, "rank": job.rank}
+    if job.rank != 0:
+        reply = conns[0].read_json() if conns[0].send_json(me) else None
+        return (list(reply["ranks"]), conns) if reply is not None else None
+    hellos = [c.read_json() for c in conns]
+    if any(h is None for h in hellos):
+        return None
+    ordered = sorted(zip(hellos, conns, strict=True), key=lambda hc: int(hc[0]["rank"]))
+    ranks = [me, *(h for h, _ in ordered)]
+    peers = [c for _, c in ordered]
+    if not all(c.send_json({"ranks": ranks}) for c in peers):
+        return None
+    return ranks, peers
+
+
 def run_rank(node: Node, ctx: LabContext, job: Job, run: NcclTestsRun, json_path: str | None) -> int:
-    """One rank of a 2-rank job; returns its exit status (output already written)."""
+    """One rank of the job; returns its exit status (output already written)."""
     fault = ctx.fault(run.program)
     me = _me(node, fault)
     out = Printer(garbage=fault == "garbage" and job.rank == 0)
-    conn = _rank0_connect(ctx, job, me) if job.rank == 0 else _rank1_connect(ctx, job, me)
-    peer = conn.read_json() if conn is not None and conn.send_json(me) else None
-    if conn is None or peer is None:
-        return _failure(out, me, conn)
-    ranks = (me, peer) if job.rank == 0 else (peer, me)
+    if job.rank == 0:
+        conns = _rank0_connect(ctx, job, me)
+    else:
+        one = _rank1_connect(ctx, job, me)
+        if one is None:
+            return _failure(out, me, None)
+        conns = [one]
+    met = _gather(job, me, conns)
+    if met is None:
+        return _failure(out, me, conns[0] if conns else None)
+    ranks, conns = met
     transport, run = _agree(node, run, ranks)
     text, _, rc = render_all_gather_perf(run)
     head, table = _split(text)
     if job.rank == 0:
         out.out((f"# Writing JSON output to {json_path}\n" if json_path else "") + head)
-    out.out(_info_lines(node, ranks, transport, me))
+    out.out(_info_lines(node, ranks, transport, job))
     if fault == "hang":
         hang()
-    ok = _sweep(conn, job, run, fault)
-    conn.close()
-    if not ok:
-        return _failure(out, me, conn)
+    gone = _sweep(conns, job, run, fault)
+    for conn in conns:
+        conn.close()
+    if gone is not None:
+        return _failure(out, me, gone)
     if job.rank == 0:
         out.out(table)
         if json_path and not out.garbage:
@@ -198,14 +229,13 @@ def run_rank(node: Node, ctx: LabContext, job: Job, run: NcclTestsRun, json_path
     return rc
 
 
-def _agree(node: Node, run: NcclTestsRun, ranks: tuple[dict[str, Any], dict[str, Any]]) -> tuple[str, NcclTestsRun]:
-    """What both ranks settle on: the transport (sockets unless both have IB), hosts, pids, errors."""
+def _agree(node: Node, run: NcclTestsRun, ranks: list[dict[str, Any]]) -> tuple[str, NcclTestsRun]:
+    """What every rank settles on: the transport (sockets unless all have IB), hosts, pids, errors."""
     transport = "IB" if all(r["transport"] == "IB" for r in ranks) else "Socket"
     if transport == "Socket" and node.nccl_transport != "Socket":  # forced onto sockets: socket speed
         sizes = [size for size, _ in run.curve]
         run = replace(run, curve=busbw_curve(SOCKET_BUSBW_GBS, min(sizes), max(sizes)))
-    run = replace(run, hosts=(str(ranks[0]["host"]), str(ranks[1]["host"])),
-                  pids=(int(ranks[0]["pid"]), int(ranks[1]["pid"])))
+    run = replace(run, hosts=tuple(str(r["host"]) for r in ranks), pids=tuple(int(r["pid"]) for r in ranks))
     if any(r["fault"] == "wrong" for r in ranks):
         run = replace(run, wrong=1024)
     return transport, run
@@ -217,33 +247,37 @@ def _split(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
-def _info_lines(node: Node, ranks: tuple[dict[str, Any], dict[str, Any]], transport: str,
-                me: dict[str, Any]) -> str:
+def _info_lines(node: Node, ranks: list[dict[str, Any]], transport: str, job: Job) -> str:
     if os.environ.get("NCCL_DEBUG", "").upper() not in ("INFO", "TRACE"):
         return ""
     env = _nccl_env(node)
-    log = NcclLogRun(ranks=(_rank_net(ranks[0], transport), _rank_net(ranks[1], transport)), transport=transport,
-                     nccl_version=node.version("nccl"), cuda=node.version("cuda"),
+    # A pair's ranks both print the transport they settle on (the pair's recorded runs were made so); a cluster's
+    # rank prints what its own NCCL found, so the rank that fell back is the one that says "No device found".
+    nets = tuple(_rank_net(r, transport, str(r["transport"]) if job.size > 2 else None) for r in ranks)
+    me = ranks[job.rank]
+    log = NcclLogRun(ranks=nets, transport=transport, nccl_version=node.version("nccl"), cuda=node.version("cuda"),
                      env=tuple((k, v) for k, v in env.items() if k == "NCCL_IB_HCA"), gid_pinned=me["pin"])
     prefix = f"{str(me['host']).split('.')[0]}:{me['pid']}:"
     text = render_nccl_log(log)[0]
     return "".join(line + "\n" for line in text.splitlines() if line.startswith(prefix))
 
 
-def _sweep(conn: LineConn, job: Job, run: NcclTestsRun, fault: str | None) -> bool:
-    """One exchange per size, spread over the run's (clamped) time; False when the peer is gone."""
+def _sweep(conns: list[LineConn], job: Job, run: NcclTestsRun, fault: str | None) -> LineConn | None:
+    """One exchange per size with every other rank (rank 0 asks, each answers), spread over the run's (clamped)
+    time; the connection whose peer is gone, else None."""
     busbw = max(b for _, b in run.curve) or 1.0
     real = sum(size / (busbw * 1e9) * (run.iters + run.warmup) for size, _ in run.curve)
     taken = real if fault == "real-time" else min(max(real, RUN_S[0]), RUN_S[1])
     pause = taken / max(len(run.curve), 1)
     for i, (size, _) in enumerate(run.curve):
         if fault == "crash-mid-run" and i >= len(run.curve) // 2:
-            return False
-        if job.rank == 0:
-            ok = conn.send(f"S {size}") and conn.read_line() == f"A {size}"
-        else:
-            ok = conn.read_line() == f"S {size}" and conn.send(f"A {size}")
-        if not ok:
-            return False
+            return conns[0]
+        for conn in conns:
+            if job.rank == 0:
+                ok = conn.send(f"S {size}") and conn.read_line() == f"A {size}"
+            else:
+                ok = conn.read_line() == f"S {size}" and conn.send(f"A {size}")
+            if not ok:
+                return conn
         time.sleep(pause)
-    return True
+    return None

@@ -17,6 +17,8 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 - switch4-slow-node: the switch of four with node c's cage in the hot-plug state: slow with every partner.
 - switch4-hca-copied: a on the switch by its p0 cage, b, c and d by p1; a's NCCL_IB_HCA names its own cabled
   HCAs and b's is a copy of a's (the head's setting copied to a worker cabled on the other cage).
+- switch3-hca-copied: three nodes on the switch, a and c by p1, b by p0, and b's NCCL_IB_HCA the head's (a's p1
+  HCAs, which have no carrier on b): the head's setting copied to a worker cabled on the other cage.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class Cluster:
     expected: Expected
     cages: dict[str, set[str]] = field(default_factory=dict)
     slow: dict[tuple[str, str], float] = field(default_factory=dict)  # (node, cage) -> Gb/s per twin, both ways
-    nccl: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> NCCL settings over the layout's own
+    env: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> NCCL_* set on it beyond the owner's
 
 
 def _direct(names: Sequence[str], links: Sequence[tuple[str, str, str, str]], first_subnet: int = 10) -> Cluster:
@@ -140,12 +142,18 @@ def switch4_slow_node() -> Cluster:
 
 def switch4_hca_copied() -> Cluster:
     head = {"NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0"}  # a's own cabled HCAs: cage p0
-    return replace(switch_by_cage({"a": "p0", "b": "p1", "c": "p1", "d": "p1"}), nccl={"a": head, "b": head})
+    return replace(switch_by_cage({"a": "p0", "b": "p1", "c": "p1", "d": "p1"}), env={"a": head, "b": head})
+
+
+def switch3_hca_copied() -> Cluster:
+    return replace(switch_by_cage({"a": "p1", "b": "p0", "c": "p1"}),
+                   env={"b": {"NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1"}})
 
 
 CLUSTER_SCENARIOS: dict[str, Callable[[], Cluster]] = {
     "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "switch4": switch4, "mixed": mixed,
-    "ring3-hotplug": ring3_hotplug, "switch4-slow-node": switch4_slow_node, "switch4-hca-copied": switch4_hca_copied}
+    "ring3-hotplug": ring3_hotplug, "switch4-slow-node": switch4_slow_node, "switch4-hca-copied": switch4_hca_copied,
+    "switch3-hca-copied": switch3_hca_copied}
 
 
 def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
@@ -181,7 +189,7 @@ def cluster_models(cluster: Cluster) -> dict[str, Node]:
         slow = {fn.rdma_dev: gbps for fn in node.functions for (n, cage), gbps in cluster.slow.items()
                 if n == name and fn.cage == cage}
         node = replace(node, perftest_rates={d: (g, g) for d, g in slow.items()}, perftest_caps=slow)
-        models[name] = replace(node, nccl_env={**_nccl_env(cluster), **cluster.nccl.get(name, {})},
+        models[name] = replace(node, nccl_env={**_nccl_env(cluster), **cluster.env.get(name, {})},
                                versions={**node.versions, "nccl": RING_NCCL})
     return {name: replace(m, neighbours=_neighbours(m, [o for o in models.values() if o is not m]))
             for name, m in models.items()}

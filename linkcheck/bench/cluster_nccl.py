@@ -1,0 +1,200 @@
+"""nccl-tests all_gather_perf across every node of a cluster: one mpirun on the head node (the first host), one rank
+per node, as NVIDIA's launcher runs it (`mpirun -H host1:1,host2:1,...`).
+
+Each rank gets its own node's NCCL_IB_HCA: the HCAs of that node's cabled cages, read from its own inspection. One
+value for all would be the head's, and a worker cabled on the other cage then gives NCCL devices without a cable
+(spark-link s.10: the head's NCCL_IB_HCA copied to workers). Open MPI's `-x` belongs to the app context it is given
+in, so the line is MPMD: one `-np 1` context per node, `:` between them, each with its own `-x NCCL_IB_HCA`; with one
+slot per host (`-H h1:1,...`) and as many contexts as hosts, context i takes host i's only slot. The other settings
+are the same in every context: NCCL_DEBUG=INFO (each rank's transport proof), NCCL_IB_SUBNET_AWARE_ROUTING=1 on a
+ring (each cable its own subnet), NCCL_ALGO=Ring on a ring of four or more (Tree and PAT connect nodes that share no
+cable). Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKeyChecking=no.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+
+import msgspec
+
+from linkcheck.bench import remote
+from linkcheck.bench.nccl import (
+    JSON_FILE,
+    MIN_BYTES,
+    NcclOptions,
+    launch_prelude,
+    nccl_failure,
+    run_mpirun,
+    size_for_nodes,
+)
+from linkcheck.bench.runner import Progress, TrafficResult, run_guarded
+from linkcheck.cluster.facts import ClusterFacts, neighbours
+from linkcheck.cluster.nccl import HCA_KEY, HOST_KEY, KIND, cabled_hcas
+from linkcheck.collect.specs import validate_name
+from linkcheck.errors import BenchError
+from linkcheck.model import Capture
+from linkcheck.transport.base import Transport
+
+# Rings this large have nodes that share no cable; Tree and PAT connect some of them (spark-link s.10).
+ALGO_RING_FROM = 4
+
+
+class RankPlan(msgspec.Struct, frozen=True):
+    """One rank: its node, the address mpirun reaches the node at, and the node's own cabled HCAs."""
+
+    node: str
+    host: str
+    hcas: tuple[str, ...]
+
+    @property
+    def hca_setting(self) -> str:
+        # `=`: exact names. A prefix (NCCL's default match) selects every device whose name starts with it.
+        return "=" + ",".join(self.hcas)
+
+
+class ClusterNcclPlan(msgspec.Struct, frozen=True):
+    """The mpirun across the cluster: ranks in host order (the head first), the data subnets Open MPI may use, the
+    NCCL settings every rank gets, and the largest message."""
+
+    ranks: tuple[RankPlan, ...]
+    subnets: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    max_bytes: int
+    layout: str
+
+    @property
+    def head(self) -> str:
+        return self.ranks[0].node
+
+
+def job_env(layout: str, node_count: int) -> tuple[tuple[str, str], ...]:
+    """The NCCL settings every rank gets, by layout.
+
+    >>> dict(job_env("ring4", 4))["NCCL_ALGO"], "NCCL_ALGO" in dict(job_env("ring3", 3))
+    ('Ring', False)
+    >>> "NCCL_IB_SUBNET_AWARE_ROUTING" in dict(job_env("switch", 4))
+    False
+    """
+    env = [("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "INIT,NET")]
+    ring = layout.startswith("ring")
+    if ring:
+        # Each ring cable is its own subnet: NCCL must pick, per peer, the device on the subnet that peer shares.
+        env.append(("NCCL_IB_SUBNET_AWARE_ROUTING", "1"))
+    if ring and node_count >= ALGO_RING_FROM:
+        env.append(("NCCL_ALGO", "Ring"))
+    return tuple(env)
+
+
+def _addresses(facts: ClusterFacts, node: str) -> list[tuple[str, str]]:
+    """(address, subnet) of each of the node's ends on a cable or a switch segment, in topology order."""
+    topo = facts.topology
+    ends = [e for c in topo.cables for p in c.paths for e in (p.a, p.b) if e.node == node]
+    ends += [e for s in topo.segments for e in s.endpoints if e.node == node]
+    out = []
+    for end in ends:
+        iface = ipaddress.IPv4Interface(end.address)  # from the topology's parsed addresses: never free text
+        out.append((str(iface.ip), str(iface.network)))
+    return out
+
+
+def _host(facts: ClusterFacts, node: str, near: str) -> str:
+    """Where mpirun reaches `node`: its address on a subnet `near` also has (one hop), else any of its data addresses
+    (a non-neighbour, reached through a transit node's route). Data addresses, as the pair's mpirun: Open MPI's
+    wire-up is kept on the data subnets (the management network may not route between the nodes)."""
+    mine = _addresses(facts, node)
+    if not mine:
+        raise BenchError(f"node {node} has no address on a cable or the switch; NCCL cannot reach it")
+    theirs = {subnet for _, subnet in _addresses(facts, near)}
+    shared = [ip for ip, subnet in mine if subnet in theirs]
+    return (shared or [ip for ip, _ in mine])[0]
+
+
+def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions) -> ClusterNcclPlan:
+    """Every node a rank, the head first, each with its own cabled HCAs; refused (BenchError, one line) when a node
+    was not inspected, shows no cabled HCA, or has no data address."""
+    names = list(facts.topology.nodes)
+    lost = [n for n in names if n not in facts.nodes]
+    if lost:
+        raise BenchError(f"NCCL across the cluster needs every node; not inspected: {', '.join(lost)}")
+    if len(names) < 2:
+        raise BenchError("NCCL across a cluster needs two nodes at least")
+    head = names[0]
+    adjacent = neighbours(facts.topology)
+    ranks = []
+    for name in names:
+        hcas = cabled_hcas(facts.nodes[name])
+        if not hcas:
+            raise BenchError(f"node {name} shows no cabled CX-7 HCA (no carrier on any twin); NCCL would fall back "
+                             "to sockets there")
+        try:
+            for dev in hcas:
+                validate_name(dev)
+        except ValueError as exc:
+            raise BenchError(f"node {name}: {exc}") from None
+        # The head is reached at its address facing its first neighbour; every other node from the head's side.
+        near = (sorted(adjacent[head], key=names.index) or names[1:2])[0] if name == head else head
+        ranks.append(RankPlan(name, _host(facts, name, near), hcas))
+    subnets = tuple(dict.fromkeys(subnet for name in names for _, subnet in _addresses(facts, name)))
+    return ClusterNcclPlan(tuple(ranks), subnets, job_env(facts.topology.layout, len(names)),
+                           size_for_nodes([facts.nodes[n] for n in names], options.max_bytes), facts.topology.layout)
+
+
+def cluster_mpirun_script(plan: ClusterNcclPlan, binary: str | None, *, program: str = "all_gather_perf",
+                          min_bytes: int = MIN_BYTES) -> str:
+    """The shell script the head runs: the prelude the pair's uses, then one mpirun with an app context per rank."""
+    q = shlex.quote
+    hosts = ",".join(f"{r.host}:1" for r in plan.ranks)
+    subnets = ",".join(plan.subnets)
+    common = " ".join(f"-x {q(f'{k}={v}')}" for k, v in plan.env)
+    args = f'"$exe" -b {int(min_bytes)} -e {int(plan.max_bytes)} -f 2 -g 1 $json'
+    contexts = [f"-np 1 {common} -x {q('NCCL_IB_HCA=' + r.hca_setting)} {args}" for r in plan.ranks]
+    # Open MPI's own wire-up (oob) and byte transfer (btl) over the data subnets only: otherwise it first tries
+    # every other address of the nodes (management, docker, ...), seconds each when they do not route.
+    return "\n".join([
+        *launch_prelude(program, binary, json_report=True),
+        f"exec mpirun $root -H {q(hosts)} --mca oob_tcp_if_include {q(subnets)} "
+        f"--mca btl_tcp_if_include {q(subnets)} " + " : ".join(contexts),
+    ])
+
+
+def plan_meta(plan: ClusterNcclPlan, run_id: str, options: NcclOptions) -> dict[str, str]:
+    """The capture's meta: what each rank was given, so the facts judge each node by its own setting."""
+    meta = {"kind": KIND, "layout": plan.layout, "nodes": ",".join(r.node for r in plan.ranks),
+            "max_bytes": str(plan.max_bytes), "format": "text", "run_id": run_id,
+            "env": ",".join(f"{k}={v}" for k, v in plan.env)}
+    meta.update({HCA_KEY + r.node: r.hca_setting for r in plan.ranks})
+    meta.update({HOST_KEY + r.node: r.host for r in plan.ranks})
+    if options.transport_only:
+        meta["purpose"] = "transport"
+    return meta
+
+
+def run_cluster_nccl(transports: dict[str, Transport], facts: ClusterFacts, options: NcclOptions,
+                     progress: Progress | None = None) -> TrafficResult:
+    """all_gather_perf across every node from the head (the first host); the capture of its merged output (every
+    rank's NCCL INFO lines, the head's nccl-tests table) and of its JSON report. Refused before anything starts when
+    a node cannot take part; every process it started is ended by PID, whatever happens."""
+    shown = progress or Progress()
+
+    def body(registry: remote.ProcessRegistry, out: TrafficResult, flaps: list[str]) -> None:
+        plan = plan_cluster_nccl(facts, options)
+        missing = [r.node for r in plan.ranks if r.node not in transports]
+        if missing:
+            raise BenchError(f"no connection to node {', '.join(missing)}")
+        registry.prepare(options.timeout_s + 60)
+        script = cluster_mpirun_script(plan, options.binary)
+        template = Capture(plan.head, "all_gather_perf", script.splitlines()[-1], "", exit_status=None,
+                           arg="cluster-nccl", meta=plan_meta(plan, registry.run_id, options))
+        shown.nccl_started()
+        first = len(out.captures)
+        try:
+            run_mpirun(transports[plan.head], registry, script, template, options.timeout_s, out.captures, JSON_FILE)
+        finally:
+            shown.nccl_done(out.captures[first:])
+        failure = nccl_failure(out.captures[first]) if len(out.captures) > first else None
+        if failure:
+            raise BenchError(failure)
+
+    return run_guarded(transports, body)
+

@@ -44,6 +44,7 @@ from linkcheck.app.init import write_cluster_config, write_initial_config
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.app.topology import discover
 from linkcheck.baseline.store import delete, resolve
+from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
@@ -393,7 +394,6 @@ LatencyOpt = Annotated[bool, typer.Option("--latency", help="Also run " + _LATEN
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
              nccl_max_bytes: int, nccl_binary: str | None, latency: bool = False) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest  # the command's own code
-    from linkcheck.bench.nccl import NcclOptions  # the command's own code
 
     return TrafficRequest(
         rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
@@ -442,14 +442,16 @@ def check(
     if report is not None and not cluster:
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     if cluster:
-        if quick_nccl or latency or baseline or prometheus or anonymize:
-            raise UsageError("over a cluster, check runs the inspection and the RDMA rounds per cable; --nccl, "
-                             "--latency, --baseline, --prometheus-textfile and --anonymize judge a pair")
+        if latency or baseline or prometheus or anonymize:
+            raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
+                             "the nodes; --latency, --baseline, --prometheus-textfile and --anonymize judge a pair")
         rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
             duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
             else None
-        _run_cluster_check((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt, rdma, report,
-                           save)
+        nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
+            max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
+        _run_cluster_check((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
+                           (rdma, nccl), report, save)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -461,27 +463,31 @@ def check(
 
 
 def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
-                       accept: bool, fmt: Format, rdma: RdmaOptions | None, report: Path | None,
-                       save: Path | None) -> None:
+                       accept: bool, fmt: Format, traffic: tuple[RdmaOptions | None, NcclOptions | None],
+                       report: Path | None, save: Path | None) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
     findings; text or JSON on stdout, a Markdown report to `report`, the bundle saved, the verdict's exit code."""
     if report is not None:
         check_output_path(report, "--report")
     target = _checked_save(save)
     _quiet_libraries(bool(_DEBUG))
+    rdma, nccl = traffic
     found = find_config(config)
     hosts = _cluster_nodes(named, found)
     ssh = found.ssh if found else SshOptions()
     rules = configured_rules([], found, kind="all")  # the config's playbooks and threshold overrides too
     if not _QUIET and fmt is Format.console:
         _say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
-             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)"))
+             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
+             + ("" if nccl is None else ", then all_gather_perf across every node"
+                + (" (the transport proof)" if nccl.transport_only else "")))
     from linkcheck.report.progress import ConsoleProgress  # the command's own code
 
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not _QUIET else None
     result, bundle, doc = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
-                                        rules, rdma, progress, expected=found.expected_cluster if found else None)
+                                        rules, rdma, progress, expected=found.expected_cluster if found else None,
+                                        nccl=nccl)
     save_cluster(bundle, doc, target)
     _emit_cluster(result, fmt, report)
     _say(f"bundle saved to {target}")
@@ -506,7 +512,6 @@ def _emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None) -> Non
 
 def _quick_traffic(size: int, qps: int, port_base: int | None, nccl: bool, nccl_binary: str | None) -> TrafficRequest:
     from linkcheck.app.live import TrafficRequest  # the command's own code
-    from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions  # the command's own code
 
     proof = NcclOptions(max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if nccl else None
     return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base), nccl=proof)

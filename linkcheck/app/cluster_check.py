@@ -21,12 +21,14 @@ from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, open_cluster
 from linkcheck.bench.cluster import Planned, captures_of, plan_test, run_cluster_rdma
+from linkcheck.bench.cluster_nccl import run_cluster_nccl
+from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.bench.runner import Progress, detect_tools, inspected_tools
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import CableTest, cable_tests, pair_view, second_pass, test_subnets
-from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.record import (
     SCHEMA,
@@ -139,7 +141,7 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     results = [_judge_test(p, captures, cable_rules, doc.traffic_error) for p in _plan(tests, errors)]
     if doc.traffic:
         results += _unreached(facts, errors)
-    facts = replace(facts, tests=tuple(r.outcome() for r in results))
+    facts = with_nccl(replace(facts, tests=tuple(r.outcome() for r in results)), captures)
     view = judge_facts(hosts, facts, errors, cluster_rules)
     return ClusterCheck(view, facts, tuple(results), doc.traffic_error, doc.interrupted)
 
@@ -150,8 +152,9 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
 
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
                   progress: Progress | None = None, expected: ExpectedCluster | None = None,
-                  ) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
-    """Inspect, measure (when `rdma` is given) and judge; with the bundle to save and its cluster record."""
+                  nccl: NcclOptions | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+    """Inspect, measure (the RDMA rounds when `rdma` is given, then NCCL across every node when `nccl` is) and
+    judge; with the bundle to save and its cluster record."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
     tests: list[CableTest] = []
@@ -171,10 +174,15 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                 more = _measure(transports, again, errors, captures, rdma, cable_rules, progress)
                 tests += again
                 error, interrupted = more.error, more.interrupted
+        if nccl is not None and not interrupted:
+            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress)
+            captures += run.captures
+            error = "; ".join(e for e in (error, run.error and f"NCCL across the nodes: {run.error}") if e) or None
+            interrupted = run.interrupted
     finally:
         close_transports(transports)
     doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
-                          _entries(tests), rdma is not None, error, interrupted)
+                          _entries(tests), rdma is not None, error, interrupted, nccl is not None)
     nodes: dict[str, dict[str, object]] = {h.name: {"target": str(h.target)} for h in hosts}
     for cap in captures:
         if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:

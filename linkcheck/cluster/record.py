@@ -58,6 +58,7 @@ class ClusterDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     traffic: bool = False  # whether traffic was asked for (--quick or --bench)
     traffic_error: str | None = None
     interrupted: bool = False
+    nccl: bool = False  # whether NCCL across every node was asked for (--bench, or --quick --nccl)
 
 
 def cluster_json(doc: ClusterDocument) -> str:

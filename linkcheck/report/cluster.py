@@ -13,7 +13,7 @@ from linkcheck.model import Finding, Status
 from linkcheck.records import plain
 from linkcheck.report.markdown import md
 from linkcheck.strict_json import dumps
-from linkcheck.values import gbps
+from linkcheck.values import byte_size, gbps, number
 
 
 def view_json(view: ClusterView) -> str:
@@ -150,10 +150,26 @@ def check_text(check: ClusterCheck) -> str:
         head, rows = _matrix_rows(check)
         lines += ["", "matrix (Gb/s from row to column, both twins at once):", *_table(head, rows)]
         lines += _finding_lines(check)
+    lines += _nccl_lines(check)
     if check.traffic_error:
         lines.append(f"traffic: {check.traffic_error}")
     lines.append(f"verdict: {check.verdict.value}")
     return "\n".join(lines)
+
+
+def _nccl_lines(check: ClusterCheck) -> list[str]:
+    """The NCCL run across every node in one line: bus bandwidth at the largest size, and each rank's transport."""
+    run = check.facts.nccl
+    if run is None:
+        return []
+    proven = [r.node for r in run.ranks if r.ib_proven]
+    what = ("the transport proof, bandwidth not judged" if run.transport_only else
+            f"bus bandwidth {number(run.busbw_gbs)} GB/s" if run.busbw_gbs is not None else "no bus bandwidth")
+    size = f" up to {byte_size(run.largest_bytes)}" if run.largest_bytes else ""
+    ranks = (f"NET/IB proven on {len(proven)} of {len(run.ranks)} ranks"
+             + (f"; fell back to sockets: {', '.join(run.fell_back)}" if run.fell_back else ""))
+    return ["", f"nccl: all_gather_perf across {len(run.ranks)} nodes{size}: {what}; {ranks}"
+            + (f" ({run.problem})" if run.problem else "")]
 
 
 def check_json(check: ClusterCheck) -> str:
@@ -170,6 +186,7 @@ def check_json(check: ClusterCheck) -> str:
         "not_run": [plain(n) for n in r.link.bench.not_run],
         "findings": [f.to_dict() for f in r.findings]} for r in check.cables]
     data["matrix"] = matrix(check)
+    data["nccl"] = plain(check.facts.nccl, properties=True) if check.facts.nccl is not None else None
     data["traffic_error"] = check.traffic_error
     data["verdict"] = check.verdict.value
     return dumps(data, indent=2)
@@ -190,6 +207,9 @@ def check_markdown(check: ClusterCheck) -> str:
                 for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     findings += [f"- {md(line)}" if not line.startswith("  ") else f"  - {md(line.strip())}"
                  for line in _finding_lines(check)]
+    nccl = [line for line in _nccl_lines(check) if line]
+    if nccl:
+        out += ["## NCCL across the nodes", "", md(nccl[0].removeprefix("nccl: ")), ""]
     if findings:
         out += ["## Findings", "", *findings, ""]
     return "\n".join(out)

@@ -34,7 +34,7 @@ LATE = {
 }
 # ... or, in cli.py, which builds every command at start, the part of the library that one command runs.
 COMMAND_CODE = {"linkcheck.app.live", "linkcheck.app.accept", "linkcheck.app.history",
-                "linkcheck.bench.nccl", "linkcheck.report.progress", "linkcheck.report.formats",
+                "linkcheck.report.progress", "linkcheck.report.formats",
                 "linkcheck.report.console", "linkcheck.bundle.anonymize", "linkcheck.app.topology",
                 "linkcheck.cluster.hosts", "linkcheck.app.fix", "linkcheck.repair.record", "linkcheck.report.repair",
                 "linkcheck.app.advise", "linkcheck.report.advice",

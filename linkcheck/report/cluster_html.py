@@ -9,8 +9,8 @@ so it needs no matplotlib and prints as it shows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
+import msgspec
 from msgspec.structs import replace
 
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
@@ -21,7 +21,7 @@ from linkcheck.report.published import PUBLISHED_TOTAL_GBPS
 from linkcheck.values import gbps, number, plain_number
 
 
-class Band(NamedTuple):
+class Band(msgspec.Struct, frozen=True):
     """A colour of the heatmap: what a cell in it means, for the legend."""
 
     css: str

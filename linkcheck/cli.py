@@ -62,7 +62,8 @@ from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
 from linkcheck.repair.record import steps_json
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
-from linkcheck.report.cluster import check_json, check_markdown, check_text, cluster_renderer, view_json, view_text
+from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
+from linkcheck.report.cluster_formats import cluster_renderer
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path

@@ -5,10 +5,8 @@ interface names) is data: shown, never interpreted."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 from linkcheck.cluster_outcome import CableResult, ClusterCheck, ClusterView
-from linkcheck.errors import UsageError
 from linkcheck.model import Finding, Status
 from linkcheck.records import plain
 from linkcheck.report.markdown import md
@@ -63,13 +61,13 @@ def view_text(view: ClusterView) -> str:
     return "\n".join(lines)
 
 
-def _direction(result: CableResult, direction: str) -> str:
+def named_direction(result: CableResult, direction: str) -> str:
     """A test's direction named by its nodes: `a->b` of the pair view is `spark-1->spark-2` here."""
     a, b = result.test.a, result.test.b
     return f"{a}->{b}" if direction == "a->b" else f"{b}->{a}"
 
 
-def _total(result: CableResult, direction: str) -> float | None:
+def direction_gbps(result: CableResult, direction: str) -> float | None:
     """Gb/s one direction of a test carried: both twins at once when it ran them so, else its best path alone."""
     bench = result.link.bench
     both = bench.totals("concurrent").get(direction)
@@ -87,8 +85,8 @@ def matrix(check: ClusterCheck) -> dict[str, dict[str, float | None]]:
         if result.test.pass_no != 1 or result.problem is not None and not result.link.bench.rdma:
             continue
         for direction in ("a->b", "b->a"):
-            src, dst = _direction(result, direction).split("->", 1)
-            out.setdefault(src, {})[dst] = _total(result, direction)
+            src, dst = named_direction(result, direction).split("->", 1)
+            out.setdefault(src, {})[dst] = direction_gbps(result, direction)
     return out
 
 
@@ -97,7 +95,7 @@ def _cable_rows(check: ClusterCheck) -> list[list[str]]:
     for r in check.cables:
         named = ", ".join(dict.fromkeys(f.rule_id for f in r.findings if f.status in (Status.FAIL, Status.WARN)))
         rows.append([r.test.label, str(r.test.round) + (" (2nd pass)" if r.test.pass_no == 2 else ""),
-                     *(gbps(_total(r, d)) for d in ("a->b", "b->a")), gbps(r.lowest_gbps), r.state,
+                     *(gbps(direction_gbps(r, d)) for d in ("a->b", "b->a")), gbps(r.lowest_gbps), r.state,
                      named or (r.problem or "")])
     return rows
 
@@ -181,8 +179,8 @@ def check_json(check: ClusterCheck) -> str:
         "label": r.test.label, "a": r.test.a, "b": r.test.b, "round": r.test.round, "pass": r.test.pass_no,
         "switched": r.test.switched, "state": r.state, "verdict": r.verdict.value, "problem": r.problem,
         "lowest_gbps": r.lowest_gbps,
-        "totals_gbps": {_direction(r, d): _total(r, d) for d in ("a->b", "b->a")},
-        "runs": [{**plain(run), "direction": _direction(r, run.direction)} for run in r.link.bench.rdma],
+        "totals_gbps": {named_direction(r, d): direction_gbps(r, d) for d in ("a->b", "b->a")},
+        "runs": [{**plain(run), "direction": named_direction(r, run.direction)} for run in r.link.bench.rdma],
         "not_run": [plain(n) for n in r.link.bench.not_run],
         "findings": [f.to_dict() for f in r.findings]} for r in check.cables]
     data["matrix"] = matrix(check)
@@ -213,14 +211,3 @@ def check_markdown(check: ClusterCheck) -> str:
     if findings:
         out += ["## Findings", "", *findings, ""]
     return "\n".join(out)
-
-
-CLUSTER_FORMATS: dict[str, Callable[[ClusterCheck], str]] = {"json": check_json, "markdown": check_markdown}
-
-
-def cluster_renderer(name: str) -> Callable[[ClusterCheck], str]:
-    """The renderer of a cluster bundle's report format; UsageError (exit 4) naming those there are."""
-    render = CLUSTER_FORMATS.get(name)
-    if render is None:
-        raise UsageError(f"a cluster's report is one of {', '.join(CLUSTER_FORMATS)}, not {name!r}")
-    return render

@@ -61,7 +61,7 @@ def h(value: object) -> str:
     return escape(shown(value, multiline=True), quote=True)
 
 
-def _table(heads: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
+def html_table(heads: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
     head = "".join(f"<th>{cell}</th>" for cell in heads)
     body = "".join(f"<tr{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>" + "".join(rows[i]) + "</tr>"
                    for i, cls in enumerate(classes or [""] * len(rows)))
@@ -72,7 +72,7 @@ def _nodes(outcome: Outcome) -> str:
     heads, rows = node_rows(outcome.link)
     cells = [[f"<th>{h(slot)}</th>", *(f"<td>{'<br>'.join(map(h, lines))}</td>" for lines in (a, b))]
              for slot, a, b in rows]
-    return "<h2>Nodes</h2>" + _table(["cage / domain", *map(h, heads)], cells)
+    return "<h2>Nodes</h2>" + html_table(["cage / domain", *map(h, heads)], cells)
 
 
 def _traffic(outcome: Outcome) -> str:
@@ -88,7 +88,7 @@ def _traffic(outcome: Outcome) -> str:
             cells.append(["<td>both paths at once</td>", "<td>total</td>",
                           *(f'<td class="num">{h(t)}</td>' for t in totals)])
             classes.append("total")
-        parts.append("<h2>Traffic: ib_write_bw (Gb/s)</h2>" + _table(["path", "mode", "a-&gt;b", "b-&gt;a"],
+        parts.append("<h2>Traffic: ib_write_bw (Gb/s)</h2>" + html_table(["path", "mode", "a-&gt;b", "b-&gt;a"],
                                                                      cells, classes))
         parts += [f'<p class="muted">{h(note)}</p>' for note in not_run_lines(link)]
     nccl = nccl_text(link)
@@ -105,7 +105,7 @@ def _latency(outcome: Outcome) -> str:
     cells = [[f"<td>{h(what)}</td>", f'<td class="num">{h(value)}</td>', f"<td>{h(kind)}</td>", f"<td>{h(ref)}</td>"]
              for what, value, kind, ref in rows]
     hint = h(ADVISE_HINT.replace("`", ""))
-    return "<h2>Latency</h2>" + _table(list(LATENCY_HEADER), cells) + f'<p class="muted">{hint}</p>'
+    return "<h2>Latency</h2>" + html_table(list(LATENCY_HEADER), cells) + f'<p class="muted">{hint}</p>'
 
 
 _STATUS_CLASS = {"PASS": "pass", "DEGRADED": "warn", "FAIL": "fail", "INCONCLUSIVE": "inconclusive"}
@@ -135,7 +135,7 @@ def _acceptance(outcome: Outcome) -> str:
                      *(f'<td class="num">{h(acc.statistic(check, n))}</td>' for n in ("min", "median", "max")),
                      f"<td>{h(acc.threshold(check))}</td>", f'<td class="num">{h(acc.margin(check))}</td>',
                      f'<td class="src">{"<br>".join(h(src) for src in acc.sources(check))}</td>'])
-    table = _table(["status", "check", "subject", "min", "median", "max", "threshold", "margin", "source"], rows)
+    table = html_table(["status", "check", "subject", "min", "median", "max", "threshold", "margin", "source"], rows)
     why = [f"<li>{h(c.get('status'))} {h(c.get('id'))} {h(c.get('subject'))}: {h(c.get('reason'))}</li>"
            for c in acc.checks(doc) if c.get("status") != "PASS" and c.get("reason")]
     return head + table + (f"<ul>{''.join(why)}</ul>" if why else "")
@@ -170,7 +170,7 @@ def _finding_opened(finding: Finding, depth: int, printed: set[str]) -> str:
             f"<p><b>{h(finding.title)}</b></p><p>{h(finding.message)}</p><ul class=\"ev\">{evidence}</ul>{fix}")
 
 
-def _finding_boxes(problems: list[Finding]) -> str:
+def finding_boxes(problems: list[Finding]) -> str:
     """Causes before consequences: a finding another explains sits inside its cause's box, one level in, and
     each distinct fix line is printed once."""
     out: list[str] = []
@@ -194,7 +194,7 @@ def _passed(passed: list[Finding], stage_of: dict[str, str]) -> str:
     out = []
     for stage, found in by_stage.items():
         rules = ", ".join(dict.fromkeys(f.rule_id for f in found))
-        table = _table(["rule", "subject", "message"], [
+        table = html_table(["rule", "subject", "message"], [
             [f"<td><code>{h(f.rule_id)}</code></td>", f"<td>{h(f.subject)}</td>", f"<td>{h(f.message)}</td>"]
             for f in found])
         out.append(f'<details class="passed"><summary><b>{h(stage)}</b>: {len(found)} passed '
@@ -205,10 +205,10 @@ def _passed(passed: list[Finding], stage_of: dict[str, str]) -> str:
 def _findings(outcome: Outcome) -> str:
     diagnosis = outcome.diagnosis
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
-    out = "<h2>Findings</h2>" + (_finding_boxes(problems) or "<p>No warning or failure.</p>")
+    out = "<h2>Findings</h2>" + (finding_boxes(problems) or "<p>No warning or failure.</p>")
     skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
     if skips:
-        out += "<h2>Not judged</h2>" + _table(
+        out += "<h2>Not judged</h2>" + html_table(
             ["rule", "subject", "required", "why"],
             [[f"<td><code>{h(f.rule_id)}</code></td>", f"<td>{h(f.subject)}</td>",
               f"<td>{'yes' if f.required else 'no'}</td>", f"<td>{h(f.skip_reason)}</td>"] for f in skips])

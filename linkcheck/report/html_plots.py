@@ -25,6 +25,7 @@ from linkcheck.facts.snapshot import pair_id, pair_key
 from linkcheck.outcome import Outcome
 from linkcheck.parsers.nccl_tests import NcclTestRow, parse_nccl_tests
 from linkcheck.report.json_report import acceptance_document
+from linkcheck.report.published import PUBLISHED_PATH_GBPS, PUBLISHED_TOTAL_GBPS
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import threshold
 from linkcheck.values import number
@@ -59,10 +60,6 @@ def _svg(figure: Any) -> str:
     return _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1))
 
 
-# The published figures a healthy pair reads with both paths at once, drawn beside the thresholds: the accepted GX10
-# pair of spark-link s.8 (98.01 + 98.01 = 196.02 Gb/s; also 98.03 + 98.03 [S12] and 98.04 + 98.04 [S27], s.5).
-PUBLISHED_PATH_GBPS = 98.01
-PUBLISHED_TOTAL_GBPS = 196.02
 _DIRECTIONS = (("a->b", "#3b6ea5"), ("b->a", "#e0892b"))
 _MODES = ("alone", "concurrent")
 # Acceptance checks by the group they judge.

@@ -27,44 +27,45 @@ from linkcheck.values import evidence_value, yes_no
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _x(value: object, *, multiline: bool = False) -> str:
+def xml_text(value: object, *, multiline: bool = False) -> str:
     return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", shown(value, multiline=multiline))
 
 
-def _body(finding: Finding) -> str:
+def finding_text(finding: Finding) -> str:
     lines = [finding.message, *(f"evidence: {e}" for e in evidence_lines(finding)),
              *(f"fix: {step}" for step in finding.fix)]
-    return _x("\n".join(lines), multiline=True)
+    return xml_text("\n".join(lines), multiline=True)
 
 
-def _outcome_element(case: ET.Element, finding: Finding) -> str:
+def finding_element(case: ET.Element, finding: Finding) -> str:
     """Adds failure/error/skipped to `case`; returns which one (or 'pass')."""
     if finding.status in (Status.FAIL, Status.WARN):
         kind = "failure"
-        ET.SubElement(case, kind, message=_x(finding.title),
-                      type="error" if finding.status is Status.FAIL else "warning").text = _body(finding)
+        ET.SubElement(case, kind, message=xml_text(finding.title),
+                      type="error" if finding.status is Status.FAIL else "warning").text = finding_text(finding)
     elif finding.status is Status.SKIP and finding.required:
         kind = "error"
-        ET.SubElement(case, kind, message=_x(f"inconclusive: {finding.skip_reason}"),
-                      type="inconclusive").text = _x(f"not judged: {finding.skip_reason}")
+        ET.SubElement(case, kind, message=xml_text(f"inconclusive: {finding.skip_reason}"),
+                      type="inconclusive").text = xml_text(f"not judged: {finding.skip_reason}")
     elif finding.status is Status.SKIP:
         kind = "skipped"
-        ET.SubElement(case, kind, message=_x(finding.skip_reason or "")).text = _x(finding.skip_reason or "")
+        why = xml_text(finding.skip_reason or "")
+        ET.SubElement(case, kind, message=why).text = why
     else:
         kind = "pass"
     return kind
 
 
-def _case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
-    case = ET.SubElement(suite, "testcase", name=_x(name), classname=_x(f"linkcheck.{stage}"), time="0")
-    kind = _outcome_element(case, finding)
+def finding_case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
+    case = ET.SubElement(suite, "testcase", name=xml_text(name), classname=xml_text(f"linkcheck.{stage}"), time="0")
+    kind = finding_element(case, finding)
     if finding.evidence:
         props = ET.SubElement(case, "properties")
         for ev in finding.evidence:
-            ET.SubElement(props, "property", name=_x(ev.fact), value=_x(evidence_value(ev)[0]))
+            ET.SubElement(props, "property", name=xml_text(ev.fact), value=xml_text(evidence_value(ev)[0]))
     out = [f"{finding.status.value} {finding.rule_id} {finding.subject}: {finding.message}",
            *(f"evidence: {e}" for e in evidence_lines(finding)), *(f"fix: {s}" for s in finding.fix)]
-    ET.SubElement(case, "system-out").text = _x("\n".join(out), multiline=True)
+    ET.SubElement(case, "system-out").text = xml_text("\n".join(out), multiline=True)
     return kind
 
 
@@ -75,14 +76,14 @@ _ACCEPT_KIND = {"FAIL": ("failure", "error"), "DEGRADED": ("failure", "warning")
 def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str) -> str:
     """One testcase per acceptance check: a FAIL or DEGRADED is a failure, INCONCLUSIVE an error, each carrying
     the measured values, the threshold and the margin."""
-    case = ET.SubElement(suite, "testcase", name=_x(name), classname=_x(f"linkcheck.acceptance.{check.get('id')}"),
-                         time="0")
+    case = ET.SubElement(suite, "testcase", name=xml_text(name),
+                         classname=xml_text(f"linkcheck.acceptance.{check.get('id')}"), time="0")
     status = str(check.get("status"))
     line = acc.summary(check)
     kind = "pass"
     if status in _ACCEPT_KIND:
         kind, type_ = _ACCEPT_KIND[status]
-        ET.SubElement(case, kind, message=_x(f"{status} {name}: {line}"), type=type_).text = _x(
+        ET.SubElement(case, kind, message=xml_text(f"{status} {name}: {line}"), type=type_).text = xml_text(
             "\n".join([line, *(f"source: {s}" for s in acc.sources(check))]), multiline=True)
     props = ET.SubElement(case, "properties")
     for key, value in (("status", status), ("min", acc.statistic(check, "min")),
@@ -90,8 +91,8 @@ def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str) -> 
                        ("threshold", acc.threshold(check)), ("margin", acc.margin(check)),
                        *(("source", s) for s in acc.sources(check))):
         if value:
-            ET.SubElement(props, "property", name=key, value=_x(value))
-    ET.SubElement(case, "system-out").text = _x(f"{status} {name}: {line}", multiline=True)
+            ET.SubElement(props, "property", name=key, value=xml_text(value))
+    ET.SubElement(case, "system-out").text = xml_text(f"{status} {name}: {line}", multiline=True)
     return kind
 
 
@@ -100,10 +101,11 @@ def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
     doc = acc.acceptance(outcome)
     if doc is None:
         return []
-    suite = ET.SubElement(root, "testsuite", name="linkcheck.acceptance", timestamp=_timestamp(), time="0")
+    suite = ET.SubElement(root, "testsuite", name="linkcheck.acceptance", timestamp=timestamp(), time="0")
     if "problem" in doc:
         case = ET.SubElement(suite, "testcase", name="acceptance", classname="linkcheck.acceptance", time="0")
-        ET.SubElement(case, "error", message=_x(doc["problem"]), type="inconclusive").text = _x(doc["problem"])
+        problem = xml_text(doc["problem"])
+        ET.SubElement(case, "error", message=problem, type="inconclusive").text = problem
         kinds = ["error"]
     else:
         profile = doc.get("profile") or {}
@@ -113,12 +115,12 @@ def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
                             ("profile", profile.get("name")), ("profile_sha256", profile.get("sha256")),
                             ("test", acc.tested(outcome, doc)), ("non_standard", yes_no(weaker is not None)),
                             *(("non_standard_difference", d) for d in weaker or [])):
-            ET.SubElement(props, "property", name=name, value=_x("" if value is None else value))
+            ET.SubElement(props, "property", name=name, value=xml_text("" if value is None else value))
         kinds = [_acceptance_case(suite, c, n) for c, n in zip(acc.checks(doc), acc.case_names(doc), strict=True)]
         # GitLab shows no property: the suite's output says it too.
-        ET.SubElement(suite, "system-out").text = _x("\n".join(
+        ET.SubElement(suite, "system-out").text = xml_text("\n".join(
             line for line in (headline(doc), non_standard_line(doc)) if line), multiline=True)
-    _tally(suite, kinds)
+    tally(suite, kinds)
     return kinds
 
 
@@ -128,31 +130,31 @@ def _repair_suite(root: ET.Element, outcome: Outcome) -> list[str]:
     plan, problem = repair_plan(outcome)
     if plan is None and problem is None:
         return []
-    suite = ET.SubElement(root, "testsuite", name="linkcheck.repair", timestamp=_timestamp(), time="0")
+    suite = ET.SubElement(root, "testsuite", name="linkcheck.repair", timestamp=timestamp(), time="0")
     kinds = []
     if plan is None:
         case = ET.SubElement(suite, "testcase", name="repair", classname="linkcheck.repair", time="0")
-        ET.SubElement(case, "error", message=_x(problem or ""), type="unverified").text = _x(problem or "")
+        ET.SubElement(case, "error", message=xml_text(problem or ""), type="unverified").text = xml_text(problem or "")
         kinds.append("error")
     else:
         for i, step in enumerate(plan.steps, 1):
-            case = ET.SubElement(suite, "testcase", name=_x(step_title(i, step)),
-                                 classname=_x(f"linkcheck.repair.{step.finding.split(':', 1)[0]}"), time="0")
+            case = ET.SubElement(suite, "testcase", name=xml_text(step_title(i, step)),
+                                 classname=xml_text(f"linkcheck.repair.{step.finding.split(':', 1)[0]}"), time="0")
             ET.SubElement(case, "skipped", message="planned, not applied")
-            ET.SubElement(case, "system-out").text = _x("\n".join(step_lines(step)), multiline=True)
+            ET.SubElement(case, "system-out").text = xml_text("\n".join(step_lines(step)), multiline=True)
             kinds.append("skipped")
-    _tally(suite, kinds)
+    tally(suite, kinds)
     return kinds
 
 
-def _tally(element: ET.Element, kinds: list[str]) -> None:
+def tally(element: ET.Element, kinds: list[str]) -> None:
     tallies = {"tests": len(kinds), "failures": kinds.count("failure"), "errors": kinds.count("error"),
                "skipped": kinds.count("skipped")}
     for key, count in tallies.items():
         element.set(key, str(count))
 
 
-def _timestamp() -> str:
+def timestamp() -> str:
     # junit-4.xsd's timestamp has no zone designator: it is UTC here, as every linkcheck time.
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
@@ -160,21 +162,21 @@ def _timestamp() -> str:
 def render_junit(outcome: Outcome) -> str:
     diagnosis = outcome.diagnosis
     root = ET.Element("testsuites", name="linkcheck")
-    suite = ET.SubElement(root, "testsuite", name="linkcheck", timestamp=_timestamp(), time="0")
+    suite = ET.SubElement(root, "testsuite", name="linkcheck", timestamp=timestamp(), time="0")
     props = ET.SubElement(suite, "properties")
     pairs = [("verdict", diagnosis.verdict.value), ("exit_code", str(int(diagnosis.exit_code))),
              ("tool_version", outcome.bundle.tool_version), ("bundle", str(outcome.bundle.path or "")),
              ("bundle_created", outcome.bundle.created), ("node.a", outcome.link.a.hostname or "?"),
              ("node.b", outcome.link.b.hostname or "?")]
     for name, value in pairs:
-        ET.SubElement(props, "property", name=name, value=_x(value))
+        ET.SubElement(props, "property", name=name, value=xml_text(value))
     stage_of = stages(outcome)
-    kinds = [_case(suite, f, name, stage_of.get(f.rule_id, "rules"))
+    kinds = [finding_case(suite, f, name, stage_of.get(f.rule_id, "rules"))
              for f, name in zip(diagnosis.findings, case_names(diagnosis.findings), strict=True)]
-    _tally(suite, kinds)
-    ET.SubElement(suite, "system-out").text = _x(verdict_line(outcome), multiline=True)
+    tally(suite, kinds)
+    ET.SubElement(suite, "system-out").text = xml_text(verdict_line(outcome), multiline=True)
     if diagnosis.notes:
-        ET.SubElement(suite, "system-err").text = _x("\n".join(diagnosis.notes), multiline=True)
-    _tally(root, kinds + _acceptance_suite(root, outcome) + _repair_suite(root, outcome))
+        ET.SubElement(suite, "system-err").text = xml_text("\n".join(diagnosis.notes), multiline=True)
+    tally(root, kinds + _acceptance_suite(root, outcome) + _repair_suite(root, outcome))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

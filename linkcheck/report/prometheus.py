@@ -8,9 +8,6 @@ so none are written; it adds `node_textfile_mtime_seconds` itself, which serves 
 from __future__ import annotations
 
 import datetime as dt
-import math
-from collections.abc import Iterable
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,63 +16,12 @@ from linkcheck.accept.text import non_standard
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
 from linkcheck.report import acceptance as acc
+from linkcheck.report.exposition import Labels, Metrics, bytes_per_second, scaled
 from linkcheck.report.repair import repair_plan
-from linkcheck.report.safe_text import shown
 from linkcheck.report.writer import check_output_path, write_output
 
 if TYPE_CHECKING:
     from linkcheck.outcome import Outcome
-
-Labels = dict[str, str]
-
-
-def escape(value: str) -> str:
-    """A label value as the exposition format wants it: backslash, double quote and newline escaped; and, as the
-    file may be read on a terminal (`cat`, `report -f prometheus`), every other control character (ESC, OSC,
-    C0, C1, bidi) from a node's string shown as text (`\\x1b`), never written raw."""
-    return shown(value, multiline=True).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    """A sample value; NaN and the infinities as the exposition format spells them (int() of them would raise)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
-
-
-def _scaled(value: float, factor: int) -> float:
-    """`value * factor` computed on the number as written (26.56 Gb/s -> 3320000000 B/s, not
-    3320000000.0000005): the decimal the float stands for, times an exact integer, rounded once."""
-    if not math.isfinite(value):
-        return value * factor
-    return float(Decimal(repr(float(value))) * factor)
-
-
-def _bytes_per_second(gbps: float) -> float:
-    return _scaled(gbps, 125_000_000)  # Gb/s: 1e9 bits / 8
-
-
-class _Metrics:
-    """Metric families in order, each with its HELP and TYPE lines once and its samples."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def family(self, name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
-        rows = list(samples)
-        if not rows:
-            return
-        self.lines += [f"# HELP {name} {_help(help_text)}", f"# TYPE {name} gauge"]
-        for labels, value in rows:
-            inner = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
-            self.lines.append(f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}")
-
 
 def _timestamp(created: str) -> float:
     try:
@@ -92,7 +38,7 @@ def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
         if run.gbps is not None:
             key = (run.client_node, run.device or run.path_key, run.direction, run.mode)
             lowest[key] = min(run.gbps, lowest.get(key, run.gbps))
-    return [({"node": n, "hca": h, "direction": d, "mode": m}, _bytes_per_second(gbps))
+    return [({"node": n, "hca": h, "direction": d, "mode": m}, bytes_per_second(gbps))
             for (n, h, d, m), gbps in sorted(lowest.items())]
 
 
@@ -117,7 +63,7 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
 
 
-def _acceptance(m: _Metrics, outcome: Outcome) -> None:
+def _acceptance(m: Metrics, outcome: Outcome) -> None:
     """The bundle's acceptance: its verdict and profile, each check's status (one-hot) and margin."""
     doc = acc.acceptance(outcome)
     if doc is None or "problem" in doc:
@@ -142,7 +88,7 @@ def _acceptance(m: _Metrics, outcome: Outcome) -> None:
               for c in checks if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
 
 
-def _repair(m: _Metrics, outcome: Outcome) -> None:
+def _repair(m: Metrics, outcome: Outcome) -> None:
     """The bundle's repair plan (`linkcheck fix`): how many steps it plans per node (0: nothing to repair)."""
     plan, _ = repair_plan(outcome)
     if plan is None:
@@ -153,7 +99,7 @@ def _repair(m: _Metrics, outcome: Outcome) -> None:
 
 def render_prometheus(outcome: Outcome) -> str:
     """The outcome as a node_exporter textfile (ends with a newline)."""
-    link, diagnosis, m = outcome.link, outcome.diagnosis, _Metrics()
+    link, diagnosis, m = outcome.link, outcome.diagnosis, Metrics()
     m.family("linkcheck_info", "The checked pair and the linkcheck version (value 1).",
              [({"node_a": link.a.hostname or "unknown", "node_b": link.b.hostname or "unknown",
                 "tool_version": __version__}, 1)])
@@ -168,17 +114,17 @@ def render_prometheus(outcome: Outcome) -> str:
              _rdma(outcome))
     m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
              "Both paths at once: the sum of the paths' rates per direction.",
-             [({"direction": d}, _bytes_per_second(t))
+             [({"direction": d}, bytes_per_second(t))
               for d, t in link.bench.totals("concurrent").items() if t is not None])
     nccl = link.bench.nccl
     m.family("linkcheck_nccl_busbw_bytes_per_second", "nccl-tests all_gather bus bandwidth at the largest messages.",
-             [({}, _scaled(nccl.busbw_gbs, 1_000_000_000))] if nccl is not None and nccl.busbw_gbs is not None else [])
+             [({}, scaled(nccl.busbw_gbs, 1_000_000_000))] if nccl is not None and nccl.busbw_gbs is not None else [])
     m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
     _acceptance(m, outcome)
     _repair(m, outcome)
-    return "\n".join(m.lines) + "\n"
+    return m.text()
 
 
 def check_textfile_path(path: Path) -> Path:

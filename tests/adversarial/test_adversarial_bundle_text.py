@@ -26,7 +26,7 @@ from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.model import Finding, Severity, Status
 from linkcheck.report.formats import FORMATS
-from linkcheck.report.html import _finding_boxes
+from linkcheck.report.html import finding_boxes
 from linkcheck.report.html_plots import have_matplotlib
 from tests.adversarial.adversarial_helpers import ROOT, assert_no_raw_controls
 from tests.conftest import InProcessCli
@@ -165,7 +165,7 @@ def test_finding_boxes_stay_balanced_whatever_explains_what(pairs: list[tuple[st
         rule, _, subject = finding_id.partition(":")
         findings.append(Finding(rule, Status.FAIL, Severity.ERROR, subject, "t", "m", fix=("ip link show",),
                                 explained_by=cause))
-    page = _finding_boxes(findings)
+    page = finding_boxes(findings)
     tags = _Tags()
     tags.feed(f"<div>{page}</div>")
     assert tags.stack == [], page

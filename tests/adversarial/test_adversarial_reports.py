@@ -13,9 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from linkcheck.app.offline import Outcome, diagnose_bundle
 from linkcheck.model import Finding, Severity, Status
+from linkcheck.report.exposition import escape
 from linkcheck.report.html_plots import have_matplotlib, scoped_ids
 from linkcheck.report.markdown import _finding, md, render_markdown
-from linkcheck.report.prometheus import escape, render_prometheus
+from linkcheck.report.prometheus import render_prometheus
 from tests.adversarial.adversarial_helpers import HEALTHY, ROOT
 
 # C0 but tab and newline, DEL, C1, line/paragraph separators, bidi embeddings, overrides and isolates.

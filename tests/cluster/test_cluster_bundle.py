@@ -50,6 +50,11 @@ def test_a_saved_cluster_is_judged_again_as_its_check_judged_it(tmp_path: Path, 
     assert cli("verify", str(folder)).returncode == 0
     md = cli("report", str(folder), "-f", "markdown")
     assert md.returncode == 2 and md.stdout.startswith("# linkcheck cluster check: FAIL")
+    starts = {"html": "<!DOCTYPE html>", "junit": "<?xml", "prometheus": "# HELP", "json": "{"}
+    for fmt, start in starts.items():
+        out = cli("report", str(folder), "-f", fmt, "-o", str(tmp_path / f"r.{fmt}"))
+        assert out.returncode == 2, (fmt, out.stderr)
+        assert (tmp_path / f"r.{fmt}").read_text(encoding="utf-8").lstrip().startswith(start), fmt
     bad = cli("report", str(folder), "-f", "nonsense")
     assert bad.returncode == 4 and "cluster" in bad.stderr and "Traceback" not in bad.stderr
 

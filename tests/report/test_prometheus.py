@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
 from linkcheck.outcome import Outcome
-from linkcheck.report import prometheus
+from linkcheck.report import exposition
 from linkcheck.report.prometheus import render_prometheus, write_textfile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def test_written_atomically_beside_the_target(tmp_path: Path, monkeypatch: pytes
     assert len(renames) == 1 and Path(renames[0][0]).parent == tmp_path and renames[0][1] == str(target)
     assert target.read_text() == render_prometheus(outcome)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linkcheck.prom"]
-    assert prometheus.escape('a"b') == 'a\\"b'
+    assert exposition.escape('a"b') == 'a\\"b'
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

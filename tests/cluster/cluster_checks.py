@@ -1,0 +1,91 @@
+"""ClusterChecks as `linkcheck check` over a cluster builds them, without a lab: the nodes are the lab's cluster models
+rendered into captures, each test of the schedule gets ib_write_bw results (each twin alone and both at once, each
+direction) at the rates a scenario names, is judged by the pair's throughput rules on them, and the cluster's rules
+then judge the whole, the tests' outcomes included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from msgspec.structs import replace
+
+from linkcheck.app.cluster_check import CABLE_RULES
+from linkcheck.app.topology import cluster_facts, judge_facts
+from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
+from linkcheck.cluster.facts import ClusterFacts
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.schedule import schedule
+from linkcheck.cluster_outcome import CableResult, ClusterCheck
+from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.config import NodeTarget
+from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.facts.model import BenchFacts, RdmaRun
+from linkcheck.model import Verdict
+from tests.emulators.captures import node_captures
+from tests.lab.cluster import Cluster, cluster_models, switch_by_cage
+
+# The pair's throughput rules judge each test; the cluster's rules judge the whole.
+TEST_RULES = [r for r in load_playbooks() if r.id in CABLE_RULES]
+CLUSTER_RULES = load_playbooks(kind="cluster")
+
+HEALTHY = (98.01, 98.01)  # per path: both twins at once, a twin alone (spark-link s.8: 196.02 Gb/s in total)
+HOTPLUG = (13.3, 13.3)  # the hot-plug state: 13-15 Gb/s per path whatever runs beside it (spark-link s.0)
+ONE_PCIE = (47.6, 98.0)  # both twins share one PCIe x4 link: ~95 Gb/s together, each fine alone
+
+Rates = Callable[[CableTest], tuple[float, float]]
+
+
+def facts_of(cluster: Cluster) -> ClusterFacts:
+    models = cluster_models(cluster)
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    return cluster_facts(list(models), captures, {})
+
+
+def measured(test: CableTest, concurrent_gbps: float, alone_gbps: float) -> CableResult:
+    """The test with each of its paths at `alone_gbps` alone and `concurrent_gbps` both at once, each direction, as
+    the pair's rules judge it."""
+    runs = []
+    for direction in ("a->b", "b->a"):
+        client = test.a if direction == "a->b" else test.b
+        for path in test.link.paths:
+            device = (path.a if direction == "a->b" else path.b).rdma_dev
+            runs.append(RdmaRun(path.key, "alone", direction, alone_gbps, client, device,
+                                round_id=f"{test.label} alone {direction} {path.key}"))
+            runs.append(RdmaRun(path.key, "concurrent", direction, concurrent_gbps, client, device,
+                                round_id=f"{test.label} concurrent {direction}"))
+    link = replace(test.link, bench=BenchFacts(rdma=tuple(runs)), bench_present=frozenset({"rdma"}))
+    diagnosis = diagnose(link, TEST_RULES)
+    return CableResult(test, link, diagnosis.verdict, diagnosis.findings)
+
+
+def judged(facts: ClusterFacts, results: Sequence[CableResult], errors: Mapping[str, str] | None = None,
+           traffic_error: str | None = None, interrupted: bool = False) -> ClusterCheck:
+    """The cluster's rules over the facts and the tests' outcomes, as `check_cluster` ends."""
+    hosts = [ClusterHost(NodeTarget(name, f"10.20.0.{21 + i}"), "--node")
+             for i, name in enumerate(facts.topology.nodes)]
+    with_tests = replace(facts, tests=tuple(r.outcome() for r in results))
+    view = judge_facts(hosts, with_tests, dict(errors or {}), CLUSTER_RULES)
+    return ClusterCheck(view, with_tests, tuple(results), traffic_error, interrupted)
+
+
+def slow_node(node: str, rates: tuple[float, float] = HOTPLUG) -> Rates:
+    """Every test with `node` at `rates`, the others healthy."""
+    return lambda test: rates if node in test.nodes else HEALTHY
+
+
+def checked(cluster: Cluster, rates: Rates = lambda _: HEALTHY) -> ClusterCheck:
+    """Every test of the schedule measured at `rates`; on a switch, the second pass of the all-slow nodes too."""
+    facts = facts_of(cluster)
+    first = [measured(t, *rates(t)) for t in cable_tests(facts, schedule(facts.topology))]
+    slow = {r.test.label for r in first if r.state == "slow"}
+    again = [measured(t, *rates(t)) for t in second_pass(facts, [r.test for r in first], slow)]
+    return judged(facts, [*first, *again])
+
+
+def switch(names: Sequence[str] = "abcd", rates: Rates = lambda _: HEALTHY) -> ClusterCheck:
+    return checked(switch_by_cage(dict.fromkeys(names, "p1")), rates)
+
+
+def not_measured(test: CableTest, why: str) -> CableResult:
+    return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=why)

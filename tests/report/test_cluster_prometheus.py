@@ -1,0 +1,107 @@
+"""A cluster check's node_exporter textfile, parsed back with prometheus_client's own parser: series per test and
+direction in bytes per second, each test's state, each node's findings, the verdict; no series twice, and node text
+in labels escaped, never raw."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from linkcheck.cluster.cables import cable_tests
+from linkcheck.cluster.schedule import schedule
+from linkcheck.report.cluster_prometheus import check_prometheus
+from tests.cluster import cluster_checks as cc
+from tests.lab.cluster import switch_by_cage
+
+NAME_RE = re.compile(r"^linkcheck_cluster_[a-z_]+$")
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+HOSTILE = ['<script>alert(1)</script>', 'x"} 1\nlinkcheck_fake 1', "back\\slash", "t\x1b]2;owned\x07\x9b31m",
+           "\u202eevil\u2066iso\u2069"]
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def samples(text: str) -> Samples:
+    assert text.endswith("\n") and not text.endswith("\n\n")
+    out: Samples = {}
+    for family in text_string_to_metric_families(text):
+        assert family.type == "gauge" and NAME_RE.match(family.name), family
+        keys = [tuple(sorted(s.labels.items())) for s in family.samples]
+        assert len(keys) == len(set(keys)), family.name  # no series written twice
+        for s in family.samples:
+            out.setdefault(s.name, []).append((dict(s.labels), s.value))
+    return out
+
+
+def one_hot(got: Samples, name: str, label: str) -> str:
+    hot = [labels[label] for labels, v in got[name] if v == 1]
+    assert len(hot) == 1 and all(v in (0, 1) for _, v in got[name])
+    return hot[0]
+
+
+def test_a_healthy_switch_of_four_writes_every_test_both_ways_in_bytes_per_second() -> None:
+    got = samples(check_prometheus(cc.switch()))
+    assert one_hot(got, "linkcheck_cluster_verdict", "verdict") == "pass"
+    assert got["linkcheck_cluster_exit_code"] == [({}, 0)]
+    assert got["linkcheck_cluster_info"][0][0]["layout"] == "switch"
+    totals = {(lab["test"], lab["from"], lab["to"]): v for lab, v in
+              got["linkcheck_cluster_test_bandwidth_bytes_per_second"]}
+    assert len(totals) == 12 and set(totals.values()) == {196.02e9 / 8}
+    assert totals[("a<->d", "a", "d")] == 24_502_500_000  # exactly, from the rates as written
+    # Every (from, to) of four nodes once: the N x N matrix without its diagonal.
+    assert {(f, t) for _, f, t in totals} == {(f, t) for f in "abcd" for t in "abcd" if f != t}
+    paths = got["linkcheck_cluster_path_bandwidth_bytes_per_second"]
+    assert len(paths) == 6 * 2 * 2 * 2  # tests x directions x HCAs x (alone, concurrent)
+    assert {lab["hca"] for lab, _ in paths} == {"rocep1s0f1", "roceP2p1s0f1"}
+    states = {lab["test"]: lab["state"] for lab, v in got["linkcheck_cluster_test_state"] if v == 1}
+    assert len(states) == 6 and set(states.values()) == {"pass"}
+    assert all(v == 0 for _, v in got["linkcheck_cluster_node_finding"])
+    assert {lab["node"] for lab, v in got["linkcheck_cluster_node_inspected"] if v == 1} == set("abcd")
+
+
+def test_node_c_slow_with_every_partner_shows_in_its_tests_and_its_node_series() -> None:
+    got = samples(check_prometheus(cc.switch(rates=cc.slow_node("c"))))
+    assert one_hot(got, "linkcheck_cluster_verdict", "verdict") == "fail"
+    states = {(lab["test"], lab["pass"]): lab["state"] for lab, v in got["linkcheck_cluster_test_state"] if v == 1}
+    assert {k for k, s in states.items() if s == "slow"} == {("b<->c", "1"), ("a<->c", "1"), ("c<->d", "1"),
+                                                              ("c<->a", "2")}
+    slow = [(lab["from"], lab["to"]) for lab, v in got["linkcheck_cluster_test_bandwidth_bytes_per_second"]
+            if v == 26.6e9 / 8]
+    assert all("c" in pair for pair in slow) and len(slow) == 8  # 3 partners both ways, and the second pass
+    node = {(lab["node"], lab["rule"]): v for lab, v in got["linkcheck_cluster_node_finding"]}
+    assert node[("c", "NODE_SLOW_WITH_EVERY_PARTNER")] == 1 and node[("a", "NODE_SLOW_WITH_EVERY_PARTNER")] == 0
+    per_test = {(lab["test"], lab["rule"]): v for lab, v in got["linkcheck_cluster_test_finding"]}
+    assert per_test[("b<->c", "LINK_HOTPLUG_DEGRADED")] == 2 and per_test[("a<->d", "LINK_HOTPLUG_DEGRADED")] == 0
+
+
+def test_an_unmeasured_test_is_inconclusive_with_no_rate() -> None:
+    facts = cc.facts_of(switch_by_cage(dict.fromkeys("abcd", "p1")))
+    tests = cable_tests(facts, schedule(facts.topology))
+    results = [cc.not_measured(t, "node b was not inspected: timed out") if "b" in t.nodes
+               else cc.measured(t, *cc.HEALTHY) for t in tests]
+    got = samples(check_prometheus(cc.judged(facts, results, errors={"b": "timed out"})))
+    assert one_hot(got, "linkcheck_cluster_verdict", "verdict") == "inconclusive"
+    assert got["linkcheck_cluster_exit_code"] == [({}, 3)]
+    states = {lab["test"]: lab["state"] for lab, v in got["linkcheck_cluster_test_state"] if v == 1}
+    assert {t for t, s in states.items() if s == "inconclusive"} == {t.label for t in tests if "b" in t.nodes}
+    rated = {lab["test"] for lab, _ in got["linkcheck_cluster_test_bandwidth_bytes_per_second"]}
+    assert not rated & {t.label for t in tests if "b" in t.nodes}
+    assert {lab["node"]: v for lab, v in got["linkcheck_cluster_node_inspected"]}["b"] == 0
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_hostile_node_names_are_escaped_label_values(hostile: str) -> None:
+    check = cc.checked(switch_by_cage({"a": "p1", hostile: "p1", "c": "p1", "d": "p1"}), cc.slow_node(hostile))
+    text = check_prometheus(check)
+    assert not RAW.search(text), repr(RAW.search(text))
+    assert "linkcheck_fake" not in [line.split("{")[0].split(" ")[0] for line in text.splitlines()]
+    got = samples(text)
+    shown = hostile.translate({0x1b: "\\x1b", 0x07: "\\x07", 0x9b: "\\x9b", 0x202e: "\\u202e", 0x2066: "\\u2066",
+                               0x2069: "\\u2069"})  # a newline is the format's own escape: read back as itself
+    inspected = {lab["node"] for lab, _ in got["linkcheck_cluster_node_inspected"]}
+    assert inspected == {"a", shown, "c", "d"}
+    node = {(lab["node"], lab["rule"]): v for lab, v in got["linkcheck_cluster_node_finding"]}
+    assert node[(shown, "NODE_SLOW_WITH_EVERY_PARTNER")] == 1
+    ends = {lab["from"] for lab, _ in got["linkcheck_cluster_test_bandwidth_bytes_per_second"]}
+    assert shown in ends

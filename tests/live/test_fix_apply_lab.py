@@ -569,3 +569,35 @@ def test_apply_edits_nccl_conf_then_plans_nothing_and_restore_puts_it_back(
     assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == before
     assert _snapshot(lab) == state
 
+
+def _both_nccl_confs(lab: Lab, node: str) -> str:
+    """/etc/nccl.conf and root's ~/.nccl.conf (linkcheck's user on the lab's nodes), each with mode and owner."""
+    script = 'for f in /etc/nccl.conf "$HOME/.nccl.conf"; do stat -c "%n %a %u:%g" "$f"; cat "$f"; done'
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def test_apply_unpins_a_gid_index_in_every_nccl_conf_that_pins_it(lab_factory: Callable[..., Lab], live: Live,
+                                                                  tmp_path: Path) -> None:
+    # Both files pin the stale index: ~/.nccl.conf's shadows /etc/nccl.conf's, which takes effect once it is gone.
+    specs = specs_for_scenario("gid-stale", tmp_path / "models")
+    for path in (tmp_path / "models" / "a.json", tmp_path / "models" / "b.json"):
+        model = json.loads(path.read_text(encoding="utf-8"))
+        model["nccl_conf_user"] = "NCCL_IB_GID_INDEX=3\n"
+        path.write_text(json.dumps(model), encoding="utf-8")
+    lab = lab_factory(specs)
+    config = _config(live, lab, tmp_path)
+    before = {n: _both_nccl_confs(lab, n) for n in ("a", "b")}
+    assert all(t.count("NCCL_IB_GID_INDEX=3\n") == 2 for t in before.values()), before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed", "b": "committed"}, run.describe()
+    assert run.returncode == 0 and record["after"]["findings"] == [], run.describe()
+    after = {n: _both_nccl_confs(lab, n) for n in ("a", "b")}
+    assert all("NCCL_IB_GID_INDEX" not in t and t.count(" 644 0:0\n") == 2 for t in after.values()), after
+    assert _snapshot(lab) == state
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert {n: _both_nccl_confs(lab, n) for n in ("a", "b")} == before

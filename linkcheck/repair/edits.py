@@ -128,9 +128,18 @@ def netplan_new(netdef: str, addresses: tuple[str, ...], mtu: int) -> str:
     return "\n".join(["network:", "  version: 2", "  ethernets:", f"    {netdef}:", *body]) + "\n"
 
 
+def _conf_line(line: str, key: str) -> bool:
+    return re.match(rf"^\s*(export\s+)?{re.escape(key)}\s*=", line) is not None
+
+
+def conf_sets_key(text: str | None, key: str) -> bool:
+    """An nccl.conf text has a `key=` line (None: the file does not exist)."""
+    return text is not None and any(_conf_line(line, key) for line in text.split("\n"))
+
+
 def conf_drop_key(text: str, key: str) -> str:
     lines = text.split("\n")
-    kept = [line for line in lines if not re.match(rf"^\s*(export\s+)?{re.escape(key)}\s*=", line)]
+    kept = [line for line in lines if not _conf_line(line, key)]
     if len(kept) == len(lines):
         raise EditError(f"no {key}= line")
     return "\n".join(kept)
@@ -138,7 +147,7 @@ def conf_drop_key(text: str, key: str) -> str:
 
 def conf_set_key(text: str, key: str, value: str) -> str:
     lines = text.split("\n")
-    hits = [i for i, line in enumerate(lines) if re.match(rf"^\s*(export\s+)?{re.escape(key)}\s*=", line)]
+    hits = [i for i, line in enumerate(lines) if _conf_line(line, key)]
     if len(hits) > 1:
         raise EditError(f"{key}= is set on {len(hits)} lines")
     if hits:

@@ -18,7 +18,7 @@ import msgspec
 
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status
-from linkcheck.repair.edits import EditError, apply_edit, check_netplan, unified_diff
+from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import NCCL_CONF, NCCL_CONF_USER, ONLY_NETPLAN_FILE, NodeFiles, normal, text_sha256
 from linkcheck.repair.model import (
     TOUCH_FILE,
@@ -429,35 +429,45 @@ def plan_nm_runtime(p: _Planner, finding: Finding) -> None:
 
 
 def _conf_step(p: _Planner, finding: Finding, node: str, key: str, edit: FileEdit,
-               check: Callable[[str, str], str]) -> None:
-    """A change of `key` in the nccl.conf that sets it; `check(sudo, path)` is the command that verifies it."""
-    facts = p.link.node(node)
-    source = facts.nccl_sources.get(key)
+               check: Callable[[str, str], str], source: str | None = None) -> bool:
+    """A change of `key` in `source`, by default the nccl.conf that sets it (the one NCCL reads it from);
+    `check(sudo, path)` is the command that verifies it. False: not planned (the reason is in not_planned)."""
+    source = source or p.link.node(node).nccl_sources.get(key)
     if source not in (NCCL_CONF, NCCL_CONF_USER):
         where = "the job's environment (shell profile, compose file, mpirun -x)" if source == "environment" else \
             repr(source or "nowhere linkcheck reads")
         p.skip(finding, f"node {node}: {key} is set in {where}: change it there")
-        return
+        return False
     if source not in p.files[node].nccl_conf:
         p.skip(finding, f"node {node}: {source} was not captured")
-        return
-    if not p.first(node, f"{edit.kind} {key}"):
-        return
+        return False
+    if not p.first(node, f"{edit.kind} {key} {source}"):
+        return True
     try:
         change = p._change(node, source, "nccl", edit, "644")
     except EditError as exc:
         p.skip(finding, f"node {node}: {source}: {exc}")
-        return
+        return False
     sudo = "sudo " if source == NCCL_CONF else ""
     path = source if source == NCCL_CONF else '"$HOME"/.nccl.conf'
     p.add(Step(node=node, finding=finding.finding_id, runtime=(), persistent=change,
                verify=(check(sudo, path),), touches=(TOUCH_FILE + source,)))
+    return True
 
 
 def _unpin(p: _Planner, finding: Finding, node: str) -> None:
-    _conf_step(p, finding, node, "NCCL_IB_GID_INDEX", FileEdit("conf_drop_key", key="NCCL_IB_GID_INDEX"),
-               lambda sudo, path: f"! {sudo}grep -Eq "
-                                  f"'^[[:space:]]*(export[[:space:]]+)?NCCL_IB_GID_INDEX[[:space:]]*=' {path}")
+    key = "NCCL_IB_GID_INDEX"
+    drop = FileEdit("conf_drop_key", key=key)
+
+    def check(sudo: str, path: str) -> str:
+        return f"! {sudo}grep -Eq '^[[:space:]]*(export[[:space:]]+)?{key}[[:space:]]*=' {path}"
+
+    unpinned = _conf_step(p, finding, node, key, drop, check)
+    # NCCL reads ~/.nccl.conf before /etc/nccl.conf: a pin in /etc/nccl.conf that the user's file shadows takes
+    # effect once that one is gone, so it goes too (else the re-check finds the same pin again).
+    if (unpinned and p.link.node(node).nccl_sources.get(key) == NCCL_CONF_USER
+            and conf_sets_key(p.files[node].nccl_conf.get(NCCL_CONF), key)):
+        _conf_step(p, finding, node, key, drop, check, source=NCCL_CONF)
 
 
 def plan_gid_pin(p: _Planner, finding: Finding) -> None:

@@ -207,15 +207,35 @@ def test_a_fec_that_does_not_take_is_reverted_by_the_runtime_verification(lab_fa
     assert [j["state"] for j in _journals(lab, "b")] == ["reverted"]
 
 
-def test_apply_on_a_healthy_pair_changes_nothing(lab_factory: Callable[..., Lab], live: Live,
-                                                  tmp_path: Path) -> None:
-    lab = lab_factory(specs_for_scenario("healthy", tmp_path / "models"))
-    before = _snapshot(lab)
+# scenario -> (the diagnosis's exit code: 2 a failure, 1 a warning; what the run says of each finding it
+# leaves): nothing is applied.
+# nccl-hca-reversed is a healthy pair (NCCL_IB_HCA filters, it does not order); nccl-hca-pairing has no automatic
+# repair (re-addressing a node's twins crosswise is a person's call); gid-empty-pin and nccl-hca-uncabled set the
+# variable in the job's environment, which linkcheck cannot edit (their /etc/nccl.conf forms are repaired below).
+NOTHING_APPLIED = {
+    "healthy": (0, []),
+    "nccl-hca-reversed": (0, []),
+    "nccl-hca-pairing": (2, ["not planned: NCCL_HCA_PAIRING:pair: no automatic repair"]),
+    "gid-empty-pin": (2, [f"not planned: GID_INDEX_EMPTY_PIN:node {n}: node {n}: NCCL_IB_GID_INDEX is set in the "
+                          "job's environment" for n in ("a", "b")]),
+    "nccl-hca-uncabled": (1, [f"not planned: NCCL_HCA_UNCABLED:{n}:rocep1s0f0: node {n}: NCCL_IB_HCA is set in the "
+                              "job's environment" for n in ("a", "b")]),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(NOTHING_APPLIED))
+def test_apply_changes_nothing_where_nothing_is_planned(scenario: str, lab_factory: Callable[..., Lab], live: Live,
+                                                        tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario(scenario, tmp_path / "models"))
+    before = _all_files(lab), {n: _nccl_conf(lab, n) for n in ("a", "b")}
     run = live.run("fix", "--apply", "-c", str(_config(live, lab, tmp_path)), "--save", str(tmp_path / "s"),
                    timeout=240)
-    assert run.returncode == 0, run.describe()
+    code, said = NOTHING_APPLIED[scenario]
+    assert run.returncode == code, run.describe()
     assert "nothing to apply" in run.stderr
-    assert _snapshot(lab) == before
+    for line in said:
+        assert line in run.stdout + run.stderr, run.describe()
+    assert (_all_files(lab), {n: _nccl_conf(lab, n) for n in ("a", "b")}) == before
     assert all(_journals(lab, n) == [] for n in ("a", "b"))
 
 
@@ -465,3 +485,119 @@ def test_ssh_lost_during_the_nm_checkpoint_rolls_back_by_timeout_and_the_next_ru
     assert ("was not confirmed: the NetworkManager checkpoint reverted it by its timeout" in nxt.stderr), \
         nxt.describe()
     assert nxt.returncode == 0, nxt.describe()
+
+
+def _neigh(lab: Lab, node: str) -> list[tuple[str, str, str, str]]:
+    """The node's IPv4 neighbour entries on its data links: IP, interface, MAC, state (`ip -j neigh`)."""
+    entries = json.loads(lab.exec(node, ["ip", "-j", "-4", "neigh", "show"]).stdout or "[]")
+    return sorted((e["dst"], e["dev"], e.get("lladdr", ""), ",".join(e.get("state", []))) for e in entries
+                  if e["dev"].startswith("en"))
+
+
+def test_apply_removes_a_wrong_mac_binding_and_restore_puts_it_back(lab_factory: Callable[..., Lab], live: Live,
+                                                                    tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("single-pcie-path", tmp_path / "models"))
+    config = _config(live, lab, tmp_path)
+    before, neigh = _snapshot(lab), _neigh(lab, "b")
+    # Node b resolves a's domain-2 twin to the MAC of a's other twin, as a permanent entry (ARP never corrects it).
+    wrong = [e for e in neigh if e[1] == "enP2p1s0f1np1" and e[3] == "PERMANENT"]
+    assert len(wrong) == 1, neigh
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    assert f"node b: ip neigh del {wrong[0][0]} dev enP2p1s0f1np1" in run.stderr, run.describe()
+    # Verified on the repaired path: a jumbo ping each way, then RDMA writes from b into a's GID of that twin.
+    assert "node b: ib_write_bw -D 2 from b:roceP2p1s0f1 (GID index 3) to a:roceP2p1s0f1 (GID index 3)" in run.stderr
+    assert "node b: ib_write_bw b:roceP2p1s0f1 -> a:roceP2p1s0f1: " in run.stderr
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert "SINGLE_PCIE_PATH:b:enP2p1s0f1np1" in record["before"]["findings"], record
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {"b": "committed"}
+    assert run.returncode == 0 and record["after"]["findings"] == [], run.describe()
+    # The next packet resolved the peer again: its own MAC now, learnt by ARP, not a permanent entry.
+    after = [e for e in _neigh(lab, "b") if e[0] == wrong[0][0] and e[1] == "enP2p1s0f1np1"]
+    assert after and all(e[2] != wrong[0][2] and e[3] != "PERMANENT" for e in after), after
+    assert _snapshot(lab) == before  # no address, MTU or file changed
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert [e for e in _neigh(lab, "b") if e[1] == "enP2p1s0f1np1" and e[3] == "PERMANENT"] == wrong
+    assert _snapshot(lab) == before
+
+
+def _set_in_nccl_conf(models: Path, key: str) -> None:
+    """Move `key` from the job's environment of both node models into their /etc/nccl.conf: the scenarios set it in
+    the environment, which linkcheck cannot edit (it leaves that to a person), while the file it repairs."""
+    for path in (models / "a.json", models / "b.json"):
+        model = json.loads(path.read_text(encoding="utf-8"))
+        value = model["nccl_env"].pop(key)
+        model["nccl_conf"] = f"{key}={value}\n"
+        path.write_text(json.dumps(model), encoding="utf-8")
+
+
+# scenario -> (the variable moved into /etc/nccl.conf, the file's text before, after the repair, the findings)
+NCCL_CONF_REPAIRS = {
+    "gid-empty-pin": ("NCCL_IB_GID_INDEX", "NCCL_IB_GID_INDEX=\n", "",
+                      ["GID_INDEX_EMPTY_PIN:node a", "GID_INDEX_EMPTY_PIN:node b"]),
+    "nccl-hca-uncabled": ("NCCL_IB_HCA", "NCCL_IB_HCA=rocep1s0f0,rocep1s0f1,roceP2p1s0f1\n",
+                          "NCCL_IB_HCA==rocep1s0f1,roceP2p1s0f1\n",
+                          ["NCCL_HCA_UNCABLED:a:rocep1s0f0", "NCCL_HCA_UNCABLED:b:rocep1s0f0"]),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(NCCL_CONF_REPAIRS))
+def test_apply_edits_nccl_conf_then_plans_nothing_and_restore_puts_it_back(
+        scenario: str, lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    key, text, repaired, findings = NCCL_CONF_REPAIRS[scenario]
+    specs = specs_for_scenario(scenario, tmp_path / "models")
+    _set_in_nccl_conf(tmp_path / "models", key)
+    lab = lab_factory(specs)
+    config = _config(live, lab, tmp_path)
+    before = {n: _nccl_conf(lab, n) for n in ("a", "b")}
+    assert before == {"a": f"644 0:0\n{text}", "b": f"644 0:0\n{text}"}, before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert sorted(record["before"]["findings"]) == findings, record
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed", "b": "committed"}, run.describe()
+    assert run.returncode == 0 and record["after"]["findings"] == [], run.describe()
+    # The file says what the repair means and keeps its mode and owner; nothing else changed (no runtime step).
+    assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == {"a": f"644 0:0\n{repaired}", "b": f"644 0:0\n{repaired}"}
+    assert _snapshot(lab) == state
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert {n: _nccl_conf(lab, n) for n in ("a", "b")} == before
+    assert _snapshot(lab) == state
+
+
+def _both_nccl_confs(lab: Lab, node: str) -> str:
+    """/etc/nccl.conf and root's ~/.nccl.conf (linkcheck's user on the lab's nodes), each with mode and owner."""
+    script = 'for f in /etc/nccl.conf "$HOME/.nccl.conf"; do stat -c "%n %a %u:%g" "$f"; cat "$f"; done'
+    return lab.exec(node, ["sh", "-c", script]).stdout
+
+
+def test_apply_unpins_a_gid_index_in_every_nccl_conf_that_pins_it(lab_factory: Callable[..., Lab], live: Live,
+                                                                  tmp_path: Path) -> None:
+    # Both files pin the stale index: ~/.nccl.conf's shadows /etc/nccl.conf's, which takes effect once it is gone.
+    specs = specs_for_scenario("gid-stale", tmp_path / "models")
+    for path in (tmp_path / "models" / "a.json", tmp_path / "models" / "b.json"):
+        model = json.loads(path.read_text(encoding="utf-8"))
+        model["nccl_conf_user"] = "NCCL_IB_GID_INDEX=3\n"
+        path.write_text(json.dumps(model), encoding="utf-8")
+    lab = lab_factory(specs)
+    config = _config(live, lab, tmp_path)
+    before = {n: _both_nccl_confs(lab, n) for n in ("a", "b")}
+    assert all(t.count("NCCL_IB_GID_INDEX=3\n") == 2 for t in before.values()), before
+    state = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s1"), timeout=240)
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed", "b": "committed"}, run.describe()
+    assert run.returncode == 0 and record["after"]["findings"] == [], run.describe()
+    after = {n: _both_nccl_confs(lab, n) for n in ("a", "b")}
+    assert all("NCCL_IB_GID_INDEX" not in t and t.count(" 644 0:0\n") == 2 for t in after.values()), after
+    assert _snapshot(lab) == state
+    again = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s2"), timeout=240)
+    assert again.returncode == 0 and "nothing to apply: the plan has no step\n" in again.stderr, again.describe()
+    restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
+    assert restored.returncode == 0, restored.describe()
+    assert {n: _both_nccl_confs(lab, n) for n in ("a", "b")} == before

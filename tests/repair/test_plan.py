@@ -108,6 +108,25 @@ def test_a_pin_set_in_the_environment_is_not_planned_and_says_where() -> None:
     assert all("environment" in n.reason for n in plan.not_planned)
 
 
+def test_a_pin_in_the_users_nccl_conf_is_removed_with_the_one_it_shadows_in_etc() -> None:
+    outcome = diagnose_bundle(FIXTURES / "gid-stale")
+    # NCCL reads ~/.nccl.conf first: /etc/nccl.conf's pin takes effect once the user's file no longer pins.
+    nodes = {n: msgspec.structs.replace(outcome.link.node(n), nccl_sources={
+        **outcome.link.node(n).nccl_sources, "NCCL_IB_GID_INDEX": "~/.nccl.conf"}) for n in ("a", "b")}
+    link = msgspec.structs.replace(outcome.link, a=nodes["a"], b=nodes["b"])
+    both = NodeFiles(nccl_conf={"/etc/nccl.conf": "# site\nNCCL_IB_GID_INDEX=3\n",
+                                "~/.nccl.conf": "NCCL_IB_GID_INDEX=3\n"})
+    only_user = NodeFiles(nccl_conf={"/etc/nccl.conf": "NCCL_IB_HCA=rocep1s0f1\n",
+                                     "~/.nccl.conf": "NCCL_IB_GID_INDEX=3\n"})
+    plan = plan_repairs(link, outcome.diagnosis.findings, {"a": both, "b": only_user})
+    paths = [(s.node, s.persistent.path) for s in plan.steps if s.persistent is not None]
+    assert paths == [("a", "~/.nccl.conf"), ("a", "/etc/nccl.conf"), ("b", "~/.nccl.conf")]
+    assert len(plan.steps) == 3 and plan.not_planned == ()
+    etc = plan.steps[1]
+    assert etc.persistent is not None and apply_edit(both.nccl_conf["/etc/nccl.conf"], etc.persistent.edit) == \
+        "# site\n"
+    assert etc.verify[0].startswith("! sudo grep -Eq ") and etc.verify[0].endswith(" /etc/nccl.conf")
+
 def test_fec_is_set_to_rs_where_it_is_not() -> None:
     _, plan = _plan("fec-off")
     assert sorted(s.runtime for s in plan.steps) == [("sudo ethtool --set-fec enP2p1s0f1np1 encoding rs",),

@@ -256,6 +256,20 @@ class Lab:
         """PIDs of every process in the node's network namespace (holder and sshd included)."""
         return netns.netns_pids(self.node(name).netns)
 
+    def running(self, name: str, *names: str) -> list[str]:
+        """`pid: command line` of each process in the node's network namespace that runs one of `names`: pgrep
+        inside the node would see the whole machine, as a node shares the PID namespace with every other test."""
+        out = []
+        for pid in self.pids(name):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:  # it ended meanwhile
+                continue
+            line = " ".join(a.decode("utf-8", "replace") for a in argv if a)
+            if any(n in line for n in names):
+                out.append(f"{pid}: {line}")
+        return out
+
     def stop_sshd(self, name: str) -> None:
         """Stop a node's sshd by PID: new connections are refused."""
         self.node(name).stop_sshd(self.state)

@@ -59,8 +59,7 @@ def _fired(diagnosis: Diagnosis) -> set[tuple[str, str]]:
 
 def _no_rank_left(lab: Lab) -> None:
     for name in lab.nodes:
-        left = lab.exec(name, ["pgrep", "-f", "all_gather_perf|orted"])
-        assert left.returncode == 1, f"{name}: {left.stdout}"
+        assert lab.running(name, "all_gather_perf", "orted") == [], name
 
 
 def test_a_healthy_ring_of_three_runs_nccl_over_ib_on_every_rank(lab_factory: LabFactory) -> None:

@@ -152,3 +152,9 @@ def evidence_line(ev: Evidence) -> str:
 
 def evidence_lines(finding: Finding) -> list[str]:
     return [evidence_line(ev) for ev in finding.evidence]
+
+
+def aligned(table: list[list[str]], indent: str = "") -> list[str]:
+    """Rows of cells as plain-text lines, each column padded to its widest cell, two spaces between columns."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))] if table else []
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linkcheck.values import signed, text
+from linkcheck.values import aligned, signed, text
 
 
 def _num(value: Any) -> str:
@@ -114,11 +114,9 @@ def evidence_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def acceptance_text(doc: dict[str, Any]) -> str:
-    table = [HEADER, *rows(doc)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
     weaker = non_standard_line(doc)
     lines = [headline(doc), *([weaker] if weaker else []), ""]
-    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines += aligned([list(HEADER), *(list(r) for r in rows(doc))], "  ")
     why = reasons(doc)
     if why:
         lines += ["", *(f"  - {line}" for line in why)]

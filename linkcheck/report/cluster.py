@@ -11,7 +11,7 @@ from linkcheck.model import Finding, Status
 from linkcheck.records import plain
 from linkcheck.report.markdown import md
 from linkcheck.strict_json import dumps
-from linkcheck.values import byte_size, gbps, number
+from linkcheck.values import aligned, byte_size, gbps, number
 
 
 def view_json(view: ClusterView) -> str:
@@ -132,21 +132,16 @@ def _finding_lines(check: ClusterCheck) -> list[str]:
     return lines
 
 
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
-    return ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [head, *rows]]
-
-
 def check_text(check: ClusterCheck) -> str:
     """The cluster check for a person: the topology view, the per-test table (directions named by the pair view's
     ends: a is the first node of the test's label), the N x N matrix, the tests' findings with their fixes, the
     verdict."""
     lines = view_text(check.view).splitlines()[:-1]  # its verdict is the cluster rules' alone
     if check.cables:
-        lines += ["", "tests (Gb/s, both twins at once; a is the first node named):", *_table(_CABLE_HEAD,
-                                                                                              _cable_rows(check))]
+        lines += ["", "tests (Gb/s, both twins at once; a is the first node named):",
+                  *aligned([_CABLE_HEAD, *_cable_rows(check)])]
         head, rows = _matrix_rows(check)
-        lines += ["", "matrix (Gb/s from row to column, both twins at once):", *_table(head, rows)]
+        lines += ["", "matrix (Gb/s from row to column, both twins at once):", *aligned([head, *rows])]
         lines += _finding_lines(check)
     lines += _nccl_lines(check)
     if check.traffic_error:

@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from msgspec.structs import replace
 
-from linkcheck import __version__
+from linkcheck import __version__, strict_json
 from linkcheck.accept.budget import expected_paths, plan_line
-from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile, yaml_text
-from linkcheck.accept.text import describe_profile, headline
+from linkcheck.accept.profile import Profile, builtin_profiles, load_profile_file, resolve_profile, yaml_text
+from linkcheck.accept.text import cluster_acceptance_text, describe_profile, headline
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.baseline import list_text, save_baseline, show_text
-from linkcheck.app.cluster_check import check_cluster, cluster_bundle, save_cluster
+from linkcheck.app.cluster_accept import run_cluster_accept
+from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, cluster_bundle, save_cluster
 from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
 from linkcheck.app.init import write_cluster_config, write_initial_config
 from linkcheck.app.runs import RunRecord, finish_run
@@ -438,8 +439,7 @@ def check(
                          "--bench --duration S or `linkcheck bench rdma --duration S`")
     if quick_nccl and not quick:
         raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
-    cluster = hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2 or (
-        not node and (recorded := _offline_config(config)) is not None and bool(recorded.cluster_nodes))
+    cluster = _is_cluster(node, hostfile, inventory, group, config)
     if report is not None and not cluster:
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     if cluster:
@@ -461,6 +461,14 @@ def check(
         traffic = replace(traffic, latency=options) if traffic is not None else _latency_only(options)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                _record(QUICK_COMMAND if quick else "check", baseline, prometheus))
+
+
+def _is_cluster(node: list[str] | None, hostfile: Path | None, inventory: Path | None, group: str | None,
+                config: Path | None) -> bool:
+    """Whether the nodes make a cluster: a hostfile or inventory, three or more --node, or linkcheck.yaml's
+    `cluster:` nodes when no --node is given."""
+    return hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2 or (
+        not node and (recorded := _offline_config(config)) is not None and bool(recorded.cluster_nodes))
 
 
 def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
@@ -487,12 +495,46 @@ def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | N
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not _QUIET else None
     result, bundle, doc = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
-                                        rules, rdma, progress, expected=found.expected_cluster if found else None,
-                                        nccl=nccl)
+                                        rules, ClusterTraffic(rdma, nccl), progress,
+                                        expected=found.expected_cluster if found else None)
     save_cluster(bundle, doc, target)
     _emit_cluster(result, fmt, report)
     _say(f"bundle saved to {target}")
     raise typer.Exit(int(result.exit_code))
+
+
+def _run_cluster_accept(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
+                        accept: bool, fmt: Format, show_all: bool,
+                        chosen: tuple[Profile | None, int | None, int | None], save: Path | None) -> None:
+    """A cluster's acceptance: the run of `check --bench` with the profile's test, repeated, judged by the profile
+    of the layout; the acceptance on stdout and in the saved bundle, its verdict's exit code."""
+    target = _checked_save(save)
+    _quiet_libraries(bool(_DEBUG))
+    found = find_config(config)
+    hosts = _cluster_nodes(named, found)
+    ssh = found.ssh if found else SshOptions()
+    rules = configured_rules([], found, kind="all")
+    given, repetitions, duration = chosen
+    if not _QUIET and fmt is Format.console:
+        _say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
+             + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "
+             "all_gather_perf across every node")
+    from linkcheck.report.progress import ConsoleProgress  # the command's own code
+
+    progress = ConsoleProgress.on_stderr() if fmt is Format.console and not _QUIET else None
+    run = run_cluster_accept(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys), rules,
+                             given, repetitions, duration, target, progress,
+                             found.expected_cluster if found else None)
+    if run.acceptance is None:
+        _say(f"bundle saved to {run.saved}")
+        raise LinkcheckError(run.problem or "no profile was chosen")
+    if _QUIET:
+        _say(headline(run.record))
+    else:
+        _out(strict_json.dumps(run.record, indent=2) if fmt is Format.json else
+             cluster_acceptance_text(run.record, show_all))
+    _say(f"bundle saved to {run.saved}")
+    raise typer.Exit(130 if run.check.interrupted else int(run.acceptance.exit_code))
 
 
 def _cluster_nodes(named: tuple[list[str], Path | None, Path | None, str | None],
@@ -672,10 +714,21 @@ def accept(
         "shorter than the built-in profile's marks the run NON-STANDARD in the record and every report.")] = None,
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
     """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated;
-    NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE."""
+    NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE. Three or more
+    --node, --hostfile or --inventory accept a cluster: every cable (or pair through the switch) in rounds, NCCL
+    across every node, judged by the profile of the layout the nodes show (dgx-spark-ring3, dgx-spark-switch)."""
+    if _is_cluster(node, hostfile, inventory, group, config):
+        given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node
+        _run_cluster_accept((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt, show_all,
+                            (given, repetitions, duration), save)
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
+    if prof.cluster:
+        raise UsageError(f"profile {prof.name} accepts a cluster (layout: {prof.layout}); give its nodes with "
+                         "three or more --node, --hostfile or --inventory",
+                         fix="for two nodes: --profile dgx-spark-pair")
     if duration is not None:  # the run's -D; the record's `test` says it, and `standard` whether it is weaker
         prof = replace(prof, test=replace(prof.test, duration_s=duration))
     reps = repetitions or prof.test.repetitions

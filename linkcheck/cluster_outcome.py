@@ -3,6 +3,8 @@ rules' findings), and with traffic every test's pair view, results, findings and
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from linkcheck.cluster.cables import CableTest
@@ -77,6 +79,9 @@ class ClusterCheck(msgspec.Struct, frozen=True):
     cables: tuple[CableResult, ...] = ()
     traffic_error: str | None = None
     interrupted: bool = False
+    # The bundle's acceptance (`linkcheck accept` over the cluster) as saved, for the reports; {"problem": ...} when
+    # the one there is not shown; None when there is none.
+    acceptance: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> Verdict:

@@ -17,6 +17,7 @@ from linkcheck.parsers.nccl_tests import parse_nccl_tests
 from linkcheck.records import plain
 
 if TYPE_CHECKING:
+    from linkcheck.cluster_outcome import ClusterCheck
     from linkcheck.facts.model import Function, LinkFacts, NodeFacts
     from linkcheck.model import Capture
     from linkcheck.outcome import Outcome
@@ -98,3 +99,29 @@ def acceptance_evidence(outcome: Outcome) -> dict[str, Any]:
         "runs": _runs(captures),
         "bundle": {"created": outcome.bundle.created, "tool_version": outcome.bundle.tool_version},
     }
+
+
+def cluster_evidence(check: ClusterCheck, captures: list[Capture], created: str | None,
+                     tool_version: str | None) -> dict[str, Any]:
+    """The `evidence` of a cluster's acceptance: every node's identity (its functions on every tested cable), each
+    tested cable's ends (`test` names the test), the traffic versions and every traffic run."""
+    nodes: dict[str, dict[str, Any]] = {}
+    cables: list[dict[str, Any]] = []
+    for result in check.cables:
+        link = result.link
+        for node in (link.a, link.b):
+            if node.name not in check.facts.nodes:
+                continue
+            entry = _node(node, link)
+            if node.name in nodes:  # the node's functions on every cable it was tested on, once each
+                seen = {f["netdev"] for f in nodes[node.name]["cx7"]}
+                nodes[node.name]["cx7"] += [f for f in entry["cx7"] if f["netdev"] not in seen]
+            else:
+                nodes[node.name] = entry
+        if result.test.pass_no == 1 and not result.test.switched:
+            cables += [{"test": result.test.label, **end} for end in _cable_ends(link)]
+    for name, node in check.facts.nodes.items():
+        nodes.setdefault(name, {"hostname": node.hostname, **plain(node.identity), "os": node.os_name,
+                                "kernel": node.kernel_release, "uptime_s": node.uptime_s, "cx7": []})
+    return {"nodes": nodes, "traffic_versions": _traffic_versions(captures), "cable": cables,
+            "runs": _runs(captures), "bundle": {"created": created, "tool_version": tool_version}}

@@ -12,7 +12,7 @@ import datetime as dt
 import enum
 import statistics
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -152,6 +152,12 @@ def _expect(values: list[float], missing: list[str], expected: int) -> tuple[str
     return (*missing, *([f"{short} of {expected} repetitions have no run"] if short > 0 else []))
 
 
+def _towards(link: LinkFacts, direction: str) -> str:
+    """The direction by node names: `a->b` on a pair; on a cluster's test, from its first node to its second."""
+    first, second = (link.a.name, link.b.name) if direction == "a->b" else (link.b.name, link.a.name)
+    return f"{first}->{second}"
+
+
 def _rdma_path(link: LinkFacts, mode: str, expected: int) -> list[Measured]:
     out = []
     for path in link.paths:
@@ -162,7 +168,8 @@ def _rdma_path(link: LinkFacts, mode: str, expected: int) -> list[Measured]:
             missing = [f"round {r.round_id or '?'}: {r.problem or 'no number'}" for r in runs if r.gbps is None]
             if not runs:
                 missing = [f"no {mode} ib_write_bw run"]
-            out.append(Measured(f"{path.key} {direction}", tuple(values), missing=_expect(values, missing, expected)))
+            out.append(Measured(f"{path.key} {_towards(link, direction)}", tuple(values),
+                                missing=_expect(values, missing, expected)))
     return out
 
 
@@ -179,18 +186,30 @@ def _rdma_total(link: LinkFacts, expected: int) -> list[Measured]:
             missing = ["no concurrent ib_write_bw run"]
         elif len(link.paths) > 1 and any(len(rates) < len(link.paths) for rates in rounds.values()):
             missing.append("a concurrent round ran fewer paths than the link has")
-        out.append(Measured(f"both paths {direction}", tuple(values), missing=_expect(values, missing, expected)))
+        out.append(Measured(f"both paths {_towards(link, direction)}", tuple(values),
+                            missing=_expect(values, missing, expected)))
     return out
 
 
-def _nccl(link: LinkFacts, what: str) -> list[Measured]:
-    nccl = link.bench.nccl
+class NcclResult(Protocol):
+    """An all_gather_perf result as the checks read it: a pair's (facts NcclRun) or a cluster's (ClusterNccl)."""
+
+    @property
+    def busbw_gbs(self) -> float | None: ...
+    @property
+    def wrong(self) -> int: ...
+    @property
+    def problem(self) -> str | None: ...
+
+
+def nccl_measured(nccl: NcclResult | None, what: str, subject: str = "all_gather") -> list[Measured]:
+    """`busbw` (the peak bus bandwidth at messages >= 1 GiB) or `wrong` (#wrong over every row) of a run."""
     if nccl is None:
-        return [Measured("all_gather", missing=("no NCCL all_gather_perf run",))]
+        return [Measured(subject, missing=("no NCCL all_gather_perf run",))]
     value = nccl.busbw_gbs if what == "busbw" else (float(nccl.wrong) if nccl.busbw_gbs is not None else None)
     if value is None:
-        return [Measured("all_gather", missing=(nccl.problem or "no result row at messages >= 1 GiB",))]
-    return [Measured("all_gather", (value,))]
+        return [Measured(subject, missing=(nccl.problem or "no result row at messages >= 1 GiB",))]
+    return [Measured(subject, (value,))]
 
 
 def _pcie(link: LinkFacts, attr: str) -> list[Measured]:
@@ -217,10 +236,11 @@ def _serials(link: LinkFacts, node: str) -> list[str]:
 
 
 def _cable_serial(link: LinkFacts) -> list[Measured]:
-    a, b = _serials(link, "a"), _serials(link, "b")
-    missing = tuple(f"node {n}: no cable serial read (sudo ethtool -m)" for n, s in (("a", a), ("b", b)) if not s)
-    return [Measured("pair", texts=(f"a: {', '.join(a) or '?'}", f"b: {', '.join(b) or '?'}"), missing=missing,
-                     compared=(*a, *b))]
+    """The serials each end reads (a pair's nodes are a and b; a cluster test's, the nodes' own names)."""
+    ends = [(node.name, _serials(link, node.name)) for node in (link.a, link.b)]
+    missing = tuple(f"node {n}: no cable serial read (sudo ethtool -m)" for n, s in ends if not s)
+    return [Measured("pair", texts=tuple(f"{n}: {', '.join(s) or '?'}" for n, s in ends), missing=missing,
+                     compared=tuple(x for _, s in ends for x in s))]
 
 
 def _firmware(link: LinkFacts) -> list[Measured]:
@@ -244,7 +264,7 @@ def measure(link: LinkFacts, check_id: str, repetitions: int) -> list[Measured]:
     elif check_id == "rdma_concurrent_total_gbps":
         found = _rdma_total(link, repetitions)
     elif check_id in ("nccl_busbw_gbs", "nccl_wrong"):
-        found = _nccl(link, "busbw" if check_id == "nccl_busbw_gbs" else "wrong")
+        found = nccl_measured(link.bench.nccl, "busbw" if check_id == "nccl_busbw_gbs" else "wrong")
     elif check_id in ("pcie_speed_gts", "pcie_width"):
         found = _pcie(link, check_id)
     elif check_id == "cable_part_number":
@@ -304,9 +324,13 @@ def _textual(check: ProfileCheck, m: Measured) -> CheckResult:
     return CheckResult(check, m.subject, AcceptVerdict.PASS, m)
 
 
-def judge_check(check: ProfileCheck, link: LinkFacts, repetitions: int) -> list[CheckResult]:
+def judge_measured(check: ProfileCheck, measured: Iterable[Measured]) -> list[CheckResult]:
     judge = _numeric if check.spec.kind in ("min", "max") else _textual
-    return [judge(check, m) for m in measure(link, check.id, repetitions)]
+    return [judge(check, m) for m in measured]
+
+
+def judge_check(check: ProfileCheck, link: LinkFacts, repetitions: int) -> list[CheckResult]:
+    return judge_measured(check, measure(link, check.id, repetitions))
 
 
 def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: int | None = None) -> Acceptance:

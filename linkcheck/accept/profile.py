@@ -4,6 +4,7 @@ A profile is YAML (bounded like playbooks: 1 MiB, 64 levels, no anchors or alias
 
     profile: dgx-spark-pair
     version: 1
+    layout: pair                          # pair (the default), ring3 .. ring8, or switch: what `accept` runs it on
     description: ...
     test:
       repetitions: 3                      # RDMA rounds run this many times; the minimum is judged
@@ -24,6 +25,11 @@ tighten a named threshold (a `value` stricter than the rule's, with its own `sou
 as a run judged by it would not be the standard acceptance. Unknown keys, wrong types, a unit other than the
 check's, a value outside what the hardware can show, and a warn floor under the fail floor (or a warn ceiling
 over the fail ceiling) are refused naming file:line.
+
+`layout` is the cabling the profile accepts, named as `linkcheck topology` names it: a pair's profile judges the
+one cable; a cluster's (a ring, a switch) judges every test of the cluster's schedule by the per-cable checks and
+the NCCL run across every node by the `nccl_*` checks (accept/cluster.py). A check that cannot hold for the
+layout (the same cable serial at both ends of a test through a switch) is refused.
 """
 
 from __future__ import annotations
@@ -48,6 +54,10 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 THRESHOLD_KEYS = {"value", "unit", "source"}
 REF_RE = re.compile(r"^([A-Z][A-Z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
+# The layouts a profile may accept, as cluster/topology.py names them: two nodes direct, a ring of 3 to 8, a switch.
+LAYOUT_RE = re.compile(r"^(pair|switch|ring[3-8])$")
+# Checks that no test of a layout can pass: through a switch each node's cable ends at the switch, not at its peer.
+NOT_FOR_LAYOUT = {"switch": {"cable_serial_both_ends": "each node's cable ends at the switch, not at the other node"}}
 
 
 class ProfileError(InputFileError):
@@ -146,6 +156,11 @@ class Profile(msgspec.Struct, frozen=True):
     sha256: str  # of the file's bytes
     text: str = ""
     require: tuple[str, ...] = ()  # rules whose findings the acceptance needs: a skip of one is INCONCLUSIVE
+    layout: str = "pair"  # the cabling it accepts (LAYOUT_RE): a pair, a ring of N, a switch
+
+    @property
+    def cluster(self) -> bool:
+        return self.layout != "pair"
 
     def check(self, check_id: str) -> ProfileCheck | None:
         return next((c for c in self.checks if c.id == check_id), None)
@@ -184,6 +199,7 @@ class _NcclDoc(msgspec.Struct, forbid_unknown_fields=True):
 class _ProfileDoc(msgspec.Struct, forbid_unknown_fields=True):
     profile: Any = None
     version: Any = None
+    layout: Any = "pair"
     description: Any = ""
     test: _TestDoc | msgspec.UnsetType = msgspec.UNSET
     checks: Any = None
@@ -409,13 +425,24 @@ def _check(file: schema.YamlFile, rules: Mapping[str, Rule], check_id: str, raw:
     return ProfileCheck(check_id, spec, found)
 
 
-def _checks(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any) -> tuple[ProfileCheck, ...]:
+def _checks(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any, layout: str) -> tuple[ProfileCheck, ...]:
     if not isinstance(raw, dict) or not raw:
         raise file.refuse("'checks' must be a non-empty mapping of check ids to thresholds", (),
                           "checks" if "checks" in file.data else None)
+    for check_id in raw:
+        why = NOT_FOR_LAYOUT.get(layout, {}).get(str(check_id))
+        if why:
+            raise file.refuse(f"check '{check_id}' cannot hold on a {layout}: {why}", ("checks",), check_id)
     checks = tuple(_check(file, rules, str(k), v) for k, v in raw.items())
     _consistent(file, checks)
     return checks
+
+
+def _layout(file: schema.YamlFile, raw: Any) -> str:
+    if not isinstance(raw, str) or not LAYOUT_RE.fullmatch(raw):
+        raise file.refuse(f"'layout' must be pair, ring3 to ring8, or switch (as `linkcheck topology` names the "
+                          f"cabling), got {raw!r}", (), "layout")
+    return raw
 
 
 def _consistent(file: schema.YamlFile, checks: tuple[ProfileCheck, ...]) -> None:
@@ -442,7 +469,8 @@ def _require(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any) -> tupl
 def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> Profile:
     """A profile from its YAML text; ProfileError naming path:line on the first problem. Rule thresholds that
     it names are taken from `rules` (by default the built-in playbooks)."""
-    by_id = {r.id: r for r in (load_playbooks() if rules is None else rules)}
+    # A pair's rules and a cluster's: a cluster profile takes the thresholds of the cluster's NCCL rule.
+    by_id = {r.id: r for r in (load_playbooks(kind="all") if rules is None else rules)}
     file = schema.YamlFile(path, parse_yaml_text(text, path, ProfileError), ProfileError)
     if not isinstance(file.data, dict):
         raise ProfileError(path, "a profile must be a mapping", line=1)
@@ -455,9 +483,11 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
                           "version" if "version" in file.data else None)
     if not isinstance(doc.description, str):
         raise file.refuse("'description' must be text", (), "description")
+    layout = _layout(file, doc.layout)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Profile(doc.profile, " ".join(doc.description.split()), _test(file, doc.test),
-                   _checks(file, by_id, doc.checks), path, digest, text, _require(file, by_id, doc.require))
+                   _checks(file, by_id, doc.checks, layout), path, digest, text, _require(file, by_id, doc.require),
+                   layout)
 
 
 # The line breaks YAML reads besides `\n`: a file saved on Windows (CRLF), an old Mac's CR, Unicode's NEL.
@@ -480,6 +510,15 @@ def builtin_profiles() -> dict[str, Path]:
 
 
 DEFAULT_PROFILE = "dgx-spark-pair"
+
+
+def layout_profile(layout: str) -> str | None:
+    """The built-in profile that accepts `layout`: a pair's, a ring of 3's, a switch's; None for a layout no
+    built-in profile accepts (a ring of 4 or more, mixed, unknown)."""
+    for name, path in builtin_profiles().items():
+        if load_profile_file(path).layout == layout:
+            return name
+    return None
 
 
 def resolve_profile(name_or_file: str | None) -> Profile:

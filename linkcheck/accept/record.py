@@ -5,6 +5,7 @@ numbers, and the `cx7` list), the one mapping whose keys are not fixed here."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -102,6 +103,7 @@ class Cx7(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class CableEnd(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    test: str | None = None  # a cluster's: the test (cable) this end belongs to
     node: str | None = None
     netdev: str | None = None
     problem: str | None = None
@@ -159,6 +161,27 @@ class Standard(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sha256: str | None = None
 
 
+class ClusterTestRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    test: str
+    verdict: Verdict
+    round: Count = 0
+    a: str = ""
+    b: str = ""
+    checks: Count = 0
+    problem: str | None = None
+    switched: bool = False
+    # the second pass (`2`): a slow test's node measured again with a node that passed
+    pass_: Annotated[int, msgspec.Meta(ge=1, le=2)] = msgspec.field(default=1, name="pass")
+
+
+class ClusterRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A cluster's acceptance (accept/cluster.py): the layout, the nodes and every test's own verdict."""
+
+    layout: str
+    nodes: list[str] = []
+    tests: list[ClusterTestRef] = []
+
+
 class AcceptanceRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """acceptance.json (`"schema": "linkcheck-acceptance"`, `"schema_version": 1`), as `linkcheck accept` writes it."""
 
@@ -174,6 +197,7 @@ class AcceptanceRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     notes: list[str] | None = None
     evidence: Evidence | None = None
     standard: Standard | None = None
+    cluster: ClusterRef | None = None
 
 
 _ALLOWED = {
@@ -188,6 +212,8 @@ _ALLOWED = {
     "evidence": "an object or null", "evidence.nodes": "an object of node objects",
     "evidence.cable": "a list of cable-end objects", "evidence.runs": "a list of run objects",
     "standard": "an object or null", "standard.differences": "a list of texts",
+    "cluster": "an object or null", "cluster.tests": "a list of test objects",
+    "cluster.tests[].verdict": "PASS, DEGRADED, FAIL or INCONCLUSIVE",
 }
 
 
@@ -240,3 +266,14 @@ def load_acceptance(directory: Path) -> tuple[dict[str, Any] | None, str | None]
     path = directory / ACCEPTANCE
     doc, problem = decode_record(path, raw)
     return (doc, None) if doc is not None else (None, f"{problem} (not shown)")
+
+
+def bundle_acceptance(directory: Path | None, unverified: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+    """A bundle's acceptance for its reports: the record when the manifest vouches for it; {"problem": ...} saying
+    why the one there is not shown (unverified, edited, damaged); None when the bundle has none."""
+    if directory is None or not os.path.lexists(directory / ACCEPTANCE):
+        return None
+    if {ACCEPTANCE, "manifest.json"} & unverified:
+        return {"problem": f"{ACCEPTANCE} is unverified (`linkcheck verify` names why; not shown)"}
+    doc, problem = load_acceptance(directory)
+    return doc if doc is not None else {"problem": problem}

@@ -1,12 +1,16 @@
 """Whether an acceptance run is the standard one, and if not, what makes it weaker.
 
-The standard is the built-in profile, `dgx-spark-pair`: its test (`-D`, repetitions, message size, queue pairs,
+The standard is the built-in profile of the run's layout (`dgx-spark-pair`, `dgx-spark-ring3`, `dgx-spark-switch`):
+its test (`-D`, repetitions, message size, queue pairs,
 the NCCL sweep) and its thresholds. A run is NON-STANDARD when a reader of its record could take it for more than
 it was: shorter ib_write_bw rounds or fewer repetitions (`accept --duration`, `--repetitions`, or a profile's
 `test`), another message size or number of queue pairs (the published figures are 1 MiB and 1 QP; more QPs read
 higher), a smaller NCCL sweep, a check of the standard left out, a band judged by a looser threshold (a lower
 floor, a higher ceiling, a part number the standard does not approve) or a rule the standard requires dropped.
 Anything stronger (longer rounds, more repetitions, tighter thresholds, more checks) stays standard.
+
+A layout no built-in profile accepts (a ring of four or more: NVIDIA documents a ring of exactly three) is compared
+with the ring of three's and is NON-STANDARD for its layout alone.
 
 The verdict is not changed: the record says NON-STANDARD with each difference, and every report shows it.
 """
@@ -16,16 +20,17 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from linkcheck.accept.profile import DEFAULT_PROFILE, Profile, ProfileCheck, Threshold, resolve_profile
+from linkcheck.accept.profile import DEFAULT_PROFILE, Profile, ProfileCheck, Threshold, layout_profile, resolve_profile
 from linkcheck.values import byte_size, text
 
 STANDARD = DEFAULT_PROFILE
+RING_STANDARD = "dgx-spark-ring3"
 
 
 @functools.cache
-def standard_profile() -> Profile:
-    """The built-in profile every run is compared with (read once per process)."""
-    return resolve_profile(STANDARD)
+def standard_profile(layout: str = "pair") -> Profile:
+    """The built-in profile a run on `layout` is compared with (read once per process per layout)."""
+    return resolve_profile(layout_profile(layout) or (RING_STANDARD if layout.startswith("ring") else STANDARD))
 
 
 def _value(t: Threshold) -> str:
@@ -79,8 +84,10 @@ def _check(mine: ProfileCheck | None, std: ProfileCheck) -> list[str]:
 
 def differences(profile: Profile, repetitions: int, standard: Profile | None = None) -> tuple[str, ...]:
     """What makes this run weaker than the standard acceptance, one line each; () when it is not."""
-    std = standard or standard_profile()
-    out = _test(profile, repetitions, std)
+    std = standard or standard_profile(profile.layout)
+    out = [] if std.layout == profile.layout else [f"layout {profile.layout}: no built-in profile accepts it "
+                                                   f"(compared with {std.name}, layout {std.layout})"]
+    out += _test(profile, repetitions, std)
     for check in std.checks:
         out += _check(profile.check(check.id), check)
     out += [f"{rule} not required (standard requires it)" for rule in std.require if rule not in profile.require]
@@ -90,6 +97,6 @@ def differences(profile: Profile, repetitions: int, standard: Profile | None = N
 def standard_record(profile: Profile, repetitions: int) -> dict[str, Any]:
     """acceptance.json's `standard`: the profile the run was compared with, whether it is weaker
     (`non_standard`) and each difference."""
-    std = standard_profile()
+    std = standard_profile(profile.layout)
     found = differences(profile, repetitions, std)
     return {"profile": std.name, "sha256": std.sha256, "non_standard": bool(found), "differences": list(found)}

@@ -105,10 +105,11 @@ def evidence_lines(doc: dict[str, Any]) -> list[str]:
                    f"{_known(node.get('os'))}, kernel {_known(node.get('kernel'))}, CX-7 firmware "
                    f"{', '.join(fw) or '?'}")
     for end in ev.get("cable") or []:
+        test = f"{end['test']}: " if end.get("test") else ""  # a cluster's: the test the end belongs to
         if end.get("netdev") is None:
-            out.append(f"cable seen from {end.get('node')}: not read ({end.get('problem')})")
+            out.append(f"{test}cable seen from {end.get('node')}: not read ({end.get('problem')})")
         else:
-            out.append(f"cable seen from {end.get('node')} ({end['netdev']}): "
+            out.append(f"{test}cable seen from {end.get('node')} ({end['netdev']}): "
                        f"{_known(end.get('vendor'), end.get('part_number'))}, serial {_known(end.get('serial'))}")
     return out
 
@@ -134,6 +135,7 @@ def describe_profile(profile: Any) -> str:
     """A profile in full, for `linkcheck profiles show`."""
     t = profile.test
     lines = [f"profile {profile.name} ({profile.source}, sha256 {profile.sha256})", profile.description, "",
+             f"layout: {profile.layout} (`linkcheck accept` runs it on this cabling only)", "",
              f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {t.size_bytes} -q {t.qps} "
              f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes"
              + ("; the latency test (ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)"
@@ -151,3 +153,41 @@ def describe_profile(profile: Any) -> str:
             lines.append(f"  {th.band}: {th.operator} {value} {th.unit} (else {miss}){origin}")
             lines.append(f"    source: {th.source}")
     return "\n".join(lines)
+
+
+def _lowest(doc: dict[str, Any], label: str, check_id: str) -> str:
+    """The lowest of a check's measurements over a test's subjects, with its unit; '-' when none was measured."""
+    found = [c for c in doc.get("checks", []) if c.get("id") == check_id
+             and str(c.get("subject", "")).startswith(f"{label} ")]
+    lows = [c["measured"]["min"] for c in found if (c.get("measured") or {}).get("min") is not None]
+    return f"{_num(min(lows))} {found[0]['measured'].get('unit', '')}".strip() if lows else "-"
+
+
+TEST_HEADER = ("test", "round", "verdict", "lowest path (both at once)", "lowest total", "why not measured")
+
+
+def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False) -> str:
+    """A cluster's acceptance on the console: the headline, each test's verdict with its lowest rates, the checks
+    that did not pass (every check with `show_all`), why, who was tested, and the closing line."""
+    weaker = non_standard_line(doc)
+    cluster = doc.get("cluster") or {}
+    lines = [headline(doc), *([weaker] if weaker else []),
+             f"layout {cluster.get('layout', '?')}: nodes {', '.join(map(str, cluster.get('nodes', [])))}", ""]
+    tests = [[str(t.get("test")) + (" (second pass)" if t.get("pass") == 2 else ""), str(t.get("round")),
+              str(t.get("verdict")), _lowest(doc, str(t.get("test")), "rdma_concurrent_gbps"),
+              _lowest(doc, str(t.get("test")), "rdma_concurrent_total_gbps"), str(t.get("problem") or "")]
+             for t in cluster.get("tests", [])]
+    lines += aligned([list(TEST_HEADER), *tests], "  ")
+    # Every check of the NCCL run across the nodes; a test's checks where they did not pass (all with show_all).
+    shown_rows = [r for r in rows(doc) if show_all or r[0] != "PASS" or "<->" not in r[2].split(" ")[0]]
+    if shown_rows:
+        lines += ["", *aligned([list(HEADER), *(list(r) for r in shown_rows)], "  ")]
+    findings = doc.get("diagnosis", {}).get("findings", [])  # the checks' reasons are in the table
+    why = [f"finding {f['status'].upper()} {f['id']} {f['subject']}" for f in findings] + [
+        str(n) for n in doc.get("notes", [])]
+    if why:
+        lines += ["", *(f"  - {line}" for line in why)]
+    evidence = evidence_lines(doc)
+    if evidence:
+        lines += ["", *(f"  {line}" for line in evidence)]
+    return "\n".join([*lines, "", closing_line(doc)])

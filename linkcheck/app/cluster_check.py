@@ -19,12 +19,13 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, open_cluster
 from linkcheck.bench.cluster import Planned, captures_of, plan_test, run_cluster_rdma
 from linkcheck.bench.cluster_nccl import run_cluster_nccl
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
-from linkcheck.bench.runner import Progress, detect_tools, inspected_tools
+from linkcheck.bench.runner import Progress, detect_tools, inspected_tools, repetition_captures
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import CableTest, cable_tests, pair_view, second_pass, test_subnets
@@ -74,6 +75,20 @@ def _plan(tests: Sequence[CableTest], errors: dict[str, str]) -> list[Planned]:
     return out
 
 
+class ClusterTraffic(msgspec.Struct, frozen=True):
+    """What a cluster's run sends after the inspection: the RDMA rounds per cable (`repetitions` times: `accept`),
+    then NCCL across every node; nothing when both are None (inspection only)."""
+
+    rdma: RdmaOptions | None = None
+    nccl: NcclOptions | None = None
+    repetitions: int = 1
+
+
+# The traffic to send, decided once the inspection has shown the cluster (`accept` picks its profile by the
+# layout); it may refuse (UsageError) before anything is sent.
+TrafficPlan = Callable[[ClusterFacts], ClusterTraffic]
+
+
 class _Measured(msgspec.Struct):
     results: list[CableResult]
     error: str | None = None
@@ -81,21 +96,29 @@ class _Measured(msgspec.Struct):
 
 
 def _measure(transports: dict[str, Transport], tests: Sequence[CableTest], errors: dict[str, str],
-             captures: list[Capture], rdma: RdmaOptions, rules: list[Rule], progress: Progress | None) -> _Measured:
+             captures: list[Capture], traffic: ClusterTraffic, rules: list[Rule],
+             progress: Progress | None) -> _Measured:
+    """The tests' rounds, `traffic.repetitions` times (each repetition's round ids its own); the first error or
+    Ctrl-C ends the repetitions."""
     planned = _plan(tests, errors)
     runnable = [p for p in planned if not p.refused]
     nodes = sorted({n for p in runnable for n in p.test.nodes})
     live = {n: transports[n] for n in nodes}
     error: str | None = None
     interrupted = False
-    if runnable:
+    reps = traffic.repetitions
+    if runnable and traffic.rdma is not None:
         tools = inspected_tools(captures, nodes)
         if tools is None:
             tools, caps = detect_tools(live)
             captures += caps
-        result = run_cluster_rdma(live, runnable, rdma, tools, progress)
-        captures += result.captures
-        error, interrupted = result.error, result.interrupted
+        for n in range(1, reps + 1):
+            result = run_cluster_rdma(live, runnable, traffic.rdma, tools, progress)
+            captures += result.captures if reps == 1 else repetition_captures(result.captures, n)
+            error, interrupted = result.error, result.interrupted
+            if error or interrupted:
+                error = f"repetition {n} of {reps}: {error}" if reps > 1 and error else error
+                break
     return _Measured([_judge_test(p, captures, rules, error) for p in planned], error, interrupted)
 
 
@@ -150,11 +173,12 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
     return tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched) for t in tests)
 
 
-def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], rdma: RdmaOptions | None,
-                  progress: Progress | None = None, expected: ExpectedCluster | None = None,
-                  nccl: NcclOptions | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
-    """Inspect, measure (the RDMA rounds when `rdma` is given, then NCCL across every node when `nccl` is) and
-    judge; with the bundle to save and its cluster record."""
+def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
+                  traffic: ClusterTraffic | TrafficPlan, progress: Progress | None = None,
+                  expected: ExpectedCluster | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+    """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
+    `traffic.nccl` is) and judge; with the bundle to save and its cluster record. `traffic` may be a plan that
+    decides from the inspected cluster."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
     tests: list[CableTest] = []
@@ -164,14 +188,16 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         captures, errors = inspect_cluster(transports, ssh)
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
+        sent = traffic if isinstance(traffic, ClusterTraffic) else traffic(facts)
+        rdma, nccl = sent.rdma, sent.nccl
         if rdma is not None:
             tests = cable_tests(facts, schedule(facts.topology))
-            first = _measure(transports, tests, errors, captures, rdma, cable_rules, progress)
+            first = _measure(transports, tests, errors, captures, sent, cable_rules, progress)
             error, interrupted = first.error, first.interrupted
             slow = {r.test.label for r in first.results if r.state == "slow"}
             again = second_pass(facts, tests, slow) if not (error or interrupted) else []
             if again:
-                more = _measure(transports, again, errors, captures, rdma, cable_rules, progress)
+                more = _measure(transports, again, errors, captures, sent, cable_rules, progress)
                 tests += again
                 error, interrupted = more.error, more.interrupted
         if nccl is not None and not interrupted:
@@ -205,4 +231,5 @@ def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = Fa
     hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts]
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
-    return judge_cluster(hosts, bundle.captures, errors, doc, rules, expected)
+    check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected)
+    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified))

@@ -14,7 +14,7 @@ from linkcheck.app.offline import configured_rules, diagnose_facts
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
-from linkcheck.bench.runner import Progress, Schedule, inspected_tools, run_traffic
+from linkcheck.bench.runner import Progress, Schedule, inspected_tools, repetition_captures, run_traffic
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir
@@ -96,7 +96,7 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
         last = n == reps
         result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if last else None,
                              progress=progress, tools=tools, latency=request.latency if last else None)
-        captures += result.captures if reps == 1 else _repetition(result.captures, n)
+        captures += result.captures if reps == 1 else repetition_captures(result.captures, n)
         if result.error or result.interrupted:
             break
     error = f"repetition {n} of {reps}: {result.error}" if reps > 1 and result.error else result.error
@@ -119,12 +119,6 @@ def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> N
     progress.plan_known(Schedule(paths, nccl, per_run * (request.repetitions if rdma else 1), round_s,
                                  nccl_seconds(nccl) if nccl is not None else 0.0,
                                  latency_seconds(paths, len(latency.sizes), latency.allreduce) if latency else 0.0))
-
-
-def _repetition(captures: list[Capture], n: int) -> list[Capture]:
-    """One repetition's captures with their round ids made its own (the mode stays the id's first word)."""
-    return [replace(c, meta={**c.meta, "round": f"{c.meta['round']}-rep{n}"}) if c.meta.get("round") else c
-            for c in captures]
 
 
 def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import msgspec
+from msgspec.structs import replace
 
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.latency import LatencyOptions, latency_budget_s, plan_latency, refuse_busy_latency, run_latency
@@ -208,6 +209,13 @@ def _budget_s(rounds: list[Round], rdma: RdmaOptions | None, nccl: NcclOptions |
     per_round = rdma.ready_timeout_s + rdma.duration_s + 90 if rdma else 0
     return (60 + len(rounds) * per_round + (nccl.timeout_s + 60 if nccl else 0)
             + (latency_budget_s(*latency) if latency else 0))
+
+
+def repetition_captures(captures: list[Capture], n: int) -> list[Capture]:
+    """One repetition's captures with their round ids made its own (`<round>-rep<n>`; the mode stays the id's first
+    word), so the facts keep the repetitions apart."""
+    return [replace(c, meta={**c.meta, "round": f"{c.meta['round']}-rep{n}"}) if c.meta.get("round") else c
+            for c in captures]
 
 
 def concurrent_rates(captures: list[Capture], link: LinkFacts) -> dict[tuple[str, str], float | None]:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.accept.record import load_acceptance
+from linkcheck.accept.record import bundle_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
@@ -77,14 +76,7 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
 def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
     """The bundle's acceptance.json (`linkcheck accept`), when the manifest vouches for it; else None, or
     {"problem": ...} saying why the one there is not shown."""
-    path = outcome.bundle.path
-    if path is None or not os.path.lexists(path / "acceptance.json"):
-        return None
-    if {"acceptance.json", "manifest.json"} & outcome.bundle.unverified:
-        return {"problem": "acceptance.json is unverified (`linkcheck verify` names why; not shown)"}
-
-    doc, problem = load_acceptance(path)
-    return doc if doc is not None else {"problem": problem}
+    return bundle_acceptance(outcome.bundle.path, outcome.bundle.unverified)
 
 
 def render_json(outcome: Outcome) -> str:

@@ -180,6 +180,8 @@ class Node:
     functions: tuple[Function, ...]
     cabled_cage: str | None = "p1"
     cable: Cable | None = field(default_factory=Cable)
+    # The modules in the node's other cages (cage -> Cable): a ring node has a cable in each of its two cages.
+    more_cables: dict[str, Cable] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_VERSIONS))
     nccl_env: dict[str, str] = field(default_factory=dict)
     nccl_conf: str | None = None  # /etc/nccl.conf text; None: the file does not exist
@@ -221,6 +223,12 @@ class Node:
     latency_gbps: float = 53.64
     latency_rates: dict[str, tuple[float, float]] = field(default_factory=dict)
     allreduce_slowdown: float = 1.0  # the small all_reduce against the healthy 30 us + bytes at ~1.7 GB/s
+
+    def cable_in(self, cage: str | None) -> Cable | None:
+        """The module in `cage`: the cabled cage's, or one of `more_cables`; None for an empty cage."""
+        if cage is not None and cage in self.more_cables:
+            return self.more_cables[cage]
+        return self.cable if cage == self.cabled_cage else None
 
     def function(self, name: str) -> Function:
         """The function whose netdev, RDMA device or BDF is `name`; KeyError if none."""
@@ -280,6 +288,7 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
     d = dict(d)
     d["functions"] = tuple(_function_from_dict(f) for f in d["functions"])
     d["cable"] = None if d.get("cable") is None else Cable(**d["cable"])
+    d["more_cables"] = {str(k): Cable(**v) for k, v in d.get("more_cables", {}).items()}
     d["netplan_files"] = tuple(NetplanFile(**f) for f in d.get("netplan_files", ()))
     d["nm_connections"] = tuple(NetplanFile(**f) for f in d.get("nm_connections", ()))
     d["nccl_files"] = tuple(d.get("nccl_files", ()))

@@ -118,8 +118,8 @@ def render_ethtool_m(node: Node, netdev: str) -> Output:
         fn = node.function(netdev)
     except KeyError:
         return "", "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n", 1
-    cable = node.cable
-    if cable is None or fn.cage != node.cabled_cage:
+    cable = node.cable_in(fn.cage)
+    if cable is None:
         return "", "netlink error: Operation not supported\n", 1
     if cable.identifier_code == 0x1E:
         if _ethtool_knows_cmis(node.version("ethtool")):

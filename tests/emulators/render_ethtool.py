@@ -42,7 +42,7 @@ def render_ethtool(node: Node, netdev: str, root: bool = False) -> Output:
         fn = node.function(netdev)
     except KeyError:
         return _no_device(netdev)
-    cabled = node.cable is not None and fn.cage == node.cabled_cage
+    cabled = node.cable_in(fn.cage) is not None
     text = f"Settings for {fn.netdev}:\n\tSupported ports: [ Backplane ]\n"
     text += _modes("Supported link modes")
     text += "\tSupported pause frame use: Symmetric\n\tSupports auto-negotiation: Yes\n"

@@ -24,12 +24,13 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 from __future__ import annotations
 
 import ipaddress
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tests.emulators.build import gb10_node, with_function
-from tests.emulators.node import Neighbour, Node
+from tests.emulators.node import Cable, Neighbour, Node
 from tests.lab.scenario import Wiring, specs_from_models
 from tests.lab.spec import LabNodeSpec
 
@@ -175,15 +176,34 @@ def _nccl_env(cluster: Cluster) -> dict[str, str]:
     return {**HCA_ENV, **({"NCCL_ALGO": "Ring"} if big_ring else {})}
 
 
+def _modules(cluster: Cluster, name: str) -> dict[str, Cable]:
+    """The module in each cabled cage of `name`: a direct cable's two ends read one serial (one cable), a node's
+    cable to the switch its own."""
+    out = {}
+    for cage in sorted(cluster.cages[name]):
+        far = cluster.wiring.get((name, TWINS[cage][0]))
+        if isinstance(far, tuple):
+            far_cage = next(c for c, twins in TWINS.items() if far[1] in twins)
+            ends = sorted([f"{name}{cage}", f"{far[0]}{far_cage}"])
+            key = "".join(ends)
+        else:
+            key = f"{name}{cage}-switch"
+        out[cage] = Cable(vendor_sn=f"APF2509{zlib.crc32(key.encode()) % 10**7:07d}")
+    return out
+
+
 def cluster_models(cluster: Cluster) -> dict[str, Node]:
-    """A GB10 model per node: the cabled cages' twins with carrier, the addresses, the neighbour tables."""
+    """A GB10 model per node: the cabled cages' twins with carrier and their modules, the addresses, the neighbour
+    tables."""
     models = {}
     for i, name in enumerate(cluster.names):
         cages = sorted(cluster.cages[name])
         addrs = {netdev: (cidr,) for netdev, cidr in cluster.addrs[name].items()}
+        modules = _modules(cluster, name)
         node = gb10_node(f"spark-{name}", f"4c:bb:47:1{i}:00:10", addrs=addrs,
                          mtu=dict.fromkeys(cluster.addrs[name], 9000), cabled_cage=cages[0] if cages else None,
-                         mgmt_ip=f"10.20.0.{21 + i}/24")
+                         cable=modules[cages[0]] if cages else None, mgmt_ip=f"10.20.0.{21 + i}/24")
+        node = replace(node, more_cables={c: m for c, m in modules.items() if c != node.cabled_cage})
         for fn in node.functions:
             node = with_function(node, fn.netdev, carrier=fn.cage in cages)
         slow = {fn.rdma_dev: gbps for fn in node.functions for (n, cage), gbps in cluster.slow.items()

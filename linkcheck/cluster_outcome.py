@@ -82,6 +82,7 @@ class ClusterCheck(msgspec.Struct, frozen=True):
     # The bundle's acceptance (`linkcheck accept` over the cluster) as saved, for the reports; {"problem": ...} when
     # the one there is not shown; None when there is none.
     acceptance: dict[str, Any] | None = None
+    nccl_error: str | None = None  # why NCCL across the nodes did not run or finish (also in `traffic_error`)
 
     @property
     def verdict(self) -> Verdict:

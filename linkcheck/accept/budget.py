@@ -106,6 +106,21 @@ def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, re
     return f"linkcheck {command}: planned wall time ~{_human(total)} ({', '.join(parts)})"
 
 
+def cluster_plan_line(command: str, *, tests: int, rounds: int, duration_s: int, repetitions: int = 1,
+                      nccl_max_bytes: int | None = None, adaptive: bool = False) -> str:
+    """A cluster run's plan, said once the inspection has shown the schedule: `rounds` ib_write_bw rounds per
+    repetition (the tests of a schedule round side by side), then NCCL across every node once."""
+    total = INSPECTION_S + repetitions * rounds_seconds(rounds, duration_s)
+    reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
+    shape = " (all paths at once; each path alone only where one is low)" if adaptive else ""
+    parts = [f"{tests} tests in {rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}"]
+    if nccl_max_bytes is not None:
+        total += nccl_seconds(nccl_max_bytes)
+        parts.append(f"all_gather_perf across every node up to {_size(nccl_max_bytes)} "
+                     f"(~{nccl_seconds(nccl_max_bytes):.0f} s)")
+    return f"linkcheck {command}: planned wall time ~{_human(total)} after the inspection ({', '.join(parts)})"
+
+
 def measured_window_s(duration_s: int) -> int:
     """The seconds perftest measures of a -D run: it leaves duration / 4 (integer) out at each end."""
     return duration_s - 2 * (duration_s // 4)

@@ -20,6 +20,7 @@ from linkcheck.accept.judge import (
     SCHEMA_VERSION,
     AcceptVerdict,
     CheckResult,
+    Measured,
     judge_check,
     judge_measured,
     nccl_measured,
@@ -139,9 +140,11 @@ def judge_cluster(check: ClusterCheck, profile: Profile, repetitions: int | None
     tests = tuple(judge_test(r, profile, reps) for r in check.cables)
     nccl = check.facts.nccl
     subject = f"all_gather across {len(check.facts.topology.nodes)} nodes"
+    measured = {what: nccl_measured(nccl, what, subject) for what in ("busbw", "wrong")}
+    if nccl is None and check.nccl_error:  # say why it did not run
+        measured = dict.fromkeys(measured, [Measured(subject, missing=(check.nccl_error,))])
     checks = tuple(r for c in profile.checks if c.id in CLUSTER_CHECKS
-                   for r in judge_measured(c, nccl_measured(nccl, "busbw" if c.id == "nccl_busbw_gbs" else "wrong",
-                                                            subject)))
+                   for r in judge_measured(c, measured["busbw" if c.id == "nccl_busbw_gbs" else "wrong"]))
     diagnosis = check.view.diagnosis
     findings, unjudged = _counted(diagnosis.findings, profile.require)
     from_cluster = _FROM_VERDICT[diagnosis.verdict]

@@ -96,7 +96,7 @@ class _Choice:
         self.profile = profile
         t = profile.test
         return ClusterTraffic(RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
-                              NcclOptions(max_bytes=t.nccl_max_bytes), self.reps)
+                              NcclOptions(max_bytes=t.nccl_max_bytes), self.reps, "accept")
 
     @property
     def reps(self) -> int:

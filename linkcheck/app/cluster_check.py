@@ -19,13 +19,14 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.accept.budget import cluster_plan_line, nccl_seconds, rounds_seconds
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, open_cluster
-from linkcheck.bench.cluster import Planned, captures_of, plan_test, run_cluster_rdma
+from linkcheck.bench.cluster import Planned, captures_of, plan_cluster_rounds, plan_test, run_cluster_rdma
 from linkcheck.bench.cluster_nccl import run_cluster_nccl
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
-from linkcheck.bench.runner import Progress, detect_tools, inspected_tools, repetition_captures
+from linkcheck.bench.runner import Progress, Schedule, detect_tools, inspected_tools, repetition_captures
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import CableTest, cable_tests, pair_view, second_pass, test_subnets
@@ -82,6 +83,7 @@ class ClusterTraffic(msgspec.Struct, frozen=True):
     rdma: RdmaOptions | None = None
     nccl: NcclOptions | None = None
     repetitions: int = 1
+    command: str = "check"  # as the plan line names the run
 
 
 # The traffic to send, decided once the inspection has shown the cluster (`accept` picks its profile by the
@@ -166,7 +168,26 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
         results += _unreached(facts, errors)
     facts = with_nccl(replace(facts, tests=tuple(r.outcome() for r in results)), captures)
     view = judge_facts(hosts, facts, errors, cluster_rules)
-    return ClusterCheck(view, facts, tuple(results), doc.traffic_error, doc.interrupted)
+    nccl_error = doc.nccl_error and f"NCCL across the nodes: {doc.nccl_error}"
+    traffic_error = "; ".join(e for e in (doc.traffic_error, nccl_error) if e) or None
+    return ClusterCheck(view, facts, tuple(results), traffic_error, doc.interrupted, nccl_error=nccl_error)
+
+
+def _say_plan(progress: Progress, planned: Sequence[Planned], traffic: ClusterTraffic) -> None:
+    """The run's plan once the schedule is known: the line, and the clock the live display counts down."""
+    rdma, nccl = traffic.rdma, traffic.nccl
+    if rdma is None:
+        return
+    runnable = [p for p in planned if not p.refused]
+    rounds = len(plan_cluster_rounds(runnable, rdma, modes=("concurrent",) if rdma.adaptive else None))
+    nccl_bytes = nccl.max_bytes if nccl is not None else None
+    progress.note(cluster_plan_line(traffic.command, tests=len(runnable), rounds=rounds, duration_s=rdma.duration_s,
+                                    repetitions=traffic.repetitions, nccl_max_bytes=nccl_bytes,
+                                    adaptive=rdma.adaptive))
+    if rounds:
+        progress.plan_known(Schedule(0, nccl_bytes, rounds * traffic.repetitions,
+                                     rounds_seconds(rounds, rdma.duration_s) / rounds,
+                                     nccl_seconds(nccl_bytes) if nccl_bytes is not None else 0.0))
 
 
 def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
@@ -192,6 +213,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         rdma, nccl = sent.rdma, sent.nccl
         if rdma is not None:
             tests = cable_tests(facts, schedule(facts.topology))
+            if progress is not None:
+                _say_plan(progress, _plan(tests, errors), sent)
             first = _measure(transports, tests, errors, captures, sent, cable_rules, progress)
             error, interrupted = first.error, first.interrupted
             slow = {r.test.label for r in first.results if r.state == "slow"}
@@ -200,15 +223,15 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                 more = _measure(transports, again, errors, captures, sent, cable_rules, progress)
                 tests += again
                 error, interrupted = more.error, more.interrupted
+        nccl_error: str | None = None
         if nccl is not None and not interrupted:
             run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress)
             captures += run.captures
-            error = "; ".join(e for e in (error, run.error and f"NCCL across the nodes: {run.error}") if e) or None
-            interrupted = run.interrupted
+            nccl_error, interrupted = run.error, run.interrupted
     finally:
         close_transports(transports)
     doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
-                          _entries(tests), rdma is not None, error, interrupted, nccl is not None)
+                          _entries(tests), rdma is not None, error, interrupted, nccl is not None, nccl_error)
     nodes: dict[str, dict[str, object]] = {h.name: {"target": str(h.target)} for h in hosts}
     for cap in captures:
         if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:

@@ -65,6 +65,9 @@ class Progress:
 
     def plan_known(self, schedule: Schedule) -> None: ...
 
+    def note(self, line: str) -> None:
+        """A line for the person watching (a cluster's plan, once the inspection has shown its schedule)."""
+
     def rounds_added(self, count: int) -> None:
         """The quick tier runs `count` alone rounds more (a path was low)."""
 

@@ -59,6 +59,9 @@ class ClusterDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     traffic_error: str | None = None
     interrupted: bool = False
     nccl: bool = False  # whether NCCL across every node was asked for (--bench, or --quick --nccl)
+    # Why NCCL across the nodes did not run or finish: kept apart from `traffic_error` (the RDMA rounds'), so that it
+    # never leaves a cable's own measurement inconclusive.
+    nccl_error: str | None = None
 
 
 def cluster_json(doc: ClusterDocument) -> str:

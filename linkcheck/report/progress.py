@@ -42,7 +42,7 @@ class ConsoleProgress(Progress):
 
     def _table(self) -> Table:
         assert self.round is not None
-        title = f"{self._counter()}ib_write_bw {self.round.mode} {self.round.direction}"
+        title = f"{self._counter()}ib_write_bw {self.round.mode} {towards(self.round)}"
         table = Table(title=as_text(title), expand=False)
         table.add_column("path")
         table.add_column("live rate (port counters)")
@@ -64,6 +64,9 @@ class ConsoleProgress(Progress):
         line = self.plan(schedule.paths, schedule.nccl_max_bytes) if self.plan is not None else ""
         if line and line != self.said:
             self.console.print(as_text(f"{line}, after the inspection"), highlight=False)
+
+    def note(self, line: str) -> None:
+        self.console.print(as_text(line), highlight=False)
 
     def rounds_added(self, count: int) -> None:
         if self.total:
@@ -89,7 +92,7 @@ class ConsoleProgress(Progress):
         rates = ", ".join(f"{k} {v:.1f}" for k, v in self.rates.items())
         live = f"{rates} Gb/s live, from the port counters" if rates else "no live rate"
         how = "done" if _finished_well(captures) else "stopped"
-        self.console.print(as_text(f"  {self._counter()}ib_write_bw {rnd.mode} {rnd.direction}: {how} ({live}"
+        self.console.print(as_text(f"  {self._counter()}ib_write_bw {rnd.mode} {towards(rnd)}: {how} ({live}"
                                    f"{self._clock()})", "dim"))
 
     def not_run(self, captures: list[Capture]) -> None:
@@ -100,7 +103,7 @@ class ConsoleProgress(Progress):
 
     def nccl_started(self) -> None:
         expected = f" (~{self.schedule.nccl_s:.0f} s)" if self.schedule and self.schedule.nccl_s else ""
-        self.console.print(f"  all_gather_perf across both nodes: running{expected}", style="dim")
+        self.console.print(f"  all_gather_perf across the nodes: running{expected}", style="dim")
 
     def nccl_done(self, captures: list[Capture]) -> None:
         self.console.print("  all_gather_perf: done", style="dim")
@@ -114,6 +117,16 @@ class ConsoleProgress(Progress):
         clients = [c for c in captures if c.spec == "ib_write_lat" and c.meta.get("role") == "client"]
         ok = [c for c in clients if c.exit_status == 0 and not c.skipped]
         self.console.print(as_text(f"  latency: {len(ok)} of {len(clients)} ib_write_lat runs done", "dim"))
+
+
+def towards(rnd: Round) -> str:
+    """The round's direction: a pair's `a->b`; in a cluster's round, each test's by its nodes (`a->b, c->d`), read
+    from the paths' keys (`a:netdev<->b:netdev`)."""
+    ends = [tuple(end.split(":", 1)[0] for end in p.key.split("<->")) for p in rnd.paths if p.key.count(":") == 2]
+    if not ends or len(ends) != len(rnd.paths):
+        return rnd.direction
+    pairs = dict.fromkeys(f"{a}->{b}" if rnd.direction == "a->b" else f"{b}->{a}" for a, b in ends)
+    return ", ".join(pairs)
 
 
 def _finished_well(captures: list[Capture]) -> bool:

@@ -39,12 +39,15 @@ from linkcheck.accept.text import cluster_acceptance_text, describe_profile, hea
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.cluster_accept import run_cluster_accept
+from linkcheck.app.cluster_baseline import cluster_bundle_against
 from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, cluster_bundle, save_cluster
 from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
 from linkcheck.app.init import write_cluster_config, write_initial_config
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.app.topology import discover
-from linkcheck.baseline.store import delete, resolve
+from linkcheck.baseline.cluster import ClusterBaseline, cluster_baseline, pair_baseline
+from linkcheck.baseline.cluster_drift import compare
+from linkcheck.baseline.store import delete
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
@@ -113,7 +116,7 @@ PlaybookOpt = Annotated[
 ]
 BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--baseline", help="Compare with this saved baseline (a name from `linkcheck baseline list`, or a baseline "
-    "JSON file): DRIFT_* findings.")]
+    "JSON file): DRIFT_* findings; over a cluster, a cluster's baseline, per cable and node.")]
 
 UnverifiedOpt = Annotated[bool, typer.Option(
     "--allow-unverified", help="Read a bundle that `linkcheck verify` rejects: each problem is said on stderr, and "
@@ -133,7 +136,7 @@ def _baseline(name: str | None) -> Baseline | None:
     """The baseline to compare with, loaded (and validated) before any work; its code loads only when asked."""
     if name is None:
         return None
-    return resolve(name)
+    return pair_baseline(name)
 
 
 _QUIET: list[bool] = []  # --quiet: no report body, only the verdict line on stderr and the exit code
@@ -174,9 +177,10 @@ def diagnose(
     `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
     check judged it (text or JSON)."""
     if is_cluster_bundle(bundle):
-        if baseline or prometheus:
-            raise UsageError("--baseline and --prometheus-textfile judge a pair's bundle, not a cluster's")
-        result = _cluster_bundle(bundle, playbook, config, allow_unverified)
+        if prometheus:
+            raise UsageError("--prometheus-textfile judges a pair's bundle, not a cluster's")
+        against = cluster_baseline(baseline) if baseline else None
+        result = _cluster_bundle(bundle, playbook, config, allow_unverified, against)
         _emit_cluster(result, fmt, None)
         raise typer.Exit(int(result.exit_code))
     record = _record("diagnose", baseline, prometheus) if baseline or prometheus else None
@@ -225,9 +229,12 @@ def report(
 
 
 def _cluster_bundle(bundle: Path, playbook: list[Path] | None, config: Path | None,
-                    allow_unverified: bool) -> ClusterCheck:
+                    allow_unverified: bool, baseline: ClusterBaseline | None = None) -> ClusterCheck:
     found = _offline_config(config)
     rules = configured_rules(list(playbook or []), found, kind="all")
+    if baseline is not None:
+        return cluster_bundle_against(bundle, rules, baseline, allow_unverified=allow_unverified, warn=_unverified,
+                                      config=found)
     return cluster_bundle(bundle, rules, allow_unverified=allow_unverified, warn=_unverified,
                           expected=found.expected_cluster if found else None)
 
@@ -443,16 +450,17 @@ def check(
     if report is not None and not cluster:
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     if cluster:
-        if latency or baseline or prometheus or anonymize:
+        if latency or prometheus or anonymize:
             raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
-                             "the nodes; --latency, --baseline, --prometheus-textfile and --anonymize judge a pair")
+                             "the nodes; --latency, --prometheus-textfile and --anonymize judge a pair")
+        against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
         rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
             duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
             else None
         nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
             max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
         _run_cluster_check((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
-                           (rdma, nccl), report, save)
+                           (rdma, nccl), report, save, against)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -473,9 +481,10 @@ def _is_cluster(node: list[str] | None, hostfile: Path | None, inventory: Path |
 
 def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
                        accept: bool, fmt: Format, traffic: tuple[RdmaOptions | None, NcclOptions | None],
-                       report: Path | None, save: Path | None) -> None:
+                       report: Path | None, save: Path | None, baseline: ClusterBaseline | None = None) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
-    findings; text or JSON on stdout, a Markdown report to `report`, the bundle saved, the verdict's exit code."""
+    findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the bundle
+    saved, the verdict's exit code."""
     if report is not None:
         check_output_path(report, "--report")
     target = _checked_save(save)
@@ -498,8 +507,12 @@ def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | N
                                         rules, ClusterTraffic(rdma, nccl), progress,
                                         expected=found.expected_cluster if found else None)
     save_cluster(bundle, doc, target)
+    if baseline is not None:
+        _say(f"bundle saved to {target}")  # said first: a baseline of another cluster stops here (exit 4)
+        result = compare(result, baseline, bundle.captures, rules)
     _emit_cluster(result, fmt, report)
-    _say(f"bundle saved to {target}")
+    if baseline is None:
+        _say(f"bundle saved to {target}")
     raise typer.Exit(int(result.exit_code))
 
 

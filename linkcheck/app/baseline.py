@@ -6,10 +6,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from linkcheck.app.cluster_baseline import save_cluster_baseline
 from linkcheck.app.offline import diagnose_bundle
-from linkcheck.baseline import store
+from linkcheck.baseline import cluster, store
+from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import UsageError
 from linkcheck.facts.snapshot import pair_id, snapshot_of
+from linkcheck.facts.snapshot_model import Baseline
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
@@ -28,9 +31,11 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
                   config: Config | None = None) -> tuple[Path, str]:
     """Diagnose the bundle and store its state as baseline `name`; only a passing run, unless `force`.
 
-    Returns where it was stored and the run's verdict."""
+    Returns where it was stored and the run's verdict. A cluster's bundle gives a cluster's baseline."""
     store.check_name(name)
     path = bundle or newest_bundle(Path.cwd())
+    if is_cluster_bundle(path):
+        return save_cluster_baseline(name, path, force=force, playbooks=playbooks, config=config)
     outcome = diagnose_bundle(path, playbooks, config, overridable=False)  # no --allow-unverified here
     verdict = outcome.diagnosis.verdict.value
     if verdict != "pass" and not force:
@@ -42,17 +47,19 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
 
 
 def list_text() -> str:
-    rows = store.list_baselines()
+    rows = cluster.list_any()
     if not rows:
         return f"no baselines in {store.baselines_dir()}"
     lines = [f"{'NAME':<24} {'PAIR':<40} {'CREATED':<26} {'VERDICT':<8} SOURCE"]
     for b in rows:
-        pair = f"{b.snapshot.pair.a_hostname or '?'} + {b.snapshot.pair.b_hostname or '?'}"
+        pair = (f"{b.snapshot.pair.a_hostname or '?'} + {b.snapshot.pair.b_hostname or '?'}"
+                if isinstance(b, Baseline) else cluster.describe_nodes(b))
         verdict = b.snapshot.verdict + (" (forced)" if b.forced else "")
         lines.append(f"{b.name:<24} {pair:<40} {b.created:<26} {verdict:<8} {b.source_bundle}")
     return "\n".join(lines)
 
 
 def show_text(name: str) -> str:
-    baseline = store.resolve(name)
-    return f"# {baseline.path}\n" + json.dumps(store.to_json(baseline), indent=2, sort_keys=True)
+    baseline = cluster.resolve_any(name)
+    doc = store.to_json(baseline) if isinstance(baseline, Baseline) else cluster.to_json(baseline)
+    return f"# {baseline.path}\n" + json.dumps(doc, indent=2, sort_keys=True)

@@ -7,8 +7,9 @@ import datetime as dt
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -25,6 +26,7 @@ from linkcheck.facts.snapshot_model import (
 )
 from linkcheck.safe_read import read_capped
 
+T = TypeVar("T")
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 4 << 20
 
@@ -60,6 +62,14 @@ def to_json(baseline: Baseline) -> dict[str, Any]:
         "tool_version": baseline.tool_version,
         "source": {"bundle": baseline.source_bundle, "bundle_created": baseline.bundle_created,
                    "verdict": snap.verdict, "forced": baseline.forced},
+        **snapshot_json(snap),
+    }
+
+
+def snapshot_json(snap: Snapshot) -> dict[str, Any]:
+    """A snapshot's sections as a baseline file holds them: pair, identity, configuration, recorded, performance,
+    unknown (a pair's baseline at its top, a cluster's once per cable)."""
+    return {
         "pair": {**msgspec.structs.asdict(snap.pair), "a_macs": list(snap.pair.a_macs),
                  "b_macs": list(snap.pair.b_macs)},
         "identity": snap.identity, "configuration": snap.configuration,
@@ -67,6 +77,16 @@ def to_json(baseline: Baseline) -> dict[str, Any]:
         "performance": msgspec.structs.asdict(snap.performance),
         "unknown": list(snap.unknown),
     }
+
+
+def snapshot_from_entries(p: PairEntry, identity: Fields, configuration: Fields, recorded: RecordedEntry,
+                          performance: PerformanceEntry, unknown: tuple[str, ...], verdict: str) -> Snapshot:
+    """The snapshot that `snapshot_json` wrote, from its validated sections."""
+    return Snapshot(
+        pair=PairKey(a_hostname=p.a_hostname, a_macs=p.a_macs, b_hostname=p.b_hostname, b_macs=p.b_macs,
+                     cable_sn=p.cable_sn, a_machine_id=p.a_machine_id, b_machine_id=p.b_machine_id),
+        identity=identity, configuration=configuration, gid_index=dict(recorded.gid_index),
+        performance=Performance(**msgspec.structs.asdict(performance)), verdict=verdict, unknown=unknown)
 
 
 _RATE = (f"a rate must be a finite number of at least {MIN_RATE_GBPS:g} Gb/s (a ratio against it would be infinite "
@@ -90,14 +110,14 @@ class _Head(msgspec.Struct, frozen=True):
     performance: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
-class _Source(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class SourceEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bundle: str
     bundle_created: str
     verdict: str
     forced: bool
 
 
-class _Pair(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class PairEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     a_hostname: str | None = None
     a_macs: tuple[str, ...]
     b_hostname: str | None = None
@@ -107,11 +127,11 @@ class _Pair(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     b_machine_id: str | None = None
 
 
-class _Recorded(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class RecordedEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     gid_index: dict[str, GidIndex | None]
 
 
-class _Performance(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class PerformanceEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     rdma_gbps: dict[str, Rate]
     concurrent_total_gbps: dict[str, Rate]
     nccl_busbw_gbs: Rate | None = None
@@ -127,31 +147,55 @@ class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str
     created: str
     tool_version: str
-    source: _Source
-    pair: _Pair
+    source: SourceEntry
+    pair: PairEntry
     identity: Fields
     configuration: Fields
-    recorded: _Recorded
-    performance: _Performance
+    recorded: RecordedEntry
+    performance: PerformanceEntry
     unknown: tuple[str, ...]
 
 
 _FIX = "save it again: linkcheck baseline save NAME BUNDLE --force"
 
 
-def _refusal(path: str, text: str, exc: msgspec.ValidationError) -> BaselineError:
+def refusal(path: str, text: str, exc: msgspec.ValidationError, model: type) -> BaselineError:
+    """A baseline file that does not fit `model` (the file's struct): one error naming the field and its line."""
     problem = schema.locate(exc)
     where = schema.dotted(problem.steps)
-    if where.startswith(("performance.rdma_gbps", "performance.concurrent_total_gbps",
-                         "performance.nccl_busbw_gbs")):
+    section = re.sub(r"^cables\[\d+\]\.", "", where)  # a cluster's cable holds a pair's sections
+    if section.startswith(("performance.rdma_gbps", "performance.concurrent_total_gbps",
+                           "performance.nccl_busbw_gbs")):
         reason = f"'{where}' holds {problem.what.replace('`', '').lower()}: {_RATE}"
-    elif where.startswith(("performance.rdma_parameters", "performance.nccl_parameters")):
+    elif section.startswith(("performance.rdma_parameters", "performance.nccl_parameters")):
         reason = f"'{where}': {problem.what.replace('`', '')} (test parameters must be strings)"
     else:
         reason = schema.describe(problem, allowed=lambda field: ", ".join(
-            schema.field_names(_File, problem.steps) or []) if field.endswith("*") else None)
+            schema.field_names(model, problem.steps) or []) if field.endswith("*") else None)
     key = (problem.unknown,) if problem.unknown is not None else ()
     return BaselineError(path, reason, line=schema.json_line(text, problem.steps + key), fix=_FIX)
+
+
+def decode(text: str, path: str, check_head: Callable[[], None], model: type[T]) -> T:
+    """The baseline file `text` read into `model` after `check_head` (which decodes and checks its head); any
+    mistake is one BaselineError naming the file (and the field and line where it can)."""
+    try:
+        check_head()
+        return msgspec.json.decode(text, type=model)
+    except msgspec.ValidationError as exc:
+        line = schema.long_number_line(text, exc)
+        if line is not None:
+            raise BaselineError(path, "not valid JSON: a number of more than 4300 digits", line=line) from None
+        raise refusal(path, text, exc, model) from None
+    except RecursionError:
+        raise BaselineError(path, "not valid JSON: nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        found = _NON_FINITE.search(text)
+        if found and "malformed" in str(exc):  # msgspec reads neither NaN nor Infinity: neither is JSON
+            raise BaselineError(path, f"{found.group(1)} is not a number: {_RATE}",
+                                line=text.count("\n", 0, found.start()) + 1, fix=_FIX) from None
+        raise BaselineError(path, f"not valid JSON: {str(exc).removeprefix('JSON is malformed: ')}",
+                            line=schema.decode_line(text, exc)) from None
 
 
 def _check_head(path: str, head: _Head) -> None:
@@ -170,42 +214,26 @@ def _check_head(path: str, head: _Head) -> None:
 
 def from_json(text: str, path: str) -> Baseline:
     """The baseline in the JSON `text`, read into its model; any mistake is one BaselineError naming the file."""
-    try:
-        _check_head(path, msgspec.json.decode(text, type=_Head))
-        doc = msgspec.json.decode(text, type=_File)
-    except msgspec.ValidationError as exc:
-        line = schema.long_number_line(text, exc)
-        if line is not None:
-            raise BaselineError(path, "not valid JSON: a number of more than 4300 digits", line=line) from None
-        raise _refusal(path, text, exc) from None
-    except RecursionError:
-        raise BaselineError(path, "not valid JSON: nested too deeply") from None
-    except msgspec.DecodeError as exc:
-        found = _NON_FINITE.search(text)
-        if found and "malformed" in str(exc):  # msgspec reads neither NaN nor Infinity: neither is JSON
-            raise BaselineError(path, f"{found.group(1)} is not a number: {_RATE}",
-                                line=text.count("\n", 0, found.start()) + 1, fix=_FIX) from None
-        raise BaselineError(path, f"not valid JSON: {str(exc).removeprefix('JSON is malformed: ')}",
-                            line=schema.decode_line(text, exc)) from None
-    p = doc.pair
-    snapshot = Snapshot(
-        pair=PairKey(a_hostname=p.a_hostname, a_macs=p.a_macs, b_hostname=p.b_hostname, b_macs=p.b_macs,
-                     cable_sn=p.cable_sn, a_machine_id=p.a_machine_id, b_machine_id=p.b_machine_id),
-        identity=doc.identity, configuration=doc.configuration, gid_index=dict(doc.recorded.gid_index),
-        performance=Performance(**msgspec.structs.asdict(doc.performance)), verdict=doc.source.verdict,
-        unknown=doc.unknown)
+    doc = decode(text, path, lambda: _check_head(path, msgspec.json.decode(text, type=_Head)), _File)
+    snapshot = snapshot_from_entries(doc.pair, doc.identity, doc.configuration, doc.recorded, doc.performance,
+                                     doc.unknown, doc.source.verdict)
     return Baseline(name=doc.name, created=doc.created, tool_version=doc.tool_version,
                     source_bundle=doc.source.bundle, bundle_created=doc.source.bundle_created,
                     forced=doc.source.forced, snapshot=snapshot, path=path)
 
 
-def read_baseline(path: Path) -> Baseline:
-    """Load and validate one baseline file; corrupt, truncated or future-schema files are one-line errors."""
+def read_text(path: Path) -> str:
+    """A baseline file's text: a regular file (a symbolic link followed to one) of at most MAX_BYTES, UTF-8; a
+    FIFO, a folder, a device or a missing file is one BaselineError."""
     try:
-        text = read_capped(path, MAX_BYTES).decode("utf-8")
+        return read_capped(path, MAX_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    return from_json(text, str(path))
+
+
+def read_baseline(path: Path) -> Baseline:
+    """Load and validate one baseline file; corrupt, truncated or future-schema files are one-line errors."""
+    return from_json(read_text(path), str(path))
 
 
 def _paths() -> list[Path]:
@@ -235,7 +263,13 @@ def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
     Created with link(): of two saves of one new name at once exactly one wins, the other is refused. The file
     appears whole or not at all; a failed write (a full disk, a data folder that is a file) leaves no temporary
     file and raises StoreWriteError."""
-    name = check_name(baseline.name)
+    return write(baseline.name, pair, to_json(baseline), overwrite=overwrite)
+
+
+def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) -> Path:
+    """Write a baseline file `document` as NAME.json in the folder `pair` (a pair's, or a cluster's), as `save`
+    says."""
+    name = check_name(name)
     target = baselines_dir() / pair / f"{name}.json"
     existing = find_path(name)
     if existing is not None and existing != target:
@@ -244,7 +278,7 @@ def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
     if existing is not None and not overwrite:
         raise UsageError(f"a baseline named {name!r} exists ({existing}); choose another name or "
                          "pass --force to replace it")
-    data = (strict_json.dumps(to_json(baseline), indent=1, sort_keys=True) + "\n").encode("utf-8")
+    data = (strict_json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from linkcheck.cluster.drift import ClusterDrift
 from linkcheck.cluster.nccl import ClusterNccl, cabled_hcas, cluster_nccl_facts
 from linkcheck.cluster.topology import Cable, Topology
 from linkcheck.facts.model import NodeFacts
@@ -205,6 +206,7 @@ class ClusterFacts(msgspec.Struct, frozen=True):
     tests: tuple[TrafficOutcome, ...] = ()
     expected: ExpectedCluster | None = None  # linkcheck.yaml's recorded cabling, when a config has one
     nccl: ClusterNccl | None = None
+    drift: ClusterDrift | None = None  # against a baseline (`--baseline`); the CLUSTER_DRIFT_* rules judge it
 
     def unavailable(self, name: str) -> dict[str, str]:
         """Every fact group the node could not give, the pair's and the cluster's."""

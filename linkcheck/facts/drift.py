@@ -31,18 +31,26 @@ class Change(msgspec.Struct, frozen=True):
         return f"{self.field} {self.baseline} -> {self.now}"
 
 
-def _node_differences(name: str, base: PairKey, now: PairKey) -> list[str]:
+def _node_differences(name: str, base: PairKey, now: PairKey, shown: str | None = None) -> list[str]:
     """Why node `name` of `now` is not the baseline's node: the machine id decides where both have one,
-    otherwise the hostname or any shared ConnectX-7 MAC (a renamed node or a swapped NIC is still the pair)."""
+    otherwise the hostname or any shared ConnectX-7 MAC (a renamed node or a swapped NIC is still the pair).
+    `shown`: the node's name in the text (default `name`, the side)."""
     ids = (getattr(base, f"{name}_machine_id"), getattr(now, f"{name}_machine_id"))
+    label = shown or name
     if None not in ids:
-        return [] if ids[0] == ids[1] else [f"{name} machine id {ids[0]} -> {ids[1]}"]
+        return [] if ids[0] == ids[1] else [f"{label} machine id {ids[0]} -> {ids[1]}"]
     hosts = (getattr(base, f"{name}_hostname"), getattr(now, f"{name}_hostname"))
     macs: tuple[set[str], set[str]] = (set(getattr(base, f"{name}_macs")), set(getattr(now, f"{name}_macs")))
     if (hosts[0] is not None and hosts[0] == hosts[1]) or macs[0] & macs[1]:
         return []
-    return [f"{name} hostname {hosts[0] or '?'} -> {hosts[1] or '?'} and no ConnectX-7 MAC in common "
+    return [f"{label} hostname {hosts[0] or '?'} -> {hosts[1] or '?'} and no ConnectX-7 MAC in common "
             f"({len(macs[0])} in the baseline, {len(macs[1])} now)"]
+
+
+def node_differences(base: PairKey, now: PairKey, shown: str) -> list[str]:
+    """Why node a of `now` is not node a of `base` (one node of a cluster, each key holding it as node a), the
+    node named `shown`; empty when it is the same node."""
+    return _node_differences("a", base, now, shown)
 
 
 def pair_differences(base: PairKey, now: PairKey) -> list[str]:

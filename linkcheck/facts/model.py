@@ -367,4 +367,7 @@ class LinkFacts(msgspec.Struct, frozen=True):
     baseline: BaselineFacts | None = None  # the saved known-good state to compare with (`--baseline`)
 
     def node(self, name: str) -> NodeFacts:
+        """The node of that name (a cluster's pair view keeps the cluster's names), else a for "a" and b."""
+        if name in (self.a.name, self.b.name):
+            return self.a if name == self.a.name else self.b
         return self.a if name == "a" else self.b

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
@@ -123,7 +124,7 @@ def _flags(command: str, names: dict[str, str], defaults: dict[str, str]) -> dic
     return found
 
 
-def _parameters(captures: list[Capture], kind: str) -> dict[str, str]:
+def _parameters(captures: Sequence[Capture], kind: str) -> dict[str, str]:
     """The test parameters from the clients' command lines; values that differ between runs are listed."""
     names, defaults = (_FLAGS, {"qps": "1"}) if kind == "rdma" else (_NCCL_FLAGS, {})
     seen: dict[str, set[str]] = {}
@@ -140,6 +141,11 @@ def rdma_parameters(bundle: Bundle) -> dict[str, str]:
 
 
 def performance(bundle: Bundle, link: LinkFacts) -> Performance:
+    return performance_of(bundle.captures, link)
+
+
+def performance_of(captures: Sequence[Capture], link: LinkFacts) -> Performance:
+    """The link's traffic results, with the parameters its runs' command lines in `captures` give."""
     rdma: dict[str, float] = {}
     for run in link.bench.rdma:
         if run.gbps is not None:
@@ -148,14 +154,20 @@ def performance(bundle: Bundle, link: LinkFacts) -> Performance:
     totals = {d: t for d, t in link.bench.totals("concurrent").items() if t is not None}
     nccl = link.bench.nccl.busbw_gbs if link.bench.nccl is not None else None
     return Performance(rdma_gbps=rdma, concurrent_total_gbps=totals, nccl_busbw_gbs=nccl,
-                       rdma_parameters=_parameters(bundle.captures, "rdma") if rdma else {},
-                       nccl_parameters=_parameters(bundle.captures, "nccl") if nccl is not None else {})
+                       rdma_parameters=_parameters(captures, "rdma") if rdma else {},
+                       nccl_parameters=_parameters(captures, "nccl") if nccl is not None else {})
 
 
 def snapshot_of(bundle: Bundle, link: LinkFacts, verdict: str) -> Snapshot:
     """The pair's state as this bundle shows it."""
+    return snapshot_from(bundle.captures, link, verdict)
+
+
+def snapshot_from(captures: Sequence[Capture], link: LinkFacts, verdict: str) -> Snapshot:
+    """The pair's state as `link` shows it, its test parameters read from the runs' command lines in `captures`
+    (a cluster's cable: its own test's captures)."""
     gids = {f"{fn.node}:{fn.rdma_dev}": fn.gid_index
             for node in (link.a, link.b) if "gids" not in node.unavailable
             for fn in node.used_functions if fn.rdma_dev}
     return Snapshot(pair=pair_key(link), identity=_identity(link), configuration=_configuration(link),
-                    gid_index=gids, performance=performance(bundle, link), verdict=verdict, unknown=_unknown(link))
+                    gid_index=gids, performance=performance_of(captures, link), verdict=verdict, unknown=_unknown(link))

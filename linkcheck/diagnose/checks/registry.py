@@ -5,6 +5,7 @@ from __future__ import annotations
 from linkcheck.diagnose.checks import (
     bench,
     cluster,
+    cluster_drift,
     drift,
     fec,
     gid,
@@ -50,4 +51,8 @@ CHECKS: dict[str, CheckDef] = {
 # Checks over a cluster's facts (linkcheck.cluster.facts.ClusterFacts), for rules of a cluster's scopes.
 CLUSTER_CHECKS: dict[str, ClusterCheckDef] = {
     "cluster_nodes_differ": ClusterCheckDef(cluster.cluster_nodes_differ, cluster.ClusterNodesDifferValues),
+    "cluster_drift_node": ClusterCheckDef(cluster_drift.cluster_drift_node, cluster_drift.NodeDriftValues),
+    "cluster_drift_node_settings": ClusterCheckDef(cluster_drift.cluster_drift_node_settings,
+                                                   cluster_drift.NodeSettingsValues),
+    "cluster_drift_cabling": ClusterCheckDef(cluster_drift.cluster_drift_cabling, cluster_drift.CablingValues),
 }

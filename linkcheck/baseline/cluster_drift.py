@@ -1,0 +1,234 @@
+"""A cluster against its baseline: the snapshot of a checked cluster (per node, per cable), and the comparison.
+
+Each cable is a pair: its snapshot is the pair's (linkcheck.facts.snapshot) on the test's pair view restricted to the
+cable's own cages, and it is compared by the pair's DRIFT_* rules (identity, configuration, GID index, throughput),
+each finding named by the cable. What is a node's own (who it is; kernel, OS, NCCL settings) is kept once per node
+and judged by CLUSTER_DRIFT_NODE and CLUSTER_DRIFT_NODE_SETTINGS; a cable missing or new, and the layout, by
+CLUSTER_DRIFT_CABLING. A node that one run could not inspect is not compared, nor are its cables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import msgspec
+from msgspec.structs import replace
+
+from linkcheck.baseline.cluster import CableSnapshot, ClusterBaseline, ClusterSnapshot, NodeSnapshot
+from linkcheck.cluster.cables import CableTest, cable_tests
+from linkcheck.cluster.drift import CableDrift, ClusterDrift, NodeDrift
+from linkcheck.cluster.schedule import schedule
+from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.diagnose.engine import Diagnosis, diagnose, run_cluster_rule, verdict_of
+from linkcheck.diagnose.rule import Rule
+from linkcheck.errors import BaselineError
+from linkcheck.facts.drift import changes, node_differences
+from linkcheck.facts.model import LinkFacts, NodeFacts
+from linkcheck.facts.snapshot import snapshot_from
+from linkcheck.facts.snapshot_model import BaselineFacts, Fields, PairKey, Performance, Snapshot
+from linkcheck.model import Capture, Finding, Verdict
+
+PAIR_DRIFT = "DRIFT_"  # the pair's rules, run on each cable
+CLUSTER_DRIFT = "CLUSTER_DRIFT_"  # the cluster's, over the nodes and the cabling
+_WORST = (Verdict.PASS, Verdict.WARN, Verdict.INCONCLUSIVE, Verdict.FAIL)
+
+
+class CableView(msgspec.Struct, frozen=True):
+    """A first-pass test of the run: its label, nodes and pair view (with its traffic, when it ran)."""
+
+    label: str
+    a: str
+    b: str
+    switched: bool
+    link: LinkFacts
+
+
+def _cable_views(check: ClusterCheck) -> list[CableView]:
+    """The run's cables: each first-pass test (with its traffic); from the topology when no traffic was sent. A
+    test with a node not inspected, or whose far end is not known, is left out."""
+    lost = set(check.view.errors)
+    tests: Iterable[tuple[CableTest, LinkFacts]]
+    if check.cables:
+        tests = ((r.test, r.link) for r in check.cables if r.test.pass_no == 1)
+    else:
+        tests = ((t, t.link) for t in cable_tests(check.facts, schedule(check.facts.topology), skip=lost))
+    return [CableView(t.label, t.a, t.b, t.switched, link) for t, link in tests
+            if "?" not in t.label and not lost & {t.a, t.b}]
+
+
+def _ends(node: NodeFacts, ends: Sequence[str | None], netdevs: set[str]) -> NodeFacts:
+    cages = {c for c in ends if c}
+    return replace(node, functions=tuple(f for f in node.functions
+                                         if (f.cage in cages if f.cage else f.netdev in netdevs)))
+
+
+def cable_only(link: LinkFacts) -> LinkFacts:
+    """The pair view with each node's twins of this cable's cages only (a node's other cable is not this one's)."""
+    return replace(link, a=_ends(link.a, [p.a.cage for p in link.paths], {p.a.netdev for p in link.paths}),
+                   b=_ends(link.b, [p.b.cage for p in link.paths], {p.b.netdev for p in link.paths}))
+
+
+def _test_captures(captures: Sequence[Capture], link: LinkFacts) -> list[Capture]:
+    """The runs of this cable's paths (keyed by node, `a:netdev<->b:netdev`), whose command lines give the test
+    parameters."""
+    keys = {f"{p.a.label}<->{p.b.label}" for p in link.paths}
+    return [c for c in captures if c.meta.get("path") in keys]
+
+
+def _without_nodes(fields: Fields, nodes: tuple[str, str]) -> Fields:
+    """The fields that are not a node's own (`a.kernel`, `a.nccl.X`, `a.hostname`): those are compared per node."""
+    prefixes = tuple(f"{n}." for n in nodes)
+    return {k: v for k, v in fields.items() if not k.startswith(prefixes)}
+
+
+def cable_snapshot(view: CableView, captures: Sequence[Capture], verdict: str) -> Snapshot:
+    """The pair's snapshot of one cable, without its nodes' own fields."""
+    snap = snapshot_from(_test_captures(captures, view.link), cable_only(view.link), verdict)
+    nodes = (view.link.a.name, view.link.b.name)
+    identity = _without_nodes(snap.identity, nodes)
+    if "pairing" in identity:  # the twin paths named by their nodes, not by the pair's a and b
+        identity["pairing"] = "; ".join(sorted(f"{p.a.label}<->{p.b.label}" for p in view.link.paths)) or "no path"
+    return replace(snap, identity=identity, configuration=_without_nodes(snap.configuration, nodes))
+
+
+def node_snapshot(node: NodeFacts) -> NodeSnapshot:
+    """A node's identity and its own settings (kernel, OS, NCCL), from the pair's snapshot of the node alone."""
+    own = snapshot_from((), LinkFacts(a=node, b=node), "")
+    prefix = f"{node.name}."
+    return NodeSnapshot(name=node.name, hostname=node.hostname, macs=tuple(sorted(f.mac for f in node.functions
+                                                                                  if f.mac)),
+                        configuration={k: v for k, v in own.configuration.items() if k.startswith(prefix)},
+                        unknown=tuple(p for p in own.unknown if p.startswith(prefix)))
+
+
+def cluster_snapshot(check: ClusterCheck, captures: Sequence[Capture], verdict: str) -> ClusterSnapshot:
+    """The cluster as this run shows it: per inspected node, per cable; the nodes not inspected listed."""
+    nodes = tuple(node_snapshot(check.facts.nodes[n]) for n in check.view.topology.nodes
+                  if n not in check.view.errors and n in check.facts.nodes)
+    cables = tuple(CableSnapshot(v.label, v.a, v.b, v.switched, cable_snapshot(v, captures, verdict))
+                   for v in _cable_views(check))
+    return ClusterSnapshot(layout=check.view.topology.layout, nodes=nodes, cables=cables, verdict=verdict,
+                           unread=tuple(n for n in check.view.topology.nodes if n in check.view.errors))
+
+
+def _key(node: NodeSnapshot) -> PairKey:
+    """The node as node a of a pair's key, so that the pair's test of identity applies."""
+    return PairKey(a_hostname=node.hostname, a_macs=node.macs, b_hostname=None, b_macs=(), cable_sn=None,
+                   a_machine_id=node.machine_id)
+
+
+def _who(node: NodeSnapshot) -> str:
+    who = f"hostname {node.hostname or '?'}"
+    who += f", machine id {node.machine_id}" if node.machine_id else ""
+    return who + f", ConnectX-7 MACs {', '.join(node.macs) or 'none'}"
+
+
+def _unknowns(prefixes: tuple[str, ...]) -> Snapshot:
+    """A snapshot that only says which key prefixes were not read (what `changes` asks of each side)."""
+    return Snapshot(pair=PairKey(None, (), None, (), None), identity={}, configuration={}, gid_index={},
+                    performance=Performance(), verdict="", unknown=prefixes)
+
+
+def _same_cluster(base: ClusterSnapshot, now: ClusterSnapshot, baseline: ClusterBaseline) -> None:
+    """Refuse a baseline none of whose nodes is among this run's (by machine id, hostname or a ConnectX-7 MAC)."""
+    if not base.nodes or not now.nodes:
+        return
+    if any(not node_differences(_key(b), _key(n), b.name) for b in base.nodes for n in now.nodes):
+        return
+    raise BaselineError(baseline.path or baseline.name, f"baseline {baseline.name!r} is of another cluster: no node "
+                        f"matches ({', '.join(sorted(n.hostname or n.name for n in base.nodes))} in the baseline, "
+                        f"{', '.join(sorted(n.hostname or n.name for n in now.nodes))} now)",
+                        fix="compare with a baseline of this cluster (linkcheck baseline list), or save one")
+
+
+def _node_drift(base: ClusterSnapshot, now: ClusterSnapshot) -> list[NodeDrift]:
+    out: list[NodeDrift] = []
+    for was in base.nodes:
+        if was.name in now.unread:
+            continue
+        node = now.node(was.name)
+        if node is None:
+            out.append(NodeDrift(was.name, "missing", _who(was), "not named in this run"))
+            continue
+        if node_differences(_key(was), _key(node), was.name):
+            other = next((b.name for b in base.nodes if b.name != was.name
+                          and not node_differences(_key(b), _key(node), b.name)), None)
+            now_who = _who(node) + (f" (baseline node {other}: name the nodes as when the baseline was saved)"
+                                    if other else "")
+            out.append(NodeDrift(was.name, "replaced", _who(was), now_who))
+            continue
+        host = f"{was.name}.hostname"  # a renamed node (its MACs the same) is the same node, renamed
+        changed, unread = changes({**was.configuration, host: was.hostname},
+                                  {**node.configuration, host: node.hostname},
+                                  _unknowns(was.unknown), _unknowns(node.unknown))
+        if changed or unread:
+            out.append(NodeDrift(was.name, "settings", "", "", tuple(changed), tuple(unread)))
+    out += [NodeDrift(n.name, "new", "not in the baseline", _who(n)) for n in now.nodes
+            if base.node(n.name) is None and n.name not in base.unread]
+    return out
+
+
+def _paths(cable: CableSnapshot) -> str:
+    return cable.snapshot.identity.get("pairing") or f"{cable.a} and {cable.b}"
+
+
+def _cable_drift(base: ClusterSnapshot, now: ClusterSnapshot, skipped: set[str]) -> list[CableDrift]:
+    out: list[CableDrift] = []
+    if base.layout != now.layout:
+        out.append(CableDrift("cluster", "layout", base.layout, now.layout))
+    was = {c.label: c for c in base.cables}
+    found = {c.label: c for c in now.cables}
+    out += [CableDrift(label, "missing", _paths(c), "not found", (c.a, c.b)) for label, c in was.items()
+            if label not in found and not skipped & {c.a, c.b}]
+    out += [CableDrift(label, "new", "not in the baseline", _paths(c), (c.a, c.b)) for label, c in found.items()
+            if label not in was and not skipped & {c.a, c.b}]
+    return out
+
+
+def _named(finding: Finding, label: str) -> Finding:
+    """A pair rule's finding on a cable, its subject (and the finding that explains it) named by the cable."""
+    def name(subject: str) -> str:
+        return label if subject == "pair" else f"{label}: {subject}"
+
+    explained = finding.explained_by
+    if explained is not None:
+        rule, _, subject = explained.partition(":")
+        explained = f"{rule}:{name(subject)}"
+    return replace(finding, subject=name(finding.subject), explained_by=explained)
+
+
+def _cable_findings(cable: CableSnapshot, view: CableView, current: Snapshot, baseline: ClusterBaseline,
+                    rules: list[Rule]) -> list[Finding]:
+    """The pair's DRIFT_* rules on one cable (with the rules they name as causes, whose own findings the check
+    already reported on the cable)."""
+    drift = [r for r in rules if r.id.startswith(PAIR_DRIFT)]
+    causes = {c.rule for r in drift for c in r.explained_by}
+    link = replace(cable_only(view.link), baseline=BaselineFacts(baseline=baseline.cable_baseline(cable),
+                                                                 current=current))
+    found = diagnose(link, drift + [r for r in rules if r.id in causes]).findings
+    return [_named(f, view.label) for f in found if f.rule_id.startswith(PAIR_DRIFT)]
+
+
+def compare(check: ClusterCheck, baseline: ClusterBaseline, captures: Sequence[Capture],
+            rules: list[Rule]) -> ClusterCheck:
+    """The checked cluster with its drift from `baseline` judged: per cable by the pair's DRIFT_* rules, the nodes
+    and the cabling by the CLUSTER_DRIFT_* rules; their findings join the cluster's, and its verdict. A baseline of
+    another cluster (no node in common) compares nothing: BaselineError."""
+    base = baseline.snapshot
+    now = cluster_snapshot(check, captures, "")
+    _same_cluster(base, now, baseline)
+    nodes = _node_drift(base, now)
+    skipped = set(base.unread) | set(now.unread) | {d.node for d in nodes if d.kind in ("missing", "new")}
+    cables = _cable_drift(base, now, skipped)
+    drift = ClusterDrift(baseline.name, baseline.created, tuple(nodes), tuple(cables))
+    facts = replace(check.facts, drift=drift)
+    findings = [f for r in rules if r.id.startswith(CLUSTER_DRIFT) for f in run_cluster_rule(r, facts)]
+    views = {v.label: v for v in _cable_views(check)}
+    current = {c.label: c.snapshot for c in now.cables}
+    for cable in base.cables:
+        if cable.label in views and not skipped & {cable.a, cable.b}:
+            findings += _cable_findings(cable, views[cable.label], current[cable.label], baseline, rules)
+    old = check.view.diagnosis
+    verdict = max(old.verdict, verdict_of(findings, False), key=_WORST.index)
+    diagnosis = Diagnosis((*old.findings, *findings), verdict, old.notes)
+    return replace(check, facts=facts, view=replace(check.view, diagnosis=diagnosis))

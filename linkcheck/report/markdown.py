@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from linkcheck.accept import text as accept_text
@@ -90,10 +90,14 @@ def _acceptance(outcome: Outcome) -> list[str]:
     return acceptance_section(acceptance_document(outcome), lambda doc: acc.tested(outcome, doc), _pair_checks)
 
 
+def table(head: Sequence[str], align: list[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A table: its header (Markdown of our own), the alignment row, then each row's cells as escaped text."""
+    return [_row(list(head)), _row(align), *(_row([md(cell) for cell in row]) for row in rows)]
+
+
 def acceptance_table(shown: list[tuple[str, str, str, str, str, str]]) -> list[str]:
     """Checks as accept/text.py's rows, one table row each."""
-    return [_row(list(HEADER)), _row(["---"] * 3 + ["---:"] + ["---", "---:"]),
-            *(_row([md(cell) for cell in row]) for row in shown)]
+    return table(HEADER, ["---"] * 3 + ["---:"] + ["---", "---:"], shown)
 
 
 def bullets(lines: list[str]) -> list[str]:

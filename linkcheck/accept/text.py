@@ -80,10 +80,11 @@ def non_standard_line(doc: dict[str, Any]) -> str | None:
     return f"NON-STANDARD (weaker than {doc['standard'].get('profile') or 'the built-in profile'}): {'; '.join(found)}"
 
 
-def reasons(doc: dict[str, Any]) -> list[str]:
-    """Why the verdict is not PASS: each check that is not, and the findings that count."""
+def reasons(doc: dict[str, Any], checks: bool = True) -> list[str]:
+    """Why the verdict is not PASS: each check that is not (unless `checks` is false: a table shows them), and the
+    findings that count."""
     out = [f"{c['status']} {c['id']} {c['subject']}: {c['reason']}" for c in doc.get("checks", [])
-           if c.get("status") != "PASS" and c.get("reason")]
+           if checks and c.get("status") != "PASS" and c.get("reason")]
     findings = doc.get("diagnosis", {}).get("findings", [])
     out += [f"finding {f['status'].upper()} {f['id']} {f['subject']}" for f in findings]
     return out + [str(n) for n in doc.get("notes", [])]
@@ -166,25 +167,34 @@ def _lowest(doc: dict[str, Any], label: str, check_id: str) -> str:
 TEST_HEADER = ("test", "round", "verdict", "lowest path (both at once)", "lowest total", "why not measured")
 
 
+def layout_line(doc: dict[str, Any]) -> str:
+    cluster = doc.get("cluster") or {}
+    return f"layout {cluster.get('layout', '?')}: nodes {', '.join(map(str, cluster.get('nodes', [])))}"
+
+
+def per_test_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """A cluster's tests as TEST_HEADER's rows: each test's verdict, its lowest rates, why it was not measured."""
+    return [[str(t.get("test")) + (" (second pass)" if t.get("pass") == 2 else ""), str(t.get("round")),
+             str(t.get("verdict")), _lowest(doc, str(t.get("test")), "rdma_concurrent_gbps"),
+             _lowest(doc, str(t.get("test")), "rdma_concurrent_total_gbps"), str(t.get("problem") or "")]
+            for t in (doc.get("cluster") or {}).get("tests", [])]
+
+
+def cluster_rows(doc: dict[str, Any], show_all: bool = False) -> list[tuple[str, str, str, str, str, str]]:
+    """Every check of the NCCL run across the nodes; a test's checks where they did not pass (all with show_all)."""
+    return [r for r in rows(doc) if show_all or r[0] != "PASS" or "<->" not in r[2].split(" ")[0]]
+
+
 def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False) -> str:
     """A cluster's acceptance on the console: the headline, each test's verdict with its lowest rates, the checks
     that did not pass (every check with `show_all`), why, who was tested, and the closing line."""
     weaker = non_standard_line(doc)
-    cluster = doc.get("cluster") or {}
-    lines = [headline(doc), *([weaker] if weaker else []),
-             f"layout {cluster.get('layout', '?')}: nodes {', '.join(map(str, cluster.get('nodes', [])))}", ""]
-    tests = [[str(t.get("test")) + (" (second pass)" if t.get("pass") == 2 else ""), str(t.get("round")),
-              str(t.get("verdict")), _lowest(doc, str(t.get("test")), "rdma_concurrent_gbps"),
-              _lowest(doc, str(t.get("test")), "rdma_concurrent_total_gbps"), str(t.get("problem") or "")]
-             for t in cluster.get("tests", [])]
-    lines += aligned([list(TEST_HEADER), *tests], "  ")
-    # Every check of the NCCL run across the nodes; a test's checks where they did not pass (all with show_all).
-    shown_rows = [r for r in rows(doc) if show_all or r[0] != "PASS" or "<->" not in r[2].split(" ")[0]]
+    lines = [headline(doc), *([weaker] if weaker else []), layout_line(doc), ""]
+    lines += aligned([list(TEST_HEADER), *per_test_rows(doc)], "  ")
+    shown_rows = cluster_rows(doc, show_all)
     if shown_rows:
         lines += ["", *aligned([list(HEADER), *(list(r) for r in shown_rows)], "  ")]
-    findings = doc.get("diagnosis", {}).get("findings", [])  # the checks' reasons are in the table
-    why = [f"finding {f['status'].upper()} {f['id']} {f['subject']}" for f in findings] + [
-        str(n) for n in doc.get("notes", [])]
+    why = reasons(doc, checks=False)  # the checks' reasons are in the table
     if why:
         lines += ["", *(f"  - {line}" for line in why)]
     evidence = evidence_lines(doc)

@@ -66,9 +66,9 @@ def summary(check: dict[str, Any]) -> str:
 
 
 def parameters(doc: dict[str, Any], largest_bytes: int | None = None) -> str:
-    """How the pair was tested: repetitions, ib_write_bw's -D, -s and -q, all_gather_perf's largest message: the
-    one the sweep reached (the record's, or `largest_bytes` from the bundle's own run for a record written before
-    it kept it) where it differs from the profile's."""
+    """How the pair (or the cluster) was tested: repetitions, ib_write_bw's -D, -s and -q, all_gather_perf's largest
+    message: the one the sweep reached (the record's, or `largest_bytes` from the bundle's own run for a record
+    written before it kept it) where it differs from the profile's."""
     test = doc.get("test") or {}
     rdma, nccl = test.get("rdma") or {}, test.get("nccl") or {}
     parts = [f"{test.get('repetitions', '?')} repetitions"]
@@ -93,12 +93,35 @@ def tested(outcome: Outcome, doc: dict[str, Any]) -> str:
     return parameters(doc, nccl.largest_bytes if nccl is not None else None)
 
 
+def check_tests(doc: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Per check, the test of a cluster's record it belongs to; None for a pair's check and a check of the whole
+    cluster (the NCCL run). The record lists each test's checks in the order of `cluster.tests`, each test saying
+    how many, then the cluster's; a check whose subject does not start with its test's label belongs to none."""
+    found = checks(doc)
+    owners: list[dict[str, Any] | None] = []
+    for test in (doc.get("cluster") or {}).get("tests") or []:
+        count = test.get("checks") if isinstance(test, dict) else 0
+        owners += [test] * max(0, min(count if isinstance(count, int) else 0, len(found) - len(owners)))
+    owners += [None] * (len(found) - len(owners))
+    return [t if t is not None and str(c.get("subject", "")).startswith(f"{t.get('test')} ") else None
+            for c, t in zip(found, owners, strict=True)]
+
+
+def series_labels(doc: dict[str, Any], test: dict[str, Any] | None) -> dict[str, str]:
+    """A cluster's check named by its test as the cluster's series are: `test` (its label) and `pass` (1, or 2 for a
+    switch's second pass, which may meet the same two nodes again); both empty for the NCCL run's; none for a pair."""
+    if not isinstance(doc.get("cluster"), dict):
+        return {}
+    return {"test": str(test.get("test")), "pass": str(test.get("pass", 1))} if test else {"test": "", "pass": ""}
+
+
 def case_names(doc: dict[str, Any]) -> list[str]:
-    """`CHECK subject` per check, made unique (`#2`, ...)."""
+    """`CHECK subject` per check (a cluster's second pass says so), made unique (`#2`, ...)."""
     seen: dict[str, int] = {}
     out = []
-    for check in checks(doc):
-        base = f"{check.get('id')} {check.get('subject')}"
+    for check, test in zip(checks(doc), check_tests(doc), strict=True):
+        again = " (second pass)" if test and test.get("pass") == 2 else ""
+        base = f"{check.get('id')} {check.get('subject')}{again}"
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base} #{seen[base]}")
     return out

@@ -5,11 +5,21 @@ interface names) is data: shown, never interpreted."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from linkcheck.accept.text import (
+    TEST_HEADER,
+    cluster_acceptance_text,
+    cluster_rows,
+    layout_line,
+    per_test_rows,
+    reasons,
+)
 from linkcheck.cluster_outcome import CableResult, ClusterCheck, ClusterView
 from linkcheck.model import Finding, Status
 from linkcheck.records import plain
-from linkcheck.report.markdown import md
+from linkcheck.report import acceptance as acc
+from linkcheck.report.markdown import acceptance_section, acceptance_table, bullets, md, table
 from linkcheck.strict_json import dumps
 from linkcheck.values import aligned, byte_size, gbps, number
 
@@ -147,6 +157,9 @@ def check_text(check: ClusterCheck) -> str:
     if check.traffic_error:
         lines.append(f"traffic: {check.traffic_error}")
     lines.append(f"verdict: {check.verdict.value}")
+    doc = check.acceptance  # the bundle's acceptance after the check, its verdict the last line
+    if doc is not None:
+        lines += ["", f"acceptance: {doc['problem']}" if "problem" in doc else cluster_acceptance_text(doc)]
     return "\n".join(lines)
 
 
@@ -182,6 +195,7 @@ def check_json(check: ClusterCheck) -> str:
     data["nccl"] = plain(check.facts.nccl, properties=True) if check.facts.nccl is not None else None
     data["traffic_error"] = check.traffic_error
     data["verdict"] = check.verdict.value
+    data["acceptance"] = check.acceptance  # the bundle's acceptance.json, {"problem": ...} when not shown, or None
     return dumps(data, indent=2)
 
 
@@ -191,6 +205,7 @@ def check_markdown(check: ClusterCheck) -> str:
     out = [f"# linkcheck cluster check: {check.verdict.value.upper()}", "",
            f"Layout: {md(topo.layout)}, {len(topo.nodes)} nodes ({md(', '.join(topo.nodes))}); "
            f"{'a layout NVIDIA documents' if topo.supported else 'departs from NVIDIA layouts'}.", ""]
+    out += acceptance_section(check.acceptance, acc.parameters, _acceptance_markdown)
     for head, rows, title in ((_CABLE_HEAD, _cable_rows(check), "Tests"), (*_matrix_rows(check), "Matrix")):
         if not rows:
             continue
@@ -206,3 +221,16 @@ def check_markdown(check: ClusterCheck) -> str:
     if findings:
         out += ["## Findings", "", *findings, ""]
     return "\n".join(out)
+
+
+def _acceptance_markdown(doc: dict[str, Any]) -> list[str]:
+    """A cluster's acceptance checks: each test's verdict and lowest rates, the checks that did not pass and the NCCL
+    run's (every check is in the JSON report), the findings and notes that count."""
+    shown = cluster_rows(doc)
+    lines = [md(layout_line(doc)), "", *table(TEST_HEADER, ["---", "---:", "---", "---:", "---:", "---"],
+                                              per_test_rows(doc))]
+    lines += ["", *acceptance_table(shown)] if shown else []
+    passed = len(acc.checks(doc)) - len(shown)
+    lines += ["", f"{passed} passing checks of the tests are not listed: `linkcheck report BUNDLE -f json` has every "
+              "one (`acceptance.checks`)."] if passed else []
+    return lines + bullets(reasons(doc, checks=False))

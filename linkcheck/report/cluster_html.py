@@ -9,14 +9,17 @@ so it needs no matplotlib and prints as it shows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.accept.text import TEST_HEADER, layout_line, per_test_rows, reasons
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Status
+from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import direction_gbps, matrix, named_direction
-from linkcheck.report.html import CSS, finding_boxes, h, html_table
+from linkcheck.report.html import CSS, acceptance_section, check_table, finding_boxes, h, html_table, status_tag
 from linkcheck.report.published import PUBLISHED_TOTAL_GBPS
 from linkcheck.values import gbps, number, plain_number
 
@@ -62,6 +65,7 @@ text-align:center}table.heatmap td.untested{background:#fff}table.heatmap th{tex
 span.swatch{display:inline-block;width:2.4em;border:1px solid #999;margin-right:.5em;text-align:center}
 ul.legend{list-style:none;padding-left:0}ul.legend li{margin:.2em 0}
 td.cell,span.swatch{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+details.checks{margin:.3em 0}details.checks summary{cursor:pointer}@media print{details.checks>table{display:none}}
 """
 _STATE_CLASS = {"pass": "pass", "slow": "fail", "inconclusive": "inconclusive"}
 _DIRECTIONS = ("a->b", "b->a")
@@ -234,13 +238,39 @@ def _problems(check: ClusterCheck) -> str:
     return "".join(f"<p><b>{h(line)}</b></p>" for line in lines)
 
 
+def _acceptance_checks(doc: dict[str, Any]) -> str:
+    """A cluster's acceptance checks: each test's verdict and lowest rates; the checks that did not pass and the NCCL
+    run's; the findings and notes that count; then each test's every check, folded under a line of its own."""
+    tests = [[f"<td>{h(test)}</td>", f'<td class="num">{h(round_)}</td>', f"<td>{status_tag(verdict)}</td>",
+              f'<td class="num">{h(path)}</td>', f'<td class="num">{h(total)}</td>', f"<td>{h(why)}</td>"]
+             for test, round_, verdict, path, total, why in per_test_rows(doc)]
+    out = f"<p>{h(layout_line(doc))}</p>" + html_table(list(TEST_HEADER), tests)
+    owned = list(zip(acc.checks(doc), acc.check_tests(doc), strict=True))
+    shown = [c for c, test in owned if test is None or c.get("status") != "PASS"]
+    if shown:
+        out += "<h3>Checks that did not pass, and the NCCL run's</h3>" + check_table(shown)
+    why = reasons(doc, checks=False)
+    out += "<ul>" + "".join(f"<li>{h(line)}</li>" for line in why) + "</ul>" if why else ""
+    for test in (doc.get("cluster") or {}).get("tests") or []:
+        its = [c for c, owner in owned if owner is test]
+        if not its:
+            continue
+        passed = sum(1 for c in its if c.get("status") == "PASS")
+        again = ", second pass" if test.get("pass") == 2 else ""
+        out += (f'<details class="checks"><summary><b>{h(test.get("test"))}</b> (round {h(test.get("round"))}{again})'
+                f" {status_tag(test.get('verdict'))} {passed} of {len(its)} checks passed</summary>"
+                f"{check_table(its)}</details>")
+    return out
+
+
 def check_html(check: ClusterCheck) -> str:
     """The cluster check as one self-contained HTML page (ends with a newline)."""
     verdict = check.verdict.value
     topo = check.view.topology
     header = (f'<h1>linkcheck cluster check</h1><p><span class="verdict {verdict}">{h(verdict.upper())}, exit '
               f"{int(check.exit_code)}</span></p>")
-    body = header + _problems(check) + _layout(check)
+    body = header + acceptance_section(check.acceptance, acc.parameters, _acceptance_checks)
+    body += _problems(check) + _layout(check)
     if check.cables:
         body += _heatmap(check) + _tests(check)
     body += _cluster_findings(check) + _test_findings(check)

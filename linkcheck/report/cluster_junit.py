@@ -20,8 +20,9 @@ import xml.etree.ElementTree as ET
 from linkcheck import __version__
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status, Verdict
+from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import direction_gbps, named_direction
-from linkcheck.report.junit import finding_case, finding_text, tally, timestamp, xml_text
+from linkcheck.report.junit import acceptance_suite, finding_case, finding_text, tally, timestamp, xml_text
 from linkcheck.report.tables import case_names
 from linkcheck.values import gbps, yes_no
 
@@ -167,10 +168,11 @@ def _tests_suite(root: ET.Element, check: ClusterCheck) -> list[str]:
 
 
 def check_junit(check: ClusterCheck) -> str:
-    """The cluster check as JUnit XML: the cluster's rules, each node, each test (ends with a newline)."""
+    """The cluster check as JUnit XML: the cluster's rules, each node, each test, and the bundle's acceptance as the
+    pair's suite (ends with a newline)."""
     root = ET.Element("testsuites", name="linkcheck.cluster")
     nodes = {_node_subject(n) for n in check.view.topology.nodes}
     kinds = _cluster_suite(root, check, nodes) + _nodes_suite(root, check) + _tests_suite(root, check)
-    tally(root, kinds)
+    tally(root, kinds + acceptance_suite(root, check.acceptance, acc.parameters))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -13,6 +13,7 @@ from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.report.cluster import named_direction
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second
+from linkcheck.report.prometheus import acceptance_families
 
 _STATES = ("pass", "slow", "inconclusive")
 _DIRECTIONS = ("a->b", "b->a")
@@ -109,4 +110,8 @@ def check_prometheus(check: ClusterCheck) -> str:
              "warns or fails (0: judged clean).",
              _counts([({"rule": f.rule_id, "severity": f.severity.value}, f) for f in view.diagnosis.findings
                       if f.subject not in nodes]))
+    acceptance = check.acceptance  # the pair's families, a check named by its test and pass too
+    if acceptance is not None and "problem" in acceptance:
+        m.comment(f"acceptance not shown: {acceptance['problem']}")
+    acceptance_families(m, acceptance)
     return m.text()

@@ -62,6 +62,10 @@ class Metrics:
             inner = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
             self.lines.append(f"{name}{{{inner}}} {number(value)}" if inner else f"{name} {number(value)}")
 
+    def comment(self, text: str) -> None:
+        """A `#` line that a reader skips: one line, node text shown as text."""
+        self.lines.append(f"# {shown(text)}")
+
     def text(self) -> str:
         """The families as a textfile: one sample per line, ending with a newline."""
         return "\n".join(self.lines) + "\n"

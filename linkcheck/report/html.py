@@ -7,7 +7,9 @@ without it the page has the same tables and says how to get the plots.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
+from typing import Any
 
 from linkcheck.accept.text import non_standard_line
 from linkcheck.model import Finding, Status
@@ -113,7 +115,39 @@ _STATUS_CLASS = {"PASS": "pass", "DEGRADED": "warn", "FAIL": "fail", "INCONCLUSI
 
 def _acceptance(outcome: Outcome) -> str:
     """The bundle's acceptance, first on the page: verdict, profile and digest, how it was tested, each check."""
-    doc = acc.acceptance(outcome)
+    return acceptance_section(acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc),
+                              lambda doc: check_table(acc.checks(doc)) + check_reasons(acc.checks(doc)))
+
+
+def status_tag(status: object) -> str:
+    """An acceptance status (PASS, DEGRADED, FAIL, INCONCLUSIVE) as a coloured tag."""
+    return f'<span class="tag {_STATUS_CLASS.get(str(status), "skip")}">{h(status)}</span>'
+
+
+def check_table(checks: list[dict[str, Any]]) -> str:
+    """Acceptance checks, a row each: status, check, subject, min, median, max, threshold, margin, source."""
+    rows = []
+    for check in checks:
+        rows.append([f"<td>{status_tag(check.get('status'))}</td>",
+                     f"<td><code>{h(check.get('id'))}</code></td>", f"<td>{h(check.get('subject'))}</td>",
+                     *(f'<td class="num">{h(acc.statistic(check, n))}</td>' for n in ("min", "median", "max")),
+                     f"<td>{h(acc.threshold(check))}</td>", f'<td class="num">{h(acc.margin(check))}</td>',
+                     f'<td class="src">{"<br>".join(h(src) for src in acc.sources(check))}</td>'])
+    return html_table(["status", "check", "subject", "min", "median", "max", "threshold", "margin", "source"], rows)
+
+
+def check_reasons(checks: list[dict[str, Any]]) -> str:
+    """Why each check that is not PASS is not, as a list; nothing when all pass."""
+    why = [f"<li>{h(c.get('status'))} {h(c.get('id'))} {h(c.get('subject'))}: {h(c.get('reason'))}</li>"
+           for c in checks if c.get("status") != "PASS" and c.get("reason")]
+    return f"<ul>{''.join(why)}</ul>" if why else ""
+
+
+def acceptance_section(doc: dict[str, Any] | None, tested: Callable[[dict[str, Any]], str],
+                       checks: Callable[[dict[str, Any]], str]) -> str:
+    """The acceptance section of a pair's or a cluster's page: the verdict, what the run was weaker in, the profile
+    and its digest, how it was tested (`tested`), then the `checks` part; one line when the record is not shown;
+    nothing without one."""
     if doc is None:
         return ""
     if "problem" in doc:
@@ -126,19 +160,8 @@ def _acceptance(outcome: Outcome) -> str:
             + (' <span class="verdict warn">NON-STANDARD</span></p>'
                f'<p class="nonstandard">{h(weaker)}</p>' if weaker else "</p>") +
             f'<p>profile <b>{h(profile.get("name") or "?")}</b>, sha256 <code>{h(profile.get("sha256") or "?")}</code>'
-            f"</p><p>tested: {h(acc.tested(outcome, doc))}</p>")
-    rows = []
-    for check in acc.checks(doc):
-        status = str(check.get("status"))
-        rows.append([f'<td><span class="tag {_STATUS_CLASS.get(status, "skip")}">{h(status)}</span></td>',
-                     f"<td><code>{h(check.get('id'))}</code></td>", f"<td>{h(check.get('subject'))}</td>",
-                     *(f'<td class="num">{h(acc.statistic(check, n))}</td>' for n in ("min", "median", "max")),
-                     f"<td>{h(acc.threshold(check))}</td>", f'<td class="num">{h(acc.margin(check))}</td>',
-                     f'<td class="src">{"<br>".join(h(src) for src in acc.sources(check))}</td>'])
-    table = html_table(["status", "check", "subject", "min", "median", "max", "threshold", "margin", "source"], rows)
-    why = [f"<li>{h(c.get('status'))} {h(c.get('id'))} {h(c.get('subject'))}: {h(c.get('reason'))}</li>"
-           for c in acc.checks(doc) if c.get("status") != "PASS" and c.get("reason")]
-    return head + table + (f"<ul>{''.join(why)}</ul>" if why else "")
+            f"</p><p>tested: {h(tested(doc))}</p>")
+    return head + checks(doc)
 
 
 def _plots(outcome: Outcome) -> str:

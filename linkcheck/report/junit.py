@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from typing import Any
 
 from linkcheck.accept.text import headline, non_standard, non_standard_line
 from linkcheck.model import Finding, Status
@@ -73,7 +75,7 @@ _ACCEPT_KIND = {"FAIL": ("failure", "error"), "DEGRADED": ("failure", "warning")
                 "INCONCLUSIVE": ("error", "inconclusive")}
 
 
-def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str) -> str:
+def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str, labels: dict[str, str]) -> str:
     """One testcase per acceptance check: a FAIL or DEGRADED is a failure, INCONCLUSIVE an error, each carrying
     the measured values, the threshold and the margin."""
     case = ET.SubElement(suite, "testcase", name=xml_text(name),
@@ -89,16 +91,18 @@ def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str) -> 
     for key, value in (("status", status), ("min", acc.statistic(check, "min")),
                        ("median", acc.statistic(check, "median")), ("max", acc.statistic(check, "max")),
                        ("threshold", acc.threshold(check)), ("margin", acc.margin(check)),
-                       *(("source", s) for s in acc.sources(check))):
+                       *(("source", s) for s in acc.sources(check)), *labels.items()):
         if value:
             ET.SubElement(props, "property", name=key, value=xml_text(value))
     ET.SubElement(case, "system-out").text = xml_text(f"{status} {name}: {line}", multiline=True)
     return kind
 
 
-def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
-    """The bundle's acceptance as its own suite, so that CI gates on each check; [] when there is none."""
-    doc = acc.acceptance(outcome)
+def acceptance_suite(root: ET.Element, doc: dict[str, Any] | None,
+                     tested: Callable[[dict[str, Any]], str]) -> list[str]:
+    """The bundle's acceptance (a pair's or a cluster's) as its own suite, so that CI gates on each check: a testcase
+    per check (a cluster's names its test and pass in its properties), how it was tested (`tested`) among the
+    suite's properties; one error when the record is not shown; [] when there is none."""
     if doc is None:
         return []
     suite = ET.SubElement(root, "testsuite", name="linkcheck.acceptance", timestamp=timestamp(), time="0")
@@ -113,10 +117,11 @@ def _acceptance_suite(root: ET.Element, outcome: Outcome) -> list[str]:
         weaker = non_standard(doc)
         for name, value in (("verdict", doc.get("verdict")), ("exit_code", doc.get("exit_code")),
                             ("profile", profile.get("name")), ("profile_sha256", profile.get("sha256")),
-                            ("test", acc.tested(outcome, doc)), ("non_standard", yes_no(weaker is not None)),
+                            ("test", tested(doc)), ("non_standard", yes_no(weaker is not None)),
                             *(("non_standard_difference", d) for d in weaker or [])):
             ET.SubElement(props, "property", name=name, value=xml_text("" if value is None else value))
-        kinds = [_acceptance_case(suite, c, n) for c, n in zip(acc.checks(doc), acc.case_names(doc), strict=True)]
+        kinds = [_acceptance_case(suite, c, n, acc.series_labels(doc, t)) for c, n, t in
+                 zip(acc.checks(doc), acc.case_names(doc), acc.check_tests(doc), strict=True)]
         # GitLab shows no property: the suite's output says it too.
         ET.SubElement(suite, "system-out").text = xml_text("\n".join(
             line for line in (headline(doc), non_standard_line(doc)) if line), multiline=True)
@@ -177,6 +182,7 @@ def render_junit(outcome: Outcome) -> str:
     ET.SubElement(suite, "system-out").text = xml_text(verdict_line(outcome), multiline=True)
     if diagnosis.notes:
         ET.SubElement(suite, "system-err").text = xml_text("\n".join(diagnosis.notes), multiline=True)
-    tally(root, kinds + _acceptance_suite(root, outcome) + _repair_suite(root, outcome))
+    accepted = acceptance_suite(root, acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc))
+    tally(root, kinds + accepted + _repair_suite(root, outcome))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from linkcheck.accept import text as accept_text
 from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
@@ -85,7 +87,33 @@ def _latency(outcome: Outcome) -> list[str]:
 
 def _acceptance(outcome: Outcome) -> list[str]:
     """The bundle's acceptance (`linkcheck accept`): verdict, each check against its threshold, why not PASS."""
-    doc = acceptance_document(outcome)
+    return acceptance_section(acceptance_document(outcome), lambda doc: acc.tested(outcome, doc), _pair_checks)
+
+
+def table(head: Sequence[str], align: list[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A table: its header (Markdown of our own), the alignment row, then each row's cells as escaped text."""
+    return [_row(list(head)), _row(align), *(_row([md(cell) for cell in row]) for row in rows)]
+
+
+def acceptance_table(shown: list[tuple[str, str, str, str, str, str]]) -> list[str]:
+    """Checks as accept/text.py's rows, one table row each."""
+    return table(HEADER, ["---"] * 3 + ["---:"] + ["---", "---:"], shown)
+
+
+def bullets(lines: list[str]) -> list[str]:
+    """A list after a blank line; nothing for none."""
+    return ["", *(f"- {md(line)}" for line in lines)] if lines else []
+
+
+def _pair_checks(doc: dict[str, Any]) -> list[str]:
+    return acceptance_table(rows(doc)) + bullets(reasons(doc))
+
+
+def acceptance_section(doc: dict[str, Any] | None, tested: Callable[[dict[str, Any]], str],
+                       checks: Callable[[dict[str, Any]], list[str]]) -> list[str]:
+    """The acceptance section of a pair's or a cluster's report: the headline, what the run was weaker in, how it was
+    tested (`tested`), the `checks` part, the threshold sources and who was tested; one line when the record is not
+    shown; nothing without one."""
     if doc is None:
         return []
     if "problem" in doc:
@@ -93,15 +121,12 @@ def _acceptance(outcome: Outcome) -> list[str]:
     lines = ["## Acceptance", "", f"**{md(headline(doc))}**", ""]
     weaker = non_standard_line(doc)
     lines += [f"**{md(weaker)}**", ""] if weaker else []
-    lines += [f"Test: {md(acc.tested(outcome, doc))}", ""]
-    lines += [_row(list(HEADER)), _row(["---"] * 3 + ["---:"] + ["---", "---:"])]
-    lines += [_row([md(cell) for cell in row]) for row in rows(doc)]
-    why = reasons(doc)
-    lines += ["", *(f"- {md(line)}" for line in why)] if why else []
+    lines += [f"Test: {md(tested(doc))}", ""]
+    lines += checks(doc)
     sources = {t["source"] for c in doc.get("checks", []) for t in c.get("thresholds", [])}
     lines += ["", "Threshold sources:", "", *(f"- {md(s)}" for s in sorted(sources))]
-    tested = accept_text.evidence_lines(doc)
-    lines += ["", "Tested:", "", *(f"- {md(line)}" for line in tested)] if tested else []
+    evidence = accept_text.evidence_lines(doc)
+    lines += ["", "Tested:", *bullets(evidence)] if evidence else []
     return [*lines, ""]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from linkcheck import __version__
 from linkcheck.accept.text import non_standard
@@ -63,9 +63,10 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
 
 
-def _acceptance(m: Metrics, outcome: Outcome) -> None:
-    """The bundle's acceptance: its verdict and profile, each check's status (one-hot) and margin."""
-    doc = acc.acceptance(outcome)
+def acceptance_families(m: Metrics, doc: dict[str, Any] | None) -> None:
+    """The bundle's acceptance (a pair's or a cluster's): its verdict and profile, each check's status (one-hot) and
+    margin; a cluster's check is named by its test and pass too (acc.series_labels). Nothing when the record is not
+    shown or there is none."""
     if doc is None or "problem" in doc:
         return
     profile = doc.get("profile") or {}
@@ -77,15 +78,16 @@ def _acceptance(m: Metrics, outcome: Outcome) -> None:
         m.family("linkcheck_acceptance_non_standard", "1 when the run was weaker than the standard acceptance (shorter "
                  "-D, fewer repetitions, a looser profile than the built-in one), else 0.",
                  [({}, 1 if non_standard(doc) is not None else 0)])
-    checks = acc.checks(doc)
+    named = [(c, {"check": str(c.get("id")), "subject": str(c.get("subject")), **acc.series_labels(doc, t)})
+             for c, t in zip(acc.checks(doc), acc.check_tests(doc), strict=True)]
     m.family("linkcheck_acceptance_check_status", "Each acceptance check's status, one-hot over pass, degraded, "
              "fail and inconclusive.",
-             [({"check": str(c.get("id")), "subject": str(c.get("subject")), "status": v.lower()},
-               1 if c.get("status") == v else 0) for c in checks for v in acc.STATUSES])
+             [({**labels, "status": v.lower()}, 1 if c.get("status") == v else 0)
+              for c, labels in named for v in acc.STATUSES])
     m.family("linkcheck_acceptance_check_margin", "How far each check's lowest (or highest) measured value is inside "
              "its threshold, in the check's unit (negative: outside).",
-             [({"check": str(c.get("id")), "subject": str(c.get("subject")), "unit": acc.unit(c)}, float(c["margin"]))
-              for c in checks if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
+             [({**labels, "unit": acc.unit(c)}, float(c["margin"])) for c, labels in named
+              if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
 
 
 def _repair(m: Metrics, outcome: Outcome) -> None:
@@ -122,7 +124,7 @@ def render_prometheus(outcome: Outcome) -> str:
     m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).", _findings(outcome))
-    _acceptance(m, outcome)
+    acceptance_families(m, acc.acceptance(outcome))
     _repair(m, outcome)
     return m.text()
 

@@ -29,6 +29,7 @@ else
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy
-# One worker per CPU; the lab tests share one of them (tests/conftest.py). `-n 0` after it runs in one process.
-# The slowest tests are listed at the end: the lab runs on one worker and sets the suite's wall time.
-.venv/bin/python -m pytest -n auto --dist loadgroup --durations=20 "$@"
+# One worker per CPU. Labs on two workers run side by side: each takes its own addresses under the lab lock
+# (tests/lab/mgmt.py) and its own namespaces, and mostly waits on ib_write_bw's -D and sshd. `-n 0` after it runs
+# in one process. The slowest tests are listed at the end: the lab tests set the suite's wall time.
+.venv/bin/python -m pytest -n auto --durations=20 "$@"

@@ -13,15 +13,6 @@ from pathlib import Path
 import pytest
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`scripts/test.sh` runs one worker per CPU), every lab test goes to one worker: a lab
-    holds the machine-wide lab lock while it is up, so lab modules on two workers would only queue behind each
-    other, holding both workers, while the tests without a lab could have run beside them."""
-    for item in items:
-        if item.get_closest_marker("lab") is not None:
-            item.add_marker(pytest.mark.xdist_group("lab"))
-
-
 @pytest.fixture(autouse=True)
 def _sigint_handler_restored() -> Iterator[None]:
     """`linkcheck.cli.run()` ignores Ctrl-C once it is done (its process is exiting); a test that calls it in

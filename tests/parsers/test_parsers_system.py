@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from linkcheck.errors import ParseError
+from linkcheck.parsers import kernel
 from linkcheck.parsers.kernel import (
     DmesgLog,
     MemInfo,
@@ -396,3 +399,26 @@ def test_meminfo() -> None:
     with pytest.raises(ParseError) as info:
         parse_meminfo("MemTotal: 1 kB\nMemFree 2 kB\n")
     assert info.value.line_no == 2
+
+
+# Pieces of real dmesg lines, recombined: stamps, drivers, BDFs, names and messages of the events and of noise.
+_STAMPS = st.sampled_from(["[    5.123456] ", "[Fri Aug  7 03:13:00 2026] ", "kern  :info  : [  12.5] ", "", "[T42] "])
+_HEADS = st.sampled_from(["mlx5_core 0000:01:00.0 enp1s0f0np0: ", "mlx5_core 0002:01:00.1: ", "pcieport 0000:00:01.0: ",
+                          "cx7-pcie-hotplug cx7: ", "usb 1-1: ", "nvme nvme0: ", "", "e1000e 0000:03:00.0 eth0: "])
+_MESSAGES = st.sampled_from(["Link up", "Link down", "Port: 1 Link ACTIVE", "Cable plug in detected", "Cable unplug",
+                             "AER: Corrected error received: 0000:01:00.0", "PCIe Bus Error: severity=Corrected",
+                             "Port module event: module 0, Cable plugged", "new high-speed USB device", "",
+                             "Detected insufficient power on the PCIe slot (27W)."])
+
+
+@given(st.lists(st.tuples(_STAMPS, _HEADS, _MESSAGES).map("".join), max_size=30))
+def test_dmesg_reads_only_lines_that_can_be_events_and_misses_none(lines: list[str]) -> None:
+    """parse_dmesg skips a line without any of EVENT_WORDS; every event a full scan of every line finds is found."""
+    text = "\n".join(lines)
+    log = parse_dmesg(text)
+    stamped = [kernel._split_stamp(line) for line in text.split("\n") if line.strip()]
+    bdfs = {m.group("bdf") for _, _, msg in stamped if (m := kernel.DEVICE_RE.match(msg))
+            and m.group("driver") == "mlx5_core"}
+    every = [(t, w, msg) for t, w, msg in stamped if kernel._classify(msg, bdfs) is not None]
+    assert [(e.time_s, e.wallclock, e.text) for e in log.events] == every
+    assert log.lines == len(stamped)

@@ -10,24 +10,21 @@ traffic test that stopped count as they do for `check`. The verdict is the worst
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import msgspec
 
 from linkcheck.accept.judge import (
-    SCHEMA,
-    SCHEMA_VERSION,
     AcceptVerdict,
     CheckResult,
     Measured,
     judge_check,
     judge_measured,
     nccl_measured,
+    record_head,
     worst,
 )
 from linkcheck.accept.profile import Profile
-from linkcheck.accept.standard import standard_record
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Status, Verdict
@@ -84,7 +81,6 @@ class ClusterAcceptance(msgspec.Struct, frozen=True):
     def to_dict(self) -> dict[str, Any]:
         """acceptance.json as a pair's, with `cluster` (the layout, nodes and each test's verdict); each check's
         subject starts with its test's label, so every report that reads a pair's record reads this one."""
-        p = self.profile
         checks = []
         for label, check in self.all_checks():
             row = check.to_dict()
@@ -94,15 +90,7 @@ class ClusterAcceptance(msgspec.Struct, frozen=True):
         findings += [{"id": r, "status": s, "subject": f"{t.label} {subj}"} for t in self.tests
                      for r, s, subj in t.findings]
         return {
-            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "profile": {"name": p.name, "sha256": p.sha256, "source": p.source, "description": p.description},
-            "test": {"repetitions": self.repetitions, "rdma": {"duration_s": p.test.duration_s,
-                                                               "size_bytes": p.test.size_bytes, "qps": p.test.qps},
-                     "nccl": {"max_bytes": p.test.nccl_max_bytes,
-                              **({"largest_bytes": self.nccl_largest_bytes}
-                                 if self.nccl_largest_bytes is not None else {})}},
-            "standard": standard_record(p, self.repetitions),
+            **record_head(self.profile, self.repetitions, self.nccl_largest_bytes),
             "verdict": self.verdict.value, "exit_code": int(self.exit_code),
             "cluster": {"layout": self.layout, "nodes": list(self.nodes), "tests": [t.to_dict() for t in self.tests]},
             "diagnosis": {"verdict": self.diagnosis_verdict.value, "findings": findings},

@@ -100,6 +100,23 @@ def _threshold(t: Threshold) -> dict[str, Any]:
     return out
 
 
+def record_head(p: Profile, repetitions: int, nccl_largest_bytes: int | None) -> dict[str, Any]:
+    """acceptance.json's first keys, a pair's and a cluster's alike: what it is, when, the profile, the test as run
+    and how it compares with the standard."""
+    return {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "profile": {"name": p.name, "sha256": p.sha256, "source": p.source, "description": p.description},
+        "test": {"repetitions": repetitions, "rdma": {"duration_s": p.test.duration_s,
+                                                      "size_bytes": p.test.size_bytes, "qps": p.test.qps},
+                 "nccl": {"max_bytes": p.test.nccl_max_bytes,
+                          **({"largest_bytes": nccl_largest_bytes} if nccl_largest_bytes is not None else {})},
+                 # said only when it ran, so the records of runs without it read as before
+                 **({"latency": True} if p.test.latency else {})},
+        "standard": standard_record(p, repetitions),
+    }
+
+
 class Acceptance(msgspec.Struct, frozen=True):
     profile: Profile
     repetitions: int
@@ -116,19 +133,8 @@ class Acceptance(msgspec.Struct, frozen=True):
         return self.verdict.exit_code
 
     def to_dict(self) -> dict[str, Any]:
-        p = self.profile
         return {
-            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "profile": {"name": p.name, "sha256": p.sha256, "source": p.source, "description": p.description},
-            "test": {"repetitions": self.repetitions, "rdma": {"duration_s": p.test.duration_s,
-                                                               "size_bytes": p.test.size_bytes, "qps": p.test.qps},
-                     "nccl": {"max_bytes": p.test.nccl_max_bytes,
-                              **({"largest_bytes": self.nccl_largest_bytes}
-                                 if self.nccl_largest_bytes is not None else {})},
-                     # said only when it ran, so the records of runs without it read as before
-                     **({"latency": True} if p.test.latency else {})},
-            "standard": standard_record(p, self.repetitions),
+            **record_head(self.profile, self.repetitions, self.nccl_largest_bytes),
             "verdict": self.verdict.value, "exit_code": int(self.exit_code),
             "diagnosis": {"verdict": self.diagnosis_verdict.value,
                           "findings": [{"id": r, "status": s, "subject": subj} for r, s, subj in self.findings]},

@@ -484,8 +484,12 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
     if not isinstance(doc.description, str):
         raise file.refuse("'description' must be text", (), "description")
     layout = _layout(file, doc.layout)
+    test = _test(file, doc.test)
+    if test.latency and layout != "pair":
+        raise file.refuse(f"'latency' runs on a pair only (ib_write_lat per path of one cable); this profile accepts "
+                          f"a {layout}", ("test",), "latency")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Profile(doc.profile, " ".join(doc.description.split()), _test(file, doc.test),
+    return Profile(doc.profile, " ".join(doc.description.split()), test,
                    _checks(file, by_id, doc.checks, layout), path, digest, text, _require(file, by_id, doc.require),
                    layout)
 

@@ -177,3 +177,10 @@ def test_the_profile_is_the_one_of_the_layout_the_nodes_show() -> None:
         choose_profile(None, four, [])
     # A node not inspected: the layout is unsure; a given profile still runs, none is guessed.
     assert choose_profile(SWITCH, ring, ["c"]) is SWITCH and choose_profile(None, ring, ["c"]) is None
+
+
+def test_the_latency_test_is_a_pair_s_only() -> None:
+    text = RING.text.replace("  nccl: {max_bytes: 17179869184}", "  nccl: {max_bytes: 17179869184}\n  latency: true")
+    assert text != RING.text
+    with pytest.raises(ProfileError, match="'latency' runs on a pair only"):
+        parse_profile(text, "site.yaml")

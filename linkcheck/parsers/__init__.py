@@ -48,6 +48,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "all_gather_perf": ("nccl_tests:parse_nccl_tests", "nccl-tests all_gather_perf, text or -J JSON"),
     "all_reduce_perf": ("nccl_tests:parse_nccl_tests", "nccl-tests all_reduce_perf, text or -J JSON"),
     "nccl_log": ("nccl_log:parse_nccl_log", "NCCL_DEBUG=INFO log"),
+    "lldp": ("lldp:parse_lldpctl_json", "lldpctl -f json (or -f json0): each netdev's LLDP neighbours"),
 }
 
 

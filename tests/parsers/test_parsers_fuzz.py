@@ -29,7 +29,7 @@ FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "meminfo": "system", "ib_write_bw": "perftest", "ib_write_lat": "perftest", "perftest_version": "perftest",
     "dmi_serial": "system",
     "nm_connections": "system", "nccl_install": "nccl",
-    "all_gather_perf": "nccl", "all_reduce_perf": "nccl", "nccl_log": "nccl",
+    "all_gather_perf": "nccl", "all_reduce_perf": "nccl", "nccl_log": "nccl", "lldp": "lldp",
 }
 MAX_SAMPLE_CHARS = 4000  # a few large dumps would otherwise dominate the run time
 

@@ -130,7 +130,7 @@ def parse_lldpctl_json(text: str) -> LldpNeighbours:
             raise unreachable
         raise ParseError(SPEC, f"not JSON (lldpctl without -f json prints text): {body.splitlines()[0][:60]!r}", 1)
     try:
-        data = json.loads(body)
+        data = json.loads(body, strict=False)  # a raw control character in a name is data, not a fault
     except json.JSONDecodeError as exc:
         raise ParseError(SPEC, f"invalid or truncated JSON: {exc.msg}", exc.lineno) from None
     except (ValueError, RecursionError) as exc:

@@ -183,4 +183,18 @@ CLUSTER_SPECS: tuple[Spec, ...] = (
     Spec("iptables_docker_user", "sudo -n iptables -S DOCKER-USER", needs_root=True,
          description="Docker's DOCKER-USER chain, where an accept for forwarded traffic belongs"),
 )
+# LLDP: each netdev's neighbour as lldpd saw it (another node confirms a cable, a switch shows the port is switched).
+# lldpd's control socket is root:_lldpd mode 0770 (lldpd.c chmods it after the chown to its privilege-separation
+# user; its README: run lldpcli as root or setgid _lldpd), so a user outside the _lldpd group is refused with
+# "Permission denied". lldpctl runs plain first (a user in _lldpd needs no sudo) and through `sudo -n` only after that
+# refusal, so a node where lldpd is not running keeps lldpd's own words ("unable to connect to socket ...: No such
+# file or directory", exit 1) rather than sudo's. A node without lldpctl gives 127 (tool missing): LLDP is optional.
+LLDPCTL = ("command -v lldpctl >/dev/null 2>&1 || { echo 'lldpctl: not found' >&2; exit 127; };"
+           ' { lc_e=$(lldpctl -f json 2>&1 >&3); lc_rc=$?; } 3>&1;'
+           ' case $lc_rc:$lc_e in 0:*) ;; *"Permission denied"*) exec sudo -n lldpctl -f json;; esac;'
+           ' [ -z "$lc_e" ] || printf "%s\\n" "$lc_e" >&2; exit "$lc_rc"')
+CLUSTER_SPECS += (
+    Spec("lldp", LLDPCTL, optional_tool=True,
+         description="LLDP neighbours per netdev (lldpctl -f json; sudo -n only when lldpd's socket refuses the user)"),
+)
 CLUSTER_SPECS_BY_ID: dict[str, Spec] = {s.id: s for s in CLUSTER_SPECS}

@@ -104,10 +104,12 @@ def test_real_lldpd_unreachable_words(name: str) -> None:
 
 
 def test_unreachable_on_a_terminal_keeps_the_reason_clean() -> None:
-    text = "2025-09-28T15:32:22 [WARN/control\x1b[0m] unable to connect to socket /run/lldpd.socket: Permission denied\x1b[0m\n"
+    text = ("2025-09-28T15:32:22 [WARN/control\x1b[0m] unable to connect to socket /run/lldpd.socket: "
+            "Permission denied\x1b[0m\n")
     found = lldpd_unreachable(text)
     assert found is not None and found.cause == "permission" and "\x1b" not in found.reason
-    only_lib = lldpd_unreachable("[WARN/lldpctl] unable to get configuration from lldpd. Unable to connect to lldpd daemon")
+    only_lib = lldpd_unreachable("[WARN/lldpctl] unable to get configuration from lldpd. "
+                                 "Unable to connect to lldpd daemon")
     assert only_lib is not None and only_lib.cause == "other"
     assert lldpd_unreachable("") is None
 

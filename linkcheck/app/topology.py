@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
-from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, forwarding
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, forwarding, lldp_neighbours
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
@@ -26,6 +26,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.build import build_node_facts
 from linkcheck.facts.model import NODE_GROUPS
 from linkcheck.model import Capture
+from linkcheck.parsers.lldp import LldpNeighbour
 from linkcheck.transport.base import Transport
 
 
@@ -64,6 +65,8 @@ def cluster_facts(names: Sequence[str], captures: Sequence[Capture], errors: dic
     """Every node's facts from its captures, the topology inferred from them, each node's forwarding state."""
     facts = {}
     routing = {}
+    lldp: dict[str, tuple[LldpNeighbour, ...]] = {}
+    unread: dict[str, str] = {}
     for name in names:
         own = [c for c in captures if c.node == name and not c.meta]
         node = build_node_facts(name, own)
@@ -71,7 +74,11 @@ def cluster_facts(names: Sequence[str], captures: Sequence[Capture], errors: dic
             node = replace(node, unavailable={g: errors[name] for g in NODE_GROUPS})
         facts[name] = node
         routing[name] = forwarding(name, own)
-    return ClusterFacts(nodes=facts, topology=infer_topology(facts), forwarding=routing, expected=expected)
+        lldp[name], why = lldp_neighbours(name, own)
+        if why is not None:
+            unread[name] = why
+    return ClusterFacts(nodes=facts, topology=infer_topology(facts, lldp), forwarding=routing, expected=expected,
+                        lldp_unread=unread)
 
 
 def judge(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],

@@ -21,10 +21,12 @@ import msgspec
 from linkcheck.cluster.drift import ClusterDrift
 from linkcheck.cluster.nccl import ClusterNccl, cabled_hcas, cluster_nccl_facts
 from linkcheck.cluster.topology import Cable, Topology
+from linkcheck.errors import ParseError
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.nccl_hca import select_hcas
 from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
+from linkcheck.parsers.lldp import LldpNeighbour, lldpd_unreachable, parse_lldpctl_json
 from linkcheck.parsers.netfilter import IptablesChains, IptRule
 
 # Fact groups only a cluster's inspection gathers (the pair's NODE_GROUPS are unchanged).
@@ -51,6 +53,26 @@ def _iptables(src: NodeSources, spec: Literal["iptables_forward", "iptables_dock
         return None, False, None
     parsed = src.iptables(spec)
     return (parsed, True, None) if parsed is not None else (None, None, src.reason(spec))
+
+
+def lldp_neighbours(name: str, captures: Sequence[Capture]) -> tuple[tuple[LldpNeighbour, ...], str | None]:
+    """The node's LLDP neighbours (`lldpctl -f json`), and why none could be read: lldpctl not installed, lldpd not
+    running or its socket closed to the user, output that does not parse. LLDP is optional: the topology is inferred
+    without it, and uses it where it is there."""
+    src = NodeSources(name, list(captures))
+    cap = src.capture("lldp")
+    if cap is None or cap.skipped:
+        return (), src.reason("lldp")
+    if cap.exit_status == 127:
+        return (), "lldp: lldpctl is not installed (lldpd is optional; the topology is the addressing's)"
+    if cap.exit_status != 0:
+        refused = lldpd_unreachable(cap.stderr)
+        first = (cap.stderr.strip().splitlines() or ["no message"])[0][:160]
+        return (), refused.reason if refused is not None else f"lldp: exit {cap.exit_status}: {first}"
+    try:
+        return parse_lldpctl_json(cap.stdout).neighbours, None
+    except ParseError as exc:
+        return (), exc.reason
 
 
 def forwarding(name: str, captures: Sequence[Capture]) -> Forwarding:
@@ -205,6 +227,8 @@ class ClusterFacts(msgspec.Struct, frozen=True):
     forwarding: Mapping[str, Forwarding] = {}
     tests: tuple[TrafficOutcome, ...] = ()
     expected: ExpectedCluster | None = None  # linkcheck.yaml's recorded cabling, when a config has one
+    # Why a node's LLDP neighbours could not be read (lldpctl missing, lldpd not running): LLDP is optional.
+    lldp_unread: Mapping[str, str] = {}
     nccl: ClusterNccl | None = None
     drift: ClusterDrift | None = None  # against a baseline (`--baseline`); the CLUSTER_DRIFT_* rules judge it
 

@@ -4,8 +4,13 @@ and the MACs its neighbour table resolved.
 A subnet whose addresses sit on exactly two nodes is a direct cable between them (a twin path; the two twins of
 one cage make one cable, cage to cage). A subnet whose addresses sit on three or more nodes is a switch segment.
 "Two nodes", not "two addresses": the twins-on-one-/24 layout NVIDIA once published puts four addresses of two
-nodes in one subnet over one cable. Two nodes on a switch cannot be told from a direct pair this way (LLDP would
-tell; it is not collected).
+nodes in one subnet over one cable.
+
+Where the nodes run lldpd, LLDP says what is at the other end of each port: another inspected node (its port MAC, or
+its hostname with the port's name) confirms a cable cage to cage, or names the cage it really leads to when the
+addressing says otherwise; a device that is no inspected node (a switch) makes a two-node subnet a switch segment,
+which the addressing alone cannot tell from a direct pair. Twins of one cage share the cage's port, so a neighbour
+is matched by cage, not by twin.
 
 Layouts (spark-link.md s.10): `pair` (two nodes direct), `ring3` (each node's p0 to the next node's p1), `ringN`
 for longer rings, `switch` (every node on the switch's segments), `mixed` (direct cables and a switch at once), and
@@ -18,11 +23,12 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from linkcheck.facts.model import Function, NodeFacts
+from linkcheck.parsers.lldp import LldpNeighbour
 
 SUPPORTED_SWITCH_NODES = 4  # NVIDIA's cluster helper and Sync stop at four nodes on a switch
 
@@ -54,6 +60,7 @@ class TwinPath(msgspec.Struct, frozen=True):
     b: Endpoint
     subnet: str
     neighbour_confirmed: bool = False  # a neighbour table resolved the far address to the far twin's own MAC
+    lldp_confirmed: bool = False  # LLDP at an end shows the far node's cage
 
     @property
     def key(self) -> str:
@@ -75,10 +82,11 @@ class Cable(msgspec.Struct, frozen=True):
 
 
 class Segment(msgspec.Struct, frozen=True):
-    """A subnet shared by three or more nodes: one L2 domain, through a switch."""
+    """A subnet shared by three or more nodes, or by two that LLDP shows behind a switch: one L2 domain."""
 
     subnet: str
     endpoints: tuple[Endpoint, ...]
+    switches: tuple[str, ...] = ()  # the devices LLDP shows at the nodes' ports (`sw1 port Ethernet12`)
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -89,7 +97,7 @@ class Flag(msgspec.Struct, frozen=True):
     """Something about the cabling a person should know: a departure from NVIDIA's layouts, or a fault."""
 
     kind: str  # mixed | ring_same_port | dangling | unaddressed | isolated | unsupported | twins_share_subnet |
-    # neighbour_mismatch | link_down | unmatched | duplicate_address | uninspected
+    # neighbour_mismatch | lldp_mismatch | link_down | unmatched | duplicate_address | uninspected
     subject: str
     message: str
 
@@ -136,6 +144,72 @@ def _pair_up(subnet: str, ends: list[Endpoint], order: Mapping[str, int]) -> tup
         paths.append(TwinPath(a=near, b=far, subnet=subnet))
     paths.sort(key=lambda p: (p.a.domain or "", p.a.netdev))
     return paths, [e for e in ends if e.label not in taken]
+
+
+class LldpPeer(msgspec.Struct, frozen=True):
+    """What LLDP shows at the other end of a port: an inspected node's cage (`node`, `cage`; the cage unknown when
+    only the node could be told), or a device that is no inspected node (`node` None: a switch), as `shown`."""
+
+    shown: str
+    node: str | None = None
+    cage: str | None = None
+
+
+def _short(name: str | None) -> str:
+    return (name or "").split(".", 1)[0].lower()
+
+
+def lldp_peer(neighbour: LldpNeighbour, nodes: Mapping[str, NodeFacts], macs: Mapping[str, Function]) -> LldpPeer:
+    """The inspected node an LLDP neighbour is: by its port MAC (lldpd's port id on Linux), else by its system name
+    (the hostname, short or fully qualified) with the port named by its port id or description; else a device
+    that is none of them."""
+    port = neighbour.port_id or ""
+    if neighbour.port_id_type == "mac" and (fn := macs.get(port.lower())) is not None:
+        return LldpPeer(fn.label, fn.node, fn.cage)
+    by_name = next((f for f in nodes.values() if f.hostname and _short(f.hostname) == _short(neighbour.system_name)),
+                   None)
+    if by_name is not None:
+        fn = next((f for f in by_name.functions if f.netdev in (neighbour.port_id, neighbour.port_descr)), None)
+        return LldpPeer(fn.label if fn else f"node {by_name.name}", by_name.name, fn.cage if fn else None)
+    device = neighbour.system_name or neighbour.chassis_id or "a device without a name"
+    return LldpPeer(f"{device} port {neighbour.port_descr or neighbour.port_id or '?'}")
+
+
+def _peers(nodes: Mapping[str, NodeFacts], lldp: Mapping[str, Sequence[LldpNeighbour]],
+           macs: Mapping[str, Function]) -> dict[str, tuple[LldpPeer, ...]]:
+    """Per `node:netdev`, what LLDP shows at the other end of its port: what any twin of its cage saw (the twins
+    share the cage's port and cable; which twin receives the frames is the NIC's affair)."""
+    by_port: dict[tuple[str, str], list[LldpPeer]] = defaultdict(list)
+    for name, seen in lldp.items():
+        cages = {f.netdev: f.cage for f in nodes[name].functions} if name in nodes else {}
+        for neighbour in seen:
+            peer = lldp_peer(neighbour, nodes, macs)
+            if peer.node != name:  # a node's own frames looped back say nothing of the cable
+                by_port[(name, cages.get(neighbour.interface) or neighbour.interface)].append(peer)
+    out = {}
+    for name, facts in nodes.items():
+        for fn in facts.functions:
+            seen_here = by_port.get((name, fn.cage or fn.netdev), [])
+            if seen_here:
+                out[fn.label] = tuple(dict.fromkeys(seen_here))
+    return out
+
+
+def _lldp_check(path: TwinPath, peers: Mapping[str, tuple[LldpPeer, ...]]) -> tuple[TwinPath, list[Flag]]:
+    """The path with what LLDP says at each end: the far node's cage (confirmed), or another node's cage."""
+    confirmed = False
+    flags = []
+    for near, far in ((path.a, path.b), (path.b, path.a)):
+        for peer in peers.get(near.label, ()):
+            if peer.node is None:
+                continue
+            if peer.node == far.node and peer.cage in (None, far.cage):
+                confirmed = confirmed or peer.cage is not None
+                continue
+            flags.append(Flag("lldp_mismatch", near.label, f"{near.label} is addressed to face {far.label}, but LLDP "
+                              f"shows {peer.shown} at the other end of its cable: the cable and the addressing "
+                              "disagree"))
+    return msgspec.structs.replace(path, lldp_confirmed=confirmed), flags
 
 
 def _by_mac(nodes: Mapping[str, NodeFacts]) -> dict[str, Function]:
@@ -188,8 +262,13 @@ def _path_flags(cable: Cable) -> list[Flag]:
     return flags
 
 
+def _lldp_hint(label: str, peers: Mapping[str, tuple[LldpPeer, ...]]) -> str:
+    shown = sorted({p.shown for p in peers.get(label, ())})
+    return f"; LLDP shows {', '.join(shown)} at its other end" if shown else ""
+
+
 def _loose_ends(nodes: Mapping[str, NodeFacts], used: set[tuple[str, str]], alone: list[Endpoint],
-                macs: Mapping[str, Function]) -> list[Flag]:
+                macs: Mapping[str, Function], peers: Mapping[str, tuple[LldpPeer, ...]]) -> list[Flag]:
     """Ports with carrier that lead nowhere linkcheck can see: alone in their subnet, or without an address."""
     flags = []
     for end in alone:
@@ -199,12 +278,14 @@ def _loose_ends(nodes: Mapping[str, NodeFacts], used: set[tuple[str, str]], alon
                           n.dev == end.netdev and (o := macs.get(n.mac)) is not None and o.node != end.node})
         hint = f"; its neighbour table reaches {', '.join(reached)} (addressed in another subnet?)" if reached else ""
         flags.append(Flag("dangling", end.label, f"{end.label} ({end.address}) has carrier but no other node has "
-                          f"an address in {_subnet(end.address)}: a cable that leads nowhere{hint}"))
+                          f"an address in {_subnet(end.address)}: a cable that leads nowhere{hint}"
+                          f"{_lldp_hint(end.label, peers)}"))
     for facts in nodes.values():
         for fn in facts.functions:
             if fn.carrier and not fn.ipv4 and (facts.name, fn.netdev) not in used:
+                lldp = _lldp_hint(fn.label, peers)
                 flags.append(Flag("unaddressed", fn.label, f"{fn.label} has carrier but no IPv4 address: its cable "
-                                  "carries no test, and where it leads cannot be told"))
+                                  "carries no test" + (lldp if lldp else ", and where it leads cannot be told")))
     return flags
 
 
@@ -268,11 +349,14 @@ def _layout_flags(topo: Topology) -> list[Flag]:
     return flags
 
 
-def infer_topology(nodes: Mapping[str, NodeFacts]) -> Topology:
-    """The cluster's cables, switch segments, layout and flags, from every node's facts (in the hosts' order)."""
+def infer_topology(nodes: Mapping[str, NodeFacts],
+                   lldp: Mapping[str, Sequence[LldpNeighbour]] | None = None) -> Topology:
+    """The cluster's cables, switch segments, layout and flags, from every node's facts (in the hosts' order) and,
+    where the nodes run lldpd, their LLDP neighbours."""
     names = tuple(nodes)
     order = {name: i for i, name in enumerate(names)}
     macs = _by_mac(nodes)
+    peers = _peers(nodes, lldp or {}, macs)
     flags = [Flag("uninspected", name, f"node {name}: addresses unknown ({facts.unavailable['addresses']})")
              for name, facts in nodes.items() if "addresses" in facts.unavailable]
     by_subnet: dict[str, list[Endpoint]] = defaultdict(list)
@@ -287,26 +371,35 @@ def infer_topology(nodes: Mapping[str, NodeFacts]) -> Topology:
         held = {e.node for e in ends}
         if len(held) == 1:
             alone += ends
+        elif len(held) == 2 and (switches := _switches(ends, peers)):
+            segments.append(Segment(subnet, tuple(sorted(ends, key=lambda e: (order[e.node], e.netdev))), switches))
         elif len(held) == 2:
             matched, left = _pair_up(subnet, ends, order)
             paths += matched
             flags += [Flag("unmatched", e.label, f"{e.label} ({e.address}) has no twin left to face in {subnet}")
                       for e in left]
         else:
-            segments.append(Segment(subnet, tuple(sorted(ends, key=lambda e: (order[e.node], e.netdev)))))
+            segments.append(Segment(subnet, tuple(sorted(ends, key=lambda e: (order[e.node], e.netdev))),
+                                    _switches(ends, peers)))
     confirmed = []
     for path in paths:
         checked, said = _confirm(path, nodes, macs)
+        checked, seen = _lldp_check(checked, peers)
         confirmed.append(checked)
-        flags += said
+        flags += said + seen
     cables = _cables(confirmed, order)
     for cable in cables:
         flags += _path_flags(cable)
     used = {(e.node, e.netdev) for p in confirmed for e in (p.a, p.b)}
-    flags += _loose_ends(nodes, used, alone, macs)
+    flags += _loose_ends(nodes, used, alone, macs, peers)
     topo = Topology(nodes=names, layout=_layout(names, cables, tuple(segments)), cables=cables,
                     segments=tuple(segments))
     return msgspec.structs.replace(topo, flags=tuple(_layout_flags(topo) + flags))
+
+
+def _switches(ends: list[Endpoint], peers: Mapping[str, tuple[LldpPeer, ...]]) -> tuple[str, ...]:
+    """The devices that are no inspected node which LLDP shows at these ports: a switch between the two nodes."""
+    return tuple(sorted({p.shown for e in ends for p in peers.get(e.label, ()) if p.node is None}))
 
 
 def _duplicates(ends: list[Endpoint]) -> list[Flag]:

@@ -193,7 +193,8 @@ def _cables(facts: ClusterFacts) -> Iterator[Subject]:
             "ring": topo.layout.startswith("ring"),
             "same_port": cable.a_cage is not None and cable.a_cage == cable.b_cage,
             "recable": to is not None, "recable_p0": to[0] if to else None, "recable_p1": to[1] if to else None,
-            "path_count": len(cable.paths), "confirmed": all(p.neighbour_confirmed for p in cable.paths),
+            "path_count": len(cable.paths),
+            "confirmed": all(p.neighbour_confirmed or p.lldp_confirmed for p in cable.paths),
             **_cable_traffic(facts, cable)}
 
 

@@ -15,6 +15,7 @@ from linkcheck.accept.text import (
     per_test_rows,
     reasons,
 )
+from linkcheck.cluster.topology import TwinPath
 from linkcheck.cluster_outcome import CableResult, ClusterCheck, ClusterView
 from linkcheck.model import Finding, Status
 from linkcheck.records import plain
@@ -36,6 +37,12 @@ def view_json(view: ClusterView) -> str:
                   "findings": [f.to_dict() for f in view.diagnosis.findings]}, indent=2)
 
 
+def _confirmed(path: TwinPath) -> str:
+    """What else than the addressing says the twin path is there: the neighbour tables, LLDP."""
+    by = [what for what, yes in (("neighbour MAC", path.neighbour_confirmed), ("LLDP", path.lldp_confirmed)) if yes]
+    return f"  ({' and '.join(by)} confirmed)" if by else ""
+
+
 def view_text(view: ClusterView) -> str:
     """The view for a person: the layout, each cable and its twin paths, each switch segment, flags, rounds, then
     each finding that is not a pass (with its fix), the notes and the verdict."""
@@ -45,10 +52,10 @@ def view_text(view: ClusterView) -> str:
     lines += [f"node {name}: not inspected: {reason}" for name, reason in sorted(view.errors.items())]
     for cable in topo.cables:
         lines.append(f"cable {cable.key}")
-        lines += [f"  {p.key}  {p.subnet}{'  (neighbour MAC confirmed)' if p.neighbour_confirmed else ''}"
-                  for p in cable.paths]
+        lines += [f"  {p.key}  {p.subnet}{_confirmed(p)}" for p in cable.paths]
     for segment in topo.segments:
-        lines.append(f"switch segment {segment.subnet}: {', '.join(e.label for e in segment.endpoints)}")
+        through = f" (LLDP: {', '.join(segment.switches)})" if segment.switches else ""
+        lines.append(f"switch segment {segment.subnet}: {', '.join(e.label for e in segment.endpoints)}{through}")
     lines += [f"{flag.kind}: {flag.message}" for flag in topo.flags]
     for r in view.schedule.rounds:
         idle = f"  (idle: {', '.join(r.idle)})" if r.idle else ""

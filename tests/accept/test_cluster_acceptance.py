@@ -5,6 +5,7 @@ them (tests/cluster/cluster_checks.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import pytest
@@ -22,6 +23,9 @@ from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.errors import UsageError
 from tests.cluster.cluster_checks import HOTPLUG, ONE_PCIE, checked, slow_node, switch
 from tests.lab.cluster import ring3, ring4
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
 
 RING = resolve_profile("dgx-spark-ring3")
 SWITCH = resolve_profile("dgx-spark-switch")
@@ -184,3 +188,17 @@ def test_the_latency_test_is_a_pair_s_only() -> None:
     assert text != RING.text
     with pytest.raises(ProfileError, match="'latency' runs on a pair only"):
         parse_profile(text, "site.yaml")
+
+
+def test_a_cluster_profile_for_two_nodes_and_a_bad_hostfile_are_refused_before_any_node(
+        tmp_path: Path, cli: InProcessCli) -> None:
+    two = cli("accept", "--profile", "dgx-spark-ring3", "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.1:9")
+    assert two.returncode == 4 and "accepts a cluster (layout: ring3)" in two.stderr, two.stderr
+    assert "--profile dgx-spark-pair" in two.stderr
+    missing = cli("accept", "--hostfile", str(tmp_path / "no-such-hostfile"))
+    assert missing.returncode == 4 and "no-such-hostfile" in missing.stderr and "Traceback" not in missing.stderr
+    bad = tmp_path / "site.yaml"
+    bad.write_text(RING.text.replace("layout: ring3", "layout: torus"), encoding="utf-8")
+    refused = cli("accept", "--profile", str(bad), "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.1:9",
+                  "--node", "c=127.0.0.1:9")
+    assert refused.returncode == 4 and "'layout' must be" in refused.stderr and f"{bad}:" in refused.stderr

@@ -146,10 +146,18 @@ def test_the_fec_undo_is_the_configured_encoding_read_before_the_change(prompt: 
 
 
 # --- the netplan try stand-in (tests/lab/netplan_try_standin.py) -----------------------------------------------
+def _default_hup_and_term() -> None:
+    """The child's SIGHUP and SIGTERM at their default action, as on a node: a suite started under `nohup` (or any
+    parent that ignores them) would hand the ignoring down through exec, and the stand-in would then survive them."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _standin(timeout_s: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.lab.netplan_try_standin", "try", "--timeout",
                              str(timeout_s)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            preexec_fn=_default_hup_and_term)
     assert proc.stdout is not None
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

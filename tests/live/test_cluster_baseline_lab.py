@@ -1,0 +1,53 @@
+"""A cluster's baseline over real SSH in the lab: a healthy ring of three checked with --quick and saved as the
+known-good state, then the same three nodes (the same hostnames, MACs and cables) with one cable in the hot-plug
+state checked against it: the drift is named on that cable alone, with the rate then and now."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.lab.lab import Lab
+from tests.lab.pytest_plugin import LabFactory
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
+pytestmark = pytest.mark.lab
+
+NODES = ("--node=a", "--node=b", "--node=c")
+
+
+def _config(lab: Lab, path: Path) -> Path:
+    path.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    return path
+
+
+def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_factory: LabFactory, cli: InProcessCli,
+                                                                        tmp_path: Path) -> None:
+    healthy = lab_factory("ring3")
+    config = _config(healthy, tmp_path / "healthy.yaml")
+    run = cli("check", *NODES, "-c", str(config), "--quick", "-f", "json", "--save", str(tmp_path / "good"),
+              timeout=300)
+    assert run.returncode == 0, run.stderr
+    saved = cli("baseline", "save", "ring", str(tmp_path / "good"))
+    assert saved.returncode == 0, saved.stderr
+    healthy.down()
+
+    hot = lab_factory("ring3-hotplug")
+    config = _config(hot, tmp_path / "hot.yaml")
+    run = cli("check", *NODES, "-c", str(config), "--quick", "-f", "json", "--save", str(tmp_path / "later"),
+              "--baseline", "ring", timeout=300)
+    assert run.returncode == 2, run.stderr
+    data = json.loads(run.stdout)
+    drift = {(f["id"], f["subject"]) for t in data["tests"] for f in t["findings"] if f["status"] in ("fail", "warn")}
+    drift |= {(f["id"], f["subject"]) for f in data["findings"] if f["status"] in ("fail", "warn")}
+    fell = {subject for rule, subject in drift if rule == "DRIFT_THROUGHPUT"}
+    assert fell and all(s.startswith("a:p0<->b:p1: ") for s in fell), drift
+    assert not any(rule.startswith(("CLUSTER_DRIFT", "DRIFT_IDENTITY")) for rule, _ in drift), drift
+    # The same bundle judged again offline against the baseline gives the same verdict.
+    again = cli("diagnose", str(tmp_path / "later"), "--baseline", "ring")
+    assert again.returncode == 2, again.stderr

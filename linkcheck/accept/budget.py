@@ -1,11 +1,11 @@
 """Planned wall time of a live run, from its rounds, durations and repetitions, said before it starts.
 
 The overheads are lab figures (tests/lab, 2 shared CPUs; a GB10 pair is faster; `benchmarks/tiers.py` measures
-them): an inspection with the process start takes ~1.5 s; the first round of a run adds ~1.5 s to its -D
+them): an inspection with the process start takes ~0.7 s (0.6-0.7 s, 2026-12-03); the first round of a run adds ~1.5 s to its -D
 (the tools' start, perftest's 1 s pause after connecting, the server's exit; linkcheck's own share, the
 counter snapshots and collecting the outputs, is ~0.1 s); each later round adds only the hand-over gap and
 our share (~0.5 s) where its margin allows the hand-over (bench/perftest.py), else ~1.5 s again; mpirun and
-the ranks' set-up take ~2 s on the lab before the all_gather sweep (counted as 3 s: a GB10 also starts CUDA).
+the ranks' set-up and a 256 MiB sweep take ~1.1 s on the lab (counted as 2 s: a GB10's ranks also start CUDA).
 The latency test has no -D: each ib_write_lat run is its start-up, perftest's 1 s pause after connecting and a few
 milliseconds of writes (1000 of at most ~30 us), ~1.5 s in all on the lab; its all_reduce is mpirun's start and
 three sizes of 220 all-reduces of well under a millisecond, counted as NCCL_START_S.
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from linkcheck.config import Config
 
-INSPECTION_S = 1.5
+INSPECTION_S = 0.7
 ROUND_OVERHEAD_S = 1.5
 HANDOVER_OVERHEAD_S = 0.5
-NCCL_START_S = 3.0
+NCCL_START_S = 2.0
 NCCL_SWEEP_GBS = 40.0  # algbw of a healthy pair at 2 ranks (busbw x 2: 43-47 GB/s), counted a little low
 NCCL_ITERATIONS = 2 * 21  # out-of-place and in-place, 20 iterations and a warm-up per size
 NCCL_MIN_BYTES = 1 << 20  # the sweep's first size (bench/nccl.py MIN_BYTES)

@@ -71,10 +71,10 @@ def test_the_small_all_reduce_uses_the_all_gather_launcher_on_both_twins() -> No
 
 
 def test_the_plan_says_the_latency_test_and_counts_its_time() -> None:
-    assert latency_seconds(2) == 2 * 2 * 1.5 + 3.0
+    assert latency_seconds(2) == 2 * 2 * 1.5 + 2.0  # four runs of ~1.5 s, then mpirun's start
     assert planned_seconds(latency=True) == planned_seconds() + latency_seconds(2)
     line = plan_line("check", latency=True)
-    assert "4 ib_write_lat runs one at a time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB (~9 s)" in line
+    assert "4 ib_write_lat runs one at a time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB (~8 s)" in line
     # the other tiers' lines and times do not move
     quick = plan_line("check --quick", duration_s=4, traffic_total=True, adaptive=True)
     assert "ib_write_lat" not in quick

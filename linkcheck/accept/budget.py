@@ -1,8 +1,8 @@
 """Planned wall time of a live run, from its rounds, durations and repetitions, said before it starts.
 
 The overheads are lab figures (tests/lab, 2 shared CPUs; a GB10 pair is faster; `benchmarks/tiers.py` measures
-them): an inspection with the process start takes ~0.7 s (0.6-0.7 s, 2026-12-03); the first round of a run adds ~1.5 s to its -D
-(the tools' start, perftest's 1 s pause after connecting, the server's exit; linkcheck's own share, the
+them): an inspection with the process start takes ~0.7 s (0.6-0.7 s, 2026-12-03); the first round of a run adds
+~1.5 s to its -D (the tools' start, perftest's 1 s pause after connecting, the server's exit; linkcheck's own share, the
 counter snapshots and collecting the outputs, is ~0.1 s); each later round adds only the hand-over gap and
 our share (~0.5 s) where its margin allows the hand-over (bench/perftest.py), else ~1.5 s again; mpirun and
 the ranks' set-up and a 256 MiB sweep take ~1.1 s on the lab (counted as 2 s: a GB10's ranks also start CUDA).

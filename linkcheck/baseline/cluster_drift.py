@@ -15,7 +15,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.baseline.cluster import CableSnapshot, ClusterBaseline, ClusterSnapshot, NodeSnapshot
-from linkcheck.cluster.cables import CableTest, cable_tests
+from linkcheck.cluster.cables import CableTest, cable_tests, of_test_round
 from linkcheck.cluster.drift import CableDrift, ClusterDrift, NodeDrift
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster_outcome import ClusterCheck
@@ -41,6 +41,7 @@ class CableView(msgspec.Struct, frozen=True):
     b: str
     switched: bool
     link: LinkFacts
+    round: int = 0  # its schedule round: a switch's second pass may run the same two nodes over the same paths
 
 
 def _cable_views(check: ClusterCheck) -> list[CableView]:
@@ -52,7 +53,7 @@ def _cable_views(check: ClusterCheck) -> list[CableView]:
         tests = ((r.test, r.link) for r in check.cables if r.test.pass_no == 1)
     else:
         tests = ((t, t.link) for t in cable_tests(check.facts, schedule(check.facts.topology), skip=lost))
-    return [CableView(t.label, t.a, t.b, t.switched, link) for t, link in tests
+    return [CableView(t.label, t.a, t.b, t.switched, link, t.round) for t, link in tests
             if "?" not in t.label and not lost & {t.a, t.b}]
 
 
@@ -68,11 +69,11 @@ def cable_only(link: LinkFacts) -> LinkFacts:
                    b=_ends(link.b, [p.b.cage for p in link.paths], {p.b.netdev for p in link.paths}))
 
 
-def _test_captures(captures: Sequence[Capture], link: LinkFacts) -> list[Capture]:
-    """The runs of this cable's paths (keyed by node, `a:netdev<->b:netdev`), whose command lines give the test
-    parameters."""
-    keys = {f"{p.a.label}<->{p.b.label}" for p in link.paths}
-    return [c for c in captures if c.meta.get("path") in keys]
+def _test_captures(captures: Sequence[Capture], view: CableView) -> list[Capture]:
+    """The runs of this cable's paths (keyed by node, `a:netdev<->b:netdev`) in its own schedule round, whose
+    command lines give the test parameters."""
+    keys = {f"{p.a.label}<->{p.b.label}" for p in view.link.paths}
+    return [c for c in captures if c.meta.get("path") in keys and of_test_round(c, view.round)]
 
 
 def _without_nodes(fields: Fields, nodes: tuple[str, str]) -> Fields:
@@ -83,7 +84,7 @@ def _without_nodes(fields: Fields, nodes: tuple[str, str]) -> Fields:
 
 def cable_snapshot(view: CableView, captures: Sequence[Capture], verdict: str) -> Snapshot:
     """The pair's snapshot of one cable, without its nodes' own fields."""
-    snap = snapshot_from(_test_captures(captures, view.link), cable_only(view.link), verdict)
+    snap = snapshot_from(_test_captures(captures, view), cable_only(view.link), verdict)
     nodes = (view.link.a.name, view.link.b.name)
     identity = _without_nodes(snap.identity, nodes)
     if "pairing" in identity:  # the twin paths named by their nodes, not by the pair's a and b

@@ -27,7 +27,7 @@ from linkcheck.bench.runner import (
     run_rounds,
     untested_runs,
 )
-from linkcheck.cluster.cables import CableTest
+from linkcheck.cluster.cables import CableTest, of_test_round
 from linkcheck.errors import BenchError
 from linkcheck.facts.model import DataPath
 from linkcheck.model import Capture
@@ -110,8 +110,10 @@ def plan_cluster_rounds(planned: Sequence[Planned], options: RdmaOptions, ports:
 
 
 def captures_of(planned: Planned, captures: Sequence[Capture]) -> list[Capture]:
-    """The captures of one test: its runs (by path key), and the counters its two nodes gave around those rounds."""
-    runs = [c for c in captures if c.meta.get("kind") == "rdma" and c.meta.get("path") in planned.keys]
+    """The captures of one test: its runs (by path key, in its own schedule round), and the counters its two nodes
+    gave around those rounds."""
+    runs = [c for c in captures if c.meta.get("kind") == "rdma" and c.meta.get("path") in planned.keys
+            and of_test_round(c, planned.test.round)]
     rounds = {c.meta.get("round") for c in runs}
     snapshots = [c for c in captures if c.meta.get("kind") == "snapshot" and c.node in planned.test.nodes
                  and c.meta.get("round") in rounds]

@@ -10,6 +10,7 @@ part of the test, though the same twins' names appear on it.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -19,9 +20,23 @@ from linkcheck.cluster.schedule import Match, Schedule
 from linkcheck.cluster.topology import Topology
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import match_paths
+from linkcheck.model import Capture
 
 FIRST_PASS = 1
 SECOND_PASS = 2  # a node of a slow test measured again with a node whose every test passed (switch only)
+
+
+# The schedule round in a run's round id, as bench/cluster.py names them: `concurrent-a2b-c3-7`, `alone-b2a-c3-quick`,
+# with `-rep2` after it for a repetition.
+ROUND_NUMBER_RE = re.compile(r"-c(\d+)-")
+
+
+def of_test_round(capture: Capture, number: int) -> bool:
+    """Whether a run belongs to the test of schedule round `number`: a switch's second pass can meet the same two
+    nodes again, in a round of its own, over the same path keys. A run without a round number (a not-run capture
+    for a path without carrier) belongs to every test over that path."""
+    found = ROUND_NUMBER_RE.search(capture.meta.get("round", ""))
+    return found is None or int(found.group(1)) == number
 
 
 class CableTest(msgspec.Struct, frozen=True):

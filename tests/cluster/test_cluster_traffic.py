@@ -13,7 +13,7 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.cluster import plan_cluster_rounds, plan_test
+from linkcheck.bench.cluster import captures_of, plan_cluster_rounds, plan_test
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.cluster.cables import SECOND_PASS, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, TrafficOutcome, partners
@@ -21,7 +21,7 @@ from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import diagnose_cluster
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.model import Status
+from linkcheck.model import Capture, Status
 from tests.emulators.captures import node_captures
 from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, switch_by_cage
 
@@ -143,3 +143,28 @@ def test_a_slow_ring_cable_without_a_named_trap_asks_for_a_swap_with_a_good_cabl
     two = replace(facts, tests=_outcomes(facts, {frozenset("ab"), frozenset("ac")}, traps=("LINK_BELOW_NOMINAL",)))
     assert ("NODE_SLOW_WITH_EVERY_PARTNER", "node a") in _firing(two)
     assert not any(r == "CABLE_SLOW" for r, _ in _firing(two))
+
+
+def test_a_second_pass_over_the_same_two_nodes_is_judged_on_its_own_rounds_only() -> None:
+    """On a switch the second pass can meet the first pass's two nodes again, over the same path keys: each test
+    takes the runs of its own schedule round (and every repetition of it), never the other pass's."""
+    facts = _facts("switch4")
+    first = cable_tests(facts, schedule(facts.topology))
+    slow = {t.label for t in first if "a" in t.nodes}
+    again = second_pass(facts, first, slow)[0]
+    twin = next(t for t in first if set(t.nodes) == set(again.nodes))
+    assert twin.round != again.round
+    planned = [plan_test(twin), plan_test(replace(again, a=twin.a, b=twin.b, link=twin.link))]
+    assert planned[0].keys == planned[1].keys, "the same two nodes over the same paths"
+    key = next(iter(planned[0].keys))
+
+    def run(number: int, suffix: str = "") -> Capture:
+        return Capture(twin.a, "ib_write_bw", "ib_write_bw", "", meta={
+            "kind": "rdma", "path": key, "mode": "concurrent", "direction": "a->b",
+            "round": f"concurrent-a2b-c{number}-{number}{suffix}"})
+
+    runs = [run(twin.round), run(twin.round, "-rep2"), run(again.round), run(again.round, "-quick")]
+    untested = Capture(twin.a, "ib_write_bw", "", "", meta={"kind": "rdma", "path": key, "round": "untested-a2b"})
+    first_pass, second = (captures_of(p, [*runs, untested]) for p in planned)
+    assert [c.meta["round"] for c in first_pass] == [r.meta["round"] for r in runs[:2]] + ["untested-a2b"]
+    assert [c.meta["round"] for c in second] == [r.meta["round"] for r in runs[2:]] + ["untested-a2b"]

@@ -39,13 +39,13 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from msgspec.structs import replace
 
 from linkcheck import schema
-from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.playbook import load_playbooks, of_kind
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
@@ -456,12 +456,21 @@ def _consistent(file: schema.YamlFile, checks: tuple[ProfileCheck, ...]) -> None
                               "no pair can meet it", ("checks",), "rdma_concurrent_gbps")
 
 
-def _require(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any) -> tuple[str, ...]:
+def _require(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any, layout: str) -> tuple[str, ...]:
+    """The rules the acceptance needs, each one that runs on the layout: a pair's rules judge a pair, a cluster's
+    rules a cluster (a rule that never runs there would leave no finding, and so nothing to require)."""
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
         raise file.refuse("'require' must be a list of rule ids", (), "require")
     unknown = [r for r in raw if r not in rules]
     if unknown:
         raise file.refuse(f"'require' names no rule {unknown[0]} (`linkcheck playbooks list` names the rules)", (),
+                          "require")
+    kind: Literal["pair", "cluster"] = "pair" if layout == "pair" else "cluster"
+    runs = {r.id for r in of_kind(list(rules.values()), kind)}
+    elsewhere = [r for r in raw if r not in runs]
+    if elsewhere:
+        raise file.refuse(f"'require' names {elsewhere[0]}, which does not run on a {layout} (a "
+                          f"{'cluster' if kind == 'pair' else 'pair'}'s rule); require a {kind}'s rules", (),
                           "require")
     return tuple(dict.fromkeys(raw))
 
@@ -489,9 +498,8 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
         raise file.refuse(f"'latency' runs on a pair only (ib_write_lat per path of one cable); this profile accepts "
                           f"a {layout}", ("test",), "latency")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Profile(doc.profile, " ".join(doc.description.split()), test,
-                   _checks(file, by_id, doc.checks, layout), path, digest, text, _require(file, by_id, doc.require),
-                   layout)
+    return Profile(doc.profile, " ".join(doc.description.split()), test, _checks(file, by_id, doc.checks, layout),
+                   path, digest, text, _require(file, by_id, doc.require, layout), layout)
 
 
 # The line breaks YAML reads besides `\n`: a file saved on Windows (CRLF), an old Mac's CR, Unicode's NEL.

@@ -145,7 +145,10 @@ def _unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]
         fn = next((f for f in facts.nodes[name].functions if f.netdev == netdev), None) if name in facts.nodes else None
         cages[(name, fn.cage if fn is not None and fn.cage else netdev)] = None
     for name, cage in cages:
-        test = CableTest(f"{name}:{cage}<->?", 0, name, "?", LinkFacts(a=facts.nodes[name], b=facts.nodes[lost[0]]))
+        # The node's own end only: its functions of this cage (its other cage is another cable, judged on its own).
+        near = facts.nodes[name]
+        near = replace(near, functions=tuple(f for f in near.functions if (f.cage or f.netdev) == cage))
+        test = CableTest(f"{name}:{cage}<->?", 0, name, "?", LinkFacts(a=near, b=facts.nodes[lost[0]]))
         out.append(CableResult(test, test.link, Verdict.INCONCLUSIVE,
                                problem=f"its far end is not known: {why}"))
     return out

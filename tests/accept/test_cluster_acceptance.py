@@ -12,17 +12,24 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.accept.cluster import CLUSTER_CHECKS, judge_cluster
+from linkcheck.accept.evidence import cluster_evidence
 from linkcheck.accept.judge import AcceptVerdict
 from linkcheck.accept.profile import ProfileError, layout_profile, parse_profile, resolve_profile
 from linkcheck.accept.record import AcceptanceRecord
 from linkcheck.accept.standard import standard_record
 from linkcheck.accept.text import cluster_acceptance_text
 from linkcheck.app.cluster_accept import choose_profile
+from linkcheck.app.cluster_check import _unreached
+from linkcheck.app.topology import cluster_facts
+from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.nccl import ClusterNccl
+from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.errors import UsageError
-from tests.cluster.cluster_checks import HOTPLUG, ONE_PCIE, checked, slow_node, switch
-from tests.lab.cluster import ring3, ring4
+from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, ONE_PCIE, checked, judged, measured, slow_node, switch
+from tests.emulators.captures import node_captures
+from tests.lab.cluster import cluster_models, ring3, ring4
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -202,3 +209,36 @@ def test_a_cluster_profile_for_two_nodes_and_a_bad_hostfile_are_refused_before_a
     refused = cli("accept", "--profile", str(bad), "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.1:9",
                   "--node", "c=127.0.0.1:9")
     assert refused.returncode == 4 and "'layout' must be" in refused.stderr and f"{bad}:" in refused.stderr
+
+
+def test_a_required_rule_must_run_on_the_profiles_layout() -> None:
+    copied = RING.text.replace("require: [MTU_NOT_JUMBO_EVERYWHERE, RING_SAME_PORT]",
+                               "require: [PCIE_LINK_DEGRADED, CABLE_NOT_APPROVED]")
+    assert copied != RING.text
+    with pytest.raises(ProfileError, match="'require' names PCIE_LINK_DEGRADED, which does not run on a ring3"):
+        parse_profile(copied, "site.yaml")
+    pair = resolve_profile("dgx-spark-pair").text.replace("require: [PCIE_LINK_DEGRADED, CABLE_NOT_APPROVED]",
+                                                          "require: [RING_SAME_PORT]")
+    with pytest.raises(ProfileError, match="RING_SAME_PORT, which does not run on a pair"):
+        parse_profile(pair, "site.yaml")
+
+
+def test_a_cable_whose_far_node_was_not_inspected_holds_only_its_own_cage() -> None:
+    """A node not inspected: the cage of an inspected node that led to it is a test of its own, inconclusive,
+    whose evidence and checks are that cage's (not the node's other cable)."""
+    models = cluster_models(ring3())
+    captures = [c for n, m in models.items() if n != "c" for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    errors = {"c": "connection refused"}
+    facts = cluster_facts(list(models), captures, errors)
+    measured_tests = [measured(t, *HEALTHY) for t in cable_tests(facts, schedule(facts.topology))]
+    placeholders = _unreached(facts, errors)
+    check = judged(facts, [*measured_tests, *placeholders], errors)
+    acceptance = judge_cluster(_with_nccl(check), RING, 1)
+    verdicts = {t.label: t.verdict for t in acceptance.tests}
+    assert verdicts == {"a:p0<->b:p1": AcceptVerdict.PASS, "a:p1<->?": AcceptVerdict.INCONCLUSIVE,
+                        "b:p0<->?": AcceptVerdict.INCONCLUSIVE}
+    a_p1 = next(t for t in acceptance.tests if t.label == "a:p1<->?")
+    assert {c.subject for c in a_p1.checks if c.check.id == "pcie_width"} == {"a:enp1s0f1np1", "a:enP2p1s0f1np1"}
+    ends = [e for e in cluster_evidence(check, [], None, None)["cable"] if e["test"] == "a:p1<->?"]
+    first = next(e for e in cluster_evidence(check, [], None, None)["cable"] if e["test"] == "a:p0<->b:p1")
+    assert ends and ends[0]["cage"] == "p1" and ends[0]["serial"] != first["serial"]

@@ -17,9 +17,10 @@ def measured_cell(check: dict[str, Any]) -> str:
     if "min" in m:
         if m.get("min") is None:
             return "-"
-        if m["min"] == m["max"]:
+        if m["min"] == m.get("max", m["min"]):
             return f"{_num(m['min'])} {unit} (n={len(m.get('values', []))})"
-        return f"{_num(m['min'])} / {_num(m['median'])} / {_num(m['max'])} {unit} (n={len(m.get('values', []))})"
+        return (f"{_num(m['min'])} / {_num(m.get('median'))} / {_num(m.get('max'))} {unit} "
+                f"(n={len(m.get('values', []))})")
     return ", ".join(map(str, m.get("values", []))) or "-"
 
 
@@ -43,7 +44,7 @@ HEADER = ("status", "check", "subject", "measured min / median / max", "threshol
 
 def rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
     return [(str(c.get("status")), str(c.get("id")), str(c.get("subject")), measured_cell(c), threshold_cell(c),
-             margin_cell(c)) for c in doc.get("checks", [])]
+             margin_cell(c)) for c in doc.get("checks", []) if isinstance(c, dict)]
 
 
 def headline(doc: dict[str, Any]) -> str:
@@ -156,12 +157,30 @@ def describe_profile(profile: Any) -> str:
     return "\n".join(lines)
 
 
-def _lowest(doc: dict[str, Any], label: str, check_id: str) -> str:
-    """The lowest of a check's measurements over a test's subjects, with its unit; '-' when none was measured."""
-    found = [c for c in doc.get("checks", []) if c.get("id") == check_id
-             and str(c.get("subject", "")).startswith(f"{label} ")]
-    lows = [c["measured"]["min"] for c in found if (c.get("measured") or {}).get("min") is not None]
-    return f"{_num(min(lows))} {found[0]['measured'].get('unit', '')}".strip() if lows else "-"
+def check_tests(doc: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Per check, the test of a cluster's record it belongs to; None for a pair's check and a check of the whole
+    cluster (the NCCL run). The record lists each test's checks in the order of `cluster.tests`, each test saying
+    how many, then the cluster's; a check whose subject does not start with its test's label belongs to none."""
+    found = [c for c in doc.get("checks", []) if isinstance(c, dict)]
+    owners: list[dict[str, Any] | None] = []
+    for test in (doc.get("cluster") or {}).get("tests") or []:
+        count = test.get("checks") if isinstance(test, dict) else 0
+        owners += [test] * max(0, min(count if isinstance(count, int) else 0, len(found) - len(owners)))
+    owners += [None] * (len(found) - len(owners))
+    return [t if t is not None and str(c.get("subject", "")).startswith(f"{t.get('test')} ") else None
+            for c, t in zip(found, owners, strict=True)]
+
+
+def _lowest(doc: dict[str, Any], test: dict[str, Any], check_id: str) -> str:
+    """The lowest of a check's measurements over one test's subjects, with its unit; '-' when none was measured."""
+    checks = [c for c in doc.get("checks", []) if isinstance(c, dict)]
+    found = [(c.get("measured") or {}) for c, owner in zip(checks, check_tests(doc), strict=True)
+             if owner is test and c.get("id") == check_id]
+    lows = [(m["min"], str(m.get("unit", ""))) for m in found if isinstance(m.get("min"), (int, float))]
+    if not lows:
+        return "-"
+    value, unit = min(lows)
+    return f"{_num(value)} {unit}".strip()
 
 
 TEST_HEADER = ("test", "round", "verdict", "lowest path (both at once)", "lowest total", "why not measured")
@@ -175,14 +194,15 @@ def layout_line(doc: dict[str, Any]) -> str:
 def per_test_rows(doc: dict[str, Any]) -> list[list[str]]:
     """A cluster's tests as TEST_HEADER's rows: each test's verdict, its lowest rates, why it was not measured."""
     return [[str(t.get("test")) + (" (second pass)" if t.get("pass") == 2 else ""), str(t.get("round")),
-             str(t.get("verdict")), _lowest(doc, str(t.get("test")), "rdma_concurrent_gbps"),
-             _lowest(doc, str(t.get("test")), "rdma_concurrent_total_gbps"), str(t.get("problem") or "")]
-            for t in (doc.get("cluster") or {}).get("tests", [])]
+             str(t.get("verdict")), _lowest(doc, t, "rdma_concurrent_gbps"),
+             _lowest(doc, t, "rdma_concurrent_total_gbps"), str(t.get("problem") or "")]
+            for t in (doc.get("cluster") or {}).get("tests", []) if isinstance(t, dict)]
 
 
 def cluster_rows(doc: dict[str, Any], show_all: bool = False) -> list[tuple[str, str, str, str, str, str]]:
     """Every check of the NCCL run across the nodes; a test's checks where they did not pass (all with show_all)."""
-    return [r for r in rows(doc) if show_all or r[0] != "PASS" or "<->" not in r[2].split(" ")[0]]
+    owned = zip(rows(doc), check_tests(doc), strict=True)
+    return [r for r, test in owned if show_all or r[0] != "PASS" or test is None]
 
 
 def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False) -> str:

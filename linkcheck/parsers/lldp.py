@@ -183,7 +183,9 @@ def _neighbour(interface: str, body: dict[str, Any]) -> LldpNeighbour:
     chassis_id, chassis_id_type = _typed(chassis.get("id"), f"{interface}: chassis id")
     port_id, port_id_type = _typed(port.get("id"), f"{interface}: port id")
     ttl_text = _text(port.get("ttl", chassis.get("ttl")), f"{interface}: ttl")  # 1.0: port; 0.9: chassis
-    if ttl_text is not None and not (ttl_text.isascii() and ttl_text.isdigit()):
+    # LLDP's TTL is a 16-bit count of seconds (IEEE 802.1AB): at most 5 digits; a longer one is no TTL (and
+    # Python's int() refuses a text of thousands of digits outright).
+    if ttl_text is not None and not (ttl_text.isascii() and ttl_text.isdigit() and len(ttl_text) <= 5):
         raise ParseError(SPEC, f"{interface}: ttl {ttl_text[:20]!r} is not a number of seconds")
     return LldpNeighbour(
         interface=interface, chassis_id=chassis_id, chassis_id_type=chassis_id_type, system_name=system_name,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linkcheck.accept.text import margin_cell, threshold_cell
+from linkcheck.accept.text import check_tests, margin_cell, threshold_cell
 from linkcheck.outcome import Outcome
 from linkcheck.report.json_report import acceptance_document
 from linkcheck.values import byte_size, text
@@ -91,20 +91,6 @@ def tested(outcome: Outcome, doc: dict[str, Any]) -> str:
     """`parameters`, with the largest message of the bundle's own NCCL sweep for a record that does not keep it."""
     nccl = outcome.link.bench.nccl
     return parameters(doc, nccl.largest_bytes if nccl is not None else None)
-
-
-def check_tests(doc: dict[str, Any]) -> list[dict[str, Any] | None]:
-    """Per check, the test of a cluster's record it belongs to; None for a pair's check and a check of the whole
-    cluster (the NCCL run). The record lists each test's checks in the order of `cluster.tests`, each test saying
-    how many, then the cluster's; a check whose subject does not start with its test's label belongs to none."""
-    found = checks(doc)
-    owners: list[dict[str, Any] | None] = []
-    for test in (doc.get("cluster") or {}).get("tests") or []:
-        count = test.get("checks") if isinstance(test, dict) else 0
-        owners += [test] * max(0, min(count if isinstance(count, int) else 0, len(found) - len(owners)))
-    owners += [None] * (len(found) - len(owners))
-    return [t if t is not None and str(c.get("subject", "")).startswith(f"{t.get('test')} ") else None
-            for c, t in zip(found, owners, strict=True)]
 
 
 def series_labels(doc: dict[str, Any], test: dict[str, Any] | None) -> dict[str, str]:

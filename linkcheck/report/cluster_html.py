@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.text import TEST_HEADER, layout_line, per_test_rows, reasons
+from linkcheck.accept.text import TEST_HEADER, check_tests, layout_line, per_test_rows, reasons
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Status
 from linkcheck.report import acceptance as acc
@@ -245,7 +245,7 @@ def _acceptance_checks(doc: dict[str, Any]) -> str:
               f'<td class="num">{h(path)}</td>', f'<td class="num">{h(total)}</td>', f"<td>{h(why)}</td>"]
              for test, round_, verdict, path, total, why in per_test_rows(doc)]
     out = f"<p>{h(layout_line(doc))}</p>" + html_table(list(TEST_HEADER), tests)
-    owned = list(zip(acc.checks(doc), acc.check_tests(doc), strict=True))
+    owned = list(zip(acc.checks(doc), check_tests(doc), strict=True))
     shown = [c for c, test in owned if test is None or c.get("status") != "PASS"]
     if shown:
         out += "<h3>Checks that did not pass, and the NCCL run's</h3>" + check_table(shown)

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
 
-from linkcheck.accept.text import headline, non_standard, non_standard_line
+from linkcheck.accept.text import check_tests, headline, non_standard, non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
@@ -121,7 +121,7 @@ def acceptance_suite(root: ET.Element, doc: dict[str, Any] | None,
                             *(("non_standard_difference", d) for d in weaker or [])):
             ET.SubElement(props, "property", name=name, value=xml_text("" if value is None else value))
         kinds = [_acceptance_case(suite, c, n, acc.series_labels(doc, t)) for c, n, t in
-                 zip(acc.checks(doc), acc.case_names(doc), acc.check_tests(doc), strict=True)]
+                 zip(acc.checks(doc), acc.case_names(doc), check_tests(doc), strict=True)]
         # GitLab shows no property: the suite's output says it too.
         ET.SubElement(suite, "system-out").text = xml_text("\n".join(
             line for line in (headline(doc), non_standard_line(doc)) if line), multiline=True)

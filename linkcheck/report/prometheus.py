@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linkcheck import __version__
-from linkcheck.accept.text import non_standard
+from linkcheck.accept.text import check_tests, non_standard
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
 from linkcheck.report import acceptance as acc
@@ -79,7 +79,7 @@ def acceptance_families(m: Metrics, doc: dict[str, Any] | None) -> None:
                  "-D, fewer repetitions, a looser profile than the built-in one), else 0.",
                  [({}, 1 if non_standard(doc) is not None else 0)])
     named = [(c, {"check": str(c.get("id")), "subject": str(c.get("subject")), **acc.series_labels(doc, t)})
-             for c, t in zip(acc.checks(doc), acc.check_tests(doc), strict=True)]
+             for c, t in zip(acc.checks(doc), check_tests(doc), strict=True)]
     m.family("linkcheck_acceptance_check_status", "Each acceptance check's status, one-hot over pass, degraded, "
              "fail and inconclusive.",
              [({**labels, "status": v.lower()}, 1 if c.get("status") == v else 0)

@@ -174,6 +174,8 @@ def test_lldpd_booleans_and_odd_names() -> None:
     ('{"lldp": {"interface": {"eth0": []}}}', "expected an object"),
     ('{"lldp": {"interface": {"eth0": {"port": {"ttl": "2 min"}}}}}', "not a number"),
     ('{"lldp": {"interface": {"eth0": {"port": {"ttl": "١٢٠"}}}}}', "not a number"),
+    ('{"lldp": {"interface": {"eth0": {"port": {"ttl": "' + "9" * 5000 + '"}}}}}', "not a number"),
+    ('{"lldp": {"interface": {"eth0": {"port": {"ttl": "123456"}}}}}', "not a number"),
     ('{"lldp": {"interface": {"eth0": {"port": {"descr": 5}}}}}', "a number"),
     ('{"lldp": {"interface": {"eth0": {"port": {"descr": {"a": 1}}}}}}', "without a single value"),
     ('{"lldp": {"interface": {"eth0": {"port": "x"}}}}', "expected an object"),

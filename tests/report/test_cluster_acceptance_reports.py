@@ -287,3 +287,18 @@ def test_every_report_of_the_saved_bundle_shows_it(tmp_path: Path, cli: InProces
         name = md(ACCEPTANCE) if fmt == "markdown" else ACCEPTANCE
         mentions = [x for x in out.stdout.splitlines() if name in x]
         assert len(mentions) == 1 and "unverified" in mentions[0], (fmt, mentions)
+
+
+@pytest.mark.parametrize("measured", [None, {"min": 5}, {"min": 5, "unit": "Gb/s"}, {}])
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_a_record_the_model_takes_with_little_measured_still_renders(ring: ClusterCheck, fmt: str,
+                                                                     measured: Any) -> None:
+    """The record's model leaves `measured` optional and its min / median / max each optional: every format
+    renders what is there and a dash for what is not."""
+    checks = [{"id": "rdma_concurrent_gbps", "subject": "T x", "status": "PASS", "measured": measured},
+              {"id": "rdma_concurrent_gbps", "subject": "T y", "status": "FAIL", "measured": {"min": 5, "max": 9}}]
+    record = {"schema": "linkcheck-acceptance", "schema_version": 1, "verdict": "FAIL", "exit_code": 2,
+              "checks": [{k: v for k, v in c.items() if v is not None} for c in checks],
+              "cluster": {"layout": "ring3", "nodes": ["a"], "tests": [{"test": "T", "verdict": "FAIL", "checks": 2}]}}
+    text = FORMATS[fmt](replace(ring, acceptance=record))
+    assert "FAIL" in text or "fail" in text

@@ -735,6 +735,9 @@ def accept(
     across every node, judged by the profile of the layout the nodes show (dgx-spark-ring3, dgx-spark-switch)."""
     if _is_cluster(node, hostfile, inventory, group, config):
         given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node
+        if given is not None and not given.cluster:
+            raise UsageError(f"profile {given.name} accepts a pair (layout: pair); three or more nodes are a "
+                             "cluster", fix="--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
         _run_cluster_accept((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt, show_all,
                             (given, repetitions, duration), save)
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched

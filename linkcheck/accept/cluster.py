@@ -15,9 +15,12 @@ from typing import Any
 import msgspec
 
 from linkcheck.accept.judge import (
+    FROM_DIAGNOSIS,
     AcceptVerdict,
     CheckResult,
+    FindingRef,
     Measured,
+    counted_findings,
     judge_check,
     judge_measured,
     nccl_measured,
@@ -27,13 +30,10 @@ from linkcheck.accept.judge import (
 from linkcheck.accept.profile import Profile
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.errors import ExitCode
-from linkcheck.model import Finding, Status, Verdict
+from linkcheck.model import Verdict
 
 # Judged once, on the NCCL run across every node; every other check is judged per test.
 CLUSTER_CHECKS = ("nccl_busbw_gbs", "nccl_wrong")
-_FROM_VERDICT = {Verdict.PASS: AcceptVerdict.PASS, Verdict.WARN: AcceptVerdict.DEGRADED,
-                 Verdict.FAIL: AcceptVerdict.FAIL, Verdict.INCONCLUSIVE: AcceptVerdict.INCONCLUSIVE}
-FindingRef = tuple[str, str, str]  # (rule, status, subject)
 
 
 class TestAcceptance(msgspec.Struct, frozen=True):
@@ -54,7 +54,7 @@ class TestAcceptance(msgspec.Struct, frozen=True):
     def to_dict(self) -> dict[str, Any]:
         return {"test": self.label, "round": self.round, "a": self.a, "b": self.b, "pass": self.pass_no,
                 "switched": self.switched, "verdict": self.verdict.value,
-                "checks": sum(1 for _ in self.checks), "problem": self.problem}
+                "checks": len(self.checks), "problem": self.problem}
 
 
 class ClusterAcceptance(msgspec.Struct, frozen=True):
@@ -99,22 +99,12 @@ class ClusterAcceptance(msgspec.Struct, frozen=True):
         }
 
 
-def _counted(findings: tuple[Finding, ...], require: tuple[str, ...]) -> tuple[tuple[FindingRef, ...], bool]:
-    """The findings that count (failed, warned, or a required rule that could not judge) and whether a rule the
-    profile requires could not judge."""
-    counted = tuple((f.rule_id, f.status.value, f.subject) for f in findings
-                    if f.status in (Status.FAIL, Status.WARN) or (f.status is Status.SKIP and f.required))
-    unjudged = tuple((f.rule_id, f.status.value, f.subject) for f in findings
-                     if f.status is Status.SKIP and not f.required and f.rule_id in require)
-    return counted + unjudged, bool(unjudged)
-
-
 def judge_test(result: CableResult, profile: Profile, repetitions: int) -> TestAcceptance:
     """One test by the per-cable checks of `profile` on its own pair view and runs, and its findings."""
     checks = tuple(r for check in profile.checks if check.id not in CLUSTER_CHECKS
                    for r in judge_check(check, result.link, repetitions))
-    findings, _ = _counted(result.findings, ())
-    verdicts = [_FROM_VERDICT[result.verdict], *(c.status for c in checks)]
+    findings, _ = counted_findings(result.findings, ())
+    verdicts = [FROM_DIAGNOSIS[result.verdict], *(c.status for c in checks)]
     if result.problem:  # not measured, or its run stopped: never a pass
         verdicts.append(AcceptVerdict.INCONCLUSIVE)
     test = result.test
@@ -134,8 +124,8 @@ def judge_cluster(check: ClusterCheck, profile: Profile, repetitions: int | None
     checks = tuple(r for c in profile.checks if c.id in CLUSTER_CHECKS
                    for r in judge_measured(c, measured["busbw" if c.id == "nccl_busbw_gbs" else "wrong"]))
     diagnosis = check.view.diagnosis
-    findings, unjudged = _counted(diagnosis.findings, profile.require)
-    from_cluster = _FROM_VERDICT[diagnosis.verdict]
+    findings, unjudged = counted_findings(diagnosis.findings, profile.require)
+    from_cluster = FROM_DIAGNOSIS[diagnosis.verdict]
     notes = []
     if unjudged:
         from_cluster = worst([from_cluster, AcceptVerdict.INCONCLUSIVE])

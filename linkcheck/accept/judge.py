@@ -22,7 +22,7 @@ from linkcheck.diagnose.conditions import compare
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import Function, LinkFacts
-from linkcheck.model import Status, Verdict
+from linkcheck.model import Finding, Status, Verdict
 
 SCHEMA = "linkcheck-acceptance"
 SCHEMA_VERSION = 1
@@ -42,7 +42,7 @@ class AcceptVerdict(str, enum.Enum):
 
 
 _RANK = {AcceptVerdict.PASS: 0, AcceptVerdict.DEGRADED: 1, AcceptVerdict.INCONCLUSIVE: 2, AcceptVerdict.FAIL: 3}
-_FROM_DIAGNOSIS = {Verdict.PASS: AcceptVerdict.PASS, Verdict.WARN: AcceptVerdict.DEGRADED,
+FROM_DIAGNOSIS = {Verdict.PASS: AcceptVerdict.PASS, Verdict.WARN: AcceptVerdict.DEGRADED,
                    Verdict.FAIL: AcceptVerdict.FAIL, Verdict.INCONCLUSIVE: AcceptVerdict.INCONCLUSIVE}
 
 
@@ -339,19 +339,28 @@ def judge_check(check: ProfileCheck, link: LinkFacts, repetitions: int) -> list[
     return judge_measured(check, measure(link, check.id, repetitions))
 
 
+FindingRef = tuple[str, str, str]  # (rule, status, subject)
+
+
+def counted_findings(findings: Iterable[Finding], require: tuple[str, ...]) -> tuple[tuple[FindingRef, ...], bool]:
+    """The findings that count (failed, warned, or a required rule that could not judge), and whether a rule the
+    profile requires could not judge: `require` overlays the rules, so a listed rule that skipped leaves the
+    acceptance inconclusive, even one that `check` treats as optional."""
+    findings = tuple(findings)
+    counted = tuple((f.rule_id, f.status.value, f.subject) for f in findings
+                    if f.status in (Status.FAIL, Status.WARN) or (f.status is Status.SKIP and f.required))
+    unjudged = tuple((f.rule_id, f.status.value, f.subject) for f in findings
+                     if f.status is Status.SKIP and not f.required and f.rule_id in require)
+    return counted + unjudged, bool(unjudged)
+
+
 def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: int | None = None) -> Acceptance:
     """The acceptance of a diagnosed run: every check of `profile` and the diagnosis' own verdict."""
     reps = repetitions if repetitions is not None else profile.test.repetitions
     results = tuple(r for check in profile.checks for r in judge_check(check, link, reps))
-    counted = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
-                    if f.status in (Status.FAIL, Status.WARN) or (f.status is Status.SKIP and f.required))
-    from_findings = _FROM_DIAGNOSIS[diagnosis.verdict]
-    # The profile's `require` overlays the rules: a listed rule that could not judge leaves the acceptance
-    # inconclusive, even one that `check` treats as optional.
-    unjudged = tuple((f.rule_id, f.status.value, f.subject) for f in diagnosis.findings
-                     if f.status is Status.SKIP and not f.required and f.rule_id in profile.require)
+    counted, unjudged = counted_findings(diagnosis.findings, profile.require)
+    from_findings = FROM_DIAGNOSIS[diagnosis.verdict]
     if unjudged:
-        counted += unjudged
         from_findings = worst([from_findings, AcceptVerdict.INCONCLUSIVE])
     verdict = worst([from_findings, *(r.status for r in results)])
     notes = [] if from_findings is AcceptVerdict.PASS else [

@@ -76,13 +76,15 @@ def choose_profile(given: Profile | None, topology: Topology, uninspected: Seque
     return resolve_profile(builtin)
 
 
-class _Choice:
-    """The profile and repetitions the plan chose, for the judging after the run."""
+class _Choice(msgspec.Struct):
+    """What the run was asked for, then the profile its plan chose once the nodes were inspected (or why none
+    was), for the judging after the run."""
 
-    def __init__(self, given: Profile | None, repetitions: int | None, duration_s: int | None) -> None:
-        self.given, self.repetitions, self.duration_s = given, repetitions, duration_s
-        self.profile: Profile | None = None
-        self.problem: str | None = None
+    given: Profile | None
+    repetitions: int | None
+    duration_s: int | None
+    profile: Profile | None = None
+    problem: str | None = None
 
     def plan(self, facts: ClusterFacts) -> ClusterTraffic:
         lost = [f.subject for f in facts.topology.flagged("uninspected")]

@@ -153,10 +153,17 @@ def _check_head(path: str, head: _Head) -> None:
 
 
 def _check(path: str, doc: _File) -> None:
-    """What the schema cannot say: distinct node names, cables between them."""
+    """What the schema cannot say: at least two nodes, distinct node names, each cable once, between them."""
     names = [n.name for n in doc.nodes]
+    if len(names) < 2:
+        raise BaselineError(path, f"'nodes': a cluster's baseline holds at least two nodes, not {len(names)}",
+                            fix=_FIX)
     if len(set(names)) != len(names):
         raise BaselineError(path, f"'nodes': a node named twice ({', '.join(names)})", fix=_FIX)
+    labels = [c.label for c in doc.cables]
+    twice = next((label for label in labels if labels.count(label) > 1), None)
+    if twice is not None:
+        raise BaselineError(path, f"'cables': the cable {twice!r} is listed twice", fix=_FIX)
     for i, cable in enumerate(doc.cables):
         unknown = [n for n in (cable.a, cable.b) if n not in names]
         if unknown:

@@ -164,7 +164,7 @@ def _node_drift(base: ClusterSnapshot, now: ClusterSnapshot) -> list[NodeDrift]:
                                   _unknowns(was.unknown), _unknowns(node.unknown))
         if changed or unread:
             out.append(NodeDrift(was.name, "settings", "", "", tuple(changed), tuple(unread)))
-    out += [NodeDrift(n.name, "new", "not in the baseline", _who(n)) for n in now.nodes
+    out += [NodeDrift(n.name, "new", "absent", _who(n)) for n in now.nodes
             if base.node(n.name) is None and n.name not in base.unread]
     return out
 
@@ -181,7 +181,7 @@ def _cable_drift(base: ClusterSnapshot, now: ClusterSnapshot, skipped: set[str])
     found = {c.label: c for c in now.cables}
     out += [CableDrift(label, "missing", _paths(c), "not found", (c.a, c.b)) for label, c in was.items()
             if label not in found and not skipped & {c.a, c.b}]
-    out += [CableDrift(label, "new", "not in the baseline", _paths(c), (c.a, c.b)) for label, c in found.items()
+    out += [CableDrift(label, "new", "absent", _paths(c), (c.a, c.b)) for label, c in found.items()
             if label not in was and not skipped & {c.a, c.b}]
     return out
 

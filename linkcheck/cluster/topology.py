@@ -398,8 +398,13 @@ def infer_topology(nodes: Mapping[str, NodeFacts],
 
 
 def _switches(ends: list[Endpoint], peers: Mapping[str, tuple[LldpPeer, ...]]) -> tuple[str, ...]:
-    """The devices that are no inspected node which LLDP shows at these ports: a switch between the two nodes."""
-    return tuple(sorted({p.shown for e in ends for p in peers.get(e.label, ()) if p.node is None}))
+    """The devices that are no inspected node which LLDP shows at these ports: a switch between the two nodes.
+    None when LLDP at one of the ports shows an inspected node: a direct cable then, as its addressing says (a
+    switch that forwards LLDP, or a stale neighbour, is not enough to take the cable away)."""
+    seen = [p for e in ends for p in peers.get(e.label, ())]
+    if any(p.node is not None for p in seen):
+        return ()
+    return tuple(sorted({p.shown for p in seen}))
 
 
 def _duplicates(ends: list[Endpoint]) -> list[Flag]:

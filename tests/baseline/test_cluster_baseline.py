@@ -127,7 +127,7 @@ def test_a_cable_missing_and_one_new_are_named_by_their_cages() -> None:
     result = compare(good, _baseline(good, moved), [], RULES)
     cabling = {f.subject: f for f in _drift(result) if f.rule_id == "CLUSTER_DRIFT_CABLING"}
     assert cabling["a:p0<->b:p0"].status is Status.FAIL and "not found" in cabling["a:p0<->b:p0"].message
-    assert cabling[FIRST].status is Status.WARN and "not in the baseline" in cabling[FIRST].message
+    assert cabling[FIRST].status is Status.WARN and "absent in the baseline" in cabling[FIRST].message
     assert result.verdict.value == "fail"
 
 
@@ -255,6 +255,9 @@ HOSTILE: dict[str, Callable[[Path, dict[str, object]], str]] = {
     "a NaN rate": lambda p, d: p.write_text(json.dumps(d).replace("98.01", "NaN", 1)) and "NaN",
     "a cable of an unknown node": lambda p, d: p.write_text(json.dumps(
         {**d, "cables": [{**d["cables"][0], "b": "z"}]})) and "not among the nodes",  # type: ignore[index]
+    "no node": lambda p, d: p.write_text(json.dumps({**d, "nodes": [], "cables": []})) and "at least two nodes",
+    "a cable twice": lambda p, d: p.write_text(json.dumps(
+        {**d, "cables": [d["cables"][0], d["cables"][0]]})) and "listed twice",  # type: ignore[index]
     "a FIFO": lambda p, d: os.mkfifo(p) or "FIFO",
     "a folder": lambda p, d: p.mkdir() or "folder",
     "a symlink to a FIFO": lambda p, d: (os.mkfifo(p.with_name("fifo")), p.symlink_to(p.with_name("fifo")))

@@ -134,3 +134,13 @@ def test_the_cabling_rule_says_what_to_do_about_a_cable_lldp_contradicts() -> No
     facts, _ = _facts(ring3(), {"a": _lldpctl("enp1s0f0np0", "spark-c", "02:00:00:00:00:99", "enp1s0f0np0")})
     text = view_text_of(facts)
     assert "CABLING_FAULT" in text and "LLDP shows at its other end" in text, text
+
+
+def test_one_end_showing_a_switch_and_the_other_the_far_node_stays_a_cable() -> None:
+    _, models = _facts(ring3(), {})
+    switch = _lldpctl("enp1s0f0np0", "crs812", "78:9a:18:00:00:0c", "qsfp56dd-1-1")
+    node = _lldpctl("enp1s0f1np1", "spark-a", _mac(models, "a", "enp1s0f0np0"), "enp1s0f0np0")
+    facts, _ = _facts(ring3(), {"a": switch, "b": node})
+    assert facts.topology.layout == "ring3" and not facts.topology.segments
+    cable = next(c for c in facts.topology.cables if c.key == "a:p0<->b:p1")
+    assert all(p.lldp_confirmed for p in cable.paths)

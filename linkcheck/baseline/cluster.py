@@ -20,7 +20,7 @@ import msgspec
 from linkcheck import __version__
 from linkcheck.baseline import store
 from linkcheck.errors import BaselineError, UsageError
-from linkcheck.facts.snapshot_model import Baseline, Fields, Snapshot
+from linkcheck.facts.snapshot_model import Baseline, Fields, SavedBaseline, Snapshot
 
 CLUSTER_SCHEMA = "linkcheck-cluster-baseline"
 CLUSTER_SCHEMA_VERSION = 1
@@ -61,15 +61,9 @@ class ClusterSnapshot(msgspec.Struct, frozen=True):
         return next((n for n in self.nodes if n.name == name), None)
 
 
-class ClusterBaseline(msgspec.Struct, frozen=True):
-    """A saved cluster snapshot: its name, when and from which bundle it was taken, and where it is stored."""
+class ClusterBaseline(SavedBaseline, frozen=True):
+    """A cluster's saved snapshot, and where it is stored."""
 
-    name: str
-    created: str
-    tool_version: str
-    source_bundle: str
-    bundle_created: str
-    forced: bool
     snapshot: ClusterSnapshot
     path: str = ""
 

@@ -273,8 +273,8 @@ def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) ->
     target = baselines_dir() / pair / f"{name}.json"
     existing = find_path(name)
     if existing is not None and existing != target:
-        raise UsageError(f"a baseline named {name!r} exists for another pair ({existing}); choose another name, "
-                         f"or `linkcheck baseline delete {name}` first")
+        raise UsageError(f"a baseline named {name!r} exists for another pair or cluster ({existing}); choose another "
+                         f"name, or `linkcheck baseline delete {name}` first")
     if existing is not None and not overwrite:
         raise UsageError(f"a baseline named {name!r} exists ({existing}); choose another name or "
                          "pass --force to replace it")

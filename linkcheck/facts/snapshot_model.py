@@ -70,8 +70,9 @@ class Snapshot(msgspec.Struct, frozen=True):
     unknown: tuple[str, ...] = ()
 
 
-class Baseline(msgspec.Struct, frozen=True):
-    """A saved snapshot: its name, when and from which bundle it was taken, and where it is stored."""
+class SavedBaseline(msgspec.Struct, frozen=True):
+    """What every saved baseline, a pair's or a cluster's, says of itself: its name, when and by which linkcheck it
+    was saved, from which bundle, and whether a run that did not pass was recorded with --force."""
 
     name: str
     created: str
@@ -79,6 +80,11 @@ class Baseline(msgspec.Struct, frozen=True):
     source_bundle: str
     bundle_created: str
     forced: bool
+
+
+class Baseline(SavedBaseline, frozen=True):
+    """A pair's saved snapshot, and where it is stored."""
+
     snapshot: Snapshot
     path: str = ""
 

@@ -27,15 +27,30 @@ _LOCK_DIRS = ("/run/lock", tempfile.gettempdir())
 
 
 @contextmanager
-def allocation_lock() -> Iterator[None]:
-    """Serialise address allocation between labs on this machine."""
+def _machine_lock(name: str) -> Iterator[None]:
     lock_dir = next((d for d in _LOCK_DIRS if Path(d).is_dir()), tempfile.gettempdir())
-    with open(Path(lock_dir) / "linkcheck-lab.lock", "a", encoding="ascii") as fh:
+    with open(Path(lock_dir) / name, "a", encoding="ascii") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def allocation_lock() -> Iterator[None]:
+    """Serialise address allocation between labs on this machine."""
+    with _machine_lock("linkcheck-lab.lock"):
+        yield
+
+
+@contextmanager
+def batch_lock() -> Iterator[None]:
+    """Held by a test module that runs several labs at once (four runs side by side): two such batches on the two
+    test workers would put eight labs on two CPUs, where an SSH session has been seen to drop under the load. One
+    batch at a time; a single lab on the other worker still runs beside it."""
+    with _machine_lock("linkcheck-lab-batch.lock"):
+        yield
 
 
 def _used_addresses() -> set[ipaddress.IPv4Address]:

@@ -22,6 +22,7 @@ import pytest
 
 from linkcheck.accept.profile import BUILTIN_DIR
 from tests.lab import Lab
+from tests.lab.mgmt import batch_lock
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ class AcceptRuns:
 @pytest.fixture(scope="module")
 def runs(module_lab_factory: Callable[..., Lab], live: Live,
          tmp_path_factory: pytest.TempPathFactory) -> Iterator[AcceptRuns]:
-    yield AcceptRuns(module_lab_factory, live, tmp_path_factory)
+    with batch_lock():  # PARALLEL labs at once: never beside another module's batch (tests/lab/mgmt.py)
+        yield AcceptRuns(module_lab_factory, live, tmp_path_factory)
 
 
 def _statuses(doc: dict[str, Any]) -> dict[str, set[str]]:

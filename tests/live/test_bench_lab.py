@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.lab import Lab, LabNodeSpec
+from tests.lab.mgmt import batch_lock
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
@@ -373,9 +374,10 @@ class ScenarioRuns:
 @pytest.fixture(scope="module")
 def scenario_handle(module_lab_factory: Callable[..., Lab], live: Live,
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScenarioRuns]:
-    runs = ScenarioRuns(module_lab_factory, live, tmp_path_factory)
-    yield runs
-    runs.close()
+    with batch_lock():  # four labs at once: never beside another module's batch (tests/lab/mgmt.py)
+        runs = ScenarioRuns(module_lab_factory, live, tmp_path_factory)
+        yield runs
+        runs.close()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -58,6 +58,7 @@ from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.rule import Rule
 from linkcheck.diagnose.rule_text import describe_rule
 from linkcheck.errors import ExitCode, LinkcheckError, OutputError, UsageError
 from linkcheck.facts.snapshot_model import Baseline
@@ -479,6 +480,18 @@ def _is_cluster(node: list[str] | None, hostfile: Path | None, inventory: Path |
         not node and (recorded := _offline_config(config)) is not None and bool(recorded.cluster_nodes))
 
 
+def _cluster_setup(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
+                   accept: bool) -> tuple[Config | None, tuple[ClusterHost, ...], SshOptions, list[Rule]]:
+    """What a cluster's live run needs: linkcheck.yaml (when there is one), the nodes, the SSH options (host-key
+    policy as asked) and the rules (the config's playbooks and threshold overrides too)."""
+    _quiet_libraries(bool(_DEBUG))
+    found = find_config(config)
+    hosts = _cluster_nodes(named, found)
+    ssh = found.ssh if found else SshOptions()
+    return (found, hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
+            configured_rules([], found, kind="all"))
+
+
 def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | None], config: Path | None,
                        accept: bool, fmt: Format, traffic: tuple[RdmaOptions | None, NcclOptions | None],
                        report: Path | None, save: Path | None, baseline: ClusterBaseline | None = None) -> None:
@@ -488,12 +501,8 @@ def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | N
     if report is not None:
         check_output_path(report, "--report")
     target = _checked_save(save)
-    _quiet_libraries(bool(_DEBUG))
     rdma, nccl = traffic
-    found = find_config(config)
-    hosts = _cluster_nodes(named, found)
-    ssh = found.ssh if found else SshOptions()
-    rules = configured_rules([], found, kind="all")  # the config's playbooks and threshold overrides too
+    found, hosts, ssh, rules = _cluster_setup(named, config, accept)
     if not _QUIET and fmt is Format.console:
         _say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
              f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
@@ -503,8 +512,7 @@ def _run_cluster_check(named: tuple[list[str], Path | None, Path | None, str | N
 
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not _QUIET else None
-    result, bundle, doc = check_cluster(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys),
-                                        rules, ClusterTraffic(rdma, nccl), progress,
+    result, bundle, doc = check_cluster(hosts, ssh, rules, ClusterTraffic(rdma, nccl), progress,
                                         expected=found.expected_cluster if found else None)
     save_cluster(bundle, doc, target)
     if baseline is not None:
@@ -522,11 +530,7 @@ def _run_cluster_accept(named: tuple[list[str], Path | None, Path | None, str | 
     """A cluster's acceptance: the run of `check --bench` with the profile's test, repeated, judged by the profile
     of the layout; the acceptance on stdout and in the saved bundle, its verdict's exit code."""
     target = _checked_save(save)
-    _quiet_libraries(bool(_DEBUG))
-    found = find_config(config)
-    hosts = _cluster_nodes(named, found)
-    ssh = found.ssh if found else SshOptions()
-    rules = configured_rules([], found, kind="all")
+    found, hosts, ssh, rules = _cluster_setup(named, config, accept)
     given, repetitions, duration = chosen
     if not _QUIET and fmt is Format.console:
         _say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
@@ -535,8 +539,7 @@ def _run_cluster_accept(named: tuple[list[str], Path | None, Path | None, str | 
     from linkcheck.report.progress import ConsoleProgress  # the command's own code
 
     progress = ConsoleProgress.on_stderr() if fmt is Format.console and not _QUIET else None
-    run = run_cluster_accept(hosts, replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys), rules,
-                             given, repetitions, duration, target, progress,
+    run = run_cluster_accept(hosts, ssh, rules, given, repetitions, duration, target, progress,
                              found.expected_cluster if found else None)
     if run.acceptance is None:
         _say(f"bundle saved to {run.saved}")

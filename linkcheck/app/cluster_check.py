@@ -97,12 +97,10 @@ class _Measured(msgspec.Struct):
     interrupted: bool = False
 
 
-def _measure(transports: dict[str, Transport], tests: Sequence[CableTest], errors: dict[str, str],
-             captures: list[Capture], traffic: ClusterTraffic, rules: list[Rule],
-             progress: Progress | None) -> _Measured:
+def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captures: list[Capture],
+             traffic: ClusterTraffic, rules: list[Rule], progress: Progress | None) -> _Measured:
     """The tests' rounds, `traffic.repetitions` times (each repetition's round ids its own); the first error or
     Ctrl-C ends the repetitions."""
-    planned = _plan(tests, errors)
     runnable = [p for p in planned if not p.refused]
     nodes = sorted({n for p in runnable for n in p.test.nodes})
     live = {n: transports[n] for n in nodes}
@@ -216,14 +214,15 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         rdma, nccl = sent.rdma, sent.nccl
         if rdma is not None:
             tests = cable_tests(facts, schedule(facts.topology))
+            planned = _plan(tests, errors)
             if progress is not None:
-                _say_plan(progress, _plan(tests, errors), sent)
-            first = _measure(transports, tests, errors, captures, sent, cable_rules, progress)
+                _say_plan(progress, planned, sent)
+            first = _measure(transports, planned, captures, sent, cable_rules, progress)
             error, interrupted = first.error, first.interrupted
             slow = {r.test.label for r in first.results if r.state == "slow"}
             again = second_pass(facts, tests, slow) if not (error or interrupted) else []
             if again:
-                more = _measure(transports, again, errors, captures, sent, cable_rules, progress)
+                more = _measure(transports, _plan(again, errors), captures, sent, cable_rules, progress)
                 tests += again
                 error, interrupted = more.error, more.interrupted
         nccl_error: str | None = None

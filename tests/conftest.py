@@ -61,10 +61,10 @@ class InProcessCli:
         from typer.testing import CliRunner
 
         from linkcheck import cli
+        from linkcheck.cli.common import FLAGS
 
-        for name in ("_QUIET", "_DEBUG", "_INTERRUPTION_SAID"):  # set once per process by the program
-            if isinstance(getattr(cli, name, None), list):
-                self._monkeypatch.setattr(cli, name, [])
+        for name in ("quiet", "debug", "interruption_said"):  # set once per process by the program
+            self._monkeypatch.setattr(FLAGS, name, False)
         loggers = {name: logging.getLogger(name).level for name in ("", "paramiko")}  # set by live commands
         runner = CliRunner()
         here = Path.cwd()

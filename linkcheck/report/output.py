@@ -1,10 +1,11 @@
-"""Print a diagnosis: JSON, or the console report (with the bundle's acceptance after it, when it holds one). rich's
-console and tables load only for the console report."""
+"""Print a diagnosis: JSON, or the console report (with the bundle's acceptance and repair plan after it, when it
+holds them)."""
 
 from __future__ import annotations
 
 from linkcheck.outcome import Outcome
 from linkcheck.report.acceptance import tested
+from linkcheck.report.console import print_acceptance, print_console_report, print_lines
 from linkcheck.report.json_report import acceptance_document, render_json
 from linkcheck.report.repair import plan_text_lines, repair_plan
 from linkcheck.report.stdout import write_stdout
@@ -16,9 +17,6 @@ def print_outcome(outcome: Outcome, *, as_json: bool, show_all: bool) -> None:
     if as_json:
         write_stdout(render_json(outcome) + "\n")
         return
-    # Late: rich's console, tables and panels serve the console report only (a JSON report needs none of them).
-    from linkcheck.report.console import print_acceptance, print_console_report, print_lines
-
     print_console_report(outcome, show_all=show_all)
     acceptance = acceptance_document(outcome)  # `accept`'s record, or why it is not shown
     if acceptance is not None:

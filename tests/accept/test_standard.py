@@ -133,8 +133,8 @@ def test_profiles_show_yaml_round_trips(cli: InProcessCli, tmp_path: Path) -> No
 def test_accept_duration_sets_the_runs_ib_write_bw_d(cli: InProcessCli, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """--duration reaches the run (its plan and its profile's test) before any node is touched."""
-    from linkcheck.app import accept as accept_app
     from linkcheck.app.accept import AcceptRun
+    from linkcheck.cli import live as live_commands
 
     seen = []
 
@@ -142,7 +142,7 @@ def test_accept_duration_sets_the_runs_ib_write_bw_d(cli: InProcessCli, tmp_path
         seen.append((profile.test.duration_s, repetitions, differences(profile, repetitions)))
         return AcceptRun(save_dir, None, None, interrupted=True)
 
-    monkeypatch.setattr(accept_app, "run_accept", run_accept)
+    monkeypatch.setattr(live_commands, "run_accept", run_accept)
     proc = cli("accept", "--duration", "4", "--repetitions", "1", "--node", "a=root@198.18.0.1",
                "--node", "b=root@198.18.0.3", "--save", str(tmp_path / "saved"))
     assert proc.returncode == 130, proc.stderr

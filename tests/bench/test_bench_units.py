@@ -192,12 +192,6 @@ def test_one_read_serves_the_snapshot_after_a_round_and_before_the_next() -> Non
     assert caps[2].meta == {"kind": "snapshot", "round": "r1", "phase": "before", "run_id": "x"}
 
 
-def test_the_cli_default_duration_is_the_planners() -> None:
-    from linkcheck.cli import DEFAULT_DURATION_S
-
-    assert DEFAULT_DURATION_S == RdmaOptions().duration_s == 10
-
-
 def test_a_path_with_a_down_twin_is_left_out_and_says_why() -> None:
 
     from linkcheck.bench.plan import untested_paths

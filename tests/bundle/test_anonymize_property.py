@@ -45,8 +45,13 @@ def _base() -> Bundle:
 
 @functools.cache
 def _base_words() -> frozenset[str]:
-    """Every alphanumeric run of the fixture: a generated name must not already be in it."""
+    """Every alphanumeric run of the fixture, and of the files an anonymised copy of it is written as (the
+    manifest's keys, file names: `bundle`): a generated name must not already be in them."""
     text = "\n".join(c.stdout + c.stderr + c.command + " ".join(c.meta.values()) for c in _base().captures)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_bundle(anonymize_bundle(_base()), Path(tmp) / "anon")
+        text += "\n".join(p.read_text(encoding="utf-8") + "\n" + p.name
+                          for p in sorted((Path(tmp) / "anon").rglob("*")) if p.is_file())
     return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
 
 

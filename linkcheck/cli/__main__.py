@@ -1,0 +1,5 @@
+"""`python -m linkcheck.cli`: the linkcheck program."""
+
+from linkcheck.cli import run
+
+run()

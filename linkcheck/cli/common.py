@@ -1,0 +1,161 @@
+"""What every command shares: the global flags, the options that recur, and the few ways a command speaks (a line
+on stderr, text on stdout, the report of a diagnosis) and starts (its config, its bundle folder, its record)."""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import msgspec
+import typer
+from msgspec.structs import replace
+
+from linkcheck.app.offline import configured_rules
+from linkcheck.app.runs import RunRecord, finish_run
+from linkcheck.baseline.cluster import pair_baseline
+from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
+from linkcheck.config import Config, default_config_present, find_config, resolve_config
+from linkcheck.outcome import Outcome
+from linkcheck.report.output import print_outcome
+from linkcheck.report.problems import node_problem_lines
+from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.safe_text import shown
+from linkcheck.report.stdout import write_stdout
+from linkcheck.report.tables import verdict_line
+
+
+class ProgramFlags(msgspec.Struct):
+    """What the program sets once per process: the global flags, and whether Ctrl-C has been said."""
+
+    quiet: bool = False  # --quiet: no report body, only the verdict line on stderr and the exit code
+    debug: bool = False  # --debug: tracebacks, and the libraries' log messages
+    interruption_said: bool = False  # a line has told the user that Ctrl-C ended the run
+
+
+FLAGS = ProgramFlags()
+
+
+class Format(str, Enum):
+    console = "console"
+    json = "json"
+
+
+PlaybookOpt = Annotated[
+    Optional[list[Path]],  # noqa: UP045 - typer needs Optional at runtime on Python 3.10
+    typer.Option("--playbook", "-p", help="Extra playbook file or folder (repeatable)."),
+]
+BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--baseline", help="Compare with this saved baseline (a name from `linkcheck baseline list`, or a baseline "
+    "JSON file): DRIFT_* findings; over a cluster, a cluster's baseline, per cable and node.")]
+UnverifiedOpt = Annotated[bool, typer.Option(
+    "--allow-unverified", help="Read a bundle that `linkcheck verify` rejects: each problem is said on stderr, and "
+    "the files in doubt are not read (their rules skip), so they can never pass or fail a rule.")]
+PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--prometheus-textfile", help="Also write the run as a node_exporter textfile (e.g. "
+    "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
+NodeOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--node", "-n", help="a=USER@HOST[:PORT] or b=...; overrides linkcheck.yaml (repeatable)."),
+]
+HostfileOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--hostfile", help="An Open MPI hostfile naming the nodes (a cluster).")]
+InventoryOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--inventory", "-i", help="An Ansible inventory (INI or YAML) naming the nodes (a cluster).")]
+GroupOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--group", help="Only the inventory's hosts of this group (and its children).")]
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (default ./linkcheck.yaml).")]  # noqa: UP045
+OfflineConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--config", "-c", help="linkcheck.yaml, as for `diagnose`.")]
+AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys",
+                                         help="Trust and record unknown host keys (never a changed one).")]
+SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Bundle folder (default linkcheck-<timestamp>).")]  # noqa: UP045
+AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, IPs, MACs, GUIDs and serials.")]
+FmtOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Also show passed findings.")]
+
+# The nodes of a cluster as the command line names them: --node (as given), --hostfile, --inventory, --group.
+ClusterNames = tuple[list[str], Optional[Path], Optional[Path], Optional[str]]  # noqa: UP045
+
+
+def say(line: str) -> None:
+    """One line on stderr, its foreign parts (hostnames, tool output) shown as text."""
+    if "interrupted" in line:
+        FLAGS.interruption_said = True
+    typer.echo(shown(line), err=True)
+
+
+def out(text: str) -> None:
+    """Text for stdout, shown as text and written so that a full or closed stdout is an error line."""
+    write_stdout(shown(text, multiline=True) + "\n")
+
+
+def warn_unverified(line: str) -> None:
+    """What --allow-unverified reads past, said on stderr."""
+    say(f"linkcheck: {line}")
+
+
+def say_verdict(outcome: Outcome) -> None:
+    say(verdict_line(outcome))
+
+
+def say_node_errors(outcome: Outcome) -> None:
+    for line in node_problem_lines(outcome):
+        say(f"linkcheck: {line}")
+
+
+def emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
+    """The report of a diagnosis on stdout, or with --quiet only its verdict line on stderr."""
+    if FLAGS.quiet:
+        say_verdict(outcome)
+        return
+    print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
+
+
+def offline_config(path: Path | None) -> Config | None:
+    """linkcheck.yaml for an offline diagnosis, found as `check` finds it; None when there is none."""
+    if path is None and not default_config_present():
+        return None
+    return find_config(path)
+
+
+def quiet_libraries() -> None:
+    """paramiko logs tracebacks from its transport thread; our one-line errors already say what failed.
+
+    Only the commands that contact nodes log."""
+    logging.basicConfig(level=logging.DEBUG if FLAGS.debug else logging.WARNING, format="%(name)s: %(message)s")
+    if not FLAGS.debug:
+        logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
+
+
+def live_config(config: Path | None, node: list[str] | None, accept: bool) -> Config:
+    """The resolved config of a command that contacts a pair (each such command starts here)."""
+    quiet_libraries()
+    resolved = resolve_config(config, node or [])
+    if resolved.playbooks or resolved.thresholds:  # an unknown rule or threshold is refused before any work
+        configured_rules([], resolved)
+    accept = accept or resolved.ssh.accept_new_host_keys
+    return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
+
+
+def checked_save(save: Path | None) -> Path:
+    """The bundle folder, refused before any work when it cannot receive a bundle."""
+    target = save or default_save_dir()
+    check_save_dir(target, "--save" if save else "the default bundle folder")
+    return target
+
+
+def run_record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
+    """What the run records besides its report; the baseline and the textfile's folder are checked before any
+    work."""
+    if prometheus is not None:
+        check_textfile_path(prometheus)
+    return RunRecord(command, baseline=pair_baseline(baseline) if baseline is not None else None,
+                     prometheus=prometheus)
+
+
+def finish(outcome: Outcome, record: RunRecord) -> None:
+    """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
+    for line in finish_run(outcome, record):
+        say(f"linkcheck: {line}")

@@ -1,0 +1,126 @@
+"""`fix`: the repair plan of a bundle or a live pair; with --apply its transaction per node, with --restore its undo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
+from linkcheck.cli.common import (
+    FLAGS,
+    AcceptOpt,
+    ConfigOpt,
+    FmtOpt,
+    Format,
+    NodeOpt,
+    PlaybookOpt,
+    SaveOpt,
+    UnverifiedOpt,
+    checked_save,
+    live_config,
+    offline_config,
+    out,
+    say,
+    say_node_errors,
+    say_verdict,
+    warn_unverified,
+)
+from linkcheck.errors import ExitCode, UsageError
+from linkcheck.repair.record import steps_json
+from linkcheck.report.repair import plan_text_lines
+from linkcheck.report.stdout import write_stdout
+from linkcheck.report.tables import verdict_line
+
+
+def fix(
+    bundle: Annotated[Optional[Path], typer.Argument(  # noqa: UP045
+        help="A bundle folder to plan from; without it, both nodes are inspected live (as `check`).")] = None,
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
+    fmt: FmtOpt = Format.console, playbook: PlaybookOpt = None, allow_unverified: UnverifiedOpt = False,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Apply the plan, one node at a time, as a transaction that puts a node back as it was when "
+        "its change does not verify (or on Ctrl-C); a bundle's plan only to the pair and state it was made for.")
+    ] = False,
+    restore: Annotated[bool, typer.Option(
+        "--restore", help="Put back the files of each node's latest `fix --apply` from its journal and undo its "
+        "runtime change.")] = False,
+    allow_reboot: Annotated[bool, typer.Option(
+        "--allow-reboot", help="With --apply: also run the plan's reboot steps, wait for the nodes, re-check.")
+    ] = False,
+    try_timeout: Annotated[int, typer.Option(
+        "--try-timeout", min=10, max=3600, help="Seconds `netplan try` waits for linkcheck's confirmation before "
+        "it reverts a node's netplan change.")] = 120,
+    reboot_wait: Annotated[int, typer.Option(
+        "--reboot-wait", min=1, max=3600, help="Seconds to wait for a rebooted node to answer again.")] = 600,
+) -> None:
+    """Plan the repairs of the findings that have one: per node, ordered steps, each with its runtime change, its
+    persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
+    Read-only unless --apply: the plan is printed and saved in the bundle (repair.json), nothing on the nodes
+    changes. --apply applies it (journal per node, verified, rolled back on failure); --restore undoes the last."""
+    if restore or apply:
+        _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
+                   try_timeout, reboot_wait)
+        return
+    if allow_reboot:
+        raise UsageError("--allow-reboot goes with --apply")
+    if bundle is not None:
+        if node or save:
+            raise UsageError("--node and --save are for a live plan; a bundle's plan is saved in the bundle")
+        result = fix_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
+                            warn=warn_unverified)
+    else:
+        cfg = live_config(config, node, accept_new_host_keys)
+        live = fix_live(cfg, checked_save(save))
+        if live is None:
+            raise typer.Exit(130)
+        say_node_errors(live.outcome)
+        result = live
+    _show_plan(result, fmt)
+    if FLAGS.quiet:
+        say_verdict(result.outcome)
+    raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
+
+
+def _show_plan(result: FixResult, fmt: Format) -> None:
+    if result.save_problem:
+        say(f"linkcheck: {result.save_problem}")
+    elif result.saved is not None:
+        say(f"repair plan saved to {result.saved / 'repair.json'}")
+    if not FLAGS.quiet:
+        if fmt is Format.json:
+            write_stdout(steps_json(result.plan))
+        else:
+            out("\n".join(plan_text_lines(result.plan)))
+
+
+def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None, save: Path | None, accept: bool,
+               fmt: Format, playbook: list[Path] | None, restore: bool, allow_reboot: bool, try_timeout: int,
+               reboot_wait: int) -> None:
+    """fix --apply / --restore: the live config, the plan shown first, then each node's transaction."""
+    if restore and (bundle is not None or allow_reboot):
+        raise UsageError("--restore takes no bundle, --apply or --allow-reboot: it undoes each node's last apply")
+    options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout)
+    cfg = live_config(config, node, accept)
+    if restore:
+        outcomes = restore_fix(cfg, options, lambda line: say(f"linkcheck: {line}"))
+        for r in outcomes:
+            say(f"node {r.node}: " + {"restored": f"run {r.run_id} restored", "nothing": "nothing to restore",
+                                      "failed": f"run {r.run_id} not fully restored"}[r.state])
+        raise typer.Exit(2 if any(r.state == "failed" for r in outcomes) else 0)
+    result = apply_fix(cfg, checked_save(save), bundle, options, lambda line: say(f"linkcheck: {line}"),
+                       playbooks=playbook, reboot_wait_s=reboot_wait, shown=lambda r: _show_plan(r, fmt))
+    if result.nothing_to_do:
+        reboot = any(s.reboot for s in result.before.plan.steps)
+        say("linkcheck: nothing to apply: the plan has no step" + (" but reboots (they need --allow-reboot)"
+                                                                    if reboot and not allow_reboot else ""))
+        raise typer.Exit(int(result.before.outcome.diagnosis.exit_code))
+    for o in result.outcomes:
+        say(f"node {o.node}: {o.state} (journal {o.journal})" + "".join(f"; {p}" for p in o.problems))
+    if any(o.state != "committed" for o in result.outcomes):
+        raise typer.Exit(int(ExitCode.FAIL))
+    if result.after is not None:
+        say(f"after the repair: {verdict_line(result.after)} (bundle {result.after_saved})")
+        raise typer.Exit(int(result.after.diagnosis.exit_code))
+    raise typer.Exit(0)

@@ -1,0 +1,308 @@
+"""The commands that contact a pair: `check` (and its tiers), `collect`, `bench rdma|nccl|latency`, `accept` and
+`init`; three or more nodes hand over to cli/cluster.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from msgspec.structs import replace
+
+from linkcheck.accept.budget import expected_paths, plan_line
+from linkcheck.accept.profile import resolve_profile
+from linkcheck.accept.text import headline
+from linkcheck.app.accept import run_accept
+from linkcheck.app.init import write_initial_config
+from linkcheck.app.live import TrafficRequest, run_live
+from linkcheck.app.runs import RunRecord
+from linkcheck.baseline.cluster import cluster_baseline
+from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
+from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
+from linkcheck.bench.plan import RdmaOptions, quick_options
+from linkcheck.bundle.format import load_bundle
+from linkcheck.cli.cluster import accept_over_cluster, check_over_cluster, init_cluster, is_cluster
+from linkcheck.cli.common import (
+    FLAGS,
+    AcceptOpt,
+    AllOpt,
+    AnonOpt,
+    BaselineOpt,
+    ConfigOpt,
+    FmtOpt,
+    Format,
+    GroupOpt,
+    HostfileOpt,
+    InventoryOpt,
+    NodeOpt,
+    PrometheusOpt,
+    SaveOpt,
+    checked_save,
+    emit,
+    finish,
+    live_config,
+    out,
+    run_record,
+    say,
+    say_node_errors,
+)
+from linkcheck.errors import ExitCode, UsageError
+from linkcheck.report.progress import ConsoleProgress
+
+DEFAULT_DURATION_S = RdmaOptions().duration_s  # seconds per ib_write_bw run (-D) of --bench and `bench rdma`
+QUICK_COMMAND = "check --quick"
+
+_DURATION_HELP = ("Seconds per ib_write_bw run (-D); perftest leaves a quarter (rounded down) out at each "
+                  "end (10 s: a 6 s window, as the published GB10 numbers).")
+DurationOpt = Annotated[int, typer.Option("--duration", min=1, max=3600, help=_DURATION_HELP)]
+CheckDurationOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--duration", min=1, max=3600, help=_DURATION_HELP + " With --bench (default 10).")]
+SizeOpt = Annotated[int, typer.Option("--size", min=1, max=1 << 30, help="ib_write_bw message size in bytes (-s).")]
+QpsOpt = Annotated[int, typer.Option("--qps", min=1, max=1024, help="ib_write_bw queue pairs (-q).")]
+PortOpt = Annotated[Optional[int], typer.Option("--port-base", min=1024, max=65000,  # noqa: UP045
+                                                help="First TCP port for perftest servers.")]
+NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", min=8, max=1 << 40,
+                                         help="Largest all_gather size (capped by free memory).")]
+NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path of all_gather_perf on the nodes.")]  # noqa: UP045
+_LATENCY_HELP = ("the latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf "
+                 "16-64 KiB across the nodes (~9 s on a healthy pair); judged by RDMA_LATENCY_HIGH and "
+                 "NCCL_ALLREDUCE_LATENCY_HIGH, read by `linkcheck advise`")
+LatencyOpt = Annotated[bool, typer.Option("--latency", help="Also run " + _LATENCY_HELP + ".")]
+
+
+def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
+               fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
+    """A pair's live run: inspection (and the traffic asked for), the bundle saved and diagnosed, the report, the
+    verdict's exit code."""
+    cfg = live_config(config, node, accept)
+    save = checked_save(save)
+    said = ""
+    if fmt is Format.console and not FLAGS.quiet and (traffic is not None or sys.stderr.isatty()):
+        said = _plan(record.command, expected_paths(cfg), traffic)
+        say(said)
+    progress = None
+    if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
+        progress = ConsoleProgress.on_stderr(
+            lambda paths, nccl: _plan(record.command, paths, traffic, nccl) if said else "", said)
+    result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,
+                      baseline=record.baseline)
+    if result.outcome is None:  # Ctrl-C before any node answered: nothing to diagnose
+        say(f"partial bundle saved to {result.saved}")
+        raise typer.Exit(130)
+    say_node_errors(result.outcome)
+    outcome = result.outcome
+    finish(outcome, record)
+    emit(outcome, fmt, show_all)
+    say(f"bundle saved to {result.saved}")
+    raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
+
+
+def _plan(command: str, paths: int, traffic: TrafficRequest | None, nccl_bytes: int | None = None) -> str:
+    """The planned wall time, said before the run starts (with the traffic tests, and on a terminal without), and
+    again once the inspection has found the paths and the NCCL size the nodes' memory allows, if that differs."""
+    rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
+    return plan_line(command, paths=paths, duration_s=rdma.duration_s if rdma else None,
+                     nccl_max_bytes=(nccl_bytes or nccl.max_bytes) if nccl else None,
+                     traffic_total=rdma is not None and rdma.adaptive, adaptive=rdma is not None and rdma.adaptive,
+                     latency=getattr(traffic, "latency", None) is not None)
+
+
+def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
+             nccl_max_bytes: int, nccl_binary: str | None, latency: bool = False) -> TrafficRequest:
+    return TrafficRequest(
+        rdma=RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base) if rdma else None,
+        nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if nccl else None,
+        latency=_latency_options(port_base, nccl_binary) if latency else None)
+
+
+def _latency_options(port_base: int | None, nccl_binary: str | None) -> LatencyOptions:
+    """The latency test's options; all_reduce_perf is looked for beside an all_gather_perf given by path."""
+    sibling = str(Path(nccl_binary).with_name(ALLREDUCE)) if nccl_binary and "/" in nccl_binary else None
+    return LatencyOptions(port_base=port_base, allreduce_binary=sibling)
+
+
+def _quick_traffic(size: int, qps: int, port_base: int | None, nccl: bool, nccl_binary: str | None) -> TrafficRequest:
+    proof = NcclOptions(max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if nccl else None
+    return TrafficRequest(rdma=quick_options(size_bytes=size, qps=qps, port_base=port_base), nccl=proof)
+
+
+def check(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    bench: Annotated[bool, typer.Option("--bench", help="Also run ib_write_bw and all_gather_perf.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="The quick traffic tier: ib_write_bw -D 4 with both paths "
+                                        "at once in each direction (8 s of traffic), each path alone only where "
+                                        "one is low; catches the hot-plug state and a single PCIe path.")] = False,
+    quick_nccl: Annotated[bool, typer.Option("--nccl", help="With --quick: also a short all_gather_perf sweep "
+                                             "(up to 256 MiB) whose NCCL log proves NET/IB on both HCAs; its bus "
+                                             "bandwidth is recorded, not judged.")] = False,
+    duration: CheckDurationOpt = None,
+    size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
+    prometheus: PrometheusOpt = None, latency: LatencyOpt = False,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
+    report: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--report", help="Over a cluster: also write the Markdown report (per-cable table, matrix) here.")] = None,
+) -> None:
+    """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
+    short ib_write_bw rounds (8 s of traffic on a healthy pair), --bench the full traffic tests, --latency the
+    latency test (after any other test). Three or more --node, --hostfile or --inventory check a cluster: every
+    node inspected, the cabling inferred, and with --quick or --bench every cable measured in rounds."""
+    if quick and (bench or duration is not None):
+        raise UsageError("--quick runs its own short ib_write_bw rounds (-D 4); for other durations use "
+                         "--bench --duration S or `linkcheck bench rdma --duration S`")
+    if quick_nccl and not quick:
+        raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
+    cluster = is_cluster(node, hostfile, inventory, group, config)
+    if report is not None and not cluster:
+        raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
+    if cluster:
+        if latency or prometheus or anonymize:
+            raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
+                             "the nodes; --latency, --prometheus-textfile and --anonymize judge a pair")
+        against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
+        rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
+            duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
+            else None
+        nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
+            max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
+        check_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
+                           (rdma, nccl), report, save, against)
+    traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
+                       nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
+        if quick else None
+    if latency:
+        options = _latency_options(port_base, nccl_binary)
+        traffic = replace(traffic, latency=options) if traffic is not None else TrafficRequest(latency=options)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               run_record(QUICK_COMMAND if quick else "check", baseline, prometheus))
+
+
+def bench_rdma(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
+    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
+) -> None:
+    """ib_write_bw on each path alone, then both at once, both directions; with counters before and after."""
+    traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               run_record("bench rdma", baseline, prometheus))
+
+
+def bench_nccl(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
+    prometheus: PrometheusOpt = None,
+) -> None:
+    """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log."""
+    traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               run_record("bench nccl", baseline, prometheus))
+
+
+def bench_latency(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False, fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    port_base: PortOpt = None, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
+    prometheus: PrometheusOpt = None,
+) -> None:
+    """The latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf 16-64 KiB
+    across the nodes; what `linkcheck advise` reads. Same as `check --latency`."""
+    traffic = TrafficRequest(latency=_latency_options(port_base, nccl_binary))
+    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
+               run_record("bench latency", baseline, prometheus))
+
+
+def accept(
+    profile: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--profile", "-P", help="A built-in profile's name (`linkcheck profiles list`) or a profile file "
+        "(default dgx-spark-pair).")] = None,
+    repetitions: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--repetitions", "-r", min=1, max=100, help="Run the RDMA rounds this many times (default: the "
+        "profile's, 3); the lowest of each measurement is judged. Fewer than the built-in profile's 3 mark the "
+        "run NON-STANDARD.")] = None,
+    duration: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--duration", min=1, max=3600, help="Seconds per ib_write_bw run (-D) instead of the profile's (10); "
+        "shorter than the built-in profile's marks the run NON-STANDARD in the record and every report.")] = None,
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
+    fmt: FmtOpt = Format.console, show_all: AllOpt = False,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
+) -> None:
+    """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated;
+    NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE. Three or more
+    --node, --hostfile or --inventory accept a cluster: every cable (or pair through the switch) in rounds, NCCL
+    across every node, judged by the profile of the layout the nodes show (dgx-spark-ring3, dgx-spark-switch)."""
+    if is_cluster(node, hostfile, inventory, group, config):
+        given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node
+        if given is not None and not given.cluster:
+            raise UsageError(f"profile {given.name} accepts a pair (layout: pair); three or more nodes are a "
+                             "cluster", fix="--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
+        accept_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt, show_all,
+                            (given, repetitions, duration), save)
+    prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
+    if prof.cluster:
+        raise UsageError(f"profile {prof.name} accepts a cluster (layout: {prof.layout}); give its nodes with "
+                         "three or more --node, --hostfile or --inventory",
+                         fix="for two nodes: --profile dgx-spark-pair")
+    if duration is not None:  # the run's -D; the record's `test` says it, and `standard` whether it is weaker
+        prof = replace(prof, test=replace(prof.test, duration_s=duration))
+    reps = repetitions or prof.test.repetitions
+    cfg = live_config(config, node, accept_new_host_keys)
+    target = checked_save(save)
+    progress = None
+    if fmt is Format.console and not FLAGS.quiet:
+        def plan(paths: int, nccl: int | None) -> str:
+            return plan_line("accept", paths=paths, duration_s=prof.test.duration_s, repetitions=reps,
+                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes, latency=prof.test.latency)
+
+        said = plan(expected_paths(cfg), None)
+        say(said)
+        progress = ConsoleProgress.on_stderr(plan, said)
+    result = run_accept(cfg, prof, reps, target, progress)
+    if result.outcome is None or result.acceptance is None:
+        say(f"partial bundle saved to {result.saved}")
+        raise typer.Exit(130)
+    say_node_errors(result.outcome)
+    if FLAGS.quiet:
+        say(headline(result.acceptance.to_dict()))
+    else:
+        emit(result.outcome, fmt, show_all)  # the report, then the acceptance the bundle now holds
+    say(f"bundle saved to {result.saved}")
+    raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
+
+
+def collect(
+    node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
+    accept_new_host_keys: AcceptOpt = False,
+) -> None:
+    """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
+    cfg = live_config(config, node, accept_new_host_keys)
+    result = run_live(cfg, checked_save(save), anonymize=anonymize, diagnose=False)
+    errors = load_bundle(result.saved).collection_errors
+    for error in errors.values():
+        say(f"linkcheck: {error}")
+    say(f"bundle saved to {result.saved}")
+    raise typer.Exit(130 if result.interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
+
+
+def init(
+    node: NodeOpt = None, config: ConfigOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write.")] = Path("linkcheck.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    accept_new_host_keys: AcceptOpt = False,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
+) -> None:
+    """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml. With three
+    or more --node, --hostfile or --inventory: every node of a cluster, and the cabling found (its cables and the
+    nodes on the switch), which topology and check then compare (CLUSTER_LINK_CHANGED)."""
+    if hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2:
+        init_cluster((node or [], hostfile, inventory, group), config, output, force=force,
+                     accept=accept_new_host_keys)
+        return
+    cfg = live_config(config, node, accept_new_host_keys)
+    link = write_initial_config(cfg, output, force=force)
+    out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
+        f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))

@@ -1,0 +1,115 @@
+"""What linkcheck keeps and the user manages: `playbooks`, `profiles` and `baseline` (list, show, validate, save,
+delete) and `history` (the recorded runs)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile, yaml_text
+from linkcheck.accept.text import describe_profile
+from linkcheck.app.baseline import list_text, save_baseline, show_text
+from linkcheck.app.history import history_rows, history_text
+from linkcheck.baseline.store import delete
+from linkcheck.cli.common import FLAGS, ConfigOpt, PlaybookOpt, offline_config, out, say
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.rule_text import describe_rule
+from linkcheck.errors import UsageError
+
+
+def playbooks_list(playbook: PlaybookOpt = None) -> None:
+    """List every rule: id, severity, scope, title, source file."""
+    out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<12} {rule.title}  [{rule.source}]"
+                  for rule in load_playbooks(playbook, kind="all")))
+
+
+def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
+    """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references."""
+    rules = {r.id: r for r in load_playbooks(playbook, kind="all")}
+    if rule_id not in rules:
+        raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
+    out(describe_rule(rules[rule_id]))
+
+
+def playbooks_validate(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Playbook files or folders.")] = None,  # noqa: UP045
+) -> None:
+    """Validate playbook files strictly (file:line on the first problem); the built-ins when none given."""
+    rules = load_playbooks(paths, kind="all")
+    out(f"ok: {len(rules)} rules")
+
+
+def profiles_list() -> None:
+    """The built-in acceptance profiles: name and description."""
+    out("\n".join(f"{name:<20} {load_profile_file(path).description}" for name, path in builtin_profiles().items()))
+
+
+def profiles_show(
+    name: Annotated[str, typer.Argument(help="A built-in profile's name, or a profile file.")],
+    as_yaml: Annotated[bool, typer.Option("--yaml", help="Print the profile's YAML file as it is, to copy and edit "
+                                          "(`linkcheck profiles validate` accepts it).")] = False,
+) -> None:
+    """One profile in full: the test it runs and every threshold with its unit and source; --yaml: its file."""
+    prof = resolve_profile(name)
+    out(yaml_text(prof) if as_yaml else describe_profile(prof))
+
+
+def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
+    """Validate a profile file strictly: file:line on the first problem (exit 4)."""
+    prof = load_profile_file(path)
+    out(f"ok: profile {prof.name}, {len(prof.checks)} checks, sha256 {prof.sha256}")
+
+
+def baseline_save(
+    name: Annotated[str, typer.Argument(help="The baseline's name (A-Z a-z 0-9 _ . -).")],
+    bundle: Annotated[Optional[Path], typer.Argument(  # noqa: UP045
+        help="A saved bundle (default: the newest linkcheck-* folder here).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Save a failing or inconclusive run too; replace a "
+                                        "baseline of the same name.")] = False,
+    playbook: PlaybookOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Record a passing run as the pair's known-good state, under $XDG_DATA_HOME/linkcheck/baselines/."""
+    path, verdict = save_baseline(name, bundle, force=force, playbooks=playbook, config=offline_config(config))
+    out(f"baseline {name} saved to {path} (run verdict: {verdict})")
+
+
+def baseline_list() -> None:
+    """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
+    out(list_text())
+
+
+def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:
+    """One baseline in full (its JSON): identity, configuration, GID indices, performance with its parameters."""
+    out(show_text(name))
+
+
+def baseline_delete(name: Annotated[str, typer.Argument(help="A saved baseline's name.")]) -> None:
+    """Remove a saved baseline."""
+    out(f"deleted {delete(name)}")
+
+
+class HistoryFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def history(
+    pair: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--pair", help="Only this pair (its history file's name, or a part of it such as a hostname).")] = None,
+    since: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--since", help="Only runs from this date or time on (YYYY-MM-DD or ISO 8601).")] = None,
+    fmt: Annotated[HistoryFormat, typer.Option(
+        "--format", "-f", help="table (fits the terminal), csv or json.")] = HistoryFormat.table,
+) -> None:
+    """The recorded runs as a log, one row per run: time, command, -D and repetitions, each path's lowest rate,
+    the concurrent total, the NCCL bus bandwidth, the verdict and the bundle."""
+    if FLAGS.quiet:  # no body: the count and the last run's verdict on stderr
+        rows = history_rows(pair, since)
+        last = f", the last {rows[-1]['verdict'].upper()} at {rows[-1]['time']}" if rows else ""
+        say(f"history: {len(rows)} runs{last}")
+        return
+    out(history_text(pair, since, fmt.value))

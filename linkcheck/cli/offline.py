@@ -1,0 +1,207 @@
+"""The commands that read what is already on disk and touch no node: `diagnose`, `report`, `verify`, `anonymize`,
+`parse` and `advise`."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.baseline.cluster import cluster_baseline
+from linkcheck.bundle.anonymize import anonymize_saved
+from linkcheck.bundle.verify import verify_bundle
+from linkcheck.cli.cluster import emit_cluster, judge_cluster_bundle
+from linkcheck.cli.common import (
+    FLAGS,
+    BaselineOpt,
+    Format,
+    OfflineConfigOpt,
+    PlaybookOpt,
+    PrometheusOpt,
+    UnverifiedOpt,
+    emit,
+    finish,
+    offline_config,
+    out,
+    run_record,
+    say,
+    say_verdict,
+    warn_unverified,
+)
+from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.errors import ExitCode, UsageError
+from linkcheck.parsers import PARSERS
+from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
+from linkcheck.report.cluster_formats import cluster_renderer
+from linkcheck.report.formats import renderer
+from linkcheck.report.stdout import write_stdout
+from linkcheck.report.writer import check_output_path, is_stdout, write_output
+
+
+def diagnose(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
+    playbook: PlaybookOpt = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show passed findings.")] = False,
+    config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
+        "`check` (default ./linkcheck.yaml when present).")] = None,
+    baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
+) -> None:
+    """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
+    `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
+    check judged it (text or JSON)."""
+    if is_cluster_bundle(bundle):
+        if prometheus:
+            raise UsageError("--prometheus-textfile judges a pair's bundle, not a cluster's")
+        against = cluster_baseline(baseline) if baseline else None
+        result = judge_cluster_bundle(bundle, playbook, config, allow_unverified, against)
+        emit_cluster(result, fmt, None)
+        raise typer.Exit(int(result.exit_code))
+    record = run_record("diagnose", baseline, prometheus) if baseline or prometheus else None
+    outcome = diagnose_bundle(bundle, playbook, offline_config(config), record.baseline if record else None,
+                              allow_unverified=allow_unverified, warn=warn_unverified)
+    if record is not None:
+        finish(outcome, record)
+    emit(outcome, fmt, show_all)
+    raise typer.Exit(int(outcome.diagnosis.exit_code))
+
+
+def report(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown, html or prometheus (the names in "
+                                     "linkcheck/report/formats.py).")] = "json",
+    output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--output", "-o", help="Write the report to this file instead of standard output ('-'): a regular file is "
+        "replaced atomically (through a symbolic link, its target), a FIFO or a device written straight.")] = None,
+    playbook: PlaybookOpt = None,
+    config: OfflineConfigOpt = None,
+    allow_unverified: UnverifiedOpt = False,
+) -> None:
+    """Diagnose a bundle like `diagnose` and write a report: JSON, JUnit XML, Markdown, HTML or Prometheus."""
+    target = check_output_path(output) if output is not None and not is_stdout(output) else None
+    if is_cluster_bundle(bundle):
+        result = judge_cluster_bundle(bundle, playbook, config, allow_unverified)
+        _write_report(cluster_renderer(fmt)(result), target, f"verdict: {result.verdict.value}")
+        raise typer.Exit(int(result.exit_code))
+    render = renderer(fmt)
+    outcome = diagnose_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
+                              warn=warn_unverified)
+    text = render(outcome)
+    if target is not None:
+        write_output(target, text)
+        say_verdict(outcome) if FLAGS.quiet else say(f"report written to {target}")
+    elif FLAGS.quiet:
+        say_verdict(outcome)
+    else:
+        write_stdout(text)
+    raise typer.Exit(int(outcome.diagnosis.exit_code))
+
+
+def _write_report(text: str, target: Path | None, verdict: str) -> None:
+    """A rendered report to `target` or stdout; with --quiet, `verdict` on stderr instead of the body."""
+    if target is not None:
+        write_output(target, text)
+        say(verdict if FLAGS.quiet else f"report written to {target}")
+    elif FLAGS.quiet:
+        say(verdict)
+    else:
+        write_stdout(text)
+
+
+def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")]) -> None:
+    """Check a bundle against its manifest and SHA256SUMS: exit 0 when intact, 2 naming each changed, added or
+    removed file (one line each), 4 when it is not a bundle."""
+    result = verify_bundle(bundle)
+    if FLAGS.quiet:
+        say(result.summary())
+    else:
+        if result.problems:
+            out("\n".join(result.problems))
+        out(result.summary())
+    raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
+
+
+def anonymize(
+    bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the anonymised copy (absent or "
+                                            "empty).")],
+) -> None:
+    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
+    anonymize_saved(bundle, out_dir, warn=warn_unverified)
+    say(f"anonymised bundle saved to {out_dir}")
+
+
+def parse_help() -> str:
+    kinds = "\n".join(f"  {k:<18} {d}" for k, (_, d) in PARSERS.items())
+    return f"Parse one raw tool output and print the normalised record.\n\nKINDS:\n\n{kinds}"
+
+
+def parse(
+    kind: Annotated[str, typer.Argument(help="What produced the file (see KINDS).")],
+    file: Annotated[Path, typer.Argument(help="The raw output; '-' reads standard input.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
+) -> None:
+    record = parse_file(kind, file)
+    out(record_to_json(record) if fmt is Format.json else record_to_text(record))
+
+
+class AdviceFormat(str, Enum):
+    console = "console"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+def advise(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder (best one with latency runs: ib_write_lat per path "
+                                           "and the small all_reduce).")],
+    model_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--model-gib", help="The model's weights in GiB.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--concurrency", help="Concurrent requests (users, or the batch) to serve.")] = None,
+    moe: Annotated[bool, typer.Option("--moe", help="A mixture-of-experts model (default: dense).")] = False,
+    context: Annotated[int, typer.Option("--context", help="Tokens of context per request (for the KV cache).")] = 0,
+    kv_kib_per_token: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--kv-kib-per-token", help="KV cache per token of context in KiB (default: 128, said to be an estimate).")
+    ] = None,
+    layers: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--layers", help="The model's layers: two all-reduces each under tensor parallelism (default: the "
+        "published ~100 per decode step).")] = None,
+    active_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--active-gib", help="MoE: the weights one token reads, in GiB (for the decode estimate).")] = None,
+    workload: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--workload", "-w", help="A workload file (YAML: model_gib, concurrency, moe, context_tokens, "
+        "kv_kib_per_token, layers, active_gib) instead of the options.")] = None,
+    fmt: Annotated[AdviceFormat, typer.Option("--format", "-f", help="console, json, markdown or html.")
+                   ] = AdviceFormat.console,
+    playbook: PlaybookOpt = None,
+    config: OfflineConfigOpt = None,
+) -> None:
+    """How to use the pair for a workload: two residents, one model across both (tensor or pipeline parallel) or
+    one node, with the reasons; any finding that degrades the link voids a split and says what to fix first.
+    Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input."""
+    given = {"--model-gib": model_gib, "--concurrency": concurrency}
+    if workload is not None:
+        if any(v is not None for v in given.values()):
+            raise UsageError("give the workload either as --workload FILE or as options, not both")
+        wanted = load_workload(workload)
+    else:
+        missing = [name for name, v in given.items() if v is None]
+        if missing:
+            raise UsageError(f"advise needs {' and '.join(missing)} (or --workload FILE)")
+        assert model_gib is not None and concurrency is not None
+        wanted = Workload(model_gib, concurrency, moe, context, kv_kib_per_token, layers, active_gib)
+    _, advice = advise_bundle(bundle, wanted, playbooks=playbook, config=offline_config(config))
+    if FLAGS.quiet:
+        say(f"ADVICE: {advice.headline}")
+    else:
+        render = {AdviceFormat.console: advice_text, AdviceFormat.markdown: advice_markdown,
+                  AdviceFormat.html: advice_html, AdviceFormat.json: advice_json}[fmt]
+        write_stdout(render(advice).rstrip("\n") + "\n")
+    raise typer.Exit(int(advice_exit_code(advice)))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -168,12 +167,7 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     if not diagnose or (interrupted and not bundle.captures):
         write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
-    # The diagnosis needs only the captures in memory, so it runs while the bundle's files are written: a
-    # hundred file creations wait on the disk, not on the CPU. Leaving the block waits for the write, Ctrl-C
-    # included, so the bundle is whole; a failed write is raised before any verdict is shown.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="linkcheck-save") as pool:
-        written = pool.submit(write_bundle, saving, saved)
-        # The report on screen keeps the real names: only what is saved is anonymised.
-        outcome = diagnose_facts(replace(bundle, path=saved), with_traffic(link, bundle.captures), rules, baseline)
-        written.result()
+    write_bundle(saving, saved)  # first: a failed write is said before any verdict is shown
+    # The report on screen keeps the real names: only what is saved is anonymised.
+    outcome = diagnose_facts(replace(bundle, path=saved), with_traffic(link, bundle.captures), rules, baseline)
     return LiveResult(saved, outcome, interrupted)

@@ -1,5 +1,6 @@
-"""`linkcheck history`: the recorded runs as a log, one row per run: when, which command, how long and how often
-ib_write_bw ran, each path's lowest rate, the concurrent total, the NCCL bus bandwidth, the verdict and the bundle.
+"""`linkcheck history`: the recorded runs as a log, one row per run (per test of a cluster's run): when, which
+command, how long and how often ib_write_bw ran, each path's lowest rate, the concurrent total, the NCCL bus
+bandwidth, the verdict and the bundle.
 
 As a table it fits the terminal (long cells wrap inside their column); as CSV or JSON it is for scripts. Every text
 in a record (the pair, the command, the bundle's folder) came from a file anyone can append to: the table shows it
@@ -47,7 +48,7 @@ def history_rows(pair: str | None = None, since: str | None = None) -> list[dict
             totals = record.get("concurrent_total_gbps") or {}
             rows.append({
                 "when": when, "time": when.isoformat(timespec="seconds"), "pair": path.stem,
-                "command": record.get("command"),
+                "command": record.get("command"), "cable": record.get("cable"),
                 "duration_s": record.get("duration_s"), "repetitions": record.get("repetitions"),
                 "path_min_gbps": path_minimums(record),
                 "total_gbps": min(totals.values()) if totals else None,
@@ -57,6 +58,12 @@ def history_rows(pair: str | None = None, since: str | None = None) -> list[dict
     for row in rows:
         del row["when"]
     return rows
+
+
+def _command(row: dict[str, Any]) -> str:
+    """The command, and for a cluster's run the test the row is of: `check --quick (a:p0<->b:p1)`."""
+    command = "-" if row["command"] is None else str(row["command"])
+    return command if row["cable"] is None else f"{command} ({row['cable']})"
 
 
 def _run_length(row: dict[str, Any]) -> str:
@@ -80,7 +87,7 @@ def _table(rows: list[dict[str, Any]], width: int | None) -> str:
                              min_width=8 if head == "bundle" else None)
     for row in rows:
         cells = [row["time"][:16].replace("T", " "), *([row["pair"]] if several else []),
-                 "-" if row["command"] is None else str(row["command"]),
+                 _command(row),
                  _run_length(row), " ".join(number(v) for v in row["path_min_gbps"].values()) or "-",
                  "-" if row["total_gbps"] is None else number(row["total_gbps"]),
                  "-" if row["nccl_busbw_gbs"] is None else number(row["nccl_busbw_gbs"]), row["verdict"],
@@ -112,12 +119,12 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     # Every text quoted, as OWASP advises: a reader splits no cell at a carriage return it holds; rates stay numbers.
     writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
-    head = ["time", "pair", "command", "duration_s", "repetitions", *(f"min_gbps {p}" for p in paths), "total_gbps",
-            "nccl_busbw_gbs", "verdict", "findings", "bundle"]
+    head = ["time", "pair", "command", "cable", "duration_s", "repetitions", *(f"min_gbps {p}" for p in paths),
+            "total_gbps", "nccl_busbw_gbs", "verdict", "findings", "bundle"]
     writer.writerow(map(cell, head))
     for r in rows:
-        writer.writerow(map(cell, [r["time"], r["pair"], r["command"], r["duration_s"] or "", r["repetitions"] or "",
-                                   *(r["path_min_gbps"].get(p, "") for p in paths),
+        writer.writerow(map(cell, [r["time"], r["pair"], r["command"], r["cable"] or "", r["duration_s"] or "",
+                                   r["repetitions"] or "", *(r["path_min_gbps"].get(p, "") for p in paths),
                                    "" if r["total_gbps"] is None else r["total_gbps"],
                                    "" if r["nccl_busbw_gbs"] is None else r["nccl_busbw_gbs"], r["verdict"],
                                    " ".join(r["findings"]), r["bundle"] or ""]))

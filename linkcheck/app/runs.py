@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from linkcheck.baseline.history import already_recorded, append_run
+from linkcheck.baseline.history import already_recorded, append_cluster_run, append_run
+from linkcheck.bundle.format import Bundle
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
@@ -42,3 +44,14 @@ def _textfile(outcome: Outcome, record: RunRecord, problems: list[str]) -> list[
     if record.prometheus is not None:
         write_textfile(record.prometheus, outcome)
     return problems
+
+
+def finish_cluster_run(check: ClusterCheck, bundle: Bundle, saved: Path, command: str,
+                       baseline: str | None = None) -> list[str]:
+    """Record a cluster's run (judged against the baseline named, if any) in the history of each test's pair (each
+    cable, or pair through the switch); the lines to say on stderr when that could not be done."""
+    try:
+        append_cluster_run(check, bundle.captures, command, saved, bundle.created, baseline)
+    except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
+        return [f"the run history was not recorded: {exc.strerror or exc}"]
+    return []

@@ -13,7 +13,7 @@ import fcntl
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -21,11 +21,15 @@ import msgspec
 
 from linkcheck import schema, strict_json
 from linkcheck.baseline.store import data_dir, now_iso
+from linkcheck.diagnose.engine import EXIT_CODES
 from linkcheck.errors import InputFileError, UsageError
-from linkcheck.facts.snapshot import pair_id, pair_key, rdma_parameters
+from linkcheck.facts.model import LinkFacts
+from linkcheck.facts.snapshot import pair_id, pair_key, rdma_parameters_of
+from linkcheck.model import Capture, Finding, Verdict
 from linkcheck.safe_read import read_capped
 
 if TYPE_CHECKING:
+    from linkcheck.cluster_outcome import ClusterCheck
     from linkcheck.outcome import Outcome
 
 SCHEMA = "linkcheck-history"
@@ -41,28 +45,44 @@ def history_dir() -> Path:
     return data_dir() / "history"
 
 
-def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str, Any]:
-    """What one run adds to the history: when, what, the verdict, each path's rates and the NCCL bus bandwidth."""
-    link, diagnosis = outcome.link, outcome.diagnosis
+def _record(link: LinkFacts, findings: Iterable[Finding], verdict: Verdict, captures: Sequence[Capture],
+            command: str, baseline: str | None) -> dict[str, Any]:
+    """What one measured pair adds to its history: when, what, the verdict, each path's rates and the NCCL bus
+    bandwidth (the bundle's folder and collection time are the caller's)."""
     rdma: dict[str, float] = {}
     for run in link.bench.rdma:
         if run.gbps is not None:
             key = f"{run.path_key}|{run.mode}|{run.direction}"
             rdma[key] = min(run.gbps, rdma.get(key, run.gbps))
-    problems = sorted({f"{f.rule_id}:{f.status.value}" for f in diagnosis.findings
-                       if f.status.value in ("warn", "fail")})
+    problems = sorted({f"{f.rule_id}:{f.status.value}" for f in findings if f.status.value in ("warn", "fail")})
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "time": now_iso(), "command": command,
-        "bundle": str(outcome.bundle.path or ""), "bundle_created": outcome.bundle.created,
         "pair": pair_id(pair_key(link)), "hosts": [link.a.hostname, link.b.hostname],
-        "verdict": diagnosis.verdict.value, "exit_code": int(diagnosis.exit_code), "baseline": baseline,
+        "verdict": verdict.value, "exit_code": int(EXIT_CODES[verdict]), "baseline": baseline,
         "rdma_gbps": rdma,
         "concurrent_total_gbps": {d: t for d, t in link.bench.totals("concurrent").items() if t is not None},
         "nccl_busbw_gbs": link.bench.nccl.busbw_gbs if link.bench.nccl is not None else None,
         "findings": problems,
-        "duration_s": rdma_parameters(outcome.bundle).get("duration_s") if rdma else None,
+        "duration_s": rdma_parameters_of(captures).get("duration_s") if rdma else None,
         "repetitions": len({run.round_id for run in link.bench.rdma}) if link.bench.rdma else None,
     }
+
+
+def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str, Any]:
+    """What one run of a pair adds to the history."""
+    bundle, diagnosis = outcome.bundle, outcome.diagnosis
+    return {**_record(outcome.link, diagnosis.findings, diagnosis.verdict, bundle.captures, command, baseline),
+            "bundle": str(bundle.path or ""), "bundle_created": bundle.created}
+
+
+def cable_records(check: ClusterCheck, captures: Sequence[Capture], command: str, bundle: Path,
+                  created: str, baseline: str | None = None) -> list[dict[str, Any]]:
+    """What a cluster's run adds: one record per test it scheduled (each cable, or pair through the switch), for
+    the history of that test's two nodes, naming the test (`cable`) and the cluster's size (`cluster_nodes`). A
+    test that never had a second node (a placeholder for a node not inspected) is no pair's run."""
+    return [{**_record(r.link, r.findings, r.verdict, captures, command, baseline), "bundle": str(bundle),
+             "bundle_created": created, "cable": r.test.label, "cluster_nodes": len(check.view.hosts)}
+            for r in check.cables if r.test.round > 0]
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
@@ -96,6 +116,17 @@ def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:
     path = history_dir() / f"{record['pair']}.jsonl"
     append_line(path, record)
     return path
+
+
+def append_cluster_run(check: ClusterCheck, captures: Sequence[Capture], command: str, bundle: Path,
+                       created: str, baseline: str | None = None) -> list[Path]:
+    """Each of the cluster run's tests appended to its pair's history; the files written."""
+    paths = []
+    for record in cable_records(check, captures, command, bundle, created, baseline):
+        path = history_dir() / f"{record['pair']}.jsonl"
+        append_line(path, record)
+        paths.append(path)
+    return paths
 
 
 def _same_folder(a: str, b: str) -> bool:
@@ -146,6 +177,8 @@ class _Record(msgspec.Struct, frozen=True):
     nccl_busbw_gbs: Finite | None = None
     duration_s: str | None = None
     repetitions: Annotated[int, msgspec.Meta(ge=0, lt=1 << 31)] | None = None
+    cable: str | None = None  # a cluster's run: the test (cable, or pair through the switch) this record is of
+    cluster_nodes: Annotated[int, msgspec.Meta(ge=0, lt=1 << 31)] | None = None
 
 
 def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
@@ -175,7 +208,8 @@ _ALLOWED = {"rdma_gbps": "an object of finite rates, 0 or more",
             "concurrent_total_gbps": "an object of finite rates, 0 or more",
             "nccl_busbw_gbs": "a finite rate, 0 or more, or null", "hosts": "a list of text",
             "findings": "a list of text",
-            "duration_s": "text or null", "repetitions": "an integer or null"}
+            "duration_s": "text or null", "repetitions": "an integer or null", "cable": "text or null",
+            "cluster_nodes": "an integer or null"}
 
 
 def read_records(path: Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from linkcheck.app.cluster_baseline import cluster_bundle_against
 from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, cluster_bundle, save_cluster
 from linkcheck.app.init import write_cluster_config
 from linkcheck.app.offline import configured_rules
+from linkcheck.app.runs import finish_cluster_run
 from linkcheck.app.topology import discover
 from linkcheck.baseline.cluster import ClusterBaseline
 from linkcheck.baseline.cluster_drift import compare
@@ -81,10 +82,10 @@ def _setup(named: ClusterNames, config: Path | None,
 
 def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, fmt: Format,
                        traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
-                       save: Path | None, baseline: ClusterBaseline | None = None) -> None:
+                       save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check") -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
     findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the bundle
-    saved, the verdict's exit code."""
+    saved, each test recorded in its pair's history as `command`, the verdict's exit code."""
     if report is not None:
         check_output_path(report, "--report")
     target = checked_save(save)
@@ -103,6 +104,8 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
     if baseline is not None:
         say(f"bundle saved to {target}")  # said first: a baseline of another cluster stops here (exit 4)
         result = compare(result, baseline, bundle.captures, rules)
+    for line in finish_cluster_run(result, bundle, target, command, baseline.name if baseline else None):
+        say(f"linkcheck: {line}")
     emit_cluster(result, fmt, report)
     if baseline is None:
         say(f"bundle saved to {target}")

@@ -32,6 +32,10 @@ _BENCH_KIND = {"bench_rdma": "rdma", "bench_nccl": "nccl", "bench_latency": "lat
 OPT_IN_GROUPS = frozenset({"bench_latency"})
 
 
+EXIT_CODES = {Verdict.PASS: ExitCode.PASS, Verdict.WARN: ExitCode.WARN, Verdict.FAIL: ExitCode.FAIL,
+              Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE}  # the exit code of a verdict
+
+
 class Diagnosis(msgspec.Struct, frozen=True):
     """All findings, the verdict and the exit code the CLI returns."""
 
@@ -41,8 +45,7 @@ class Diagnosis(msgspec.Struct, frozen=True):
 
     @property
     def exit_code(self) -> ExitCode:
-        return {Verdict.PASS: ExitCode.PASS, Verdict.WARN: ExitCode.WARN, Verdict.FAIL: ExitCode.FAIL,
-                Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE}[self.verdict]
+        return EXIT_CODES[self.verdict]
 
 
 PASS_MESSAGE = "ok"

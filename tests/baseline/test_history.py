@@ -96,7 +96,7 @@ def test_history_formats_and_quiet(tmp_path: Path) -> None:
     assert rows[0]["path_min_gbps"] == {"enP2p1s0f1np1<->enP2p1s0f1np1": 97.99, "enp1s0f1np1<->enp1s0f1np1": 98.03}
     assert rows[0]["bundle"].endswith("r1")
     table = list(csv.reader(io.StringIO(run("history", "-f", "csv").stdout)))
-    assert table[0][:5] == ["time", "pair", "command", "duration_s", "repetitions"] and len(table) == 2
+    assert table[0][:6] == ["time", "pair", "command", "cable", "duration_s", "repetitions"] and len(table) == 2
     quiet = run("-q", "history")
     assert quiet.returncode == 0 and quiet.stdout == "" and "1 runs" in quiet.stderr and "PASS" in quiet.stderr
     assert run("history", "-f", "yaml").returncode != 0
@@ -227,6 +227,7 @@ def test_a_torn_last_line_is_skipped_with_a_warning(data_home: Path) -> None:
     ("findings", '"LINK_DOWN"'), ("findings", "[1, 2]"), ("hosts", "{}"), ("verdict", "1"), ("time", "[]"),
     ("command", "7"), ("schema_version", "9" * 5000), ("nccl_busbw_gbs", "-3.5"),
     ("rdma_gbps", '{"p1|alone|a->b": -97.2}'), ("concurrent_total_gbps", '{"a->b": -1}'),
+    ("cable", "[]"), ("cable", "3"), ("cluster_nodes", '"3"'), ("cluster_nodes", "-1"), ("cluster_nodes", "9" * 5000),
 ])
 def test_forged_or_overflowing_history_fields_are_bad_input(data_home: Path, field: str, raw: str) -> None:
     good = json.dumps(RECORD)

@@ -1,6 +1,7 @@
 """A cluster's baseline over real SSH in the lab: a healthy ring of three checked with --quick and saved as the
 known-good state, then the same three nodes (the same hostnames, MACs and cables) with one cable in the hot-plug
-state checked against it: the drift is named on that cable alone, with the rate then and now."""
+state checked against it: the drift is named on that cable alone, with the rate then and now, and both runs are in
+the history of each cable's two nodes."""
 
 from __future__ import annotations
 
@@ -51,3 +52,10 @@ def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_facto
     # The same bundle judged again offline against the baseline gives the same verdict.
     again = cli("diagnose", str(tmp_path / "later"), "--baseline", "ring")
     assert again.returncode == 2, again.stderr
+    # Every cable of both runs is in the history of its two nodes; the hot-plugged one passed, then failed.
+    log = cli("history", "-f", "json")
+    assert log.returncode == 0, log.stderr
+    rows = json.loads(log.stdout)
+    assert len(rows) == 6 and {r["command"] for r in rows} == {"check --quick"}, rows
+    assert [r["verdict"] for r in rows if r["cable"] == "a:p0<->b:p1"] == ["pass", "fail"], rows
+    assert len({r["pair"] for r in rows}) == 3, rows

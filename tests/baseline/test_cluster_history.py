@@ -1,0 +1,86 @@
+"""A cluster's run in the history: each test it scheduled (a cable, or a pair through the switch) is one record in
+the history of its two nodes, beside their pair runs; `linkcheck history` shows which test a row is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from msgspec.structs import replace
+
+from linkcheck.app.history import history_rows, history_text
+from linkcheck.app.runs import finish_cluster_run
+from linkcheck.baseline.history import append_cluster_run, history_dir, read_records
+from linkcheck.bundle.format import Bundle
+from linkcheck.cluster_outcome import ClusterCheck
+from tests.cluster.cluster_checks import checked, slow_node, switch
+from tests.lab.cluster import ring3
+
+FIRST = "a:p0<->b:p1"  # ring3's first cable
+CREATED = "2026-12-03T08:00:00+00:00"
+
+
+@pytest.fixture(autouse=True)
+def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "xdg-data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    return home
+
+
+def _hot_ring() -> ClusterCheck:
+    """A ring of three whose cable a:p0<->b:p1 is in the hot-plug state (13.3 Gb/s per path)."""
+    return checked(ring3(), lambda test: (13.3, 13.3) if test.label == FIRST else (98.01, 98.01))
+
+
+def test_each_cable_of_a_ring_is_a_record_in_its_pairs_history(tmp_path: Path) -> None:
+    check = _hot_ring()
+    written = append_cluster_run(check, [], "check --quick", tmp_path / "bundle", CREATED)
+    assert len(written) == 3 and len(set(written)) == 3  # a ring of three: three pairs of nodes, a file each
+    records = {r["cable"]: r for path in written for r in read_records(path)}
+    assert set(records) == {r.test.label for r in check.cables}
+    hot = records[FIRST]
+    assert (hot["verdict"], hot["exit_code"], hot["command"], hot["cluster_nodes"]) == ("fail", 2, "check --quick", 3)
+    assert "LINK_HOTPLUG_DEGRADED:fail" in hot["findings"]
+    assert set(hot["rdma_gbps"].values()) == {13.3}
+    assert hot["bundle"] == str(tmp_path / "bundle") and hot["bundle_created"] == CREATED
+    others = [r for label, r in records.items() if label != FIRST]
+    assert [r["verdict"] for r in others] == ["pass", "pass"] and all(not r["findings"] for r in others)
+
+
+def test_the_log_names_the_test_of_each_row(tmp_path: Path) -> None:
+    append_cluster_run(_hot_ring(), [], "check --quick", tmp_path / "bundle", CREATED)
+    rows = history_rows()
+    assert sorted(r["cable"] for r in rows) == sorted(r.test.label for r in _hot_ring().cables)
+    hot = next(r for r in rows if r["cable"] == FIRST)
+    assert set(hot["path_min_gbps"].values()) == {13.3} and hot["verdict"] == "fail"
+    table = history_text(width=200)
+    assert f"check --quick ({FIRST})" in table
+    csv_head = history_text(fmt="csv").splitlines()[0]
+    assert '"command","cable"' in csv_head
+    assert {r["cable"] for r in json.loads(history_text(fmt="json"))} == {r["cable"] for r in rows}
+
+
+def test_a_switch_records_each_pair_it_measured_second_passes_included(tmp_path: Path) -> None:
+    check = switch("abcd", slow_node("c"))
+    assert any(r.test.pass_no > 1 for r in check.cables)  # c met again with other partners
+    append_cluster_run(check, [], "check", tmp_path / "bundle", CREATED)
+    rows = history_rows()
+    assert len(rows) == len([r for r in check.cables if r.test.round > 0]) >= 4
+    assert all("<->" in str(r["cable"]) for r in rows)
+
+
+def test_a_placeholder_for_a_node_not_inspected_is_no_pairs_run(tmp_path: Path) -> None:
+    check = _hot_ring()
+    first = check.cables[0]
+    placeholder = replace(first, test=replace(first.test, label="a:p1<->?", round=0, b="?"))
+    append_cluster_run(replace(check, cables=(*check.cables, placeholder)), [], "check", tmp_path / "b", CREATED)
+    assert "a:p1<->?" not in {r["cable"] for r in history_rows()} and len(history_rows()) == 3
+
+
+def test_a_history_that_cannot_be_written_is_said_and_the_run_stands(tmp_path: Path, data_home: Path) -> None:
+    data_home.mkdir(parents=True)
+    (data_home / "linkcheck").write_text("a file where the data folder should be", encoding="utf-8")
+    lines = finish_cluster_run(_hot_ring(), Bundle(captures=[], created=CREATED), tmp_path / "bundle", "check")
+    assert len(lines) == 1 and lines[0].startswith("the run history was not recorded"), lines
+    assert not history_dir().is_dir()

@@ -87,6 +87,12 @@ class BenchRun:
         return (self.saved / rel).read_text(encoding="utf-8", errors="replace") if rel else ""
 
 
+def _run_folders() -> set[str]:
+    """Every bench run's folder on this machine (/tmp/linkcheck-bench.<run id: 12 hex digits>-<node>), whichever
+    test's run made it; other things in /tmp with the same start are not runs."""
+    return {p for p in glob.glob(f"{RUN_PREFIX}*") if re.fullmatch(r"[0-9a-f]{12}-.+", p[len(RUN_PREFIX):])}
+
+
 def _run_ids(saved: Path) -> set[str]:
     if not (saved / "manifest.json").is_file():
         return set()
@@ -315,7 +321,7 @@ def test_port_already_in_use(fault_lab: Lab, live: Live, tmp_path: Path) -> None
     listener = ("import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', 31600))\ns.listen()\n"
                 "print('listening', flush=True)\ntime.sleep(120)\n")
     holder = fault_lab.spawn("b", [sys.executable, "-c", listener])
-    folders = set(glob.glob(f"{RUN_PREFIX}*"))  # a node's /tmp is this machine's
+    folders = _run_folders()  # a node's /tmp is this machine's
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "listening"
         run = FaultRun(fault_lab, live, tmp_path, 31600).finish()
@@ -327,7 +333,7 @@ def test_port_already_in_use(fault_lab: Lab, live: Live, tmp_path: Path) -> None
     kinds = {c["meta"].get("kind") for c in run.manifest["captures"]}
     assert kinds & {"rdma", "snapshot", "nccl"} == set(), "something was started"
     # refused before the run's folders were made: nothing to sweep (the run reused the inspection's -V)
-    assert set(glob.glob(f"{RUN_PREFIX}*")) <= folders, "a run folder was created"
+    assert _run_folders() <= folders, "a run folder was created"
 
 
 # -- the scenarios, all at once ----------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun
 P1, P2 = "rocep1s0f1", "roceP2p1s0f1"  # cage p1's twins on every GB10
 B_P1, B_P2 = "198.19.100.11", "198.19.101.11"  # node b's twins, mapped into the lab range
 FLAGS = "-d {dev} -i 1 -x 3 -p {port} -F --report_gbits -s 1048576 -D {d} -q 1"
-START = ("d=$(mktemp -d /tmp/linkcheck-bench.XXXXXX) && cd \"$d\" && "
+# Folders of their own: a bench run's are /tmp/linkcheck-bench.<run id>-<node>, which test_bench_lab watches.
+START = ("d=$(mktemp -d /tmp/lc-lab-traffic.XXXXXX) && cd \"$d\" && "
          "{{ setsid sh -c {cmd} >out 2>err </dev/null & echo \"$! $d\"; }}")
 
 
@@ -78,7 +79,7 @@ class Bench:
     def cleanup(self) -> None:
         """The runs' temp folders: the nodes' /tmp is this machine's, do not litter it."""
         for d in self.dirs:
-            if d.startswith("/tmp/linkcheck-bench."):
+            if d.startswith("/tmp/lc-lab-traffic."):
                 shutil.rmtree(d, ignore_errors=True)
 
     def sh(self, node: str, command: str) -> subprocess.CompletedProcess[str]:

@@ -46,7 +46,9 @@ from linkcheck.config import Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError
 from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
+from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.progress import ConsoleProgress
+from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.writer import check_output_path, write_output
 
 
@@ -82,12 +84,16 @@ def _setup(named: ClusterNames, config: Path | None,
 
 def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, fmt: Format,
                        traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
-                       save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check") -> None:
+                       save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
+                       prometheus: Path | None = None) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
-    findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the bundle
-    saved, each test recorded in its pair's history as `command`, the verdict's exit code."""
+    findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the textfile
+    to `prometheus`, the bundle saved, each test recorded in its pair's history as `command`, the verdict's exit
+    code."""
     if report is not None:
         check_output_path(report, "--report")
+    if prometheus is not None:
+        check_textfile_path(prometheus)
     target = checked_save(save)
     rdma, nccl = traffic
     found, hosts, ssh, rules = _setup(named, config, accept)
@@ -106,6 +112,8 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
         result = compare(result, baseline, bundle.captures, rules)
     for line in finish_cluster_run(result, bundle, target, command, baseline.name if baseline else None):
         say(f"linkcheck: {line}")
+    if prometheus is not None:
+        write_cluster_textfile(prometheus, result)
     emit_cluster(result, fmt, report)
     if baseline is None:
         say(f"bundle saved to {target}")

@@ -158,9 +158,9 @@ def check(
     if report is not None and not cluster:
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     if cluster:
-        if latency or prometheus or anonymize:
+        if latency or anonymize:
             raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
-                             "the nodes; --latency, --prometheus-textfile and --anonymize judge a pair")
+                             "the nodes; --latency and --anonymize judge a pair")
         against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
         rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
             duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
@@ -168,7 +168,7 @@ def check(
         nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
             max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
         check_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
-                           (rdma, nccl), report, save, against, QUICK_COMMAND if quick else "check")
+                           (rdma, nccl), report, save, against, QUICK_COMMAND if quick else "check", prometheus)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None

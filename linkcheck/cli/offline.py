@@ -38,7 +38,9 @@ from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.cluster_formats import cluster_renderer
+from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.formats import renderer
+from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
 
@@ -57,10 +59,12 @@ def diagnose(
     `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
     check judged it (text or JSON)."""
     if is_cluster_bundle(bundle):
-        if prometheus:
-            raise UsageError("--prometheus-textfile judges a pair's bundle, not a cluster's")
+        if prometheus is not None:
+            check_textfile_path(prometheus)
         against = cluster_baseline(baseline) if baseline else None
         result = judge_cluster_bundle(bundle, playbook, config, allow_unverified, against)
+        if prometheus is not None:
+            write_cluster_textfile(prometheus, result)
         emit_cluster(result, fmt, None)
         raise typer.Exit(int(result.exit_code))
     record = run_record("diagnose", baseline, prometheus) if baseline or prometheus else None

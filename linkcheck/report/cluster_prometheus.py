@@ -8,12 +8,15 @@ switch's second pass may meet the same two nodes again); `from` and `to` are the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from linkcheck import __version__
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.report.cluster import named_direction
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second
 from linkcheck.report.prometheus import acceptance_families
+from linkcheck.report.writer import write_output
 
 _STATES = ("pass", "slow", "inconclusive")
 _DIRECTIONS = ("a->b", "b->a")
@@ -115,3 +118,9 @@ def check_prometheus(check: ClusterCheck) -> str:
         m.comment(f"acceptance not shown: {acceptance['problem']}")
     acceptance_families(m, acceptance)
     return m.text()
+
+
+def write_cluster_textfile(path: Path, check: ClusterCheck) -> None:
+    """The cluster's textfile written as the pair's is (`write_textfile`): a regular file atomically, a FIFO or a
+    device straight, `-` to standard output."""
+    write_output(path, check_prometheus(check), "--prometheus-textfile", "textfile")

@@ -16,7 +16,6 @@ import msgspec
 import pytest
 
 from linkcheck import strict_json
-from linkcheck.app.cluster_check import judge_cluster, save_cluster
 from linkcheck.baseline.cluster import (
     ClusterBaseline,
     ClusterSnapshot,
@@ -27,19 +26,14 @@ from linkcheck.baseline.cluster import (
     to_json,
 )
 from linkcheck.baseline.cluster_drift import cluster_snapshot, compare
-from linkcheck.bundle.format import Bundle
-from linkcheck.cluster.hosts import parse_node_values
-from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster_outcome import ClusterCheck
-from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BaselineError
 from linkcheck.model import Finding, Status
 from linkcheck.report.cluster import check_text
-from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, switch
-from tests.emulators.captures import node_captures
+from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, saved_bundle, switch
 from tests.emulators.node import Node
-from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, ring3
+from tests.lab.cluster import ring3
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -173,15 +167,7 @@ def test_a_switch_baseline_names_each_test_through_the_switch() -> None:
 def _bundle(tmp_path: Path, name: str, change: Callable[[str, Node], Node] = lambda _, m: m,
             scenario: str = "ring3") -> Path:
     """A cluster bundle of the scenario (inspection only), each node's model changed by `change` first."""
-    models = {n: change(n, m) for n, m in cluster_models(CLUSTER_SCENARIOS[scenario]()).items()}
-    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
-    hosts = parse_node_values([f"{n}=root@{n}.lab" for n in models])
-    doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts))
-    judge_cluster(hosts, captures, {}, doc, RULES)
-    folder = tmp_path / name
-    save_cluster(Bundle(captures=captures, nodes={n: {"target": f"root@{n}.lab"} for n in models},
-                        created="2026-12-02T20:00:00+00:00"), doc, folder)
-    return folder
+    return saved_bundle(tmp_path / name, scenario, change)
 
 
 def _one_line(run: object, *needles: str) -> None:

@@ -6,14 +6,17 @@ then judge the whole, the tests' outcomes included."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from msgspec.structs import replace
 
-from linkcheck.app.cluster_check import CABLE_RULES
+from linkcheck.app.cluster_check import CABLE_RULES, judge_cluster, save_cluster
 from linkcheck.app.topology import cluster_facts, judge_facts
+from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts
-from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.hosts import ClusterHost, parse_node_values
+from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
@@ -23,7 +26,8 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
 from linkcheck.model import Verdict
 from tests.emulators.captures import node_captures
-from tests.lab.cluster import Cluster, cluster_models, switch_by_cage
+from tests.emulators.node import Node
+from tests.lab.cluster import CLUSTER_SCENARIOS, Cluster, cluster_models, switch_by_cage
 
 # The pair's throughput rules judge each test; the cluster's rules judge the whole.
 TEST_RULES = [r for r in load_playbooks() if r.id in CABLE_RULES]
@@ -89,3 +93,16 @@ def switch(names: Sequence[str] = "abcd", rates: Rates = lambda _: HEALTHY) -> C
 
 def not_measured(test: CableTest, why: str) -> CableResult:
     return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=why)
+
+
+def saved_bundle(folder: Path, scenario: str = "ring3", change: Callable[[str, Node], Node] = lambda _, m: m) -> Path:
+    """A cluster bundle of a lab scenario (inspection only) saved in `folder` as `check` saves one, each node's model
+    changed by `change` first."""
+    models = {n: change(n, m) for n, m in cluster_models(CLUSTER_SCENARIOS[scenario]()).items()}
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    hosts = parse_node_values([f"{n}=root@{n}.lab" for n in models])
+    doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts))
+    judge_cluster(hosts, captures, {}, doc, load_playbooks(kind="all"))
+    save_cluster(Bundle(captures=captures, nodes={n: {"target": f"root@{n}.lab"} for n in models},
+                        created="2026-12-02T20:00:00+00:00"), doc, folder)
+    return folder

@@ -1,7 +1,7 @@
 """A cluster's baseline over real SSH in the lab: a healthy ring of three checked with --quick and saved as the
 known-good state, then the same three nodes (the same hostnames, MACs and cables) with one cable in the hot-plug
-state checked against it: the drift is named on that cable alone, with the rate then and now, and both runs are in
-the history of each cable's two nodes."""
+state checked against it: the drift is named on that cable alone, with the rate then and now, in the node_exporter
+textfile too, and both runs are in the history of each cable's two nodes."""
 
 from __future__ import annotations
 
@@ -40,9 +40,14 @@ def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_facto
 
     hot = lab_factory("ring3-hotplug")
     config = _config(hot, tmp_path / "hot.yaml")
+    prom = tmp_path / "linkcheck.prom"
     run = cli("check", *NODES, "-c", str(config), "--quick", "-f", "json", "--save", str(tmp_path / "later"),
-              "--baseline", "ring", timeout=300)
+              "--baseline", "ring", "--prometheus-textfile", str(prom), timeout=300)
     assert run.returncode == 2, run.stderr
+    states = {line.split('test="')[1].split('"')[0]: line.split('state="')[1].split('"')[0]
+              for line in prom.read_text(encoding="utf-8").splitlines()
+              if line.startswith("linkcheck_cluster_test_state{") and line.endswith(" 1")}
+    assert states["a:p0<->b:p1"] == "slow" and list(states.values()).count("pass") == 2, states
     data = json.loads(run.stdout)
     drift = {(f["id"], f["subject"]) for t in data["tests"] for f in t["findings"] if f["status"] in ("fail", "warn")}
     drift |= {(f["id"], f["subject"]) for f in data["findings"] if f["status"] in ("fail", "warn")}

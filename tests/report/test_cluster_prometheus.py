@@ -4,7 +4,10 @@ in labels escaped, never raw."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +17,9 @@ from linkcheck.cluster.schedule import schedule
 from linkcheck.report.cluster_prometheus import check_prometheus
 from tests.cluster import cluster_checks as cc
 from tests.lab.cluster import switch_by_cage
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
 
 NAME_RE = re.compile(r"^linkcheck_cluster_[a-z_]+$")
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -105,3 +111,24 @@ def test_hostile_node_names_are_escaped_label_values(hostile: str) -> None:
     assert node[(shown, "NODE_SLOW_WITH_EVERY_PARTNER")] == 1
     ends = {lab["from"] for lab, _ in got["linkcheck_cluster_test_bandwidth_bytes_per_second"]}
     assert shown in ends
+
+
+def test_a_cluster_bundle_diagnosed_with_a_textfile_writes_the_clusters_series(tmp_path: Path,
+                                                                                cli: InProcessCli) -> None:
+    bundle = cc.saved_bundle(tmp_path / "ring")
+    prom = tmp_path / "collector" / "linkcheck.prom"
+    prom.parent.mkdir()
+    run = cli("diagnose", str(bundle), "--prometheus-textfile", str(prom), "-f", "json")
+    got = samples(prom.read_text(encoding="utf-8"))
+    assert got["linkcheck_cluster_exit_code"] == [({}, run.returncode)], run.stderr
+    assert json.loads(run.stdout)["verdict"] == one_hot(got, "linkcheck_cluster_verdict", "verdict")
+    assert {lab["node"] for lab, v in got["linkcheck_cluster_node_inspected"] if v == 1} == {"a", "b", "c"}
+    assert [p.name for p in prom.parent.iterdir()] == ["linkcheck.prom"]  # renamed into place, nothing left beside
+
+
+def test_a_textfile_whose_folder_is_missing_is_refused_before_any_work(tmp_path: Path, cli: InProcessCli) -> None:
+    bundle = cc.saved_bundle(tmp_path / "ring")
+    run = cli("diagnose", str(bundle), "--prometheus-textfile", str(tmp_path / "absent" / "linkcheck.prom"))
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert run.returncode == 4 and len(lines) == 1 and "--prometheus-textfile" in lines[0], run.stderr
+    assert run.stdout == "" and not (tmp_path / "absent").exists()

@@ -21,6 +21,7 @@ import msgspec
 
 from linkcheck import schema, strict_json
 from linkcheck.baseline.store import data_dir, now_iso
+from linkcheck.bench.runner import repetition_of
 from linkcheck.diagnose.engine import EXIT_CODES
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.model import LinkFacts
@@ -64,7 +65,7 @@ def _record(link: LinkFacts, findings: Iterable[Finding], verdict: Verdict, capt
         "nccl_busbw_gbs": link.bench.nccl.busbw_gbs if link.bench.nccl is not None else None,
         "findings": problems,
         "duration_s": rdma_parameters_of(captures).get("duration_s") if rdma else None,
-        "repetitions": len({run.round_id for run in link.bench.rdma}) if link.bench.rdma else None,
+        "repetitions": len({repetition_of(run.round_id) for run in link.bench.rdma}) if link.bench.rdma else None,
     }
 
 

@@ -8,6 +8,7 @@ numbers are voided by the facts) and said in the error line; the next rounds sti
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -219,6 +220,15 @@ def repetition_captures(captures: list[Capture], n: int) -> list[Capture]:
     word), so the facts keep the repetitions apart."""
     return [replace(c, meta={**c.meta, "round": f"{c.meta['round']}-rep{n}"}) if c.meta.get("round") else c
             for c in captures]
+
+
+_REPETITION = re.compile(r"-rep([0-9]+)$")
+
+
+def repetition_of(round_id: str) -> int | None:
+    """The repetition a round id is of (`repetition_captures`' `-rep<n>`); None for a run that was not repeated."""
+    found = _REPETITION.search(round_id)
+    return int(found.group(1)) if found else None
 
 
 def concurrent_rates(captures: list[Capture], link: LinkFacts) -> dict[tuple[str, str], float | None]:

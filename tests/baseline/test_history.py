@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from linkcheck.baseline.history import append_line, read_records
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.baseline.history import append_line, read_records, run_record
 from linkcheck.bundle.format import load_bundle, write_bundle
 from tests.baseline.baseline_helpers import derived_bundle, is_client
 
@@ -238,3 +239,13 @@ def test_forged_or_overflowing_history_fields_are_bad_input(data_home: Path, fie
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and f"{path}:2" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
     assert len(lines[0]) < 600
+
+
+@pytest.mark.parametrize(("fixture", "repetitions"), [
+    ("accept-pass", 2),  # six rounds, twice: `<round>-rep1` and `-rep2`
+    ("healthy-latency-lab", 1),  # the quick tier's two concurrent rounds, once
+    ("healthy", 1),  # runs without round ids
+])
+def test_the_history_counts_repetitions_not_rounds(fixture: str, repetitions: int) -> None:
+    outcome = diagnose_bundle(FIXTURES / fixture, [], None)
+    assert run_record(outcome, "check", None)["repetitions"] == repetitions

@@ -25,7 +25,7 @@ from linkcheck.bench.runner import repetition_of
 from linkcheck.diagnose.engine import EXIT_CODES
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.model import LinkFacts
-from linkcheck.facts.snapshot import pair_id, pair_key, rdma_parameters_of
+from linkcheck.facts.snapshot import pair_id, pair_key, performance_of
 from linkcheck.model import Capture, Finding, Verdict
 from linkcheck.safe_read import read_capped
 
@@ -50,21 +50,15 @@ def _record(link: LinkFacts, findings: Iterable[Finding], verdict: Verdict, capt
             command: str, baseline: str | None) -> dict[str, Any]:
     """What one measured pair adds to its history: when, what, the verdict, each path's rates and the NCCL bus
     bandwidth (the bundle's folder and collection time are the caller's)."""
-    rdma: dict[str, float] = {}
-    for run in link.bench.rdma:
-        if run.gbps is not None:
-            key = f"{run.path_key}|{run.mode}|{run.direction}"
-            rdma[key] = min(run.gbps, rdma.get(key, run.gbps))
+    perf = performance_of(captures, link)
     problems = sorted({f"{f.rule_id}:{f.status.value}" for f in findings if f.status.value in ("warn", "fail")})
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "time": now_iso(), "command": command,
         "pair": pair_id(pair_key(link)), "hosts": [link.a.hostname, link.b.hostname],
         "verdict": verdict.value, "exit_code": int(EXIT_CODES[verdict]), "baseline": baseline,
-        "rdma_gbps": rdma,
-        "concurrent_total_gbps": {d: t for d, t in link.bench.totals("concurrent").items() if t is not None},
-        "nccl_busbw_gbs": link.bench.nccl.busbw_gbs if link.bench.nccl is not None else None,
-        "findings": problems,
-        "duration_s": rdma_parameters_of(captures).get("duration_s") if rdma else None,
+        "rdma_gbps": perf.rdma_gbps, "concurrent_total_gbps": perf.concurrent_total_gbps,
+        "nccl_busbw_gbs": perf.nccl_busbw_gbs, "findings": problems,
+        "duration_s": perf.rdma_parameters.get("duration_s"),  # none without an RDMA rate
         "repetitions": len({repetition_of(run.round_id) for run in link.bench.rdma}) if link.bench.rdma else None,
     }
 

@@ -135,16 +135,6 @@ def _parameters(captures: Sequence[Capture], kind: str) -> dict[str, str]:
     return {name: ",".join(sorted(values)) for name, values in sorted(seen.items())}
 
 
-def rdma_parameters(bundle: Bundle) -> dict[str, str]:
-    """ib_write_bw's size_bytes, duration_s (-D) and qps as the bundle's client command lines give them."""
-    return rdma_parameters_of(bundle.captures)
-
-
-def rdma_parameters_of(captures: Sequence[Capture]) -> dict[str, str]:
-    """ib_write_bw's size_bytes, duration_s (-D) and qps as these captures' client command lines give them."""
-    return _parameters(captures, "rdma")
-
-
 def performance(bundle: Bundle, link: LinkFacts) -> Performance:
     return performance_of(bundle.captures, link)
 

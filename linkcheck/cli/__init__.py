@@ -33,7 +33,7 @@ from typing import Annotated
 import typer
 
 from linkcheck import __version__
-from linkcheck.cli import cluster, fix, live, manage, offline
+from linkcheck.cli import cluster, fix, live, manage, offline, service
 from linkcheck.cli.common import FLAGS, say
 from linkcheck.errors import ExitCode, LinkcheckError, OutputError
 
@@ -68,6 +68,8 @@ _group("bench", "Traffic tests (inspection first, then the test; bundle saved an
 _group("baseline", "Save, list, show and delete the pair's known-good states (baselines).",
        {"save": manage.baseline_save, "list": manage.baseline_list, "show": manage.baseline_show,
         "delete": manage.baseline_delete})
+_group("service", "The systemd units that check the link after boot and every 5 minutes, and their run.",
+       {"install": service.install_units, "run": service.run})
 _group("profiles", "List, show and validate acceptance profiles (what `accept` judges by).",
        {"list": manage.profiles_list, "show": manage.profiles_show, "validate": manage.profiles_validate})
 

@@ -19,7 +19,7 @@ LAYERS = [
     {"outcome", "cluster_outcome"},
     {"bench", "baseline", "accept", "repair", "advise"},
     {"report"},
-    {"app"},
+    {"app", "service"},
     {"cli", "api"},
 ]
 RANK = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}

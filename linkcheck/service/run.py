@@ -55,30 +55,35 @@ class RunSettings(msgspec.Struct, frozen=True):
     timeout_s: float = 1800.0  # the check's own wall time at most
 
 
-def nodes_of(config: Path) -> list[NodeTarget]:
-    """The nodes the configuration names (a pair's a and b, or a cluster's nodes), refused when it names none."""
+def nodes_of(config: Path) -> tuple[list[NodeTarget], Path | None]:
+    """The nodes the configuration names (a pair's a and b, or a cluster's nodes) and its SSH config file, refused
+    when it names none."""
     found = find_config(config)
     if found is None:
         raise ConfigError(str(config), "no configuration", fix="run `linkcheck init` and copy linkcheck.yaml there")
     nodes = list(found.cluster_nodes) or list(found.nodes.values())
     if not nodes:
         raise ConfigError(str(config), "names no node", fix="run `linkcheck init`")
-    return nodes
+    return nodes, found.ssh.config
 
 
-def answers(node: NodeTarget, timeout_s: float = 2.0) -> bool:
-    """Whether the node's SSH port accepts a TCP connection (a node on this machine without SSH always does)."""
+def answers(node: NodeTarget, ssh_config: Path | None, timeout_s: float = 2.0) -> bool:
+    """Whether the node's SSH port, found as the check will find it (its ssh_config's HostName and Port), accepts
+    a TCP connection; a node on this machine without SSH always does."""
     if node.is_local:
         return True
+    from linkcheck.transport.ssh import resolve_target  # paramiko: only when the service runs
+
+    resolved = resolve_target(node, ssh_config)
     try:
-        with socket.create_connection((node.host, node.port or SSH_PORT), timeout=timeout_s):
+        with socket.create_connection((resolved.host, resolved.port or SSH_PORT), timeout=timeout_s):
             return True
     except OSError:  # refused, unreachable, no such name yet (DNS may come up after the network)
         return False
 
 
-def wait_for_nodes(nodes: list[NodeTarget], wait_s: float, poll_s: float = 2.0,
-                   answer: Callable[[NodeTarget], bool] = answers) -> dict[str, bool]:
+def wait_for_nodes(nodes: list[NodeTarget], wait_s: float, answer: Callable[[NodeTarget], bool],
+                   poll_s: float = 2.0) -> dict[str, bool]:
     """Per node, whether it answered within `wait_s` seconds (each node is asked until it answers once)."""
     deadline = time.monotonic() + wait_s
     answered = {n.name: False for n in nodes}
@@ -208,12 +213,13 @@ def service_run(settings: RunSettings, say: Callable[[str], None]) -> int:
     bundles removed; the check's exit code (3 when it gave none)."""
     if settings.keep < 1:
         raise UsageError("--keep must be 1 or more (the newest bundle is the run's evidence)")
-    nodes = nodes_of(settings.config)
+    nodes, ssh_config = nodes_of(settings.config)
     with one_run_at_a_time(settings.bundles) as mine:
         if not mine:
             say("another linkcheck service run is in progress; this one is skipped")
             return 0
-        answered = wait_for_nodes(nodes, settings.wait_s if settings.boot else 0.0)
+        answered = wait_for_nodes(nodes, settings.wait_s if settings.boot else 0.0,
+                                  answer=lambda node: answers(node, ssh_config))
         for name, ok in answered.items():
             if not ok:
                 say(f"node {name} did not answer on its SSH port"

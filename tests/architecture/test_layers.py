@@ -30,6 +30,7 @@ LATE = {
     ("linkcheck.collect.collector", "linkcheck.transport.pyroute_facts"),  # pyroute2: only for a local node
     ("linkcheck.report.html", "linkcheck.report.html_plots"),  # matplotlib: the optional html extra
     ("linkcheck.repair.node", "linkcheck.transport.netlink_change"),  # pyroute2: only to change a local node
+    ("linkcheck.service.run", "linkcheck.transport.ssh"),  # paramiko: only when the service runs
 }
 
 

@@ -4,10 +4,18 @@ input series taken from them."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import shutil
 import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +66,85 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class Stack:
+    """One node_exporter per target folder (textfile and stat collectors only) and one Prometheus scraping them and
+    evaluating `rules` every second, all on 127.0.0.1; started by `start`, stopped by their PIDs in `stop`."""
+
+    def __init__(self, work: Path, targets: dict[str, Path], rules: Path = RULES) -> None:
+        self.work, self.targets, self.rules = work, targets, rules
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.port = 0
+
+    def _spawn(self, argv: list[str], log: str) -> None:
+        with (self.work / log).open("wb") as out:
+            self.processes.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.work,
+                                                   stdin=subprocess.DEVNULL))
+
+    def start(self) -> Stack:
+        exporter, prometheus = binary("prometheus-node-exporter"), binary("prometheus")
+        lines = ["global: {scrape_interval: 1s, evaluation_interval: 1s}", f"rule_files: ['{self.rules}']",
+                 "scrape_configs:", "  - job_name: node", "    static_configs:"]
+        for host, folder in self.targets.items():
+            port = free_port()
+            self._spawn([exporter, "--collector.disable-defaults", "--collector.textfile", "--collector.stat",
+                         "--collector.textfile.directory", str(folder), "--web.listen-address", f"127.0.0.1:{port}"],
+                        f"node-exporter-{host}.log")
+            lines.append(f"      - {{targets: ['127.0.0.1:{port}'], labels: {{host: {host}}}}}")
+        (self.work / "prometheus.yml").write_text("\n".join(lines) + "\n")
+        self.port = free_port()
+        self._spawn([prometheus, "--config.file=prometheus.yml", f"--storage.tsdb.path={self.work / 'tsdb'}",
+                     f"--web.listen-address=127.0.0.1:{self.port}"], "prometheus.log")
+        return self
+
+    def api(self, path: str) -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as answer:
+            return json.loads(answer.read())["data"]
+
+    def alerts(self) -> list[dict[str, Any]]:
+        try:
+            found = self.api("/api/v1/alerts")["alerts"]
+        except (OSError, ValueError):  # not up yet
+            return []
+        assert isinstance(found, list)
+        return found
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        found = self.api("/api/v1/query?query=" + urllib.parse.quote(expr))["result"]
+        assert isinstance(found, list)
+        return found
+
+    def wait_for(self, what: Callable[[], bool], timeout_s: float = 40.0) -> None:
+        """Prometheus 2.42 first scrapes ~5-6 s after it starts; then a rule fires within a second or two."""
+        deadline = time.monotonic() + timeout_s
+        while not what():
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):
+                logs = {log.name: log.read_text()[-2000:] for log in self.work.glob("*.log")}
+                raise AssertionError(f"timed out or a process ended; alerts {self.alerts()}; logs {logs}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        for process in self.processes:  # by PID: our own children
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
+def monitoring(work: Path, targets: dict[str, Path]) -> Iterator[Stack]:
+    stack = Stack(work, targets)
+    try:
+        yield stack.start()
+    finally:
+        stack.stop()
+
+
+def firing(stack: Stack, alertname: str) -> dict[str, dict[str, Any]]:
+    """The alert's firing instances by their target's `host` label."""
+    return {a["labels"].get("host", ""): a for a in stack.alerts()
+            if a["labels"].get("alertname") == alertname and a.get("state") == "firing"}

@@ -15,6 +15,26 @@ if [ "$(id -u)" = 0 ]; then
   fi
 fi
 
+# Monitoring: Debian's prometheus (with promtool) and prometheus-node-exporter, their binaries extracted under
+# .monitoring/ (never installed: a postinst would enable and, where systemd is PID 1, start both services). The
+# tests find them on PATH and skip without them; promtool checks the shipped alerting rules here.
+MONITORING_DEBS=(prometheus prometheus-node-exporter)
+if [ "$(id -u)" = 0 ] && [ ! -x .monitoring/usr/bin/promtool ]; then
+  rm -rf .monitoring.tmp && mkdir -p .monitoring.tmp
+  if (cd .monitoring.tmp && apt-get download -qq "${MONITORING_DEBS[@]}" 2>/dev/null \
+      && for f in *.deb; do dpkg-deb -x "$f" .; done && rm -f ./*.deb); then
+    rm -rf .monitoring && mv .monitoring.tmp .monitoring
+  else
+    rm -rf .monitoring.tmp && echo "scripts/test.sh: could not download ${MONITORING_DEBS[*]}" >&2
+  fi
+fi
+[ -d .monitoring/usr/bin ] && export PATH="$PWD/.monitoring/usr/bin:$PATH"
+if command -v promtool >/dev/null 2>&1; then
+  promtool check rules linkcheck/service/monitoring/linkcheck.rules.yml
+else
+  echo "scripts/test.sh: promtool is not installed, the alerting rules not checked" >&2
+fi
+
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null

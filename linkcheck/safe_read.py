@@ -67,6 +67,20 @@ def read_capped(path: Path | str, cap: int) -> bytes:
     return b"".join(chunks)
 
 
+def open_capped(path: Path | str, cap: int) -> BinaryIO:
+    """The regular file `path` opened for reading in binary, refused as `read_capped` refuses (not a regular file,
+    larger than `cap`): for a reader that streams it instead of holding it whole."""
+    name = os.fspath(path)
+    _check(name, os.stat(name), cap)
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        _check(name, os.fstat(fd), cap)
+    except OSError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
 def read_stream_capped(stream: BinaryIO, cap: int, name: str = "-") -> bytes:
     """At most `cap` bytes of a stream (standard input); RefusedFile when it holds more."""
     data = stream.read(cap + 1)

@@ -9,6 +9,7 @@ as text, never as rich markup, and CSV never lets a spreadsheet read it as a for
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 from pathlib import Path
@@ -18,7 +19,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.baseline.history import history_files, read_records, since_time, when_of
+from linkcheck.baseline.history import (
+    generations,
+    history_files,
+    iter_records,
+    path_minimums,
+    recent_records,
+    since_time,
+    when_of,
+)
 from linkcheck.errors import UsageError
 from linkcheck.report.safe_text import shown
 from linkcheck.values import number
@@ -26,25 +35,14 @@ from linkcheck.values import number
 FORMATS = ("table", "csv", "json")
 
 
-def path_minimums(record: dict[str, Any]) -> dict[str, float]:
-    """Per path, its lowest rate: the slower direction of the concurrent round (alone when there was none)."""
-    out: dict[str, dict[str, float]] = {}
-    for key, gbps in record.get("rdma_gbps", {}).items():
-        path, _, rest = str(key).partition("|")
-        mode = rest.partition("|")[0]
-        out.setdefault(path, {})[mode] = min(float(gbps), out.get(path, {}).get(mode, float(gbps)))
-    return {p: modes.get("concurrent", modes.get("alone", 0.0)) for p, modes in sorted(out.items())}
-
-
-def history_rows(pair: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
-    """The runs, oldest first, as plain values (JSON's and CSV's rows)."""
+def history_rows(pair: str | None = None, since: str | None = None, last: int | None = None) -> list[dict[str, Any]]:
+    """The runs, oldest first, as plain values (JSON's and CSV's rows): from `since` on, the last `last` of them
+    (None: all), each file read as far as that needs."""
     start = since_time(since)
     rows: list[dict[str, Any]] = []
     for path in history_files(pair):
-        for record in read_records(path):
+        for record in recent_records(path, last, start):
             when = when_of(record)
-            if start is not None and when < start:
-                continue
             totals = record.get("concurrent_total_gbps") or {}
             rows.append({
                 "when": when, "time": when.isoformat(timespec="seconds"), "pair": path.stem,
@@ -57,7 +55,24 @@ def history_rows(pair: str | None = None, since: str | None = None) -> list[dict
     rows.sort(key=lambda r: r["when"])  # by the instant: times of other offsets do not sort as text
     for row in rows:
         del row["when"]
-    return rows
+    return rows if last is None else rows[-last:] if last else []
+
+
+def history_count(pair: str | None = None, since: str | None = None) -> tuple[int, dict[str, Any] | None]:
+    """How many runs (from `since` on), and the newest as a row (its time and verdict); streamed, holding one."""
+    start = since_time(since)
+    count, newest = 0, None
+    for path in history_files(pair):
+        for generation in generations(path):
+            for record in iter_records(generation):
+                when = when_of(record)
+                if start is None or when >= start:
+                    count += 1
+                    if newest is None or when >= newest[0]:
+                        newest = (when, record)
+    if newest is None:
+        return 0, None
+    return count, {"time": newest[0].isoformat(timespec="seconds"), "verdict": newest[1]["verdict"]}
 
 
 def _command(row: dict[str, Any]) -> str:
@@ -131,21 +146,42 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     return out.getvalue().rstrip("\n")
 
 
+TABLE_LAST = 100  # the table's runs unless --last says otherwise: a year of a 5-minute timer is ~105,000
+
+
 def history_text(pair: str | None = None, since: str | None = None, fmt: str = "table",
-                 width: int | None = None) -> str:
-    """The runs in `fmt` (table, csv or json); a table `width` characters wide at most (the terminal's)."""
+                 width: int | None = None, last: int | None = None) -> str:
+    """The runs in `fmt` (table, csv or json); a table `width` characters wide at most (the terminal's). `last`:
+    only the last so many runs (0: all); by default the table shows the last TABLE_LAST, CSV and JSON all."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown history format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    rows = history_rows(pair, since)
+    if last is not None and last < 0:
+        raise UsageError(f"--last {last} is not a count of runs (0 or more; 0: all)")
+    wanted = (TABLE_LAST if fmt == "table" else None) if last is None else (last or None)
+    rows = history_rows(pair, since, None if wanted is None else wanted + 1)  # one more: was anything left out?
+    cut = wanted is not None and len(rows) > wanted
+    rows = rows[-wanted:] if wanted is not None else rows
     if fmt == "json":
         return json.dumps(rows, indent=2)
     if fmt == "csv":
         return _csv(rows)
     if not rows:
         return "no runs in the history" + (f" since {since}" if since else "")
-    return _table(rows, width)
+    note = f"\nthe last {wanted} runs; --last N for more, --last 0 for all" if cut else ""
+    return _table(rows, width) + note
 
 
 def history_table(pair: str | None = None, since: str | None = None) -> str:
     """The log as a table for the terminal."""
     return history_text(pair, since)
+
+
+def history_trend(pair: str | None, since: str | None, fmt: str, window: str) -> str:
+    """`history --trend`, which needs pandas (the `trend` extra): without it, one line saying which to install."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown history format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if importlib.util.find_spec("pandas") is None:
+        raise UsageError("history --trend needs pandas", fix="pip install 'linkcheck[trend]'")
+    from linkcheck.app.trend import trend_text  # pandas: only for --trend
+
+    return trend_text(pair, since, fmt, window)

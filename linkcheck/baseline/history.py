@@ -3,6 +3,10 @@
 JSON lines need no extra dependency to write. Each record is appended with one write(2) on an O_APPEND
 descriptor under an exclusive fcntl lock, so two runs appending at once lose and interleave nothing.
 The log that `linkcheck history` prints is app/history.py's.
+
+A timer every 5 minutes makes ~105,000 runs a year, so the file is bounded and read bounded: at ROTATE_BYTES the
+current file becomes `<pair>.jsonl.1` (replacing the one before), so a pair keeps at most twice that; readers
+stream it line by line (never the whole file in memory) and `last` reads only the end of it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import fcntl
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -27,7 +32,7 @@ from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.snapshot import pair_id, pair_key, performance_of
 from linkcheck.model import Capture, Finding, Verdict
-from linkcheck.safe_read import read_capped
+from linkcheck.safe_read import open_capped
 
 if TYPE_CHECKING:
     from linkcheck.cluster_outcome import ClusterCheck
@@ -35,7 +40,10 @@ if TYPE_CHECKING:
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1
-MAX_BYTES = 64 << 20  # one pair's history: ~100,000 runs
+ROTATE_BYTES = 32 << 20  # the current file of a pair: ~55,000 runs of ~600 bytes (a check's record)
+MAX_BYTES = 64 << 20  # a history file read at all: twice what rotation leaves, for a file written before it
+LINE_CAP = 1 << 20  # one record: a run writes ~1 KB; a longer line is not a record
+TAIL_BLOCK = 1 << 16
 
 
 class HistoryError(InputFileError):
@@ -80,18 +88,41 @@ def cable_records(check: ClusterCheck, captures: Sequence[Capture], command: str
             for r in check.cables if r.test.round > 0]
 
 
-def append_line(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as one line: a single write on an O_APPEND descriptor, under an exclusive lock.
+def _rotated(path: Path) -> Path:
+    return path.with_name(path.name + ".1")
+
+
+def _open_locked(path: Path) -> int:
+    """The history file opened for appending under its exclusive lock, the current file even when another run
+    rotated it while this one waited for the lock."""
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # renamed away by a rotation: open the new one
+
+
+def append_line(path: Path, record: dict[str, Any], rotate_bytes: int = ROTATE_BYTES) -> None:
+    """Append one record as one line: a single write on an O_APPEND descriptor, under an exclusive lock. A file
+    that this line would take past `rotate_bytes` is first renamed to `<name>.1` (replacing the one before).
 
     Whole records or nothing: a write cut short (a full disk) is truncated back to where the file ended, so the
     history never holds part of a line; the OSError is raised for the caller to say."""
     data = (strict_json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    fd = _open_locked(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if os.fstat(fd).st_size > 0 and os.fstat(fd).st_size + len(data) > rotate_bytes:
+            os.replace(path, _rotated(path))  # under the lock: a writer waiting on it reopens the new file
+            os.close(fd)
+            fd = _open_locked(path)
         end = os.fstat(fd).st_size
         try:
             written = os.write(fd, data)
@@ -130,17 +161,23 @@ def _same_folder(a: str, b: str) -> bool:
 
 def already_recorded(outcome: Outcome) -> bool:
     """Whether the pair's history holds a run of this very bundle (same folder, same collection time): a later
-    offline `diagnose` of it is the same run, not a new one."""
+    offline `diagnose` of it is the same run, not a new one. Only lines that hold the collection time are parsed."""
     bundle = outcome.bundle
     path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
     if bundle.path is None or not path.is_file():
         return False
+    needle = strict_json.dumps(bundle.created)
     try:
-        records = read_records(path, warn=lambda _line: None)
+        for generation in generations(path):
+            for number, line in _lines(generation):
+                if needle in line:
+                    r = _parse_line(generation, number, line)
+                    if r.get("bundle_created") == bundle.created and _same_folder(str(r.get("bundle", "")),
+                                                                                  str(bundle.path)):
+                        return True
     except HistoryError:  # said by `linkcheck history`; the run is recorded as before
         return False
-    return any(r.get("bundle_created") == bundle.created and _same_folder(str(r.get("bundle", "")), str(bundle.path))
-               for r in records)
+    return False
 
 
 Finite = Annotated[float, msgspec.Meta(ge=0, lt=1e15)]  # a rate: never negative, inf, nan or a 400-digit number
@@ -207,24 +244,113 @@ _ALLOWED = {"rdma_gbps": "an object of finite rates, 0 or more",
             "cluster_nodes": "an integer or null"}
 
 
-def read_records(path: Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Every record of the file; a last line without its newline that is not a record (a write torn by a crash)
-    is skipped, said through `warn` (stderr by default)."""
+def generations(path: Path) -> list[Path]:
+    """A pair's history files, oldest first: the rotated one (if any), then the current one."""
+    return [p for p in (_rotated(path), path) if p.is_file()]
+
+
+def _decoded(path: Path, number: int, raw: bytes) -> str:
+    if len(raw) > LINE_CAP:
+        raise HistoryError(str(path), f"not a history record (a line of {len(raw)} bytes)", line=number,
+                           fix="remove or repair that line")
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every line, the last one without its newline included, streamed."""
     try:
-        text = read_capped(path, MAX_BYTES).decode("utf-8", errors="surrogateescape")
+        with open_capped(path, MAX_BYTES) as handle:
+            for number, raw in enumerate(handle, 1):
+                yield number, _decoded(path, number, raw.rstrip(b"\n"))
     except OSError as exc:
         raise HistoryError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    lines = text.split("\n")
-    torn = lines.pop()  # after the last newline: empty unless a write was torn
-    records = [_parse_line(path, n, line) for n, line in enumerate(lines, 1) if line.strip()]
-    if torn.strip():
-        try:
-            records.append(_parse_line(path, len(lines) + 1, torn))
-        except HistoryError:
-            message = (f"{path}:{len(lines) + 1}: a torn last line (a write cut short; {len(torn)} bytes, no "
-                       "newline) is skipped")
-            (warn or (lambda line: sys.stderr.write(f"linkcheck: warning: {line}\n")))(message)
-    return records
+
+
+def _tail_lines(path: Path, count: int) -> Iterator[tuple[int, str]]:
+    """(line number, text) of the last `count` lines (1 or more), read from the end in blocks; their numbers are
+    the newlines counted before them, in blocks too."""
+    try:
+        with open_capped(path, MAX_BYTES) as handle:
+            start = handle.seek(0, os.SEEK_END)
+            tail = b""
+            while start > 0 and tail.count(b"\n") <= count:  # one more newline: the first line kept is whole
+                step = min(TAIL_BLOCK, start)
+                start -= step
+                handle.seek(start)
+                tail = handle.read(step) + tail
+            body = tail[:-1] if tail.endswith(b"\n") else tail
+            kept = body.split(b"\n")[-max(1, count):]
+            first = start + len(body) - len(b"\n".join(kept))  # the byte where the first line kept starts
+            handle.seek(0)
+            before = read = 0
+            while read < first:
+                block = handle.read(min(1 << 20, first - read))
+                if not block:
+                    break
+                before, read = before + block.count(b"\n"), read + len(block)
+            for offset, raw in enumerate(kept, 1):
+                yield before + offset, _decoded(path, before + offset, raw)
+    except OSError as exc:
+        raise HistoryError(str(path), f"cannot read: {exc.strerror or exc}") from None
+
+
+def _warn_torn(path: Path, number: int, torn: str, warn: Callable[[str], None] | None) -> None:
+    message = f"{path}:{number}: a torn last line (a write cut short; {len(torn)} bytes, no newline) is skipped"
+    (warn or (lambda line: sys.stderr.write(f"linkcheck: warning: {line}\n")))(message)
+
+
+def iter_records(path: Path, warn: Callable[[str], None] | None = None,
+                 last: int | None = None) -> Iterator[dict[str, Any]]:
+    """The file's records in order, streamed (or only its `last` lines'); a last line without its newline that is
+    not a record (a write torn by a crash) is skipped, said through `warn` (stderr by default)."""
+    try:
+        size = path.stat().st_size
+        ends_whole = size == 0 or _last_byte(path) == b"\n"
+    except OSError as exc:
+        raise HistoryError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    lines = _tail_lines(path, last) if last is not None else _lines(path)
+    pending: tuple[int, str] | None = None
+    for number, line in lines:
+        if pending is not None and pending[1].strip():
+            yield _parse_line(path, *pending)
+        pending = (number, line)
+    if pending is None or not pending[1].strip():
+        return
+    if ends_whole:
+        yield _parse_line(path, *pending)
+        return
+    try:
+        yield _parse_line(path, *pending)
+    except HistoryError:
+        _warn_torn(path, pending[0], pending[1], warn)
+
+
+def _last_byte(path: Path) -> bytes:
+    with open_capped(path, MAX_BYTES) as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
+
+
+def read_records(path: Path, warn: Callable[[str], None] | None = None,
+                 last: int | None = None) -> list[dict[str, Any]]:
+    """Every record of the file (or of its last `last` lines), as `iter_records`."""
+    return list(iter_records(path, warn, last))
+
+
+def recent_records(path: Path, last: int | None, start: dt.datetime | None) -> list[dict[str, Any]]:
+    """The pair's records (rotated file first) from `start` on, the last `last` of them: without `start` only the
+    end of the files is read; with it the files are streamed, holding `last` records at most."""
+    if start is None and last is not None:
+        out: list[dict[str, Any]] = []
+        for generation in reversed(generations(path)):
+            out = read_records(generation, last=last - len(out)) + out
+            if len(out) >= last:
+                break
+        return out[-last:]
+    found: deque[dict[str, Any]] = deque(maxlen=last)
+    for generation in generations(path):
+        found.extend(r for r in iter_records(generation) if start is None or when_of(r) >= start)
+    return list(found)
 
 
 def history_files(pair: str | None) -> list[Path]:
@@ -257,3 +383,13 @@ def when_of(record: dict[str, Any]) -> dt.datetime:
             continue
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
     return dt.datetime.fromtimestamp(0, dt.timezone.utc)
+
+
+def path_minimums(record: dict[str, Any]) -> dict[str, float]:
+    """Per path, its lowest rate: the slower direction of the concurrent round (alone when there was none)."""
+    out: dict[str, dict[str, float]] = {}
+    for key, gbps in record.get("rdma_gbps", {}).items():
+        path, _, rest = str(key).partition("|")
+        mode = rest.partition("|")[0]
+        out.setdefault(path, {})[mode] = min(float(gbps), out.get(path, {}).get(mode, float(gbps)))
+    return {p: modes.get("concurrent", modes.get("alone", 0.0)) for p, modes in sorted(out.items())}

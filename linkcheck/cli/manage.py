@@ -12,7 +12,7 @@ import typer
 from linkcheck.accept.profile import builtin_profiles, load_profile_file, resolve_profile, yaml_text
 from linkcheck.accept.text import describe_profile
 from linkcheck.app.baseline import list_text, save_baseline, show_text
-from linkcheck.app.history import history_rows, history_text
+from linkcheck.app.history import history_count, history_text, history_trend
 from linkcheck.baseline.store import delete
 from linkcheck.cli.common import FLAGS, ConfigOpt, PlaybookOpt, offline_config, out, say
 from linkcheck.diagnose.playbook import load_playbooks
@@ -104,12 +104,23 @@ def history(
         "--since", help="Only runs from this date or time on (YYYY-MM-DD or ISO 8601).")] = None,
     fmt: Annotated[HistoryFormat, typer.Option(
         "--format", "-f", help="table (fits the terminal), csv or json.")] = HistoryFormat.table,
+    last: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--last", min=0, help="Only the last N runs (0: all); the table shows the last 100 by default, CSV and "
+        "JSON all.")] = None,
+    trend: Annotated[bool, typer.Option(
+        "--trend", help="Per pair and link, month by month: runs, median, 5th percentile, rolling median and the "
+        "drift from the first month (needs pandas: pip install 'linkcheck[trend]').")] = False,
+    window: Annotated[str, typer.Option(
+        "--window", help="With --trend: the rolling median's time window (7D, 36h, ...).")] = "7D",
 ) -> None:
     """The recorded runs as a log, one row per run: time, command, -D and repetitions, each path's lowest rate,
-    the concurrent total, the NCCL bus bandwidth, the verdict and the bundle."""
-    if FLAGS.quiet:  # no body: the count and the last run's verdict on stderr
-        rows = history_rows(pair, since)
-        last = f", the last {rows[-1]['verdict'].upper()} at {rows[-1]['time']}" if rows else ""
-        say(f"history: {len(rows)} runs{last}")
+    the concurrent total, the NCCL bus bandwidth, the verdict and the bundle; --trend: the months' statistics."""
+    if trend:
+        out(history_trend(pair, since, fmt.value, window))
         return
-    out(history_text(pair, since, fmt.value))
+    if FLAGS.quiet:  # no body: the count and the last run's verdict on stderr
+        count, newest = history_count(pair, since)
+        last_run = f", the last {newest['verdict'].upper()} at {newest['time']}" if newest else ""
+        say(f"history: {count} runs{last_run}")
+        return
+    out(history_text(pair, since, fmt.value, last=last))

@@ -261,6 +261,9 @@ def _until(outcome: Outcome) -> dt.datetime | None:
 _PLOTTED = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc))
 
 
+TREND_RUNS = 2000  # the newest runs a trend plots: a year of a 5-minute timer is ~105,000, unreadable as points
+
+
 def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, str]]:
     """(when, lowest concurrent total Gb/s, NCCL GB/s, verdict) per run of this pair's history up to the report's
     own run, oldest first."""
@@ -268,7 +271,7 @@ def _history(outcome: Outcome) -> list[tuple[Any, float | None, float | None, st
     if not path.is_file():
         return []
     try:
-        records = read_records(path)
+        records = read_records(path, last=TREND_RUNS)
     except HistoryError:
         return []  # `linkcheck history` names the bad line; the report keeps its other plots
     out = []

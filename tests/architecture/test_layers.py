@@ -31,6 +31,7 @@ LATE = {
     ("linkcheck.report.html", "linkcheck.report.html_plots"),  # matplotlib: the optional html extra
     ("linkcheck.repair.node", "linkcheck.transport.netlink_change"),  # pyroute2: only to change a local node
     ("linkcheck.service.run", "linkcheck.transport.ssh"),  # paramiko: only when the service runs
+    ("linkcheck.app.history", "linkcheck.app.trend"),  # pandas: the optional trend extra, only for --trend
 }
 
 

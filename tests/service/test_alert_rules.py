@@ -178,3 +178,24 @@ def test_a_clusters_hot_plugged_node_fires_per_test_and_on_the_node(tmp_path: Pa
         "              summary: 'NODE_SLOW_WITH_EVERY_PARTNER on 1 subject(s) on node c'",
         f"              description: \"{node}\""])
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_clusters_check_since_boot_is_read_from_its_files_mtime(tmp_path: Path) -> None:
+    """A cluster's textfile says no run time, so the boot alert reads node_exporter's mtime of the check's file (as
+    node_exporter 1.5 labels it: the full path): `old` was written before its boot, `new` after; only `old` fires.
+    The service's own file, written after boot on both, does not count."""
+    text = labelled(check_prometheus(cc.switch()), "boot")
+    mtime = "node_textfile_mtime_seconds{{file=\"/var/lib/prometheus/node-exporter/{}\"}} {}\n"
+    series = input_series({"old": text, "new": text})
+    series += input_series({
+        "old": mtime.format("linkcheck-boot.prom", 900) + mtime.format("linkcheck-service.prom", 1100)
+        + "node_boot_time_seconds 1000\n",
+        "new": mtime.format("linkcheck-boot.prom", 1100) + "node_boot_time_seconds 1000\n"})
+    done = promtool_test(tmp_path, series, [
+        "      - eval_time: 20m", "        alertname: LinkcheckNoCheckSinceBoot", "        exp_alerts:",
+        "          - exp_labels: {severity: warning, instance: old, job: node}",
+        "            exp_annotations:",
+        "              summary: 'no linkcheck run on old since it booted'",
+        "              description: \"`systemctl status linkcheck-boot.service` and `journalctl -u "
+        "linkcheck-boot.service` say why; run it again with `systemctl start linkcheck-boot.service`.\""])
+    assert done.returncode == 0, done.stdout + done.stderr

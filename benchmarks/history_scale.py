@@ -1,5 +1,6 @@
 """`linkcheck history` at a year of a 5-minute timer: RUNS records (default 100,000) in one pair's history, then the
-wall time and peak memory (the child's max RSS) of each way of reading it, and of appending with rotation.
+wall time and peak memory (the child's max RSS) of each way of reading it, and of appending with rotation;
+`linkcheck --version` first, for the start-up every command pays.
 
 Usage: python benchmarks/history_scale.py [RUNS]   (needs the [trend] extra for --trend)
 
@@ -67,7 +68,7 @@ def main() -> None:
         data_home = Path(tmp)
         path = make_history(data_home, runs)
         print(f"{runs} runs, {path.stat().st_size / 2**20:.1f} MiB (rotation at {ROTATE_BYTES >> 20} MiB)")
-        for args in (["history"], ["history", "--last", "1000"], ["history", "--since", "2026-12-01"],
+        for args in (["--version"], ["history"], ["history", "--last", "1000"], ["history", "--since", "2026-12-01"],
                      ["history", "-f", "csv"], ["history", "-f", "json", "--last", "0"], ["-q", "history"],
                      ["history", "--trend"]):
             seconds, mib, size = measure(args, data_home)

@@ -21,14 +21,15 @@ fi
 MONITORING_DEBS=(prometheus prometheus-node-exporter)
 if [ "$(id -u)" = 0 ] && [ ! -x .monitoring/usr/bin/promtool ]; then
   rm -rf .monitoring.tmp && mkdir -p .monitoring.tmp
-  if (cd .monitoring.tmp && apt-get download -qq "${MONITORING_DEBS[@]}" 2>/dev/null \
-      && for f in *.deb; do dpkg-deb -x "$f" .; done && rm -f ./*.deb); then
+  fetch() { (cd .monitoring.tmp && apt-get download -qq "${MONITORING_DEBS[@]}" 2>/dev/null); }
+  if { fetch || { apt-get update -qq && fetch; }; } \
+      && (cd .monitoring.tmp && for f in *.deb; do dpkg-deb -x "$f" .; done && rm -f ./*.deb); then
     rm -rf .monitoring && mv .monitoring.tmp .monitoring
   else
     rm -rf .monitoring.tmp && echo "scripts/test.sh: could not download ${MONITORING_DEBS[*]}" >&2
   fi
 fi
-[ -d .monitoring/usr/bin ] && export PATH="$PWD/.monitoring/usr/bin:$PATH"
+if [ -d .monitoring/usr/bin ]; then export PATH="$PWD/.monitoring/usr/bin:$PATH"; fi
 if command -v promtool >/dev/null 2>&1; then
   promtool check rules linkcheck/service/monitoring/linkcheck.rules.yml
 else

@@ -10,6 +10,9 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 - ring3: NVIDIA's ring of three.
 - ring3-same-port: a ring of three cabled a:p0 to b:p0 and c:p1 to a:p1 (only b:p1 to c:p0 crossed).
 - ring4: a ring of four, NVIDIA's cabling carried on (not a documented layout).
+- ring4-fabric-sockets: the ring of four with NCCL_SOCKET_IFNAME on the CX-7 netdevs of every node, so NCCL's
+  bootstrap and sockets use the ring's own addresses (as sparkring runs them): IP must cross the node between two
+  that share no cable.
 - switch4: four nodes, cage p1 on the switch.
 - mixed: three nodes on the switch by p1, and a:p0 cabled straight to b:p0 as well.
 - ring3-hotplug: the ring of three with its a:p0<->b:p1 cable in the hot-plug state: both cages' twins run ~13 Gb/s
@@ -110,6 +113,14 @@ def ring4() -> Cluster:
                                         flags=(("unsupported", "ring4"),)))
 
 
+# NCCL's sockets on the CX-7 netdevs (matchIfList prefixes): bootstrap over the ring's own addresses.
+FABRIC_SOCKETS = {"NCCL_SOCKET_IFNAME": "enp1s0f,enP2p1s0f"}
+
+
+def ring4_fabric_sockets() -> Cluster:
+    return replace(ring4(), env=dict.fromkeys("abcd", FABRIC_SOCKETS))
+
+
 def switch4() -> Cluster:
     c = _on_switch(_direct("abcd", []), "abcd")
     return replace(c, expected=Expected("switch", segments=2))
@@ -152,7 +163,8 @@ def switch3_hca_copied() -> Cluster:
 
 
 CLUSTER_SCENARIOS: dict[str, Callable[[], Cluster]] = {
-    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "switch4": switch4, "mixed": mixed,
+    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "ring4-fabric-sockets": ring4_fabric_sockets,
+    "switch4": switch4, "mixed": mixed,
     "ring3-hotplug": ring3_hotplug, "switch4-slow-node": switch4_slow_node, "switch4-hca-copied": switch4_hca_copied,
     "switch3-hca-copied": switch3_hca_copied}
 

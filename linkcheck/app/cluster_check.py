@@ -227,7 +227,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                 error, interrupted = more.error, more.interrupted
         nccl_error: str | None = None
         if nccl is not None and not interrupted:
-            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress)
+            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress,
+                                   {h.name: h.target.host for h in hosts})
             captures += run.captures
             nccl_error, interrupted = run.error, run.interrupted
     finally:

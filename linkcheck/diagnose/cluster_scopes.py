@@ -34,6 +34,7 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                      "ring": "bool", "ring_size": "number", "nccl_version": "text", "nccl_too_old": "bool",
                      "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text",
                      "nccl_algo_ring": "bool", "runtime_connect_off": "bool", "runtime_connect_setting": "text",
+                     "ring_settings_lacking": "text", "ring_settings_lacking_count": "number",
                      # The traffic tests (check --quick/--bench over a cluster): the partners whose test with this
                      # node measured, those that were slow, and whether it is slow with every partner while other
                      # nodes pass with each other.

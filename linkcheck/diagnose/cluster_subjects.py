@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from linkcheck.cluster.facts import (
@@ -25,7 +25,7 @@ from linkcheck.cluster.facts import (
     swap_partner,
     transits,
 )
-from linkcheck.cluster.nccl import ClusterNccl
+from linkcheck.cluster.nccl import RING_ENV, ClusterNccl
 from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.facts_schema import Subject, function_values, settings_values
 from linkcheck.diagnose.observation import ShellText
@@ -130,11 +130,25 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "hca_fits": (", ".join(copy.fits) or None) if copy else None,
             "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
             "runtime_connect_off": runtime_connect_off(node.nccl) is not None,
+            **_ring_settings(node.nccl, node.nccl_sources),
             "runtime_connect_setting": runtime_connect_off(node.nccl),
             **_traffic_values(facts, name),
             **_nccl_rank_values(facts.nccl, name),
             **settings_values(node),
         }
+
+
+def _ring_settings(settings: Mapping[str, str], sources: Mapping[str, str]) -> dict[str, Any]:
+    """NVIDIA's ring settings (linkcheck.bench.cluster_nccl.RING_ENV) the node's NCCL settings lack, each as it is
+    (`NCCL_IB_MERGE_NICS is not set`, `NCCL_NET_PLUGIN=libnccl-net.so (environment)`)."""
+    lacking = []
+    for name, value in RING_ENV:
+        have = settings.get(name)
+        if have is None:
+            lacking.append(f"{name} is not set")
+        elif have.strip() != value:
+            lacking.append(f"{name}={have} ({sources.get(name, 'set')})")
+    return {"ring_settings_lacking": "; ".join(lacking) or None, "ring_settings_lacking_count": len(lacking)}
 
 
 def _decided_by(fwd: Forwarding, netdevs: list[str]) -> str | None:

@@ -295,7 +295,7 @@ def test_a_ring_node_with_an_nccl_older_than_2_30_7_fails_and_one_without_the_se
     models["c"] = replace(models["c"], nccl_env={})
     firing = _firing(_diagnose(models))
     assert set(firing) == {("NCCL_SUBNET_ROUTING_MISSING", "node b"), ("NCCL_SUBNET_ROUTING_MISSING", "node c"),
-                           ("CLUSTER_NODES_DIFFER", "cluster")}
+                           ("CLUSTER_NODES_DIFFER", "cluster"), ("NCCL_RING_SETTINGS_MISSING", "node c")}
     old = firing[("NCCL_SUBNET_ROUTING_MISSING", "node b")]
     assert old.status is Status.FAIL and "NCCL 2.30.4 predates NCCL_IB_SUBNET_AWARE_ROUTING" in old.message
     assert {e.fact: e.value for e in old.evidence}["NCCL version"] == "2.30.4"
@@ -382,6 +382,22 @@ def test_a_ring_of_four_node_that_lets_nccl_use_tree_or_pat_is_named() -> None:
     assert unset.fix[0].startswith("on node c: export NCCL_ALGO=Ring")
     status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_ALGO_NOT_RING"}
     assert status["node a"] is Status.PASS and status["node d"] is Status.PASS
+
+
+def test_a_ring_node_without_nvidias_ring_settings_is_named() -> None:
+    models = _models("ring3")  # the lab's rings set NVIDIA's three ring settings on every node
+    models["b"] = replace(models["b"], nccl_env={k: v for k, v in models["b"].nccl_env.items()
+                                                 if k != "NCCL_IB_MERGE_NICS"})
+    models["c"] = replace(models["c"], nccl_env={**models["c"].nccl_env, "NCCL_NET_PLUGIN": "libnccl-net-ofi.so"})
+    firing = _firing(_diagnose(models))
+    assert {s for r, s in firing if r == "NCCL_RING_SETTINGS_MISSING"} == {"node b", "node c"}
+    assert "NCCL_IB_MERGE_NICS is not set" in firing[("NCCL_RING_SETTINGS_MISSING", "node b")].message
+    plugin = firing[("NCCL_RING_SETTINGS_MISSING", "node c")]
+    assert "NCCL_NET_PLUGIN=libnccl-net-ofi.so (environment)" in plugin.message
+    assert firing[("NCCL_RING_SETTINGS_MISSING", "node b")].status is Status.WARN
+    # Not on a switch: NVIDIA's switch run sets neither.
+    switch = _models("switch4")
+    assert not any(r == "NCCL_RING_SETTINGS_MISSING" for r, _ in _firing(_diagnose(switch)))
 
 
 def test_nccl_algo_ring_with_runtime_connect_off_is_not_enough() -> None:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from linkcheck.cluster.nccl import RING_ENV
 from tests.emulators.build import gb10_node, with_function
 from tests.emulators.node import Cable, Neighbour, Node
 from tests.lab.scenario import Wiring, specs_from_models
@@ -182,10 +183,12 @@ def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
 
 
 def _nccl_env(cluster: Cluster) -> dict[str, str]:
-    """What an owner sets for NCCL: subnet-aware routing, and on a ring of four or more NCCL_ALGO=Ring (Tree and
-    PAT would connect nodes that share no cable)."""
-    big_ring = cluster.expected.layout.startswith("ring") and len(cluster.names) >= 4
-    return {**HCA_ENV, **({"NCCL_ALGO": "Ring"} if big_ring else {})}
+    """What an owner sets for NCCL: subnet-aware routing, NVIDIA's ring settings on a ring, and on a ring of four or
+    more NCCL_ALGO=Ring (Tree and PAT would connect nodes that share no cable)."""
+    ring = cluster.expected.layout.startswith("ring")
+    big_ring = ring and len(cluster.names) >= 4
+    # On a ring, what NVIDIA's ring run sets (spark_cluster_setup.py): subnet-aware routing, no NIC fusion, no plugin.
+    return {**HCA_ENV, **(dict(RING_ENV) if ring else {}), **({"NCCL_ALGO": "Ring"} if big_ring else {})}
 
 
 def _modules(cluster: Cluster, name: str) -> dict[str, Cable]:

@@ -192,6 +192,16 @@ def test_a_healthy_switch_of_eight_passes() -> None:
     assert len(check.cables) == 28 and {r.state for r in check.cables} == {"pass"}
 
 
+def test_a_healthy_ring_of_eight_is_named_only_as_a_layout_nvidia_does_not_document() -> None:
+    # Its owner sets NCCL_ALGO=Ring and NVIDIA's ring settings, and keeps NCCL's sockets where NCCL picks them (not
+    # set): transit nodes are notes that say what is assumed, never a failure; every cable measured healthy.
+    check = checked(CLUSTER_SCENARIOS["ring8"]())
+    assert {r.state for r in check.cables} == {"pass"} and len(check.cables) == 8
+    shown = {(f.rule_id, f.subject) for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)}
+    assert shown == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")}
+    assert check.verdict is Verdict.WARN
+
+
 @pytest.mark.parametrize(("scenario", "off"), [("ring3", "c"), ("ring4", "d"), ("switch4", "b")])
 def test_a_node_that_was_not_inspected_leaves_the_layout_unknown_never_a_cabling_fault(scenario: str,
                                                                                         off: str) -> None:

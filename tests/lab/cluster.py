@@ -10,6 +10,7 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 - ring3: NVIDIA's ring of three.
 - ring3-same-port: a ring of three cabled a:p0 to b:p0 and c:p1 to a:p1 (only b:p1 to c:p0 crossed).
 - ring4: a ring of four, NVIDIA's cabling carried on (not a documented layout).
+- ring8: eight nodes in a ring, cabled as the ring of three is (owners run them; not a documented layout).
 - ring4-fabric-sockets: the ring of four with NCCL_SOCKET_IFNAME on the CX-7 netdevs of every node, so NCCL's
   bootstrap and sockets use the ring's own addresses (as sparkring runs them): IP must cross the node between two
   that share no cable.
@@ -114,6 +115,15 @@ def ring4() -> Cluster:
                                         flags=(("unsupported", "ring4"),)))
 
 
+def ring8() -> Cluster:
+    """Eight nodes in a ring, NVIDIA's cabling carried on: each node's p0 to the next node's p1."""
+    names = "abcdefgh"
+    c = _direct(names, [(x, "p0", y, "p1") for x, y in zip(names, names[1:] + names[0], strict=True)])
+    cables = tuple(sorted(f"{x}:p0<->{y}:p1" if x < y else f"{y}:p1<->{x}:p0"
+                          for x, y in zip(names, names[1:] + names[0], strict=True)))
+    return replace(c, expected=Expected("ring8", cables, flags=(("unsupported", "ring8"),)))
+
+
 # NCCL's sockets on the CX-7 netdevs (matchIfList prefixes): bootstrap over the ring's own addresses.
 FABRIC_SOCKETS = {"NCCL_SOCKET_IFNAME": "enp1s0f,enP2p1s0f"}
 
@@ -165,6 +175,7 @@ def switch3_hca_copied() -> Cluster:
 
 CLUSTER_SCENARIOS: dict[str, Callable[[], Cluster]] = {
     "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "ring4-fabric-sockets": ring4_fabric_sockets,
+    "ring8": ring8,
     "switch4": switch4, "mixed": mixed,
     "ring3-hotplug": ring3_hotplug, "switch4-slow-node": switch4_slow_node, "switch4-hca-copied": switch4_hca_copied,
     "switch3-hca-copied": switch3_hca_copied}

@@ -4,12 +4,16 @@ Pure: facts, findings and the workload in, an Advice out. The order of the quest
 
 1. Does the model with its context fit one node, or only both? (the weights, the KV cache of every request's
    context, in the share of 128 GB a serving runtime takes)
-2. With a model that fits one node: from ~8 concurrent users two residents beat a split (published); below that,
-   tensor parallel buys per-request speed when the estimated decode step across both (half the weights read per
-   node, plus the all-reduces at the measured or published latency) is clearly shorter than on one node; else one
-   node is enough.
+2. With a model that fits one node: vLLM TP=2 served more than two solo replicas from 1 to 32 users and the replicas
+   more at 64 (kubis.ai); from 64 users two residents, and between 32 and 64, where nothing was measured, residents
+   too (said to be assumed). Up to 32, tensor parallel when its estimated decode speed (tokens per second: the
+   weights one token reads, the active ones for MoE, at 273 GB/s per node, half per node across both, plus the
+   all-reduces at the measured or the pair's published latency) is clearly above one node's; else one node for one
+   user, two residents for more.
 3. With a model that needs both: tensor parallel at low batch (published: TP=2 won at batch 1), pipeline parallel
-   at high batch (PP=2 won 2.2x at batch 128); dense models keep TP ahead up to batch 32 (published).
+   at high batch (PP=2 won 2.2x at batch 128); dense models keep TP ahead up to batch 32 (published). Its decode
+   estimate compares tensor parallel with pipeline parallel (each node reads its half in turn), never with one node,
+   which cannot hold it.
 4. Any finding that degrades the link voids every cross-node choice: the advice is to fix it first, with what to
    run until then and what the advice becomes once the link is healthy.
 """
@@ -17,6 +21,8 @@ Pure: facts, findings and the workload in, an Advice out. The order of the quest
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+import msgspec
 
 from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Figure, FixFirst, Workload
 from linkcheck.advise.published import published
@@ -34,7 +40,7 @@ UPKEEP_RULES = frozenset({"CABLE_NOT_APPROVED", "NODES_DIFFER", "NM_PROFILE_RUNT
 # linkcheck's own line, a quarter faster.
 MIN_TP_SPEEDUP = 1.25
 DECODE_PAYLOAD_BYTES = 49152  # the ~48 KB decode all-reduce, as ib_write_lat and all_reduce are measured at it
-MOE_TP_MAX_USERS = 7  # MoE: TP published ahead only at batch 1; PP from the replica crossover (8) on
+MOE_TP_MAX_USERS = 7  # MoE: TP published ahead only at batch 1; PP from 8 users on (linkcheck's own line)
 
 
 class _Figures:
@@ -106,8 +112,8 @@ def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | Non
     shown = figs.add(Figure(name, at[0], "us", "measured" if measured else "estimate", at[1]))
     how = "measured" if measured else "interpolated between the measured sizes"
     return [f"a decode-sized all_reduce ({byte_size(DECODE_PAYLOAD_BYTES)}) takes {shown} across the nodes; "
-            f"published for a healthy GB10 pair: {figs.published('decode_allreduce_nccl_us_low')} to "
-            f"{figs.published('decode_allreduce_nccl_us_high')}"], (at[0], how)
+            f"published for a GB10 pair: {figs.published('allreduce_8k_us')} at 8 KiB and "
+            f"{figs.published('allreduce_64k_us')} at 64 KiB"], (at[0], how)
 
 
 def _measured(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None, bool]:
@@ -161,77 +167,127 @@ def _memory(w: Workload, figs: _Figures) -> tuple[float, float, float, list[str]
     return need, usable, kv_gib, reasons
 
 
-def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures) -> tuple[float | None, str | None]:
-    """The estimated per-request decode speedup of tensor parallel over one node, and the reason that states it;
-    None when the weights one token reads are not known (an MoE model without --active-gib)."""
+class DecodeEstimate(msgspec.Struct, frozen=True):
+    """Per-request decode speed in tokens per second: on one node and across both with tensor parallel (across both
+    with pipeline parallel each node reads its half in turn: one node's speed, less a hop per token, not counted);
+    the reason against one node (a model that fits one), and against pipeline parallel (one that does not)."""
+
+    one_tps: float
+    tp_tps: float
+    reason_one: str
+    reason_pp: str
+
+    @property
+    def speedup(self) -> float:
+        return self.tp_tps / self.one_tps
+
+
+def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures) -> DecodeEstimate | None:
+    """The estimated decode speeds and the reasons that state them; None when the weights one token reads are not
+    known (an MoE model without --active-gib)."""
     read_gib = w.active_gib if w.moe else w.model_gib
     if read_gib is None:
-        return None, None
+        return None
     bw = published("node_memory_bandwidth_gbs")
-    figs.published("node_memory_bandwidth_gbs")
+    bw_text = figs.published("node_memory_bandwidth_gbs")
     one_ms = read_gib * GB_PER_GIB / bw.value * 1e3
     if w.layers is not None:
         count, how = 2 * w.layers, f"2 per layer x {w.layers} layers (given)"
     else:
-        count, how = int(published("decode_allreduces_per_step").value), "the published ~100 per step"
+        count = int(published("decode_allreduces_per_step").value)
+        how = "about 100 per step, published for four Sparks with speculative steps (give --layers for yours)"
         figs.published("decode_allreduces_per_step")
     if decode is None:
-        allreduce_us, kind_how = published("decode_allreduce_nccl_us_high").value, "the published 64 us (not measured)"
-        figs.published("decode_allreduce_nccl_us_high")
+        # The pair's own published figure at 64 KiB, above the 48 KB payload: an upper bound for it.
+        allreduce_us = published("allreduce_64k_us").value
+        kind_how = "the published 68 us of a GB10 pair at 64 KiB (not measured; at most that at 48 KB)"
+        figs.published("allreduce_64k_us")
     else:
         allreduce_us, kind_how = decode[0], f"{number(decode[0])} us each ({decode[1]})"
     collectives_ms = count * allreduce_us / 1e3
     split_ms = one_ms / 2 + collectives_ms
-    speedup = one_ms / split_ms
-    one = figs.add(Figure("decode step on one node", one_ms, "ms", "estimate",
-                          f"{plain_number(read_gib)} GiB of weights read per token / "
-                          f"{plain_number(bw.value)} GB/s memory bandwidth"))
+    what = "active weights" if w.moe else "weights"
+    one = figs.add(Figure("decode speed on one node", 1e3 / one_ms, "tok/s", "estimate",
+                          f"one token reads {plain_number(read_gib)} GiB of {what} at {plain_number(bw.value)} GB/s "
+                          "memory bandwidth per node"))
+    tp = figs.add(Figure("decode speed across both, tensor parallel", 1e3 / split_ms, "tok/s", "estimate",
+                         "each node reads half the weights, then the all-reduces of a decode step"))
     coll = figs.add(Figure("all-reduces of a decode step", collectives_ms, "ms", "estimate",
                            f"{count} all-reduces ({how}) x {kind_how}"))
-    split = figs.add(Figure("decode step across both, tensor parallel", split_ms, "ms", "estimate",
-                            "half the decode step on one node + the all-reduces of a decode step"))
     share = figs.add(Figure("collective share of a tensor-parallel decode step", 100 * collectives_ms / split_ms, "%",
                             "estimate", "all-reduces of a decode step / decode step across both"))
-    return speedup, (f"a decode step takes about {one} on one node and {split} across both, of which the all-reduces "
-                     f"are {coll} ({share}): tensor parallel would be {speedup:.2f}x per request")
+    pp = figs.add(Figure("decode speed across both, pipeline parallel", 1e3 / one_ms, "tok/s", "estimate",
+                         "each node reads its half in turn: one node's time per token (the hop between them is "
+                         "not counted)"))
+    basis = f"at {bw_text} memory bandwidth per node, with the all-reduces {coll} per token ({share})"
+    return DecodeEstimate(
+        1e3 / one_ms, 1e3 / split_ms,
+        f"one request decodes at about {one} on one node and {tp} across both with tensor parallel, {basis}: "
+        f"{one_ms / split_ms:.2f}x per request",
+        f"one request decodes at about {tp} with tensor parallel and {pp} with pipeline parallel, {basis}")
 
 
 def _cross_node(w: Workload, fits_one: bool, speedup: float | None, figs: _Figures) -> tuple[str, list[str]]:
     """The choice on a healthy link, and why."""
-    users = int(published("replicas_win_from_users").value)
+    users = int(published("replicas_ahead_at_users").value)
+    tp_up_to = int(published("tp_ahead_of_replicas_up_to_users").value)
     if fits_one:
-        if w.concurrency >= users:
+        if w.concurrency > tp_up_to:
+            measured_here = w.concurrency >= users
             return "two-residents", [
-                f"{w.concurrency} concurrent users: from {figs.published('replicas_win_from_users')} two replicas "
-                f"beat one model split across both ({figs.published('replicas_gain_16')} at 16 users); on one GX10 "
-                f"pair two residents gave {figs.published('gx10_residents_aggregate')} against "
-                f"{figs.published('gx10_split_aggregate')} for one model across both"]
+                f"{w.concurrency} concurrent users: two solo replicas served more than tensor parallel at "
+                f"{figs.published('replicas_ahead_at_users')}, tensor parallel more up to "
+                f"{figs.published('tp_ahead_of_replicas_up_to_users')}"
+                + ("" if measured_here else "; between them nothing was measured, and linkcheck assumes replicas")
+                + f"; on one GX10 pair two residents gave {figs.published('gx10_residents_aggregate')} against "
+                f"{figs.published('gx10_split_aggregate')} for one model across both; two llama.cpp replicas serve "
+                f"{figs.published('replicas_gain_32')} one node's throughput at 32 users (against one node, not a "
+                "split)"]
         if speedup is None:
             return "tensor-parallel", [
-                f"{w.concurrency} concurrent user(s), below the {users} from which replicas win: across both nodes a "
-                f"request decodes faster (one GX10 pair: {figs.published('gx10_split_single')} for one request "
-                f"against {figs.published('gx10_resident_single_a')} on one node); give --active-gib for an "
-                "estimate for this MoE model"]
+                f"{w.concurrency} concurrent user(s): vLLM TP=2 served more than two solo replicas up to "
+                f"{figs.published('tp_ahead_of_replicas_up_to_users')} (one GX10 pair: "
+                f"{figs.published('gx10_split_single')} for one request across both against "
+                f"{figs.published('gx10_resident_single_a')} on one node); give --active-gib for an estimate for "
+                "this MoE model"]
         if speedup >= MIN_TP_SPEEDUP:
             return "tensor-parallel", [
-                f"{w.concurrency} concurrent user(s), below the {users} from which replicas win, and tensor parallel "
-                f"is estimated {speedup:.2f}x per request (linkcheck asks for {MIN_TP_SPEEDUP:g}x)"]
+                f"{w.concurrency} concurrent user(s), up to the {tp_up_to} where vLLM TP=2 served more than two solo "
+                f"replicas, and tensor parallel is estimated {speedup:.2f}x per request (linkcheck asks for "
+                f"{MIN_TP_SPEEDUP:g}x)"]
+        if w.concurrency >= 2:
+            return "two-residents", [
+                f"{w.concurrency} concurrent users and tensor parallel is estimated only {speedup:.2f}x per request "
+                f"(below {MIN_TP_SPEEDUP:g}x): the all-reduces eat what the second node's memory bandwidth gives, so "
+                "two residents serve more"]
         return "one-node", [
-            f"{w.concurrency} concurrent user(s) and tensor parallel is estimated only {speedup:.2f}x per request "
-            f"(below {MIN_TP_SPEEDUP:g}x): the all-reduces eat what the second node's memory bandwidth gives"]
+            f"one user and tensor parallel is estimated only {speedup:.2f}x per request (below {MIN_TP_SPEEDUP:g}x): "
+            "the all-reduces eat what the second node's memory bandwidth gives"]
     tp_max = int(published("oem_llama8b_tp_max_batch").value) if not w.moe else MOE_TP_MAX_USERS
     if w.concurrency <= tp_max:
         basis = (f"for a dense model tensor parallel led up to batch {figs.published('oem_llama8b_tp_max_batch')}"
                  if not w.moe else
                  f"at batch 1 tensor parallel won ({figs.published('oem_gptoss_tp_b1')} against "
                  f"{figs.published('oem_gptoss_pp_b1')} for GPT-OSS-120B); for MoE linkcheck keeps it below "
-                 f"{users} users, where replicas overtake a split")
+                 f"{MOE_TP_MAX_USERS + 1} users")
         return "tensor-parallel", [f"{w.concurrency} concurrent user(s) on a model that needs both nodes: {basis}"]
     return "pipeline-parallel", [
         f"{w.concurrency} concurrent users on a model that needs both nodes: at high batch pipeline parallel wins "
         f"({figs.published('oem_gptoss_pp_b128')} against {figs.published('oem_gptoss_tp_b128')} with tensor parallel "
         f"at batch 128, GPT-OSS-120B)" + ("" if w.moe else "; dense models keep tensor parallel ahead only up to "
                                           f"batch {figs.published('oem_llama8b_tp_max_batch')}")]
+
+
+def _estimate_reason(estimate: DecodeEstimate | None, choice: str, fits_one: bool, scratch: _Figures,
+                     figs: _Figures) -> list[str]:
+    """The decode estimate as a reason, its figures joining the advice: against one node where the model fits one
+    and the choice is tensor parallel or one node; against pipeline parallel where it does not fit one."""
+    if estimate is None or (fits_one and choice not in ("tensor-parallel", "one-node")):
+        return []
+    for figure in scratch.items.values():
+        if fits_one or figure.name != "decode speed on one node":
+            figs.add(figure)
+    return [estimate.reason_one if fits_one else estimate.reason_pp]
 
 
 def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> Advice:
@@ -244,7 +300,8 @@ def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> 
     need, usable, kv_gib, reasons = _memory(w, figs)
     fits_one, fits_two = need <= usable, need / 2 <= usable
     scratch = _Figures()  # the decode estimate's figures join the advice only where a reason quotes it
-    speedup, decode_reason = _decode_estimate(w, decode, scratch)
+    estimate = _decode_estimate(w, decode, scratch)
+    speedup = estimate.speedup if estimate is not None else None
     notes_out = list(notes)
     if not latency:
         notes_out.append("the link's latency is not measured in this bundle (no ib_write_lat or small all_reduce "
@@ -259,10 +316,7 @@ def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> 
         return Advice("does-not-fit", CHOICES["does-not-fit"], tuple(reasons + measured), state, latency, w,
                       tuple(figs.items.values()), voiding, notes=tuple(notes_out))
     choice, why = _cross_node(w, fits_one, speedup, figs)
-    if decode_reason and choice in ("tensor-parallel", "one-node"):
-        why.append(decode_reason)
-        for figure in scratch.items.values():
-            figs.add(figure)
+    why += _estimate_reason(estimate, choice, fits_one, scratch, figs)
     if not fits_one:
         why.insert(0, "it does not fit one node: one model must span both")
     reasons += why + measured

@@ -21,7 +21,9 @@ class Published(msgspec.Struct, frozen=True):
 
 _GX10 = "GX10 pair lab report, a month of testing (Spanish-language; spark-link.md s.8)"
 _OEM = "three OEM dual-Spark pairs review (Dell, GIGABYTE, HP; Spanish-language; spark-link.md s.8)"
-_B12X = "local-inference-lab/b12x#295 (GLM-5.3-Flash TP4 on DGX Sparks)"
+_B12X = "local-inference-lab/b12x#295 (GLM-5.3-Flash TP4 on four DGX Sparks, 6-token speculative steps)"
+_KUBIS = "kubis.ai, vLLM TP=2 against two solo replicas on two DGX Sparks (spark-link.md s.10)"
+_UNSLOTH = "unslothai/unsloth studio/spark_cluster.py (llama.cpp replicas against one node)"
 
 FIGURES: tuple[Published, ...] = (
     Published("node_memory_gb", 128, "GB", "unified memory of one GB10 node", "NVIDIA DGX Spark specification"),
@@ -45,25 +47,32 @@ FIGURES: tuple[Published, ...] = (
     Published("oem_gptoss_pp_b1", 28.79, "tok/s", "GPT-OSS-120B, pipeline parallel PP=2, batch 1", _OEM),
     Published("oem_llama8b_tp_max_batch", 32, "requests", "Llama-3.1-8B: tensor parallel led pipeline parallel up "
               "to this batch", _OEM),
-    Published("decode_allreduces_per_step", 100, "all-reduces", "all-reduces per decode step (about)", _B12X),
-    Published("decode_allreduce_payload_kb", 48, "KB", "payload of each decode all-reduce (about)", _B12X),
-    Published("decode_allreduce_nccl_us_low", 54, "us", "NCCL time of one 48 KB all-reduce, low end", _B12X),
-    Published("decode_allreduce_nccl_us_high", 64, "us", "NCCL time of one 48 KB all-reduce, high end", _B12X),
+    Published("decode_allreduces_per_step", 100, "all-reduces", "all-reduces per decode step (about) of four Sparks "
+              "running one model (TP4) with 6-token speculative steps, not a pair", _B12X),
+    Published("decode_allreduce_payload_kb", 48, "KB", "payload of each decode all-reduce (about), four Sparks", _B12X),
+    Published("decode_allreduce_nccl_us_low", 54, "us", "NCCL time of one 48 KB all-reduce across four Sparks, low "
+              "end", _B12X),
+    Published("decode_allreduce_nccl_us_high", 64, "us", "NCCL time of one 48 KB all-reduce across four Sparks, high "
+              "end", _B12X),
     Published("ib_write_lat_48k_us", 8.8, "us", "ib_write_lat of 48 KB on a GB10 pair", _B12X),
     Published("ib_write_lat_2b_us", 1.47, "us", "ib_write_lat of 2 B on a GB10 pair (t_typical)",
               "eugr/spark-vllm-docker docs/NETWORKING.md"),
+    Published("allreduce_8k_us", 35, "us", "NCCL all_reduce of 8 KiB on a GB10 pair",
+              "NVIDIA/dgx-spark-playbooks#103"),
     Published("allreduce_64k_us", 68, "us", "NCCL all_reduce of 64 KiB on a GB10 pair",
               "NVIDIA/dgx-spark-playbooks#103"),
     Published("link_100g_vs_200g_decode_pct", 3, "%", "change in decode speed between 100G and 200G links (about)",
               "NVIDIA developer forum thread 373146"),
-    Published("replicas_win_from_users", 8, "users", "concurrent users from which two replicas beat one model split "
-              "across both nodes (a model that fits one node)", "unslothai/unsloth studio/spark_cluster.py"),
-    Published("replicas_gain_8", 1.30, "x", "two replicas against a split at 8 users",
-              "unslothai/unsloth studio/spark_cluster.py"),
-    Published("replicas_gain_16", 1.75, "x", "two replicas against a split at 16 users",
-              "unslothai/unsloth studio/spark_cluster.py"),
-    Published("replicas_gain_32", 1.91, "x", "two replicas against a split at 32 users",
-              "unslothai/unsloth studio/spark_cluster.py"),
+    Published("tp_ahead_of_replicas_up_to_users", 32, "users", "concurrent users up to which vLLM TP=2 across both "
+              "nodes served more than two solo replicas (measured from 1 user)", _KUBIS),
+    Published("replicas_ahead_at_users", 64, "users", "concurrent users at which two solo replicas served more than "
+              "vLLM TP=2 across both nodes", _KUBIS),
+    Published("replicas_gain_8", 1.30, "x", "two llama.cpp replicas against ONE node (not a split) at 8 users",
+              _UNSLOTH),
+    Published("replicas_gain_16", 1.75, "x", "two llama.cpp replicas against ONE node (not a split) at 16 users",
+              _UNSLOTH),
+    Published("replicas_gain_32", 1.91, "x", "two llama.cpp replicas against ONE node (not a split) at 32 users",
+              _UNSLOTH),
 )
 
 BY_KEY = {f.key: f for f in FIGURES}

@@ -138,7 +138,7 @@ def _unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]
                              True)
             out.append(CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=why))
     cages: dict[tuple[str, str], None] = {}
-    for flag in facts.topology.flagged("dangling"):
+    for flag in facts.topology.flagged("far_unknown"):
         name, _, netdev = flag.subject.partition(":")
         fn = next((f for f in facts.nodes[name].functions if f.netdev == netdev), None) if name in facts.nodes else None
         cages[(name, fn.cage if fn is not None and fn.cage else netdev)] = None
@@ -227,7 +227,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                 error, interrupted = more.error, more.interrupted
         nccl_error: str | None = None
         if nccl is not None and not interrupted:
-            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress)
+            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress,
+                                   {h.name: h.target.host for h in hosts})
             captures += run.captures
             nccl_error, interrupted = run.error, run.interrupted
     finally:

@@ -6,15 +6,26 @@ value for all would be the head's, and a worker cabled on the other cage then gi
 (spark-link s.10: the head's NCCL_IB_HCA copied to workers). Open MPI's `-x` belongs to the app context it is given
 in, so the line is MPMD: one `-np 1` context per node, `:` between them, each with its own `-x NCCL_IB_HCA`; with one
 slot per host (`-H h1:1,...`) and as many contexts as hosts, context i takes host i's only slot. The other settings
-are the same in every context: NCCL_DEBUG=INFO (each rank's transport proof), NCCL_IB_SUBNET_AWARE_ROUTING=1 on a
-ring (each cable its own subnet), NCCL_ALGO=Ring on a ring of four or more (Tree and PAT connect nodes that share no
-cable). Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKeyChecking=no.
+are the same in every context: NCCL_DEBUG=INFO (each rank's transport proof); on a ring what NVIDIA's ring run sets
+(NVIDIA/dgx-spark-playbooks 0db7c14 nvidia/multi-sparks-through-switch/assets/spark_cluster_setup/
+spark_cluster_setup.py 250-261: NCCL_IB_SUBNET_AWARE_ROUTING=1, each cable its own subnet; NCCL_IB_MERGE_NICS=0;
+NCCL_NET_PLUGIN=none), and NCCL_ALGO=Ring on a ring of four or more (Tree and PAT connect nodes that share no cable).
+Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKeyChecking=no.
+
+Where linkcheck reaches every node at an IPv4 address, mpirun starts over those addresses, as NVIDIA's launcher does
+(`-H <each node's address>:1`, Open MPI and NCCL's sockets kept on the management port): Open MPI's wire-up is kept
+to those addresses (`/32` each), and NCCL's sockets off the CX-7 netdevs, so no IP has to cross a node of a ring.
+Where a node is reached by a name (an ssh alias the head may not resolve), its data addresses stand in. Ranks go in
+cable order round a ring: NCCL's inter-node ring runs node n to node n+1 (NVIDIA/nccl 5067397 src/graph/connect.cc
+95-113, connectRings: `next[send[n]] = recv[(n + 1) % nNodes]`), one rank per node here, so each
+hop is a cable.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import shlex
+from collections.abc import Mapping
 
 import msgspec
 
@@ -29,8 +40,8 @@ from linkcheck.bench.nccl import (
     size_for_nodes,
 )
 from linkcheck.bench.runner import Progress, TrafficResult, run_guarded
-from linkcheck.cluster.facts import ClusterFacts, neighbours
-from linkcheck.cluster.nccl import HCA_KEY, HOST_KEY, KIND, cabled_hcas
+from linkcheck.cluster.facts import ClusterFacts, neighbours, ring_order
+from linkcheck.cluster.nccl import HCA_KEY, HOST_KEY, KIND, RING_ENV, cabled_hcas
 from linkcheck.collect.specs import validate_name
 from linkcheck.errors import BenchError
 from linkcheck.model import Capture
@@ -38,6 +49,9 @@ from linkcheck.transport.base import Transport
 
 # Rings this large have nodes that share no cable; Tree and PAT connect some of them (spark-link s.10).
 ALGO_RING_FROM = 4
+# NCCL's own interfaces to keep its sockets off (its automatic choice skips docker, lo and virbr: src/misc/socket.cc
+# 218-220); the CX-7 netdevs are added per cluster.
+_NOT_SOCKETS = ("lo", "docker", "virbr")
 
 
 class RankPlan(msgspec.Struct, frozen=True):
@@ -75,12 +89,14 @@ def job_env(layout: str, node_count: int) -> tuple[tuple[str, str], ...]:
     ('Ring', False)
     >>> "NCCL_IB_SUBNET_AWARE_ROUTING" in dict(job_env("switch", 4))
     False
+    >>> [dict(job_env("ring3", 3))[k] for k in ("NCCL_IB_MERGE_NICS", "NCCL_NET_PLUGIN")]
+    ['0', 'none']
     """
     env = [("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "INIT,NET")]
     ring = layout.startswith("ring")
     if ring:
         # Each ring cable is its own subnet: NCCL must pick, per peer, the device on the subnet that peer shares.
-        env.append(("NCCL_IB_SUBNET_AWARE_ROUTING", "1"))
+        env += list(RING_ENV)
     if ring and node_count >= ALGO_RING_FROM:
         env.append(("NCCL_ALGO", "Ring"))
     return tuple(env)
@@ -110,10 +126,39 @@ def _host(facts: ClusterFacts, node: str, near: str) -> str:
     return (shared or [ip for ip, _ in mine])[0]
 
 
-def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions) -> ClusterNcclPlan:
-    """Every node a rank, the head first, each with its own cabled HCAs; refused (BenchError, one line) when a node
-    was not inspected, shows no cabled HCA, or has no data address."""
-    names = list(facts.topology.nodes)
+def _reach_addresses(names: list[str], reach: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Each node's IPv4 address as linkcheck reaches it, when every node is reached at one; else None."""
+    out = {}
+    for name in names:
+        try:
+            address = ipaddress.ip_address((reach or {}).get(name, ""))
+        except ValueError:
+            return None
+        if not isinstance(address, ipaddress.IPv4Address):
+            return None
+        out[name] = str(address)
+    return out
+
+
+def _sockets_off_fabric(facts: ClusterFacts, names: list[str]) -> str:
+    """NCCL_SOCKET_IFNAME that leaves NCCL's sockets off the CX-7 netdevs (and what its own choice skips): `^` with
+    matchIfList's prefixes (src/misc/socket.cc 196-220). The names are the nodes' text: refused unless plain."""
+    fabric = sorted({f.netdev for n in names for f in facts.nodes[n].functions})
+    for netdev in fabric:
+        try:
+            validate_name(netdev)
+        except ValueError as exc:
+            raise BenchError(f"netdev of the cluster: {exc}") from None
+    return "^" + ",".join((*_NOT_SOCKETS, *fabric))
+
+
+def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions,
+                      reach: Mapping[str, str] | None = None) -> ClusterNcclPlan:
+    """Every node a rank, the head first and round a ring in cable order, each with its own cabled HCAs; each reached
+    at the address linkcheck reaches it by (`reach`, node -> host) where every one is an IPv4 address, else at its
+    data addresses. Refused (BenchError, one line) when a node was not inspected, shows no cabled HCA, or has no data
+    address."""
+    names = ring_order(facts.topology) or list(facts.topology.nodes)
     lost = [n for n in names if n not in facts.nodes]
     if lost:
         raise BenchError(f"NCCL across the cluster needs every node; not inspected: {', '.join(lost)}")
@@ -121,6 +166,7 @@ def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions) -> ClusterNcclP
         raise BenchError("NCCL across a cluster needs two nodes at least")
     head = names[0]
     adjacent = neighbours(facts.topology)
+    managed = _reach_addresses(names, reach)
     ranks = []
     for name in names:
         hcas = cabled_hcas(facts.nodes[name])
@@ -132,11 +178,19 @@ def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions) -> ClusterNcclP
                 validate_name(dev)
         except ValueError as exc:
             raise BenchError(f"node {name}: {exc}") from None
+        if managed is not None:
+            ranks.append(RankPlan(name, managed[name], hcas))
+            continue
         # The head is reached at its address facing its first neighbour; every other node from the head's side.
         near = (sorted(adjacent[head], key=names.index) or names[1:2])[0] if name == head else head
         ranks.append(RankPlan(name, _host(facts, name, near), hcas))
-    subnets = tuple(dict.fromkeys(subnet for name in names for _, subnet in _addresses(facts, name)))
-    return ClusterNcclPlan(tuple(ranks), subnets, job_env(facts.topology.layout, len(names)),
+    env = job_env(facts.topology.layout, len(names))
+    if managed is not None:
+        subnets = tuple(f"{managed[n]}/32" for n in names)
+        env += (("NCCL_SOCKET_IFNAME", _sockets_off_fabric(facts, names)),)
+    else:
+        subnets = tuple(dict.fromkeys(subnet for name in names for _, subnet in _addresses(facts, name)))
+    return ClusterNcclPlan(tuple(ranks), subnets, env,
                            size_for_nodes([facts.nodes[n] for n in names], options.max_bytes), facts.topology.layout)
 
 
@@ -171,14 +225,14 @@ def plan_meta(plan: ClusterNcclPlan, run_id: str, options: NcclOptions) -> dict[
 
 
 def run_cluster_nccl(transports: dict[str, Transport], facts: ClusterFacts, options: NcclOptions,
-                     progress: Progress | None = None) -> TrafficResult:
+                     progress: Progress | None = None, reach: Mapping[str, str] | None = None) -> TrafficResult:
     """all_gather_perf across every node from the head (the first host); the capture of its merged output (every
     rank's NCCL INFO lines, the head's nccl-tests table) and of its JSON report. Refused before anything starts when
     a node cannot take part; every process it started is ended by PID, whatever happens."""
     shown = progress or Progress()
 
     def body(registry: remote.ProcessRegistry, out: TrafficResult, flaps: list[str]) -> None:
-        plan = plan_cluster_nccl(facts, options)
+        plan = plan_cluster_nccl(facts, options, reach)
         missing = [r.node for r in plan.ranks if r.node not in transports]
         if missing:
             raise BenchError(f"no connection to node {', '.join(missing)}")

@@ -439,6 +439,37 @@ def nccl_algo_ring_only(value: str | None) -> bool:
     return names == {"ring"}
 
 
+def sockets_on_fabric(node: NodeFacts) -> bool | None:
+    """Whether NCCL's sockets (bootstrap, and the socket transport) use the node's CX-7 addresses: True when its
+    NCCL_SOCKET_IFNAME selects an addressed CX-7 netdev, False when it selects none, None when it is not set.
+
+    NVIDIA/nccl 5067397 `src/misc/socket.cc` 196-220 (ncclFindInterfaces): a NCCL_SOCKET_IFNAME longer than one
+    character is matched by ncclOsFindInterfaces with matchIfList's syntax (prefix, `=` exact, `^` exclude), the same
+    as NCCL_IB_HCA's; unset, NCCL takes `ib*` interfaces, else the first other than docker, lo and virbr in
+    getifaddrs order, which the inspection cannot tell. NVIDIA's launcher sets NCCL_SOCKET_IFNAME=enP7s7, the
+    management port (`spark_cluster_setup.py` 256)."""
+    value = node.nccl.get("NCCL_SOCKET_IFNAME")
+    if value is None or len(value.strip()) <= 1:
+        return None
+    addressed = [f.netdev for f in node.functions if f.ipv4]
+    selected = bool(select_hcas(value, addressed))
+    # An exclusion (`^docker,lo`) that leaves CX-7 netdevs in leaves the choice to getifaddrs' order: unknown.
+    return None if selected and value.strip().startswith("^") else selected
+
+
+def runtime_connect_off(settings: Mapping[str, str]) -> str | None:
+    """The setting that turns NCCL's runtime connect off (`NCCL_RUNTIME_CONNECT=0`, `NCCL_CUMEM_ENABLE=0`), or None.
+
+    NVIDIA/nccl 5067397 src/init.cc 1552: `comm->runtimeConn = comm->cuMemSupport && ncclParamRuntimeConnect()`;
+    without it Ring, Tree and PAT are connected at init (1553-1570). src/misc/cudawrap.cc 47-51: NCCL_CUMEM_ENABLE
+    >= 0 decides cuMem outright. NCCL reads an integer only when set and non-empty (src/misc/param.cc)."""
+    for name in ("NCCL_RUNTIME_CONNECT", "NCCL_CUMEM_ENABLE"):
+        value = (settings.get(name) or "").strip()
+        if value and value.lstrip("+-").isdigit() and int(value) == 0:
+            return f"{name}={value}"
+    return None
+
+
 class Partners(msgspec.Struct, frozen=True):
     """A node's traffic tests by partner: those that measured (pass or slow), the slow ones, and whether the node is
     slow with every partner while some test it is not in passed (the node, not its cables, is at fault)."""

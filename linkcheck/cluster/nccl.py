@@ -23,6 +23,10 @@ KIND = "cluster_nccl"
 # Per node, the meta key of the NCCL_IB_HCA its rank was given, and of the address mpirun reached it at.
 HCA_KEY = "hca."
 HOST_KEY = "host."
+# What NVIDIA's ring run sets (NVIDIA/dgx-spark-playbooks nvidia/multi-sparks-through-switch/assets/
+# spark_cluster_setup/spark_cluster_setup.py 250, 259): subnet-aware routing, no NIC fusion, NCCL's own IB transport
+# rather than a plugin. linkcheck's own run on a ring sets them; NCCL_RING_SETTINGS_MISSING names a ring node without.
+RING_ENV = (("NCCL_IB_SUBNET_AWARE_ROUTING", "1"), ("NCCL_IB_MERGE_NICS", "0"), ("NCCL_NET_PLUGIN", "none"))
 
 
 def cabled_hcas(node: NodeFacts) -> tuple[str, ...]:

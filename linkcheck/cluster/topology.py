@@ -30,8 +30,6 @@ import msgspec
 from linkcheck.facts.model import Function, NodeFacts
 from linkcheck.parsers.lldp import LldpNeighbour
 
-SUPPORTED_SWITCH_NODES = 4  # NVIDIA's cluster helper and Sync stop at four nodes on a switch
-
 
 class Endpoint(msgspec.Struct, frozen=True):
     """One address of one CX-7 netdev: where a cable or a switch port ends."""
@@ -97,7 +95,7 @@ class Flag(msgspec.Struct, frozen=True):
     """Something about the cabling a person should know: a departure from NVIDIA's layouts, or a fault."""
 
     kind: str  # mixed | ring_same_port | dangling | unaddressed | isolated | unsupported | twins_share_subnet |
-    # neighbour_mismatch | lldp_mismatch | link_down | unmatched | duplicate_address | uninspected
+    # neighbour_mismatch | lldp_mismatch | link_down | unmatched | duplicate_address | uninspected | far_unknown
     subject: str
     message: str
 
@@ -112,9 +110,23 @@ class Topology(msgspec.Struct, frozen=True):
     flags: tuple[Flag, ...] = ()
 
     @property
-    def supported(self) -> bool:
-        """A layout NVIDIA documents, within its limits."""
+    def supported(self) -> bool | None:
+        """A layout NVIDIA documents; None when a node was not inspected (its cables are not known)."""
+        if self.incomplete:
+            return None
         return not any(f.kind == "unsupported" for f in self.flags)
+
+    @property
+    def standing(self) -> str:
+        """The layout against NVIDIA's documents, in words, for the reports."""
+        if self.supported is None:
+            return "not known: a node was not inspected"
+        return "a layout NVIDIA documents" if self.supported else "departs from NVIDIA layouts"
+
+    @property
+    def incomplete(self) -> bool:
+        """A node was not inspected: its cables, and so the layout, are not known."""
+        return any(f.kind == "uninspected" for f in self.flags)
 
     def flagged(self, kind: str) -> tuple[Flag, ...]:
         return tuple(f for f in self.flags if f.kind == kind)
@@ -268,11 +280,18 @@ def _lldp_hint(label: str, peers: Mapping[str, tuple[LldpPeer, ...]]) -> str:
 
 
 def _loose_ends(nodes: Mapping[str, NodeFacts], used: set[tuple[str, str]], alone: list[Endpoint],
-                macs: Mapping[str, Function], peers: Mapping[str, tuple[LldpPeer, ...]]) -> list[Flag]:
-    """Ports with carrier that lead nowhere linkcheck can see: alone in their subnet, or without an address."""
+                macs: Mapping[str, Function], peers: Mapping[str, tuple[LldpPeer, ...]], lost: set[str]) -> list[Flag]:
+    """Ports with carrier that lead nowhere linkcheck can see: alone in their subnet, or without an address. Where a
+    node was not inspected, a port alone in its subnet most likely faces that node (its addresses are unknown):
+    `far_unknown`, not a cable that leads nowhere."""
     flags = []
     for end in alone:
         if end.up is False:
+            continue
+        if lost:
+            flags.append(Flag("far_unknown", end.label, f"{end.label} ({end.address}) has carrier and no inspected "
+                              f"node has an address in {_subnet(end.address)}: its far end is most likely node "
+                              f"{', '.join(sorted(lost))}, which was not inspected"))
             continue
         reached = sorted({f"{o.node}:{o.netdev}" for n in nodes[end.node].neighbours if n.mac and
                           n.dev == end.netdev and (o := macs.get(n.mac)) is not None and o.node != end.node})
@@ -289,7 +308,10 @@ def _loose_ends(nodes: Mapping[str, NodeFacts], used: set[tuple[str, str]], alon
     return flags
 
 
-def _layout(names: tuple[str, ...], cables: tuple[Cable, ...], segments: tuple[Segment, ...]) -> str:
+def _layout(names: tuple[str, ...], cables: tuple[Cable, ...], segments: tuple[Segment, ...],
+            lost: set[str]) -> str:
+    if lost:
+        return "unknown"  # a node that was not inspected shows no cable: what is seen is not the layout
     if cables and segments:
         return "mixed"
     if segments:
@@ -320,7 +342,7 @@ def _connected(names: tuple[str, ...], neighbours: Mapping[str, set[str]]) -> bo
     return seen == set(names)
 
 
-def _layout_flags(topo: Topology) -> list[Flag]:
+def _layout_flags(topo: Topology, lost: set[str]) -> list[Flag]:
     flags = []
     n = len(topo.nodes)
     if topo.layout == "mixed":
@@ -338,14 +360,11 @@ def _layout_flags(topo: Topology) -> list[Flag]:
     }
     if topo.layout.startswith("ring") and n > 3:
         reasons[topo.layout] = f"a ring of {n}: NVIDIA documents a ring of exactly three (use a switch beyond)"
-    if topo.layout == "switch" and n > SUPPORTED_SWITCH_NODES:
-        reasons["switch"] = (f"{n} nodes on a switch: NVIDIA's cluster helper and Sync stop at "
-                             f"{SUPPORTED_SWITCH_NODES}")
-    if topo.layout in reasons:
+    if topo.layout in reasons and not lost:
         flags.append(Flag("unsupported", topo.layout, reasons[topo.layout]))
     linked = {c.a for c in topo.cables} | {c.b for c in topo.cables} | {n for s in topo.segments for n in s.nodes}
     flags += [Flag("isolated", name, f"node {name} shows no cable or switch segment to any other node")
-              for name in topo.nodes if name not in linked and n > 1]
+              for name in topo.nodes if name not in linked and name not in lost and n > 1]
     return flags
 
 
@@ -357,8 +376,9 @@ def infer_topology(nodes: Mapping[str, NodeFacts],
     order = {name: i for i, name in enumerate(names)}
     macs = _by_mac(nodes)
     peers = _peers(nodes, lldp or {}, macs)
-    flags = [Flag("uninspected", name, f"node {name}: addresses unknown ({facts.unavailable['addresses']})")
-             for name, facts in nodes.items() if "addresses" in facts.unavailable]
+    lost = {name for name, facts in nodes.items() if "addresses" in facts.unavailable}
+    flags = [Flag("uninspected", name, f"node {name}: addresses unknown ({nodes[name].unavailable['addresses']})")
+             for name in names if name in lost]
     by_subnet: dict[str, list[Endpoint]] = defaultdict(list)
     for facts in nodes.values():
         for end in _endpoints(facts):
@@ -391,10 +411,10 @@ def infer_topology(nodes: Mapping[str, NodeFacts],
     for cable in cables:
         flags += _path_flags(cable)
     used = {(e.node, e.netdev) for p in confirmed for e in (p.a, p.b)}
-    flags += _loose_ends(nodes, used, alone, macs, peers)
-    topo = Topology(nodes=names, layout=_layout(names, cables, tuple(segments)), cables=cables,
+    flags += _loose_ends(nodes, used, alone, macs, peers, lost)
+    topo = Topology(nodes=names, layout=_layout(names, cables, tuple(segments), lost), cables=cables,
                     segments=tuple(segments))
-    return msgspec.structs.replace(topo, flags=tuple(_layout_flags(topo) + flags))
+    return msgspec.structs.replace(topo, flags=tuple(_layout_flags(topo, lost) + flags))
 
 
 def _switches(ends: list[Endpoint], peers: Mapping[str, tuple[LldpPeer, ...]]) -> tuple[str, ...]:

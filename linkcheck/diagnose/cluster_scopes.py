@@ -11,7 +11,7 @@ from __future__ import annotations
 CLUSTER_FACTS: dict[str, dict[str, str]] = {
     # One subject, `cluster`: the layout and whether NVIDIA documents it.
     "cluster": {"layout": "text", "supported": "bool", "node_count": "number", "nodes": "text",
-                "unsupported_reason": "text", "ring": "bool",
+                "unsupported_reason": "text", "ring": "bool", "uninspected": "text",
                 # Against the cabling `linkcheck init` recorded (linkcheck.yaml `cluster:`), when there is one.
                 "recorded": "bool", "config": "text", "cabling_changed": "bool", "cables_gone": "text",
                 "cables_new": "text", "switch_gone": "text", "switch_new": "text",
@@ -26,14 +26,15 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
     "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",
                      "transit_for": "text", "unreached": "text", "unreached_count": "number", "route_add": "text",
                      "forward_policy": "text", "forward_accepted": "bool", "forward_decided_by": "text",
-                     "docker_user": "bool",
+                     "docker_user": "bool", "sockets_on_fabric": "bool", "sockets_off_fabric": "bool",
                      "forward_rules": "text",
                      # NCCL on a ring: its library version, whether that is older than 2.30.7 (no subnet-aware
                      # routing), NCCL_IB_HCA against the node's own cabled HCAs and the other nodes', and whether
                      # NCCL_ALGO leaves only Ring.
                      "ring": "bool", "ring_size": "number", "nccl_version": "text", "nccl_too_old": "bool",
                      "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text",
-                     "nccl_algo_ring": "bool",
+                     "nccl_algo_ring": "bool", "runtime_connect_off": "bool", "runtime_connect_setting": "text",
+                     "ring_settings_lacking": "text", "ring_settings_lacking_count": "number",
                      # The traffic tests (check --quick/--bench over a cluster): the partners whose test with this
                      # node measured, those that were slow, and whether it is slow with every partner while other
                      # nodes pass with each other.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from linkcheck.cluster.facts import (
@@ -20,16 +20,20 @@ from linkcheck.cluster.facts import (
     nccl_before,
     partners,
     ring_recabling,
+    runtime_connect_off,
+    sockets_on_fabric,
     swap_partner,
     transits,
 )
-from linkcheck.cluster.nccl import ClusterNccl
+from linkcheck.cluster.nccl import RING_ENV, ClusterNccl
 from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.facts_schema import Subject, function_values, settings_values
 from linkcheck.diagnose.observation import ShellText
 
-# Flags that other rules judge (the layout, a ring's cabling) or that only describe (neither is a fault here).
-_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port"}
+# Flags that other rules judge (the layout, a ring's cabling) or that only describe (neither is a fault here). A node
+# that was not inspected is no cabling fault, nor a port that most likely faces it: the layout is then unknown
+# (CLUSTER_LAYOUT_UNSUPPORTED's skip), and those ports' tests inconclusive.
+_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port", "uninspected", "far_unknown"}
 
 
 def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
@@ -43,8 +47,10 @@ def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
                      "cables_new": ", ".join(changes.cables_new) or None,
                      "switch_gone": ", ".join(changes.switch_gone) or None,
                      "switch_new": ", ".join(changes.switch_new) or None}
+    lost = [f.subject for f in topo.flagged("uninspected")]
     yield "cluster", topo.nodes, {"layout": topo.layout, "supported": topo.supported, "node_count": len(topo.nodes),
                                   "nodes": ", ".join(topo.nodes), "unsupported_reason": "; ".join(reasons) or None,
+                                  "uninspected": ", ".join(lost) or None,
                                   "ring": topo.layout.startswith("ring"), **recorded, **_nccl_run_values(facts.nccl)}
 
 
@@ -81,6 +87,8 @@ def _nccl_rank_values(run: ClusterNccl | None, name: str) -> dict[str, Any]:
 
 
 def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
+    # A node that was not inspected shows no cable: who lies between whom is then not known.
+    whole = not facts.topology.incomplete
     carried = transits(facts.topology)
     ring = facts.topology.layout.startswith("ring")
     for name, node in facts.nodes.items():
@@ -88,16 +96,21 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
         nccl_version = node.identity.nccl_version
         fwd = facts.forwarding.get(name)
         unavailable = facts.unavailable(name)
-        missing = missing_routes(facts, name) if "routes" not in unavailable else []
+        missing = missing_routes(facts, name) if "routes" not in unavailable and whole else []
+        on_fabric = sockets_on_fabric(node)
         commands = [f"sudo ip route add {shlex.quote(m.subnet)} via {shlex.quote(m.via)}" for m in missing if m.via]
         known_firewall = fwd is not None and "firewall" not in unavailable
         netdevs = [f.netdev for f in node.functions]
         yield f"node {name}", (name,), {
             "name": name, "hostname": node.hostname,
             "ip_forward": fwd.ip_forward if fwd else None,
-            "transit": name in carried, "transit_for": ", ".join(carried.get(name, ())) or None,
+            "transit": name in carried if whole else None,
+            "transit_for": ", ".join(carried.get(name, ())) or None,
             "unreached": ", ".join(f"{m.to} ({m.subnet})" for m in missing) or None,
-            "unreached_count": None if "routes" in unavailable else len(missing),
+            "unreached_count": None if "routes" in unavailable or not whole else len(missing),
+            # Whether NCCL's sockets are known to use the CX-7 addresses (NCCL_SOCKET_IFNAME names a CX-7 netdev),
+            # or known not to: only then must IP traffic cross a node between two others.
+            "sockets_on_fabric": on_fabric is True, "sockets_off_fabric": on_fabric is False,
             # Composed here with each part quoted, so the fix shows it as a command; without a neighbour to route
             # through (none shares a cable with both), the command's shape with what to fill in.
             "route_add": ShellText("; ".join(commands) or "sudo ip route add SUBNET via ADDRESS (of a neighbour "
@@ -116,10 +129,26 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "hca_own": ",".join(copy.own) if copy else None,
             "hca_fits": (", ".join(copy.fits) or None) if copy else None,
             "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
+            "runtime_connect_off": runtime_connect_off(node.nccl) is not None,
+            **_ring_settings(node.nccl, node.nccl_sources),
+            "runtime_connect_setting": runtime_connect_off(node.nccl),
             **_traffic_values(facts, name),
             **_nccl_rank_values(facts.nccl, name),
             **settings_values(node),
         }
+
+
+def _ring_settings(settings: Mapping[str, str], sources: Mapping[str, str]) -> dict[str, Any]:
+    """NVIDIA's ring settings (linkcheck.bench.cluster_nccl.RING_ENV) the node's NCCL settings lack, each as it is
+    (`NCCL_IB_MERGE_NICS is not set`, `NCCL_NET_PLUGIN=libnccl-net.so (environment)`)."""
+    lacking = []
+    for name, value in RING_ENV:
+        have = settings.get(name)
+        if have is None:
+            lacking.append(f"{name} is not set")
+        elif have.strip() != value:
+            lacking.append(f"{name}={have} ({sources.get(name, 'set')})")
+    return {"ring_settings_lacking": "; ".join(lacking) or None, "ring_settings_lacking_count": len(lacking)}
 
 
 def _decided_by(fwd: Forwarding, netdevs: list[str]) -> str | None:

@@ -48,7 +48,7 @@ def view_text(view: ClusterView) -> str:
     each finding that is not a pass (with its fix), the notes and the verdict."""
     topo = view.topology
     lines = [f"layout: {topo.layout} ({len(topo.nodes)} nodes; "
-             f"{'a layout NVIDIA documents' if topo.supported else 'departs from NVIDIA layouts'})"]
+             f"{topo.standing})"]
     lines += [f"node {name}: not inspected: {reason}" for name, reason in sorted(view.errors.items())]
     for cable in topo.cables:
         lines.append(f"cable {cable.key}")
@@ -211,7 +211,7 @@ def check_markdown(check: ClusterCheck) -> str:
     topo = check.view.topology
     out = [f"# linkcheck cluster check: {check.verdict.value.upper()}", "",
            f"Layout: {md(topo.layout)}, {len(topo.nodes)} nodes ({md(', '.join(topo.nodes))}); "
-           f"{'a layout NVIDIA documents' if topo.supported else 'departs from NVIDIA layouts'}.", ""]
+           f"{md(topo.standing)}.", ""]
     out += acceptance_section(check.acceptance, acc.parameters, _acceptance_markdown)
     for head, rows, title in ((_CABLE_HEAD, _cable_rows(check), "Tests"), (*_matrix_rows(check), "Matrix")):
         if not rows:

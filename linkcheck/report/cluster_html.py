@@ -182,7 +182,7 @@ def _layout(check: ClusterCheck) -> str:
     """The layout, the nodes not inspected, the topology's flags and the rounds the tests ran in."""
     view = check.view
     topo = view.topology
-    supported = "a layout NVIDIA documents" if topo.supported else "departs from NVIDIA layouts"
+    supported = topo.standing
     out = (f"<h2>Layout</h2><p><b>{h(topo.layout)}</b>, {len(topo.nodes)} nodes ({h(', '.join(topo.nodes))}); "
            f"{h(supported)}.</p>")
     items = [f"<li>node {h(name)}: not inspected: {h(why)}</li>" for name, why in sorted(view.errors.items())]

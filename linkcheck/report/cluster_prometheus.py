@@ -17,6 +17,7 @@ from linkcheck.report.cluster import named_direction
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second
 from linkcheck.report.prometheus import acceptance_families
 from linkcheck.report.writer import write_output
+from linkcheck.values import yes_no
 
 _STATES = ("pass", "slow", "inconclusive")
 _DIRECTIONS = ("a->b", "b->a")
@@ -87,7 +88,7 @@ def check_prometheus(check: ClusterCheck) -> str:
     topo = view.topology
     nodes = {f"node {n}": n for n in topo.nodes}
     m.family("linkcheck_cluster_info", "The checked cluster's layout and the linkcheck version (value 1).",
-             [({"layout": topo.layout, "supported": "yes" if topo.supported else "no", "tool_version": __version__},
+             [({"layout": topo.layout, "supported": yes_no(topo.supported), "tool_version": __version__},
                1)])
     m.family("linkcheck_cluster_verdict", "The cluster check's verdict, one-hot over pass, warn, fail and "
              "inconclusive.", [({"verdict": v.value}, 1 if check.verdict is v else 0) for v in Verdict])

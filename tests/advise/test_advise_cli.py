@@ -23,7 +23,7 @@ def one_line(result: CliResult, code: int, needle: str) -> None:
 
 
 def test_console_advice_with_labelled_figures(cli: InProcessCli) -> None:
-    r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "16")
+    r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "64")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ADVICE: two residents\n")
     assert "ib_write_lat 48 KiB on enp1s0f1np1<->enp1s0f1np1: 8.8 us [measured: this bundle" in r.stdout
@@ -58,7 +58,7 @@ def test_hotplug_says_fix_first_and_exits_2(cli: InProcessCli) -> None:
 
 def test_workload_file(cli: InProcessCli, tmp_path: Path) -> None:
     path = tmp_path / "w.yaml"
-    path.write_text("model_gib: 60\nconcurrency: 16\ncontext_tokens: 8192\n")
+    path.write_text("model_gib: 60\nconcurrency: 64\ncontext_tokens: 1024\n")
     r = cli("advise", HEALTHY, "--workload", str(path))
     assert r.returncode == 0 and r.stdout.startswith("ADVICE: two residents")
     path.write_text("model_gib: 60\nconcurrency: 16\nusers: 3\n")
@@ -66,7 +66,7 @@ def test_workload_file(cli: InProcessCli, tmp_path: Path) -> None:
 
 
 def test_quiet_prints_only_the_advice_line(cli: InProcessCli) -> None:
-    r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "16", "-q")
+    r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "64", "-q")
     assert r.stdout == "" and r.stderr.strip() == "ADVICE: two residents"
 
 

@@ -265,11 +265,12 @@ def test_a_hostile_cluster_baseline_file_is_one_line_exit_4(tmp_path: Path, cli:
 
 
 def test_a_cluster_baseline_needs_a_passing_run_unless_forced(tmp_path: Path, cli: InProcessCli) -> None:
+    # A ring cabled p0 to p0 warns (RING_SAME_PORT): not the known-good state either.
     failing = _bundle(tmp_path, "same-port", scenario="ring3-same-port")
     refused = cli("baseline", "save", "one", str(failing))
-    assert refused.returncode == 4 and "verdict is fail" in refused.stderr, refused.stderr
+    assert refused.returncode == 4 and "verdict is warn" in refused.stderr, refused.stderr
     forced = cli("baseline", "save", "one", str(failing), "--force")
-    assert forced.returncode == 0 and "run verdict: fail" in forced.stdout, forced.stderr
+    assert forced.returncode == 0 and "run verdict: warn" in forced.stdout, forced.stderr
     again = cli("baseline", "save", "one", str(failing), "--force")
     assert again.returncode == 0, again.stderr
     assert cli("baseline", "save", "one", str(_bundle(tmp_path, "good"))).returncode == 4  # the name is taken

@@ -63,9 +63,11 @@ def test_the_console_view() -> None:
     assert "  a:enp1s0f0np0<->b:enp1s0f0np0  192.168.10.0/24  (neighbour MAC confirmed)" in lines
     assert sum(line.startswith("ring_same_port: ring cable") for line in lines) == 2
     assert [line.split(":")[0] for line in lines if line.startswith("round")] == ["round 1", "round 2", "round 3"]
-    # The two cables cabled p0 to p0 (and p1 to p1) are findings with their fix, the verdict the last line.
-    assert "  fix: recable: node a p0 to node b p1" in lines and lines[-1] == "verdict: fail"
-    assert _view().exit_code == ExitCode.FAIL
+    # The two cables cabled p0 to p0 (and p1 to p1) are warnings with their fix (an NCCL run first, then the
+    # recabling): what NCCL does with them is assumed from a field report, not derived from its code.
+    assert any(line.startswith("  fix: run NCCL across the ring") and "recable: node a p0 to node b p1" in line
+               for line in lines)
+    assert _view().exit_code != ExitCode.FAIL
 
 
 def test_the_json_view() -> None:
@@ -76,6 +78,7 @@ def test_the_json_view() -> None:
     assert data["cables"][0]["paths"][0]["a"]["label"] == "a:enp1s0f0np0"
     assert {f["kind"] for f in data["flags"]} == {"ring_same_port"}
     assert data["schedule"]["method"] == "colouring" and len(data["schedule"]["rounds"]) == 3
-    assert data["verdict"] == "fail"
-    assert {(f["id"], f["subject"]) for f in data["findings"] if f["status"] == "fail"} == {
+    assert not [f for f in data["findings"] if f["status"] == "fail"]
+    same_port = [f for f in data["findings"] if f["id"] == "RING_SAME_PORT" and f["status"] == "warn"]
+    assert {(f["id"], f["subject"]) for f in same_port} == {
         ("RING_SAME_PORT", "cable a:p0<->b:p0"), ("RING_SAME_PORT", "cable b:p1<->c:p1")}

@@ -92,6 +92,39 @@ def test_subnet_aware_routing_on_rings_only_and_ring_algo_from_four(name: str, r
         env = _exported(context)
         assert (env.get("NCCL_IB_SUBNET_AWARE_ROUTING") == "1") is routing
         assert (env.get("NCCL_ALGO") == "Ring") is algo
+        # NVIDIA's ring run also sets these (spark_cluster_setup.py: -x NCCL_IB_MERGE_NICS=0 -x NCCL_NET_PLUGIN=none).
+        assert (env.get("NCCL_IB_MERGE_NICS"), env.get("NCCL_NET_PLUGIN")) == (("0", "none") if routing else
+                                                                               (None, None))
+
+
+def test_the_ranks_go_round_a_ring_in_cable_order_whatever_the_hosts_order() -> None:
+    # NCCL's inter-node ring runs node n to node n+1 (src/graph/connect.cc connectRings): ranks a, c, b, d on the ring
+    # a-b-c-d would send a to c, which shares no cable with it.
+    models = cluster_models(CLUSTER_SCENARIOS["ring4"]())
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    facts = cluster_facts(["a", "c", "b", "d"], captures, {})
+    plan = plan_cluster_nccl(facts, NcclOptions())
+    assert [r.node for r in plan.ranks] == ["a", "b", "c", "d"]
+    switched = plan_cluster_nccl(_facts(switch_by_cage(dict.fromkeys("dcab", "p1"))), NcclOptions())
+    assert [r.node for r in switched.ranks] == ["d", "c", "a", "b"]  # a switch: the hosts' order
+
+
+def test_nodes_reached_at_addresses_start_over_those_addresses_with_nccls_sockets_off_the_fabric() -> None:
+    # As NVIDIA's launcher: mpirun -H <management addresses>, Open MPI and NCCL's sockets kept on them, so no IP has
+    # to cross a node of a ring of four (whose non-neighbours share no cable).
+    facts = _facts(CLUSTER_SCENARIOS["ring4"]())
+    reach = {n: f"10.20.0.{21 + i}" for i, n in enumerate("abcd")}
+    plan = plan_cluster_nccl(facts, NcclOptions(), reach)
+    words, contexts = _contexts(cluster_mpirun_script(plan, None))
+    assert words[words.index("-H") + 1] == "10.20.0.21:1,10.20.0.22:1,10.20.0.23:1,10.20.0.24:1"
+    include = "10.20.0.21/32,10.20.0.22/32,10.20.0.23/32,10.20.0.24/32"
+    assert words[words.index("oob_tcp_if_include") + 1] == include
+    assert words[words.index("btl_tcp_if_include") + 1] == include
+    sockets = _exported(contexts[0])["NCCL_SOCKET_IFNAME"]
+    assert sockets.startswith("^lo,docker,virbr,") and "enp1s0f0np0" in sockets and "enP2p1s0f1np1" in sockets
+    # A node reached by a name (an ssh alias the head may not resolve): the data addresses stand in, as before.
+    named = plan_cluster_nccl(facts, NcclOptions(), {**reach, "c": "spark-c"})
+    assert named.ranks[1].host.startswith("192.168.") and "NCCL_SOCKET_IFNAME" not in dict(named.env)
 
 
 def test_the_ring_reaches_each_worker_from_the_heads_side_and_a_non_neighbour_at_any_address() -> None:

@@ -67,10 +67,11 @@ def test_a_switch_of_four_is_two_segments_one_per_twin() -> None:
                                                            ("192.168.101.0/24", ("a", "b", "c", "d"))]
 
 
-def test_eight_nodes_on_a_switch_pass_nvidias_helper_limit() -> None:
+def test_eight_nodes_on_a_switch_are_a_layout_nvidia_documents() -> None:
+    # nvidia/multi-sparks-through-switch README: "will work for any number of DGX Spark devices connected with a
+    # switch"; only NVIDIA's helper and Sync stop at four.
     topo = infer_topology(switch(tuple("abcdefgh")))
-    assert topo.layout == "switch" and _kinds(topo) == [("unsupported", "switch")]
-    assert "stop at 4" in topo.flags[0].message
+    assert topo.layout == "switch" and topo.flags == () and topo.supported is True
 
 
 def test_mixed_direct_and_switched_links() -> None:
@@ -170,9 +171,11 @@ def test_one_address_on_two_nodes() -> None:
 def test_a_node_that_could_not_be_inspected() -> None:
     nodes = cabled([("a", "p1", "b", "p1")], ("a", "b"))
     topo = infer_topology({**nodes, "c": NodeFacts(name="c", unavailable={"addresses": "ssh: connection refused"})})
-    assert topo.layout == "unknown"
-    assert _kinds(topo) == [("isolated", "c"), ("uninspected", "c"), ("unsupported", "unknown")]
+    # Its cables are not seen: the layout is unknown, never a departure from NVIDIA's, and the node is not isolated.
+    assert topo.layout == "unknown" and topo.supported is None and topo.incomplete
+    assert _kinds(topo) == [("uninspected", "c")]
     assert "connection refused" in topo.flagged("uninspected")[0].message
+    assert topo.standing == "not known: a node was not inspected"
 
 
 def test_nothing_addressed() -> None:

@@ -21,9 +21,10 @@ from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import diagnose_cluster
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.model import Capture, Status
+from linkcheck.model import Capture, Status, Verdict
+from tests.cluster.cluster_checks import checked, judged, slow_node, switch
 from tests.emulators.captures import node_captures
-from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, switch_by_cage
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, switch4_hca_copied, switch_by_cage
 
 RULES = load_playbooks(kind="cluster")
 
@@ -168,3 +169,52 @@ def test_a_second_pass_over_the_same_two_nodes_is_judged_on_its_own_rounds_only(
     first_pass, second = (captures_of(p, [*runs, untested]) for p in planned)
     assert [c.meta["round"] for c in first_pass] == [r.meta["round"] for r in runs[:2]] + ["untested-a2b"]
     assert [c.meta["round"] for c in second] == [r.meta["round"] for r in runs[2:]] + ["untested-a2b"]
+
+
+def test_a_copied_nccl_ib_hca_at_full_rate_is_a_configuration_finding_not_a_slow_node() -> None:
+    # b's NCCL_IB_HCA is the head's (a cabled by p0, b by p1), and every test measured 98 + 98 Gb/s: ib_write_bw does
+    # not read NCCL_IB_HCA, so no test is slow and b is not "slow with every partner"; the copy is named on b.
+    check = checked(switch4_hca_copied())
+    assert {r.state for r in check.cables} == {"pass"}
+    firing = {(f.rule_id, f.subject) for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)}
+    assert firing == {("NCCL_IB_HCA_COPIED", "node b")}
+    # The same node in the hot-plug state is slow with every partner, copied setting or not.
+    hot = checked(switch4_hca_copied(), slow_node("b"))
+    assert {r.state for r in hot.cables if "b" in r.test.nodes} == {"slow"}
+    assert ("NODE_SLOW_WITH_EVERY_PARTNER", "node b") in {(f.rule_id, f.subject) for f in hot.view.diagnosis.findings
+                                                          if f.status is Status.FAIL}
+
+
+def test_a_healthy_switch_of_eight_passes() -> None:
+    # nvidia/multi-sparks-through-switch: "will work for any number of DGX Spark devices connected with a switch".
+    check = switch("abcdefgh")
+    assert check.verdict is Verdict.PASS and check.view.topology.flags == ()
+    assert len(check.cables) == 28 and {r.state for r in check.cables} == {"pass"}
+
+
+def test_a_healthy_ring_of_eight_is_named_only_as_a_layout_nvidia_does_not_document() -> None:
+    # Its owner sets NCCL_ALGO=Ring and NVIDIA's ring settings, and keeps NCCL's sockets where NCCL picks them (not
+    # set): transit nodes are notes that say what is assumed, never a failure; every cable measured healthy.
+    check = checked(CLUSTER_SCENARIOS["ring8"]())
+    assert {r.state for r in check.cables} == {"pass"} and len(check.cables) == 8
+    shown = {(f.rule_id, f.subject) for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)}
+    assert shown == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster")}
+    assert check.verdict is Verdict.WARN
+
+
+@pytest.mark.parametrize(("scenario", "off"), [("ring3", "c"), ("ring4", "d"), ("switch4", "b")])
+def test_a_node_that_was_not_inspected_leaves_the_layout_unknown_never_a_cabling_fault(scenario: str,
+                                                                                        off: str) -> None:
+    models = cluster_models(CLUSTER_SCENARIOS[scenario]())
+    captures = [c for n, m in models.items() if n != off for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    facts = cluster_facts(list(models), captures, {off: "ssh: connect timed out"})
+    check = judged(facts, [], errors={off: "ssh: connect timed out"})
+    assert facts.topology.layout == "unknown" and check.verdict is Verdict.INCONCLUSIVE
+    shown = [f for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
+    assert shown == []
+    (layout,) = [f for f in check.view.diagnosis.findings if f.rule_id == "CLUSTER_LAYOUT_UNSUPPORTED"]
+    assert layout.status is Status.SKIP and f"node {off} was not inspected" in (layout.skip_reason or "")
+    # Who lies between whom is not known either: no transit or route finding on the nodes that answered.
+    judged_transit = [f for f in check.view.diagnosis.findings if f.rule_id in ("TRANSIT_FORWARDING_OFF",
+                      "NO_ROUTE_TO_NON_NEIGHBOUR") and f.status is not Status.SKIP]
+    assert judged_transit == []

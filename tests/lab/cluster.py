@@ -10,6 +10,10 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 - ring3: NVIDIA's ring of three.
 - ring3-same-port: a ring of three cabled a:p0 to b:p0 and c:p1 to a:p1 (only b:p1 to c:p0 crossed).
 - ring4: a ring of four, NVIDIA's cabling carried on (not a documented layout).
+- ring8: eight nodes in a ring, cabled as the ring of three is (owners run them; not a documented layout).
+- ring4-fabric-sockets: the ring of four with NCCL_SOCKET_IFNAME on the CX-7 netdevs of every node, so NCCL's
+  bootstrap and sockets use the ring's own addresses (as sparkring runs them): IP must cross the node between two
+  that share no cable.
 - switch4: four nodes, cage p1 on the switch.
 - mixed: three nodes on the switch by p1, and a:p0 cabled straight to b:p0 as well.
 - ring3-hotplug: the ring of three with its a:p0<->b:p1 cable in the hot-plug state: both cages' twins run ~13 Gb/s
@@ -29,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from linkcheck.cluster.nccl import RING_ENV
 from tests.emulators.build import gb10_node, with_function
 from tests.emulators.node import Cable, Neighbour, Node
 from tests.lab.scenario import Wiring, specs_from_models
@@ -110,6 +115,23 @@ def ring4() -> Cluster:
                                         flags=(("unsupported", "ring4"),)))
 
 
+def ring8() -> Cluster:
+    """Eight nodes in a ring, NVIDIA's cabling carried on: each node's p0 to the next node's p1."""
+    names = "abcdefgh"
+    c = _direct(names, [(x, "p0", y, "p1") for x, y in zip(names, names[1:] + names[0], strict=True)])
+    cables = tuple(sorted(f"{x}:p0<->{y}:p1" if x < y else f"{y}:p1<->{x}:p0"
+                          for x, y in zip(names, names[1:] + names[0], strict=True)))
+    return replace(c, expected=Expected("ring8", cables, flags=(("unsupported", "ring8"),)))
+
+
+# NCCL's sockets on the CX-7 netdevs (matchIfList prefixes): bootstrap over the ring's own addresses.
+FABRIC_SOCKETS = {"NCCL_SOCKET_IFNAME": "enp1s0f,enP2p1s0f"}
+
+
+def ring4_fabric_sockets() -> Cluster:
+    return replace(ring4(), env=dict.fromkeys("abcd", FABRIC_SOCKETS))
+
+
 def switch4() -> Cluster:
     c = _on_switch(_direct("abcd", []), "abcd")
     return replace(c, expected=Expected("switch", segments=2))
@@ -152,7 +174,9 @@ def switch3_hca_copied() -> Cluster:
 
 
 CLUSTER_SCENARIOS: dict[str, Callable[[], Cluster]] = {
-    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "switch4": switch4, "mixed": mixed,
+    "ring3": ring3, "ring3-same-port": ring3_same_port, "ring4": ring4, "ring4-fabric-sockets": ring4_fabric_sockets,
+    "ring8": ring8,
+    "switch4": switch4, "mixed": mixed,
     "ring3-hotplug": ring3_hotplug, "switch4-slow-node": switch4_slow_node, "switch4-hca-copied": switch4_hca_copied,
     "switch3-hca-copied": switch3_hca_copied}
 
@@ -170,10 +194,12 @@ def _neighbours(node: Node, others: Sequence[Node]) -> tuple[Neighbour, ...]:
 
 
 def _nccl_env(cluster: Cluster) -> dict[str, str]:
-    """What an owner sets for NCCL: subnet-aware routing, and on a ring of four or more NCCL_ALGO=Ring (Tree and
-    PAT would connect nodes that share no cable)."""
-    big_ring = cluster.expected.layout.startswith("ring") and len(cluster.names) >= 4
-    return {**HCA_ENV, **({"NCCL_ALGO": "Ring"} if big_ring else {})}
+    """What an owner sets for NCCL: subnet-aware routing, NVIDIA's ring settings on a ring, and on a ring of four or
+    more NCCL_ALGO=Ring (Tree and PAT would connect nodes that share no cable)."""
+    ring = cluster.expected.layout.startswith("ring")
+    big_ring = ring and len(cluster.names) >= 4
+    # On a ring, what NVIDIA's ring run sets (spark_cluster_setup.py): subnet-aware routing, no NIC fusion, no plugin.
+    return {**HCA_ENV, **(dict(RING_ENV) if ring else {}), **({"NCCL_ALGO": "Ring"} if big_ring else {})}
 
 
 def _modules(cluster: Cluster, name: str) -> dict[str, Cable]:

@@ -1,7 +1,7 @@
 """`linkcheck check --latency` end to end against the two-node lab, then `linkcheck advise` on what it saved.
 
 Two labs at once, one run each: the healthy pair (ib_write_lat 1.47 us at 2 B and 8.80 us at 48 KiB per path, the
-small all_reduce 39.5-68 us) passes the latency rules and is advised two residents for a 60 GiB model and 16
+small all_reduce 39.5-68 us) passes the latency rules and is advised two residents for a 60 GiB model and 64
 users, its figures labelled measured; the hot-plug state (48 KiB in ~31 us per path, the all_reduce 1.9 times
 slower) fails RDMA_LATENCY_HIGH and is told to fix the link first. Each ib_write_lat run is alone on the link:
 the next one starts only after both sides of the one before have exited.
@@ -57,7 +57,7 @@ class LatencyRuns:
         return [c for c in data["captures"] if c["meta"].get("kind") == "latency"]
 
     def advise(self, name: str) -> CliRun:
-        return self.live.run("advise", str(self.saved[name]), "--model-gib", "60", "--concurrency", "16", "-f", "json")
+        return self.live.run("advise", str(self.saved[name]), "--model-gib", "60", "--concurrency", "64", "-f", "json")
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,26 @@ else
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy
-# One worker per CPU. Labs on two workers run side by side: each takes its own addresses under the lab lock
-# (tests/lab/mgmt.py) and its own namespaces, and mostly waits on ib_write_bw's -D and sshd. `-n 0` after it runs
-# in one process. The slowest tests are listed at the end: the lab tests set the suite's wall time.
-.venv/bin/python -m pytest -n auto --durations=20 "$@"
+# Two parts, each timed: everything but the lab (the quick loop, `pytest` without options), then the lab tests
+# (`-m lab`: real sshd in network namespaces). One worker per CPU in each. Labs on two workers run side by side:
+# each takes its own addresses under the lab lock (tests/lab/mgmt.py) and its own namespaces, and mostly waits on
+# ib_write_bw's -D and sshd. `-n 0` after it runs in one process. pytest's exit 5 (no test selected) fails a part:
+# a part that selects nothing has lost its tests.
+if [ "$(id -u)" = 0 ]; then  # as root the lab must run: a skip here would pass CI with no lab test run
+  .venv/bin/python -c 'import sys; from tests.lab.pytest_plugin import lab_skip_reason as why
+sys.exit(why() and f"scripts/test.sh: running as root, yet the lab cannot run: {why()}")'
+fi
+status=0
+part() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  .venv/bin/python -m pytest -n auto --durations=15 "$@" || rc=$?
+  [ "$rc" = 5 ] && echo "scripts/test.sh: the $name part selected no test" >&2
+  timings+=("$name: $((SECONDS - start)) s (pytest exit $rc)")
+  [ "$rc" = 0 ] || status=1
+}
+timings=()
+part "not lab" "$@"
+part "lab" -m lab "$@"
+printf 'scripts/test.sh: %s\n' "${timings[@]}"
+exit $status

@@ -41,60 +41,69 @@ class CliResult:
     stderr: str
 
 
-class InProcessCli:
+def run_cli(*args: str, stdin: str | bytes | None = None, cwd: Path | None = None,
+            env: Mapping[str, str | None] | None = None, timeout: float | None = None) -> CliResult:
     """`linkcheck ARGS` in this interpreter: typer's CliRunner holds stdin, stdout, stderr and the environment,
     and `linkcheck.cli.main` runs as the program does (argv, the one-line errors, the documented exit codes,
-    global flags after the command), so a test pays no interpreter start.
+    global flags after the command), so a test pays no interpreter start. `env` values of None unset a variable;
+    `timeout` is an upper bound the run must stay under. What the program sets once per process (the global flags,
+    the loggers' levels) is put back afterwards.
 
     What needs a real process stays a subprocess test: signals (Ctrl-C), pipes and a closed or full stdout,
     the `python -m linkcheck.cli` entry point, and --debug's traceback (the interpreter prints it).
     """
+    import logging
+
+    from typer.testing import CliRunner
+
+    from linkcheck import cli
+    from linkcheck.cli.common import FLAGS
+
+    flags = {name: getattr(FLAGS, name) for name in ("quiet", "debug", "interruption_said")}
+    for name in flags:
+        setattr(FLAGS, name, False)
+    loggers = {name: logging.getLogger(name).level for name in ("", "paramiko")}  # set by live commands
+    runner = CliRunner()
+    here = Path.cwd()
+    start = time.monotonic()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with runner.isolation(input=stdin, env=env) as (out, err, _):
+            saved_argv = sys.argv
+            sys.argv = ["linkcheck", *args]
+            try:
+                cli.main()
+                code: object = 0
+            except SystemExit as exc:
+                code = exc.code
+            finally:
+                sys.argv = saved_argv
+                sys.stdout.flush()
+                sys.stderr.flush()
+            stdout, stderr = out.getvalue(), err.getvalue()
+    finally:
+        os.chdir(here)
+        for name, level in loggers.items():
+            logging.getLogger(name).setLevel(level)
+        for name, value in flags.items():
+            setattr(FLAGS, name, value)
+    elapsed = time.monotonic() - start
+    if timeout is not None:
+        assert elapsed < timeout, f"`linkcheck {' '.join(args)}` took {elapsed:.1f} s (limit {timeout} s)"
+    assert code is None or isinstance(code, int), code
+    return CliResult(tuple(args), code or 0, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
+class InProcessCli:
+    """The `cli` fixture: run_cli as a callable (`cli("diagnose", path)`)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self._monkeypatch = monkeypatch
 
     def __call__(self, *args: str, stdin: str | bytes | None = None, cwd: Path | None = None,
                  env: Mapping[str, str | None] | None = None, timeout: float | None = None) -> CliResult:
-        """Run once; `env` values of None unset a variable; `timeout` is an upper bound the run must stay under."""
-        import logging
-
-        from typer.testing import CliRunner
-
-        from linkcheck import cli
-        from linkcheck.cli.common import FLAGS
-
-        for name in ("quiet", "debug", "interruption_said"):  # set once per process by the program
-            self._monkeypatch.setattr(FLAGS, name, False)
-        loggers = {name: logging.getLogger(name).level for name in ("", "paramiko")}  # set by live commands
-        runner = CliRunner()
-        here = Path.cwd()
-        start = time.monotonic()
-        try:
-            if cwd is not None:
-                os.chdir(cwd)
-            with runner.isolation(input=stdin, env=env) as (out, err, _):
-                saved_argv = sys.argv
-                sys.argv = ["linkcheck", *args]
-                try:
-                    cli.main()
-                    code: object = 0
-                except SystemExit as exc:
-                    code = exc.code
-                finally:
-                    sys.argv = saved_argv
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                stdout, stderr = out.getvalue(), err.getvalue()
-        finally:
-            os.chdir(here)
-            for name, level in loggers.items():
-                logging.getLogger(name).setLevel(level)
-        elapsed = time.monotonic() - start
-        if timeout is not None:
-            assert elapsed < timeout, f"`linkcheck {' '.join(args)}` took {elapsed:.1f} s (limit {timeout} s)"
-        assert code is None or isinstance(code, int), code
-        return CliResult(tuple(args), code or 0, stdout.decode("utf-8", "replace"),
-                         stderr.decode("utf-8", "replace"))
+        return run_cli(*args, stdin=stdin, cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture

@@ -182,14 +182,15 @@ class SshTransport:
         """Run `command` under `timeout` on the node; drain stdout and stderr, then read the status."""
         self.connect()
         remote_s = max(1, math.ceil(timeout_s))
-        wrapped = f"timeout -k {KILL_GRACE_S} {remote_s} sh -c {shlex.quote(command)}"
+        data = stdin.encode() if stdin is not None else None
+        wrapped = _wrapped(command, remote_s, data)
         start = time.monotonic()
         deadline = start + remote_s + KILL_GRACE_S + LOCAL_SLACK_S
         label = _label(command)
         try:
             chan = self._open_channel()
             chan.exec_command(wrapped)
-            _send_stdin(chan, stdin, deadline)
+            _send_stdin(chan, data, deadline)
             out, err, drained = _drain(chan, deadline)
             got_status = drained and chan.status_event.wait(max(0.0, deadline - time.monotonic()))
         except (EOFError, OSError, paramiko.SSHException) as exc:
@@ -240,11 +241,25 @@ def _timeout_missing(stderr: str) -> bool:
     return any("timeout" in line and "not found" in line for line in stderr.splitlines()[:3])
 
 
-def _send_stdin(chan: paramiko.Channel, stdin: str | None, deadline: float) -> None:
-    chan.settimeout(max(POLL_S, deadline - time.monotonic()))
-    if stdin is not None:
-        chan.sendall(stdin.encode())
-    chan.shutdown_write()  # the command sees EOF on stdin instead of waiting for us
+def _wrapped(command: str, remote_s: int, stdin: bytes | None) -> str:
+    """The command line the node runs: `command` under `timeout`, its standard input ended on the node.
+
+    We never end the input with an SSH EOF. paramiko's Channel.shutdown_write builds the EOF under the channel's lock
+    and sends it after releasing it (paramiko/channel.py, Channel.shutdown); a command that has already exited makes
+    sshd close the channel, and paramiko's transport thread answers that close in between (Channel._handle_close). The
+    EOF then reaches sshd after our CLOSE, for a channel it has freed, and OpenSSH ends the whole connection:
+    "ieof packet referred to nonexistent channel" (openssh-portable channels.c, channel_from_packet_id). A loaded
+    client (or node) meets that race, and every later command on the node then fails. So the input is /dev/null, or
+    `head -c` of exactly the bytes we send. `exec`: the login shell becomes `timeout`, so a command killed by a signal
+    still reaches us as that signal (no exit status) instead of the shell's 128+N; piped from `head`, it is 128+N."""
+    timed = f"timeout -k {KILL_GRACE_S} {remote_s} sh -c {shlex.quote(command)}"
+    return f"exec {timed} </dev/null" if stdin is None else f"head -c {len(stdin)} | {timed}"
+
+
+def _send_stdin(chan: paramiko.Channel, stdin: bytes | None, deadline: float) -> None:
+    if stdin:
+        chan.settimeout(max(POLL_S, deadline - time.monotonic()))
+        chan.sendall(stdin)
     chan.settimeout(POLL_S)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from linkcheck.baseline.store import BaselineError, read_baseline
 from linkcheck.facts.snapshot_model import SCHEMA, SCHEMA_VERSION
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -26,12 +27,12 @@ def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
-                          timeout=60, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def run(*args: str, cwd: Path = ROOT) -> CliResult:
+    """linkcheck in process: what it says, saves and exits with; two processes at once stay real processes."""
+    return run_cli(*args, cwd=cwd)
 
 
-def one_line(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+def one_line(proc: CliResult | subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -241,14 +242,11 @@ def test_data_folder_that_is_a_file(tmp_path: Path, how: str) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
     home = blocker if how == "file" else blocker / "deeper"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "baseline", "save", "b", str(FIXTURES / "healthy")],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    env = {"XDG_DATA_HOME": str(home)}
+    proc = run_cli("baseline", "save", "b", str(FIXTURES / "healthy"), cwd=ROOT, env=env)
     one_line(proc, 74, "cannot write the baseline")
     assert blocker.read_text() == "x" and not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
-    diagnosed = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / "healthy"),
-                                "--baseline", BASELINE_FILE], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                               env=env)
+    diagnosed = run_cli("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE_FILE, cwd=ROOT, env=env)
     assert diagnosed.returncode in (0, 1, 2) and "history" in diagnosed.stderr and "Traceback" not in diagnosed.stderr
 
 

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from linkcheck.baseline.store import BaselineError, resolve
 from linkcheck.bundle.format import load_bundle, write_bundle
 from linkcheck.model import Finding, Severity, Status
 from tests.baseline.baseline_helpers import derived_bundle, is_client
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -30,9 +28,9 @@ def healthy_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "healthy"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def run(*args: str) -> CliResult:
+    """linkcheck in process: these tests judge the drift it reports, not the process."""
+    return run_cli(*args, cwd=ROOT)
 
 
 def drift(bundle: Path, rule: str | None = None) -> list[Finding]:

@@ -17,6 +17,7 @@ from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.history import append_line, read_records, run_record
 from linkcheck.bundle.format import load_bundle, write_bundle
 from tests.baseline.baseline_helpers import derived_bundle, is_client
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -30,9 +31,9 @@ def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def run(*args: str) -> CliResult:
+    """linkcheck in process: these tests judge the history it records and shows, not the process."""
+    return run_cli(*args, cwd=ROOT)
 
 
 def dated(source: Path, target: Path, created: str, factor: float = 1.0) -> Path:
@@ -74,8 +75,7 @@ def test_the_log_has_one_row_per_run_and_fits_80_columns(tmp_path: Path) -> None
     long_name = tmp_path / ("linkcheck-2026-11-01T08-00-00-dgx-spark-1-dgx-spark-2-" + "x" * 40)
     bundle = dated(FIXTURES / "healthy", long_name, "2026-11-01T08:00:00+00:00")
     assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
-    shown = subprocess.run([sys.executable, "-m", "linkcheck.cli", "history"], capture_output=True, text=True,
-                           timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"})
+    shown = run_cli("history", cwd=ROOT, env={"COLUMNS": "80"})
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.rstrip("\n").splitlines()
     assert max(map(len, lines)) <= 80, shown.stdout

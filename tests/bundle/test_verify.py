@@ -6,7 +6,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,15 @@ from linkcheck.bundle.digests import SUMS, files_digest, parse_sums, sums_text
 from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.bundle.verify import FIXTURE_ONLY, verify_bundle
 from linkcheck.model import Capture
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=60)
+def run(*args: str) -> CliResult:
+    """linkcheck in process: these tests judge what it says and exits with, not the process."""
+    return run_cli(*args)
 
 
 def _written(tmp_path: Path) -> Path:
@@ -192,7 +193,7 @@ def _table_rehashed(tmp_path: Path, rel: str = "a/nccl_conf.stdout", content: by
     return bundle
 
 
-def _one_line(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+def _one_line(proc: CliResult, code: int, *needles: str) -> str:
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -212,9 +213,7 @@ def test_tampered_bundle_refused_by_every_reader(tmp_path: Path, digest: bool) -
     assert not out.exists()
     _one_line(run("anonymize", str(bundle), str(tmp_path / "anon")), 4, "does not verify")
     assert not (tmp_path / "anon").exists()
-    env_run = subprocess.run([sys.executable, "-m", "linkcheck.cli", "baseline", "save", "b1", str(bundle)],
-                             capture_output=True, text=True, timeout=60,
-                             env={**__import__("os").environ, "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    env_run = run_cli("baseline", "save", "b1", str(bundle), env={"XDG_DATA_HOME": str(tmp_path / "xdg")})
     _one_line(env_run, 4, "does not verify")
     assert not (tmp_path / "xdg" / "linkcheck" / "baselines").exists()
 

@@ -29,7 +29,7 @@ from linkcheck.transport.base import (
     parse_target,
 )
 from linkcheck.transport.local import LocalTransport
-from linkcheck.transport.pyroute_facts import PYROUTE_SPECS, render_ip_json
+from linkcheck.transport.pyroute_facts import PYROUTE_SPECS
 from linkcheck.transport.ssh import SshTransport
 from tests.transport import sshd_helper
 from tests.transport.sshd_helper import Sshd
@@ -202,11 +202,50 @@ def ip_json(command: str, prefix: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     return parsed
 
 
+# A few interfaces of each kind the fields above describe, in a network namespace of the test's own: both reads see
+# the same interfaces, whatever else on the machine creates or removes one meanwhile.
+OWN_NAMESPACE = """set -e
+ip link set lo up
+ip link add v0 type veth peer name v1
+ip link add d0 type veth peer name d1
+ip link set v0 up; ip link set d0 up; ip link set v1 mtu 9000
+ip addr add 198.18.0.1/24 dev v0
+ip addr add 198.18.0.2/24 dev v0
+ip addr add 198.18.1.1/24 dev d0 noprefixroute
+ip addr add fd00:1::1/64 dev v0 nodad
+ip route add 198.19.0.0/16 via 198.18.0.254 dev v0
+ip neigh add 198.18.0.9 lladdr 02:00:00:00:00:09 dev v0 nud permanent
+exec "$0" -c "$1"
+"""
+READ_BOTH = """import json, subprocess, sys
+from linkcheck.transport.pyroute_facts import PYROUTE_SPECS, render_ip_json
+mine = {spec: json.loads(text) for spec, text in render_ip_json().items()}
+real = {spec: json.loads(subprocess.run(cmd.split(), capture_output=True, text=True, check=True).stdout)
+        for spec, cmd in PYROUTE_SPECS.items()}
+json.dump({"mine": mine, "real": real}, sys.stdout)
+"""
+
+
+def _own_network_namespace() -> list[str]:
+    """unshare's argv for a network namespace of our own: as root directly, else inside a user namespace of our own
+    (where the kernel allows unprivileged ones); the test skips when neither works."""
+    if shutil.which("ip") is None or shutil.which("unshare") is None:
+        pytest.skip("iproute2 or unshare not installed")
+    for argv in (["unshare", "--net"], ["unshare", "--user", "--map-root-user", "--net"]):
+        if os.geteuid() != 0 and "--user" not in argv:
+            continue
+        if subprocess.run([*argv, "ip", "link", "add", "v0", "type", "veth"], capture_output=True).returncode == 0:
+            return argv
+    pytest.skip("cannot create a network namespace here (not root, no unprivileged user namespaces)")
+
+
 def test_pyroute2_matches_ip_on_the_fields_we_use() -> None:
-    if shutil.which("ip") is None:
-        pytest.skip("iproute2 not installed")
-    mine = {spec: json.loads(text) for spec, text in render_ip_json().items()}
-    real = {spec: ip_json(command) for spec, command in PYROUTE_SPECS.items()}
+    argv = [*_own_network_namespace(), "sh", "-c", OWN_NAMESPACE, sys.executable, READ_BOTH]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2])
+    assert out.returncode == 0, out.stderr
+    both = json.loads(out.stdout)
+    mine, real = both["mine"], both["real"]
+    assert [d["ifname"] for d in real["ip_link"]] == ["lo", "v1", "v0", "d1", "d0"]
     for spec in ("ip_link", "ip_addr"):
         assert [{k: d.get(k) for k in USED_LINK_KEYS} for d in mine[spec]] == [
             {k: d.get(k) for k in USED_LINK_KEYS} for d in real[spec]
@@ -217,11 +256,12 @@ def test_pyroute2_matches_ip_on_the_fields_we_use() -> None:
     assert [{k: d.get(k) for k in ("parentbus", "parentdev", "phys_port_name")} for d in mine["ip_link"]] == [
         {k: d.get(k) for k in ("parentbus", "parentdev", "phys_port_name")} for d in real["ip_link"]
     ]
-    assert mine["ip_route"] == real["ip_route"]
+    assert mine["ip_route"] == real["ip_route"] and len(real["ip_route"]) >= 2
     neigh_keys = ("dst", "dev", "lladdr")
     assert sorted(tuple(str(d.get(k)) for k in neigh_keys) for d in mine["ip_neigh"]) == sorted(
         tuple(str(d.get(k)) for k in neigh_keys) for d in real["ip_neigh"]
     )
+    assert ("198.18.0.9", "v0", "02:00:00:00:00:09") in {tuple(d.get(k) for k in neigh_keys) for d in real["ip_neigh"]}
 
 
 RICH_NAMESPACE = """set -e

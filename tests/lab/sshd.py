@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
@@ -14,6 +15,17 @@ from tests.lab.netns import run
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/bin/sshd", "/usr/local/sbin/sshd")
 # The PATH of every SSH session: the node's emulator bin first, then the usual root PATH.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# sshd's LogLevel in every lab node (nodes/<node>/ssh/sshd.log); DEBUG3 shows each channel's EOF and close, which is
+# what tells why sshd ended a connection. sshd_config(5) lists the levels.
+LOG_LEVELS = ("QUIET", "FATAL", "ERROR", "INFO", "VERBOSE", "DEBUG", "DEBUG1", "DEBUG2", "DEBUG3")
+
+
+def log_level() -> str:
+    """LINKCHECK_LAB_SSHD_LOGLEVEL, else VERBOSE (every login and disconnect, with its reason)."""
+    level = os.environ.get("LINKCHECK_LAB_SSHD_LOGLEVEL", "VERBOSE").upper()
+    if level not in LOG_LEVELS:
+        raise LabError(f"LINKCHECK_LAB_SSHD_LOGLEVEL={level!r}: not one of {', '.join(LOG_LEVELS)}")
+    return level
 
 
 def find_sshd() -> str | None:
@@ -73,7 +85,7 @@ def sshd_config(
             "PermitUserEnvironment no",
             "MaxStartups 100:30:200",
             "MaxSessions 50",
-            "LogLevel VERBOSE",
+            f"LogLevel {log_level()}",
             # SetEnv is applied after sshd's built-in PATH, so it wins for every session (OpenSSH >= 7.8).
             # Only the first SetEnv line counts: every variable goes on this one.
             f"SetEnv PATH={session_path} LINKCHECK_LAB=1{extra_env}",

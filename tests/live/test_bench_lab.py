@@ -232,6 +232,27 @@ def _with_fault(lab: Lab, live: Live, work: Path, port_base: int, node: str, fau
         lab.set_fault(node, "ib_write_bw", None)
 
 
+def test_busy_nodes_keep_the_session(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
+    """Nodes whose CPUs are saturated (a GPU job's host threads, here four busy loops per node on this machine's few
+    cores, each bounded in time and ended by PID): the run completes on the sessions it opened, and no sshd ended a
+    connection over a protocol error (the race of a channel EOF after the channel's close: tests/transport)."""
+    hogs = [fault_lab.spawn(node, ["timeout", "120", "sh", "-c", "while :; do :; done"])
+            for node in ("a", "b") for _ in range(4)]
+    try:
+        run = FaultRun(fault_lab, live, tmp_path, 31700, duration_s=2).finish()
+    finally:
+        for hog in hogs:
+            hog.terminate()  # `timeout` passes the TERM on to its busy loop
+            hog.wait()
+    assert run.cli.returncode == 0, run.cli.describe()
+    assert run.cli.error_lines() == [], run.cli.describe()
+    assert run.strays == {} and run.left == []
+    assert len([c for c in run.manifest["captures"] if c["meta"].get("role") == "client"]) >= 3
+    for node in ("a", "b"):
+        log = (fault_lab.node(node).node_dir / "ssh" / "sshd.log").read_text(errors="replace")
+        assert "nonexistent channel" not in log, log[-2000:]
+
+
 def test_server_never_ready(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
     run = _with_fault(fault_lab, live, tmp_path, 31000, "b", "never-ready")
     _fault_line(run, INCONCLUSIVE, r"node b: ib_write_bw server on b:\S+ did not listen on port 31000 within 10 s")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from linkcheck.baseline.store import read_baseline
 from linkcheck.outcome import Outcome
 from linkcheck.report import exposition
 from linkcheck.report.prometheus import render_prometheus, write_textfile
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -103,9 +102,9 @@ def test_written_atomically_beside_the_target(tmp_path: Path, monkeypatch: pytes
     assert exposition.escape('a"b') == 'a\\"b'
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=60,
-                          cwd=ROOT)
+def run(*args: str) -> CliResult:
+    """linkcheck in process: these tests judge the textfile it writes and its exit code, not the process."""
+    return run_cli(*args, cwd=ROOT)
 
 
 def test_diagnose_writes_the_textfile_and_keeps_its_exit_code(tmp_path: Path) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from linkcheck.model import Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.formats import FORMATS, renderer
 from linkcheck.report.markdown import render_markdown
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
@@ -31,10 +30,9 @@ def _outcome(fixture: Path) -> Outcome:
     return diagnose_bundle(fixture, None, load_config(config) if config.is_file() else None)
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env={**env, "PYTHONPATH": str(ROOT)})
+def run(*args: str, cwd: Path | None = None) -> CliResult:
+    """linkcheck in process, without NO_COLOR: these tests judge the reports it writes, not the process."""
+    return run_cli(*args, cwd=cwd, env={"NO_COLOR": None})
 
 
 def test_registry_has_the_four_formats_and_refuses_others() -> None:

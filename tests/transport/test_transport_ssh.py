@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import paramiko
 import pytest
 
 from linkcheck.collect.script import build_inspection_script, new_token, split_script_output
@@ -361,3 +362,29 @@ def test_ssh_config_match_exec_is_run_or_refused_in_one_line(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match=r"Match exec.*invoke") as caught:
         resolve_target(target, config)
     assert caught.value.fix is not None and "pip install invoke" in caught.value.fix
+
+
+def test_a_slow_client_thread_never_loses_the_connection(server: Sshd, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded client: every message our own thread sends leaves 0.3 s late, as when the thread is descheduled
+    between paramiko building a message under the channel's lock and sending it. Meanwhile the command has exited
+    and the transport thread has answered sshd's CLOSE. A channel EOF sent then arrives after that CLOSE, and
+    OpenSSH ends the whole connection ("ieof packet referred to nonexistent channel"); linkcheck sends none, so
+    every command runs and the connection lives on."""
+    send = paramiko.Transport._send_user_message  # type: ignore[attr-defined]  # private: where a message leaves
+
+    def late(self: paramiko.Transport, data: paramiko.Message) -> None:
+        if threading.current_thread() is not self:  # ours, not the transport thread's answers
+            time.sleep(0.3)
+        send(self, data)
+
+    monkeypatch.setattr(paramiko.Transport, "_send_user_message", late)
+    transport = make_transport(server, tmp_path)
+    try:
+        for command, stdin, out in (("true", None, ""), ("echo one", None, "one\n"), ("cat", "two\n", "two\n"),
+                                    ("exit 3", "unread input\n", ""), ("echo three", None, "three\n")):
+            result = transport.run(command, timeout_s=10, stdin=stdin)
+            assert result.stdout == out, (command, result)
+        assert result.exit_status == 0
+    finally:
+        transport.close()

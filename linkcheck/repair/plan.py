@@ -2,8 +2,9 @@
 
 Each finding with a known repair gives steps; one that has none (or whose repair cannot be made safely from what
 the inspection saw) is listed as not planned, with the reason. Every command's node-derived part (an interface, an
-address, a path) is quoted with `shlex.quote`: text from a node is data, never a part of a command line. A GID index
-is never pinned: the repair of a stale or empty pin is to remove it (NCCL >= 2.21 resolves the index per HCA).
+address, a path) is quoted with `shlex.quote`: text from a node is data, never a part of a command line. A stale GID
+pin is removed (NCCL >= 2.21 resolves the index per HCA); with an NCCL older than 2.21, where unset means index 0, it
+is set to the node's one RoCE v2 IPv4 index instead, or left to the user where the node's HCAs disagree.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 import msgspec
 
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
+from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_functions
 from linkcheck.model import Finding, Status
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import NCCL_CONF, NCCL_CONF_USER, ONLY_NETPLAN_FILE, NodeFiles, normal, text_sha256
@@ -38,8 +40,8 @@ NM_ETC = "/etc/NetworkManager/system-connections"
 REBOOT = "sudo systemctl reboot --no-block"  # the blocking form twice returned without rebooting (spark-link s.3b)
 # The order repairs run in on a node: addressing first (the paths exist), then what rides on them.
 RULE_ORDER = ("TWINS_SAME_SUBNET", "SINGLE_PCIE_PATH", "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY",
-              "MTU_MISMATCH", "NCCL_BUSBW_LOW", "FEC_NOT_RS", "GID_INDEX_STALE", "GID_INDEX_EMPTY_PIN",
-              "GID_INDEX_DIFFERS", "NCCL_HCA_UNCABLED", "LINK_HOTPLUG_DEGRADED", "LINK_REPLUGGED_SINCE_BOOT")
+              "MTU_MISMATCH", "NCCL_BUSBW_LOW", "FEC_NOT_RS", "GID_INDEX_STALE", "GID_INDEX_DIFFERS",
+              "NCCL_HCA_UNCABLED", "LINK_HOTPLUG_DEGRADED", "LINK_REPLUGGED_SINCE_BOOT")
 
 
 def q(value: object) -> str:
@@ -456,12 +458,15 @@ def _conf_step(p: _Planner, finding: Finding, node: str, key: str, edit: FileEdi
 
 
 def _unpin(p: _Planner, finding: Finding, node: str) -> None:
-    key = "NCCL_IB_GID_INDEX"
+    key = GID_PIN
     drop = FileEdit("conf_drop_key", key=key)
 
     def check(sudo: str, path: str) -> str:
         return f"! {sudo}grep -Eq '^[[:space:]]*(export[[:space:]]+)?{key}[[:space:]]*=' {path}"
 
+    if not gid_index_in_effect(p.link.node(node)).auto_when_unset:
+        _pin_old_nccl(p, finding, node)
+        return
     unpinned = _conf_step(p, finding, node, key, drop, check)
     # NCCL reads ~/.nccl.conf before /etc/nccl.conf: a pin in /etc/nccl.conf that the user's file shadows takes
     # effect once that one is gone, so it goes too (else the re-check finds the same pin again).
@@ -470,13 +475,30 @@ def _unpin(p: _Planner, finding: Finding, node: str) -> None:
         _conf_step(p, finding, node, key, drop, check, source=NCCL_CONF)
 
 
+def _pin_old_nccl(p: _Planner, finding: Finding, node: str) -> None:
+    """NCCL before 2.21 reads an unset NCCL_IB_GID_INDEX as 0 (NVIDIA/nccl v2.20.5-1 src/transport/net_ib.cc:80), so
+    removing a pin would not help: the pin becomes the node's RoCE v2 IPv4 index where all its NCCL HCAs agree."""
+    facts = p.link.node(node)
+    indices = {f.gid_index for f in nccl_functions(facts)}
+    version = facts.identity.nccl_version
+    if len(indices) != 1 or None in indices:
+        p.skip(finding, f"node {node}: NCCL {version} predates GID auto-selection (2.21) and its HCAs' RoCE v2 IPv4 "
+                        "indices differ or are unknown, so no one index serves them: use NCCL 2.21 or later")
+        return
+    value = str(indices.pop())
+    source = facts.nccl_sources.get(GID_PIN) or NCCL_CONF
+    _conf_step(p, finding, node, GID_PIN, FileEdit("conf_set_key", key=GID_PIN, new=value),
+               lambda sudo, path: f"{sudo}grep -qx {q(GID_PIN + '=' + value)} {path}", source=source)
+
+
 def plan_gid_pin(p: _Planner, finding: Finding) -> None:
-    """A stale or empty NCCL_IB_GID_INDEX pin: removed where it is set, never re-pinned to another index. A pin
-    that differs between HCAs (GID_INDEX_DIFFERS while pinned) is removed on every node that sets one."""
+    """The GID index NCCL uses is not the RoCE v2 IPv4 entry: the pin removed where it is set, never re-pinned to
+    another index while NCCL resolves it itself (2.21 and later). An index that differs between HCAs while pinned
+    (GID_INDEX_DIFFERS) is unpinned on every node that pins one."""
     node = _node_of(finding.subject)
     if finding.rule_id == "GID_INDEX_DIFFERS":
         for name in ("a", "b"):
-            if "NCCL_IB_GID_INDEX" in p.link.node(name).nccl:
+            if gid_index_in_effect(p.link.node(name)).index is not None:
                 _unpin(p, finding, name)
         return
     if node is None:
@@ -521,7 +543,6 @@ PLANNERS: dict[str, Callable[[_Planner, Finding], None]] = {
     "NCCL_BUSBW_LOW": plan_busbw_mtu,
     "FEC_NOT_RS": plan_fec,
     "GID_INDEX_STALE": plan_gid_pin,
-    "GID_INDEX_EMPTY_PIN": plan_gid_pin,
     "GID_INDEX_DIFFERS": plan_gid_pin,
     "NCCL_HCA_UNCABLED": plan_nccl_hca,
     "LINK_HOTPLUG_DEGRADED": plan_reboot,

@@ -235,10 +235,11 @@ def _baseline_hcas(link: LinkFacts) -> Iterator[Subject]:
     for key, was in sorted(facts.baseline.snapshot.gid_index.items()):
         node = link.node(key.split(":", 1)[0])
         now = facts.current.gid_index.get(key)
+        used = gid_index_in_effect(node)  # an empty or negative pin is no pin on NCCL >= 2.21; unset is 0 before
         yield key, (node.name,), {
             "key": key, "node": node.name, "hca": key.split(":", 1)[1], "was": was, "now": now,
-            "move": {"baseline": was, "now": now}, "pin": node.nccl.get(PIN), "pin_source": node.nccl_sources.get(PIN),
-            "baseline": facts.baseline.name}
+            "move": {"baseline": was, "now": now}, "pin": None if used.index is None else str(used.index),
+            "pin_source": used.source, "baseline": facts.baseline.name}
 
 
 _SUBJECTS = {

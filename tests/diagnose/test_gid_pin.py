@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.baseline.store import read_baseline
 from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
@@ -91,3 +93,11 @@ def test_before_nccl_2_21_the_repair_sets_the_right_index_instead_of_removing_th
     for step in plan.steps:
         assert step.persistent is not None and step.persistent.edit.kind == "conf_set_key"
         assert step.persistent.edit.new == "3" and "+NCCL_IB_GID_INDEX=3" in step.persistent.diff
+
+
+def test_a_moved_index_under_an_empty_pin_is_a_note_in_the_drift_too() -> None:
+    name = "drift-after-reboot"
+    link = diagnose_bundle(FIXTURES / name, baseline=read_baseline(FIXTURES / name / "baseline.json")).link
+    b = replace(link.b, nccl={**link.b.nccl, "NCCL_IB_GID_INDEX": ""})
+    moved = [f for f in _judged(replace(link, b=b), "DRIFT_GID_INDEX") if f.subject == "b:roceP2p1s0f1"]
+    assert [(f.status, f.severity) for f in moved] == [(Status.PASS, Severity.INFO)]

@@ -255,6 +255,10 @@ class NcclRun(msgspec.Struct, frozen=True):
     # Per NCCL log host (hostname cut at the first '.'), the IB devices its "NET/IB : Using" line named, in order
     ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
     transport_only: bool = False  # a short sweep run to prove the transport (quick tier): bandwidth not judged
+    # NVIDIA's statistic: the mean of out-of-place and in-place busbw at 16 GiB (`# Avg bus bandwidth` of NVIDIA's
+    # 16 GiB-only run), else at the largest size >= 1 GiB; and that size
+    nvidia_busbw_gbs: float | None = None
+    nvidia_size_bytes: int | None = None
 
 
 class LatencyRun(msgspec.Struct, frozen=True):

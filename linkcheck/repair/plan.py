@@ -33,8 +33,11 @@ from linkcheck.repair.model import (
     RepairPlan,
     Step,
 )
+from linkcheck.repair.runtime import FEC_SETTLE_S
 
-JUMBO_MTU = 9000  # the community layout's MTU (spark-link s.2.2); RoCE then negotiates 4096
+# The community layout's MTU (spark-link s.2.2; no NVIDIA playbook sets one: theirs show 1500); RoCE then negotiates
+# 4096 instead of 1024, worth ~3 % on the collective (spark-link s.3e)
+JUMBO_MTU = 9000
 NEW_NETPLAN_FILE = "/etc/netplan/40-cx7.yaml"  # NVIDIA's playbook's file name (spark-link s.2.2)
 NM_ETC = "/etc/NetworkManager/system-connections"
 REBOOT = "sudo systemctl reboot --no-block"  # the blocking form twice returned without rebooting (spark-link s.3b)
@@ -313,12 +316,13 @@ def _path_by_key(link: LinkFacts, key: str) -> DataPath | None:
 
 
 def plan_mtu_mismatch(p: _Planner, finding: Finding) -> None:
-    """The two ends of a path at different MTUs: both at 9000 (or the higher end's, when it is above 9000)."""
+    """The two ends of a path at different MTUs: the lower end raised to the higher end's MTU, the one MTU_MISMATCH's
+    fix names (the mismatch is the fault; 9000 is community practice, not NVIDIA's, so it is not imposed here)."""
     path = _path_by_key(p.link, finding.subject)
     if path is None or path.a.mtu is None or path.b.mtu is None:
         p.skip(finding, "the path or its MTUs are not in the facts")
         return
-    target = max(JUMBO_MTU, path.a.mtu, path.b.mtu)
+    target = max(path.a.mtu, path.b.mtu)
     for node, fn in (("a", path.a), ("b", path.b)):
         if fn.mtu != target:
             _mtu_step(p, finding, node, fn, target)
@@ -344,9 +348,16 @@ def plan_fec(p: _Planner, finding: Finding) -> None:
         return
     for node, fn in (("a", path.a), ("b", path.b)):
         if fn.fec_active is not None and "RS" not in fn.fec_active and p.first(node, f"fec {fn.netdev}"):
+            peer = p.peer_of(node, fn)
+            # mlx5 toggles the port on a FEC change (mlx5e_set_fecparam -> mlx5_toggle_port_link): the path is
+            # down for a few seconds, and is verified once carrier and the renegotiated FEC are back.
             p.add(Step(node=node, finding=finding.finding_id,
                        runtime=(f"sudo ethtool --set-fec {q(fn.netdev)} encoding rs",), persistent=None,
-                       verify=(f"ethtool --show-fec {q(fn.netdev)}",), touches=(TOUCH_INTERFACE + fn.netdev,)))
+                       verify=(f"the port goes down and up (mlx5 toggles the link): wait up to {FEC_SETTLE_S} s for "
+                               f"cat /sys/class/net/{q(fn.netdev)}/carrier to read 1",
+                               f"ethtool --show-fec {q(fn.netdev)}  (Active FEC encoding: RS)",
+                               *_ping(fn, peer.ip if peer else None)),
+                       touches=(TOUCH_INTERFACE + fn.netdev,)))
 
 
 def _persist_live(p: _Planner, finding: Finding, node: str, located: tuple[str, str], drop: list[str],
@@ -408,7 +419,10 @@ def plan_netplan_not_applied(p: _Planner, finding: Finding) -> None:
 
 def plan_nm_runtime(p: _Planner, finding: Finding) -> None:
     """A NetworkManager profile kept only under /run: copied to /etc/NetworkManager/system-connections (mode 600),
-    where NetworkManager keeps its persistent profiles; the addressing then survives a reboot."""
+    which NetworkManager reads at every start. On Ubuntu 23.10 and later it saves new or modified profiles as
+    /etc/netplan/90-NM-<uuid>.yaml instead, but still reads the keyfiles there and moves one into netplan only when
+    it is next modified ("The new NetworkManager will remove connection profiles that you eventually modify from
+    /etc/NetworkManager", netplan docs, netplan-everywhere); the copy survives a reboot either way."""
     node = _node_of(finding.subject)
     netdev = finding.subject.split(":", 1)[1] if node else ""
     facts = p.link.node(node) if node else None

@@ -183,7 +183,8 @@ def _busbw_pointers(link: LinkFacts) -> list[str]:
     small = sorted({f"{f.label} {f.mtu}" for f in used if f.mtu and f.mtu < 4200})
     if used and all(f.mtu is not None and f.mtu <= 1500 for f in used):
         hints.append("every end runs MTU 1500, so RoCE sends 1024-byte frames: MTU 9000 on both twins of both "
-                     "nodes is the likely cure (published: 21.95 GB/s at MTU 1500 against 22.68 at 9000)")
+                     "nodes is the likely cure (published: 21.95 GB/s at MTU 1500 against 22.68 at 9000; MTU 9000 "
+                     "is community practice, not NVIDIA's: its playbooks set no MTU)")
     elif small:
         hints.append(f"MTU below 4200 ({', '.join(small)}) limits RoCE to 1024-byte frames "
                      "(about 22.0 against 22.7 GB/s at MTU 9000)")

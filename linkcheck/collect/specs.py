@@ -107,6 +107,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("meminfo", "cat /proc/meminfo"),
     Spec("os_release", "cat /etc/os-release"),
     Spec("kernel_release", "uname -r"),
+    # Only the IOMMU words of the kernel command line leave the node (the rest may name disks or carry secrets).
+    Spec("cmdline_iommu", "tr ' ' '\\n' </proc/cmdline | grep -E 'iommu|smmu' || true",
+         description="the IOMMU settings of the kernel command line (/proc/cmdline), nothing else of it"),
     Spec("ip_link", "ip -d -j link show"),
     Spec("ip_addr", "ip -j addr show"),
     Spec("ip_route", "ip -j route show"),
@@ -138,8 +141,8 @@ SPECS: tuple[Spec, ...] = (
         + "\nfor d in /sys/bus/pci/devices/*; do v=; read -r v 2>/dev/null <\"$d/vendor\";"
         + ' [ "$v" = 0x15b3 ] || continue;'
         + ' lc_dump "$d/vendor" "$d/current_link_speed" "$d/current_link_width"'
-        + ' "$d/max_link_speed" "$d/max_link_width"; done',
-        description="PCIe link speed and width of the ConnectX-7 functions",
+        + ' "$d/max_link_speed" "$d/max_link_width" "$d/iommu_group/type"; done',
+        description="PCIe link speed and width of the ConnectX-7 functions, and the type of their IOMMU group",
     ),
     Spec("sysfs_dmi", SYSFS_DUMP_FN + f"\nlc_dump {DMI_FILES} {BOOT_ID}",
          description="node identity: DMI vendor, product, board, BIOS; the boot id"),

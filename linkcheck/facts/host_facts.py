@@ -50,6 +50,7 @@ class HostFacts(msgspec.Struct, frozen=True):
     arp_ignore: str | None
     kernel_release: str | None
     os_name: str | None
+    iommu_cmdline: tuple[str, ...] | None
 
 
 def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFacts:
@@ -74,6 +75,7 @@ def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFac
         routes=tuple((r.dst, r.dev) for r in routes) if routes else (),
         arp_ignore=sysctl.get("net.ipv4.conf.all.arp_ignore") if sysctl else None,
         kernel_release=_first_line(src.capture("kernel_release")),
+        iommu_cmdline=_words(src.capture("cmdline_iommu")),
         os_name=os_release.pretty_name if os_release else None,
     )
 
@@ -82,6 +84,13 @@ def _first_line(cap: Capture | None) -> str | None:
     """`uname -r` and the like: one line of text, no parser needed."""
     line = cap.stdout.strip().splitlines()[0].strip() if cap is not None and cap.ok and cap.stdout.strip() else ""
     return line or None
+
+
+def _words(cap: Capture | None) -> tuple[str, ...] | None:
+    """The IOMMU words of the kernel command line, one a line; None when they were not read."""
+    if cap is None or not cap.ok:
+        return None
+    return tuple(w for w in (ln.strip() for ln in cap.stdout.splitlines()) if w and len(w) <= 200)
 
 
 def dmesg_hints(log: DmesgLog) -> tuple[DmesgHint, ...]:

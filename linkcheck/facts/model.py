@@ -76,6 +76,7 @@ class Function(msgspec.Struct, frozen=True):
     firmware: str | None = None  # CX-7 firmware (ethtool -i), e.g. 28.45.4028
     psid: str | None = None  # the board's PSID that mlx5 appends to the firmware version
     driver: str | None = None  # driver and its version, e.g. "mlx5_core 6.17.0-1008-nvidia"
+    iommu_type: str | None = None  # its IOMMU group's type: identity (passthrough), DMA or DMA-FQ (translated)
 
     @property
     def domain(self) -> str | None:
@@ -177,6 +178,7 @@ class NodeFacts(msgspec.Struct, frozen=True):
     netplan: tuple[NetplanIntent, ...] = ()
     identity: NodeIdentity = NodeIdentity()
     nm_runtime: tuple[NmRuntimeProfile, ...] = ()
+    iommu_cmdline: tuple[str, ...] | None = None  # the IOMMU words of /proc/cmdline; None: not read
     unavailable: Mapping[str, str] = {}  # fact group -> why it is missing
 
     def function(self, netdev: str) -> Function | None:

@@ -58,6 +58,11 @@ def render_kernel_release(node: Node) -> Output:
     return node.kernel_release + "\n", "", 0
 
 
+def render_cmdline_iommu(node: Node) -> Output:
+    """`tr ' ' '\\n' </proc/cmdline | grep -E 'iommu|smmu' || true`: the IOMMU words, one a line, exit 0."""
+    return "".join(w + "\n" for w in node.cmdline_iommu), "", 0
+
+
 def render_sysctl(node: Node) -> Output:
     out = (
         f"net.ipv4.conf.all.arp_ignore = {node.arp_ignore}\n"

@@ -163,6 +163,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("nccl_env", "env | grep '^NCCL_' || true", description="NCCL_* variables only; never the whole env"),
     Spec("nccl_conf", "cat /etc/nccl.conf"),
     Spec("nccl_conf_user", 'cat "$HOME/.nccl.conf"'),
+    # NCCL >= 2.23 reads the file NCCL_CONF_FILE names instead of ~/.nccl.conf (src/misc/param.cc initEnvFunc); unset
+    # or empty, nothing to read (empty answer, exit 0).
+    Spec("nccl_conf_file", '[ -n "${NCCL_CONF_FILE:-}" ] || exit 0; cat -- "$NCCL_CONF_FILE"',
+         description="the file NCCL_CONF_FILE names, which NCCL reads instead of ~/.nccl.conf"),
     Spec("dmesg", "dmesg 2>/dev/null || sudo -n dmesg", needs_root=True),
     Spec("ethtool", "ethtool {netdev}", per_netdev=True),
     Spec("ethtool_i", "ethtool -i {netdev}", per_netdev=True),

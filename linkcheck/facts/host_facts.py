@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from linkcheck.facts.model import DmesgHint, Neighbour
+from linkcheck.facts.nccl_hca import version_tuple
 from linkcheck.facts.sources import NcclSpec, NodeSources
 from linkcheck.model import Capture
 
@@ -17,15 +18,28 @@ if TYPE_CHECKING:
 
 HOTPLUG_KINDS = {"cx7_cable_plugin", "module_cable_plugged", "cx7_cable_unplug", "module_cable_unplugged"}
 
-# Later sources override earlier ones: NCCL reads the config files but never overrides the environment.
-NCCL_SOURCES: tuple[tuple[NcclSpec, str], ...] = (
-    ("nccl_conf", "/etc/nccl.conf"), ("nccl_conf_user", "~/.nccl.conf"), ("nccl_env", "environment"))
+# NCCL's order (NVIDIA/nccl src/misc/param.cc initEnvFunc, setEnvFile: setenv(name, value, 0) never overrides): the
+# environment, then the user's file, then /etc/nccl.conf. The user's file is the one NCCL_CONF_FILE names when it is
+# set and non-empty (NCCL 2.23 and later), else ~/.nccl.conf of the job's $HOME (NCCL 2.30 and later; the passwd
+# home of its user before): linkcheck reads the SSH user's. Later entries here override earlier ones.
+NCCL_CONF_FILE_SINCE = (2, 23)
+
+
+def _nccl_sources(src: NodeSources) -> tuple[tuple[NcclSpec, str], ...]:
+    env = src.nccl_settings("nccl_env")
+    named = env.get("NCCL_CONF_FILE") if env is not None else None
+    install = src.nccl_install()
+    version = version_tuple(install.nccl_version if install else None)
+    reads_it = version is None or version >= NCCL_CONF_FILE_SINCE  # unknown: assumed a current NCCL
+    user: tuple[NcclSpec, str] = (("nccl_conf_file", named) if named and reads_it
+                                  else ("nccl_conf_user", "~/.nccl.conf"))
+    return (("nccl_conf", "/etc/nccl.conf"), user, ("nccl_env", "environment"))
 
 
 def _nccl(src: NodeSources, missing: Callable[[str, str], None]) -> tuple[dict[str, str], dict[str, str]]:
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
-    for spec, label in NCCL_SOURCES:
+    for spec, label in _nccl_sources(src):
         settings = src.nccl_settings(spec)
         if settings is None:
             if spec == "nccl_env":

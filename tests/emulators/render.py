@@ -55,6 +55,7 @@ NODE_RENDERERS: dict[str, Callable[[Node], Output]] = {
     "nccl_env": render_sys.render_nccl_env,
     "nccl_conf": render_sys.render_nccl_conf,
     "nccl_conf_user": render_sys.render_nccl_conf_user,
+    "nccl_conf_file": render_sys.render_nccl_conf_file,
     "dmesg": render_sys.render_dmesg,
 }
 

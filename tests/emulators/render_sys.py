@@ -103,6 +103,12 @@ def render_nccl_conf_user(node: Node) -> Output:
     return _cat(f"{node.home}/.nccl.conf", node.nccl_conf_user)
 
 
+def render_nccl_conf_file(node: Node) -> Output:
+    """The file NCCL_CONF_FILE names (the emulated nodes keep none: an unset variable is an empty answer)."""
+    path = node.nccl_env.get("NCCL_CONF_FILE")
+    return ("", "", 0) if not path else _cat(path, None)
+
+
 def render_nm_connections(node: Node) -> Output:
     """`tail -v -n +1` of the keyfiles under /etc then /run (glob order), errors sent to /dev/null, through the
     spec's `grep -E` of the lines it keeps (headers, sections, the keys the diagnosis reads)."""

@@ -86,7 +86,8 @@ CHECKS: dict[str, CheckSpec] = {
                                       high=200),
     "rdma_concurrent_total_gbps": CheckSpec("min", "Gb/s", "both paths at once, summed, per direction (one 200G "
                                             "cage)", high=200),
-    "nccl_busbw_gbs": CheckSpec("min", "GB/s", "all_gather_perf bus bandwidth at messages >= 1 GiB", high=25),
+    "nccl_busbw_gbs": CheckSpec("min", "GB/s", "all_gather_perf bus bandwidth by NVIDIA's statistic: the mean "
+                                "of out-of-place and in-place at 16 GiB (else at the largest size >= 1 GiB)", high=25),
     "nccl_wrong": CheckSpec("max", "errors", "all_gather_perf #wrong over every row", integer=True),
     "pcie_speed_gts": CheckSpec("min", "GT/s", "PCIe link speed of every used CX-7 function", high=64),
     "pcie_width": CheckSpec("min", "lanes", "PCIe link width of every used CX-7 function", low=1, high=16,

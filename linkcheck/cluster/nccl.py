@@ -94,6 +94,7 @@ class ClusterNccl(msgspec.Struct, frozen=True):
     nccl_version: str | None = None
     problem: str | None = None
     transport_only: bool = False
+    nvidia_busbw_gbs: float | None = None  # NVIDIA's statistic (facts.bench_facts.nvidia_busbw), from the same run
 
     def rank(self, node: str) -> NcclRankProof | None:
         return next((r for r in self.ranks if r.node == node), None)
@@ -137,4 +138,4 @@ def cluster_nccl_facts(nodes: Mapping[str, NodeFacts], captures: Sequence[Captur
     problem = run.problem or (None if cap.exit_status == 0 and not cap.skipped
                               else cap.skipped or f"mpirun exited {cap.exit_status}")
     return ClusterNccl(tuple(proofs), layout, run.busbw_gbs, run.avg_busbw_gbs, run.wrong, run.largest_bytes,
-                       version, problem, cap.meta.get("purpose") == "transport")
+                       version, problem, cap.meta.get("purpose") == "transport", run.nvidia_busbw_gbs)

@@ -107,6 +107,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("meminfo", "cat /proc/meminfo"),
     Spec("os_release", "cat /etc/os-release"),
     Spec("kernel_release", "uname -r"),
+    # Only the IOMMU words of the kernel command line leave the node (the rest may name disks or carry secrets).
+    Spec("cmdline_iommu", "tr ' ' '\\n' </proc/cmdline | grep -E 'iommu|smmu' || true",
+         description="the IOMMU settings of the kernel command line (/proc/cmdline), nothing else of it"),
     Spec("ip_link", "ip -d -j link show"),
     Spec("ip_addr", "ip -j addr show"),
     Spec("ip_route", "ip -j route show"),
@@ -138,8 +141,8 @@ SPECS: tuple[Spec, ...] = (
         + "\nfor d in /sys/bus/pci/devices/*; do v=; read -r v 2>/dev/null <\"$d/vendor\";"
         + ' [ "$v" = 0x15b3 ] || continue;'
         + ' lc_dump "$d/vendor" "$d/current_link_speed" "$d/current_link_width"'
-        + ' "$d/max_link_speed" "$d/max_link_width"; done',
-        description="PCIe link speed and width of the ConnectX-7 functions",
+        + ' "$d/max_link_speed" "$d/max_link_width" "$d/iommu_group/type"; done',
+        description="PCIe link speed and width of the ConnectX-7 functions, and the type of their IOMMU group",
     ),
     Spec("sysfs_dmi", SYSFS_DUMP_FN + f"\nlc_dump {DMI_FILES} {BOOT_ID}",
          description="node identity: DMI vendor, product, board, BIOS; the boot id"),
@@ -160,6 +163,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("nccl_env", "env | grep '^NCCL_' || true", description="NCCL_* variables only; never the whole env"),
     Spec("nccl_conf", "cat /etc/nccl.conf"),
     Spec("nccl_conf_user", 'cat "$HOME/.nccl.conf"'),
+    # NCCL >= 2.23 reads the file NCCL_CONF_FILE names instead of ~/.nccl.conf (src/misc/param.cc initEnvFunc); unset
+    # or empty, nothing to read (empty answer, exit 0).
+    Spec("nccl_conf_file", '[ -n "${NCCL_CONF_FILE:-}" ] || exit 0; cat -- "$NCCL_CONF_FILE"',
+         description="the file NCCL_CONF_FILE names, which NCCL reads instead of ~/.nccl.conf"),
     Spec("dmesg", "dmesg 2>/dev/null || sudo -n dmesg", needs_root=True),
     Spec("ethtool", "ethtool {netdev}", per_netdev=True),
     Spec("ethtool_i", "ethtool -i {netdev}", per_netdev=True),

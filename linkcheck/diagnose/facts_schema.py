@@ -19,7 +19,7 @@ from linkcheck.facts.model import (
     NcclRun,
     NodeFacts,
 )
-from linkcheck.facts.nccl_hca import nccl_functions, select_hcas, unset_command
+from linkcheck.facts.nccl_hca import gid_index_in_effect, nccl_functions, select_hcas, unset_command
 from linkcheck.values import byte_size
 
 PAIR_SCOPES = ("function", "path", "node", "nccl", "pair", "baseline_hca", "latency", "allreduce")
@@ -37,7 +37,8 @@ FUNCTION_FACTS = frozenset(_FUNCTION_FIELDS + ("domain", "ip", "label", "used", 
     FUNCTION_DERIVED
 NODE_FIELDS = frozenset({"name", "hostname", "uptime_s", "mem_available_kib", "arp_ignore"})
 # Derived from the node's functions: the first subnet that two of its addressed twins share, and those twins.
-NODE_DERIVED = frozenset({"shared_subnet", "shared_netdevs"})
+# The NCCL version found on it and whether NCCL picks the RoCE GID itself when NCCL_IB_GID_INDEX is unset (2.21 on).
+NODE_DERIVED = frozenset({"shared_subnet", "shared_netdevs", "nccl_version", "gid_auto"})
 NODE_FACTS = NODE_FIELDS | NODE_DERIVED
 # Per NCCL setting VAR of a node: nccl.VAR (its value), nccl_source.VAR (where it is set) and, in the node scope,
 # nccl_unset.VAR (the command that removes it there).
@@ -149,6 +150,8 @@ def _shared_subnet(node: NodeFacts) -> tuple[str | None, str | None]:
 def node_values(node: NodeFacts) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(node, name) for name in NODE_FIELDS}
     values["shared_subnet"], values["shared_netdevs"] = _shared_subnet(node)
+    values["nccl_version"] = node.identity.nccl_version
+    values["gid_auto"] = gid_index_in_effect(node).auto_when_unset
     values.update(settings_values(node))
     values.update({f"nccl_unset.{k}": ShellText(unset_command(k, node.nccl_sources.get(k, "not set")))
                    for k in node.nccl})
@@ -208,7 +211,7 @@ def pair_values(link: LinkFacts) -> dict[str, Any]:
         "gid_indices": dict(sorted(indices.items())),
         "gid_index_list": ", ".join(f"{k}={v}" for k, v in sorted(indices.items())) or None,
         "gid_index_count": len(set(indices.values())),
-        "gid_pinned": any(node.nccl.get(PIN, "").strip() for node in (link.a, link.b)),
+        "gid_pinned": any(gid_index_in_effect(node).index is not None for node in (link.a, link.b)),
         "baseline": link.baseline.baseline.name if link.baseline else None,
         "baseline_saved": link.baseline.baseline.created if link.baseline else None,
     }
@@ -232,10 +235,11 @@ def _baseline_hcas(link: LinkFacts) -> Iterator[Subject]:
     for key, was in sorted(facts.baseline.snapshot.gid_index.items()):
         node = link.node(key.split(":", 1)[0])
         now = facts.current.gid_index.get(key)
+        used = gid_index_in_effect(node)  # an empty or negative pin is no pin on NCCL >= 2.21; unset is 0 before
         yield key, (node.name,), {
             "key": key, "node": node.name, "hca": key.split(":", 1)[1], "was": was, "now": now,
-            "move": {"baseline": was, "now": now}, "pin": node.nccl.get(PIN), "pin_source": node.nccl_sources.get(PIN),
-            "baseline": facts.baseline.name}
+            "move": {"baseline": was, "now": now}, "pin": None if used.index is None else str(used.index),
+            "pin_source": used.source, "baseline": facts.baseline.name}
 
 
 _SUBJECTS = {

@@ -35,7 +35,8 @@ _REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT} | (
     {_sre_c.POSSESSIVE_REPEAT} if hasattr(_sre_c, "POSSESSIVE_REPEAT") else set())
 NUMERIC_OPS = {"lt", "le", "gt", "ge"}
 _DERIVED = {"used": "bool", "cabled": "bool", "domain": "text", "ip": "text", "label": "text",
-            "cable_pn": "text", "ipv4": "text", "subnet": "text", "key": "text", "nccl_listed": "bool"}
+            "cable_pn": "text", "ipv4": "text", "subnet": "text", "key": "text", "nccl_listed": "bool",
+            "gid_auto": "bool"}
 _PAIR_KINDS = {"gid_indices": "other", "gid_index_count": "number", "gid_pinned": "bool",
                **{f"{kind}_{f}": k for kind in ("identity", "config")
                   for f, k in (("count", "number"), ("diff", "other"))}}

@@ -193,15 +193,37 @@ def _large_message_busbw(rows: tuple[NcclTestRow, ...]) -> tuple[float | None, i
     return (max(values) if values else None), largest
 
 
+NVIDIA_MESSAGE_BYTES = 16 << 30  # spark_cluster_setup.py runs `all_gather_perf -b 16G -e 16G -f 2`
+
+
+def nvidia_busbw(rows: tuple[NcclTestRow, ...]) -> tuple[float | None, int | None]:
+    """NVIDIA's statistic and the size it was taken at. spark_cluster_setup.py (NVIDIA/dgx-spark-playbooks
+    nvidia/multi-sparks-through-switch/assets/spark_cluster_setup/spark_cluster_setup.py:261, 283) reads nccl-tests'
+    `# Avg bus bandwidth` of a run of 16 GiB only; nccl-tests adds every row's out-of-place and in-place busbw and
+    divides by their count (NVIDIA/nccl-tests src/common.cu:895, 1831), so that is the mean of the two at 16 GiB.
+    A sweep without a 16 GiB row gives the same mean at its largest size of at least 1 GiB (an assumption: NVIDIA
+    measures only 16 GiB); None below 1 GiB."""
+    by_size = {r.size_bytes: r for r in rows}
+    size = NVIDIA_MESSAGE_BYTES if NVIDIA_MESSAGE_BYTES in by_size else max(
+        (s for s in by_size if s >= LARGE_MESSAGE_BYTES), default=None)
+    if size is None:
+        return None, None
+    row = by_size[size]
+    values = [v for v in (row.oop_busbw_gbs, row.ip_busbw_gbs) if v is not None and math.isfinite(v)]
+    return (sum(values) / len(values) if values else None), size
+
+
 def nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
     problem = None
-    busbw = avg = None
+    busbw = avg = nvidia = None
     largest: int | None = None
+    nvidia_size: int | None = None
     wrong = 0
     if test_cap is not None:
         try:
             result = parse_nccl_tests(test_cap.stdout)
             busbw, largest = _large_message_busbw(result.rows)
+            nvidia, nvidia_size = nvidia_busbw(result.rows)
             avg, wrong = result.avg_busbw_gbs, result.wrong_total
             avg = avg if avg is None or math.isfinite(avg) else None
             if not result.rows:
@@ -220,7 +242,8 @@ def nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
             by_host = log.ib_devices_by_host
         except ParseError as exc:
             problem = problem or f"NCCL log: {exc.reason}"
-    return NcclRun(busbw_gbs=busbw, avg_busbw_gbs=avg, wrong=wrong, largest_bytes=largest, network=network,
+    return NcclRun(busbw_gbs=busbw, avg_busbw_gbs=avg, nvidia_busbw_gbs=nvidia, nvidia_size_bytes=nvidia_size,
+                   wrong=wrong, largest_bytes=largest, network=network,
                    ib_devices=tuple(devices), channel_net_devs=tuple(channels), uses_socket=socket, problem=problem,
                    ib_devices_by_host=by_host)
 

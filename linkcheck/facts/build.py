@@ -79,7 +79,8 @@ class _Builder(NodeDraft):
             if sys_link and sys_link.get("current_link_width"):
                 self.update(netdev, pcie_speed_gts=parse_link_speed_gts(sys_link.get("current_link_speed") or ""),
                          pcie_width=int_or_none(sys_link.get("current_link_width")),
-                         pcie_cap_width=int_or_none(sys_link.get("max_link_width")))
+                         pcie_cap_width=int_or_none(sys_link.get("max_link_width")),
+                         iommu_type=(sys_link.get("iommu_group/type") or "").strip() or None)
             elif fn.bdf in lspci and not lspci[fn.bdf].access_denied:
                 item = lspci[fn.bdf]
                 self.update(netdev, pcie_speed_gts=item.sta_speed_gts, pcie_width=item.sta_width,

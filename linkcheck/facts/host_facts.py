@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from linkcheck.facts.model import DmesgHint, Neighbour
+from linkcheck.facts.nccl_hca import version_tuple
 from linkcheck.facts.sources import NcclSpec, NodeSources
 from linkcheck.model import Capture
 
@@ -17,15 +18,28 @@ if TYPE_CHECKING:
 
 HOTPLUG_KINDS = {"cx7_cable_plugin", "module_cable_plugged", "cx7_cable_unplug", "module_cable_unplugged"}
 
-# Later sources override earlier ones: NCCL reads the config files but never overrides the environment.
-NCCL_SOURCES: tuple[tuple[NcclSpec, str], ...] = (
-    ("nccl_conf", "/etc/nccl.conf"), ("nccl_conf_user", "~/.nccl.conf"), ("nccl_env", "environment"))
+# NCCL's order (NVIDIA/nccl src/misc/param.cc initEnvFunc, setEnvFile: setenv(name, value, 0) never overrides): the
+# environment, then the user's file, then /etc/nccl.conf. The user's file is the one NCCL_CONF_FILE names when it is
+# set and non-empty (NCCL 2.23 and later), else ~/.nccl.conf of the job's $HOME (NCCL 2.30 and later; the passwd
+# home of its user before): linkcheck reads the SSH user's. Later entries here override earlier ones.
+NCCL_CONF_FILE_SINCE = (2, 23)
+
+
+def _nccl_sources(src: NodeSources) -> tuple[tuple[NcclSpec, str], ...]:
+    env = src.nccl_settings("nccl_env")
+    named = env.get("NCCL_CONF_FILE") if env is not None else None
+    install = src.nccl_install()
+    version = version_tuple(install.nccl_version if install else None)
+    reads_it = version is None or version >= NCCL_CONF_FILE_SINCE  # unknown: assumed a current NCCL
+    user: tuple[NcclSpec, str] = (("nccl_conf_file", named) if named and reads_it
+                                  else ("nccl_conf_user", "~/.nccl.conf"))
+    return (("nccl_conf", "/etc/nccl.conf"), user, ("nccl_env", "environment"))
 
 
 def _nccl(src: NodeSources, missing: Callable[[str, str], None]) -> tuple[dict[str, str], dict[str, str]]:
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
-    for spec, label in NCCL_SOURCES:
+    for spec, label in _nccl_sources(src):
         settings = src.nccl_settings(spec)
         if settings is None:
             if spec == "nccl_env":
@@ -50,6 +64,7 @@ class HostFacts(msgspec.Struct, frozen=True):
     arp_ignore: str | None
     kernel_release: str | None
     os_name: str | None
+    iommu_cmdline: tuple[str, ...] | None
 
 
 def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFacts:
@@ -74,6 +89,7 @@ def host_facts(src: NodeSources, missing: Callable[[str, str], None]) -> HostFac
         routes=tuple((r.dst, r.dev) for r in routes) if routes else (),
         arp_ignore=sysctl.get("net.ipv4.conf.all.arp_ignore") if sysctl else None,
         kernel_release=_first_line(src.capture("kernel_release")),
+        iommu_cmdline=_words(src.capture("cmdline_iommu")),
         os_name=os_release.pretty_name if os_release else None,
     )
 
@@ -82,6 +98,13 @@ def _first_line(cap: Capture | None) -> str | None:
     """`uname -r` and the like: one line of text, no parser needed."""
     line = cap.stdout.strip().splitlines()[0].strip() if cap is not None and cap.ok and cap.stdout.strip() else ""
     return line or None
+
+
+def _words(cap: Capture | None) -> tuple[str, ...] | None:
+    """The IOMMU words of the kernel command line, one a line; None when they were not read."""
+    if cap is None or not cap.ok:
+        return None
+    return tuple(w for w in (ln.strip() for ln in cap.stdout.splitlines()) if w and len(w) <= 200)
 
 
 def dmesg_hints(log: DmesgLog) -> tuple[DmesgHint, ...]:

@@ -76,6 +76,7 @@ class Function(msgspec.Struct, frozen=True):
     firmware: str | None = None  # CX-7 firmware (ethtool -i), e.g. 28.45.4028
     psid: str | None = None  # the board's PSID that mlx5 appends to the firmware version
     driver: str | None = None  # driver and its version, e.g. "mlx5_core 6.17.0-1008-nvidia"
+    iommu_type: str | None = None  # its IOMMU group's type: identity (passthrough), DMA or DMA-FQ (translated)
 
     @property
     def domain(self) -> str | None:
@@ -177,6 +178,7 @@ class NodeFacts(msgspec.Struct, frozen=True):
     netplan: tuple[NetplanIntent, ...] = ()
     identity: NodeIdentity = NodeIdentity()
     nm_runtime: tuple[NmRuntimeProfile, ...] = ()
+    iommu_cmdline: tuple[str, ...] | None = None  # the IOMMU words of /proc/cmdline; None: not read
     unavailable: Mapping[str, str] = {}  # fact group -> why it is missing
 
     def function(self, netdev: str) -> Function | None:
@@ -255,6 +257,10 @@ class NcclRun(msgspec.Struct, frozen=True):
     # Per NCCL log host (hostname cut at the first '.'), the IB devices its "NET/IB : Using" line named, in order
     ib_devices_by_host: tuple[tuple[str, tuple[str, ...]], ...] = ()
     transport_only: bool = False  # a short sweep run to prove the transport (quick tier): bandwidth not judged
+    # NVIDIA's statistic: the mean of out-of-place and in-place busbw at 16 GiB (`# Avg bus bandwidth` of NVIDIA's
+    # 16 GiB-only run), else at the largest size >= 1 GiB; and that size
+    nvidia_busbw_gbs: float | None = None
+    nvidia_size_bytes: int | None = None
 
 
 class LatencyRun(msgspec.Struct, frozen=True):

@@ -1,10 +1,14 @@
 """NCCL settings as NCCL reads them: which RDMA devices NCCL_IB_HCA selects (prefix match, '=' exact, '^'
-exclude), the addressed twins NCCL uses, and how a setting is removed where it is set."""
+exclude), the addressed twins NCCL uses, the integer an NCCL parameter's text gives, the RoCE GID index NCCL uses,
+and how a setting is removed where it is set."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from linkcheck.facts.model import Function, NodeFacts
@@ -53,3 +57,70 @@ def unset_command(name: str, source: str, otherwise: str = "") -> str:
                        "mpirun -x)",
     }
     return known.get(source) or f"{otherwise or f'remove {name}'} from {shlex.quote(source)}"
+
+
+GID_PIN = "NCCL_IB_GID_INDEX"
+# NVIDIA/nccl: NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", 0) in v2.20.5-1 src/transport/net_ib.cc:80, -1 from v2.21.5-1
+# (same line), and ncclIbGetGidIndex returns an index >= 0 as it is, otherwise scans the table for the RoCE v2
+# entry of the address family (master src/transport/net_ib/connect.cc:317-332).
+GID_AUTO_SINCE = (2, 21)
+_INT64 = 1 << 63
+_STRTOLL_RE = re.compile(r"^[ \t\n\v\f\r]*([+-]?)(0[xX](?=[0-9a-fA-F])[0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def nccl_int(text: str | None) -> int | None:
+    """The integer NCCL reads from a parameter's text, None where it keeps the parameter's default.
+
+    ncclLoadParam (NVIDIA/nccl src/misc/param.cc:89-102 on master, 66-77 in v2.20.5-1) parses only
+    `if (str && strlen(str) > 0)`, with `strtoll(str, nullptr, 0)`: leading blanks skipped, 0x hex, a leading 0
+    octal, the longest valid prefix, 0 where no digit starts it (glibc sets no errno then), the default on ERANGE.
+
+    >>> [nccl_int(v) for v in (None, "", "3", " 3", "0x3", "010", "3abc", "abc", "-1", "99999999999999999999")]
+    [None, None, 3, 3, 3, 8, 3, 0, -1, None]
+    """
+    if text is None or text == "":
+        return None
+    match = _STRTOLL_RE.match(text)
+    if match is None:
+        return 0
+    digits = match.group(2)
+    base = 16 if digits[:2] in ("0x", "0X") else 8 if digits.startswith("0") and len(digits) > 1 else 10
+    value = int(digits, base) * (-1 if match.group(1) == "-" else 1)
+    return value if -_INT64 <= value < _INT64 else None
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """"2.28.9" -> (2, 28, 9); None when there is no dotted number to read.
+
+    >>> version_tuple("2.28.9"), version_tuple("2.20.5-1"), version_tuple(None)
+    ((2, 28, 9), (2, 20, 5), None)
+    """
+    match = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    return tuple(int(g) for g in match.groups() if g is not None) if match else None
+
+
+class GidInEffect(msgspec.Struct, frozen=True):
+    """The RoCE GID index NCCL uses on a node: a fixed index (a pin, or NCCL < 2.21's default 0), or None where NCCL
+    picks each HCA's RoCE v2 entry itself; where that comes from, and what an unset variable would mean there."""
+
+    index: int | None
+    source: str
+    pinned: bool  # a set, non-empty NCCL_IB_GID_INDEX decides it (not a default)
+    auto_when_unset: bool  # NCCL 2.21 or later (or an unknown version, assumed so): unset means auto-selection
+    version_known: bool
+
+
+def gid_index_in_effect(node: NodeFacts) -> GidInEffect:
+    """Which GID index NCCL uses on `node`. An unknown NCCL version counts as 2.21 or later: a GB10 runs CUDA 13 and
+    NVIDIA's DGX Spark playbooks build NCCL v2.28.9-1 (spark-link s.2.4), so that is the assumption."""
+    version = node.identity.nccl_version
+    parsed = version_tuple(version)
+    auto = parsed is None or parsed >= GID_AUTO_SINCE
+    value = nccl_int(node.nccl.get(GID_PIN))
+    source = node.nccl_sources.get(GID_PIN, "not set")
+    if value is None and not auto:
+        return GidInEffect(0, f"NCCL {version}'s default: before 2.21 an unset or empty {GID_PIN} means index 0",
+                           False, auto, True)
+    if value is None or (value < 0 and auto):
+        return GidInEffect(None, source, False, auto, parsed is not None)
+    return GidInEffect(value, source, True, auto, parsed is not None)

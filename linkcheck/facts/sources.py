@@ -39,13 +39,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 SysfsSpec = Literal["sysfs_net", "sysfs_pci", "sysfs_infiniband", "sysfs_dmi"]
-NcclSpec = Literal["nccl_env", "nccl_conf", "nccl_conf_user"]
+NcclSpec = Literal["nccl_env", "nccl_conf", "nccl_conf_user", "nccl_conf_file"]
 
 # Specs whose failure means "nothing configured", not "could not measure".
-ABSENT_MEANS_EMPTY = {"nccl_conf", "nccl_conf_user"}
+ABSENT_MEANS_EMPTY = {"nccl_conf", "nccl_conf_user", "nccl_conf_file"}
 # The parser kind of each spec whose id is not itself a kind.
 PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "sysfs", "sysfs_dmi": "sysfs",
-               "nccl_conf_user": "nccl_conf", "netplan_files": "netplan"}
+               "nccl_conf_user": "nccl_conf", "nccl_conf_file": "nccl_conf", "netplan_files": "netplan"}
 # Exit statuses that still carry the tool's answer: perftest's -V returns FAILURE (1) after printing it.
 EXIT_OK = {"perftest_version": frozenset({0, 1})}
 

@@ -39,6 +39,8 @@ def pci_links(dump: SysfsDump) -> dict[str, dict[str, str | None]]:
         parts = entry.path[len(PCI):].split("/")
         if len(parts) == 2:
             out.setdefault(parts[0], {})[parts[1]] = entry.value
+        elif parts[1:] == ["iommu_group", "type"]:  # the function's IOMMU domain: identity, DMA, DMA-FQ, ...
+            out.setdefault(parts[0], {})["iommu_group/type"] = entry.value
     return out
 
 

@@ -1,10 +1,11 @@
 """Parsers for NCCL settings: NCCL_* variables from `env`, and /etc/nccl.conf or ~/.nccl.conf.
 
-An empty value is kept as "" because NCCL reads `NCCL_IB_GID_INDEX=` as 0, the link-local GID: a trap,
-not an absence. nccl.conf is read the way NCCL's `setEnvFile()` (src/misc/param.cc) reads it: the key is
-everything before the first '=' and the value everything after, verbatim, so `NCCL_IB_HCA = x` sets a
-variable named "NCCL_IB_HCA " that NCCL never looks up. Such lines are kept under that name and listed
-in `warnings`, so a rule can say why the setting is ignored.
+An empty value is kept as "": a set but empty variable is worth a note, and in the environment it keeps a
+config file's line from taking effect (setenv(..., 0)), although NCCL reads an empty value as unset.
+nccl.conf is read the way NCCL's `setEnvFile()` (src/misc/param.cc) reads it: the key is everything before
+the first '=' and the value everything after, verbatim, so `NCCL_IB_HCA = x` sets a variable named
+"NCCL_IB_HCA " that NCCL never looks up. Such lines are kept under that name and listed in `warnings`, so a rule
+can say why the setting is ignored.
 """
 
 from __future__ import annotations

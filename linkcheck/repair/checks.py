@@ -15,7 +15,7 @@ import msgspec
 
 from linkcheck.facts.model import LinkFacts
 from linkcheck.repair.node import RepairNode, first_line
-from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, FEC, MTU, RuntimeOp
+from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, FEC, FEC_SETTLE_S, MTU, RuntimeOp
 from linkcheck.repair.traffic import TrafficEnd, short_write_bw
 
 q = shlex.quote
@@ -182,6 +182,18 @@ def active_fec(node: RepairNode, dev: str) -> str | None:
     return None
 
 
+def wait_fec_settled(node: RepairNode, dev: str, wanted: str, *, wait_s: int = FEC_SETTLE_S,
+                     root: str = "/sys/class/net") -> bool:
+    """After a FEC change toggled the port: wait until `dev` has carrier again and `ethtool --show-fec` reports
+    `wanted` active (one shell loop on the node); False when it did not within `wait_s`."""
+    script = (f"end=$(( $(date +%s) + {int(wait_s)} )); while :; do c=; "
+              f"IFS= read -r c <{q(root)}/{q(dev)}/carrier 2>/dev/null; "
+              f'if [ "$c" = 1 ] && ethtool --show-fec {q(dev)} 2>/dev/null | '
+              f"grep -qi {q('^[[:space:]]*Active FEC encoding:[[:space:]]*' + wanted)}; then exit 0; fi; "
+              '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 1; done')
+    return node.sh(f"sh -c {q(script)}", timeout_s=wait_s + 15).exit_status == 0
+
+
 def _fec_problems(node: RepairNode, name: str, dev: str, ops: Sequence[RuntimeOp]) -> list[str]:
     """Each FEC the operations configured is the one the link runs."""
     problems = []
@@ -206,6 +218,9 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
     problems: list[str] = []
     me = nodes[node]
     for dev in dict.fromkeys(op.dev for op in ops if op.dev):
+        for op in ops:
+            if op.dev == dev and op.kind == FEC and op.value in FEC_ACTIVE:
+                wait_fec_settled(me, dev, FEC_ACTIVE[op.value])  # the port toggles; what is then read decides
         state = link_state(me, dev)
         if not state:
             problems.append(f"node {node}: {dev} is gone")

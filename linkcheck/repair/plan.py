@@ -2,8 +2,9 @@
 
 Each finding with a known repair gives steps; one that has none (or whose repair cannot be made safely from what
 the inspection saw) is listed as not planned, with the reason. Every command's node-derived part (an interface, an
-address, a path) is quoted with `shlex.quote`: text from a node is data, never a part of a command line. A GID index
-is never pinned: the repair of a stale or empty pin is to remove it (NCCL >= 2.21 resolves the index per HCA).
+address, a path) is quoted with `shlex.quote`: text from a node is data, never a part of a command line. A stale GID
+pin is removed (NCCL >= 2.21 resolves the index per HCA); with an NCCL older than 2.21, where unset means index 0, it
+is set to the node's one RoCE v2 IPv4 index instead, or left to the user where the node's HCAs disagree.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 import msgspec
 
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
+from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_functions
 from linkcheck.model import Finding, Status
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import NCCL_CONF, NCCL_CONF_USER, ONLY_NETPLAN_FILE, NodeFiles, normal, text_sha256
@@ -31,15 +33,18 @@ from linkcheck.repair.model import (
     RepairPlan,
     Step,
 )
+from linkcheck.repair.runtime import FEC_SETTLE_S
 
-JUMBO_MTU = 9000  # the community layout's MTU (spark-link s.2.2); RoCE then negotiates 4096
+# The community layout's MTU (spark-link s.2.2; no NVIDIA playbook sets one: theirs show 1500); RoCE then negotiates
+# 4096 instead of 1024, worth ~3 % on the collective (spark-link s.3e)
+JUMBO_MTU = 9000
 NEW_NETPLAN_FILE = "/etc/netplan/40-cx7.yaml"  # NVIDIA's playbook's file name (spark-link s.2.2)
 NM_ETC = "/etc/NetworkManager/system-connections"
 REBOOT = "sudo systemctl reboot --no-block"  # the blocking form twice returned without rebooting (spark-link s.3b)
 # The order repairs run in on a node: addressing first (the paths exist), then what rides on them.
 RULE_ORDER = ("TWINS_SAME_SUBNET", "SINGLE_PCIE_PATH", "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY",
-              "MTU_MISMATCH", "NCCL_BUSBW_LOW", "FEC_NOT_RS", "GID_INDEX_STALE", "GID_INDEX_EMPTY_PIN",
-              "GID_INDEX_DIFFERS", "NCCL_HCA_UNCABLED", "LINK_HOTPLUG_DEGRADED", "LINK_REPLUGGED_SINCE_BOOT")
+              "MTU_MISMATCH", "NCCL_BUSBW_LOW", "FEC_NOT_RS", "GID_INDEX_STALE", "GID_INDEX_DIFFERS",
+              "NCCL_HCA_UNCABLED", "LINK_HOTPLUG_DEGRADED", "LINK_REPLUGGED_SINCE_BOOT")
 
 
 def q(value: object) -> str:
@@ -311,12 +316,13 @@ def _path_by_key(link: LinkFacts, key: str) -> DataPath | None:
 
 
 def plan_mtu_mismatch(p: _Planner, finding: Finding) -> None:
-    """The two ends of a path at different MTUs: both at 9000 (or the higher end's, when it is above 9000)."""
+    """The two ends of a path at different MTUs: the lower end raised to the higher end's MTU, the one MTU_MISMATCH's
+    fix names (the mismatch is the fault; 9000 is community practice, not NVIDIA's, so it is not imposed here)."""
     path = _path_by_key(p.link, finding.subject)
     if path is None or path.a.mtu is None or path.b.mtu is None:
         p.skip(finding, "the path or its MTUs are not in the facts")
         return
-    target = max(JUMBO_MTU, path.a.mtu, path.b.mtu)
+    target = max(path.a.mtu, path.b.mtu)
     for node, fn in (("a", path.a), ("b", path.b)):
         if fn.mtu != target:
             _mtu_step(p, finding, node, fn, target)
@@ -342,9 +348,16 @@ def plan_fec(p: _Planner, finding: Finding) -> None:
         return
     for node, fn in (("a", path.a), ("b", path.b)):
         if fn.fec_active is not None and "RS" not in fn.fec_active and p.first(node, f"fec {fn.netdev}"):
+            peer = p.peer_of(node, fn)
+            # mlx5 toggles the port on a FEC change (mlx5e_set_fecparam -> mlx5_toggle_port_link): the path is
+            # down for a few seconds, and is verified once carrier and the renegotiated FEC are back.
             p.add(Step(node=node, finding=finding.finding_id,
                        runtime=(f"sudo ethtool --set-fec {q(fn.netdev)} encoding rs",), persistent=None,
-                       verify=(f"ethtool --show-fec {q(fn.netdev)}",), touches=(TOUCH_INTERFACE + fn.netdev,)))
+                       verify=(f"the port goes down and up (mlx5 toggles the link): wait up to {FEC_SETTLE_S} s for "
+                               f"cat /sys/class/net/{q(fn.netdev)}/carrier to read 1",
+                               f"ethtool --show-fec {q(fn.netdev)}  (Active FEC encoding: RS)",
+                               *_ping(fn, peer.ip if peer else None)),
+                       touches=(TOUCH_INTERFACE + fn.netdev,)))
 
 
 def _persist_live(p: _Planner, finding: Finding, node: str, located: tuple[str, str], drop: list[str],
@@ -406,7 +419,10 @@ def plan_netplan_not_applied(p: _Planner, finding: Finding) -> None:
 
 def plan_nm_runtime(p: _Planner, finding: Finding) -> None:
     """A NetworkManager profile kept only under /run: copied to /etc/NetworkManager/system-connections (mode 600),
-    where NetworkManager keeps its persistent profiles; the addressing then survives a reboot."""
+    which NetworkManager reads at every start. On Ubuntu 23.10 and later it saves new or modified profiles as
+    /etc/netplan/90-NM-<uuid>.yaml instead, but still reads the keyfiles there and moves one into netplan only when
+    it is next modified ("The new NetworkManager will remove connection profiles that you eventually modify from
+    /etc/NetworkManager", netplan docs, netplan-everywhere); the copy survives a reboot either way."""
     node = _node_of(finding.subject)
     netdev = finding.subject.split(":", 1)[1] if node else ""
     facts = p.link.node(node) if node else None
@@ -456,12 +472,15 @@ def _conf_step(p: _Planner, finding: Finding, node: str, key: str, edit: FileEdi
 
 
 def _unpin(p: _Planner, finding: Finding, node: str) -> None:
-    key = "NCCL_IB_GID_INDEX"
+    key = GID_PIN
     drop = FileEdit("conf_drop_key", key=key)
 
     def check(sudo: str, path: str) -> str:
         return f"! {sudo}grep -Eq '^[[:space:]]*(export[[:space:]]+)?{key}[[:space:]]*=' {path}"
 
+    if not gid_index_in_effect(p.link.node(node)).auto_when_unset:
+        _pin_old_nccl(p, finding, node)
+        return
     unpinned = _conf_step(p, finding, node, key, drop, check)
     # NCCL reads ~/.nccl.conf before /etc/nccl.conf: a pin in /etc/nccl.conf that the user's file shadows takes
     # effect once that one is gone, so it goes too (else the re-check finds the same pin again).
@@ -470,13 +489,30 @@ def _unpin(p: _Planner, finding: Finding, node: str) -> None:
         _conf_step(p, finding, node, key, drop, check, source=NCCL_CONF)
 
 
+def _pin_old_nccl(p: _Planner, finding: Finding, node: str) -> None:
+    """NCCL before 2.21 reads an unset NCCL_IB_GID_INDEX as 0 (NVIDIA/nccl v2.20.5-1 src/transport/net_ib.cc:80), so
+    removing a pin would not help: the pin becomes the node's RoCE v2 IPv4 index where all its NCCL HCAs agree."""
+    facts = p.link.node(node)
+    indices = {f.gid_index for f in nccl_functions(facts)}
+    version = facts.identity.nccl_version
+    if len(indices) != 1 or None in indices:
+        p.skip(finding, f"node {node}: NCCL {version} predates GID auto-selection (2.21) and its HCAs' RoCE v2 IPv4 "
+                        "indices differ or are unknown, so no one index serves them: use NCCL 2.21 or later")
+        return
+    value = str(indices.pop())
+    source = facts.nccl_sources.get(GID_PIN) or NCCL_CONF
+    _conf_step(p, finding, node, GID_PIN, FileEdit("conf_set_key", key=GID_PIN, new=value),
+               lambda sudo, path: f"{sudo}grep -qx {q(GID_PIN + '=' + value)} {path}", source=source)
+
+
 def plan_gid_pin(p: _Planner, finding: Finding) -> None:
-    """A stale or empty NCCL_IB_GID_INDEX pin: removed where it is set, never re-pinned to another index. A pin
-    that differs between HCAs (GID_INDEX_DIFFERS while pinned) is removed on every node that sets one."""
+    """The GID index NCCL uses is not the RoCE v2 IPv4 entry: the pin removed where it is set, never re-pinned to
+    another index while NCCL resolves it itself (2.21 and later). An index that differs between HCAs while pinned
+    (GID_INDEX_DIFFERS) is unpinned on every node that pins one."""
     node = _node_of(finding.subject)
     if finding.rule_id == "GID_INDEX_DIFFERS":
         for name in ("a", "b"):
-            if "NCCL_IB_GID_INDEX" in p.link.node(name).nccl:
+            if gid_index_in_effect(p.link.node(name)).index is not None:
                 _unpin(p, finding, name)
         return
     if node is None:
@@ -521,7 +557,6 @@ PLANNERS: dict[str, Callable[[_Planner, Finding], None]] = {
     "NCCL_BUSBW_LOW": plan_busbw_mtu,
     "FEC_NOT_RS": plan_fec,
     "GID_INDEX_STALE": plan_gid_pin,
-    "GID_INDEX_EMPTY_PIN": plan_gid_pin,
     "GID_INDEX_DIFFERS": plan_gid_pin,
     "NCCL_HCA_UNCABLED": plan_nccl_hca,
     "LINK_HOTPLUG_DEGRADED": plan_reboot,

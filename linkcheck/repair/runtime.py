@@ -20,6 +20,10 @@ ADDR_DEL = "addr_del"
 NEIGH_DEL = "neigh_del"
 NEIGH_SET = "neigh_set"  # only as an undo: the entry a neigh_del removed, put back as it was
 FEC = "fec"
+# On mlx5 a FEC change takes the port down and up: mlx5e_set_fecparam() ends with mlx5_toggle_port_link(mdev)
+# (Linux drivers/net/ethernet/mellanox/mlx5/core/en_ethtool.c); carrier and the renegotiated FEC are waited for
+# this long before the link is judged.
+FEC_SETTLE_S = 30
 NM_RELOAD = "nm_reload"
 REBOOT = "reboot"
 

@@ -54,6 +54,9 @@ class Function:
     board_id: str = "NVD0000000087"  # the PSID mlx5 reports (sysfs board_id, `ethtool -i` in parentheses)
     fec_active: str | None = None  # `ethtool --show-fec` Active FEC encoding; None: RS while the link is up, else None
     fec_configured: str = "Auto"  # what mlx5 reports as Supported/Configured on GB10 (a field paste)
+    # its IOMMU group's type (sysfs iommu_group/type): NVIDIA's kernels default to passthrough (identity) from 6.11
+    # (NVIDIA/NV-Kernels #227, CONFIG_IOMMU_DEFAULT_PASSTHROUGH); DMA or DMA-FQ translate; None: no IOMMU group
+    iommu_type: str | None = "identity"
 
     @property
     def link_up(self) -> bool:
@@ -200,6 +203,7 @@ class Node:
     sudo_ok: bool = True
     os_release: str = UBUNTU_2404_OS_RELEASE
     kernel_release: str = "6.17.0-1008-nvidia"
+    cmdline_iommu: tuple[str, ...] = ()  # the IOMMU words of /proc/cmdline (DGX OS sets none)
     dmi: dict[str, str] = field(default_factory=lambda: dict(DGX_SPARK_DMI))  # /sys/class/dmi/id, world-readable
     product_serial: str | None = "1581925012345"  # root-only; None: the file is absent (a VM)
     boot_id: str = "5d0c1f0e-7f1a-4c2b-9e5d-3a8b6c4d2e10"
@@ -292,6 +296,7 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
     d["netplan_files"] = tuple(NetplanFile(**f) for f in d.get("netplan_files", ()))
     d["nm_connections"] = tuple(NetplanFile(**f) for f in d.get("nm_connections", ()))
     d["nccl_files"] = tuple(d.get("nccl_files", ()))
+    d["cmdline_iommu"] = tuple(d.get("cmdline_iommu", ()))
     routes = d.get("routes")
     d["routes"] = None if routes is None else tuple(Route(**r) for r in routes)
     d["neighbours"] = tuple(Neighbour(**n) for n in d.get("neighbours", ()))

@@ -31,6 +31,7 @@ NODE_RENDERERS: dict[str, Callable[[Node], Output]] = {
     "meminfo": render_sys.render_meminfo,
     "os_release": render_sys.render_os_release,
     "kernel_release": render_sys.render_kernel_release,
+    "cmdline_iommu": render_sys.render_cmdline_iommu,
     "ip_link": render_ip.render_ip_link,
     "ip_addr": render_ip.render_ip_addr,
     "ip_route": render_ip.render_ip_route,
@@ -54,6 +55,7 @@ NODE_RENDERERS: dict[str, Callable[[Node], Output]] = {
     "nccl_env": render_sys.render_nccl_env,
     "nccl_conf": render_sys.render_nccl_conf,
     "nccl_conf_user": render_sys.render_nccl_conf_user,
+    "nccl_conf_file": render_sys.render_nccl_conf_file,
     "dmesg": render_sys.render_dmesg,
 }
 

@@ -58,6 +58,11 @@ def render_kernel_release(node: Node) -> Output:
     return node.kernel_release + "\n", "", 0
 
 
+def render_cmdline_iommu(node: Node) -> Output:
+    """`tr ' ' '\\n' </proc/cmdline | grep -E 'iommu|smmu' || true`: the IOMMU words, one a line, exit 0."""
+    return "".join(w + "\n" for w in node.cmdline_iommu), "", 0
+
+
 def render_sysctl(node: Node) -> Output:
     out = (
         f"net.ipv4.conf.all.arp_ignore = {node.arp_ignore}\n"
@@ -96,6 +101,12 @@ def render_nccl_conf(node: Node) -> Output:
 
 def render_nccl_conf_user(node: Node) -> Output:
     return _cat(f"{node.home}/.nccl.conf", node.nccl_conf_user)
+
+
+def render_nccl_conf_file(node: Node) -> Output:
+    """The file NCCL_CONF_FILE names (the emulated nodes keep none: an unset variable is an empty answer)."""
+    path = node.nccl_env.get("NCCL_CONF_FILE")
+    return ("", "", 0) if not path else _cat(path, None)
 
 
 def render_nm_connections(node: Node) -> Output:

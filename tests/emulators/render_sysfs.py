@@ -148,6 +148,8 @@ def _pci_entries(node: Node) -> list[Entry]:
             Entry(base + "max_link_speed", "32.0 GT/s PCIe"),
             Entry(base + "max_link_width", str(fn.pcie_cap_width)),
         ]
+        if fn.iommu_type is not None:
+            out.append(Entry(base + "iommu_group/type", fn.iommu_type))
     return out
 
 

@@ -50,7 +50,6 @@ TRAPS = {
     "link-below-nominal": (2, "LINK_BELOW_NOMINAL", "fail"),
     "unapproved-cable": (2, "CABLE_NOT_APPROVED", "warn"),
     "link-down": (2, "LINK_DOWN", "fail"),
-    "gid-empty-pin": (2, "GID_INDEX_EMPTY_PIN", "fail"),
     "nccl-hca-pairing": (2, "NCCL_HCA_PAIRING", "fail"),
     "nccl-hca-uncabled": (1, "NCCL_HCA_UNCABLED", "warn"),
     "nodes-differ": (2, "NODES_DIFFER", "warn"),

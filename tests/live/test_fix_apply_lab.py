@@ -210,14 +210,14 @@ def test_a_fec_that_does_not_take_is_reverted_by_the_runtime_verification(lab_fa
 # scenario -> (the diagnosis's exit code: 2 a failure, 1 a warning; what the run says of each finding it
 # leaves): nothing is applied.
 # nccl-hca-reversed is a healthy pair (NCCL_IB_HCA filters, it does not order); nccl-hca-pairing has no automatic
-# repair (re-addressing a node's twins crosswise is a person's call); gid-empty-pin and nccl-hca-uncabled set the
-# variable in the job's environment, which linkcheck cannot edit (their /etc/nccl.conf forms are repaired below).
+# repair (re-addressing a node's twins crosswise is a person's call); gid-empty-pin is a note (NCCL reads an empty
+# value as unset); nccl-hca-uncabled sets the variable in the job's environment, which linkcheck cannot edit (its
+# /etc/nccl.conf form is repaired below).
 NOTHING_APPLIED = {
     "healthy": (0, []),
     "nccl-hca-reversed": (0, []),
     "nccl-hca-pairing": (2, ["not planned: NCCL_HCA_PAIRING:pair: no automatic repair"]),
-    "gid-empty-pin": (2, [f"not planned: GID_INDEX_EMPTY_PIN:node {n}: node {n}: NCCL_IB_GID_INDEX is set in the "
-                          "job's environment" for n in ("a", "b")]),
+    "gid-empty-pin": (0, []),
     "nccl-hca-uncabled": (1, [f"not planned: NCCL_HCA_UNCABLED:{n}:rocep1s0f0: node {n}: NCCL_IB_HCA is set in the "
                               "job's environment" for n in ("a", "b")]),
 }
@@ -535,8 +535,6 @@ def _set_in_nccl_conf(models: Path, key: str) -> None:
 
 # scenario -> (the variable moved into /etc/nccl.conf, the file's text before, after the repair, the findings)
 NCCL_CONF_REPAIRS = {
-    "gid-empty-pin": ("NCCL_IB_GID_INDEX", "NCCL_IB_GID_INDEX=\n", "",
-                      ["GID_INDEX_EMPTY_PIN:node a", "GID_INDEX_EMPTY_PIN:node b"]),
     "nccl-hca-uncabled": ("NCCL_IB_HCA", "NCCL_IB_HCA=rocep1s0f0,rocep1s0f1,roceP2p1s0f1\n",
                           "NCCL_IB_HCA==rocep1s0f1,roceP2p1s0f1\n",
                           ["NCCL_HCA_UNCABLED:a:rocep1s0f0", "NCCL_HCA_UNCABLED:b:rocep1s0f0"]),

@@ -15,7 +15,7 @@ from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
 from linkcheck.config import load_config
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.model import Status
+from linkcheck.model import Severity, Status
 from linkcheck.outcome import Outcome
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -56,8 +56,9 @@ def test_the_issue_scenarios_are_shipped() -> None:
 
 
 def test_every_rule_warns_or_fails_in_some_fixture() -> None:
+    """A rule that is only ever a note (severity info) has nothing to warn or fail."""
     fired = {rule for name in SCENARIOS for rule in _expected(name)["findings"]}  # type: ignore[attr-defined]
-    assert {r.id for r in load_playbooks()} <= fired
+    assert {r.id for r in load_playbooks() if r.severity is not Severity.INFO} <= fired
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -22,10 +22,10 @@ from linkcheck.repair.files import NCCL_CONF_USER, ONLY_NETPLAN_FILE, normal, te
 from linkcheck.repair.journal import SavedFile
 from linkcheck.repair.model import FileChange
 from linkcheck.repair.node import RepairNode, first_line
+from linkcheck.repair.paths import NETPLAN_DIR
 from linkcheck.repair.runtime import RuntimeOp
 
 q = shlex.quote
-NETPLAN_DIR = "/etc/netplan"
 TRY_READY = "Do you want to keep these settings?"
 TRY_ACCEPTED = "Configuration accepted."
 

@@ -199,10 +199,11 @@ def _check(path: str, body: str, j: Journal, name: str, home: str) -> None:
         if why is not None:
             raise refuse(key, f"{key}: {why}")
     for index, saved in enumerate(j.files):
-        why = _file_problem(saved, home)
-        if why is not None:
-            line = schema.json_line(body, ("files", index, why[0])) or 1
-            raise JournalError(path, f"files[{index}]: {why[1]}", line=line, fix=f"move {path.rsplit('/', 1)[0]} aside")
+        fault = _file_problem(saved, home)
+        if fault is not None:
+            line = schema.json_line(body, ("files", index, fault[0])) or 1
+            raise JournalError(path, f"files[{index}]: {fault[1]}", line=line,
+                               fix=f"move {path.rsplit('/', 1)[0]} aside")
 
 
 def _ops_problem(ops: tuple[RuntimeOp, ...]) -> str | None:

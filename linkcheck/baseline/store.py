@@ -308,7 +308,7 @@ def _refuse_odd_entry(target: Path) -> None:
         return
     kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) else \
         "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a plain file"
-    raise BaselineError(str(target), f"is {kind}, not a baseline file; not replaced",
+    raise BaselineError(str(target), f"is {kind}, not a baseline file; left as it is",
                         fix="move it out of the baseline store, then save again")
 
 
@@ -332,6 +332,8 @@ def delete(name: str) -> Path:
     path = find_path(check_name(name))
     if path is None:
         raise UsageError(f"no baseline named {name!r}; `linkcheck baseline list` shows the saved ones")
+    if path.is_dir() and not path.is_symlink():  # a link or a FIFO is removed itself; a folder is not a baseline
+        _refuse_odd_entry(path)
     try:
         path.unlink()
     except OSError as exc:

@@ -211,3 +211,15 @@ def test_a_store_entry_that_is_not_a_file_is_one_line_exit_4(cli: InProcessCli, 
         result = cli("baseline", "save", "base", healthy, "--force", env=env)
     one_line_error(result, 4, str(entry), "not a baseline file")
     assert outside.read_bytes() == b"precious\n"
+
+
+def test_deleting_a_store_entry_that_is_a_folder_is_one_line_exit_4(cli: InProcessCli, tmp_path: Path) -> None:
+    healthy = str(ROOT / "fixtures" / "healthy")
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    assert cli("baseline", "save", "base", healthy, env=env).returncode == 0
+    (entry,) = (tmp_path / "data" / "linkcheck" / "baselines").glob("*/base.json")
+    entry.unlink()
+    entry.mkdir()
+    (entry / "inside").write_text("kept")
+    one_line_error(cli("baseline", "delete", "base", env=env), 4, str(entry), "a folder")
+    assert (entry / "inside").read_text() == "kept"

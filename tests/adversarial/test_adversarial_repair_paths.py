@@ -7,6 +7,9 @@ read is one line naming the file once, without sending the user to `verify` (whi
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,12 +18,15 @@ from linkcheck.app.offline import diagnose_bundle
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.errors import ExitCode
 from linkcheck.repair.apply import ApplyOptions, ApplyRefused, preflight
+from linkcheck.repair.commit import CommitError, read_file, restore
+from linkcheck.repair.journal import SavedFile
 from linkcheck.repair.model import FileChange, FileEdit, RepairPlan, Step
 from linkcheck.repair.paths import plan_path_problem, repair_file_problem
 from linkcheck.repair.runtime import RuntimeOp
 from linkcheck.repair.saved import plan_for
 from linkcheck.transport.base import RemoteResult
 from tests.adversarial.adversarial_helpers import ROOT, one_line_error, rewrite_capture
+from tests.cluster.test_cluster_bundle import _saved
 from tests.conftest import InProcessCli
 
 ESCAPES = [
@@ -72,8 +78,6 @@ def test_the_keyfile_copy_a_repair_makes_passes() -> None:
 @pytest.mark.parametrize("header", ["/etc/netplan/../../etc/cron.d/x.yaml", "/etc/cron.d/x.yaml",
                                     "/etc/netplan/sub/../x.yaml"])
 def test_a_netplan_file_a_node_names_outside_its_folder_is_not_planned(tmp_path: Path, header: str) -> None:
-    import shutil
-
     bundle = tmp_path / "mtu"
     shutil.copytree(ROOT / "fixtures" / "mtu-mismatch", bundle)
     text = (bundle / "b" / "netplan_files.stdout").read_bytes()
@@ -115,8 +119,6 @@ def test_fix_apply_refuses_a_plan_writing_outside_before_touching_a_node(node: s
 
 
 def test_a_cluster_record_too_large_names_the_file_once(tmp_path: Path, cli: InProcessCli) -> None:
-    from tests.cluster.test_cluster_bundle import _saved
-
     folder, _ = _saved(tmp_path)
     doc = json.loads((folder / "cluster.json").read_text(encoding="utf-8"))
     doc["traffic_error"] = "x" * (2 << 20)
@@ -124,3 +126,50 @@ def test_a_cluster_record_too_large_names_the_file_once(tmp_path: Path, cli: InP
     assert cli("verify", str(folder)).returncode == 0
     line = one_line_error(cli("diagnose", str(folder)), 4, "cluster.json", "larger than")
     assert line.count("cluster.json") == 1 and "verify" not in line
+
+
+class _LocalShell:
+    """A node whose commands run here through the real shell, `sudo -n` left out (the test runs as its own user)."""
+
+    local = False
+    name = "a"
+
+    def sh(self, command: str, *, timeout_s: float = 30, stdin: str | None = None) -> RemoteResult:
+        done = subprocess.run(["sh", "-c", command.replace("sudo -n ", "", 1)], capture_output=True, text=True,
+                              input=stdin, timeout=20)
+        return RemoteResult(done.stdout, done.stderr, done.returncode, 0)
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling", "fifo", "folder"])
+def test_a_file_to_repair_that_is_not_a_plain_file_is_never_read_through(tmp_path: Path, kind: str) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("root:x:0:0\n")
+    path = tmp_path / "nccl.conf"
+    if kind == "link":
+        path.symlink_to(secret)
+    elif kind == "dangling":
+        path.symlink_to(tmp_path / "none")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    with pytest.raises(CommitError, match="a repair changes plain files only"):
+        read_file(_LocalShell(), str(path))  # type: ignore[arg-type]
+    regular = tmp_path / "plain.conf"
+    regular.write_text("NCCL_IB_HCA=x\n")
+    assert read_file(_LocalShell(), str(regular))[4] == b"NCCL_IB_HCA=x\n"  # type: ignore[arg-type]
+
+
+def test_a_restore_replaces_a_link_planted_at_the_path_and_never_writes_through_it(tmp_path: Path) -> None:
+    journal = tmp_path / "run"
+    (journal / "files").mkdir(parents=True)
+    (journal / "files" / "0").write_text("NCCL_IB_GID_INDEX=3\n")
+    victim = tmp_path / "sudoers"
+    victim.write_text("precious\n")
+    path = tmp_path / "home" / ".nccl.conf"
+    path.parent.mkdir()
+    path.symlink_to(victim)
+    saved = SavedFile(str(path), True, "644", os.getuid(), os.getgid(), "a" * 64, "files/0")
+    assert restore(_LocalShell(), str(journal), [saved]) == []  # type: ignore[arg-type]
+    assert victim.read_text() == "precious\n"
+    assert not path.is_symlink() and path.read_text() == "NCCL_IB_GID_INDEX=3\n"

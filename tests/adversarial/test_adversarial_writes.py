@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import stat
 from collections.abc import Iterator
@@ -147,8 +148,6 @@ def test_a_bundle_written_anew_is_read_back_whole(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["link-out", "fifo", "dangling"])
 def test_fix_of_a_bundle_with_planted_names_changes_nothing(tmp_path: Path, kind: str) -> None:
     bundle = tmp_path / "mtu"
-    import shutil
-
     shutil.copytree(ROOT / "fixtures" / "mtu-mismatch", bundle)
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"precious\n")

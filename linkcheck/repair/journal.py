@@ -102,7 +102,7 @@ def list_command(root: str) -> str:
     line of try.result as `|LINE`; `E`. A folder name that is not a run id is said as `N` (its name unprinted).
     Every line of a file starts with `|`, so no text in a file can read as a line of the listing."""
     r = shlex.quote(root.rstrip("/"))
-    body = ('awk \'{print "|" $0}\'')
+    body = 'awk \'{print "|" $0}\''  # every line, the last one too when it has no newline
     script = (f'for d in {r}/*/ {r}/.[!.]*/ {r}/..?*/; do n=${{d%/}}; n=${{n##*/}}; j="$d/journal.json"; '
               '[ -e "$j" ] || [ -L "$j" ] || continue; '
               'case "$n" in *[!0-9A-Za-z-]*) echo N; continue;; esac; echo "J $n"; '
@@ -113,6 +113,8 @@ def list_command(root: str) -> str:
 
 
 class _Entry(msgspec.Struct):
+    """One run folder of the listing, as read so far: its journal's lines, its try.result's, why it is refused."""
+
     name: str
     journal: list[str] = msgspec.field(default_factory=list)
     result: list[str] = msgspec.field(default_factory=list)

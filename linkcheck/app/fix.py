@@ -29,13 +29,12 @@ from linkcheck.repair.apply import (
     reboot_nodes,
     sudo_works,
 )
-from linkcheck.repair.files import node_files
-from linkcheck.repair.journal import COMMITTED
+from linkcheck.repair.journal import COMMITTED, JournalError
 from linkcheck.repair.model import RepairPlan
 from linkcheck.repair.node import LocalNode, RepairNode, ShellNode
-from linkcheck.repair.plan import plan_repairs
 from linkcheck.repair.record import REPAIR, write_repair
 from linkcheck.repair.restore import RestoreOutcome, report_unfinished, restore_node
+from linkcheck.repair.saved import plan_for
 from linkcheck.transport.base import Transport
 from linkcheck.transport.local import LocalTransport
 
@@ -53,12 +52,6 @@ class FixResult(msgspec.Struct, frozen=True):
     interrupted: bool = False
 
 
-def plan_for(outcome: Outcome) -> RepairPlan:
-    """The plan for a diagnosis: its findings, its facts and the files its bundle captured."""
-    files = {node: node_files(outcome.bundle, node) for node in ("a", "b")}
-    return plan_repairs(outcome.link, outcome.diagnosis.findings, files)
-
-
 def _save(directory: Path, plan: RepairPlan) -> str | None:
     """The plan written into the bundle (its manifest and SHA256SUMS updated); why not, when it cannot be."""
     try:
@@ -70,15 +63,15 @@ def _save(directory: Path, plan: RepairPlan) -> str | None:
 
 def fix_bundle(path: Path, playbooks: list[Path] | None, config: Config | None, *, allow_unverified: bool = False,
                warn: Callable[[str], None] | None = None) -> FixResult:
-    """Diagnose a saved bundle and plan its repairs; the plan is added to the bundle."""
+    """Diagnose a saved bundle and plan its repairs. The bundle is left as it was given (a filed bundle stays as
+    filed): the plan is saved only where asked (`fix BUNDLE -o FILE`)."""
     outcome = diagnose_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
-    plan = plan_for(outcome)
-    return FixResult(outcome, plan, path, _save(path, plan))
+    return FixResult(outcome, plan_for(outcome), None)
 
 
 def fix_live(config: Config, save_dir: Path | None) -> FixResult | None:
-    """Inspect both nodes (no traffic), save the bundle, plan its repairs and add the plan to it; None when Ctrl-C
-    came before any node answered."""
+    """Inspect both nodes (no traffic), save the bundle, plan its repairs and add the plan to that bundle (one
+    linkcheck made itself); None when Ctrl-C came before any node answered."""
     result = run_live(config, save_dir, anonymize=False, diagnose=True)
     if result.outcome is None:
         return None
@@ -182,8 +175,12 @@ def _transactions(config: Config, result: ApplyResult, options: ApplyOptions, sa
     try:
         lines: list[str] = []
         for name in sorted(nodes):
-            with contextlib.suppress(LinkcheckError):
+            try:
                 lines += report_unfinished(nodes[name], options.journal_root, say)
+            except JournalError:
+                raise  # a journal that is not one linkcheck writes: refused, nothing is applied over it
+            except LinkcheckError:
+                pass
         result = replace(result, journal_lines=tuple(lines))
         plan = result.before.plan
         if not [s for s in plan.steps if not s.reboot or options.allow_reboot]:

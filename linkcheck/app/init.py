@@ -118,8 +118,10 @@ def render_cluster_config(hosts: Sequence[ClusterHost], ssh: SshOptions, facts: 
              "  nodes:  # SSH targets: [user@]host[:port]"]
     hostnames = {n: f.hostname for n, f in facts.nodes.items()}
     for host in hosts:
-        lines.append(f"    {_yaml_text(host.name)}: {_yaml_text(str(host.target))}"
-                     f"  # hostname: {_comment(hostnames.get(host.name))}")
+        target = _yaml_text(str(host.target))
+        if host.target.identity_file:  # an inventory's key file (ansible_ssh_private_key_file) is kept
+            target = f"{{target: {target}, identity_file: {_yaml_text(host.target.identity_file)}}}"
+        lines.append(f"    {_yaml_text(host.name)}: {target}  # hostname: {_comment(hostnames.get(host.name))}")
     lines.append("  cables:  # direct cables, cage to cage (node:cage<->node:cage)")
     lines += [f"    - {_yaml_text(c.key)}" for c in topo.cables] or ["    []"]
     switched = [n for n in topo.nodes if any(n in s.nodes for s in topo.segments)]

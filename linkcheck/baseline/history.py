@@ -96,7 +96,7 @@ def _open_locked(path: Path) -> int:
     """The history file opened for appending under its exclusive lock, the current file even when another run
     rotated it while this one waited for the lock."""
     while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = _open_history(path)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
@@ -117,8 +117,6 @@ def append_line(path: Path, record: dict[str, Any], rotate_bytes: int = ROTATE_B
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = _open_locked(path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
         if os.fstat(fd).st_size > 0 and os.fstat(fd).st_size + len(data) > rotate_bytes:
             os.replace(path, _rotated(path))  # under the lock: a writer waiting on it reopens the new file
             os.close(fd)
@@ -135,6 +133,39 @@ def append_line(path: Path, record: dict[str, Any], rotate_bytes: int = ROTATE_B
                           str(path))
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _open_history(path: Path) -> int:
+    """The history file opened to append, created when missing. Never through a link (O_NOFOLLOW), never blocked
+    by a FIFO (O_NONBLOCK: with no reader the open fails at once, with one the file is refused as not regular);
+    an OSError whose strerror says what is there otherwise."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        kind = _kind_at(path)
+        if kind is None:
+            raise
+        raise OSError(exc.errno, f"{path} is {kind}, not a history file (move it away)", str(path)) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a plain file"
+        raise OSError(errno.EINVAL, f"{path} is {kind}, not a history file (move it away)", str(path))
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
+
+
+def _kind_at(path: Path) -> str | None:
+    """What is at `path` when it is not a plain file (None: a plain file, or nothing)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO")):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a plain file"
 
 
 def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:

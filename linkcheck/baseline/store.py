@@ -6,7 +6,8 @@ import contextlib
 import datetime as dt
 import os
 import re
-import threading
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -25,6 +26,7 @@ from linkcheck.facts.snapshot_model import (
     Snapshot,
 )
 from linkcheck.safe_read import read_capped
+from linkcheck.safe_write import create_file, replace_file
 
 T = TypeVar("T")
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
@@ -279,18 +281,13 @@ def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) ->
         raise UsageError(f"a baseline named {name!r} exists ({existing}); choose another name or "
                          "pass --force to replace it")
     data = (strict_json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    _refuse_odd_entry(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            _write_new(tmp, data)
-            if overwrite:
-                os.replace(tmp, target)
-            else:
-                os.link(tmp, target)  # never replaces: FileExistsError when another save got there first
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        if overwrite:
+            replace_file(target, data, 0o644)
+        else:
+            _link_new(target, data)
     except FileExistsError:
         raise UsageError(f"a baseline named {name!r} was saved by another run meanwhile ({target}); choose "
                          "another name or pass --force to replace it") from None
@@ -300,15 +297,31 @@ def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) ->
     return target
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+def _refuse_odd_entry(target: Path) -> None:
+    """A store entry that is not a plain file (a folder, a FIFO, a link) is never replaced or written through:
+    one line saying what is there (exit 4)."""
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        info = os.lstat(target)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        return
+    kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) else \
+        "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a plain file"
+    raise BaselineError(str(target), f"is {kind}, not a baseline file; left as it is",
+                        fix="move it out of the baseline store, then save again")
+
+
+def _link_new(target: Path, data: bytes) -> None:
+    """`target` created whole, never replacing anything: a file under a fresh name, then link()ed to the name
+    (of two saves of one new name at once exactly one wins; FileExistsError for the other)."""
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        create_file(tmp, data, 0o644, sync=True)
+        os.link(tmp, target)
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def list_baselines() -> list[Baseline]:
@@ -319,6 +332,8 @@ def delete(name: str) -> Path:
     path = find_path(check_name(name))
     if path is None:
         raise UsageError(f"no baseline named {name!r}; `linkcheck baseline list` shows the saved ones")
+    if path.is_dir() and not path.is_symlink():  # a link or a FIFO is removed itself; a folder is not a baseline
+        _refuse_odd_entry(path)
     try:
         path.unlink()
     except OSError as exc:

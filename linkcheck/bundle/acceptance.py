@@ -13,32 +13,28 @@ from linkcheck import strict_json
 from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex, sums_text
 from linkcheck.bundle.format import MANIFEST, read_manifest
 from linkcheck.safe_read import read_capped
+from linkcheck.safe_write import replace_file
 
 ACCEPTANCE = "acceptance.json"
 PROFILE_COPY = "acceptance-profile.yaml"
 MAX_ACCEPTANCE_BYTES = 4 << 20
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """`path` holds either its old bytes or all of `data`: written beside it, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def add_files(directory: Path, texts: dict[str, str]) -> None:
-    """Add top-level files to a written bundle: the files, then the manifest's table and digest, then SHA256SUMS."""
+    """Add top-level files to a written bundle: the files, then the manifest's table and digest, then SHA256SUMS,
+    each through `replace_file` (a fresh temporary name, renamed: a link or FIFO planted in the bundle is replaced,
+    never followed or opened)."""
     data = read_manifest(directory)
     table: dict[str, str] = dict(data.get("files", {}))
     for rel, text in texts.items():
         raw = text.encode("utf-8")
-        _replace(directory / rel, raw)
+        replace_file(directory / rel, raw)
         table[rel] = sha256_hex(raw)
     data["files"], data[DIGEST_KEY] = table, files_digest(table)
     manifest = json.dumps(data, indent=1, sort_keys=False) + "\n"
-    _replace(directory / MANIFEST, manifest.encode("utf-8"))
+    replace_file(directory / MANIFEST, manifest.encode("utf-8"))
     sums = {**table, MANIFEST: sha256_hex(manifest.encode("utf-8"))}
-    _replace(directory / SUMS, sums_text(sums).encode("utf-8", errors="surrogateescape"))
+    replace_file(directory / SUMS, sums_text(sums).encode("utf-8", errors="surrogateescape"))
 
 
 def write_acceptance(directory: Path, document: dict[str, Any], profile_text: str) -> None:

@@ -27,6 +27,7 @@ from linkcheck.bundle.digests import DIGEST_KEY, SUMS, files_digest, sha256_hex,
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
 from linkcheck.safe_read import RefusedFile, read_capped, walk_bounded
+from linkcheck.safe_write import create_file, make_folders
 
 FORMAT = "linkcheck-bundle"
 FORMAT_VERSION = 1
@@ -78,9 +79,9 @@ def write_bundle(bundle: Bundle, directory: Path) -> Path:
 
     def put(rel: str, text: str) -> str:
         data = text.encode("utf-8", errors="surrogateescape")
-        target = directory / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        folder, _, name = rel.rpartition("/")
+        # Exclusively: the folder was empty, so anything at a name (a link, a FIFO) was planted meanwhile.
+        create_file(make_folders(directory, folder) / name, data)
         files[rel] = _sha256(data)
         return rel
 
@@ -113,9 +114,9 @@ def write_bundle(bundle: Bundle, directory: Path) -> Path:
     }
     path = directory / MANIFEST
     text = json.dumps(manifest, indent=1, sort_keys=False) + "\n"
-    path.write_text(text, encoding="utf-8")
+    create_file(path, text.encode("utf-8"))
     sums = {**files, MANIFEST: _sha256(text.encode("utf-8"))}
-    (directory / SUMS).write_text(sums_text(sums), encoding="utf-8", errors="surrogateescape")
+    create_file(directory / SUMS, sums_text(sums).encode("utf-8", errors="surrogateescape"))
     return path
 
 

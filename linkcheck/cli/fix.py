@@ -28,10 +28,11 @@ from linkcheck.cli.common import (
     warn_unverified,
 )
 from linkcheck.errors import ExitCode, UsageError
-from linkcheck.repair.record import steps_json
+from linkcheck.repair.record import REPAIR, repair_json, steps_json
 from linkcheck.report.repair import plan_text_lines
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.tables import verdict_line
+from linkcheck.report.writer import check_output_path, write_output
 
 
 def fix(
@@ -54,11 +55,19 @@ def fix(
         "it reverts a node's netplan change.")] = 120,
     reboot_wait: Annotated[int, typer.Option(
         "--reboot-wait", min=1, max=3600, help="Seconds to wait for a rebooted node to answer again.")] = 600,
+    output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--output", "-o", help="Also save the whole plan (repair.json's record: steps, what was not planned, the "
+        "hostnames and state digest) to this file; a BUNDLE is never changed.")] = None,
 ) -> None:
     """Plan the repairs of the findings that have one: per node, ordered steps, each with its runtime change, its
     persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
-    Read-only unless --apply: the plan is printed and saved in the bundle (repair.json), nothing on the nodes
-    changes. --apply applies it (journal per node, verified, rolled back on failure); --restore undoes the last."""
+    Read-only unless --apply: the plan is printed, nothing on the nodes changes; a live plan is also saved in the
+    bundle it makes (repair.json), a BUNDLE's only where -o names. --apply applies it (journal per node, verified,
+    rolled back on failure); --restore undoes the last."""
+    if output is not None and (restore or apply):
+        raise UsageError("--output goes with a plan, not with --apply or --restore")
+    if output is not None:
+        check_output_path(output)
     if restore or apply:
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
                    try_timeout, reboot_wait)
@@ -67,7 +76,8 @@ def fix(
         raise UsageError("--allow-reboot goes with --apply")
     if bundle is not None:
         if node or save:
-            raise UsageError("--node and --save are for a live plan; a bundle's plan is saved in the bundle")
+            raise UsageError("--node and --save are for a live plan; a bundle is never changed: -o FILE saves "
+                             "its plan")
         result = fix_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
                             warn=warn_unverified)
     else:
@@ -77,6 +87,9 @@ def fix(
             raise typer.Exit(130)
         say_node_errors(live.outcome)
         result = live
+    if output is not None:
+        write_output(output, repair_json(result.plan), "-o", "repair plan")
+        say(f"repair plan saved to {output}")
     _show_plan(result, fmt)
     if FLAGS.quiet:
         say_verdict(result.outcome)
@@ -87,7 +100,7 @@ def _show_plan(result: FixResult, fmt: Format) -> None:
     if result.save_problem:
         say(f"linkcheck: {result.save_problem}")
     elif result.saved is not None:
-        say(f"repair plan saved to {result.saved / 'repair.json'}")
+        say(f"repair plan saved to {result.saved / REPAIR}")
     if not FLAGS.quiet:
         if fmt is Format.json:
             write_stdout(steps_json(result.plan))

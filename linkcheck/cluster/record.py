@@ -17,6 +17,7 @@ import msgspec
 
 from linkcheck import strict_json
 from linkcheck.bundle.acceptance import add_files, read_added_file
+from linkcheck.bundle.format import MANIFEST
 from linkcheck.cluster.hosts import MAX_NODES
 from linkcheck.errors import BundleError
 
@@ -99,7 +100,10 @@ def load_cluster(directory: Path) -> ClusterDocument:
     raw, problem = read_added_file(directory, CLUSTER, MAX_CLUSTER_BYTES, "the cluster's record")
     path = directory / CLUSTER
     if raw is None:
-        raise BundleError(str(path), problem or "missing", fix=f"`linkcheck verify {directory}` says more")
+        reason = (problem or "missing").removeprefix(f"{path}: ")
+        # `verify` speaks of digests: it says more only when the manifest does not vouch for the file.
+        digest = MANIFEST in reason
+        raise BundleError(str(path), reason, fix=f"`linkcheck verify {directory}` says more" if digest else None)
     try:
         doc = msgspec.json.decode(raw, type=ClusterDocument)
     except msgspec.ValidationError as exc:

@@ -43,6 +43,7 @@ from linkcheck.repair.journal import (
 )
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
+from linkcheck.repair.paths import plan_path_problem
 from linkcheck.repair.restore import restore_node
 from linkcheck.repair.runtime import (
     ADDR_ADD,
@@ -128,6 +129,14 @@ def _ops(step: Step) -> list[RuntimeOp]:
 
 def preflight(plan: RepairPlan, nodes: Mapping[str, RepairNode], options: ApplyOptions, say: Say) -> list[NodePrep]:
     """Every node with steps checked before any change; ApplyRefused names the first reason to apply nothing."""
+    for step in plan.steps:
+        _ops(step)
+        why = plan_path_problem(step.persistent) if step.persistent is not None else None
+        if step.node not in ("a", "b"):
+            why = f"node {step.node!r} is neither a nor b"
+        if why is not None:
+            raise ApplyRefused(f"node {step.node}: {step.finding}: {why}; the plan is not applied",
+                               exit_code=ExitCode.BAD_INPUT)
     preps = []
     for name in ("a", "b"):
         steps = tuple(s for s in plan.for_node(name) if not s.reboot or options.allow_reboot)

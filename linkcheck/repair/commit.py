@@ -22,10 +22,10 @@ from linkcheck.repair.files import NCCL_CONF_USER, ONLY_NETPLAN_FILE, normal, te
 from linkcheck.repair.journal import SavedFile
 from linkcheck.repair.model import FileChange
 from linkcheck.repair.node import RepairNode, first_line
+from linkcheck.repair.paths import NETPLAN_DIR
 from linkcheck.repair.runtime import RuntimeOp
 
 q = shlex.quote
-NETPLAN_DIR = "/etc/netplan"
 TRY_READY = "Do you want to keep these settings?"
 TRY_ACCEPTED = "Configuration accepted."
 
@@ -68,14 +68,20 @@ def resolve_path(node: RepairNode, path: str) -> str:
 
 
 def read_file(node: RepairNode, path: str) -> tuple[bool, str, int, int, bytes]:
-    """(exists, octal mode, uid, gid, bytes) of a file on the node, read as root."""
+    """(exists, octal mode, uid, gid, bytes) of a file on the node, read as root. A symbolic link, a FIFO or
+    anything else that is not a plain file is never read through (CommitError): a repair changes plain files."""
     p = q(path)
-    out = node.sh(_sudo_sh(f'if [ -e {p} ]; then stat -c "%a %u %g" {p} && base64 -w0 {p}; else echo absent; fi'))
+    out = node.sh(_sudo_sh(f'if [ -L {p} ]; then echo link; elif [ ! -e {p} ]; then echo absent; '
+                           f'elif [ ! -f {p} ]; then echo odd; else stat -c "%a %u %g" {p} && base64 -w0 {p}; fi'))
     if out.exit_status != 0:
         raise CommitError(f"node {node.name}: cannot read {path}: {first_line(out)}")
     head, _, body = out.stdout.partition("\n")
     if head.strip() == "absent":
         return False, "", 0, 0, b""
+    if head.strip() in ("link", "odd"):
+        what = "a symbolic link" if head.strip() == "link" else "not a plain file"
+        raise CommitError(f"node {node.name}: {path} is {what}: a repair changes plain files only; not changed",
+                          fix="change it by hand")
     mode, uid, gid = head.split()
     return True, mode, int(uid), int(gid), base64.b64decode(body.strip() or b"")
 
@@ -186,7 +192,8 @@ def restore_lines(directory: str, saved: list[SavedFile]) -> list[str]:
     lines = []
     for s in saved:
         if s.existed:
-            lines.append(f"cp -p {q(directory + '/' + s.saved_as)} {q(s.path)} || "
+            # --remove-destination: a link planted at the path since is replaced, never written through.
+            lines.append(f"cp -p --remove-destination {q(directory + '/' + s.saved_as)} {q(s.path)} || "
                          f"cat {q(directory + '/' + s.saved_as)} > {q(s.path)}")
         else:
             lines.append(f"rm -f {q(s.path)}")

@@ -33,13 +33,13 @@ from linkcheck.repair.model import (
     RepairPlan,
     Step,
 )
+from linkcheck.repair.paths import NM_ETC, plan_path_problem, repair_file_problem
 from linkcheck.repair.runtime import FEC_SETTLE_S
 
 # The community layout's MTU (spark-link s.2.2; no NVIDIA playbook sets one: theirs show 1500); RoCE then negotiates
 # 4096 instead of 1024, worth ~3 % on the collective (spark-link s.3e)
 JUMBO_MTU = 9000
 NEW_NETPLAN_FILE = "/etc/netplan/40-cx7.yaml"  # NVIDIA's playbook's file name (spark-link s.2.2)
-NM_ETC = "/etc/NetworkManager/system-connections"
 REBOOT = "sudo systemctl reboot --no-block"  # the blocking form twice returned without rebooting (spark-link s.3b)
 # The order repairs run in on a node: addressing first (the paths exist), then what rides on them.
 RULE_ORDER = ("TWINS_SAME_SUBNET", "SINGLE_PCIE_PATH", "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY",
@@ -81,6 +81,9 @@ class _Planner:
 
     def _change(self, node: str, path: str, manager: str, edit: FileEdit, mode: str,
                 check: Callable[[str], None] | None = None) -> FileChange:
+        why = repair_file_problem(path, manager)  # the path comes from the node's own listing: data, confined
+        if why is not None:
+            raise EditError(why)
         before = self._text(node, path)
         if manager == "netplan" and before is not None and self.files[node].redacted(path):
             raise EditError(f"{path} holds secret values that the inspection did not collect")
@@ -439,6 +442,10 @@ def plan_nm_runtime(p: _Planner, finding: Finding) -> None:
         return
     change = FileChange(path=target, manager="NetworkManager", diff=unified_diff(target, None, shown), mode="600",
                         edit=FileEdit("copy_from", old=profile.path), before_sha256=None)
+    why = plan_path_problem(change)
+    if why is not None:
+        p.skip(finding, f"node {node}: {why}")
+        return
     p.add(Step(node=node, finding=finding.finding_id, runtime=("sudo nmcli connection reload",), persistent=change,
                verify=(f"sudo test -f {q(target)}", "nmcli -f NAME,UUID,FILENAME connection show"),
                touches=(TOUCH_FILE + target,)))

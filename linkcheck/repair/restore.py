@@ -11,6 +11,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.repair import commit
+from linkcheck.repair.files import NCCL_CONF_USER
 from linkcheck.repair.journal import (
     RESTORED,
     REVERTED,
@@ -35,9 +36,14 @@ class RestoreOutcome(msgspec.Struct, frozen=True):
 
 
 def journals(node: RepairNode, root: str) -> list[FoundJournal]:
-    """The node's journals, oldest first; none when there are none or sudo is refused."""
+    """The node's journals, oldest first; none when there are none or sudo is refused. JournalError (exit 4, its
+    file and line) for one that is not a journal linkcheck writes: never skipped, so that the latest run is never
+    taken for an older one."""
     out = node.sh(list_command(root))
-    return parse_list(out.stdout) if out.exit_status == 0 else []
+    if out.exit_status != 0:
+        return []
+    home = commit.resolve_path(node, NCCL_CONF_USER).removesuffix("/.nccl.conf")
+    return parse_list(out.stdout, root, home)
 
 
 def _write(node: RepairNode, found: FoundJournal, state: str, note: str) -> None:

@@ -98,6 +98,11 @@ def _ip(word: str) -> str:
     return word
 
 
+def _ascii_number(word: str) -> bool:
+    """ASCII digits only, five at most (`isdigit()` alone accepts `²`, which `int()` refuses)."""
+    return word.isascii() and word.isdigit() and len(word) <= 5
+
+
 def parse_op(command: str) -> RuntimeOp:
     """The operation a plan's runtime command stands for; OpError for any other command."""
     try:
@@ -107,7 +112,7 @@ def parse_op(command: str) -> RuntimeOp:
     if words[:1] == ["sudo"]:
         words = [w for w in words[1:] if w not in ("-n",)]
     match words:
-        case ["ip", "link", "set", "dev", dev, "mtu", mtu] if mtu.isdigit() and 68 <= int(mtu) <= 65535:
+        case ["ip", "link", "set", "dev", dev, "mtu", mtu] if _ascii_number(mtu) and 68 <= int(mtu) <= 65535:
             return RuntimeOp(MTU, _dev(dev), mtu)
         case ["ip", "addr", "add" | "del" as verb, cidr, "dev", dev]:
             return RuntimeOp(ADDR_ADD if verb == "add" else ADDR_DEL, _dev(dev), _cidr(cidr))
@@ -120,6 +125,24 @@ def parse_op(command: str) -> RuntimeOp:
         case ["systemctl", "reboot", "--no-block"]:
             return RuntimeOp(REBOOT)
     raise OpError(f"not a command linkcheck plans: {command!r}")
+
+
+_NUD = {"permanent", "noarp", "reachable", "stale", "delay", "probe", "failed", "incomplete", "none"}
+
+
+def check_op(op: RuntimeOp) -> None:
+    """An operation read back from a journal is one linkcheck writes (its undo included): the same grammar as a
+    plan's runtime commands (its command read back gives the same operation), a neighbour entry put back with a
+    MAC and a state; OpError otherwise."""
+    if op.kind == NEIGH_SET:
+        _dev(op.dev)
+        _ip(op.value)
+        parse_mac(op.lladdr)
+        if op.nud.lower() not in _NUD:
+            raise OpError(f"{op.nud!r} is not a neighbour state")
+        return
+    if parse_op(shlex.join(op.argv())) != op:
+        raise OpError(f"not an operation linkcheck writes: {op.describe!r}")
 
 
 def parse_mac(word: str) -> str:

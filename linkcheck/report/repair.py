@@ -11,24 +11,50 @@ import msgspec
 from linkcheck.outcome import Outcome
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.record import REPAIR, load_repair, steps_document
+from linkcheck.repair.saved import SavedPlan, judge_saved
 
 
-def repair_plan(outcome: Outcome) -> tuple[RepairPlan | None, str | None]:
-    """(the plan, None), (None, why it is not shown), or (None, None) when the bundle holds none."""
+def saved_plan(outcome: Outcome) -> tuple[SavedPlan | None, str | None]:
+    """The bundle's plan judged against linkcheck's for the same findings, or (None, why it is not read);
+    (None, None) when the bundle holds none."""
     path = outcome.bundle.path
     if path is None or not os.path.lexists(path / REPAIR):
         return None, None
     if {REPAIR, "manifest.json"} & outcome.bundle.unverified:
         return None, f"{REPAIR} is unverified (`linkcheck verify` names why; not shown)"
-    return load_repair(path)
+    plan, problem = load_repair(path)
+    if plan is None:
+        return None, problem
+    return judge_saved(plan, outcome), None
+
+
+def repair_plan(outcome: Outcome) -> tuple[RepairPlan | None, str | None]:
+    """(the plan, None) when the bundle's plan is linkcheck's own for its findings; (None, why it is not shown:
+    unverified, damaged, or the plan in the bundle, not linkcheck's, with its differences); (None, None) when the
+    bundle holds none."""
+    judged, problem = saved_plan(outcome)
+    if judged is None:
+        return None, problem
+    if judged.plan is None:
+        return None, _not_ours(outcome, judged)
+    return judged.plan, None
+
+
+def _not_ours(outcome: Outcome, judged: SavedPlan) -> str:
+    return f"{outcome.bundle.path / REPAIR if outcome.bundle.path else REPAIR}: {judged.summary}"
 
 
 def repair_document(outcome: Outcome) -> dict[str, Any] | None:
     """For the JSON report: the steps as `fix -f json` prints them and what was not planned; {"problem": ...}
-    when the plan there is not shown; None when the bundle has no plan."""
-    plan, problem = repair_plan(outcome)
-    if plan is None:
+    when the plan there is not shown (with `not_linkchecks`: what `fix --apply` would refuse in it and its
+    differences from linkcheck's plan); None when the bundle has no plan."""
+    judged, problem = saved_plan(outcome)
+    if judged is None:
         return {"problem": problem} if problem else None
+    if judged.plan is None:
+        return {"problem": _not_ours(outcome, judged), "not_linkchecks": {"refused": list(judged.refused),
+                                                     "differences": list(judged.differences)}}
+    plan = judged.plan
     return {**steps_document(plan), "not_planned": [msgspec.to_builtins(n) for n in plan.not_planned]}
 
 

@@ -13,18 +13,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
 import shlex
 import stat
-import tempfile
 import time
 from pathlib import Path
 
 from linkcheck.errors import InputFileError, OutputError
 from linkcheck.report.stdout import write_stdout
+from linkcheck.safe_write import replace_file
 
 STDOUT = "-"
 FIFO_WAIT_S = 1.0  # how long a FIFO may stay without a reader before the write gives up
@@ -138,33 +137,13 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _replace(target: Path, data: bytes, shown_path: Path, what: str) -> None:
-    """Write a temporary file beside `target`, then rename it over `target`: a reader sees the old file or the
-    new one; a failure (or Ctrl-C) leaves the old one untouched and removes the temporary file."""
+    """`replace_file`: a temporary file beside `target`, renamed over it; a reader sees the old file or the new
+    one; a failure (or Ctrl-C) leaves the old one untouched and removes the temporary file."""
     folder = target.parent if str(target.parent) else Path(".")
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)  # a replaced file keeps its permissions
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        replace_file(target, data)
     except OSError as exc:
         raise _failed(shown_path, what, exc, folder) from None
-    try:
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise _failed(shown_path, what, exc, folder) from None
-        raise
 
 
 def _open_stream(path: Path, what: str) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import logging
 import os
 import shlex
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,7 +93,11 @@ def append_known_host(path: Path, entry: str, key: paramiko.PKey) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     needs_newline = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
     line = f"{entry} {key.get_name()} {key.get_base64()}\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # O_NONBLOCK: a FIFO in its place fails the open (or the check below) instead of blocking the connection.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"{path} is not a plain file; the host key was not recorded", str(path))
     with os.fdopen(fd, "a", encoding="ascii") as handle:
         handle.write(("\n" if needs_newline else "") + line)
 

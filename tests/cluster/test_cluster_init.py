@@ -51,6 +51,18 @@ def test_init_writes_the_cabling_and_reading_it_back_finds_no_change(name: str, 
     assert _changed(replace(facts, expected=config.expected_cluster)) == []
 
 
+def test_init_keeps_each_hosts_key_file(tmp_path: Path) -> None:
+    facts = _facts("ring3")
+    keyed = {"a": "/home/u/.ssh/id_a", "c": "/keys/c key"}
+    hosts = [replace(h, target=replace(h.target, identity_file=keyed.get(h.name)))
+             for h in parse_node_values([f"{n}=root@{n}.lab" for n in facts.nodes])]
+    path = tmp_path / "linkcheck.yaml"
+    path.write_text(render_cluster_config(hosts, SshOptions(), facts), encoding="utf-8")
+    config = load_config(path)
+    assert {t.name: t.identity_file for t in config.cluster_nodes} == {"a": keyed["a"], "b": None, "c": keyed["c"]}
+    assert [str(t) for t in config.cluster_nodes] == [f"root@{n}.lab" for n in facts.nodes]
+
+
 def test_a_cable_gone_or_new_and_a_node_off_the_switch_are_named() -> None:
     ring = _facts("ring3")
     recorded = ExpectedCluster(cables=("b:p1<->a:p0", "a:p1<->c:p0", "b:p0<->c:p1", "a:p0<->c:p0"))

@@ -51,4 +51,7 @@ def test_live_fix_plans_from_what_it_saw(scenario: str, lab_factory: Callable[..
     saved = json.loads((tmp_path / "saved" / "repair.json").read_text())
     assert [s["runtime"] for s in saved["plan"]["steps"]] == [s["runtime"] for s in steps]
     assert live.run("verify", str(tmp_path / "saved")).returncode == 0
+    # Read back offline, the plan a live fix added is the one linkcheck makes from the bundle: shown as the plan.
+    repair = json.loads(live.run("report", str(tmp_path / "saved"), "-f", "json").stdout)["repair"]
+    assert "problem" not in repair and repair["steps"] == steps, repair
     assert {n: _state(lab, n) for n in ("a", "b")} == before  # read-only: addresses and MTUs as they were

@@ -22,6 +22,7 @@ from linkcheck.repair.journal import (
     Journal,
     describe,
     encode,
+    list_command,
     parse_list,
     settled_state,
 )
@@ -68,12 +69,16 @@ def _journal(state: str, note: str = "") -> Journal:
                    note=note)
 
 
-def test_the_journal_list_reads_back_and_says_what_a_run_left() -> None:
-    text = (f"@@LC-JOURNAL@@ /var/lib/linkcheck/journal/r1\n{encode(_journal(PERSISTENT_PENDING))}\n"
-            "@@LC-TRY-RESULT@@\nreverted\n"
-            "@@LC-JOURNAL@@ /var/lib/linkcheck/journal/r2\n{not json\n@@LC-TRY-RESULT@@\n")
-    found = parse_list(text)
-    assert len(found) == 1 and found[0].try_result == "reverted"
+def test_the_journal_list_reads_back_and_says_what_a_run_left(tmp_path: Path) -> None:
+    run = tmp_path / "20261202T120000Z-abcdef"
+    run.mkdir()
+    (run / "journal.json").write_text(encode(_journal(PERSISTENT_PENDING)))
+    (run / "try.result").write_text("reverted\n")
+    (tmp_path / "20261201T000000Z-000000").mkdir()  # a run whose journal was never written: nothing changed
+    listing = subprocess.run(["sh", "-c", list_command(str(tmp_path)).removeprefix("sudo -n ")],
+                             capture_output=True, text=True, check=True).stdout
+    found = parse_list(listing, str(tmp_path), "/home/nvidia")
+    assert len(found) == 1 and found[0].try_result == "reverted" and found[0].directory == str(run)
     assert settled_state(found[0]) == REVERTED
     assert "netplan try reverted it by its timeout" in (describe(found[0]) or "")
     pending = FoundJournal("/d", _journal(PERSISTENT_PENDING), None)

@@ -1,5 +1,6 @@
-"""`linkcheck fix BUNDLE`: the plan printed (console, `-f json` exactly {"steps": [...]}), saved in the bundle where
-`verify` covers it, and shown by every report format; bad input is one line and a documented exit code."""
+"""`linkcheck fix BUNDLE`: the plan printed (console, `-f json` exactly {"steps": [...]}), saved only where `-o` names
+(the bundle is never changed); a plan a live `fix` added to its own bundle is covered by `verify` and shown by every
+report format; bad input is one line and a documented exit code."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from linkcheck.app.offline import diagnose_bundle
+from linkcheck.repair.record import write_repair
+from linkcheck.repair.saved import plan_for
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -33,7 +38,7 @@ def test_json_plan_is_exactly_steps(cli: InProcessCli, tmp_path: Path) -> None:
     assert list(step) == STEP_KEYS
     assert step["runtime"] == ["sudo ip link set dev enP2p1s0f1np1 mtu 9000"]
     assert step["persistent"]["mode"] == "600" and "+      mtu: 9000" in step["persistent"]["diff"]
-    assert f"repair plan saved to {bundle / 'repair.json'}" in result.stderr
+    assert "saved" not in result.stderr and not (bundle / "repair.json").exists()
 
 
 def test_healthy_pair_prints_empty_steps(cli: InProcessCli, tmp_path: Path) -> None:
@@ -44,9 +49,27 @@ def test_healthy_pair_prints_empty_steps(cli: InProcessCli, tmp_path: Path) -> N
     assert console.stdout.strip() == "Nothing to repair."
 
 
+def _plan_saved_as_live_fix_does(bundle: Path) -> None:
+    """repair.json added to the bundle as a live `fix` adds it to the bundle it made."""
+    write_repair(bundle, plan_for(diagnose_bundle(bundle)))
+
+
+def test_fix_of_a_bundle_leaves_it_byte_identical_and_saves_only_where_asked(cli: InProcessCli,
+                                                                             tmp_path: Path) -> None:
+    bundle = _copy(tmp_path, "mtu-mismatch")
+    before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
+    out = tmp_path / "plan.json"
+    result = cli("fix", str(bundle), "-o", str(out))
+    assert result.returncode == 2 and f"repair plan saved to {out}" in result.stderr
+    assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+    assert cli("verify", str(bundle)).returncode == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "linkcheck-repair" and doc["plan"]["steps"][0]["node"] == "b"
+
+
 def test_saved_plan_verifies_and_every_report_shows_it(cli: InProcessCli, tmp_path: Path) -> None:
     bundle = _copy(tmp_path, "twins-same-subnet")
-    assert cli("fix", str(bundle)).returncode == 1
+    _plan_saved_as_live_fix_does(bundle)
     assert cli("verify", str(bundle)).returncode == 0
     doc = json.loads(cli("report", str(bundle), "-f", "json").stdout)
     assert [s["node"] for s in doc["repair"]["steps"]] == ["a", "b"]
@@ -65,7 +88,7 @@ def test_saved_plan_verifies_and_every_report_shows_it(cli: InProcessCli, tmp_pa
 
 def test_an_edited_plan_is_not_shown(cli: InProcessCli, tmp_path: Path) -> None:
     bundle = _copy(tmp_path, "mtu-mismatch")
-    cli("fix", str(bundle))
+    _plan_saved_as_live_fix_does(bundle)
     path = bundle / "repair.json"
     path.write_text(path.read_text().replace("mtu 9000", "mtu 1500"))
     result = cli("report", str(bundle), "-f", "json", "--allow-unverified")
@@ -81,6 +104,8 @@ def test_a_report_without_a_plan_has_none(cli: InProcessCli) -> None:
 @pytest.mark.parametrize(("args", "needle"), [
     (("fix", "/nonexistent/bundle"), "/nonexistent/bundle"),
     (("fix", str(FIXTURES / "healthy"), "--node", "a=x@y"), "--node and --save are for a live plan"),
+    (("fix", str(FIXTURES / "healthy"), "-o", str(FIXTURES)), "names a folder"),
+    (("fix", "--restore", "-o", "x.json"), "--output goes with a plan"),
     (("fix", str(FIXTURES / "healthy"), "-f", "yaml"), "yaml"),
 ])
 def test_bad_input_is_one_line_exit_4(cli: InProcessCli, args: tuple[str, ...], needle: str) -> None:

@@ -263,3 +263,29 @@ def test_the_log_is_read_per_host_also_through_mpiruns_tags() -> None:
     assert ranks["spark-a"].channel_transports == ("IB",)
     assert ranks["spark-b.lab"].no_ib_device and ranks["spark-b.lab"].socket_devices == ("enP7s7",)
     assert ranks["spark-b.lab"].channel_transports == ("Socket",) and ranks["spark-b.lab"].network == "Socket"
+
+
+def test_nvidias_figure_is_judged_with_nvidias_statistic_not_the_peak_row() -> None:
+    # spark_cluster_setup.py (NVIDIA/dgx-spark-playbooks multi-sparks-through-switch) runs all_gather_perf
+    # -b 16G -e 16G and compares "# Avg bus bandwidth" (the mean of out-of-place and in-place at 16 GiB) with
+    # 21.875 GB/s. A sweep whose peak row (4 GiB) clears the line while its 16 GiB row does not is a warning.
+    facts = _facts(switch_by_cage({"a": "p1", "b": "p1", "c": "p1"}))
+    ranks = (_rank("spark-a", 4100, P1), _rank("spark-b", 4200, P1), _rank("spark-c", 4300, P1))
+    cap = _run_capture(facts, ranks, "IB", 23.7)
+    curve = ((1 << 30, 22.4), (1 << 31, 22.6), (1 << 32, 22.9), (1 << 33, 22.1), (1 << 34, 21.2))
+    table = render_all_gather_perf(NcclTestsRun(hosts=tuple(r.host for r in ranks), curve=curve,
+                                                pids=tuple(r.pid for r in ranks)))[0]
+    log = render_nccl_log(NcclLogRun(ranks=ranks, transport="IB", nccl_version="2.30.7"))[0]
+    judged, diagnosis = _judge(facts, replace(cap, stdout=log + table))
+    assert judged.nccl is not None and judged.nccl.busbw_gbs == pytest.approx(22.9, abs=0.1)
+    assert judged.nccl.nvidia_busbw_gbs == pytest.approx(21.2, abs=0.1)
+    low = next(f for f in diagnosis.findings if f.rule_id == "NCCL_CLUSTER_BUSBW_LOW")
+    assert low.status is Status.WARN
+    assert f"{judged.nccl.nvidia_busbw_gbs:g} GB/s by NVIDIA's statistic" in low.message
+    assert f"peak {judged.nccl.busbw_gbs:g} GB/s" in low.message
+    # The same sweep with a 16 GiB row above the line passes, whatever a smaller row did.
+    healthy = curve[:-1] + ((1 << 34, 22.0),)
+    table = render_all_gather_perf(NcclTestsRun(hosts=tuple(r.host for r in ranks), curve=healthy,
+                                                pids=tuple(r.pid for r in ranks)))[0]
+    _, diagnosis = _judge(facts, replace(cap, stdout=log + table))
+    assert _nccl_findings(diagnosis)[("NCCL_CLUSTER_BUSBW_LOW", "cluster")] is Status.PASS

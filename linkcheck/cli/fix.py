@@ -22,6 +22,7 @@ from linkcheck.cli.common import (
     live_config,
     offline_config,
     out,
+    pair_only,
     say,
     say_node_errors,
     say_verdict,
@@ -58,7 +59,9 @@ def fix(
     """Plan the repairs of the findings that have one: per node, ordered steps, each with its runtime change, its
     persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
     Read-only unless --apply: the plan is printed and saved in the bundle (repair.json), nothing on the nodes
-    changes. --apply applies it (journal per node, verified, rolled back on failure); --restore undoes the last."""
+    changes. --apply applies it (journal per node, verified, rolled back on failure); --restore undoes the last.
+    A cluster's bundle is refused (exit 4): the plan is for a pair."""
+    pair_only("fix", bundle, f"`linkcheck diagnose {bundle}` names each finding with its fix")
     if restore or apply:
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
                    try_timeout, reboot_wait)

@@ -86,11 +86,11 @@ def _setup(named: ClusterNames, config: Path | None,
 def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, fmt: Format,
                        traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
                        save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
-                       prometheus: Path | None = None) -> None:
+                       prometheus: Path | None = None, show_all: bool = False) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
-    findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the textfile
-    to `prometheus`, the bundle saved, each test recorded in its pair's history as `command`, the verdict's exit
-    code."""
+    findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or JSON on stdout, a
+    Markdown report to `report`, the textfile to `prometheus`, the bundle saved, each test recorded in its pair's
+    history as `command`, the verdict's exit code."""
     if report is not None:
         check_output_path(report, "--report")
     if prometheus is not None:
@@ -115,7 +115,7 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
         say(f"linkcheck: {line}")
     if prometheus is not None:
         write_cluster_textfile(prometheus, result)
-    emit_cluster(result, fmt, report)
+    emit_cluster(result, fmt, report, show_all)
     if baseline is None:
         say(f"bundle saved to {target}")
     raise typer.Exit(int(result.exit_code))

@@ -255,6 +255,11 @@ def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
             overrides[name] = replace(target, identity_file=old.identity_file)
     nodes = {**config.nodes, **overrides}
     missing = [n for n in ("a", "b") if n not in nodes]
+    if missing and config.cluster_nodes:  # a cluster's file: never two of its nodes taken for the pair
+        raise ConfigError(config.source or "linkcheck.yaml", f"this command serves a pair; the file names a cluster "
+                          f"of {len(config.cluster_nodes)} nodes (its cluster: section)",
+                          fix="name the pair with --node a=user@host --node b=user@host; `check`, `accept` and "
+                          "`topology` take the cluster")
     if missing:
         raise ConfigError(config.source or "--node", f"node {missing[0]} is not configured",
                           fix="pass --node a=user@host --node b=user@host, or run `linkcheck init`")

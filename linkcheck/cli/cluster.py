@@ -19,7 +19,7 @@ from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, cluster_b
 from linkcheck.app.init import write_cluster_config
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import finish_cluster_run
-from linkcheck.app.topology import discover
+from linkcheck.app.topology import discover, saved_view
 from linkcheck.baseline.cluster import ClusterBaseline
 from linkcheck.baseline.cluster_drift import compare
 from linkcheck.bench.nccl import NcclOptions
@@ -33,6 +33,7 @@ from linkcheck.cli.common import (
     GroupOpt,
     HostfileOpt,
     InventoryOpt,
+    UnverifiedOpt,
     checked_save,
     offline_config,
     out,
@@ -44,7 +45,7 @@ from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
 from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
-from linkcheck.errors import LinkcheckError
+from linkcheck.errors import LinkcheckError, UsageError
 from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
 from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.progress import ConsoleProgress
@@ -85,11 +86,11 @@ def _setup(named: ClusterNames, config: Path | None,
 def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, fmt: Format,
                        traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
                        save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
-                       prometheus: Path | None = None) -> None:
+                       prometheus: Path | None = None, show_all: bool = False) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
-    findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the textfile
-    to `prometheus`, the bundle saved, each test recorded in its pair's history as `command`, the verdict's exit
-    code."""
+    findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or JSON on stdout, a
+    Markdown report to `report`, the textfile to `prometheus`, the bundle saved, each test recorded in its pair's
+    history as `command`, the verdict's exit code."""
     if report is not None:
         check_output_path(report, "--report")
     if prometheus is not None:
@@ -114,7 +115,7 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
         say(f"linkcheck: {line}")
     if prometheus is not None:
         write_cluster_textfile(prometheus, result)
-    emit_cluster(result, fmt, report)
+    emit_cluster(result, fmt, report, show_all)
     if baseline is None:
         say(f"bundle saved to {target}")
     raise typer.Exit(int(result.exit_code))
@@ -158,13 +159,14 @@ def judge_cluster_bundle(bundle: Path, playbook: list[Path] | None, config: Path
                           expected=found.expected_cluster if found else None)
 
 
-def emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None) -> None:
-    """A cluster's check as text or JSON on stdout (nothing with --quiet), and its Markdown report to `report`."""
+def emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None, show_all: bool = False) -> None:
+    """A cluster's check as text or JSON on stdout (nothing with --quiet; the text with the passed findings too
+    when `show_all`: JSON holds every finding anyway), and its Markdown report to `report`."""
     if report is not None:
         write_output(report, check_markdown(result), "--report")
         say(f"report written to {report}")
     if not FLAGS.quiet:
-        out(check_json(result) if fmt is Format.json else check_text(result))
+        out(check_json(result) if fmt is Format.json else check_text(result, show_all))
 
 
 def init_cluster(named: ClusterNames, config: Path | None, output: Path, *, force: bool, accept: bool) -> None:
@@ -183,19 +185,32 @@ ClusterNodeOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
 
 
 def topology(
+    bundle: Annotated[Optional[Path], typer.Argument(  # noqa: UP045
+        help="A saved bundle (a cluster's or a pair's) to read instead of inspecting the nodes.")] = None,
     node: ClusterNodeOpt = None,
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
     config: ConfigOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
+    allow_unverified: UnverifiedOpt = False,
 ) -> None:
-    """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST) and print its
-    cables, its layout, the flags, the test rounds and the cluster rules' findings (exit 0; 1 when flagged or a rule
-    warns; 2 when a rule fails; 3 when a node could not be read)."""
+    """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST), or read a saved
+    bundle, and print its cables, its layout, the flags, the test rounds and the cluster rules' findings (exit 0; 1
+    when flagged or a rule warns; 2 when a rule fails; 3 when a node could not be read; 4 when a bundle does not
+    verify)."""
+    if bundle is not None and (node or hostfile or inventory or group or accept_new_host_keys):
+        raise UsageError("a bundle is read as saved; --node, --hostfile, --inventory, --group and "
+                         "--accept-new-host-keys are for inspecting the nodes")
+    if bundle is None and allow_unverified:
+        raise UsageError("--allow-unverified goes with a bundle")
     quiet_libraries()
-    found = find_config(config)
-    hosts = cluster_nodes((node or [], hostfile, inventory, group), found)
+    found = offline_config(config) if bundle is not None else find_config(config)
     rules = configured_rules([], found, kind="cluster")  # the config's playbooks and threshold overrides too
-    view = discover(hosts, _ssh(found, accept_new_host_keys), rules, found.expected_cluster if found else None)
+    expected = found.expected_cluster if found else None
+    if bundle is not None:
+        view = saved_view(bundle, rules, allow_unverified=allow_unverified, warn=warn_unverified, expected=expected)
+    else:
+        hosts = cluster_nodes((node or [], hostfile, inventory, group), found)
+        view = discover(hosts, _ssh(found, accept_new_host_keys), rules, expected)
     if not FLAGS.quiet:
         out(view_json(view) if fmt is Format.json else view_text(view))
     raise typer.Exit(int(view.exit_code))

@@ -14,9 +14,11 @@ from msgspec.structs import replace
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_run
+from linkcheck.app.topology import bundle_layout
 from linkcheck.baseline.cluster import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.config import Config, default_config_present, find_config, resolve_config
+from linkcheck.errors import UsageError
 from linkcheck.outcome import Outcome
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
@@ -111,6 +113,15 @@ def emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
         say_verdict(outcome)
         return
     print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
+
+
+def pair_only(command: str, bundle: Path | None, instead: str) -> None:
+    """Refuse a cluster's bundle (one line, exit 4) in a command that serves a pair, before it could answer the
+    cluster as if it were one; `instead` says what serves a cluster today."""
+    found = bundle_layout(bundle) if bundle is not None else None
+    if found is not None:
+        nodes, layout = found
+        raise UsageError(f"{command} serves a pair; this bundle holds {nodes} nodes ({layout}); {instead}")
 
 
 def offline_config(path: Path | None) -> Config | None:

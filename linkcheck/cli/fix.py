@@ -22,6 +22,7 @@ from linkcheck.cli.common import (
     live_config,
     offline_config,
     out,
+    pair_only,
     say,
     say_node_errors,
     say_verdict,
@@ -63,11 +64,13 @@ def fix(
     persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
     Read-only unless --apply: the plan is printed, nothing on the nodes changes; a live plan is also saved in the
     bundle it makes (repair.json), a BUNDLE's only where -o names. --apply applies it (journal per node, verified,
-    rolled back on failure); --restore undoes the last."""
+    rolled back on failure); --restore undoes the last.
+    A cluster's bundle is refused (exit 4): the plan is for a pair."""
     if output is not None and (restore or apply):
         raise UsageError("--output goes with a plan, not with --apply or --restore")
     if output is not None:
         check_output_path(output)
+    pair_only("fix", bundle, f"`linkcheck diagnose {bundle}` names each finding with its fix")
     if restore or apply:
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
                    try_timeout, reboot_wait)

@@ -168,7 +168,8 @@ def check(
         nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
             max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
         check_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
-                           (rdma, nccl), report, save, against, QUICK_COMMAND if quick else "check", prometheus)
+                           (rdma, nccl), report, save, against, QUICK_COMMAND if quick else "check", prometheus,
+                           show_all)
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None

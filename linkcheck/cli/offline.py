@@ -27,6 +27,7 @@ from linkcheck.cli.common import (
     finish,
     offline_config,
     out,
+    pair_only,
     run_record,
     say,
     say_verdict,
@@ -65,7 +66,7 @@ def diagnose(
         result = judge_cluster_bundle(bundle, playbook, config, allow_unverified, against)
         if prometheus is not None:
             write_cluster_textfile(prometheus, result)
-        emit_cluster(result, fmt, None)
+        emit_cluster(result, fmt, None, show_all)
         raise typer.Exit(int(result.exit_code))
     record = run_record("diagnose", baseline, prometheus) if baseline or prometheus else None
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), record.baseline if record else None,
@@ -136,7 +137,9 @@ def anonymize(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the anonymised copy (absent or "
                                             "empty).")],
 ) -> None:
-    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced."""
+    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced. A
+    cluster's bundle is refused (exit 4): its cluster record is not anonymised."""
+    pair_only("anonymize", bundle, "a cluster's record (cluster.json) is not anonymised yet")
     anonymize_saved(bundle, out_dir, warn=warn_unverified)
     say(f"anonymised bundle saved to {out_dir}")
 
@@ -189,7 +192,9 @@ def advise(
 ) -> None:
     """How to use the pair for a workload: two residents, one model across both (tensor or pipeline parallel) or
     one node, with the reasons; any finding that degrades the link voids a split and says what to fix first.
-    Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input."""
+    Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input (a
+    cluster's bundle included: advice is for a pair)."""
+    pair_only("advise", bundle, f"`linkcheck diagnose {bundle}` judges it, each finding with its fix")
     given = {"--model-gib": model_gib, "--concurrency": concurrency}
     if workload is not None:
         if any(v is not None for v in given.values()):

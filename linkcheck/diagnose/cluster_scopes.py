@@ -17,7 +17,8 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                 "cables_new": "text", "switch_gone": "text", "switch_new": "text",
                 # The NCCL run across every node (linkcheck.bench.cluster_nccl): its result, and the nodes whose own
                 # rank fell back to sockets.
-                "nccl_run": "bool", "nccl_busbw_gbs": "number", "nccl_nvidia_busbw_gbs": "number", "nccl_avg_busbw_gbs": "number",
+                "nccl_run": "bool", "nccl_busbw_gbs": "number", "nccl_nvidia_busbw_gbs": "number",
+                "nccl_avg_busbw_gbs": "number",
                 "nccl_wrong": "number", "nccl_largest_bytes": "number", "nccl_problem": "text",
                 "nccl_transport_only": "bool", "nccl_ranks": "number", "nccl_fallback_nodes": "text",
                 "nccl_fallback_count": "number", "nccl_proven": "bool"},

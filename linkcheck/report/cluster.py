@@ -43,9 +43,9 @@ def _confirmed(path: TwinPath) -> str:
     return f"  ({' and '.join(by)} confirmed)" if by else ""
 
 
-def view_text(view: ClusterView) -> str:
+def view_text(view: ClusterView, show_all: bool = False) -> str:
     """The view for a person: the layout, each cable and its twin paths, each switch segment, flags, rounds, then
-    each finding that is not a pass (with its fix), the notes and the verdict."""
+    each finding that is not a pass (with its fix; with `show_all` the passes too), the notes and the verdict."""
     topo = view.topology
     lines = [f"layout: {topo.layout} ({len(topo.nodes)} nodes; "
              f"{topo.standing})"]
@@ -62,7 +62,7 @@ def view_text(view: ClusterView) -> str:
         lines.append(f"round {r.number}: {'; '.join(m.label for m in r.matches)}{idle}")
     unread: dict[str, int] = {}
     for finding in view.diagnosis.findings:
-        if finding.status is Status.PASS:
+        if finding.status is Status.PASS and not show_all:
             continue
         node = finding.subject.removeprefix("node ")
         if finding.status is Status.SKIP and node in view.errors:
@@ -128,15 +128,19 @@ def _matrix_rows(check: ClusterCheck) -> tuple[list[str], list[list[str]]]:
     return ["from \\ to", *nodes], rows
 
 
-def _finding_lines(check: ClusterCheck) -> list[str]:
+def _finding_lines(check: ClusterCheck, show_all: bool = False) -> list[str]:
     """Per test, each rule that fired once: the paths it fired on, its first message, and its fix, or the cluster
-    finding that explains it (a node slow with every partner: the fix is the node's)."""
+    finding that explains it (a node slow with every partner: the fix is the node's); with `show_all`, each rule
+    that passed there too."""
     lines = []
     for r in check.cables:
         fired: dict[str, list[Finding]] = {}
         for f in r.findings:
             if f.status in (Status.FAIL, Status.WARN):
                 fired.setdefault(f.rule_id, []).append(f)
+        if show_all:
+            passed = dict.fromkeys(f.rule_id for f in r.findings if f.status is Status.PASS and f.rule_id not in fired)
+            lines += [f"PASS {rule_id} ({r.test.label})" for rule_id in passed]
         cause = check.node_cause(r)
         for rule_id, findings in fired.items():
             first = findings[0]
@@ -149,17 +153,17 @@ def _finding_lines(check: ClusterCheck) -> list[str]:
     return lines
 
 
-def check_text(check: ClusterCheck) -> str:
+def check_text(check: ClusterCheck, show_all: bool = False) -> str:
     """The cluster check for a person: the topology view, the per-test table (directions named by the pair view's
-    ends: a is the first node of the test's label), the N x N matrix, the tests' findings with their fixes, the
-    verdict."""
-    lines = view_text(check.view).splitlines()[:-1]  # its verdict is the cluster rules' alone
+    ends: a is the first node of the test's label), the N x N matrix, the tests' findings with their fixes (with
+    `show_all` the passed ones too), the verdict."""
+    lines = view_text(check.view, show_all).splitlines()[:-1]  # its verdict is the cluster rules' alone
     if check.cables:
         lines += ["", "tests (Gb/s, both twins at once; a is the first node named):",
                   *aligned([_CABLE_HEAD, *_cable_rows(check)])]
         head, rows = _matrix_rows(check)
         lines += ["", "matrix (Gb/s from row to column, both twins at once):", *aligned([head, *rows])]
-        lines += _finding_lines(check)
+        lines += _finding_lines(check, show_all)
     lines += _nccl_lines(check)
     if check.traffic_error:
         lines.append(f"traffic: {check.traffic_error}")

@@ -25,9 +25,10 @@ from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture
 from linkcheck.parsers.ethtool import parse_ethtool_m
+from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+FIXTURES = PAIR_BUNDLES
 
 IPV4 = re.compile(r"(?<![\w.-])\d{1,3}(?:\.\d{1,3}){3}(?![\w-]|\.\d)")
 MAC = re.compile(r"(?<![0-9a-fA-F:])[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}(?![0-9a-fA-F:])")

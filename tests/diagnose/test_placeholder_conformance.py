@@ -15,9 +15,10 @@ from linkcheck.config import load_config
 from linkcheck.diagnose import engine
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, load_playbooks
 from linkcheck.model import Severity
+from tests.fixture_bundles import PAIR_BUNDLES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file())
+SCENARIOS = sorted(p.name for p in PAIR_BUNDLES if (p / "expected.yaml").is_file())
 
 
 def _unfilled_while_diagnosing(name: str, monkeypatch: pytest.MonkeyPatch) -> set[str]:

@@ -21,9 +21,10 @@ from linkcheck.report.console import print_report
 from linkcheck.report.fix_lines import continued, shell_lines, split_step
 from linkcheck.report.html import render_html
 from linkcheck.report.markdown import render_markdown
+from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+FIXTURES = PAIR_BUNDLES
 # The programs a fix may tell a person to run (stated here, apart from the renderer's own list).
 PROGRAMS = {"sudo", "linkcheck", "ip", "ethtool", "cat", "ls", "ping", "export", "unset", "rdma", "lspci", "nmcli",
             "netplan", "systemctl", "sed", "dpkg", "apt", "fwupdmgr", "grep", "ibv_devinfo", "show_gids",

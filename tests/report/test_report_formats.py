@@ -16,9 +16,10 @@ from linkcheck.outcome import Outcome
 from linkcheck.report.formats import FORMATS, renderer
 from linkcheck.report.markdown import render_markdown
 from tests.conftest import CliResult, run_cli
+from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+FIXTURES = PAIR_BUNDLES
 # link-state, gid-index, throughput, nccl, ...: one stage per built-in playbook file.
 STAGES = {f"linkcheck.{p.stem}" for p in (ROOT / "linkcheck" / "playbooks").glob("*.yaml")}
 

@@ -18,9 +18,10 @@ from linkcheck.bundle.format import load_bundle, write_bundle
 from linkcheck.outcome import Outcome
 from linkcheck.report import html_plots
 from linkcheck.report.html import render_html
+from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+FIXTURES = PAIR_BUNDLES
 HOSTILE = '<script>alert(1)</script>"\'&<img src=https://evil.example/x.png onerror=alert(2)>$x^2$'
 _URL_ATTRS = {"src", "href", "xlink:href", "action", "poster", "data", "srcset", "background"}
 

@@ -18,9 +18,10 @@ from linkcheck.report.console import print_report
 from linkcheck.report.formats import renderer
 from linkcheck.report.prometheus import render_prometheus
 from linkcheck.values import evidence_line, number, plain_number, signed, text
+from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+FIXTURES = PAIR_BUNDLES
 
 BAD = {
     "dict repr": re.compile(r"\{'"),

@@ -16,9 +16,10 @@ from rich.console import Console
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.config import load_config
 from linkcheck.report.console import acceptance_view, print_report
+from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/manifest.json"))
+FIXTURES = PAIR_BUNDLES
 
 
 def _wide(text: str, width: int = 80) -> list[str]:

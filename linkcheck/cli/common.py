@@ -18,12 +18,12 @@ from linkcheck.baseline.cluster import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.config import Config, default_config_present, find_config, resolve_config
 from linkcheck.outcome import Outcome
+from linkcheck.report.acceptance import bundle_verdict
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
-from linkcheck.report.tables import verdict_line
 
 
 class ProgramFlags(msgspec.Struct):
@@ -97,7 +97,8 @@ def warn_unverified(line: str) -> None:
 
 
 def say_verdict(outcome: Outcome) -> None:
-    say(verdict_line(outcome))
+    """The bundle's one verdict line (its acceptance's, where it holds one)."""
+    say(bundle_verdict(outcome).line)
 
 
 def say_node_errors(outcome: Outcome) -> None:

@@ -36,6 +36,7 @@ from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.cluster_formats import cluster_renderer
 from linkcheck.report.cluster_prometheus import write_cluster_textfile
@@ -66,14 +67,14 @@ def diagnose(
         if prometheus is not None:
             write_cluster_textfile(prometheus, result)
         emit_cluster(result, fmt, None)
-        raise typer.Exit(int(result.exit_code))
+        raise typer.Exit(cluster_verdict(result).exit_code)
     record = run_record("diagnose", baseline, prometheus) if baseline or prometheus else None
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), record.baseline if record else None,
                               allow_unverified=allow_unverified, warn=warn_unverified)
     if record is not None:
         finish(outcome, record)
     emit(outcome, fmt, show_all)
-    raise typer.Exit(int(outcome.diagnosis.exit_code))
+    raise typer.Exit(bundle_verdict(outcome).exit_code)  # the acceptance's, where the bundle holds one
 
 
 def report(
@@ -91,8 +92,9 @@ def report(
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
     if is_cluster_bundle(bundle):
         result = judge_cluster_bundle(bundle, playbook, config, allow_unverified)
-        _write_report(cluster_renderer(fmt)(result), target, f"verdict: {result.verdict.value}")
-        raise typer.Exit(int(result.exit_code))
+        decided = cluster_verdict(result)
+        _write_report(cluster_renderer(fmt)(result), target, decided.line)
+        raise typer.Exit(decided.exit_code)
     render = renderer(fmt)
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
                               warn=warn_unverified)
@@ -104,7 +106,7 @@ def report(
         say_verdict(outcome)
     else:
         write_stdout(text)
-    raise typer.Exit(int(outcome.diagnosis.exit_code))
+    raise typer.Exit(bundle_verdict(outcome).exit_code)
 
 
 def _write_report(text: str, target: Path | None, verdict: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linkcheck.values import aligned, signed, text
+from linkcheck.values import aligned, byte_size, signed, text
 
 
 def _num(value: Any) -> str:
@@ -162,8 +162,9 @@ def describe_profile(profile: Any) -> str:
     t = profile.test
     lines = [f"profile {profile.name} ({profile.source}, sha256 {profile.sha256})", profile.description, "",
              f"layout: {profile.layout} (`linkcheck accept` runs it on this cabling only)", "",
-             f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {t.size_bytes} -q {t.qps} "
-             f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes"
+             f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {byte_size(t.size_bytes)} -q "
+             f"{t.qps} (each path alone and both at once, both directions); all_gather_perf up to "
+             f"{byte_size(t.nccl_max_bytes)}"
              + ("; the latency test (ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)"
                 if getattr(t, "latency", False) else ""),
              ""]

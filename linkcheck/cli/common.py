@@ -19,6 +19,7 @@ from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.config import Config, default_config_present, find_config, resolve_config
 from linkcheck.outcome import Outcome
 from linkcheck.report.acceptance import bundle_verdict
+from linkcheck.report.fit import fit
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
@@ -89,6 +90,11 @@ def say(line: str) -> None:
 def out(text: str) -> None:
     """Text for stdout, shown as text and written so that a full or closed stdout is an error line."""
     write_stdout(shown(text, multiline=True) + "\n")
+
+
+def out_fitted(text: str) -> None:
+    """Text for a person on stdout, each line as wide as the terminal at most (report/fit.py)."""
+    out(fit(shown(text, multiline=True)))
 
 
 def warn_unverified(line: str) -> None:

@@ -27,6 +27,7 @@ from linkcheck.cli.common import (
     finish,
     offline_config,
     out,
+    out_fitted,
     run_record,
     say,
     say_verdict,
@@ -40,6 +41,7 @@ from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.cluster_formats import cluster_renderer
 from linkcheck.report.cluster_prometheus import write_cluster_textfile
+from linkcheck.report.fit import fit
 from linkcheck.report.formats import renderer
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.stdout import write_stdout
@@ -129,7 +131,7 @@ def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")
     else:
         if result.problems:
             out("\n".join(result.problems))
-        out(result.summary())
+        out_fitted(result.summary())
     raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
 
 
@@ -154,7 +156,10 @@ def parse(
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
 ) -> None:
     record = parse_file(kind, file)
-    out(record_to_json(record) if fmt is Format.json else record_to_text(record))
+    if fmt is Format.json:
+        out(record_to_json(record))
+    else:
+        out_fitted(record_to_text(record))
 
 
 class AdviceFormat(str, Enum):
@@ -209,5 +214,6 @@ def advise(
     else:
         render = {AdviceFormat.console: advice_text, AdviceFormat.markdown: advice_markdown,
                   AdviceFormat.html: advice_html, AdviceFormat.json: advice_json}[fmt]
-        write_stdout(render(advice).rstrip("\n") + "\n")
+        text = render(advice).rstrip("\n") + "\n"
+        write_stdout(fit(text) if fmt is AdviceFormat.console else text)
     raise typer.Exit(int(advice_exit_code(advice)))

@@ -20,6 +20,7 @@ from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.console_fix import fix_parts
+from linkcheck.report.fit import fit_line
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
 from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
@@ -261,7 +262,8 @@ def print_lines(lines: list[str]) -> None:
     """Plain lines after the console report (the repair plan), node text shown as text, never as markup."""
     try:
         console = _console()
-        for line in lines:
-            console.print(as_text(line, ""), soft_wrap=True)
+        for line in lines:  # prose wrapped, a command continued with ` \` (report/fit.py)
+            for part in fit_line(shown(line), console.width):
+                console.print(as_text(part, ""), soft_wrap=True)
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None

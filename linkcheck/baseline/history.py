@@ -106,8 +106,11 @@ def append_line(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)  # closing releases the lock
 
 
-def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:
+def append_run(outcome: Outcome, command: str, baseline: str | None, acceptance: str | None = None) -> Path:
+    """The run appended to its pair's history; an `accept` run's acceptance verdict beside the diagnosis's."""
     record = run_record(outcome, command, baseline)
+    if acceptance is not None:
+        record["acceptance"] = acceptance
     path = history_dir() / f"{record['pair']}.jsonl"
     append_line(path, record)
     return path

@@ -153,13 +153,14 @@ def checked_save(save: Path | None) -> Path:
     return target
 
 
-def run_record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
-    """What the run records besides its report; the baseline and the textfile's folder are checked before any
-    work."""
+def run_record(command: str, baseline: str | None, prometheus: Path | None = None, *,
+               history: bool = False) -> RunRecord:
+    """What the run records besides its report (`history`: an offline diagnosis asked to join the history); the
+    baseline and the textfile's folder are checked before any work."""
     if prometheus is not None:
         check_textfile_path(prometheus)
     return RunRecord(command, baseline=pair_baseline(baseline) if baseline is not None else None,
-                     prometheus=prometheus)
+                     prometheus=prometheus, history=history)
 
 
 def finish(outcome: Outcome, record: RunRecord) -> None:

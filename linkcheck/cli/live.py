@@ -266,6 +266,7 @@ def accept(
         say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     say_node_errors(result.outcome)
+    finish(result.outcome, RunRecord("accept", acceptance=result.acceptance.verdict.value))  # the history
     if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
         say(closing_line(result.acceptance.to_dict()))
     else:

@@ -57,6 +57,10 @@ def diagnose(
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
+    record_run: Annotated[bool, typer.Option("--record", help="Append this diagnosis to the pair's run history "
+                                             "(`linkcheck history`) under the bundle's date; without it an offline "
+                                             "diagnosis records nothing (a bundle already there: never twice).")
+                          ] = False,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
     `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
@@ -70,7 +74,8 @@ def diagnose(
             write_cluster_textfile(prometheus, result)
         emit_cluster(result, fmt, None)
         raise typer.Exit(cluster_verdict(result).exit_code)
-    record = run_record("diagnose", baseline, prometheus) if baseline or prometheus else None
+    record = run_record("diagnose", baseline, prometheus, history=record_run) \
+        if baseline or prometheus or record_run else None
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), record.baseline if record else None,
                               allow_unverified=allow_unverified, warn=warn_unverified)
     if record is not None:

@@ -247,8 +247,8 @@ def test_data_folder_that_is_a_file(tmp_path: Path, how: str) -> None:
     one_line(proc, 74, "cannot write the baseline")
     assert blocker.read_text() == "x" and not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     diagnosed = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / "healthy"),
-                                "--baseline", BASELINE_FILE], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                               env=env)
+                                "--baseline", BASELINE_FILE, "--record"], capture_output=True, text=True, timeout=60,
+                               cwd=ROOT, env=env)
     assert diagnosed.returncode in (0, 1, 2) and "history" in diagnosed.stderr and "Traceback" not in diagnosed.stderr
 
 

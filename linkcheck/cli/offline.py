@@ -86,8 +86,7 @@ def diagnose(
 
 def report(
     bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown, html or prometheus (the names in "
-                                     "linkcheck/report/formats.py).")] = "json",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown, html or prometheus.")] = "json",
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--output", "-o", help="Write the report to this file instead of standard output ('-'): a regular file is "
         "replaced atomically (through a symbolic link, its target), a FIFO or a device written straight.")] = None,

@@ -303,20 +303,23 @@ def _numeric(check: ProfileCheck, m: Measured) -> CheckResult:
     if not m.values:
         return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, reason="; ".join(m.missing))
     judged = min(m.values) if kind == "min" else max(m.values)
+
+    def margin(t: Threshold) -> float:  # against the line that decides the status: the one missed, else the tightest
+        return _r(judged - t.value if kind == "min" else t.value - judged)
+
     passing = check.thresholds[-1]
-    margin = _r(judged - passing.value if kind == "min" else passing.value - judged)
     which = "lowest" if kind == "min" else "highest"
     for t in check.thresholds:
         if t.fails and not _meets(t, judged):
-            return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, margin,
+            return CheckResult(check, m.subject, AcceptVerdict.FAIL, m, margin(t),
                                f"{which} {judged:g} {t.unit} is not {t.operator} {t.value:g}")
     if m.missing:
-        return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, margin, "; ".join(m.missing))
+        return CheckResult(check, m.subject, AcceptVerdict.INCONCLUSIVE, m, margin(passing), "; ".join(m.missing))
     for t in check.thresholds:
         if not t.fails and not _meets(t, judged):
-            return CheckResult(check, m.subject, AcceptVerdict.DEGRADED, m, margin,
+            return CheckResult(check, m.subject, AcceptVerdict.DEGRADED, m, margin(t),
                                f"{which} {judged:g} {t.unit} is not {t.operator} {t.value:g}")
-    return CheckResult(check, m.subject, AcceptVerdict.PASS, m, margin)
+    return CheckResult(check, m.subject, AcceptVerdict.PASS, m, margin(passing))
 
 
 def _textual(check: ProfileCheck, m: Measured) -> CheckResult:

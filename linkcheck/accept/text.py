@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linkcheck.values import aligned, signed, text
+from linkcheck.values import aligned, byte_size, signed, text
 
 
 def _num(value: Any) -> str:
@@ -34,8 +34,32 @@ def threshold_cell(check: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def margin_cell(check: dict[str, Any]) -> str:
+def deciding_margin(check: dict[str, Any]) -> float | None:
+    """How far the judged value (the lowest, or the highest for a ceiling) is inside the line that decides the status:
+    the fail line a FAIL missed, the warning line a DEGRADED missed, else the tightest (last) line; negative outside.
+    Computed from the thresholds, so that a record written when the margin was taken against the warning line alone
+    reads the same; the record's own margin where the thresholds do not say."""
     margin = check.get("margin")
+    recorded = margin if isinstance(margin, (int, float)) and not isinstance(margin, bool) else None
+    lines = [t for t in check.get("thresholds") or [] if isinstance(t, dict)]
+    numeric = [t for t in lines if t.get("operator") in (">=", "<=") and isinstance(t.get("value"), (int, float))]
+    measured = check.get("measured") or {}
+    if not numeric or len(numeric) != len(lines):
+        return recorded
+    low = numeric[0]["operator"] == ">="
+    judged = measured.get("min" if low else "max")
+    if not isinstance(judged, (int, float)):
+        return recorded
+    status = str(check.get("status"))
+    missed = "FAIL" if status == "FAIL" else "DEGRADED" if status == "DEGRADED" else None
+    deciding = next((t for t in numeric if t.get("on_miss") == missed
+                     and (judged < t["value"] if low else judged > t["value"])), numeric[-1])
+    line = float(deciding["value"])
+    return round(judged - line if low else line - judged, 3)
+
+
+def margin_cell(check: dict[str, Any]) -> str:
+    margin = deciding_margin(check)
     return "" if margin is None else signed(margin)
 
 
@@ -138,8 +162,9 @@ def describe_profile(profile: Any) -> str:
     t = profile.test
     lines = [f"profile {profile.name} ({profile.source}, sha256 {profile.sha256})", profile.description, "",
              f"layout: {profile.layout} (`linkcheck accept` runs it on this cabling only)", "",
-             f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {t.size_bytes} -q {t.qps} "
-             f"(each path alone and both at once, both directions); all_gather_perf up to {t.nccl_max_bytes} bytes"
+             f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {byte_size(t.size_bytes)} -q "
+             f"{t.qps} (each path alone and both at once, both directions); all_gather_perf up to "
+             f"{byte_size(t.nccl_max_bytes)}"
              + ("; the latency test (ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)"
                 if getattr(t, "latency", False) else ""),
              ""]
@@ -205,7 +230,7 @@ def cluster_rows(doc: dict[str, Any], show_all: bool = False) -> list[tuple[str,
     return [r for r, test in owned if show_all or r[0] != "PASS" or test is None]
 
 
-def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False) -> str:
+def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False, *, closing: bool = True) -> str:
     """A cluster's acceptance on the console: the headline, each test's verdict with its lowest rates, the checks
     that did not pass (every check with `show_all`), why, who was tested, and the closing line."""
     weaker = non_standard_line(doc)
@@ -220,4 +245,4 @@ def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False) -> str:
     evidence = evidence_lines(doc)
     if evidence:
         lines += ["", *(f"  {line}" for line in evidence)]
-    return "\n".join([*lines, "", closing_line(doc)])
+    return "\n".join([*lines, *(["", closing_line(doc)] if closing else [])])

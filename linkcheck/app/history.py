@@ -51,6 +51,7 @@ def history_rows(pair: str | None = None, since: str | None = None, last: int | 
                 "path_min_gbps": path_minimums(record),
                 "total_gbps": min(totals.values()) if totals else None,
                 "nccl_busbw_gbs": record.get("nccl_busbw_gbs"), "verdict": record["verdict"],
+                "acceptance": record.get("acceptance"),  # an `accept` run's verdict, beside the diagnosis's
                 "findings": list(record.get("findings") or []), "bundle": record.get("bundle") or None})
     rows.sort(key=lambda r: r["when"])  # by the instant: times of other offsets do not sort as text
     for row in rows:
@@ -105,7 +106,8 @@ def _table(rows: list[dict[str, Any]], width: int | None) -> str:
                  _command(row),
                  _run_length(row), " ".join(number(v) for v in row["path_min_gbps"].values()) or "-",
                  "-" if row["total_gbps"] is None else number(row["total_gbps"]),
-                 "-" if row["nccl_busbw_gbs"] is None else number(row["nccl_busbw_gbs"]), row["verdict"],
+                 "-" if row["nccl_busbw_gbs"] is None else number(row["nccl_busbw_gbs"]),
+                 row["verdict"] + (f" (accept {row['acceptance']})" if row["acceptance"] else ""),
                  Path(row["bundle"]).name if row["bundle"] else "-"]
         table.add_row(*(Text(shown(cell)) for cell in cells))  # laid out as shown, never parsed as markup
     out = io.StringIO()
@@ -135,14 +137,14 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     # Every text quoted, as OWASP advises: a reader splits no cell at a carriage return it holds; rates stay numbers.
     writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     head = ["time", "pair", "command", "cable", "duration_s", "repetitions", *(f"min_gbps {p}" for p in paths),
-            "total_gbps", "nccl_busbw_gbs", "verdict", "findings", "bundle"]
+            "total_gbps", "nccl_busbw_gbs", "verdict", "acceptance", "findings", "bundle"]
     writer.writerow(map(cell, head))
     for r in rows:
         writer.writerow(map(cell, [r["time"], r["pair"], r["command"], r["cable"] or "", r["duration_s"] or "",
                                    r["repetitions"] or "", *(r["path_min_gbps"].get(p, "") for p in paths),
                                    "" if r["total_gbps"] is None else r["total_gbps"],
                                    "" if r["nccl_busbw_gbs"] is None else r["nccl_busbw_gbs"], r["verdict"],
-                                   " ".join(r["findings"]), r["bundle"] or ""]))
+                                   r["acceptance"] or "", " ".join(r["findings"]), r["bundle"] or ""]))
     return out.getvalue().rstrip("\n")
 
 

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 class RunRecord(msgspec.Struct, frozen=True):
     """What to do with a run's outcome besides the report: which command it was, the baseline to compare with."""
 
-    command: str  # check | bench rdma | bench nccl | diagnose
+    command: str  # check | bench rdma | bench nccl | accept | diagnose
     baseline: Baseline | None = None
     prometheus: Path | None = None
+    acceptance: str | None = None  # an `accept` run's verdict (PASS, DEGRADED, FAIL, INCONCLUSIVE), kept beside
+    history: bool = False  # an offline `diagnose` appends to the history only when asked (--record)
 
 
 def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
@@ -30,11 +32,11 @@ def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
     it, so each run is diagnosed once): the history, the textfile; the lines to say on stderr about anything
     that could not be recorded."""
     problems: list[str] = []
-    if record.command != "diagnose" or record.baseline is not None:
+    if record.command != "diagnose" or record.history:  # an old bundle is no new run unless the user says so
         try:
             if record.command == "diagnose" and already_recorded(outcome):
                 return _textfile(outcome, record, problems)  # a bundle in the history already: not twice
-            append_run(outcome, record.command, record.baseline.name if record.baseline else None)
+            append_run(outcome, record.command, record.baseline.name if record.baseline else None, record.acceptance)
         except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
             problems.append(f"the run history was not recorded: {exc.strerror or exc}")
     return _textfile(outcome, record, problems)

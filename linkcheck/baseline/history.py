@@ -168,8 +168,11 @@ def _kind_at(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else "not a plain file"
 
 
-def append_run(outcome: Outcome, command: str, baseline: str | None) -> Path:
+def append_run(outcome: Outcome, command: str, baseline: str | None, acceptance: str | None = None) -> Path:
+    """The run appended to its pair's history; an `accept` run's acceptance verdict beside the diagnosis's."""
     record = run_record(outcome, command, baseline)
+    if acceptance is not None:
+        record["acceptance"] = acceptance
     path = history_dir() / f"{record['pair']}.jsonl"
     append_line(path, record)
     return path

@@ -12,7 +12,7 @@ from msgspec.structs import replace
 
 from linkcheck import strict_json
 from linkcheck.accept.profile import Profile
-from linkcheck.accept.text import cluster_acceptance_text, headline
+from linkcheck.accept.text import closing_line, cluster_acceptance_text
 from linkcheck.app.cluster_accept import run_cluster_accept
 from linkcheck.app.cluster_baseline import cluster_bundle_against
 from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, cluster_bundle, save_cluster
@@ -138,8 +138,8 @@ def accept_over_cluster(named: ClusterNames, config: Path | None, accept: bool, 
     if run.acceptance is None:
         say(f"bundle saved to {run.saved}")
         raise LinkcheckError(run.problem or "no profile was chosen")
-    if FLAGS.quiet:
-        say(headline(run.record))
+    if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
+        say(closing_line(run.record))
     else:
         out(strict_json.dumps(run.record, indent=2) if fmt is Format.json else
             cluster_acceptance_text(run.record, show_all))

@@ -20,12 +20,13 @@ from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.config import Config, default_config_present, find_config, resolve_config
 from linkcheck.errors import UsageError
 from linkcheck.outcome import Outcome
+from linkcheck.report.acceptance import bundle_verdict
+from linkcheck.report.fit import fit
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
-from linkcheck.report.tables import verdict_line
 
 
 class ProgramFlags(msgspec.Struct):
@@ -93,13 +94,19 @@ def out(text: str) -> None:
     write_stdout(shown(text, multiline=True) + "\n")
 
 
+def out_fitted(text: str) -> None:
+    """Text for a person on stdout, each line as wide as the terminal at most (report/fit.py)."""
+    out(fit(shown(text, multiline=True)))
+
+
 def warn_unverified(line: str) -> None:
     """What --allow-unverified reads past, said on stderr."""
     say(f"linkcheck: {line}")
 
 
 def say_verdict(outcome: Outcome) -> None:
-    say(verdict_line(outcome))
+    """The bundle's one verdict line (its acceptance's, where it holds one)."""
+    say(bundle_verdict(outcome).line)
 
 
 def say_node_errors(outcome: Outcome) -> None:
@@ -157,13 +164,14 @@ def checked_save(save: Path | None) -> Path:
     return target
 
 
-def run_record(command: str, baseline: str | None, prometheus: Path | None = None) -> RunRecord:
-    """What the run records besides its report; the baseline and the textfile's folder are checked before any
-    work."""
+def run_record(command: str, baseline: str | None, prometheus: Path | None = None, *,
+               history: bool = False) -> RunRecord:
+    """What the run records besides its report (`history`: an offline diagnosis asked to join the history); the
+    baseline and the textfile's folder are checked before any work."""
     if prometheus is not None:
         check_textfile_path(prometheus)
     return RunRecord(command, baseline=pair_baseline(baseline) if baseline is not None else None,
-                     prometheus=prometheus)
+                     prometheus=prometheus, history=history)
 
 
 def finish(outcome: Outcome, record: RunRecord) -> None:

@@ -21,7 +21,7 @@ from linkcheck.cli.common import (
     checked_save,
     live_config,
     offline_config,
-    out,
+    out_fitted,
     pair_only,
     say,
     say_node_errors,
@@ -108,7 +108,7 @@ def _show_plan(result: FixResult, fmt: Format) -> None:
         if fmt is Format.json:
             write_stdout(steps_json(result.plan))
         else:
-            out("\n".join(plan_text_lines(result.plan)))
+            out_fitted("\n".join(plan_text_lines(result.plan)))
 
 
 def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None, save: Path | None, accept: bool,

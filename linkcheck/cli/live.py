@@ -12,7 +12,7 @@ from msgspec.structs import replace
 
 from linkcheck.accept.budget import expected_paths, plan_line
 from linkcheck.accept.profile import resolve_profile
-from linkcheck.accept.text import headline
+from linkcheck.accept.text import closing_line
 from linkcheck.app.accept import run_accept
 from linkcheck.app.init import write_initial_config
 from linkcheck.app.live import TrafficRequest, run_live
@@ -267,8 +267,9 @@ def accept(
         say(f"partial bundle saved to {result.saved}")
         raise typer.Exit(130)
     say_node_errors(result.outcome)
-    if FLAGS.quiet:
-        say(headline(result.acceptance.to_dict()))
+    finish(result.outcome, RunRecord("accept", acceptance=result.acceptance.verdict.value))  # the history
+    if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
+        say(closing_line(result.acceptance.to_dict()))
     else:
         emit(result.outcome, fmt, show_all)  # the report, then the acceptance the bundle now holds
     say(f"bundle saved to {result.saved}")

@@ -14,24 +14,31 @@ from linkcheck.accept.text import describe_profile
 from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.history import history_count, history_text, history_trend
 from linkcheck.baseline.store import delete
-from linkcheck.cli.common import FLAGS, ConfigOpt, PlaybookOpt, offline_config, out, say
+from linkcheck.cli.common import FLAGS, ConfigOpt, PlaybookOpt, offline_config, out, out_fitted, say
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.diagnose.rule_text import describe_rule
+from linkcheck.diagnose.rule_text import describe_rule, rule_source
 from linkcheck.errors import UsageError
 
-
-def playbooks_list(playbook: PlaybookOpt = None) -> None:
-    """List every rule: id, severity, scope, title, source file."""
-    out("\n".join(f"{rule.id:<24} {rule.severity.value:<8} {rule.scope:<12} {rule.title}  [{rule.source}]"
-                  for rule in load_playbooks(playbook, kind="all")))
+PathsOpt = Annotated[bool, typer.Option("--paths", help="Name each playbook by its full path (default: a built-in's "
+                                        "file name).")]
 
 
-def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None) -> None:
+def playbooks_list(playbook: PlaybookOpt = None, paths: PathsOpt = False) -> None:
+    """List every rule: id, severity, scope and playbook on one line, its title under it."""
+    rules = load_playbooks(playbook, kind="all")
+    lines = [f"{len(rules)} rules: id, severity, scope, playbook:line; the title under each", ""]
+    for rule in rules:
+        lines += [f"{rule.id}  {rule.severity.value}  {rule.scope}  {rule_source(rule, paths)}", f"  {rule.title}"]
+    out_fitted("\n".join(lines))
+
+
+def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None,
+                   paths: PathsOpt = False) -> None:
     """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references."""
     rules = {r.id: r for r in load_playbooks(playbook, kind="all")}
     if rule_id not in rules:
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
-    out(describe_rule(rules[rule_id]))
+    out_fitted(describe_rule(rules[rule_id], paths))
 
 
 def playbooks_validate(
@@ -44,7 +51,10 @@ def playbooks_validate(
 
 def profiles_list() -> None:
     """The built-in acceptance profiles: name and description."""
-    out("\n".join(f"{name:<20} {load_profile_file(path).description}" for name, path in builtin_profiles().items()))
+    lines = ["built-in acceptance profiles (`linkcheck profiles show NAME` for one in full):", ""]
+    for name, path in builtin_profiles().items():
+        lines += [name, f"  {load_profile_file(path).description}"]
+    out_fitted("\n".join(lines))
 
 
 def profiles_show(
@@ -54,7 +64,10 @@ def profiles_show(
 ) -> None:
     """One profile in full: the test it runs and every threshold with its unit and source; --yaml: its file."""
     prof = resolve_profile(name)
-    out(yaml_text(prof) if as_yaml else describe_profile(prof))
+    if as_yaml:
+        out(yaml_text(prof))  # the file as it is, to copy: never rewrapped
+    else:
+        out_fitted(describe_profile(prof))
 
 
 def profiles_validate(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
@@ -78,7 +91,7 @@ def baseline_save(
 
 def baseline_list() -> None:
     """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
-    out(list_text())
+    out_fitted(list_text())
 
 
 def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:

@@ -27,6 +27,7 @@ from linkcheck.cli.common import (
     finish,
     offline_config,
     out,
+    out_fitted,
     pair_only,
     run_record,
     say,
@@ -37,9 +38,11 @@ from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.cluster_formats import cluster_renderer
 from linkcheck.report.cluster_prometheus import write_cluster_textfile
+from linkcheck.report.fit import fit
 from linkcheck.report.formats import renderer
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.stdout import write_stdout
@@ -55,6 +58,10 @@ def diagnose(
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
+    record_run: Annotated[bool, typer.Option("--record", help="Append this diagnosis to the pair's run history "
+                                             "(`linkcheck history`) under the bundle's date; without it an offline "
+                                             "diagnosis records nothing (a bundle already there: never twice).")
+                          ] = False,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
     `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
@@ -67,20 +74,20 @@ def diagnose(
         if prometheus is not None:
             write_cluster_textfile(prometheus, result)
         emit_cluster(result, fmt, None, show_all)
-        raise typer.Exit(int(result.exit_code))
-    record = run_record("diagnose", baseline, prometheus) if baseline or prometheus else None
+        raise typer.Exit(cluster_verdict(result).exit_code)
+    record = run_record("diagnose", baseline, prometheus, history=record_run) \
+        if baseline or prometheus or record_run else None
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), record.baseline if record else None,
                               allow_unverified=allow_unverified, warn=warn_unverified)
     if record is not None:
         finish(outcome, record)
     emit(outcome, fmt, show_all)
-    raise typer.Exit(int(outcome.diagnosis.exit_code))
+    raise typer.Exit(bundle_verdict(outcome).exit_code)  # the acceptance's, where the bundle holds one
 
 
 def report(
     bundle: Annotated[Path, typer.Argument(help="A bundle folder written by `linkcheck collect` or a fixture.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown, html or prometheus (the names in "
-                                     "linkcheck/report/formats.py).")] = "json",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json, junit, markdown, html or prometheus.")] = "json",
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--output", "-o", help="Write the report to this file instead of standard output ('-'): a regular file is "
         "replaced atomically (through a symbolic link, its target), a FIFO or a device written straight.")] = None,
@@ -92,8 +99,9 @@ def report(
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
     if is_cluster_bundle(bundle):
         result = judge_cluster_bundle(bundle, playbook, config, allow_unverified)
-        _write_report(cluster_renderer(fmt)(result), target, f"verdict: {result.verdict.value}")
-        raise typer.Exit(int(result.exit_code))
+        decided = cluster_verdict(result)
+        _write_report(cluster_renderer(fmt)(result), target, decided.line)
+        raise typer.Exit(decided.exit_code)
     render = renderer(fmt)
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
                               warn=warn_unverified)
@@ -105,7 +113,7 @@ def report(
         say_verdict(outcome)
     else:
         write_stdout(text)
-    raise typer.Exit(int(outcome.diagnosis.exit_code))
+    raise typer.Exit(bundle_verdict(outcome).exit_code)
 
 
 def _write_report(text: str, target: Path | None, verdict: str) -> None:
@@ -128,7 +136,7 @@ def verify(bundle: Annotated[Path, typer.Argument(help="A saved bundle folder.")
     else:
         if result.problems:
             out("\n".join(result.problems))
-        out(result.summary())
+        out_fitted(result.summary())
     raise typer.Exit(int(ExitCode.PASS if result.ok else ExitCode.FAIL))
 
 
@@ -155,7 +163,10 @@ def parse(
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
 ) -> None:
     record = parse_file(kind, file)
-    out(record_to_json(record) if fmt is Format.json else record_to_text(record))
+    if fmt is Format.json:
+        out(record_to_json(record))
+    else:
+        out_fitted(record_to_text(record))
 
 
 class AdviceFormat(str, Enum):
@@ -212,5 +223,6 @@ def advise(
     else:
         render = {AdviceFormat.console: advice_text, AdviceFormat.markdown: advice_markdown,
                   AdviceFormat.html: advice_html, AdviceFormat.json: advice_json}[fmt]
-        write_stdout(render(advice).rstrip("\n") + "\n")
+        text = render(advice).rstrip("\n") + "\n"
+        write_stdout(fit(text) if fmt is AdviceFormat.console else text)
     raise typer.Exit(int(advice_exit_code(advice)))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
+from linkcheck.diagnose.playbook import BUILTIN_DIR
 from linkcheck.diagnose.rule import Condition, Rule
 
 
@@ -35,9 +37,20 @@ def _language(rule: Rule) -> list[str]:
     return lines
 
 
-def describe_rule(rule: Rule) -> str:
+def rule_source(rule: Rule, full: bool = False) -> str:
+    """Where a rule is written: a built-in's file name and line (`link-state.yaml:4`), a user's playbook as given;
+    the full path with `full`."""
+    if full:
+        return rule.source
+    path, sep, line = rule.source.rpartition(":")
+    if sep and Path(path).parent == BUILTIN_DIR:
+        return f"{Path(path).name}:{line} (built-in)"
+    return rule.source
+
+
+def describe_rule(rule: Rule, full: bool = False) -> str:
     lines = [f"{rule.id}: {rule.title}", f"  severity: {rule.severity.value}   scope: {rule.scope}   "
-             f"required: {rule.required}   source: {rule.source}"]
+             f"required: {rule.required}", f"  source: {rule_source(rule, full)}"]
     if rule.check:
         lines.append(f"  check: {rule.check} (named check)")
     if rule.where:

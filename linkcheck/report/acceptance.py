@@ -6,9 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec.structs import replace
+
 from linkcheck.accept.text import check_tests, margin_cell, threshold_cell
+from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.model import Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.json_report import acceptance_document
+from linkcheck.report.summary import Summary, summarize
+from linkcheck.report.tables import diagnosis_line, verdict_line
+from linkcheck.report.verdict import BundleVerdict, decide
 from linkcheck.values import byte_size, text
 
 STATUSES = ("PASS", "DEGRADED", "FAIL", "INCONCLUSIVE")
@@ -17,6 +24,43 @@ STATUSES = ("PASS", "DEGRADED", "FAIL", "INCONCLUSIVE")
 def acceptance(outcome: Outcome) -> dict[str, Any] | None:
     """The acceptance document, {"problem": ...} when the one there is not shown, None when there is none."""
     return acceptance_document(outcome)
+
+
+def bundle_verdict(outcome: Outcome) -> BundleVerdict:
+    """A pair's bundle's one verdict: its acceptance's where it holds one, else its diagnosis's."""
+    diagnosis = outcome.diagnosis
+    return decide(diagnosis.verdict, int(diagnosis.exit_code), verdict_line(outcome), acceptance(outcome))
+
+
+def cluster_verdict(check: ClusterCheck) -> BundleVerdict:
+    """A cluster's bundle's one verdict: its acceptance's where it holds one, else its check's."""
+    return decide(check.verdict, int(check.exit_code), f"verdict: {check.verdict.value}", check.acceptance)
+
+
+def pair_summary(outcome: Outcome) -> Summary:
+    """What a pair's report starts with (report/summary.py)."""
+    diagnosis = outcome.diagnosis
+    return summarize(diagnosis.findings, bundle_verdict(outcome), diagnosis_line(outcome), acceptance(outcome))
+
+
+def cluster_summary(check: ClusterCheck) -> Summary:
+    """What a cluster's report starts with: the cluster's findings and each test's, a test's named by its label (a
+    test's findings that a node slow with every partner explains sit under that node's finding)."""
+    findings = list(check.view.diagnosis.findings)
+    for result in check.cables:
+        cause = check.node_cause(result)
+        label = result.test.label
+        for f in result.findings:
+            explained = f.explained_by
+            if explained:
+                rule, _, subject = explained.partition(":")
+                explained = f"{rule}:{label}: {subject}"
+            elif cause is not None and f.status in (Status.FAIL, Status.WARN):
+                explained = cause.finding_id
+            findings.append(replace(f, subject=f"{label}: {f.subject}", explained_by=explained))
+    counts = {s: sum(1 for f in findings if f.status is s) for s in Status}
+    line = f"check: {check.verdict.value.upper()} (" + ", ".join(f"{n} {s.value}" for s, n in counts.items() if n) + ")"
+    return summarize(findings, cluster_verdict(check), line, check.acceptance)
 
 
 def checks(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -34,6 +78,15 @@ def statistic(check: dict[str, Any], name: str) -> str:
         return text(measured.get("values") or None) if name == "min" else ""
     value = measured.get(name)
     return "-" if value is None else f"{text(value)} {unit(check)}".strip()
+
+
+def runs(check: dict[str, Any]) -> str:
+    """How many runs a check's statistics are over (its samples); '' for a check that measures text."""
+    measured = check.get("measured") or {}
+    if "min" not in measured:
+        return ""
+    count = measured.get("samples", len(measured.get("values") or []))
+    return str(count) if isinstance(count, int) else ""
 
 
 def margin(check: dict[str, Any]) -> str:

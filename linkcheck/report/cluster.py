@@ -20,7 +20,8 @@ from linkcheck.cluster_outcome import CableResult, ClusterCheck, ClusterView
 from linkcheck.model import Finding, Status
 from linkcheck.records import plain
 from linkcheck.report import acceptance as acc
-from linkcheck.report.markdown import acceptance_section, acceptance_table, bullets, md, table
+from linkcheck.report.markdown import acceptance_section, acceptance_table, bullets, md, summary_section, table
+from linkcheck.report.summary import summary_document, summary_text
 from linkcheck.strict_json import dumps
 from linkcheck.values import aligned, byte_size, gbps, number
 
@@ -168,10 +169,11 @@ def check_text(check: ClusterCheck, show_all: bool = False) -> str:
     if check.traffic_error:
         lines.append(f"traffic: {check.traffic_error}")
     lines.append(f"verdict: {check.verdict.value}")
-    doc = check.acceptance  # the bundle's acceptance after the check, its verdict the last line
+    doc = check.acceptance  # the bundle's acceptance after the check
     if doc is not None:
-        lines += ["", f"acceptance: {doc['problem']}" if "problem" in doc else cluster_acceptance_text(doc)]
-    return "\n".join(lines)
+        lines += ["", f"acceptance: {doc['problem']}" if "problem" in doc else
+                  cluster_acceptance_text(doc, closing=False)]
+    return "\n".join([*lines, "", *summary_text(acc.cluster_summary(check))])  # last: the bundle's one verdict
 
 
 def _nccl_lines(check: ClusterCheck) -> list[str]:
@@ -207,15 +209,19 @@ def check_json(check: ClusterCheck) -> str:
     data["traffic_error"] = check.traffic_error
     data["verdict"] = check.verdict.value
     data["acceptance"] = check.acceptance  # the bundle's acceptance.json, {"problem": ...} when not shown, or None
+    data["summary"] = summary_document(acc.cluster_summary(check))  # the bundle's verdict, causes, not judged
     return dumps(data, indent=2)
 
 
 def check_markdown(check: ClusterCheck) -> str:
     """The cluster check as a Markdown document: verdict, layout, the per-test table, the matrix, the findings."""
     topo = check.view.topology
-    out = [f"# linkcheck cluster check: {check.verdict.value.upper()}", "",
-           f"Layout: {md(topo.layout)}, {len(topo.nodes)} nodes ({md(', '.join(topo.nodes))}); "
-           f"{md(topo.standing)}.", ""]
+    summary = acc.cluster_summary(check)
+    out = [f"# linkcheck cluster check: {summary.verdict_word.upper()}", "", f"**{md(summary.verdict)}**", ""]
+    out += [md(summary.diagnosis), ""] if summary.by_acceptance else []
+    out += [f"Layout: {md(topo.layout)}, {len(topo.nodes)} nodes ({md(', '.join(topo.nodes))}); "
+            f"{md(topo.standing)}.", ""]
+    out += summary_section(summary)
     out += acceptance_section(check.acceptance, acc.parameters, _acceptance_markdown)
     for head, rows, title in ((_CABLE_HEAD, _cable_rows(check), "Tests"), (*_matrix_rows(check), "Matrix")):
         if not rows:

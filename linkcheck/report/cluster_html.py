@@ -19,7 +19,17 @@ from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Status
 from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import direction_gbps, matrix, named_direction
-from linkcheck.report.html import CSS, acceptance_section, check_table, finding_boxes, h, html_table, status_tag
+from linkcheck.report.html import (
+    CSS,
+    acceptance_section,
+    check_table,
+    finding_boxes,
+    h,
+    html_table,
+    status_tag,
+    summary_box,
+    verdict_header,
+)
 from linkcheck.report.published import PUBLISHED_TOTAL_GBPS
 from linkcheck.values import gbps, number, plain_number
 
@@ -251,7 +261,7 @@ def _acceptance_checks(doc: dict[str, Any]) -> str:
         out += "<h3>Checks that did not pass, and the NCCL run's</h3>" + check_table(shown)
     why = reasons(doc, checks=False)
     out += "<ul>" + "".join(f"<li>{h(line)}</li>" for line in why) + "</ul>" if why else ""
-    for test in (doc.get("cluster") or {}).get("tests") or []:
+    for index, test in enumerate((doc.get("cluster") or {}).get("tests") or [], 1):
         its = [c for c, owner in owned if owner is test]
         if not its:
             continue
@@ -259,21 +269,22 @@ def _acceptance_checks(doc: dict[str, Any]) -> str:
         again = ", second pass" if test.get("pass") == 2 else ""
         out += (f'<details class="checks"><summary><b>{h(test.get("test"))}</b> (round {h(test.get("round"))}{again})'
                 f" {status_tag(test.get('verdict'))} {passed} of {len(its)} checks passed</summary>"
-                f"{check_table(its)}</details>")
+                f"{check_table(its, f'test{index}')}</details>")
     return out
 
 
 def check_html(check: ClusterCheck) -> str:
     """The cluster check as one self-contained HTML page (ends with a newline)."""
-    verdict = check.verdict.value
+    decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
     topo = check.view.topology
-    header = (f'<h1>linkcheck cluster check</h1><p><span class="verdict {verdict}">{h(verdict.upper())}, exit '
-              f"{int(check.exit_code)}</span></p>")
-    body = header + acceptance_section(check.acceptance, acc.parameters, _acceptance_checks)
+    summary = acc.cluster_summary(check)
+    line = decided.line if decided.by_acceptance else f"{check.verdict.value.upper()}, exit {int(check.exit_code)}"
+    header = verdict_header("linkcheck cluster check", replace(decided, line=line), summary.diagnosis)
+    body = header + summary_box(summary) + acceptance_section(check.acceptance, acc.parameters, _acceptance_checks)
     body += _problems(check) + _layout(check)
     if check.cables:
         body += _heatmap(check) + _tests(check)
     body += _cluster_findings(check) + _test_findings(check)
-    title = h(f"linkcheck cluster: {verdict.upper()} {topo.layout}, {', '.join(topo.nodes)}")
+    title = h(f"linkcheck cluster: {decided.word.upper()} {topo.layout}, {', '.join(topo.nodes)}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{CSS}{_CLUSTER_CSS}</style></head><body>{body}</body></html>\n")

@@ -53,7 +53,9 @@ def _cluster_suite(root: ET.Element, check: ClusterCheck, nodes: set[str]) -> li
     topo = view.topology
     suite = ET.SubElement(root, "testsuite", name="linkcheck.cluster", timestamp=timestamp(), time="0")
     props = ET.SubElement(suite, "properties")
-    for name, value in (("verdict", check.verdict.value), ("exit_code", str(int(check.exit_code))),
+    decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
+    for name, value in (("verdict", decided.word), ("exit_code", str(decided.exit_code)),
+                        ("check_verdict", check.verdict.value),
                         ("cluster_verdict", view.diagnosis.verdict.value), ("tool_version", __version__),
                         ("layout", topo.layout), ("supported", yes_no(topo.supported)),
                         ("nodes", ", ".join(topo.nodes)), ("interrupted", yes_no(check.interrupted)),
@@ -63,6 +65,7 @@ def _cluster_suite(root: ET.Element, check: ClusterCheck, nodes: set[str]) -> li
     kinds = [finding_case(suite, f, name, "cluster") for f, name in zip(wide, case_names(wide), strict=True)]
     tally(suite, kinds)
     ET.SubElement(suite, "system-out").text = xml_text(
+        (f"{decided.line}\n" if decided.by_acceptance else "") +
         f"verdict: {check.verdict.value} (exit {int(check.exit_code)}), layout {topo.layout}, "
         f"{len(topo.nodes)} nodes: {', '.join(topo.nodes)}", multiline=True)
     errors = [*([f"traffic: {check.traffic_error}"] if check.traffic_error else []),

@@ -13,6 +13,7 @@ from pathlib import Path
 from linkcheck import __version__
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status, Verdict
+from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import named_direction
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second
 from linkcheck.report.prometheus import acceptance_families
@@ -90,10 +91,15 @@ def check_prometheus(check: ClusterCheck) -> str:
     m.family("linkcheck_cluster_info", "The checked cluster's layout and the linkcheck version (value 1).",
              [({"layout": topo.layout, "supported": yes_no(topo.supported), "tool_version": __version__},
                1)])
-    m.family("linkcheck_cluster_verdict", "The cluster check's verdict, one-hot over pass, warn, fail and "
-             "inconclusive.", [({"verdict": v.value}, 1 if check.verdict is v else 0) for v in Verdict])
+    decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
+    m.family("linkcheck_cluster_verdict", "The cluster bundle's verdict (that of its `linkcheck accept` run where "
+             "it holds one, DEGRADED as warn), one-hot over pass, warn, fail and inconclusive.",
+             [({"verdict": v.value}, 1 if decided.verdict is v else 0) for v in Verdict])
     m.family("linkcheck_cluster_exit_code", "The exit code linkcheck returned for this cluster check.",
-             [({}, int(check.exit_code))])
+             [({}, decided.exit_code)])
+    m.family("linkcheck_cluster_check_verdict", "The cluster check's own verdict, one-hot over pass, warn, fail and "
+             "inconclusive (the same as linkcheck_cluster_verdict without an accept run).",
+             [({"verdict": v.value}, 1 if check.verdict is v else 0) for v in Verdict])
     m.family("linkcheck_cluster_node_inspected", "1 when the node answered the inspection, 0 when it could not be "
              "read (its tests are inconclusive).", [({"node": n}, 0 if n in view.errors else 1) for n in topo.nodes])
     m.family("linkcheck_cluster_test_bandwidth_bytes_per_second",

@@ -20,8 +20,10 @@ from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.console_fix import fix_parts
+from linkcheck.report.fit import fit_line
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
+from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
 from linkcheck.report.tables import (
     evidence_lines,
     identity_lines,
@@ -31,7 +33,9 @@ from linkcheck.report.tables import (
     rate,
     rdma_rows,
     total_cells,
+    verdict_line,
 )
+from linkcheck.report.verdict import ACCEPT_VERDICT
 from linkcheck.values import pcie
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
@@ -133,7 +137,9 @@ def _fixes(steps: Sequence[str], printed: set[str]) -> list[RenderableType]:
     return fix_parts(fresh)
 
 
-def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) -> None:
+def print_report(outcome: Outcome, console: Console, *, show_all: bool = False, verdict: bool = True) -> None:
+    """Nodes, traffic, findings (causes first), what was not judged, notes, then (with `verdict`) the diagnosis's
+    verdict line; `print_outcome` leaves that line to the summary, which ends the output."""
     link, diagnosis = outcome.link, outcome.diagnosis
     console.print(node_table(link))
     for part in (bench_table(link), nccl_line(link)):
@@ -152,16 +158,42 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False) 
             console.print(as_text(f"  {f.rule_id} ({f.subject}): {f.skip_reason}", "cyan"))
     for note in diagnosis.notes:
         console.print(as_text(f"note: {note}", "cyan"))
-    counts = {s: sum(1 for f in diagnosis.findings if f.status is s) for s in Status}
-    summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
-    console.print(Text(f"verdict: {diagnosis.verdict.value.upper()} ({summary}) exit {int(diagnosis.exit_code)}",
-                       style=VERDICT_STYLE[diagnosis.verdict]))
+    if verdict:
+        console.print(Text(verdict_line(outcome), style=VERDICT_STYLE[diagnosis.verdict]))
+
+
+def summary_view(summary: Summary) -> Group:
+    """The summary for the terminal, printed last so that it is what stays in view: the diagnosis beside an
+    acceptance's verdict, each cause once with its fix and what it explains, what was not judged and why, then the
+    bundle's one verdict line."""
+    body: list[RenderableType] = []
+    if summary.by_acceptance:
+        body.append(as_text(summary.diagnosis))
+    if summary.non_standard:
+        body.append(as_text(summary.non_standard, "bold yellow"))
+    body.append(Text(summary.count + (":" if summary.causes else ""), style="bold"))
+    for cause in summary.causes:
+        status = Status(cause.status)
+        body.append(Text.assemble((cause.status.upper(), STYLE[status]), as_text(f" {cause.rule_id}: {cause.title}")))
+        body.append(as_text(f"  on {', '.join(cause.subjects)}"))
+        body += fix_parts(cause.fix)
+        if cause.explains:
+            body.append(as_text(f"  explains: {explains_text(cause)}", "dim"))
+    if summary.unexplained_checks:
+        body.append(as_text(f"acceptance checks not met that no cause explains: {grouped(summary.unexplained_checks)}"))
+    if summary.not_judged:
+        body.append(Text("not judged:", style="cyan"))
+        body += [as_text(f"  {not_judged_text(item)}", "cyan") for item in summary.not_judged]
+    style = VERDICT_STYLE.get(ACCEPT_VERDICT.get(summary.verdict_word, Verdict.PASS), "bold") \
+        if summary.by_acceptance else VERDICT_STYLE[Verdict(summary.verdict_word)]
+    return Group(Panel(Group(*body), title=Text("Summary", style="bold"), title_align="left", expand=True),
+                 as_text(summary.verdict, style))
 
 
 ACCEPT_STYLE = {"PASS": "green", "DEGRADED": "yellow", "FAIL": "bold red", "INCONCLUSIVE": "cyan"}
 
 
-def acceptance_view(doc: dict[str, Any], test_line: str = "") -> Group:
+def acceptance_view(doc: dict[str, Any], test_line: str = "", *, closing: bool = True) -> Group:
     """The acceptance for the terminal: the headline, each check as a table row that fits the console's width
     (long cells wrap inside their column), why the verdict is not PASS, who was tested."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
@@ -178,7 +210,8 @@ def acceptance_view(doc: dict[str, Any], test_line: str = "") -> Group:
     parts += [as_text(f"  - {line}") for line in reasons(doc)]
     parts += [as_text(f"  test: {test_line}", "dim")] if test_line else []
     parts += [as_text(f"  {line}", "dim") for line in tested_lines(doc)]
-    parts.append(as_text(closing_line(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")))  # stays in view
+    if closing:
+        parts.append(as_text(closing_line(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold")))
     return Group(*parts)
 
 
@@ -199,20 +232,28 @@ def _console() -> Console:
     return _Console(emoji=False)  # `:name:` stays text
 
 
-def print_console_report(outcome: Outcome, *, show_all: bool) -> None:
+def print_console_report(outcome: Outcome, *, show_all: bool, verdict: bool = True) -> None:
     """The console report on stdout; a full or closed stdout is one line (exit 74)."""
     try:
-        print_report(outcome, _console(), show_all=show_all)
+        print_report(outcome, _console(), show_all=show_all, verdict=verdict)
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None
 
 
-def print_acceptance(doc: dict[str, Any], test_line: str = "") -> None:
+def print_acceptance(doc: dict[str, Any], test_line: str = "", *, closing: bool = True) -> None:
     """The acceptance table after the console report, as wide as the terminal at most, with how the pair was
     tested (`test_line`); a record that is not shown, one line saying why."""
     try:
         _console().print(as_text(f"acceptance: {doc['problem']}", "cyan") if "problem" in doc
-                         else acceptance_view(doc, test_line))
+                         else acceptance_view(doc, test_line, closing=closing))
+    except (OSError, ValueError) as exc:
+        raise output_error(exc) from None
+
+
+def print_summary(summary: Summary) -> None:
+    """The summary and the bundle's verdict line, last on the console."""
+    try:
+        _console().print(summary_view(summary))
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None
 
@@ -221,7 +262,8 @@ def print_lines(lines: list[str]) -> None:
     """Plain lines after the console report (the repair plan), node text shown as text, never as markup."""
     try:
         console = _console()
-        for line in lines:
-            console.print(as_text(line, ""), soft_wrap=True)
+        for line in lines:  # prose wrapped, a command continued with ` \` (report/fit.py)
+            for part in fit_line(shown(line), console.width):
+                console.print(as_text(part, ""), soft_wrap=True)
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None

@@ -19,9 +19,11 @@ from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
+from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
 from linkcheck.report.tables import (
     ADVISE_HINT,
     LATENCY_HEADER,
+    diagnosis_line,
     evidence_lines,
     latency_rows,
     nccl_text,
@@ -31,15 +33,15 @@ from linkcheck.report.tables import (
     rdma_rows,
     stages,
     total_cells,
-    verdict_line,
 )
+from linkcheck.report.verdict import BundleVerdict
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#1d1d1f;
 background:#fff;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;
-vertical-align:top;text-align:left}th{background:#f2f4f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
+vertical-align:top;text-align:left}th{background:#f2f4f7}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.total td{font-weight:bold;background:#fafafa}.verdict{display:inline-block;padding:.3em .8em;border-radius:4px;
 font-weight:bold;color:#fff}.pass{background:#2e7d32}.warn{background:#b26a00}.fail{background:#c62828}
 .inconclusive,.skip{background:#00838f}.finding{border:1px solid #ddd;border-left:6px solid #999;padding:.4em 1em;
@@ -50,12 +52,18 @@ padding:.6em;overflow-x:auto}.finding.explained{margin:.6em 0 .4em;border-left-w
 height:auto}.muted{color:#666}td.src{font-size:.8em;color:#555;max-width:28em}pre.fix .comment{color:#57606a}
 .nonstandard{font-weight:bold;color:#b26a00}details.passed{margin:.3em 0}details.passed summary{cursor:pointer}
 details.passed summary .rules{color:#666;font-size:.85em}
+section.summary{border:1px solid #ccc;border-radius:6px;padding:.2em 1em .6em;margin:.8em 0;background:#fcfcfd}
+section.summary h2{margin-top:.4em}.cause{border-left:6px solid #999;padding:.1em .8em;margin:.5em 0}
+.cause.cause-fail{border-left-color:#c62828}.cause.cause-warn{border-left-color:#b26a00}.cause p{margin:.3em 0}
+td.miss{background:#fdecea;font-weight:bold;color:#b71c1c}ol.sources{font-size:.85em;color:#444}
+sup.src a{text-decoration:none}
 @media print{body{max-width:none;margin:0;padding:0;font-size:10pt}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;overflow:visible}
 .finding,figure,tr,details.passed summary{break-inside:avoid}h2,h3{break-after:avoid}thead{display:table-header-group}
 details.passed>table{display:none}
 details.passed summary{list-style:none;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.verdict,.tag,.finding{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
+.verdict,.tag,.finding,.cause,td.miss{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+section.summary{break-inside:avoid}}
 """
 
 
@@ -116,7 +124,7 @@ _STATUS_CLASS = {"PASS": "pass", "DEGRADED": "warn", "FAIL": "fail", "INCONCLUSI
 def _acceptance(outcome: Outcome) -> str:
     """The bundle's acceptance, first on the page: verdict, profile and digest, how it was tested, each check."""
     return acceptance_section(acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc),
-                              lambda doc: check_table(acc.checks(doc)) + check_reasons(acc.checks(doc)))
+                              lambda doc: check_table(acc.checks(doc)))
 
 
 def status_tag(status: object) -> str:
@@ -124,23 +132,36 @@ def status_tag(status: object) -> str:
     return f'<span class="tag {_STATUS_CLASS.get(str(status), "skip")}">{h(status)}</span>'
 
 
-def check_table(checks: list[dict[str, Any]]) -> str:
-    """Acceptance checks, a row each: status, check, subject, min, median, max, threshold, margin, source."""
+def _judged(check: dict[str, Any]) -> str:
+    """Which statistic the status was judged on: the lowest for a floor (>=), the highest for a ceiling (<=)."""
+    ops = {str(t.get("operator")) for t in check.get("thresholds") or [] if isinstance(t, dict)}
+    return "max" if ops == {"<="} else "min"
+
+
+def check_table(checks: list[dict[str, Any]], key: str = "acc") -> str:
+    """Acceptance checks, a row each: status, check, subject, min, median, max and the run count, the threshold beside
+    them and the margin against the line that decides the status; the judged value's cell marked where the check
+    did not pass. Each threshold's source once under the table, numbered, the threshold cell linking to it (`key`
+    keeps the anchors of several tables on one page apart)."""
+    sources: dict[str, int] = {}
     rows = []
     for check in checks:
+        refs = []
+        for src in acc.sources(check):
+            number = sources.setdefault(src, len(sources) + 1)
+            refs.append(f'<sup class="src"><a href="#{key}-src-{number}">[{number}]</a></sup>')
+        missed = check.get("status") not in ("PASS", None) and "min" in (check.get("measured") or {})
+        judged = _judged(check)
+        cells = [f'<td class="num{" miss" if missed and n == judged else ""}">{h(acc.statistic(check, n))}</td>'
+                 for n in ("min", "median", "max")]
         rows.append([f"<td>{status_tag(check.get('status'))}</td>",
-                     f"<td><code>{h(check.get('id'))}</code></td>", f"<td>{h(check.get('subject'))}</td>",
-                     *(f'<td class="num">{h(acc.statistic(check, n))}</td>' for n in ("min", "median", "max")),
-                     f"<td>{h(acc.threshold(check))}</td>", f'<td class="num">{h(acc.margin(check))}</td>',
-                     f'<td class="src">{"<br>".join(h(src) for src in acc.sources(check))}</td>'])
-    return html_table(["status", "check", "subject", "min", "median", "max", "threshold", "margin", "source"], rows)
-
-
-def check_reasons(checks: list[dict[str, Any]]) -> str:
-    """Why each check that is not PASS is not, as a list; nothing when all pass."""
-    why = [f"<li>{h(c.get('status'))} {h(c.get('id'))} {h(c.get('subject'))}: {h(c.get('reason'))}</li>"
-           for c in checks if c.get("status") != "PASS" and c.get("reason")]
-    return f"<ul>{''.join(why)}</ul>" if why else ""
+                     f"<td><code>{h(check.get('id'))}</code></td>", f"<td>{h(check.get('subject'))}</td>", *cells,
+                     f'<td class="num">{h(acc.runs(check))}</td>',
+                     f"<td>{h(acc.threshold(check))} {''.join(dict.fromkeys(refs))}</td>",
+                     f'<td class="num">{h(acc.margin(check))}</td>'])
+    notes = "".join(f'<li id="{key}-src-{n}">{h(src)}</li>' for src, n in sources.items())
+    return (html_table(["status", "check", "subject", "min", "median", "max", "runs", "threshold", "margin"], rows)
+            + (f'<p class="muted">Threshold sources:</p><ol class="sources">{notes}</ol>' if notes else ""))
 
 
 def acceptance_section(doc: dict[str, Any] | None, tested: Callable[[dict[str, Any]], str],
@@ -162,6 +183,38 @@ def acceptance_section(doc: dict[str, Any] | None, tested: Callable[[dict[str, A
             f'<p>profile <b>{h(profile.get("name") or "?")}</b>, sha256 <code>{h(profile.get("sha256") or "?")}</code>'
             f"</p><p>tested: {h(tested(doc))}</p>")
     return head + checks(doc)
+
+
+def summary_box(summary: Summary) -> str:
+    """The answer first: what made an acceptance's run weaker, each cause once with its fix (only lines a
+    shell runs, the prose as `#` comments) and what it explains, then what was not judged and why."""
+    out = ['<section class="summary"><h2>Summary</h2>']  # the diagnosis's line is under the badge above
+    if summary.non_standard:
+        out.append(f'<p class="nonstandard">{h(summary.non_standard)}</p>')
+    out.append(f"<p><b>{h(summary.count)}</b></p>")
+    for cause in summary.causes:
+        lines = [f'<span class="comment">{h(line)}</span>' if line.startswith("#") else h(line)
+                 for line in shell_lines(list(cause.fix))]
+        out.append(f'<div class="cause cause-{cause.status}"><p><span class="tag {cause.status}">{cause.status.upper()}'
+                   f"</span> <code>{h(cause.rule_id)}</code> <b>{h(cause.title)}</b></p>"
+                   f'<p class="muted">on {h(", ".join(cause.subjects))}</p>'
+                   + (f'<pre class="fix">{chr(10).join(lines)}</pre>' if lines else "")
+                   + (f'<p class="muted">explains: {h(explains_text(cause))}</p>' if cause.explains or cause.checks
+                      else "") + "</div>")
+    if summary.unexplained_checks:
+        out.append(f"<p>Acceptance checks not met that no cause explains: {h(grouped(summary.unexplained_checks))}</p>")
+    if summary.not_judged:
+        out.append("<p>Not judged:</p><ul>" + "".join(f"<li>{h(not_judged_text(item))}</li>"
+                                                      for item in summary.not_judged) + "</ul>")
+    return "".join(out) + "</section>"
+
+
+def verdict_header(title: str, decided: BundleVerdict, beneath: str, extra: str = "") -> str:
+    """The page's head: its title, the bundle's one verdict as the badge, what stands beneath it (the diagnosis's
+    line, where the acceptance decided)."""
+    css = _STATUS_CLASS.get(decided.word, decided.verdict.value) if decided.by_acceptance else decided.verdict.value
+    return (f'<h1>{h(title)}</h1><p><span class="verdict {css}">{h(decided.line)}</span></p>'
+            + (f"<p>{h(beneath)}</p>" if decided.by_acceptance and beneath else "") + extra)
 
 
 def _plots(outcome: Outcome) -> str:
@@ -258,14 +311,13 @@ def _repair(outcome: Outcome) -> str:
 
 
 def render_html(outcome: Outcome) -> str:
-    diagnosis = outcome.diagnosis
     bundle = outcome.bundle
-    verdict = diagnosis.verdict.value
-    header = (f'<h1>linkcheck report</h1><p><span class="verdict {verdict}">{h(verdict_line(outcome))}</span></p>'
-              f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
-              f"linkcheck {h(bundle.tool_version or '?')}</p>")
-    body = (header + _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _latency(outcome)
-            + _plots(outcome) + _findings(outcome))
-    title = h(f"linkcheck: {verdict.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
+    decided = acc.bundle_verdict(outcome)
+    header = verdict_header("linkcheck report", decided, diagnosis_line(outcome),
+                            f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
+                            f"linkcheck {h(bundle.tool_version or '?')}</p>")
+    body = (header + summary_box(acc.pair_summary(outcome)) + _acceptance(outcome) + _repair(outcome) + _nodes(outcome)
+            + _traffic(outcome) + _latency(outcome) + _plots(outcome) + _findings(outcome))
+    title = h(f"linkcheck: {decided.word.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{CSS}</style></head><body>{body}</body></html>\n")

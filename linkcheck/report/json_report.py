@@ -12,6 +12,7 @@ from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
 from linkcheck.report.repair import repair_document
+from linkcheck.report.summary import summary_document
 from linkcheck.strict_json import finite_only
 
 SCHEMA = "linkcheck-report"
@@ -53,7 +54,10 @@ def _bench(link: LinkFacts) -> dict[str, Any]:
 
 
 def report_document(outcome: Outcome) -> dict[str, Any]:
+    from linkcheck.report.acceptance import pair_summary  # it reads this module's acceptance_document
+
     diagnosis = outcome.diagnosis
+    summary = pair_summary(outcome)
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -61,7 +65,8 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "bundle": str(outcome.bundle.path) if outcome.bundle.path else None,
         "bundle_created": outcome.bundle.created or None,
-        "verdict": diagnosis.verdict.value,
+        "summary": summary_document(summary),  # the answer first: the bundle's verdict, causes, what was not judged
+        "verdict": diagnosis.verdict.value,  # the diagnosis's; the bundle's (an acceptance's) is summary.verdict
         "exit_code": int(diagnosis.exit_code),
         "nodes": {"a": _node(outcome.link.a), "b": _node(outcome.link.b)},
         "paths": [{"key": p.key, "subnet": p.subnet, "a": p.a.netdev, "b": p.b.netdev} for p in outcome.link.paths],

@@ -98,11 +98,24 @@ def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str, lab
     return kind
 
 
+def _standard_case(suite: ET.Element, doc: dict[str, Any], weaker: list[str] | None) -> str:
+    """The testcase `standard`: passed when the run was the standard acceptance, skipped when it was weaker
+    (shorter -D, fewer repetitions, a looser profile), so that a NON-STANDARD run is never an all-green gate while
+    its verdict and exit code stay the acceptance's; a record older than the comparison is skipped too (unknown)."""
+    case = ET.SubElement(suite, "testcase", name="standard", classname="linkcheck.acceptance.standard", time="0")
+    if weaker is None and isinstance(doc.get("standard"), dict):
+        return "pass"
+    why = non_standard_line(doc) or "the record does not say whether the run was the standard acceptance"
+    ET.SubElement(case, "skipped", message=xml_text(why)).text = xml_text(why)
+    return "skipped"
+
+
 def acceptance_suite(root: ET.Element, doc: dict[str, Any] | None,
                      tested: Callable[[dict[str, Any]], str]) -> list[str]:
     """The bundle's acceptance (a pair's or a cluster's) as its own suite, so that CI gates on each check: a testcase
     per check (a cluster's names its test and pass in its properties), how it was tested (`tested`) among the
-    suite's properties; one error when the record is not shown; [] when there is none."""
+    suite's properties, and first the testcase `standard` (skipped for a NON-STANDARD run); one error when the record
+    is not shown; [] when there is none."""
     if doc is None:
         return []
     suite = ET.SubElement(root, "testsuite", name="linkcheck.acceptance", timestamp=timestamp(), time="0")
@@ -120,8 +133,9 @@ def acceptance_suite(root: ET.Element, doc: dict[str, Any] | None,
                             ("test", tested(doc)), ("non_standard", yes_no(weaker is not None)),
                             *(("non_standard_difference", d) for d in weaker or [])):
             ET.SubElement(props, "property", name=name, value=xml_text("" if value is None else value))
-        kinds = [_acceptance_case(suite, c, n, acc.series_labels(doc, t)) for c, n, t in
-                 zip(acc.checks(doc), acc.case_names(doc), check_tests(doc), strict=True)]
+        kinds = [_standard_case(suite, doc, weaker)]
+        kinds += [_acceptance_case(suite, c, n, acc.series_labels(doc, t)) for c, n, t in
+                  zip(acc.checks(doc), acc.case_names(doc), check_tests(doc), strict=True)]
         # GitLab shows no property: the suite's output says it too.
         ET.SubElement(suite, "system-out").text = xml_text("\n".join(
             line for line in (headline(doc), non_standard_line(doc)) if line), multiline=True)
@@ -169,7 +183,9 @@ def render_junit(outcome: Outcome) -> str:
     root = ET.Element("testsuites", name="linkcheck")
     suite = ET.SubElement(root, "testsuite", name="linkcheck", timestamp=timestamp(), time="0")
     props = ET.SubElement(suite, "properties")
-    pairs = [("verdict", diagnosis.verdict.value), ("exit_code", str(int(diagnosis.exit_code))),
+    decided = acc.bundle_verdict(outcome)  # the acceptance's, where the bundle holds one
+    pairs = [("verdict", decided.word), ("exit_code", str(decided.exit_code)),
+             ("diagnosis_verdict", diagnosis.verdict.value), ("diagnosis_exit_code", str(int(diagnosis.exit_code))),
              ("tool_version", outcome.bundle.tool_version), ("bundle", str(outcome.bundle.path or "")),
              ("bundle_created", outcome.bundle.created), ("node.a", outcome.link.a.hostname or "?"),
              ("node.b", outcome.link.b.hostname or "?")]
@@ -179,7 +195,8 @@ def render_junit(outcome: Outcome) -> str:
     kinds = [finding_case(suite, f, name, stage_of.get(f.rule_id, "rules"))
              for f, name in zip(diagnosis.findings, case_names(diagnosis.findings), strict=True)]
     tally(suite, kinds)
-    ET.SubElement(suite, "system-out").text = xml_text(verdict_line(outcome), multiline=True)
+    said = [decided.line, *([verdict_line(outcome)] if decided.by_acceptance else [])]
+    ET.SubElement(suite, "system-out").text = xml_text("\n".join(said), multiline=True)
     if diagnosis.notes:
         ET.SubElement(suite, "system-err").text = xml_text("\n".join(diagnosis.notes), multiline=True)
     accepted = acceptance_suite(root, acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc))

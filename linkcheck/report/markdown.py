@@ -16,9 +16,11 @@ from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
+from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
 from linkcheck.report.tables import (
     ADVISE_HINT,
     LATENCY_HEADER,
+    diagnosis_line,
     evidence_lines,
     latency_rows,
     nccl_text,
@@ -27,7 +29,6 @@ from linkcheck.report.tables import (
     rate,
     rdma_rows,
     total_cells,
-    verdict_line,
 )
 
 # Markup characters (and `|` in tables, `<` for HTML, `&` for entities such as `&lt;`, a leading `#`), and what
@@ -166,12 +167,37 @@ def _finding(finding: Finding, depth: int = 0, printed: set[str] | None = None) 
     return [*lines, ""]
 
 
+def summary_section(summary: Summary) -> list[str]:
+    """The answer first: what made an acceptance's run weaker, each cause once with its fix (a shell block) and what
+    it explains, the acceptance checks no cause explains, what was not judged and why."""
+    lines = ["## Summary", ""]
+    lines += [f"**{md(summary.non_standard)}**", ""] if summary.non_standard else []
+    lines += [f"**{md(summary.count)}**", ""]
+    for cause in summary.causes:
+        subjects = md(", ".join(cause.subjects))
+        lines += [f"- **{cause.status.upper()}** `{cause.rule_id}` {md(cause.title)}, on {subjects}"]
+        if cause.explains or cause.checks:
+            lines += [f"  - explains: {md(explains_text(cause))}"]
+        if cause.fix:
+            longest = max((len(run) for step in cause.fix for run in re.findall("`+", step)), default=0)
+            fence = "`" * max(3, longest + 1)
+            lines += ["", f"  {fence}sh", *(f"  {line}" for line in shell_lines(list(cause.fix))), f"  {fence}", ""]
+    if summary.unexplained_checks:
+        lines += [f"Acceptance checks not met that no cause explains: {md(grouped(summary.unexplained_checks))}", ""]
+    if summary.not_judged:
+        lines += ["Not judged:", "", *(f"- {md(not_judged_text(item))}" for item in summary.not_judged), ""]
+    return lines
+
+
 def render_markdown(outcome: Outcome) -> str:
     diagnosis = outcome.diagnosis
     bundle = outcome.bundle
-    lines = ["# linkcheck report", "", f"**{md(verdict_line(outcome))}**", "",
-             f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
-             f"linkcheck {md(bundle.tool_version or '?')})", ""]
+    decided = acc.bundle_verdict(outcome)
+    lines = ["# linkcheck report", "", f"**{md(decided.line)}**", ""]
+    lines += [md(diagnosis_line(outcome)), ""] if decided.by_acceptance else []
+    lines += [f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
+              f"linkcheck {md(bundle.tool_version or '?')})", ""]
+    lines += summary_section(acc.pair_summary(outcome))
     lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _latency(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linkcheck import __version__
-from linkcheck.accept.text import check_tests, non_standard
+from linkcheck.accept.text import check_tests, deciding_margin, non_standard
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
 from linkcheck.report import acceptance as acc
@@ -85,9 +85,9 @@ def acceptance_families(m: Metrics, doc: dict[str, Any] | None) -> None:
              [({**labels, "status": v.lower()}, 1 if c.get("status") == v else 0)
               for c, labels in named for v in acc.STATUSES])
     m.family("linkcheck_acceptance_check_margin", "How far each check's lowest (or highest) measured value is inside "
-             "its threshold, in the check's unit (negative: outside).",
-             [({**labels, "unit": acc.unit(c)}, float(c["margin"])) for c, labels in named
-              if isinstance(c.get("margin"), (int, float)) and not isinstance(c.get("margin"), bool)])
+             "the line that decides its status, in the check's unit (negative: outside).",
+             [({**labels, "unit": acc.unit(c)}, margin) for c, labels in named
+              if (margin := deciding_margin(c)) is not None])
 
 
 def _repair(m: Metrics, outcome: Outcome) -> None:
@@ -107,10 +107,14 @@ def render_prometheus(outcome: Outcome) -> str:
                 "tool_version": __version__}, 1)])
     m.family("linkcheck_last_run_timestamp_seconds", "When the diagnosed bundle was collected (Unix time).",
              [({}, _timestamp(outcome.bundle.created))])
-    m.family("linkcheck_verdict", "The run's verdict, one-hot over pass, warn, fail and inconclusive.",
+    decided = acc.bundle_verdict(outcome)  # the acceptance's, where the bundle holds one
+    m.family("linkcheck_verdict", "The bundle's verdict (that of its `linkcheck accept` run where it holds one, "
+             "DEGRADED as warn), one-hot over pass, warn, fail and inconclusive.",
+             [({"verdict": v.value}, 1 if decided.verdict is v else 0) for v in Verdict])
+    m.family("linkcheck_exit_code", "The exit code linkcheck returned for this run.", [({}, decided.exit_code)])
+    m.family("linkcheck_diagnosis_verdict", "The diagnosis's own verdict, one-hot over pass, warn, fail and "
+             "inconclusive (the same as linkcheck_verdict without an accept run).",
              [({"verdict": v.value}, 1 if diagnosis.verdict is v else 0) for v in Verdict])
-    m.family("linkcheck_exit_code", "The exit code linkcheck returned for this run.",
-             [({}, int(diagnosis.exit_code))])
     m.family("linkcheck_rdma_bandwidth_bytes_per_second",
              "ib_write_bw rate per client node, HCA, direction and mode (alone or concurrent), lowest repetition.",
              _rdma(outcome))

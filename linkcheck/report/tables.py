@@ -48,6 +48,13 @@ def verdict_line(outcome: Outcome) -> str:
     return f"verdict: {diagnosis.verdict.value.upper()} ({summary}) exit {int(diagnosis.exit_code)}"
 
 
+def diagnosis_line(outcome: Outcome) -> str:
+    """`diagnosis: FAIL (40 pass, 3 fail)`: the diagnosis beside a verdict that may be the acceptance's."""
+    diagnosis = outcome.diagnosis
+    summary = ", ".join(f"{n} {s.value}" for s, n in counts(diagnosis.findings).items() if n)
+    return f"diagnosis: {diagnosis.verdict.value.upper()} ({summary})"
+
+
 def evidence_lines(finding: Finding) -> list[str]:
     return [shown(evidence_line(ev)) for ev in finding.evidence]
 
@@ -59,8 +66,10 @@ def _cell(fn: Function | None, node: NodeFacts) -> list[str]:
     state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
     speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
     gid = "-" if fn.gid_index is None else str(fn.gid_index)
+    fec = " ".join(fn.fec_active) if fn.fec_active else "?"
     return [shown(line) for line in (
-        f"{fn.netdev} / {fn.rdma_dev or '?'}", f"{state} {speed}, {pcie(fn.pcie_speed_gts, fn.pcie_width)}",
+        f"{fn.netdev} / {fn.rdma_dev or '?'}",
+        f"{state} {speed}, {pcie(fn.pcie_speed_gts, fn.pcie_width)}, FEC {fec}",
         f"{', '.join(fn.ipv4) or 'no IPv4'} mtu {fn.mtu or '?'}", f"GID {gid} (pin {pin_text(pin)})")]
 
 

@@ -104,7 +104,8 @@ def test_shipped_profile_states_value_unit_and_source_of_every_threshold() -> No
 
 def test_profiles_commands() -> None:
     listed = _cli("profiles", "list")
-    assert listed.returncode == 0 and listed.stdout.startswith("dgx-spark-pair "), listed.stderr
+    assert listed.returncode == 0 and listed.stdout.startswith("built-in acceptance profiles"), listed.stderr
+    assert "\ndgx-spark-pair\n  Two GB10 nodes" in listed.stdout
     shown = _cli("profiles", "show", "dgx-spark-pair")
     assert shown.returncode == 0 and "warn_below: >= 21.65 GB/s (else DEGRADED)" in shown.stdout
     ok = _cli("profiles", "validate", str(PROFILE))

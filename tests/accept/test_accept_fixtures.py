@@ -64,8 +64,11 @@ def test_junit_has_one_testcase_per_acceptance_check(fixture: Path) -> None:
     doc = _record(fixture)
     root = ET.fromstring(renderer("junit")(diagnose_bundle(fixture)))
     [suite] = [s for s in root.iter("testsuite") if s.get("name") == "linkcheck.acceptance"]
-    cases = suite.findall("testcase")
-    assert len(cases) == len(doc["checks"]) == int(suite.get("tests", "-1"))
+    standard, *cases = suite.findall("testcase")
+    assert len(cases) == len(doc["checks"]) == int(suite.get("tests", "-1")) - 1
+    skipped = standard.find("skipped")  # a NON-STANDARD run is never an all-green gate
+    assert standard.get("name") == "standard" and skipped is not None
+    assert "NON-STANDARD" in (skipped.get("message") or "")
     for case, check in zip(cases, doc["checks"], strict=True):
         assert case.get("name", "").startswith(f"{check['id']} {check['subject']}")
         assert case.get("classname") == f"linkcheck.acceptance.{check['id']}"

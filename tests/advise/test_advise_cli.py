@@ -23,7 +23,7 @@ def one_line(result: CliResult, code: int, needle: str) -> None:
 
 
 def test_console_advice_with_labelled_figures(cli: InProcessCli) -> None:
-    r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "64")
+    r = cli("advise", HEALTHY, "--model-gib", "60", "--concurrency", "64", env={"COLUMNS": "300"})  # no wrap
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ADVICE: two residents\n")
     assert "ib_write_lat 48 KiB on enp1s0f1np1<->enp1s0f1np1: 8.8 us [measured: this bundle" in r.stdout

@@ -246,7 +246,8 @@ def test_data_folder_that_is_a_file(tmp_path: Path, how: str) -> None:
     proc = run_cli("baseline", "save", "b", str(FIXTURES / "healthy"), cwd=ROOT, env=env)
     one_line(proc, 74, "cannot write the baseline")
     assert blocker.read_text() == "x" and not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
-    diagnosed = run_cli("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE_FILE, cwd=ROOT, env=env)
+    diagnosed = run_cli("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE_FILE, "--record", cwd=ROOT,
+                        env=env)
     assert diagnosed.returncode in (0, 1, 2) and "history" in diagnosed.stderr and "Traceback" not in diagnosed.stderr
 
 

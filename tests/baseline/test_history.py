@@ -54,7 +54,7 @@ def test_three_runs_show_the_trend(tmp_path: Path, data_home: Path) -> None:
             dated(FIXTURES / "healthy", tmp_path / "r2", "2026-11-08T08:00:00+00:00", 0.93),
             dated(FIXTURES / "healthy", tmp_path / "r3", "2026-11-15T08:00:00+00:00", 0.89)]
     for bundle, code in zip(runs, (0, 1, 2), strict=True):
-        assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == code
+        assert run("diagnose", str(bundle), "--baseline", BASELINE, "--record", "-f", "json").returncode == code
     assert run("diagnose", str(FIXTURES / "healthy"), "-f", "json").returncode == 0  # no baseline: not recorded
     records = read_records(history_file(data_home))
     assert [r["verdict"] for r in records] == ["pass", "warn", "fail"]
@@ -74,7 +74,7 @@ def test_three_runs_show_the_trend(tmp_path: Path, data_home: Path) -> None:
 def test_the_log_has_one_row_per_run_and_fits_80_columns(tmp_path: Path) -> None:
     long_name = tmp_path / ("linkcheck-2026-11-01T08-00-00-dgx-spark-1-dgx-spark-2-" + "x" * 40)
     bundle = dated(FIXTURES / "healthy", long_name, "2026-11-01T08:00:00+00:00")
-    assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
+    assert run("diagnose", str(bundle), "--baseline", BASELINE, "--record", "-f", "json").returncode == 0
     shown = run_cli("history", cwd=ROOT, env={"COLUMNS": "80"})
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.rstrip("\n").splitlines()
@@ -90,7 +90,7 @@ def test_the_log_has_one_row_per_run_and_fits_80_columns(tmp_path: Path) -> None
 
 def test_history_formats_and_quiet(tmp_path: Path) -> None:
     bundle = dated(FIXTURES / "healthy", tmp_path / "r1", "2026-11-01T08:00:00+00:00")
-    assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
+    assert run("diagnose", str(bundle), "--baseline", BASELINE, "--record", "-f", "json").returncode == 0
     rows = json.loads(run("history", "--format", "json").stdout)
     assert len(rows) == 1 and rows[0]["command"] == "diagnose" and rows[0]["verdict"] == "pass"
     assert rows[0]["duration_s"] == "10" and rows[0]["repetitions"] == 1 and rows[0]["total_gbps"] == 196.05
@@ -106,10 +106,10 @@ def test_history_formats_and_quiet(tmp_path: Path) -> None:
 def test_diagnosing_a_recorded_bundle_again_is_not_recorded_twice(tmp_path: Path, data_home: Path) -> None:
     bundle = dated(FIXTURES / "healthy", tmp_path / "r1", "2026-11-01T08:00:00+00:00")
     for _ in range(2):
-        assert run("diagnose", str(bundle), "--baseline", BASELINE, "-f", "json").returncode == 0
+        assert run("diagnose", str(bundle), "--baseline", BASELINE, "--record", "-f", "json").returncode == 0
     assert len(read_records(history_file(data_home))) == 1
     other = dated(FIXTURES / "healthy", tmp_path / "r2", "2026-11-02T08:00:00+00:00")
-    assert run("diagnose", str(other), "--baseline", BASELINE, "-f", "json").returncode == 0
+    assert run("diagnose", str(other), "--baseline", BASELINE, "--record", "-f", "json").returncode == 0
     assert len(read_records(history_file(data_home))) == 2
 
 
@@ -121,7 +121,7 @@ def test_bad_history_options_are_refused() -> None:
 
 
 def test_a_corrupt_line_is_named_file_colon_line(data_home: Path) -> None:
-    assert run("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE, "-f", "json").returncode == 0
+    assert run("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE, "--record", "-f", "json").returncode == 0
     path = history_file(data_home)
     good = path.read_text()
     path.write_text(good + '{"truncated": \n' + good)
@@ -249,3 +249,24 @@ def test_forged_or_overflowing_history_fields_are_bad_input(data_home: Path, fie
 def test_the_history_counts_repetitions_not_rounds(fixture: str, repetitions: int) -> None:
     outcome = diagnose_bundle(FIXTURES / fixture, [], None)
     assert run_record(outcome, "check", None)["repetitions"] == repetitions
+
+
+def test_an_offline_diagnosis_records_nothing_unless_asked(data_home: Path) -> None:
+    """Diagnosing an old bundle against a baseline is no new run under that bundle's date: only --record adds it."""
+    assert run("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE, "-f", "json").returncode == 0
+    folder = data_home / "linkcheck" / "history"
+    assert not folder.exists() or not any(folder.iterdir())
+    assert run("diagnose", str(FIXTURES / "healthy"), "--baseline", BASELINE, "--record", "-f", "json").returncode == 0
+    assert len(read_records(history_file(data_home))) == 1
+
+
+def test_an_accept_run_keeps_its_verdict_beside_the_diagnosis(data_home: Path) -> None:
+    from linkcheck.app.runs import RunRecord, finish_run
+
+    outcome = diagnose_bundle(FIXTURES / "accept-fail")
+    assert finish_run(outcome, RunRecord("accept", acceptance="FAIL")) == []
+    [record] = read_records(history_file(data_home))
+    assert record["command"] == "accept" and record["acceptance"] == "FAIL" and record["verdict"] == "fail"
+    table = run("history")
+    assert table.returncode == 0 and "fail (accept FAIL)" in table.stdout, table.stdout
+    assert json.loads(run("history", "-f", "json").stdout)[0]["acceptance"] == "FAIL"

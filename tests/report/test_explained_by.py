@@ -46,11 +46,14 @@ def test_hot_plug_explains_every_throughput_drop(cli: InProcessCli) -> None:
 
 
 def test_the_console_shows_the_cause_first_and_each_fix_once(cli: InProcessCli) -> None:
-    text = _against_healthy(cli, "hotplug-degraded", "console")
+    text, summary = _against_healthy(cli, "hotplug-degraded", "console").split("─ Summary ─")
     assert text.index("FAIL LINK_HOTPLUG_DEGRADED") < text.index("DRIFT_THROUGHPUT")
     assert "FAIL DRIFT_THROUGHPUT" not in re.findall(r"─ (FAIL \w+)", text)  # no box of its own: inside its cause's
     assert text.count("explains ") == 2 and text.count("rerun the test to rule out a one-off") == 1
     assert text.count("fix: then rerun:") == 1 and "fix: as above" in text  # the command on a line of its own
+    # The summary after the findings names the cause once, with its fix and what it explains.
+    assert summary.count("FAIL LINK_HOTPLUG_DEGRADED") == 1 and summary.count("fix: then rerun:") == 1
+    assert "DRIFT_THROUGHPUT" in summary and "1 cause" in summary
 
 
 def test_markdown_lists_the_explained_under_its_cause() -> None:
@@ -82,7 +85,8 @@ def test_html_prints_each_fix_once(cli: InProcessCli) -> None:
     saved = find_path("healthy-ref")
     assert saved is not None
     page = render_html(diagnose_bundle(FIXTURES / "hotplug-degraded", baseline=read_baseline(saved)))
-    fixes = re.findall(r'<pre class="fix">(.*?)</pre>', page, flags=re.S)
+    findings = page[page.index("<h2>Findings</h2>"):]  # the summary above names the cause and its fix once more
+    fixes = re.findall(r'<pre class="fix">(.*?)</pre>', findings, flags=re.S)
     assert fixes and len(fixes) == len(set(fixes)), fixes  # ten drops share one fix: one block
     assert page.count("<p>Fix: as above.</p>") >= 9
     assert page.count('class="finding fail explained"') >= 10  # every throughput drop under its hot-plug cause

@@ -30,8 +30,9 @@ def test_junit_has_one_testcase_per_acceptance_check(accepted: tuple[Path, dict]
     bundle, doc = accepted
     root = ET.fromstring(renderer("junit")(diagnose_bundle(bundle)))
     [suite] = [s for s in root.iter("testsuite") if s.get("name") == "linkcheck.acceptance"]
-    cases = suite.findall("testcase")
-    assert len(cases) == len(doc["checks"]) and suite.get("tests") == str(len(cases))
+    standard, *cases = suite.findall("testcase")
+    assert standard.get("name") == "standard" and standard.find("skipped") is None  # the standard run
+    assert len(cases) == len(doc["checks"]) and suite.get("tests") == str(len(cases) + 1)
     assert len({c.get("name") for c in cases}) == len(cases)
     failed = [c for c in cases if c.find("failure") is not None]
     assert len(failed) == 1 and suite.get("failures") == "1"
@@ -70,8 +71,10 @@ def test_html_puts_the_acceptance_first(accepted: tuple[Path, dict]) -> None:  #
     section = page[page.index("<h2>Acceptance</h2>"):page.index("<h2>Nodes</h2>")]
     assert "dgx-spark-pair" in section and doc["profile"]["sha256"] in section
     assert "3 repetitions, ib_write_bw -D 10 -s 1 MiB -q 1" in section
-    for head in ("min", "median", "max", "threshold", "margin", "source"):
+    for head in ("min", "median", "max", "runs", "threshold", "margin"):
         assert f"<th>{head}</th>" in section
+    assert section.count("<th>") == 9 and "Threshold sources:" in section  # each source once, under the table
+    assert '<td class="num miss">80 Gb/s</td>' in section  # the judged value that failed, marked
     assert "80 Gb/s" in section and "109.29 Gb/s" in section and "-12 Gb/s" in section and "spark-link" in section
 
 

@@ -35,6 +35,7 @@ layout (the same cable serial at both ends of a test through a switch) is refuse
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -275,7 +276,7 @@ def _number(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, ra
     value = raw["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise file.refuse(f"{check_id}: 'value' must be a number, got {value!r}", at, "value")
-    if spec.integer and value != int(value):
+    if spec.integer and (not math.isfinite(value) or value != int(value)):  # int() of an infinity raises
         raise file.refuse(f"{check_id}: 'value' must be a whole number of {spec.unit}, got {value!r}", at, "value")
     if value < spec.low:
         raise file.refuse(f"{check_id}: {value} {spec.unit} is impossible (the lowest is {spec.low:g})", at, "value")

@@ -35,12 +35,13 @@ from linkcheck.cli.common import (
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
-from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.parsers.parse_file import parse_file, record_lines, record_to_json
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.cluster_formats import cluster_renderer
 from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.formats import renderer
 from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
 
@@ -152,7 +153,8 @@ def parse(
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
 ) -> None:
     record = parse_file(kind, file)
-    out(record_to_json(record) if fmt is Format.json else record_to_text(record))
+    # Each value one line, whatever a node wrote into it (a newline, an escape sequence, a lone surrogate).
+    out(record_to_json(record) if fmt is Format.json else "\n".join(shown(line) for line in record_lines(record)))
 
 
 class AdviceFormat(str, Enum):

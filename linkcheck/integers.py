@@ -63,3 +63,21 @@ def ascii_int(text: str, low: int, high: int) -> int | None:
         return bounded_int(text, low, high)
     except NumberError:
         return None
+
+
+DECIMAL_RE = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?")
+MAXDECIMAL_RE_CHARS = 64
+
+
+def bounded_decimal(text: object, low: float, high: float, what: str = "number") -> float:
+    """`text` (ASCII: `12`, `-0.5`, `1.5e3`) as a finite number from `low` to `high`; NumberError otherwise. No `nan`,
+    `inf`, `1_0` or digits of other scripts, which float() would take."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text) if not isinstance(text, int) or abs(text) < 1 << 53 else float("inf")
+    elif not isinstance(text, str) or len(text) > MAXDECIMAL_RE_CHARS or DECIMAL_RE.fullmatch(text) is None:
+        raise NumberError(f"{what} {quoted(str(text))} is not a number in ASCII digits (such as 12 or 0.5)")
+    else:
+        value = float(text)
+    if not (low <= value <= high):  # nan and the infinities fail this too
+        raise NumberError(f"{what} {value:g} is out of range ({low:g} to {high:g})")
+    return value

@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -278,6 +279,7 @@ def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) ->
     if existing is not None and not overwrite:
         raise UsageError(f"a baseline named {name!r} exists ({existing}); choose another name or "
                          "pass --force to replace it")
+    _refuse_non_file(name, target)
     data = (strict_json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
@@ -298,6 +300,19 @@ def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) ->
         raise StoreWriteError(f"{target}: cannot write the baseline: {exc.strerror or exc}",
                               fix="point XDG_DATA_HOME at a writable folder, or free space") from None
     return target
+
+
+def _refuse_non_file(name: str, target: Path) -> None:
+    """A store entry by that name that is no regular file (a folder, a FIFO, a socket) is not linkcheck's to
+    replace: refused, naming it, before anything is written."""
+    try:
+        mode = target.lstat().st_mode
+    except OSError:
+        return  # absent (or unreadable: the write below says so)
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise UsageError(f"{target} is {kind}, not a baseline file; linkcheck does not replace it: remove it "
+                         f"or save under another name than {name!r}")
 
 
 def _write_new(path: Path, data: bytes) -> None:

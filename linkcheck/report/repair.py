@@ -11,6 +11,7 @@ import msgspec
 from linkcheck.outcome import Outcome
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.record import REPAIR, load_repair, steps_document
+from linkcheck.report.safe_text import shown
 
 
 def repair_plan(outcome: Outcome) -> tuple[RepairPlan | None, str | None]:
@@ -34,11 +35,13 @@ def repair_document(outcome: Outcome) -> dict[str, Any] | None:
 
 def step_title(index: int, step: Step) -> str:
     kind = "reboot (only with --allow-reboot)" if step.reboot else ", ".join(step.touches) or "nothing"
-    return f"{index}. node {step.node}: {step.finding} (touches {kind})"
+    return shown(f"{index}. node {step.node}: {step.finding} (touches {kind})")
 
 
 def step_lines(step: Step) -> list[str]:
-    """The step's commands, its file change and its checks, one line each (the diff's lines as they are)."""
+    """The step's commands, its file change and its checks, one line each (the diff's lines as they are). Each
+    is one line whatever a node put in it: a newline in a command is shown as `\\n`, never a second line that
+    reads as a command of its own."""
     lines = [f"runtime: {cmd}" for cmd in step.runtime] or ["runtime: none"]
     if step.persistent is not None:
         change = step.persistent
@@ -47,7 +50,7 @@ def step_lines(step: Step) -> list[str]:
     else:
         lines.append("persistent: none")
     lines += [f"verify: {cmd}" for cmd in step.verify]
-    return lines
+    return [shown(line) for line in lines]
 
 
 def plan_text_lines(plan: RepairPlan) -> list[str]:
@@ -58,5 +61,5 @@ def plan_text_lines(plan: RepairPlan) -> list[str]:
         lines = []
         for i, step in enumerate(plan.steps, 1):
             lines += [step_title(i, step), *(f"   {line}" for line in step_lines(step))]
-    lines += [f"not planned: {n.finding}: {n.reason}" for n in plan.not_planned]
+    lines += [shown(f"not planned: {n.finding}: {n.reason}") for n in plan.not_planned]
     return lines

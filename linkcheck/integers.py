@@ -51,7 +51,7 @@ def bounded_int(text: object, low: int, high: int, what: str = "number") -> int:
     digits = text.lstrip("-").lstrip("0")
     if len(digits) > max(len(str(abs(low))), len(str(abs(high)))):  # beyond either bound: no int() of it needed
         raise NumberError(f"{what} {quoted(text)} is out of range ({low} to {high})")
-    value = int(text)
+    value = int(digits or "0") * (-1 if text.startswith("-") else 1)  # leading zeros, however many, dropped
     if not low <= value <= high:
         raise NumberError(f"{what} {value} is out of range ({low} to {high})")
     return value

@@ -11,6 +11,7 @@ import msgspec
 from linkcheck.diagnose.observation import Observation, ShellText
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.facts.nccl_hca import nccl_functions, unset_command
+from linkcheck.integers import ascii_int
 from linkcheck.model import Evidence
 
 
@@ -36,7 +37,7 @@ def _remove_pin(source: str, default: str) -> ShellText:
 
 
 def _stale(node: NodeFacts, fn: Function, pin: str, source: str) -> Observation:
-    pinned = int(pin) if pin.strip().lstrip("-").isdigit() else None
+    pinned = ascii_int(pin.strip(), -(1 << 31), (1 << 31) - 1)
     resolved = fn.gid_index
     values = StalePinValues(node=node.name, hca=fn.rdma_dev, netdev=fn.netdev, ip=fn.ip, pinned=pin,
                             resolved="none" if resolved is None else resolved, source=source,

@@ -17,6 +17,7 @@ from msgspec.structs import replace
 
 from linkcheck import schema
 from linkcheck.cluster.facts import ExpectedCluster
+from linkcheck.cluster.hosts import NODE_NAME_RE, ClusterHost, checked_hosts, node_target
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_node_target
@@ -86,8 +87,8 @@ class _Link(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     paths: tuple[_Path, ...] = ()
 
 
-CableKey = Annotated[str, msgspec.Meta(pattern=r"^[^\s:<>]+:[^\s:<>]+<->[^\s:<>]+:[^\s:<>]+$")]
-NodeName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
+CableKey = Annotated[str, msgspec.Meta(pattern=r"^[^\s:<>]+:[^\s:<>]+<->[^\s:<>]+:[^\s:<>]+\Z")]
+NodeName = Annotated[str, msgspec.Meta(pattern=NODE_NAME_RE.pattern)]
 
 
 class _Cluster(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -205,15 +206,15 @@ def _cluster(path: Path, data: Any, section: _Cluster | None) -> tuple[tuple[Nod
     it recorded, which a later `topology` or `check` compares (CLUSTER_LINK_CHANGED)."""
     if section is None:
         return (), None
-    targets = []
+    hosts = []
     for name, raw in section.nodes.items():
         node = _Node(target=raw) if isinstance(raw, str) else raw
         identity = _path(node.identity_file)
-        try:
-            targets.append(parse_node_target(node.target, name=name,
-                                             identity_file=str(identity) if identity else None))
-        except ConfigError as exc:
-            raise ConfigError(str(path), exc.reason, line=line_of(data["cluster"]["nodes"], name)) from None
+        line = line_of(data["cluster"]["nodes"], name)
+        # The checks every host source gets: the node's name, its address, and no address named twice.
+        target = node_target(str(path), line, name, node.target, str(identity) if identity else None)
+        hosts.append(ClusterHost(target, f"{path}:{line}" if line else str(path)))
+    targets = [host.target for host in checked_hosts(str(path), hosts)]
     unknown = [n for n in section.switch if section.nodes and n not in section.nodes]
     if unknown:
         raise ConfigError(str(path), f"cluster.switch names {unknown[0]!r}, which is not among cluster.nodes",

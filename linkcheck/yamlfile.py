@@ -17,6 +17,10 @@ from linkcheck.safe_read import read_capped
 
 MAX_YAML_BYTES = 1 << 20
 MAX_DEPTH = 64
+# An integer scalar longer than this stays its text, which every reader refuses as "not a number" with file:line:
+# Python's int() raises on 4300+ digits, and a sexagesimal `1:2:3:...` of a megabyte takes quadratic time. 64
+# characters hold every count, size and port linkcheck reads.
+MAX_INT_CHARS = 64
 
 
 class YamlLimitError(yaml.MarkedYAMLError):
@@ -55,7 +59,15 @@ class _LineLoader(_SafeBase):  # type: ignore[valid-type,misc]
         return result
 
 
+    def construct_bounded_int(self, node: yaml.ScalarNode) -> int | str:
+        if len(node.value) > MAX_INT_CHARS:
+            return str(node.value)
+        value: int = self.construct_yaml_int(node)
+        return value
+
+
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:int", _LineLoader.construct_bounded_int)
 
 
 def read_yaml_file(path: Path) -> str:

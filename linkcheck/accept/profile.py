@@ -35,8 +35,10 @@ layout (the same cable serial at both ends of a test through a switch) is refuse
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -48,6 +50,7 @@ from linkcheck import schema
 from linkcheck.diagnose.playbook import load_playbooks, of_kind
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import InputFileError, UsageError
+from linkcheck.integers import quoted
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -239,12 +242,17 @@ def _decode(file: schema.YamlFile, cls: type[_M], steps: Steps = ()) -> _M:
         field = problem.steps[-1] if problem.steps else None
         if field in _TEST_RANGES:
             low, high = _TEST_RANGES[str(field)]
-            return f"'{field}' must be an integer from {low} to {high}, got {value!r}"
+            return f"'{field}' must be an integer from {low} to {high}, got {_got(value)}"
         if "Expected `object`" in problem.what:
             return f"{_section(problem.steps)} must be a mapping"
         return f"{where}: {problem.what}"
 
     return file.decode(cls, steps, wording)
+
+
+def _got(value: object) -> str:
+    """A refused value for a message: quoted and cut short (a YAML number of 5,000 digits stays its text)."""
+    return quoted(value) if isinstance(value, str) else reprlib.repr(value)
 
 
 def _integer(file: schema.YamlFile, value: int | msgspec.UnsetType, steps: Steps, key: str) -> int | None:
@@ -253,7 +261,7 @@ def _integer(file: schema.YamlFile, value: int | msgspec.UnsetType, steps: Steps
         return None
     low, high = _TEST_RANGES[key]
     if not low <= value <= high:
-        raise file.refuse(f"'{key}' must be an integer from {low} to {high}, got {value!r}", steps, key)
+        raise file.refuse(f"'{key}' must be an integer from {low} to {high}, got {_got(value)}", steps, key)
     return value
 
 
@@ -275,9 +283,9 @@ def _test(file: schema.YamlFile, test: _TestDoc | msgspec.UnsetType) -> TestPlan
 def _number(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> float:
     value = raw["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise file.refuse(f"{check_id}: 'value' must be a number, got {value!r}", at, "value")
-    if spec.integer and value != int(value):
-        raise file.refuse(f"{check_id}: 'value' must be a whole number of {spec.unit}, got {value!r}", at, "value")
+        raise file.refuse(f"{check_id}: 'value' must be a number, got {_got(value)}", at, "value")
+    if spec.integer and (not math.isfinite(value) or value != int(value)):  # int() of an infinity raises
+        raise file.refuse(f"{check_id}: 'value' must be a whole number of {spec.unit}, got {_got(value)}", at, "value")
     if value < spec.low:
         raise file.refuse(f"{check_id}: {value} {spec.unit} is impossible (the lowest is {spec.low:g})", at, "value")
     if spec.high is not None and value > spec.high:
@@ -318,7 +326,7 @@ def _threshold(file: schema.YamlFile, rules: Mapping[str, Rule], spec: CheckSpec
 
 def _unit(file: schema.YamlFile, at: Steps, spec: CheckSpec, check_id: str, raw: dict[str, Any]) -> None:
     if raw["unit"] != spec.unit:
-        raise file.refuse(f"{check_id}: unit must be '{spec.unit}', got {raw['unit']!r}", at, "unit")
+        raise file.refuse(f"{check_id}: unit must be '{spec.unit}', got {_got(raw['unit'])}", at, "unit")
 
 
 def _source(file: schema.YamlFile, at: Steps, where: str, raw: dict[str, Any]) -> str:
@@ -336,7 +344,7 @@ def _reference(file: schema.YamlFile, at: Steps, rules: Mapping[str, Rule], spec
     ref = raw["threshold"]
     match = REF_RE.fullmatch(ref) if isinstance(ref, str) else None
     if match is None:
-        raise file.refuse(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {ref!r}", at,
+        raise file.refuse(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {_got(ref)}", at,
                           "threshold")
     rule = rules.get(match.group(1))
     if rule is None:

@@ -20,6 +20,13 @@ CHOICES = {
     "does-not-fit": "the model does not fit the pair",
 }
 DEFAULT_KV_KIB_PER_TOKEN = 128  # see Workload.kv_kib_per_token
+# The ranges a workload is read within (docs/commands.md, advise): far past any model a pair of 128 GB nodes could
+# hold or serve, and small enough that every figure computed from them stays a readable number.
+MAX_GIB = 65536.0  # model_gib, active_gib: 64 TiB of weights
+MAX_KV_KIB_PER_TOKEN = 65536.0  # 64 MiB a token (a 126-layer bf16 model with full multi-head KV needs about 8)
+MAX_CONCURRENCY = 65536
+MAX_CONTEXT_TOKENS = 10_000_000  # the longest context a published model takes (10M tokens)
+MAX_LAYERS = 1024
 
 
 class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -38,19 +45,32 @@ class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def check(self) -> Workload:
         """Refuse what no model is: raise UsageError (exit 4) naming the value."""
-        for name in ("model_gib", "kv_kib_per_token", "active_gib"):
+        for name, high in (("model_gib", MAX_GIB), ("kv_kib_per_token", MAX_KV_KIB_PER_TOKEN),
+                           ("active_gib", MAX_GIB)):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value <= 0):
                 raise UsageError(f"{name.replace('_', '-')} must be a finite number above 0, got {value:g}")
+            if value is not None and value > high:
+                raise UsageError(f"{name.replace('_', '-')} must be at most {high:g}, got {value:g}")
         if self.concurrency < 1:
-            raise UsageError(f"concurrency must be at least 1, got {self.concurrency}")
+            raise UsageError(f"concurrency must be at least 1, got {_count(self.concurrency)}")
         if self.context_tokens < 0:
-            raise UsageError(f"context must be 0 or more tokens, got {self.context_tokens}")
+            raise UsageError(f"context must be 0 or more tokens, got {_count(self.context_tokens)}")
         if self.layers is not None and self.layers < 1:
-            raise UsageError(f"layers must be at least 1, got {self.layers}")
+            raise UsageError(f"layers must be at least 1, got {_count(self.layers)}")
+        for shown, value, high in (("concurrency", self.concurrency, MAX_CONCURRENCY),
+                                   ("context", self.context_tokens, MAX_CONTEXT_TOKENS),
+                                   ("layers", self.layers, MAX_LAYERS)):
+            if value is not None and value > high:
+                raise UsageError(f"{shown} must be at most {high}, got {_count(value)}")
         if self.active_gib is not None and self.active_gib > self.model_gib:
             raise UsageError(f"active-gib {self.active_gib:g} is more than the model's {self.model_gib:g} GiB")
         return self
+
+
+def _count(value: int) -> str:
+    """A count for a message; one of 4,300+ digits is not printed (str() of it raises)."""
+    return str(value) if abs(value) < 10**18 else "a number of more than 18 digits"
 
 
 class Figure(msgspec.Struct, frozen=True):

@@ -57,11 +57,18 @@ from linkcheck.transport.base import Transport, parse_target
 CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL")
 
 
-def _judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule], error: str | None) -> CableResult:
+def _judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule], error: str | None,
+                runs_expected: bool) -> CableResult:
+    """One test judged from its own captures. With traffic asked for (`runs_expected`), a test of which no run is
+    there is INCONCLUSIVE, never passed on its inspection alone: a missing measurement is never a passing one."""
     test = planned.test
     if planned.refused:
         return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=planned.refused)
-    link = with_traffic(test.link, list(captures_of(planned, captures)))
+    own = list(captures_of(planned, captures))
+    if runs_expected and not any(c.meta.get("kind") == "rdma" for c in own):
+        return CableResult(test, test.link, Verdict.INCONCLUSIVE,
+                           problem=error or "planned with traffic, but no run of it is there")
+    link = with_traffic(test.link, own)
     diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
     problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
     return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem)
@@ -119,7 +126,8 @@ def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captu
             if error or interrupted:
                 error = f"repetition {n} of {reps}: {error}" if reps > 1 and error else error
                 break
-    return _Measured([_judge_test(p, captures, rules, error) for p in planned], error, interrupted)
+    expected = traffic.rdma is not None
+    return _Measured([_judge_test(p, captures, rules, error, expected) for p in planned], error, interrupted)
 
 
 def _unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]:
@@ -164,7 +172,7 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     for t in doc.tests:
         subnets, _ = test_subnets(facts.topology, Match(t.a, t.b, t.label))
         tests.append(CableTest(t.label, t.round, t.a, t.b, pair_view(facts, t.a, t.b, subnets), t.switched, t.pass_no))
-    results = [_judge_test(p, captures, cable_rules, doc.traffic_error) for p in _plan(tests, errors)]
+    results = [_judge_test(p, captures, cable_rules, doc.traffic_error, doc.traffic) for p in _plan(tests, errors)]
     if doc.traffic:
         results += _unreached(facts, errors)
     facts = with_nccl(replace(facts, tests=tuple(r.outcome() for r in results)), captures)

@@ -24,6 +24,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.errors import BenchError
+from linkcheck.integers import ascii_int
 from linkcheck.model import Capture
 from linkcheck.transport.base import ConnectionDroppedError, RemoteResult, Transport
 
@@ -227,9 +228,9 @@ def busy_ports(transport: Transport, ports: set[int]) -> dict[int, str]:
     busy: dict[int, str] = {}
     for line in result.stdout.splitlines():
         fields = line.split()
-        if len(fields) < 4 or not fields[3].rpartition(":")[2].isdigit():
+        port = ascii_int(fields[3].rpartition(":")[2], 0, 65535) if len(fields) >= 4 else None
+        if port is None:
             continue
-        port = int(fields[3].rpartition(":")[2])
         if port in ports:
             users = [f"{name} (pid {pid})" for name, pid in _USER.findall(line)]
             busy[port] = ", ".join(dict.fromkeys(users)) or "a process we may not see (run as root to name it)"
@@ -247,7 +248,7 @@ def collect_output(transport: Transport, proc: RemoteProcess, extra_file: str | 
     stderr, _, rest = rest.partition(f"{RC_MARK}\n")
     status_text, _, extra_text = rest.partition(f"{EXTRA_MARK}\n")
     rc, _, end = status_text.strip().partition("\n")
-    return Finished(stdout, stderr, int(rc) if rc.isdigit() else None, extra_text or None, _seconds(end))
+    return Finished(stdout, stderr, ascii_int(rc, 0, 255), extra_text or None, _seconds(end))
 
 
 def _seconds(text: str) -> float | None:

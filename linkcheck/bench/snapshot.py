@@ -15,6 +15,7 @@ import msgspec
 from linkcheck.bench.remote import on_each_node, run_step
 from linkcheck.collect.specs import validate_name
 from linkcheck.errors import ParseError
+from linkcheck.integers import ascii_int
 from linkcheck.model import Capture
 from linkcheck.parsers.sysfs import parse_sysfs_dump
 from linkcheck.transport.base import RemoteResult, Transport
@@ -98,6 +99,7 @@ def xmit_bytes(dump_text: str) -> dict[str, int]:
     """rdma device -> port_xmit_data in bytes (the PMA counter counts 4-byte words), for live rates."""
     out = {}
     for entry in parse_sysfs_dump(dump_text).under("/sys/class/infiniband/"):
-        if entry.path.endswith("/counters/port_xmit_data") and entry.value and entry.value.isdigit():
-            out[entry.path.split("/")[4]] = int(entry.value) * 4
+        words = ascii_int(entry.value, 0, (1 << 64) - 1) if entry.value else None
+        if entry.path.endswith("/counters/port_xmit_data") and words is not None:
+            out[entry.path.split("/")[4]] = words * 4
     return out

@@ -4,6 +4,7 @@ on stderr, text on stdout, the report of a diagnosis) and starts (its config, it
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -19,6 +20,7 @@ from linkcheck.baseline.cluster import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.config import Config, default_config_present, find_config, resolve_config
 from linkcheck.errors import UsageError
+from linkcheck.integers import DECIMAL_RE, NumberError, ascii_int, bounded_decimal, bounded_int, quoted
 from linkcheck.outcome import Outcome
 from linkcheck.report.acceptance import bundle_verdict
 from linkcheck.report.fit import fit
@@ -43,6 +45,36 @@ FLAGS = ProgramFlags()
 class Format(str, Enum):
     console = "console"
     json = "json"
+
+
+def integer_in(low: int, high: int) -> Callable[[object], int]:
+    """An option's parser: ASCII digits from `low` to `high` (click's int() would take `١٢`, `1_0` or ` 7`, and
+    quote a number of 5,000 digits whole); anything else a usage error naming the option (exit 4), worded as
+    click words its own."""
+    def integer(value: object) -> int:
+        try:
+            return bounded_int(value, low, high, "")
+        except NumberError:
+            if isinstance(value, str) and ascii_int(value.lstrip("-"), 0, 10**30) is not None:
+                raise typer.BadParameter(f"{value} is not in the range {low}<=x<={high}.") from None
+            raise typer.BadParameter(f"{quoted(str(value))} is not a valid int (ASCII digits 0-9).") from None
+    return integer
+
+
+def decimal_in(low: float, high: float) -> Callable[[object], float]:
+    """integer_in for a number with decimals (`12`, `0.5`) from `low` to `high`; `nan` and `inf` are passed on, for
+    the caller to refuse with its own words."""
+    def number(value: object) -> float:
+        if isinstance(value, str) and value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            return float(value)
+        try:
+            return bounded_decimal(value, low, high, "")
+        except NumberError:
+            if isinstance(value, str) and len(value) <= 64 and DECIMAL_RE.fullmatch(value):
+                raise typer.BadParameter(f"{value} is not in the range {low:g}<=x<={high:g}.") from None
+            raise typer.BadParameter(f"{quoted(str(value))} is not a valid float (ASCII digits, such as 12 or "
+                                     "0.5).") from None
+    return number
 
 
 PlaybookOpt = Annotated[

@@ -19,6 +19,7 @@ from linkcheck.cli.common import (
     SaveOpt,
     UnverifiedOpt,
     checked_save,
+    integer_in,
     live_config,
     offline_config,
     out_fitted,
@@ -52,10 +53,12 @@ def fix(
         "--allow-reboot", help="With --apply: also run the plan's reboot steps, wait for the nodes, re-check.")
     ] = False,
     try_timeout: Annotated[int, typer.Option(
-        "--try-timeout", min=10, max=3600, help="Seconds `netplan try` waits for linkcheck's confirmation before "
+        "--try-timeout", parser=integer_in(10, 3600),
+        help="Seconds `netplan try` waits for linkcheck's confirmation before "
         "it reverts a node's netplan change.")] = 120,
     reboot_wait: Annotated[int, typer.Option(
-        "--reboot-wait", min=1, max=3600, help="Seconds to wait for a rebooted node to answer again.")] = 600,
+        "--reboot-wait", parser=integer_in(1, 3600),
+        help="Seconds to wait for a rebooted node to answer again.")] = 600,
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--output", "-o", help="Also save the whole plan (repair.json's record: steps, what was not planned, the "
         "hostnames and state digest) to this file; a BUNDLE is never changed.")] = None,

@@ -41,6 +41,7 @@ from linkcheck.cli.common import (
     checked_save,
     emit,
     finish,
+    integer_in,
     live_config,
     out,
     run_record,
@@ -55,14 +56,15 @@ QUICK_COMMAND = "check --quick"
 
 _DURATION_HELP = ("Seconds per ib_write_bw run (-D); perftest leaves a quarter (rounded down) out at each "
                   "end (10 s: a 6 s window, as the published GB10 numbers).")
-DurationOpt = Annotated[int, typer.Option("--duration", min=1, max=3600, help=_DURATION_HELP)]
+DurationOpt = Annotated[int, typer.Option("--duration", parser=integer_in(1, 3600), help=_DURATION_HELP)]
 CheckDurationOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
-    "--duration", min=1, max=3600, help=_DURATION_HELP + " With --bench (default 10).")]
-SizeOpt = Annotated[int, typer.Option("--size", min=1, max=1 << 30, help="ib_write_bw message size in bytes (-s).")]
-QpsOpt = Annotated[int, typer.Option("--qps", min=1, max=1024, help="ib_write_bw queue pairs (-q).")]
-PortOpt = Annotated[Optional[int], typer.Option("--port-base", min=1024, max=65000,  # noqa: UP045
+    "--duration", parser=integer_in(1, 3600), help=_DURATION_HELP + " With --bench (default 10).")]
+SizeOpt = Annotated[int, typer.Option("--size", parser=integer_in(1, 1 << 30),
+                                      help="ib_write_bw message size in bytes (-s).")]
+QpsOpt = Annotated[int, typer.Option("--qps", parser=integer_in(1, 1024), help="ib_write_bw queue pairs (-q).")]
+PortOpt = Annotated[Optional[int], typer.Option("--port-base", parser=integer_in(1024, 65000),  # noqa: UP045
                                                 help="First TCP port for perftest servers.")]
-NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", min=8, max=1 << 40,
+NcclMaxOpt = Annotated[int, typer.Option("--nccl-max-bytes", parser=integer_in(8, 1 << 40),
                                          help="Largest all_gather size (capped by free memory).")]
 NcclBinOpt = Annotated[Optional[str], typer.Option("--nccl-binary", help="Path of all_gather_perf on the nodes.")]  # noqa: UP045
 _LATENCY_HELP = ("the latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf "
@@ -222,11 +224,12 @@ def accept(
         "--profile", "-P", help="A built-in profile's name (`linkcheck profiles list`) or a profile file "
         "(default dgx-spark-pair).")] = None,
     repetitions: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--repetitions", "-r", min=1, max=100, help="Run the RDMA rounds this many times (default: the "
+        "--repetitions", "-r", parser=integer_in(1, 100), help="Run the RDMA rounds this many times (default: the "
         "profile's, 3); the lowest of each measurement is judged. Fewer than the built-in profile's 3 mark the "
         "run NON-STANDARD.")] = None,
     duration: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--duration", min=1, max=3600, help="Seconds per ib_write_bw run (-D) instead of the profile's (10); "
+        "--duration", parser=integer_in(1, 3600),
+        help="Seconds per ib_write_bw run (-D) instead of the profile's (10); "
         "shorter than the built-in profile's marks the run NON-STANDARD in the record and every report.")] = None,
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: FmtOpt = Format.console, show_all: AllOpt = False,

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from linkcheck.advise.model import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_GIB, MAX_KV_KIB_PER_TOKEN, MAX_LAYERS
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.cluster import cluster_baseline
@@ -23,8 +24,10 @@ from linkcheck.cli.common import (
     PlaybookOpt,
     PrometheusOpt,
     UnverifiedOpt,
+    decimal_in,
     emit,
     finish,
+    integer_in,
     offline_config,
     out,
     out_fitted,
@@ -37,7 +40,7 @@ from linkcheck.cli.common import (
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
-from linkcheck.parsers.parse_file import parse_file, record_to_json, record_to_text
+from linkcheck.parsers.parse_file import parse_file, record_lines, record_to_json
 from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.cluster_formats import cluster_renderer
@@ -45,6 +48,7 @@ from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.fit import fit
 from linkcheck.report.formats import renderer
 from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
 
@@ -163,10 +167,11 @@ def parse(
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.console,
 ) -> None:
     record = parse_file(kind, file)
+    # Each value one line, whatever a node wrote into it (a newline, an escape sequence, a lone surrogate).
     if fmt is Format.json:
         out(record_to_json(record))
     else:
-        out_fitted(record_to_text(record))
+        out_fitted("\n".join(shown(line) for line in record_lines(record)))
 
 
 class AdviceFormat(str, Enum):
@@ -180,19 +185,24 @@ def advise(
     bundle: Annotated[Path, typer.Argument(help="A bundle folder (best one with latency runs: ib_write_lat per path "
                                            "and the small all_reduce).")],
     model_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
-        "--model-gib", help="The model's weights in GiB.")] = None,
+        "--model-gib", parser=decimal_in(-MAX_GIB, MAX_GIB), help="The model's weights in GiB.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--concurrency", help="Concurrent requests (users, or the batch) to serve.")] = None,
+        "--concurrency", parser=integer_in(-MAX_CONCURRENCY, MAX_CONCURRENCY),
+        help="Concurrent requests (users, or the batch) to serve.")] = None,
     moe: Annotated[bool, typer.Option("--moe", help="A mixture-of-experts model (default: dense).")] = False,
-    context: Annotated[int, typer.Option("--context", help="Tokens of context per request (for the KV cache).")] = 0,
+    context: Annotated[int, typer.Option("--context", parser=integer_in(-MAX_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS),
+                                         help="Tokens of context per request (for the KV cache).")] = 0,
     kv_kib_per_token: Annotated[Optional[float], typer.Option(  # noqa: UP045
-        "--kv-kib-per-token", help="KV cache per token of context in KiB (default: 128, said to be an estimate).")
+        "--kv-kib-per-token", parser=decimal_in(-MAX_KV_KIB_PER_TOKEN, MAX_KV_KIB_PER_TOKEN),
+        help="KV cache per token of context in KiB (default: 128, said to be an estimate).")
     ] = None,
     layers: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--layers", help="The model's layers: two all-reduces each under tensor parallelism (default: the "
+        "--layers", parser=integer_in(-MAX_LAYERS, MAX_LAYERS),
+        help="The model's layers: two all-reduces each under tensor parallelism (default: the "
         "published ~100 per decode step).")] = None,
     active_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
-        "--active-gib", help="MoE: the weights one token reads, in GiB (for the decode estimate).")] = None,
+        "--active-gib", parser=decimal_in(-MAX_GIB, MAX_GIB),
+        help="MoE: the weights one token reads, in GiB (for the decode estimate).")] = None,
     workload: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--workload", "-w", help="A workload file (YAML: model_gib, concurrency, moe, context_tokens, "
         "kv_kib_per_token, layers, active_gib) instead of the options.")] = None,

@@ -13,11 +13,15 @@ import re
 import string
 from collections.abc import Callable
 
+from linkcheck.integers import NumberError, bounded_int, quoted
+
 MAX_HOSTS = 1024  # far beyond a cluster of GB10 nodes; `n[0-99999999]` must not build a list of a hundred million
 
-_SLURM_RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
-_ANSIBLE_RANGE_RE = re.compile(r"^([0-9]+|[a-zA-Z]):([0-9]+|[a-zA-Z])(?::([0-9]+))?$")
-_TRAILING_DIGITS_RE = re.compile(r"^(.*?)(\d+)$")
+MAX_INDEX = 999_999_999  # a host number in a range: nine digits (leading zeros aside), far past any cluster
+# ASCII digits only (`\d` also takes other scripts' digits) and `\Z`, not `$` (which allows a final newline).
+_SLURM_RANGE_RE = re.compile(r"^([0-9]+)(?:-([0-9]+))?\Z")
+_ANSIBLE_RANGE_RE = re.compile(r"^([0-9]+|[a-zA-Z]):([0-9]+|[a-zA-Z])(?::([0-9]+))?\Z")
+_TRAILING_DIGITS_RE = re.compile(r"^(.*?)([0-9]+)\Z")
 
 
 class HostRangeError(ValueError):
@@ -35,14 +39,14 @@ def split_top_level(text: str, separators: str = ",") -> list[str]:
         elif char == "]":
             depth -= 1
             if depth < 0:
-                raise HostRangeError(f"a ']' without its '[' in {text!r}")
+                raise HostRangeError(f"a ']' without its '[' in {quoted(text)}")
         if char in separators and depth == 0:
             items.append("".join(current))
             current = []
         else:
             current.append(char)
     if depth:
-        raise HostRangeError(f"a '[' that is never closed in {text!r}")
+        raise HostRangeError(f"a '[' that is never closed in {quoted(text)}")
     items.append("".join(current))
     return [item for item in items if item]
 
@@ -54,7 +58,7 @@ def _segments(pattern: str) -> list[str | list[str]]:
         if part.startswith("[") and part.endswith("]"):
             out.append([part[1:-1]])
         elif "[" in part or "]" in part:
-            raise HostRangeError(f"unbalanced or nested brackets in {pattern!r}")
+            raise HostRangeError(f"unbalanced or nested brackets in {quoted(pattern)}")
         elif part:
             out.append(part)
     return out
@@ -65,15 +69,23 @@ def _slurm_values(body: str, pattern: str) -> list[str]:
     for item in body.split(","):
         match = _SLURM_RANGE_RE.match(item.strip())
         if match is None:
-            raise HostRangeError(f"{item.strip()!r} in {pattern!r} is not a number or a range N-M")
+            raise HostRangeError(f"{quoted(item.strip())} in {quoted(pattern)} is not a number or a range N-M")
         lo_text, hi_text = match.group(1), match.group(2) or match.group(1)
-        lo, hi = int(lo_text), int(hi_text)
+        lo, hi = _index(lo_text, pattern), _index(hi_text, pattern)
         if hi < lo:
-            raise HostRangeError(f"range {lo_text}-{hi_text} in {pattern!r} runs backwards")
+            raise HostRangeError(f"range {quoted(lo_text + '-' + hi_text)} in {quoted(pattern)} runs backwards")
         if len(values) + hi - lo + 1 > MAX_HOSTS:
-            raise HostRangeError(f"{pattern!r} names more than {MAX_HOSTS} hosts")
+            raise HostRangeError(f"{quoted(pattern)} names more than {MAX_HOSTS} hosts")
         values += [str(n).zfill(len(lo_text)) for n in range(lo, hi + 1)]
     return values
+
+
+def _index(text: str, pattern: str) -> int:
+    """A number of a host range: ASCII digits, at most MAX_INDEX."""
+    try:
+        return bounded_int(text, 0, MAX_INDEX, "host number")
+    except NumberError as exc:
+        raise HostRangeError(f"{exc} in {quoted(pattern)}") from None
 
 
 def _expand(pattern: str, values_of: Callable[[str, str], list[str]]) -> list[str]:
@@ -85,7 +97,7 @@ def _expand(pattern: str, values_of: Callable[[str, str], list[str]]) -> list[st
     for options in choices:
         total *= len(options)
         if total > MAX_HOSTS:
-            raise HostRangeError(f"{pattern!r} names more than {MAX_HOSTS} hosts")
+            raise HostRangeError(f"{quoted(pattern)} names more than {MAX_HOSTS} hosts")
     return ["".join(parts) for parts in itertools.product(*choices)]
 
 
@@ -141,28 +153,30 @@ def compress_hostlist(names: list[str] | tuple[str, ...]) -> str:
 def _ansible_values(body: str, pattern: str) -> list[str]:
     match = _ANSIBLE_RANGE_RE.match(body.strip())
     if match is None:
-        raise HostRangeError(f"[{body}] in {pattern!r} is not a range [start:end] or [start:end:stride]")
+        raise HostRangeError(f"{quoted('[' + body + ']')} in {quoted(pattern)} is not a range [start:end] or "
+                             "[start:end:stride]")
     start, end, stride_text = match.groups()
-    stride = int(stride_text) if stride_text else 1
+    stride = _index(stride_text, pattern) if stride_text else 1
     if stride < 1:
-        raise HostRangeError(f"[{body}] in {pattern!r} has a stride below 1")
+        raise HostRangeError(f"{quoted('[' + body + ']')} in {quoted(pattern)} has a stride below 1")
     if start.isdigit() != end.isdigit():
-        raise HostRangeError(f"[{body}] in {pattern!r} mixes a number and a letter")
+        raise HostRangeError(f"{quoted('[' + body + ']')} in {quoted(pattern)} mixes a number and a letter")
     if start.isdigit():
-        lo, hi = int(start), int(end)
+        lo, hi = _index(start, pattern), _index(end, pattern)
         if hi < lo:
-            raise HostRangeError(f"range [{body}] in {pattern!r} runs backwards")
+            raise HostRangeError(f"range {quoted('[' + body + ']')} in {quoted(pattern)} runs backwards")
         if (hi - lo) // stride + 1 > MAX_HOSTS:
-            raise HostRangeError(f"{pattern!r} names more than {MAX_HOSTS} hosts")
+            raise HostRangeError(f"{quoted(pattern)} names more than {MAX_HOSTS} hosts")
         # Ansible pads to the width of the start when it begins with a zero (`[01:10]`), else not at all.
         width = len(start) if start.startswith("0") and len(start) > 1 else 0
         if width and len(end) != width:
-            raise HostRangeError(f"[{body}] in {pattern!r}: a zero-padded range needs a start and an end of one width")
+            raise HostRangeError(f"{quoted('[' + body + ']')} in {quoted(pattern)}: a zero-padded range needs a start "
+                                 "and an end of one width")
         return [str(n).zfill(width) for n in range(lo, hi + 1, stride)]
     letters = string.ascii_letters
     lo, hi = letters.index(start), letters.index(end)
     if hi < lo:
-        raise HostRangeError(f"range [{body}] in {pattern!r} runs backwards")
+        raise HostRangeError(f"range {quoted('[' + body + ']')} in {quoted(pattern)} runs backwards")
     return [letters[i] for i in range(lo, hi + 1, stride)]
 
 

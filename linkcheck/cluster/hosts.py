@@ -18,13 +18,16 @@ import msgspec
 from linkcheck.cluster.hostlist import MAX_HOSTS, HostRangeError, expand_hostlist
 from linkcheck.cluster.inventory import InventoryHost, parse_inventory
 from linkcheck.errors import ConfigError
+from linkcheck.integers import NumberError, ascii_int, bounded_int, quoted
 from linkcheck.safe_read import read_capped
 from linkcheck.transport.base import NodeTarget, parse_node_target
 
 MAX_HOST_FILE_BYTES = 1 << 20
 SLURM_VAR = "SLURM_JOB_NODELIST"
 # A node's name ends up in captures, bundle folders and messages: a host name's characters, no path parts.
-NODE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
+# `\Z`, not `$`: `$` also matches before a final newline, and "spark-1\n" is no host name.
+NODE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}\Z")
+MAX_SLOTS = 1024  # Open MPI's slots per host; a GB10 has one GPU and 20 cores, so more is a typo
 # Open MPI's hostfile keywords (orte/prrte hostfile lexer): counts, and the user name the ssh launcher uses.
 _COUNT_KEYS = frozenset({"slots", "slot", "count", "cpu", "max_slots", "max-slots", "maxslots"})
 _USER_KEYS = frozenset({"username", "user", "user_name"})
@@ -46,11 +49,14 @@ def _refuse(source: str, reason: str, line: int | None = None, fix: str | None =
     return ConfigError(source, reason, line=line, fix=fix)
 
 
-def _target(source: str, line: int | None, name: str, text: str, identity_file: str | None = None) -> NodeTarget:
-    """parse_node_target, with its refusal re-said at the source's file:line and the node's name checked."""
+def node_target(source: str, line: int | None, name: str, text: str,
+                identity_file: str | None = None) -> NodeTarget:
+    """parse_node_target, with its refusal re-said at the source's file:line and the node's name checked: the one
+    check of a node's name and address, whichever source (--node, hostfile, inventory, Slurm, linkcheck.yaml)
+    named it."""
     if not NODE_NAME_RE.match(name):
-        raise _refuse(source, f"bad node name {name!r} (letters, digits, '_', '.', '-'; give name=[addr] for an "
-                      "IPv6 address)", line)
+        raise _refuse(source, f"bad node name {quoted(name)} (letters, digits, '_', '.', '-'; give name=[addr] for "
+                      "an IPv6 address)", line)
     try:
         return parse_node_target(text, name=name, identity_file=identity_file)
     except ConfigError as exc:
@@ -77,8 +83,8 @@ def parse_node_values(values: Sequence[str]) -> tuple[ClusterHost, ...]:
             name = probe.host if probe is not None else ""
         if not text.strip():
             raise _refuse("--node", f"expected name=[user@]host[:port] or [user@]host[:port], got {value!r}")
-        hosts.append(ClusterHost(_target("--node", None, name, text), "--node"))
-    return _checked("--node", hosts)
+        hosts.append(ClusterHost(node_target("--node", None, name, text), "--node"))
+    return checked_hosts("--node", hosts)
 
 
 def parse_hostfile(text: str, source: str) -> tuple[ClusterHost, ...]:
@@ -97,7 +103,7 @@ def parse_hostfile(text: str, source: str) -> tuple[ClusterHost, ...]:
         user, slots = _hostfile_options(source, number, options)
         if "@" in first:
             user, first = first.rsplit("@", 1)
-        host = ClusterHost(_target(source, number, first, _target_text(first, user, None)), f"{source}:{number}",
+        host = ClusterHost(node_target(source, number, first, _target_text(first, user, None)), f"{source}:{number}",
                            slots)
         old = hosts.get(first)
         if old is not None:
@@ -105,9 +111,11 @@ def parse_hostfile(text: str, source: str) -> tuple[ClusterHost, ...]:
                 raise _refuse(source, f"host {first} is named again with another user (first at {old.origin})",
                               number)
             total = None if old.slots is None and slots is None else (old.slots or 0) + (slots or 0)
+            if total is not None and total > MAX_SLOTS:
+                raise _refuse(source, f"host {first} has {total} slots in all, more than {MAX_SLOTS}", number)
             host = msgspec.structs.replace(old, slots=total)
         hosts[first] = host
-    return _checked(source, list(hosts.values()))
+    return checked_hosts(source, list(hosts.values()))
 
 
 def _hostfile_options(source: str, number: int, options: list[str]) -> tuple[str | None, int | None]:
@@ -122,9 +130,11 @@ def _hostfile_options(source: str, number: int, options: list[str]) -> tuple[str
         if key in _USER_KEYS:
             user = value
         elif key in _COUNT_KEYS:
-            if not value.isdigit() or int(value) < 1:
-                raise _refuse(source, f"{key}={value}: a count of at least 1 is needed", number)
-            counts["max" if key.startswith("max") else "slots"] = int(value)
+            try:
+                counts["max" if key.startswith("max") else "slots"] = bounded_int(value, 1, MAX_SLOTS, key)
+            except NumberError:
+                raise _refuse(source, f"{key}={quoted(value)}: a count of at least 1 and at most {MAX_SLOTS} is "
+                              "needed (ASCII digits)", number) from None
         else:
             raise _refuse(source, f"unknown hostfile keyword {key!r} (slots, max_slots, username)", number)
     if "max" in counts and counts.get("slots", 1) > counts["max"]:
@@ -134,10 +144,10 @@ def _hostfile_options(source: str, number: int, options: list[str]) -> tuple[str
 
 def hosts_from_inventory(found: Sequence[InventoryHost], source: str) -> tuple[ClusterHost, ...]:
     """Cluster hosts for an inventory's hosts: the inventory name is the node's name."""
-    hosts = [ClusterHost(_target(source, h.line, h.name, _target_text(h.host, h.user, h.port),
+    hosts = [ClusterHost(node_target(source, h.line, h.name, _target_text(h.host, h.user, h.port),
                                  str(Path(h.identity_file).expanduser()) if h.identity_file else None),
                          f"{source}:{h.line}") for h in found]
-    return _checked(source, hosts)
+    return checked_hosts(source, hosts)
 
 
 def parse_slurm_nodelist(text: str, source: str = f"${SLURM_VAR}") -> tuple[ClusterHost, ...]:
@@ -146,10 +156,10 @@ def parse_slurm_nodelist(text: str, source: str = f"${SLURM_VAR}") -> tuple[Clus
         names = expand_hostlist(text)
     except HostRangeError as exc:
         raise _refuse(source, str(exc)) from None
-    return _checked(source, [ClusterHost(_target(source, None, n, n), source) for n in names])
+    return checked_hosts(source, [ClusterHost(node_target(source, None, n, n), source) for n in names])
 
 
-def _checked(source: str, hosts: list[ClusterHost]) -> tuple[ClusterHost, ...]:
+def checked_hosts(source: str, hosts: list[ClusterHost]) -> tuple[ClusterHost, ...]:
     """The hosts, refused when a name or an address comes twice or there are too many."""
     if len(hosts) > MAX_HOSTS:
         raise _refuse(source, f"{len(hosts)} hosts, more than the {MAX_HOSTS} linkcheck takes")
@@ -169,7 +179,7 @@ def _checked(source: str, hosts: list[ClusterHost]) -> tuple[ClusterHost, ...]:
 
 def _line(origin: str) -> int | None:
     tail = origin.rsplit(":", 1)[-1]
-    return int(tail) if ":" in origin and tail.isdigit() else None
+    return None if ":" not in origin else ascii_int(tail, 1, 1 << 31)
 
 
 def _read(path: Path) -> str:
@@ -223,8 +233,8 @@ def cluster_hosts(*, nodes: Sequence[str] = (), hostfile: Path | None = None, in
     if inventory is not None:
         return _counted(str(inventory), read_inventory(inventory, group))
     if configured:
-        return _counted("linkcheck.yaml cluster.nodes",
-                        tuple(ClusterHost(target, "linkcheck.yaml cluster.nodes") for target in configured))
+        source = "linkcheck.yaml cluster.nodes"
+        return _counted(source, checked_hosts(source, [ClusterHost(target, source) for target in configured]))
     nodelist = (environ or {}).get(SLURM_VAR, "").strip()
     if nodelist:
         return _counted(f"${SLURM_VAR}", parse_slurm_nodelist(nodelist))

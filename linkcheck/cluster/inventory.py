@@ -15,8 +15,10 @@ from typing import Any
 
 import msgspec
 
-from linkcheck.cluster.hostlist import HostRangeError, expand_ansible_pattern
+from linkcheck.cluster.hostlist import MAX_HOSTS, HostRangeError, expand_ansible_pattern
 from linkcheck.errors import ConfigError
+from linkcheck.integers import NumberError, bounded_int, quoted
+from linkcheck.transport.base import MAX_PORT
 from linkcheck.yamlfile import LineDict, line_of, parse_yaml_text
 
 # The variables that say where a host is; the ansible_ssh_* spellings are the pre-2.0 ones, still honoured.
@@ -24,10 +26,15 @@ HOST_VARS = ("ansible_host", "ansible_ssh_host")
 USER_VARS = ("ansible_user", "ansible_ssh_user")
 PORT_VARS = ("ansible_port", "ansible_ssh_port")
 KEY_VARS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
-_GROUP_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_SECTION_RE = re.compile(r"^\[([^\[\]:\s]+)(?::(vars|children))?\]$")
+_GROUP_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}\Z")
+# A section header as Ansible's INI plugin reads one (lib/ansible/plugins/inventory/ini.py, _compile_patterns:
+# `^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:\#.*)?$`), tried before anything else on a line: `[db]` and `[cafe]` are groups,
+# whatever letters they are made of. A group name has no colon, so `[fd00::1]:22` is never a header.
+_SECTION_RE = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?\Z")
+_SECTION_KINDS = ("vars", "children")
 _YAML_KEY_RE = re.compile(r"^[^\s=\[\]]+:(\s|$)")  # `all:` or `all: {...}`; an INI `host:22` has no blank
-_BRACKETED_V6_RE = re.compile(r"^\[([0-9A-Fa-f:.]+)\](?::(\d+))?$")
+_BRACKETED_V6_RE = re.compile(r"^\[([0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)\](?::([^:]*))?\Z")
+MAX_GROUP_DEPTH = 64  # groups below groups below ...: far past any real inventory, and no walk goes deeper
 
 
 class InventoryHost(msgspec.Struct, frozen=True):
@@ -60,11 +67,13 @@ class _Inventory(msgspec.Struct):
 
     def group(self, name: str, line: int) -> _Group:
         if not _GROUP_RE.match(name):
-            raise ConfigError(self.path, f"bad group name {name!r}", line=line)
+            raise ConfigError(self.path, f"bad group name {quoted(name)}", line=line)
         return self.groups.setdefault(name, _Group(line=line))
 
     def add_host(self, group: str, pattern: str, line: int, host_vars: Mapping[str, Any]) -> None:
         for name, port in _expand_host(self.path, pattern, line):
+            if name not in self.host_line and len(self.host_line) >= MAX_HOSTS:
+                raise ConfigError(self.path, f"the inventory names more than {MAX_HOSTS} hosts", line=line)
             self.host_line.setdefault(name, line)
             own = self.host_vars.setdefault(name, {})
             own.update({k: (v, line) for k, v in host_vars.items()})
@@ -77,21 +86,28 @@ class _Inventory(msgspec.Struct):
 
 def _expand_host(path: str, pattern: str, line: int) -> list[tuple[str, int | None]]:
     """A host pattern (ranges, an optional :port, IPv6 bare or in brackets) as (name, port) pairs."""
-    port_text: str | None = None
     bracketed = _BRACKETED_V6_RE.match(pattern)
-    if bracketed and ":" in bracketed.group(1):
-        return [(bracketed.group(1), int(bracketed.group(2)) if bracketed.group(2) else None)]
+    if bracketed:
+        port_text = bracketed.group(2)
+        return [(bracketed.group(1), None if port_text is None else _port(path, line, port_text, pattern))]
     if pattern.count(":") > 1 and "[" not in pattern:
         return [(pattern, None)]  # a bare IPv6 address carries no port
+    port: int | None = None
     if ":" in pattern.rsplit("]", 1)[-1]:
         pattern, port_text = pattern.rsplit(":", 1)
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ConfigError(path, f"bad port {port_text!r} in host {pattern}:{port_text}", line=line)
+        port = _port(path, line, port_text, f"{pattern}:{port_text}")
     try:
         names = expand_ansible_pattern(pattern)
     except HostRangeError as exc:
         raise ConfigError(path, str(exc), line=line) from None
-    return [(name, int(port_text) if port_text else None) for name in names]
+    return [(name, port) for name in names]
+
+
+def _port(path: str, line: int, text: str, where: str) -> int:
+    try:
+        return bounded_int(text, 1, MAX_PORT, "port")
+    except NumberError as exc:
+        raise ConfigError(path, f"bad {exc} in host {quoted(where)}", line=line) from None
 
 
 def parse_ini_inventory(text: str, path: str, group: str | None = None) -> tuple[InventoryHost, ...]:
@@ -106,12 +122,12 @@ def parse_ini_inventory(text: str, path: str, group: str | None = None) -> tuple
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
-        if line.startswith("[") and not _BRACKETED_V6_RE.match(line.split()[0]):
-            match = _SECTION_RE.match(line)
-            if match is None:
-                raise ConfigError(path, f"bad section header {line!r} (expected [group], [group:vars] or "
+        header = _SECTION_RE.match(line)
+        if header is not None or (line.startswith("[") and not _BRACKETED_V6_RE.match(line.split()[0])):
+            if header is None or (header.group(2) is not None and header.group(2) not in _SECTION_KINDS):
+                raise ConfigError(path, f"bad section header {quoted(line)} (expected [group], [group:vars] or "
                                   "[group:children])", line=number)
-            section, kind = match.group(1), match.group(2) or "hosts"
+            section, kind = header.group(1), header.group(2) or "hosts"
             inv.group(section, number)
             continue
         _ini_line(inv, section, kind, line, number)
@@ -199,52 +215,83 @@ def _yaml_item(inv: _Inventory, name: str, key: str, item: str, value: Any, line
             group.children.append(item)
 
 
-def _depths(inv: _Inventory) -> dict[str, int]:
-    """Each group's depth below `all` (the longest way down), refusing a group that is its own ancestor."""
-    depth: dict[str, int] = {}
-
-    def walk(name: str, level: int, trail: tuple[str, ...]) -> None:
-        if name in trail:
-            raise ConfigError(inv.path, f"group {name} is its own child ({' -> '.join((*trail, name))})",
+def _order(inv: _Inventory) -> tuple[list[str], dict[str, int]]:
+    """The groups parents first, and each group's depth below `all` (the longest way down), in time linear in the
+    groups and their child links (however many ways lead to a group, it is reached once). A group that is its own
+    ancestor, or that lies deeper than MAX_GROUP_DEPTH, is refused."""
+    parents: dict[str, list[str]] = {name: [] for name in inv.groups}
+    for name, group in inv.groups.items():
+        for child in group.children:
+            parents[child].append(name)
+    waiting = {name: len(up) for name, up in parents.items()}
+    depth = {name: 0 if name == "all" else 1 for name, up in parents.items() if not up}
+    ready = [name for name, count in waiting.items() if count == 0]
+    order: list[str] = []
+    while ready:
+        name = ready.pop()
+        order.append(name)
+        if depth[name] > MAX_GROUP_DEPTH:
+            raise ConfigError(inv.path, f"group {name} is nested more than {MAX_GROUP_DEPTH} groups deep",
                               line=inv.groups[name].line)
-        if depth.get(name, -1) >= level:
-            return
-        depth[name] = level
         for child in inv.groups[name].children:
-            walk(child, level + 1, (*trail, name))
-
-    tops = [g for g in inv.groups if not any(g in other.children for other in inv.groups.values())]
-    for top in tops:
-        walk(top, 0 if top == "all" else 1, ())
-    for name in inv.groups:
-        if name not in depth:  # only reachable through a circle
-            walk(name, 1, ())
-    return depth
+            depth[child] = max(depth.get(child, 0), depth[name] + 1)
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    if len(order) < len(inv.groups):
+        _refuse_circle(inv, parents, {name for name, count in waiting.items() if count})
+    return order, depth
 
 
-def _members(inv: _Inventory, name: str) -> set[str]:
-    group = inv.groups[name]
-    out = set(group.hosts)
-    for child in group.children:
-        out |= _members(inv, child)
-    return out
+def _refuse_circle(inv: _Inventory, parents: Mapping[str, list[str]], left: set[str]) -> None:
+    """Name one circle among the groups `left` (each has a parent among them): walk up until a group repeats."""
+    trail: list[str] = []
+    seen: dict[str, int] = {}
+    name = min(left)
+    while name not in seen:
+        seen[name] = len(trail)
+        trail.append(name)
+        name = min(p for p in parents[name] if p in left)
+    circle = [name, *reversed(trail[seen[name] + 1:]), name]  # parent -> child, back to where it started
+    raise ConfigError(inv.path, f"group {name} is its own child ({' -> '.join(circle)})",
+                      line=inv.groups[name].line)
+
+
+def _masks(inv: _Inventory, order: list[str], index: Mapping[str, int]) -> dict[str, int]:
+    """Each group's hosts, its children's included, as a bit mask over the hosts (bit `index[host]`): children
+    before parents, each child link followed once."""
+    masks: dict[str, int] = {}
+    for name in reversed(order):
+        group = inv.groups[name]
+        mask = 0
+        for host in group.hosts:
+            mask |= 1 << index[host]
+        for child in group.children:
+            mask |= masks[child]
+        masks[name] = mask
+    return masks
 
 
 def _hosts(inv: _Inventory, group: str | None) -> tuple[InventoryHost, ...]:
-    depth = _depths(inv)
+    order, depth = _order(inv)
     if group is not None and group not in inv.groups:
-        known = ", ".join(sorted(inv.groups)) or "none"
-        raise ConfigError(inv.path, f"no group {group!r} in the inventory (groups: {known})")
-    chosen = set(inv.host_line) if group is None or group == "all" else _members(inv, group)
+        known = ", ".join(sorted(inv.groups)[:20]) or "none"
+        raise ConfigError(inv.path, f"no group {quoted(group)} in the inventory (groups: {known})")
+    names = list(inv.host_line)
+    masks = _masks(inv, order, {name: i for i, name in enumerate(names)})
+    chosen = (1 << len(names)) - 1 if group is None or group == "all" else masks[group]
+    # Ansible's order: `all`, then groups by depth and name, then the host's own variables.
+    merged: dict[int, dict[str, tuple[Any, int]]] = {
+        i: dict(inv.groups["all"].vars) if "all" in inv.groups else {} for i in range(len(names)) if chosen >> i & 1}
+    for name in sorted((g for g in inv.groups if inv.groups[g].vars), key=lambda g: (depth[g], g)):
+        holding = masks[name] & chosen
+        for i in merged:
+            if holding >> i & 1:
+                merged[i].update(inv.groups[name].vars)
     hosts = []
-    for name in sorted(chosen, key=lambda n: (inv.host_line[n], n)):
-        # Ansible's order: `all`, then groups by depth and name, then the host's own variables.
-        holding = sorted((g for g in inv.groups if name in _members(inv, g)), key=lambda g: (depth[g], g))
-        merged: dict[str, tuple[Any, int]] = dict(inv.groups["all"].vars) if "all" in inv.groups else {}
-        for g in holding:
-            merged.update(inv.groups[g].vars)
-        merged.update(inv.host_vars.get(name, {}))
-        hosts.append(_host(inv.path, name, inv.host_line[name], merged))
+    for i in sorted(merged, key=lambda i: (inv.host_line[names[i]], names[i])):
+        merged[i].update(inv.host_vars.get(names[i], {}))
+        hosts.append(_host(inv.path, names[i], inv.host_line[names[i]], merged[i]))
     return tuple(hosts)
 
 
@@ -256,10 +303,11 @@ def _host(path: str, name: str, line: int, merged: Mapping[str, tuple[Any, int]]
     host, user, port, key = (_first(merged, keys) for keys in (HOST_VARS, USER_VARS, PORT_VARS, KEY_VARS))
     port_value: int | None = None
     if port is not None:
-        text = str(port[0]).strip()
-        if not text.isdigit() or not 0 < int(text) < 65536:
-            raise ConfigError(path, f"host {name}: bad ansible_port {port[0]!r}", line=port[1])
-        port_value = int(text)
+        raw = port[0]
+        try:  # an INI value is text; a YAML one may be an integer already
+            port_value = bounded_int(raw.strip() if isinstance(raw, str) else raw, 1, MAX_PORT, "ansible_port")
+        except NumberError as exc:
+            raise ConfigError(path, f"host {name}: bad {exc}", line=port[1]) from None
     for item, what in ((host, "ansible_host"), (user, "ansible_user"), (key, "the key file")):
         if item is not None and not isinstance(item[0], str):
             raise ConfigError(path, f"host {name}: {what} must be text, not {item[0]!r}", line=item[1])

@@ -27,6 +27,7 @@ from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, 
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, fact_kind, override_problem
 from linkcheck.diagnose.rule import Choice, Condition, EvidenceSpec, Explanation, Grade, Rule
 from linkcheck.errors import PlaybookError
+from linkcheck.integers import ascii_int
 from linkcheck.model import Severity
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
@@ -417,7 +418,7 @@ def of_kind(rules: list[Rule], kind: Literal["pair", "cluster", "all"]) -> list[
 
 def _source_line(rule: Rule) -> int | None:
     line = rule.source.rsplit(":", 1)[-1]
-    return int(line) if line.isdigit() else None
+    return ascii_int(line, 1, 1 << 31)
 
 
 def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], source: str) -> list[Rule]:

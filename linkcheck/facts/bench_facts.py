@@ -11,6 +11,7 @@ from msgspec.structs import replace
 from linkcheck.errors import ParseError
 from linkcheck.facts.latency_facts import build_latency_facts
 from linkcheck.facts.model import BenchFacts, DataPath, Function, NcclRun, NotRun, RdmaCounters, RdmaRun
+from linkcheck.integers import ascii_int
 from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
@@ -170,8 +171,8 @@ Values = dict[str, str | None]
 
 def _deltas(node: str, round_id: str, before: Values, after: Values) -> list[RdmaCounters]:
     def delta(path: str) -> int:
-        b, a = before.get(path), after.get(path)
-        return (int(a) - int(b)) * 4 if a and b and a.isdigit() and b.isdigit() else 0
+        b, a = (ascii_int(v, 0, (1 << 64) - 1) if v else None for v in (before.get(path), after.get(path)))
+        return (a - b) * 4 if a is not None and b is not None else 0
 
     devs = sorted({p.split("/")[4] for p in before if p.endswith("/counters/port_xmit_data")})
     base = "/sys/class/infiniband/{}/ports/1/counters/"

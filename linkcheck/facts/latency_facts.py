@@ -6,6 +6,7 @@ import math
 
 from linkcheck.errors import ParseError
 from linkcheck.facts.model import AllReduceRow, AllReduceRun, DataPath, LatencyRun
+from linkcheck.integers import ascii_int
 from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
@@ -27,7 +28,7 @@ def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
 
 def _size(cap: Capture) -> int:
     text = cap.meta.get("size_bytes", "")
-    return int(text) if text.isdigit() and len(text) < 12 else 0
+    return ascii_int(text, 0, 1 << 40) or 0
 
 
 def _lat_run(cap: Capture, paths: tuple[DataPath, ...]) -> LatencyRun:

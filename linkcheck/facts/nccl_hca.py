@@ -77,6 +77,8 @@ def nccl_int(text: str | None) -> int | None:
 
     >>> [nccl_int(v) for v in (None, "", "3", " 3", "0x3", "010", "3abc", "abc", "-1", "99999999999999999999")]
     [None, None, 3, 3, 3, 8, 3, 0, -1, None]
+    >>> nccl_int("9" * 5000), nccl_int("0" * 5000 + "7"), nccl_int("\u0663")
+    (None, 7, 0)
     """
     if text is None or text == "":
         return None
@@ -85,6 +87,8 @@ def nccl_int(text: str | None) -> int | None:
         return 0
     digits = match.group(2)
     base = 16 if digits[:2] in ("0x", "0X") else 8 if digits.startswith("0") and len(digits) > 1 else 10
+    if len((digits[2:] if base == 16 else digits).lstrip("0")) > 22:
+        return None  # past int64 in any base (ERANGE: the default), and never a huge int() of node text
     value = int(digits, base) * (-1 if match.group(1) == "-" else 1)
     return value if -_INT64 <= value < _INT64 else None
 
@@ -95,7 +99,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     >>> version_tuple("2.28.9"), version_tuple("2.20.5-1"), version_tuple(None)
     ((2, 28, 9), (2, 20, 5), None)
     """
-    match = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    match = re.match(r"^\s*([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?", version or "")
     return tuple(int(g) for g in match.groups() if g is not None) if match else None
 
 

@@ -12,6 +12,7 @@ import re
 import msgspec
 
 from linkcheck.errors import ParseError
+from linkcheck.integers import ascii_int
 from linkcheck.parsers import _eeprom
 from linkcheck.parsers._text import require_text
 
@@ -218,9 +219,10 @@ def parse_ethtool_s(text: str) -> EthtoolStats:
             continue  # blank, or a section header of newer ethtool (--all-groups)
         # Counter names may contain ':' on some drivers, values never do.
         name, sep, value = stripped.rpartition(":")
-        if not sep or not name or not value.strip().isdigit():
+        count = ascii_int(value.strip(), 0, (1 << 64) - 1) if sep and name else None  # ethtool's u64 counters
+        if count is None:
             raise ParseError("ethtool_s", f"not a 'name: value' counter line: {stripped[:60]!r}", line_no)
-        counters.append((name.strip(), int(value)))
+        counters.append((name.strip(), count))
     return EthtoolStats(counters=tuple(counters))
 
 

@@ -28,8 +28,10 @@ from typing import Any
 import msgspec
 
 from linkcheck.errors import ParseError
+from linkcheck.integers import NumberError, bounded_int, quoted
 
 SPEC = "lldp"
+MAX_TTL_S = 65535  # the TTL TLV's field is 16 bits (IEEE 802.1AB)
 
 
 class LldpNeighbour(msgspec.Struct, frozen=True):
@@ -183,14 +185,18 @@ def _neighbour(interface: str, body: dict[str, Any]) -> LldpNeighbour:
     chassis_id, chassis_id_type = _typed(chassis.get("id"), f"{interface}: chassis id")
     port_id, port_id_type = _typed(port.get("id"), f"{interface}: port id")
     ttl_text = _text(port.get("ttl", chassis.get("ttl")), f"{interface}: ttl")  # 1.0: port; 0.9: chassis
-    # LLDP's TTL is a 16-bit count of seconds (IEEE 802.1AB): at most 5 digits; a longer one is no TTL (and
-    # Python's int() refuses a text of thousands of digits outright).
-    if ttl_text is not None and not (ttl_text.isascii() and ttl_text.isdigit() and len(ttl_text) <= 5):
-        raise ParseError(SPEC, f"{interface}: ttl {ttl_text[:20]!r} is not a number of seconds")
+    # LLDP's TTL is a 16-bit count of seconds (IEEE 802.1AB, the Time To Live TLV): 0 to 65535.
+    ttl = None
+    if ttl_text is not None:
+        try:
+            ttl = bounded_int(ttl_text, 0, MAX_TTL_S, "ttl")
+        except NumberError:
+            raise ParseError(SPEC, f"{interface}: ttl {quoted(ttl_text)} is not a number of seconds (0 to "
+                             f"{MAX_TTL_S})") from None
     return LldpNeighbour(
         interface=interface, chassis_id=chassis_id, chassis_id_type=chassis_id_type, system_name=system_name,
         port_id=port_id, port_id_type=port_id_type, port_descr=_text(port.get("descr"), f"{interface}: port descr"),
-        ttl=int(ttl_text) if ttl_text is not None else None,
+        ttl=ttl,
         mgmt_ips=_texts(chassis.get("mgmt-ip"), f"{interface}: mgmt-ip"),
     )
 

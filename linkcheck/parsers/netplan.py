@@ -16,6 +16,7 @@ import msgspec
 import yaml
 
 from linkcheck.errors import ParseError
+from linkcheck.integers import ascii_int
 
 FILE_HEADER_RE = re.compile(r"^==> (.+) <==$")
 # GLib warnings netplan >= 0.106 prints when stderr is captured with stdout; blanked to keep line numbers.
@@ -157,8 +158,9 @@ def _mtu(netdef: str, value: Any) -> int | None:
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+    number = ascii_int(value.strip(), 0, (1 << 32) - 1) if isinstance(value, str) else None
+    if number is not None:  # netplan's mtu is an unsigned 32-bit int
+        return number
     raise ParseError("netplan", f"ethernets.{netdef}.mtu: invalid unsigned int value {value!r}")
 
 

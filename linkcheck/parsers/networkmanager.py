@@ -90,8 +90,9 @@ def _profile(path: str, sections: dict[str, dict[str, str]]) -> NmProfile:
             # (NetworkManager's own keyfile tests hold both), or "192.168.100.10/24;GW;"
             parts = [part.strip() for part in re.split(r"[,;]", value)]
             first = parts[0]
-            if first and "/" not in first and ";" in value and len(parts) > 1 and parts[1].isdigit():
-                first = f"{first}/{parts[1]}"
+            prefix = parts[1] if len(parts) > 1 else ""
+            if first and "/" not in first and ";" in value and prefix.isascii() and prefix.isdigit():
+                first = f"{first}/{prefix}"
             if first:
                 addresses.append(first if "/" in first else f"{first}/32")
     mac = eth.get("mac-address", "").rstrip(";")

@@ -35,10 +35,11 @@ def record_to_json(record: Any) -> str:
     return strict_json.dumps({"record": plain(record, properties=True)}, indent=2, default=str)
 
 
-def record_to_text(record: Any) -> str:
+def record_lines(record: Any) -> list[str]:
+    """`path: value` per value; a value's own newlines stay in its line (the caller shows each line as one)."""
     lines: list[str] = []
     _walk(plain(record, properties=True), "", lines)
-    return "\n".join(lines)
+    return lines
 
 
 def _walk(value: Any, prefix: str, lines: list[str]) -> None:

@@ -21,6 +21,7 @@ from linkcheck.model import Finding, Status
 from linkcheck.records import plain
 from linkcheck.report import acceptance as acc
 from linkcheck.report.markdown import acceptance_section, acceptance_table, bullets, md, summary_section, table
+from linkcheck.report.safe_text import shown
 from linkcheck.report.summary import summary_document, summary_text
 from linkcheck.strict_json import dumps
 from linkcheck.values import aligned, byte_size, gbps, number
@@ -76,7 +77,7 @@ def view_text(view: ClusterView, show_all: bool = False) -> str:
               for node, count in unread.items()]
     lines += [f"note: {note}" for note in view.diagnosis.notes]
     lines.append(f"verdict: {view.diagnosis.verdict.value}")
-    return "\n".join(lines)
+    return "\n".join(shown(line) for line in lines)  # one line each, whatever a node's text holds
 
 
 def named_direction(result: CableResult, direction: str) -> str:
@@ -169,6 +170,7 @@ def check_text(check: ClusterCheck, show_all: bool = False) -> str:
     if check.traffic_error:
         lines.append(f"traffic: {check.traffic_error}")
     lines.append(f"verdict: {check.verdict.value}")
+    lines = [shown(line) for line in lines]  # one line each, whatever a node's text holds
     doc = check.acceptance  # the bundle's acceptance after the check
     if doc is not None:
         lines += ["", f"acceptance: {doc['problem']}" if "problem" in doc else

@@ -12,6 +12,7 @@ from linkcheck.outcome import Outcome
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.record import REPAIR, load_repair, steps_document
 from linkcheck.repair.saved import SavedPlan, judge_saved
+from linkcheck.report.safe_text import shown
 
 
 def saved_plan(outcome: Outcome) -> tuple[SavedPlan | None, str | None]:
@@ -60,11 +61,13 @@ def repair_document(outcome: Outcome) -> dict[str, Any] | None:
 
 def step_title(index: int, step: Step) -> str:
     kind = "reboot (only with --allow-reboot)" if step.reboot else ", ".join(step.touches) or "nothing"
-    return f"{index}. node {step.node}: {step.finding} (touches {kind})"
+    return shown(f"{index}. node {step.node}: {step.finding} (touches {kind})")
 
 
 def step_lines(step: Step) -> list[str]:
-    """The step's commands, its file change and its checks, one line each (the diff's lines as they are)."""
+    """The step's commands, its file change and its checks, one line each (the diff's lines as they are). Each
+    is one line whatever a node put in it: a newline in a command is shown as `\\n`, never a second line that
+    reads as a command of its own."""
     lines = [f"runtime: {cmd}" for cmd in step.runtime] or ["runtime: none"]
     if step.persistent is not None:
         change = step.persistent
@@ -73,7 +76,7 @@ def step_lines(step: Step) -> list[str]:
     else:
         lines.append("persistent: none")
     lines += [f"verify: {cmd}" for cmd in step.verify]
-    return lines
+    return [shown(line) for line in lines]
 
 
 def plan_text_lines(plan: RepairPlan) -> list[str]:
@@ -84,5 +87,5 @@ def plan_text_lines(plan: RepairPlan) -> list[str]:
         lines = []
         for i, step in enumerate(plan.steps, 1):
             lines += [step_title(i, step), *(f"   {line}" for line in step_lines(step))]
-    lines += [f"not planned: {n.finding}: {n.reason}" for n in plan.not_planned]
+    lines += [shown(f"not planned: {n.finding}: {n.reason}") for n in plan.not_planned]
     return lines

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but tab, DEL, C1 controls (8-bit CSI/OSC), line and paragraph separators, bidi overrides, BOM.
-_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"
+# C0 controls but tab, DEL, C1 controls (8-bit CSI/OSC), line and paragraph separators, bidi overrides, BOM, and
+# lone surrogates: a JSON `\udc80` decodes to one, and no UTF-8 stream (stdout, a report file) can write it.
+_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufeff"
 _ONE_LINE = re.compile(f"[{_UNSAFE}\n]")
 _LINES = re.compile(f"[{_UNSAFE}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\b": "\\b", "\x1b": "\\x1b"}

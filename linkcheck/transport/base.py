@@ -9,10 +9,12 @@ from typing import Protocol
 import msgspec
 
 from linkcheck.errors import ConfigError, NodeError
+from linkcheck.integers import NumberError, bounded_int, quoted
 
-_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-_HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$")
-_IPV6_RE = re.compile(r"^[0-9A-Fa-f:.]{2,45}$")
+_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
+_HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}\Z")
+_IPV6_RE = re.compile(r"^[0-9A-Fa-f:.]{2,45}\Z")
+MAX_PORT = 65535  # a TCP port: 16 bits, 0 reserved
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -48,9 +50,10 @@ def parse_target(text: str, *, name: str, identity_file: str | None = None) -> N
     host, port_text = _split_host_port(rest, text, name)
     port = None
     if port_text is not None:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ConfigError("--node", f"node {name}: bad port {port_text!r} in {text!r}")
-        port = int(port_text)
+        try:
+            port = bounded_int(port_text, 1, MAX_PORT, "port")
+        except NumberError as exc:
+            raise ConfigError("--node", f"node {name}: bad {exc} in {quoted(text)}") from None
     return NodeTarget(name=name, host=host, user=user, port=port, identity_file=identity_file)
 
 

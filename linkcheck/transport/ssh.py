@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 import paramiko
 
 from linkcheck.errors import ConfigError, NodeError
+from linkcheck.integers import NumberError, bounded_int
 from linkcheck.transport.base import (
+    MAX_PORT,
     CommandTimeoutError,
     ConnectionDroppedError,
     NodeTarget,
@@ -92,9 +94,9 @@ def _ssh_config_for(host: str, path: Path) -> dict[str, Any]:
 
 def _port(value: Any, ssh_config: Path | None) -> int:
     try:
-        return int(str(value))
-    except ValueError:
-        raise ConfigError(str(ssh_config or DEFAULT_SSH_CONFIG), f"bad Port {value!r}") from None
+        return bounded_int(str(value), 1, MAX_PORT, "Port")
+    except NumberError as exc:
+        raise ConfigError(str(ssh_config or DEFAULT_SSH_CONFIG), f"bad {exc}") from None
 
 
 class SshTransport:

@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "linkcheck"
 # Bottom to top. A room may import from its own layer's other rooms only where the graph stays without circles.
 LAYERS = [
-    {"linkcheck", "errors", "model", "records", "strict_json", "safe_read", "safe_write", "schema", "values",
-     "yamlfile"},
+    {"linkcheck", "errors", "integers", "model", "records", "strict_json", "safe_read", "safe_write", "schema",
+     "values", "yamlfile"},
     {"parsers", "transport"},
     {"collect", "bundle"},
     {"facts"},

@@ -185,7 +185,7 @@ def _not_reached(name: str, specs: Sequence[Spec], got: list[Capture], error: Li
     return [
         Capture(node=name, spec=s.id, command=s.command, stdout="", exit_status=None, skipped=reason)
         for s in specs
-        if not s.per_netdev and s.id not in seen
+        if not s.per_netdev and not s.per_container and s.id not in seen
     ]
 
 

@@ -115,7 +115,8 @@ def test_the_probe_reads_versions_build_ids_and_settings(stubs: Path, with_reade
         path = str(bare)
     env = {"PATH": path, "HOME": str(home), "NCCL_IB_HCA": "rocep1s0f1",
            "LD_LIBRARY_PATH": f"{stubs / 'opt'}:{stubs / 'site' / 'nvidia' / 'nccl' / 'lib'}"}
-    out = subprocess.run(["/bin/sh", "-c", NCCL_PROBE, "sh", "host"], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["/bin/sh", "-c", NCCL_PROBE, "sh", "host"], env=env, capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 0, out.stderr
     probe = parse_nccl_probe(out.stdout)
     libs = {lib.path: lib for lib in probe.libraries}

@@ -29,16 +29,19 @@ from linkcheck.cli.common import (
     AcceptOpt,
     ClusterNames,
     ConfigOpt,
+    ContainerOpt,
     Format,
     GroupOpt,
     HostfileOpt,
     InventoryOpt,
+    checked_containers,
     checked_save,
     offline_config,
     out,
     quiet_libraries,
     say,
     warn_unverified,
+    with_containers,
 )
 from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
 from linkcheck.cluster_outcome import ClusterCheck
@@ -85,7 +88,7 @@ def _setup(named: ClusterNames, config: Path | None,
 def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, fmt: Format,
                        traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
                        save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
-                       prometheus: Path | None = None) -> None:
+                       prometheus: Path | None = None, containers: tuple[str, ...] = ()) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
     findings (and the drift from `baseline`); text or JSON on stdout, a Markdown report to `report`, the textfile
     to `prometheus`, the bundle saved, each test recorded in its pair's history as `command`, the verdict's exit
@@ -97,6 +100,7 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
     target = checked_save(save)
     rdma, nccl = traffic
     found, hosts, ssh, rules = _setup(named, config, accept)
+    hosts = tuple(replace(h, target=with_containers(h.target, containers)) for h in hosts)
     if not FLAGS.quiet and fmt is Format.console:
         say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
@@ -187,13 +191,16 @@ def topology(
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
     config: ConfigOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
+    container: ContainerOpt = None,
 ) -> None:
     """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST) and print its
     cables, its layout, the flags, the test rounds and the cluster rules' findings (exit 0; 1 when flagged or a rule
     warns; 2 when a rule fails; 3 when a node could not be read)."""
     quiet_libraries()
     found = find_config(config)
-    hosts = cluster_nodes((node or [], hostfile, inventory, group), found)
+    names = checked_containers(container)
+    hosts = tuple(replace(h, target=with_containers(h.target, names))
+                  for h in cluster_nodes((node or [], hostfile, inventory, group), found))
     rules = configured_rules([], found, kind="cluster")  # the config's playbooks and threshold overrides too
     view = discover(hosts, _ssh(found, accept_new_host_keys), rules, found.expected_cluster if found else None)
     if not FLAGS.quiet:

@@ -209,3 +209,30 @@ def stop(lab: Lab, node: str) -> None:
 def _ok(result: subprocess.CompletedProcess[str], what: str) -> None:
     if result.returncode != 0:
         raise LabError(f"{what} failed ({result.returncode}): {(result.stderr or result.stdout).strip()[:400]}")
+
+
+# The pair the container tests and fixtures/containers-lab use: the `healthy` scenario's two nodes, each running a
+# "vllm" container and a stopped "old" one. a's container loads DGX OS-style system NCCL 2.30.4 (on the known-bad
+# list); b's loads a pip wheel's NCCL 2.30.4 of another build (the system library is in its cache too, but torch's
+# RUNPATH takes the wheel) and carries a stale /etc/nccl.conf naming an HCA the node does not have. a's nvidia-smi is
+# a stand-in reporting a GPU busy at idle power (a rank waiting in a collective); b's an idle one.
+SYSTEM_NCCL = "/usr/lib/x86_64-linux-gnu/libnccl.so.2.30.4"
+WHEEL_NCCL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"
+SYSTEM_BUILD_ID = "5e1f2d3c4b5a69788796a5b4c3d2e1f0a1b2c3d4"
+WHEEL_BUILD_ID = "a7f420a1" + "9c" * 16
+STALE_NCCL_CONF = "NCCL_IB_HCA=mlx5_0\nNCCL_IB_GID_INDEX=7\n"
+
+
+def gpu_standin(utilization: int, power_w: float) -> str:
+    """A stand-in nvidia-smi for the lab (the lab has no GPU): the query's CSV as the real one prints it."""
+    return f"printf 'utilization.gpu [%%], power.draw [W]\\n{utilization} %%, {power_w:.2f} W\\n'"
+
+
+def serving_containers(node: str) -> tuple[ContainerSpec, ...]:
+    system = StubLib(SYSTEM_NCCL, SYSTEM_BUILD_ID, "2.30.4")
+    if node == "a":
+        vllm = ContainerSpec("vllm", libs=(system,), run_env={"NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1"})
+    else:
+        vllm = ContainerSpec("vllm", libs=(system, StubLib(WHEEL_NCCL, WHEEL_BUILD_ID, "2.30.4", wheel=True)),
+                             files={"/etc/nccl.conf": STALE_NCCL_CONF})
+    return vllm, ContainerSpec("old", running=False)

@@ -81,7 +81,8 @@ NCCL_PROBE = ("lp_globs() { for f in " + NCCL_LIB_GLOBS + " " + NCCL_WHEEL_GLOBS
               + (Path(__file__).parent / "nccl_probe.sh").read_text(encoding="utf-8"))
 # Inside a container, through the node's own engine: docker, then podman (each as the user, and through `sudo -n` only
 # when the engine's socket refused the user). A container that is not running, not there, or a node without either
-# engine answers one `state` line and exit 0: a note, never a failed inspection. `exec` runs the probe in the running
+# engine answers one `state` line and exit 0: a note, never a failed inspection. A docker CLI whose daemon is not
+# running ("Cannot connect to the Docker daemon") is no engine. `exec` runs the probe in the running
 # container and ends with it. The container's name is the command's $1, validated (CONTAINER_RE) and quoted.
 CONTAINER_NCCL = (
     "lc_c=$1; lc_p=" + shlex.quote(NCCL_PROBE) + "; lc_engines=; lc_why=\n"
@@ -90,15 +91,19 @@ CONTAINER_NCCL = (
     ' lc_out=$(sudo -n "$@" 2>&1); lc_rc=$?; lc_sudo="sudo -n";; esac; }\n'
     "for lc_e in docker podman; do\n"
     '  command -v "$lc_e" >/dev/null 2>&1 || continue\n'
-    '  lc_engines="$lc_engines $lc_e"\n'
     "  lc_try \"$lc_e\" inspect --type container --format '{{.State.Running}}' \"$lc_c\"\n"
-    '  if [ "$lc_rc" != 0 ]; then lc_why="$lc_e: $(printf \'%s\' "$lc_out" | head -n 1)"; continue; fi\n'
+    '  lc_msg=$(printf \'%s\\n\' "$lc_out" | sed -n \'/[^[:space:]]/{p;q;}\')\n'
+    '  case $lc_rc:$lc_msg in 0:*) ;;\n'
+    '    *"Cannot connect to the Docker daemon"*) lc_why="$lc_e: $lc_msg"; continue;; esac\n'
+    '  lc_engines="$lc_engines $lc_e"\n'
+    '  if [ "$lc_rc" != 0 ]; then lc_why="$lc_e: $lc_msg"; continue; fi\n'
     "  printf 'engine\\t%s\\n' \"$lc_e\"\n"
     "  if [ \"$lc_out\" != true ]; then printf 'state\\tnot running\\n'; exit 0; fi\n"
     "  printf 'state\\trunning\\n'\n"
     '  $lc_sudo "$lc_e" exec "$lc_c" sh -c "$lc_p" sh container; exit\n'
     "done\n"
-    "if [ -z \"$lc_engines\" ]; then printf 'state\\tno engine\\n'; exit 0; fi\n"
+    "if [ -z \"$lc_engines\" ]; then printf 'state\\tno engine\\n'\n"
+    "  [ -z \"$lc_why\" ] || printf 'why\\t%s\\n' \"$lc_why\"; exit 0; fi\n"
     "printf 'state\\tnot found\\nwhy\\t%s\\n' \"$lc_why\""
 )
 

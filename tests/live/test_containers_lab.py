@@ -19,6 +19,8 @@ from tests.lab.containers import (
     SYSTEM_NCCL,
     WHEEL_BUILD_ID,
     WHEEL_NCCL,
+    ContainerSpec,
+    StubLib,
     gpu_standin,
     serving_containers,
 )
@@ -95,3 +97,41 @@ def test_check_names_the_builds_the_stale_conf_the_known_bad_version_and_the_wai
     # The link itself is healthy: nothing but these container and GPU findings warns.
     assert {k[0] for k in firing} == {"NCCL_BUILD_DIFFERS", "CONTAINER_NCCL_SETTINGS_CONTRADICT_HOST",
                                       "NCCL_KNOWN_BAD", "GPU_WAITING_IN_COLLECTIVE"}
+
+
+def test_a_ring_names_the_container_without_subnet_routing_and_a_node_without_an_engine_keeps_its_verdict(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """A ring of three: a's container loads NCCL 2.30.4 (no NCCL_IB_SUBNET_AWARE_ROUTING), b's a wheel's 2.30.7 told
+    to use it, c has no container engine at all. topology --container vllm names a's container and only it, notes c,
+    and leaves every finding about the cables as the same run without --container has them."""
+    reason = containers.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    on = {"a": (ContainerSpec("vllm", libs=(StubLib(SYSTEM_NCCL, SYSTEM_BUILD_ID, "2.30.4"),),
+                              run_env={"NCCL_IB_SUBNET_AWARE_ROUTING": "1"}),),
+          "b": (ContainerSpec("vllm", libs=(StubLib(WHEEL_NCCL.replace("2.30.4", "2.30.7"), WHEEL_BUILD_ID, "2.30.7",
+                                                    wheel=True),),
+                              run_env={"NCCL_IB_SUBNET_AWARE_ROUTING": "1"}),)}
+    specs = [dataclasses.replace(s, containers=on.get(s.name, ()),
+                                 missing_tools=s.missing_tools | ({"podman", "docker"} if s.name == "c" else set()))
+             for s in specs_for_scenario("ring3", tmp_path / "models")]
+    lab = lab_factory(specs)
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    nodes = [f"--node={n}" for n in "abc"]
+    plain = cli("topology", *nodes, "-c", str(config), "-f", "json", timeout=120)
+    inside = cli("topology", *nodes, "-c", str(config), "--container", "vllm", "-f", "json", timeout=120)
+    before, after = json.loads(plain.stdout)["findings"], json.loads(inside.stdout)["findings"]
+    ours = ("CONTAINER", "CLUSTER_CONTAINER", "CLUSTER_NCCL_BUILD", "CLUSTER_NCCL_KNOWN", "CLUSTER_GPU")
+    link = {(f["id"], f["subject"], f["status"]) for f in after if not f["id"].startswith(ours)}
+    assert link == {(f["id"], f["subject"], f["status"]) for f in before}
+    firing = {(f["id"], f["subject"]): f for f in after if f["status"] in ("warn", "fail")}
+    routing = [k for k in firing if k[0] == "CONTAINER_NCCL_NO_SUBNET_ROUTING"]
+    assert routing == [("CONTAINER_NCCL_NO_SUBNET_ROUTING", "container vllm on a")]
+    assert firing[routing[0]]["status"] == "fail" and "2.30.4 predates" in firing[routing[0]]["message"]
+    build = firing[("CLUSTER_NCCL_BUILD_DIFFERS", "NCCL in container vllm")]["message"]
+    assert SYSTEM_BUILD_ID in build and WHEEL_BUILD_ID in build and " c: " not in build
+    notes = [f for f in after if f["id"] == "CLUSTER_CONTAINER_NOT_READ" and f["status"] == "pass"
+             and f["subject"] == "container vllm on c"]
+    assert notes and "no container engine" in notes[0]["message"]
+    assert inside.returncode == 2 and plain.returncode in (0, 1), (plain.stderr, inside.stderr)

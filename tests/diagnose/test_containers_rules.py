@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.diagnose.checks.containers import gpu_waiting
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import PlaybookError
+from linkcheck.facts.drift import changes
 from linkcheck.facts.model import Function, NodeFacts
+from linkcheck.facts.snapshot import snapshot_from
 from linkcheck.model import Status
 from linkcheck.parsers.nccl_probe import GpuReading
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+WHEEL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"
 OURS = {r.id for r in load_playbooks(kind="all") if r.source.rsplit("/", 1)[-1].split(":")[0]
         in ("containers.yaml", "known-bad.yaml")}
 WITHOUT = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.yaml").is_file() and p.name != "containers-lab")
@@ -73,3 +77,22 @@ def test_busy_at_idle_power_names_a_waiting_rank_only_while_the_link_is_up() -> 
     # a dead link is the link rules' to name
     assert gpu_waiting([_node((GpuReading(96.0, 22.0),), carrier=False)], limits) == []
     assert gpu_waiting([_node(())], limits) == []
+
+
+def test_drift_names_a_container_whose_nccl_changed() -> None:
+    link = diagnose_bundle(FIXTURES / "containers-lab").link
+    before = snapshot_from((), link, "warn")
+    view = next(v for v in link.b.nccl_views if v.container == "vllm")
+    assert view.library is not None
+    rebuilt = msgspec.structs.replace(view, library=msgspec.structs.replace(view.library, build_id="0" * 40))
+    after_link = msgspec.structs.replace(link, b=msgspec.structs.replace(
+        link.b, nccl_views=tuple(rebuilt if v is view else v for v in link.b.nccl_views)))
+    after = snapshot_from((), after_link, "warn")
+    changed, _ = changes(before.configuration, after.configuration, before, after)
+    assert [c.field for c in changed] == ["b.nccl_library.container vllm"]
+    assert WHEEL in str(changed[0]) and "0" * 40 in str(changed[0])
+    # A container read in one run only is no change (asked for once; a baseline older than the probe)
+    dropped = msgspec.structs.replace(after_link, b=msgspec.structs.replace(link.b, nccl_views=()))
+    gone = snapshot_from((), dropped, "warn")
+    assert not [c for c in changes(before.configuration, gone.configuration, before, gone)[0]
+                if "nccl_library" in c.field]

@@ -57,9 +57,13 @@ class Config(msgspec.Struct, frozen=True):
         return tuple((p.a, p.b) for p in self.expected_link.paths) if self.expected_link else ()
 
 
+ContainerName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
+
+
 class _Node(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     target: str
     identity_file: str | None = None
+    containers: tuple[ContainerName, ...] = ()
 
 
 class _Nodes(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -110,11 +114,15 @@ class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _SECONDS = f"a positive number of seconds, at most {MAX_TIMEOUT_S}"
-_NODE = "[user@]host[:port], or {target: [user@]host[:port], identity_file: path}"
+_NODE = "[user@]host[:port], or {target: [user@]host[:port], identity_file: path, containers: [name, ...]}"
+_CONTAINERS = "a list of container names (letters, digits, _ . -, starting with a letter or digit)"
 _PATH = "{a: netdev, b: netdev, subnet: CIDR}"
 _ALLOWED = {
     "nodes": "a mapping of a and b", "nodes.a": _NODE, "nodes.b": _NODE, "nodes.a.target": _NODE,
     "nodes.b.target": _NODE, "nodes.a.identity_file": "a file path", "nodes.b.identity_file": "a file path",
+    "nodes.a.containers": _CONTAINERS, "nodes.b.containers": _CONTAINERS,
+    "nodes.a.containers[]": _CONTAINERS, "nodes.b.containers[]": _CONTAINERS,
+    "cluster.nodes.*.containers": _CONTAINERS, "cluster.nodes.*.containers[]": _CONTAINERS,
     "ssh": "a mapping", "ssh.known_hosts": "a file path", "ssh.config": "a file path",
     "ssh.connect_timeout_s": _SECONDS, "ssh.command_timeout_s": _SECONDS, "ssh.inspection_timeout_s": _SECONDS,
     "ssh.accept_new_host_keys": "true or false", "link": "a mapping of cage and paths",
@@ -159,7 +167,8 @@ def _node(path: Path, data: Any, name: str, raw: str | _Node | UnsetType) -> Nod
     node = _Node(target=raw) if isinstance(raw, str) else raw
     identity = _path(node.identity_file)
     try:
-        return parse_node_target(node.target, name=name, identity_file=str(identity) if identity else None)
+        return replace(parse_node_target(node.target, name=name, identity_file=str(identity) if identity else None),
+                       containers=node.containers)
     except ConfigError as exc:
         where = data["nodes"][name]
         raise ConfigError(str(path), exc.reason, line=line_of(where, "target") or line_of(data["nodes"], name)) \
@@ -212,7 +221,8 @@ def _cluster(path: Path, data: Any, section: _Cluster | None) -> tuple[tuple[Nod
         identity = _path(node.identity_file)
         line = line_of(data["cluster"]["nodes"], name)
         # The checks every host source gets: the node's name, its address, and no address named twice.
-        target = node_target(str(path), line, name, node.target, str(identity) if identity else None)
+        target = replace(node_target(str(path), line, name, node.target, str(identity) if identity else None),
+                         containers=node.containers)
         hosts.append(ClusterHost(target, f"{path}:{line}" if line else str(path)))
     targets = [host.target for host in checked_hosts(str(path), hosts)]
     unknown = [n for n in section.switch if section.nodes and n not in section.nodes]
@@ -254,6 +264,8 @@ def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
         old = config.nodes.get(name)
         if old is not None and target.identity_file is None and old.identity_file:
             overrides[name] = replace(target, identity_file=old.identity_file)
+        if old is not None:  # its containers too
+            overrides[name] = replace(overrides[name], containers=old.containers)
     nodes = {**config.nodes, **overrides}
     missing = [n for n in ("a", "b") if n not in nodes]
     if missing and config.cluster_nodes:  # a cluster's file: never two of its nodes taken for the pair

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin iptables shellcheck chromium)
+DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin iptables shellcheck chromium podman crun gcc libc6-dev binutils)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
@@ -44,7 +44,7 @@ PY=${PYTHON:-python3}
 
 # The inspection script every node runs (POSIX sh); as root shellcheck was installed above.
 if [ "$(id -u)" = 0 ] || command -v shellcheck >/dev/null 2>&1; then
-  shellcheck linkcheck/collect/inspect.sh
+  shellcheck linkcheck/collect/inspect.sh && shellcheck -s sh linkcheck/collect/nccl_probe.sh
 else
   echo "scripts/test.sh: shellcheck is not installed, linkcheck/collect/inspect.sh not checked" >&2
 fi

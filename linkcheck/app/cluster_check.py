@@ -215,7 +215,7 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
     error: str | None = None
     interrupted = False
     try:
-        captures, errors = inspect_cluster(transports, ssh)
+        captures, errors = inspect_cluster(transports, ssh, hosts)
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
         sent = traffic if isinstance(traffic, ClusterTraffic) else traffic(facts)

@@ -145,7 +145,7 @@ def write_cluster_config(hosts: Sequence[ClusterHost], ssh: SshOptions, output: 
     _check_output(output)
     transports = open_cluster(hosts, ssh)
     try:
-        captures, errors = inspect_cluster(transports, ssh)
+        captures, errors = inspect_cluster(transports, ssh, hosts)
     finally:
         close_transports(transports)
     if errors:

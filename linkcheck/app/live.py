@@ -59,7 +59,8 @@ def inspect(config: Config, transports: dict[str, Transport]) -> tuple[Bundle, b
     """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors. Ctrl-C keeps what
     arrived (the bundle then says it is partial); the flag says whether that happened."""
     result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
-                     per_command_timeout_s=config.ssh.command_timeout_s)
+                     per_command_timeout_s=config.ssh.command_timeout_s,
+                     containers={name: target.containers for name, target in config.nodes.items()})
     nodes: dict[str, dict[str, object]] = {name: {"target": str(t)} for name, t in sorted(config.nodes.items())}
     for cap in result.captures:
         if cap.spec == "hostname" and cap.ok and cap.node in nodes:

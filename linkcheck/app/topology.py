@@ -40,12 +40,14 @@ def open_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions) -> dict[str, Tra
                            connect_timeout_s=ssh.connect_timeout_s)
 
 
-def inspect_cluster(transports: dict[str, Transport], ssh: SshOptions) -> tuple[list[Capture], dict[str, str]]:
+def inspect_cluster(transports: dict[str, Transport], ssh: SshOptions,
+                    hosts: Sequence[ClusterHost] = ()) -> tuple[list[Capture], dict[str, str]]:
     """Every node's inspection (the pair's specs and the cluster's), all nodes at once; the nodes that failed.
     Ctrl-C, which the collector turns into a partial result, is raised again: nothing is judged or measured on a
     part of the cluster the user stopped reading."""
     result = collect(transports, specs=SPECS + CLUSTER_SPECS, timeout_s=ssh.inspection_timeout_s,
-                     per_command_timeout_s=ssh.command_timeout_s)
+                     per_command_timeout_s=ssh.command_timeout_s,
+                     containers={h.name: h.target.containers for h in hosts})
     if result.interrupted:
         raise KeyboardInterrupt
     return result.captures, {name: str(error) for name, error in result.errors.items()}
@@ -57,7 +59,7 @@ def discover(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule] | 
     cabling linkcheck.yaml recorded, when `expected` is given)."""
     transports = open_cluster(hosts, ssh)
     try:
-        captures, errors = inspect_cluster(transports, ssh)
+        captures, errors = inspect_cluster(transports, ssh, hosts)
     finally:
         close_transports(transports)
     return judge(hosts, captures, errors, rules, expected)

@@ -29,17 +29,20 @@ from linkcheck.cli.common import (
     AcceptOpt,
     ClusterNames,
     ConfigOpt,
+    ContainerOpt,
     Format,
     GroupOpt,
     HostfileOpt,
     InventoryOpt,
     UnverifiedOpt,
+    checked_containers,
     checked_save,
     offline_config,
     out,
     quiet_libraries,
     say,
     warn_unverified,
+    with_containers,
 )
 from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
 from linkcheck.cluster_outcome import ClusterCheck
@@ -86,7 +89,8 @@ def _setup(named: ClusterNames, config: Path | None,
 def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, fmt: Format,
                        traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
                        save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
-                       prometheus: Path | None = None, show_all: bool = False) -> None:
+                       prometheus: Path | None = None, show_all: bool = False,
+                       containers: tuple[str, ...] = ()) -> None:
     """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
     findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or JSON on stdout, a
     Markdown report to `report`, the textfile to `prometheus`, the bundle saved, each test recorded in its pair's
@@ -98,6 +102,7 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
     target = checked_save(save)
     rdma, nccl = traffic
     found, hosts, ssh, rules = _setup(named, config, accept)
+    hosts = tuple(replace(h, target=with_containers(h.target, containers)) for h in hosts)
     if not FLAGS.quiet and fmt is Format.console:
         say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
@@ -192,6 +197,7 @@ def topology(
     config: ConfigOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.console,
     allow_unverified: UnverifiedOpt = False,
+    container: ContainerOpt = None,
 ) -> None:
     """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST), or read a saved
     bundle, and print its cables, its layout, the flags, the test rounds and the cluster rules' findings (exit 0; 1
@@ -202,14 +208,18 @@ def topology(
                          "--accept-new-host-keys are for inspecting the nodes")
     if bundle is None and allow_unverified:
         raise UsageError("--allow-unverified goes with a bundle")
+    if bundle is not None and container:
+        raise UsageError("--container reads a live node; a bundle holds what was read")
     quiet_libraries()
     found = offline_config(config) if bundle is not None else find_config(config)
+    names = checked_containers(container)
     rules = configured_rules([], found, kind="cluster")  # the config's playbooks and threshold overrides too
     expected = found.expected_cluster if found else None
     if bundle is not None:
         view = saved_view(bundle, rules, allow_unverified=allow_unverified, warn=warn_unverified, expected=expected)
     else:
-        hosts = cluster_nodes((node or [], hostfile, inventory, group), found)
+        hosts = tuple(replace(h, target=with_containers(h.target, names))
+                      for h in cluster_nodes((node or [], hostfile, inventory, group), found))
         view = discover(hosts, _ssh(found, accept_new_host_keys), rules, expected)
     if not FLAGS.quiet:
         out(view_json(view) if fmt is Format.json else view_text(view))

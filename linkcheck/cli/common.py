@@ -18,6 +18,7 @@ from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.app.topology import bundle_layout
 from linkcheck.baseline.cluster import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
+from linkcheck.collect.specs import validate_container
 from linkcheck.config import Config, default_config_present, find_config, resolve_config
 from linkcheck.errors import UsageError
 from linkcheck.integers import DECIMAL_RE, NumberError, ascii_int, bounded_decimal, bounded_int, quoted
@@ -29,6 +30,7 @@ from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
+from linkcheck.transport.base import NodeTarget
 
 
 class ProgramFlags(msgspec.Struct):
@@ -94,6 +96,9 @@ NodeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option("--node", "-n", help="a=USER@HOST[:PORT] or b=...; overrides linkcheck.yaml (repeatable)."),
 ]
+ContainerOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--container", help="Also read the NCCL this container loads, on every node, through the node's docker or "
+    "podman (repeatable; linkcheck.yaml's `containers:` names them per node).")]
 HostfileOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--hostfile", help="An Open MPI hostfile naming the nodes (a cluster).")]
 InventoryOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
@@ -179,10 +184,27 @@ def quiet_libraries() -> None:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL + 1)
 
 
-def live_config(config: Path | None, node: list[str] | None, accept: bool) -> Config:
+def checked_containers(names: list[str] | None) -> tuple[str, ...]:
+    """--container's names, each one a container name docker and podman could have given; refused before any work."""
+    try:
+        return tuple(dict.fromkeys(validate_container(n) for n in names or ()))
+    except ValueError as exc:
+        raise UsageError(f"--container: {exc}", fix="name it as `docker ps` or `podman ps` on the node shows it") \
+            from None
+
+
+def with_containers(target: NodeTarget, names: tuple[str, ...]) -> NodeTarget:
+    """The node with --container's names added to those linkcheck.yaml gives it."""
+    return replace(target, containers=tuple(dict.fromkeys((*target.containers, *names)))) if names else target
+
+
+def live_config(config: Path | None, node: list[str] | None, accept: bool, containers: list[str] | None = None
+                ) -> Config:
     """The resolved config of a command that contacts a pair (each such command starts here)."""
     quiet_libraries()
+    names = checked_containers(containers)
     resolved = resolve_config(config, node or [])
+    resolved = replace(resolved, nodes={n: with_containers(t, names) for n, t in resolved.nodes.items()})
     if resolved.playbooks or resolved.thresholds:  # an unknown rule or threshold is refused before any work
         configured_rules([], resolved)
     accept = accept or resolved.ssh.accept_new_host_keys

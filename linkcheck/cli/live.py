@@ -30,6 +30,7 @@ from linkcheck.cli.common import (
     AnonOpt,
     BaselineOpt,
     ConfigOpt,
+    ContainerOpt,
     FmtOpt,
     Format,
     GroupOpt,
@@ -38,6 +39,7 @@ from linkcheck.cli.common import (
     NodeOpt,
     PrometheusOpt,
     SaveOpt,
+    checked_containers,
     checked_save,
     emit,
     finish,
@@ -74,10 +76,11 @@ LatencyOpt = Annotated[bool, typer.Option("--latency", help="Also run " + _LATEN
 
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
-               fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord) -> None:
+               fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord,
+               containers: list[str] | None = None) -> None:
     """A pair's live run: inspection (and the traffic asked for), the bundle saved and diagnosed, the report, the
     verdict's exit code."""
-    cfg = live_config(config, node, accept)
+    cfg = live_config(config, node, accept, containers)
     save = checked_save(save)
     said = ""
     if fmt is Format.console and not FLAGS.quiet and (traffic is not None or sys.stderr.isatty()):
@@ -146,6 +149,7 @@ def check(
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
     report: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--report", help="Over a cluster: also write the Markdown report (per-cable table, matrix) here.")] = None,
+    container: ContainerOpt = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
     short ib_write_bw rounds (8 s of traffic on a healthy pair), --bench the full traffic tests, --latency the
@@ -171,7 +175,7 @@ def check(
             max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
         check_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
                            (rdma, nccl), report, save, against, QUICK_COMMAND if quick else "check", prometheus,
-                           show_all)
+                           show_all, containers=checked_containers(container))
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -179,7 +183,7 @@ def check(
         options = _latency_options(port_base, nccl_binary)
         traffic = replace(traffic, latency=options) if traffic is not None else TrafficRequest(latency=options)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record(QUICK_COMMAND if quick else "check", baseline, prometheus))
+               run_record(QUICK_COMMAND if quick else "check", baseline, prometheus), container)
 
 
 def bench_rdma(
@@ -281,10 +285,10 @@ def accept(
 
 def collect(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
-    accept_new_host_keys: AcceptOpt = False,
+    accept_new_host_keys: AcceptOpt = False, container: ContainerOpt = None,
 ) -> None:
     """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
-    cfg = live_config(config, node, accept_new_host_keys)
+    cfg = live_config(config, node, accept_new_host_keys, container)
     result = run_live(cfg, checked_save(save), anonymize=anonymize, diagnose=False)
     errors = load_bundle(result.saved).collection_errors
     for error in errors.values():

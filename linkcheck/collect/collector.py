@@ -84,8 +84,10 @@ def collect(
     *,
     timeout_s: float,
     per_command_timeout_s: int = DEFAULT_PER_COMMAND_TIMEOUT_S,
+    containers: Mapping[str, Sequence[str]] | None = None,
 ) -> CollectResult:
-    """Run the inspection on every node in parallel (one thread, one round trip each).
+    """Run the inspection on every node in parallel (one thread, one round trip each); `containers` names, per node,
+    the containers whose NCCL the same round trip reads (through the node's docker or podman).
 
     Ctrl-C closes the connections, which ends the remote scripts; what each node sent until then is kept and
     the result says it was interrupted."""
@@ -93,7 +95,8 @@ def collect(
     result = CollectResult()
     pool = ThreadPoolExecutor(max_workers=max(1, len(transports)), thread_name_prefix="collect")
     futures = {
-        name: pool.submit(_collect_node_safely, name, transport, specs, timeout_s, per_command)
+        name: pool.submit(_collect_node_safely, name, transport, specs, timeout_s, per_command,
+                          tuple((containers or {}).get(name, ())))
         for name, transport in transports.items()
     }
     try:
@@ -113,10 +116,11 @@ def collect(
 
 
 def _collect_node_safely(
-    name: str, transport: Transport, specs: Sequence[Spec], timeout_s: float, per_command_s: int
+    name: str, transport: Transport, specs: Sequence[Spec], timeout_s: float, per_command_s: int,
+    containers: Sequence[str] = (),
 ) -> tuple[list[Capture], LinkcheckError | None]:
     try:
-        return _collect_node(name, transport, specs, timeout_s, per_command_s)
+        return _collect_node(name, transport, specs, timeout_s, per_command_s, containers)
     except LinkcheckError as exc:
         return [], exc
     except Exception as exc:  # a bug must not cost the other node its diagnosis; --debug logs the trace
@@ -125,13 +129,15 @@ def _collect_node_safely(
 
 
 def _collect_node(
-    name: str, transport: Transport, specs: Sequence[Spec], timeout_s: float, per_command_s: int
+    name: str, transport: Transport, specs: Sequence[Spec], timeout_s: float, per_command_s: int,
+    containers: Sequence[str] = (),
 ) -> tuple[list[Capture], LinkcheckError | None]:
     native = _native_captures(name, specs) if isinstance(transport, LocalTransport) else []
     native_ids = {c.spec for c in native}
     remote_specs = [s for s in specs if s.id not in native_ids]
     token = new_token()
-    script = build_inspection_script(remote_specs, token=token, per_command_timeout_s=per_command_s)
+    script = build_inspection_script(remote_specs, token=token, per_command_timeout_s=per_command_s,
+                                     containers=containers)
     answer, error = _run_script(transport, script, timeout_s)
     captures, complete = split_script_output(
         name, answer.stdout if answer else "", remote_specs, token, per_command_timeout_s=per_command_s
@@ -185,7 +191,7 @@ def _not_reached(name: str, specs: Sequence[Spec], got: list[Capture], error: Li
     return [
         Capture(node=name, spec=s.id, command=s.command, stdout="", exit_status=None, skipped=reason)
         for s in specs
-        if not s.per_netdev and s.id not in seen
+        if not s.per_netdev and not s.per_container and s.id not in seen
     ]
 
 

@@ -3,7 +3,8 @@
 #
 # Fed to `sh -s` on stdin after one `set --` line that carries the run's values as positional parameters:
 #   TOKEN TIMEOUT_S KILL_GRACE_S, then four words per spec: ID SCOPE HOW COMMAND
-# SCOPE is `-` (once per node) or `netdev` (once per ConnectX-7 interface, which the command gets as "$1");
+# SCOPE is `-` (once per node), `netdev` (once per ConnectX-7 interface, which the command gets as "$1") or
+# `container` (once per container named in lc_containers, the line ahead of `set --`; the name is "$1");
 # HOW is `x` (plain words, run as they are), `xa` (the same, with the interface as a last argument) or
 # `c` (shell syntax, run through sh -c).
 #
@@ -111,6 +112,19 @@ lc_emit() {  # one `cat` prints the section waited for and every later one alrea
     cat "$@" || lc_abort 141  # the reader is gone
   done
 }
+# The containers named on the command line (`lc_containers`, set ahead of this script, names validated by script.py):
+# each `container` spec runs once per container, which its command gets as "$1"; lc_start leaves those specs alone.
+lc_start_container() {  # $1 the container; then the spec words
+  lc_c=$1; shift
+  while [ $# -ge 4 ]; do
+    [ "$2" != container ] || lc_run "$1" "$lc_c" "$3" "$4"
+    shift 4
+  done
+}
+lc_start_containers() {
+  # shellcheck disable=SC2154,SC2086  # set on the line ahead of this script; validated names, split on purpose
+  for lc_c in ${lc_containers:-}; do lc_start_container "$lc_c" "$@"; done
+}
 lc_netdevs=
 for lc_d in /sys/class/net/*; do
   lc_vendor=; read -r lc_vendor 2>/dev/null <"$lc_d/device/vendor"
@@ -121,5 +135,6 @@ for lc_d in /sys/class/net/*; do
 done
 lc_start - "$@"
 for lc_d in $lc_netdevs; do lc_start "$lc_d" "$@"; done
+lc_start_containers "$@"
 lc_emit
 printf '@@LC %s DONE %s\n' "$lc_tok" "$lc_n"

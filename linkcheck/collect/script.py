@@ -25,7 +25,7 @@ from pathlib import Path
 
 import msgspec
 
-from linkcheck.collect.specs import Spec, validate_name
+from linkcheck.collect.specs import Spec, validate_container, validate_name
 from linkcheck.model import Capture
 
 __all__ = ["build_inspection_script", "new_token", "split_script_output"]
@@ -47,6 +47,8 @@ def _how(spec: Spec) -> tuple[str, str]:
     """How inspect.sh runs a spec's command: plain words directly (a `sh -c` less per command), anything
     else through `sh -c`. The interface name always arrives as a separate, quoted argument, never pasted
     into the command text."""
+    if spec.per_container:
+        return "c", spec.command
     if spec.per_netdev:
         words, placeholder, rest = spec.command.partition("{netdev}")
         if placeholder and not rest and _PLAIN_WORDS_RE.match(words.rstrip()):
@@ -63,8 +65,14 @@ def inspection_script_text() -> str:
     return (Path(__file__).parent / "inspect.sh").read_text(encoding="utf-8")
 
 
-def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_timeout_s: int) -> str:
-    """What `sh -s` reads on the node: one `set --` line with the run's values, then inspect.sh as it is."""
+def _scope(spec: Spec) -> str:
+    return "container" if spec.per_container else "netdev" if spec.per_netdev else "-"
+
+
+def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_timeout_s: int,
+                            containers: Sequence[str] = ()) -> str:
+    """What `sh -s` reads on the node: the containers to look into (`lc_containers`, validated names), one `set --`
+    line with the run's values, then inspect.sh as it is."""
     if not _TOKEN_RE.match(token):
         raise ValueError("token must be 8-64 lowercase hex digits")
     if per_command_timeout_s < 1:
@@ -73,8 +81,10 @@ def build_inspection_script(specs: Sequence[Spec], *, token: str, per_command_ti
     for spec in specs:
         if not _SPEC_ID_RE.match(spec.id):
             raise ValueError(f"bad spec id {spec.id!r}")
-        words += [spec.id, "netdev" if spec.per_netdev else "-", *_how(spec)]
-    return "set -- " + " ".join(shlex.quote(w) for w in words) + "\n" + inspection_script_text()
+        words += [spec.id, _scope(spec), *_how(spec)]
+    names = " ".join(validate_container(c) for c in dict.fromkeys(containers))
+    return (f"lc_containers={shlex.quote(names)}\n" + "set -- " + " ".join(shlex.quote(w) for w in words) + "\n"
+            + inspection_script_text())
 
 
 _SUDO_REFUSED_RE = re.compile(
@@ -151,7 +161,7 @@ class _Splitter:
         if match := self.begin.match(line):
             spec = self.specs.get(match.group(1))
             arg = None if match.group(2) == "-" else match.group(2)
-            if spec is None or (arg is None) == spec.per_netdev:
+            if spec is None or (arg is None) == (spec.per_netdev or spec.per_container):
                 self.ok = False
                 return
             self.current = _Section(spec, arg)
@@ -216,6 +226,8 @@ class _Splitter:
 
 def _render(spec: Spec, arg: str | None) -> str:
     try:
+        if arg is not None and spec.per_container:
+            return spec.render(arg)
         return spec.render(validate_name(arg) if arg is not None else None)
     except ValueError:  # unreachable through the BEGIN pattern; kept so nothing escapes
         return spec.command

@@ -15,6 +15,8 @@ from pathlib import Path
 import msgspec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+# A container's name or ID as docker and podman accept it ([a-zA-Z0-9][a-zA-Z0-9_.-]+ in both engines' name check).
+CONTAINER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 # One sysfs dump line per file: "<path>\t<value>", "<path>\t!<error>" or "<path>\t-> <symlink target>";
 # GID tables come as `grep -H` lines ("<path>:<value>", "grep: <path>: <error>"), which parse the same.
@@ -69,6 +71,42 @@ NM_KEEP = "^(==> |\\[|(" + "|".join(NM_KEYS) + ")=)"
 NM_KEYFILES = ("sudo -n sh -c 'tail -v -n +1 /etc/NetworkManager/system-connections/*"
                f" /run/NetworkManager/system-connections/* 2>/dev/null | grep -E \"{NM_KEEP}\"; true'")
 
+# The NCCL a process would load, here and inside a container: nccl_probe.sh, with the install places above plus the pip
+# wheels' (nvidia-nccl-cu12/cu13 put libnccl.so.2 under site-packages/nvidia/nccl/lib).
+NCCL_WHEEL_GLOBS = ("/usr/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so*"
+                    " /usr/local/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so*"
+                    ' "$HOME"/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so*')
+NCCL_PROBE = ("lp_globs() { for f in " + NCCL_LIB_GLOBS + " " + NCCL_WHEEL_GLOBS
+              + "; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done; }\n"
+              + (Path(__file__).parent / "nccl_probe.sh").read_text(encoding="utf-8"))
+# Inside a container, through the node's own engine: docker, then podman (each as the user, and through `sudo -n` only
+# when the engine's socket refused the user). A container that is not running, not there, or a node without either
+# engine answers one `state` line and exit 0: a note, never a failed inspection. A docker CLI whose daemon is not
+# running ("Cannot connect to the Docker daemon") is no engine. `exec` runs the probe in the running
+# container and ends with it. The container's name is the command's $1, validated (CONTAINER_RE) and quoted.
+CONTAINER_NCCL = (
+    "lc_c=$1; lc_p=" + shlex.quote(NCCL_PROBE) + "; lc_engines=; lc_why=\n"
+    'lc_try() { lc_out=$("$@" 2>&1); lc_rc=$?; lc_sudo=;'
+    ' case $lc_rc:$lc_out in 0:*) ;; *[Pp]"ermission denied"*)'
+    ' lc_out=$(sudo -n "$@" 2>&1); lc_rc=$?; lc_sudo="sudo -n";; esac; }\n'
+    "for lc_e in docker podman; do\n"
+    '  command -v "$lc_e" >/dev/null 2>&1 || continue\n'
+    "  lc_try \"$lc_e\" inspect --type container --format '{{.State.Running}}' \"$lc_c\"\n"
+    '  lc_msg=$(printf \'%s\\n\' "$lc_out" | sed -n \'/[^[:space:]]/{p;q;}\')\n'
+    '  case $lc_rc:$lc_msg in 0:*) ;;\n'
+    '    *"Cannot connect to the Docker daemon"*) lc_why="$lc_e: $lc_msg"; continue;; esac\n'
+    '  lc_engines="$lc_engines $lc_e"\n'
+    '  if [ "$lc_rc" != 0 ]; then lc_why="$lc_e: $lc_msg"; continue; fi\n'
+    "  printf 'engine\\t%s\\n' \"$lc_e\"\n"
+    "  if [ \"$lc_out\" != true ]; then printf 'state\\tnot running\\n'; exit 0; fi\n"
+    "  printf 'state\\trunning\\n'\n"
+    '  $lc_sudo "$lc_e" exec "$lc_c" sh -c "$lc_p" sh container; exit\n'
+    "done\n"
+    "if [ -z \"$lc_engines\" ]; then printf 'state\\tno engine\\n'\n"
+    "  [ -z \"$lc_why\" ] || printf 'why\\t%s\\n' \"$lc_why\"; exit 0; fi\n"
+    "printf 'state\\tnot found\\nwhy\\t%s\\n' \"$lc_why\""
+)
+
 NET_ATTRS = "address mtu carrier carrier_changes speed operstate phys_port_name device"
 IB_PORT_FILES = (
     "state phys_state rate link_layer counters/port_xmit_data counters/port_rcv_data counters/link_downed"
@@ -83,10 +121,15 @@ class Spec(msgspec.Struct, frozen=True):
     needs_root: bool = False
     per_netdev: bool = False
     optional_tool: bool = False  # absent on many systems (MLNX_OFED-only tools); missing is not a fault
+    per_container: bool = False  # runs once per container named (--container), which the command gets as "$1"
     description: str = ""
 
     def render(self, netdev: str | None = None) -> str:
         """The shell command for this spec, with the validated interface name substituted."""
+        if self.per_container:
+            if netdev is None:
+                raise ValueError(f"spec {self.id} needs a container name")
+            return f"sh -c {shlex.quote(self.command)} sh {shlex.quote(validate_container(netdev))}"
         if not self.per_netdev:
             return self.command
         if netdev is None:
@@ -98,6 +141,13 @@ def validate_name(name: str) -> str:
     """Interface and device names reach command lines only if they match [A-Za-z0-9_.:-]+."""
     if not NAME_RE.match(name):
         raise ValueError(f"refusing unsafe interface or device name {name!r}")
+    return name
+
+
+def validate_container(name: str) -> str:
+    """A container's name reaches a command line only if docker and podman could have given it."""
+    if not CONTAINER_RE.match(name):
+        raise ValueError(f"refusing container name {name!r}: a name or ID is [A-Za-z0-9][A-Za-z0-9_.-]*, up to 128")
     return name
 
 
@@ -167,6 +217,12 @@ SPECS: tuple[Spec, ...] = (
     # or empty, nothing to read (empty answer, exit 0).
     Spec("nccl_conf_file", '[ -n "${NCCL_CONF_FILE:-}" ] || exit 0; cat -- "$NCCL_CONF_FILE"',
          description="the file NCCL_CONF_FILE names, which NCCL reads instead of ~/.nccl.conf"),
+    Spec("nccl_libs", NCCL_PROBE, description="the libnccl files a job here would load: version, size, ELF build ID, "
+         "where from; the loader's cache; what is mapped"),
+    Spec("container_nccl", CONTAINER_NCCL, per_container=True,
+         description="the same inside each container named with --container, through the node's docker or podman"),
+    Spec("gpu_state", "nvidia-smi --query-gpu=utilization.gpu,power.draw --format=csv", optional_tool=True,
+         description="the GPU's utilisation and power now (a rank spinning in a collective: busy at idle power)"),
     Spec("dmesg", "dmesg 2>/dev/null || sudo -n dmesg", needs_root=True),
     Spec("ethtool", "ethtool {netdev}", per_netdev=True),
     Spec("ethtool_i", "ethtool -i {netdev}", per_netdev=True),

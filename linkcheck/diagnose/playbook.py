@@ -21,7 +21,7 @@ from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from linkcheck import schema
-from linkcheck.diagnose.checks.registry import CHECKS, CLUSTER_CHECKS
+from linkcheck.diagnose.checks.registry import CHECKS, CLUSTER_CHECKS, KNOWN_BAD_CHECKS
 from linkcheck.diagnose.cluster_scopes import CLUSTER_SCOPES
 from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, fact_kind, override_problem
@@ -121,18 +121,42 @@ class _Rule(msgspec.Struct, forbid_unknown_fields=True):
     grades: list[_Grade] = []
     evidence: list[_Evidence] = []
     explained_by: list[str | _Explanation] = []
+    # A pair's named-check rule that also judges a cluster: the twin CLUSTER_<id>, with this cluster check and every
+    # text the same (one rule written once for 2-8 nodes).
+    cluster_check: Text | None = None
+
+
+class _KnownBad(msgspec.Struct, forbid_unknown_fields=True):
+    """One entry of a known-bad list: a tool's versions, what goes wrong, who says so, what fixes it. `unless`: the
+    settings that avoid it (all of them set so: a note instead of a warning)."""
+
+    tool: Literal["nccl"]
+    versions: list[Annotated[str, msgspec.Meta(pattern=r"^[0-9]+(\.[0-9]+)*$")]]
+    symptom: Text
+    source: Text
+    fixed: Text | None = None
+    workaround: Text | None = None
+    unless: dict[Annotated[str, msgspec.Meta(pattern=r"^NCCL_[A-Z0-9_]+$")], str] = {}
 
 
 class _Playbook(msgspec.Struct, forbid_unknown_fields=True):
     rules: list[_Rule]
     playbook: str | None = None
     description: str | None = None
+    known_bad: list[_KnownBad] = []
 
 
 _TEXT = "a non-empty text"
 _TEXTS = "a list of texts"
 _ALLOWED = {
     "rules": "a list of rules", "rules[]": "a mapping with id, title, severity, message, ...",
+    "known_bad": "a list of entries (tool, versions, symptom, source, fixed, workaround, unless)",
+    "known_bad[]": "a mapping with tool, versions, symptom, source and optionally fixed, workaround, unless",
+    "known_bad[].tool": "nccl", "known_bad[].versions": "a list of versions such as 2.30.4",
+    "known_bad[].versions[]": "a version such as 2.30.4", "known_bad[].symptom": _TEXT,
+    "known_bad[].source": _TEXT, "known_bad[].fixed": _TEXT, "known_bad[].workaround": _TEXT,
+    "known_bad[].unless": "a mapping of NCCL_* settings to the values that avoid it",
+    "rules[].cluster_check": "the name of a cluster's named check",
     "rules[].id": "an UPPER_SNAKE id", "rules[].title": _TEXT, "rules[].message": _TEXT,
     "rules[].check": "the name of a named check", "rules[].mechanism": _TEXT, "rules[].unknown": _TEXT,
     "rules[].needs": "a list of fact groups", "rules[].needs[]": "a fact group", "rules[].fix": _TEXTS,
@@ -376,8 +400,25 @@ def _decode(file: schema.YamlFile) -> _Playbook:
 
 def parse_playbook(text: str, path: str) -> list[Rule]:
     """Read one playbook file's text; PlaybookError names path:line on the first problem."""
+    return parse_playbook_file(text, path)[0]
+
+
+def parse_playbook_file(text: str, path: str) -> tuple[list[Rule], list[dict[str, Any]]]:
+    """One playbook file's rules and its known-bad entries (each with the file:line that defines it)."""
     file = schema.YamlFile(path, parse_yaml_text(text, path, PlaybookError), PlaybookError)
-    return [_rule(file, doc, i) for i, doc in enumerate(_decode(file).rules)]
+    doc = _decode(file)
+    entries = [{**msgspec.structs.asdict(e),
+                "defined_at": f"{path}:{line_of(schema.value_at(file.data, ('known_bad', i))[0]) or '?'}"}
+               for i, e in enumerate(doc.known_bad)]
+    rules = []
+    for i, r in enumerate(doc.rules):
+        rules.append(_rule(file, r, i))
+        if r.cluster_check is not None:
+            if r.check is None or r.scope not in (None, "pair"):
+                raise file.refuse("'cluster_check' belongs to a pair's named-check rule", ("rules", i), "cluster_check")
+            rules.append(_rule(file, replace(r, id=f"CLUSTER_{r.id.strip()}", scope="cluster", check=r.cluster_check,
+                                             cluster_check=None), i))
+    return rules, entries
 
 
 def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = True,
@@ -394,8 +435,11 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
             raise PlaybookError(str(extra), "no such playbook file or folder")
     rules: list[Rule] = []
     seen: dict[str, str] = {}
+    known_bad: list[dict[str, Any]] = []
     for file in files:
-        for rule in parse_playbook(read_yaml_text(file, PlaybookError), str(file)):
+        parsed, entries = parse_playbook_file(read_yaml_text(file, PlaybookError), str(file))
+        known_bad += entries
+        for rule in parsed:
             if rule.id in seen:
                 raise PlaybookError(str(file), f"duplicate rule id {rule.id} (first defined at {seen[rule.id]})",
                                     line=_source_line(rule))
@@ -406,6 +450,9 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
         if unknown:
             raise PlaybookError(rule.source.rsplit(":", 1)[0], f"rule {rule.id}: explained_by names no rule "
                                 f"{unknown[0]} (`linkcheck playbooks list` names the rules)", line=_source_line(rule))
+    # Every file's known-bad entries, the built-in list's and the user's, reach the rules that judge them.
+    rules = [replace(r, thresholds={**r.thresholds, "known_bad": tuple(known_bad)}) if r.check in KNOWN_BAD_CHECKS
+             else r for r in rules]
     return of_kind(rules, kind)
 
 

@@ -8,6 +8,7 @@ from linkcheck.facts.draft import NodeDraft
 from linkcheck.facts.host_facts import host_facts
 from linkcheck.facts.identity_facts import nm_runtime_profiles, node_identity
 from linkcheck.facts.model import CableInfo, Function, NetplanIntent, NodeFacts
+from linkcheck.facts.nccl_views import nccl_views
 from linkcheck.facts.netplan_facts import netplan_intents
 from linkcheck.facts.rdma_facts import attach_rdma
 from linkcheck.facts.sysfs_views import ib_devices, int_or_none, net_attrs, pci_links
@@ -152,6 +153,8 @@ def build_node_facts(name: str, captures: list[Capture]) -> NodeFacts:
         netplan=netplan,
         identity=node_identity(b.src),
         nm_runtime=nm_runtime,
+        nccl_views=nccl_views(b.src),
+        gpus=b.src.gpu_state(),
         unavailable=b.unavailable,
         **msgspec.structs.asdict(host),
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from linkcheck.parsers.nccl_probe import GpuReading, NcclLibFile
 from linkcheck.values import byte_size
 
 if TYPE_CHECKING:
@@ -159,6 +160,31 @@ class NmRuntimeProfile(msgspec.Struct, frozen=True):
     persistent: bool  # an /etc keyfile or a netplan definition also configures the netdev
 
 
+class NcclView(msgspec.Struct, frozen=True):
+    """The NCCL one place would load: the node itself (`container` None) or one container on it, read through the
+    node's docker or podman. `state` is `read`, or why the container was not: `not running`, `not found`, `no engine`,
+    `unreadable` (the probe failed; `note` says how)."""
+
+    container: str | None = None
+    engine: str | None = None
+    state: str = "read"
+    note: str | None = None
+    library: NcclLibFile | None = None  # the libnccl a job started here would load
+    chosen_by: str | None = None  # why that one: mapped by a running process, LD_PRELOAD, LD_LIBRARY_PATH, ...
+    libraries: tuple[NcclLibFile, ...] = ()  # every libnccl and net plugin file found
+    ldconfig: tuple[str, ...] = ()  # the loader cache's libnccl entries, `name => path`
+    ld_library_path: str | None = None
+    settings: Mapping[str, str] = {}  # NCCL_* as NCCL would see them: environment, then the conf files in order
+    setting_sources: Mapping[str, str] = {}
+    conf_files: tuple[str, ...] = ()  # the nccl.conf files NCCL reads, in its order
+    net_plugin: str | None = None  # the net plugin NCCL would load, or why none
+    mapped: tuple[str, ...] = ()  # libnccl files some process here has mapped now
+
+    @property
+    def where(self) -> str:
+        return "host" if self.container is None else f"container {self.container}"
+
+
 class NodeFacts(msgspec.Struct, frozen=True):
     """Everything learned about one node."""
 
@@ -179,7 +205,17 @@ class NodeFacts(msgspec.Struct, frozen=True):
     identity: NodeIdentity = NodeIdentity()
     nm_runtime: tuple[NmRuntimeProfile, ...] = ()
     iommu_cmdline: tuple[str, ...] | None = None  # the IOMMU words of /proc/cmdline; None: not read
+    nccl_views: tuple[NcclView, ...] = ()  # the host's own NCCL (when read), then each container's asked for
+    gpus: tuple[GpuReading, ...] | None = None  # utilisation and power per GPU at the inspection; None: not read
     unavailable: Mapping[str, str] = {}  # fact group -> why it is missing
+
+    @property
+    def host_nccl(self) -> NcclView | None:
+        return next((v for v in self.nccl_views if v.container is None), None)
+
+    @property
+    def containers(self) -> tuple[NcclView, ...]:
+        return tuple(v for v in self.nccl_views if v.container is not None)
 
     def function(self, netdev: str) -> Function | None:
         return next((f for f in self.functions if f.netdev == netdev), None)

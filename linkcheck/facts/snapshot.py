@@ -81,6 +81,9 @@ def _pcie(fn: Function) -> str | None:
     return f"{fn.pcie_speed_gts:g} GT/s x{fn.pcie_width}"
 
 
+NCCL_LIBRARY = "nccl_library"
+
+
 def _configuration(link: LinkFacts) -> Fields:
     fields: Fields = {}
     for node in (link.a, link.b):
@@ -92,6 +95,12 @@ def _configuration(link: LinkFacts) -> Fields:
                            f"{fn.label}.firmware": fn.firmware, f"{fn.label}.driver": fn.driver})
         for key, value in sorted(node.nccl.items()):
             fields[f"{node.name}.nccl.{key}"] = value
+        # The libnccl a job loads on the node and in each container read (--container): a new build is a change.
+        for view in node.nccl_views:
+            if view.state == "read" and view.library is not None:
+                lib = view.library
+                fields[f"{node.name}.{NCCL_LIBRARY}.{view.where}"] = (
+                    f"{lib.real_path} ({lib.version or 'version unknown'}, build {lib.build_id or 'unknown'})")
     return fields
 
 

@@ -15,6 +15,7 @@ from linkcheck.parsers.identity import parse_dmi_serial, parse_nccl_install, par
 from linkcheck.parsers.iproute import parse_ip_addr, parse_ip_link, parse_ip_neigh, parse_ip_route
 from linkcheck.parsers.kernel import parse_dmesg, parse_meminfo, parse_os_release, parse_sysctl, parse_uptime
 from linkcheck.parsers.nccl_conf import parse_nccl_conf, parse_nccl_env
+from linkcheck.parsers.nccl_probe import parse_gpu_query, parse_nccl_probe
 from linkcheck.parsers.netfilter import parse_ip_forward, parse_iptables_s
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.parsers.networkmanager import parse_nm_connections
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from linkcheck.parsers.iproute import IpInterface, IpNeighbour, IpRoute
     from linkcheck.parsers.kernel import DmesgLog, MemInfo, OsRelease, SysctlValues, Uptime
     from linkcheck.parsers.nccl_conf import NcclSettings
+    from linkcheck.parsers.nccl_probe import GpuReading, NcclProbe
     from linkcheck.parsers.netfilter import IptablesChains
     from linkcheck.parsers.netplan import NetplanConfig
     from linkcheck.parsers.networkmanager import NmProfiles
@@ -45,7 +47,8 @@ NcclSpec = Literal["nccl_env", "nccl_conf", "nccl_conf_user", "nccl_conf_file"]
 ABSENT_MEANS_EMPTY = {"nccl_conf", "nccl_conf_user", "nccl_conf_file"}
 # The parser kind of each spec whose id is not itself a kind.
 PARSER_KIND = {"sysfs_net": "sysfs", "sysfs_infiniband": "sysfs", "sysfs_pci": "sysfs", "sysfs_dmi": "sysfs",
-               "nccl_conf_user": "nccl_conf", "nccl_conf_file": "nccl_conf", "netplan_files": "netplan"}
+               "nccl_conf_user": "nccl_conf", "nccl_conf_file": "nccl_conf", "netplan_files": "netplan",
+               "nccl_libs": "nccl_probe", "container_nccl": "nccl_probe"}
 # Exit statuses that still carry the tool's answer: perftest's -V returns FAILURE (1) after printing it.
 EXIT_OK = {"perftest_version": frozenset({0, 1})}
 
@@ -157,6 +160,12 @@ class NodeSources:
 
     def nm_connections(self) -> NmProfiles | None:
         return self._parsed("nm_connections", None, parse_nm_connections)
+
+    def nccl_probe(self, spec: Literal["nccl_libs", "container_nccl"], arg: str | None = None) -> NcclProbe | None:
+        return self._parsed(spec, arg, parse_nccl_probe)
+
+    def gpu_state(self) -> tuple[GpuReading, ...] | None:
+        return self._parsed("gpu_state", None, parse_gpu_query)
 
     def ip_forward(self) -> bool | None:
         return self._parsed("ip_forward", None, parse_ip_forward)

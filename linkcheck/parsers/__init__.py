@@ -48,6 +48,10 @@ PARSERS: dict[str, tuple[str, str]] = {
     "all_gather_perf": ("nccl_tests:parse_nccl_tests", "nccl-tests all_gather_perf, text or -J JSON"),
     "all_reduce_perf": ("nccl_tests:parse_nccl_tests", "nccl-tests all_reduce_perf, text or -J JSON"),
     "nccl_log": ("nccl_log:parse_nccl_log", "NCCL_DEBUG=INFO log"),
+    "nccl_probe": ("nccl_probe:parse_nccl_probe",
+                   "what NCCL a process would load, on a node or in a container (linkcheck's nccl_probe.sh lines)"),
+    "ldconfig": ("nccl_probe:parse_ldconfig_p", "ldconfig -p: the loader cache's entries"),
+    "gpu_state": ("nccl_probe:parse_gpu_query", "nvidia-smi --query-gpu=utilization.gpu,power.draw --format=csv"),
     "lldp": ("lldp:parse_lldpctl_json", "lldpctl -f json (or -f json0): each netdev's LLDP neighbours"),
 }
 

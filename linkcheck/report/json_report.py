@@ -36,6 +36,9 @@ def _node(node: NodeFacts) -> dict[str, Any]:
         "kernel_release": node.kernel_release,
         "os_name": node.os_name,
         "nm_runtime_profiles": plain(node.nm_runtime),
+        # The NCCL a job loads on the node and in each container read (--container), and the GPUs' state now.
+        "nccl_views": [{**plain(v), "where": v.where} for v in node.nccl_views],
+        "gpus": plain(node.gpus),
         "uptime_s": node.uptime_s,
         "mem_available_kib": node.mem_available_kib,
         "unavailable": node.unavailable,

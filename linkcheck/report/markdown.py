@@ -55,6 +55,20 @@ def _nodes(outcome: Outcome) -> list[str]:
     return [*lines, ""]
 
 
+def _nccl_loaded(outcome: Outcome) -> list[str]:
+    """Per node, the libnccl a job loads on the node and in each container read, or why a container was not."""
+    rows = []
+    for node in (outcome.link.a, outcome.link.b):
+        for view in node.nccl_views:
+            lib = view.library
+            what = ("-" if lib is None else f"{lib.real_path} ({lib.version or '?'}, {lib.origin}, "
+                    f"build {lib.build_id or '?'})") if view.state == "read" else view.note or view.state
+            rows.append(_row([md(node.name), md(view.where), md(what), md(view.chosen_by or "-")]))
+    if not rows:
+        return []
+    return ["## NCCL loaded", "", _row(["node", "where", "libnccl", "chosen by"]), _row(["---"] * 4), *rows, ""]
+
+
 def _traffic(outcome: Outcome) -> list[str]:
     link = outcome.link
     lines: list[str] = []
@@ -198,7 +212,8 @@ def render_markdown(outcome: Outcome) -> str:
     lines += [f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
               f"linkcheck {md(bundle.tool_version or '?')})", ""]
     lines += summary_section(acc.pair_summary(outcome))
-    lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _traffic(outcome) + _latency(outcome)
+    lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _nccl_loaded(outcome)
+    lines += _traffic(outcome) + _latency(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
     printed: set[str] = set()

@@ -26,6 +26,7 @@ class NodeTarget(msgspec.Struct, frozen=True):
     user: str | None = None
     port: int | None = None
     identity_file: str | None = None
+    containers: tuple[str, ...] = ()  # the containers whose NCCL the inspection also reads (--container)
 
     @property
     def is_local(self) -> bool:

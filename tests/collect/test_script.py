@@ -273,12 +273,13 @@ def test_the_script_sent_is_inspect_sh_as_it_is_after_one_line_of_values() -> No
     script = build_inspection_script(SPECS, token=token, per_command_timeout_s=7)
     assert script.endswith(text)
     words = shlex.split(script[: -len(text)])
-    assert words[:4] == ["set", "--", token, "7"]
-    quads = words[5:]
+    assert words[:5] == ["lc_containers=", "set", "--", token, "7"]
+    quads = words[6:]
     assert len(quads) == 4 * len(SPECS)
     groups = [quads[i:i + 4] for i in range(0, len(quads), 4)]
     for spec, (spec_id, scope, how, command) in zip(SPECS, groups, strict=True):
-        assert (spec_id, scope) == (spec.id, "netdev" if spec.per_netdev else "-")
+        scope_of = "container" if spec.per_container else "netdev" if spec.per_netdev else "-"
+        assert (spec_id, scope) == (spec.id, scope_of)
         assert how in ("x", "xa", "c")
         assert command == (spec.command.replace("{netdev}", '"$1"') if how == "c" else spec.command.split(" {")[0])
 
@@ -298,7 +299,7 @@ def test_commands_with_newlines_quotes_and_globs_arrive_intact(shell: str) -> No
 
 @pytest.mark.parametrize("values", ["'x;y' 5 2", "abcd1234 '' 2", "abcd1234 5 -1", "abcd1234 5"])
 def test_the_script_refuses_bad_values(values: str) -> None:
-    text = build_inspection_script((), token=new_token(), per_command_timeout_s=1).split("\n", 1)[1]
+    text = build_inspection_script((), token=new_token(), per_command_timeout_s=1).split("\n", 2)[2]
     assert text.startswith("# shellcheck shell=sh")
     proc = subprocess.run(["sh", "-s"], input=f"set -- {values}\n{text}", capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0 and "@@LC" not in proc.stdout

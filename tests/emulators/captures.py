@@ -27,6 +27,8 @@ def node_captures(name: str, node: Node, specs: Sequence[Spec] = SPECS) -> list[
     in spec order."""
     out: list[Capture] = []
     for spec in specs:
+        if spec.per_container:
+            continue  # an emulated node runs no container
         args: list[str | None] = list(cx7_netdevs(node)) if spec.per_netdev else [None]
         for arg in args:
             stdout, stderr, rc = render(node, spec.id, arg)

@@ -108,6 +108,10 @@ NODE_RENDERERS.update({
     "ip_forward": lambda node: ("1\n" if node.ip_forward else "0\n", "", 0),
     "iptables_forward": lambda node: render_iptables(node, "FORWARD"),
     "iptables_docker_user": lambda node: render_iptables(node, "DOCKER-USER"),
+    # The probe's lines for the node's libnccl files; an emulated node knows no file size or build ID.
+    "nccl_libs": lambda node: ("".join(f"lib\t{p}\t{p}\t\n" for p in render_sys.nccl_files(node)), "", 0),
+    # An emulated node has no GPU to query: nvidia-smi's absence, as the script reports it.
+    "gpu_state": lambda node: ("", "nvidia-smi: not found\n", 127),
     # DGX OS ships no lldpd: the spec's own missing-tool answer (linkcheck/collect/specs.py, LLDPCTL)
     "lldp": lambda node: ("", "lldpctl: not found\n", 127),
 })

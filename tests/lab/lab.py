@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tests.lab import mgmt, nccl, netns, networkmanager, rootfs, sshd, traffic
+from tests.lab import containers, mgmt, nccl, netns, networkmanager, rootfs, sshd, traffic
 from tests.lab.errors import LabError
 from tests.lab.neighbours import install_neighbours
 from tests.lab.node import SSH_PORT, LabNode
@@ -113,6 +113,9 @@ class Lab:
             node.start_gid_watch(self.state, deadline_s=self.ready_timeout_s)
         self._write_client_files()
         self._save_nodes()
+        for node in self.nodes.values():
+            if node.spec.containers:
+                containers.start(self, node.name, node.spec.containers, node.node_dir)
 
     def _prepare_node(self, spec: LabNodeSpec, host_ip: str, node_ip: str, authorized: Path) -> LabNode:
         node_dir = self._track(self.workdir / "nodes" / spec.name)
@@ -148,7 +151,11 @@ class Lab:
         state_dir = stage / "var-lib-linkcheck"
         state_dir.mkdir(parents=True, exist_ok=True)
         files = [*files, NodeFile("/var/lib/linkcheck", state_dir)]
-        rootfs.write_boot_script(spec, node_dir, stage, netplan, traffic.root_ssh_mount_lines(node_dir), files)
+        mounts = traffic.root_ssh_mount_lines(node_dir)
+        if spec.containers:  # the node's own podman: its configuration and store, and the recipe's tmpfs mounts
+            podman_files, podman_mounts = containers.stage_node(node_dir, stage)
+            files, mounts = [*files, *podman_files], [*mounts, *podman_mounts]
+        rootfs.write_boot_script(spec, node_dir, stage, netplan, mounts, files)
         key = node_dir / "ssh" / "ssh_host_ed25519_key"
         node.host_pub = sshd.keygen(key, f"root@{spec.host_name}")
         node.sshd_config_path.write_text(
@@ -206,6 +213,12 @@ class Lab:
     def down(self) -> None:
         """Stop every process by PID, delete namespaces, veths and files; safe to call twice."""
         with _sigint_deferred():
+            for node in self.nodes.values():
+                if node.spec.containers and node.holder is not None:
+                    # A container's processes sit in their own namespace, out of the teardown's reach; what fails
+                    # here, the namespace teardown below still ends where it can.
+                    with contextlib.suppress(OSError, subprocess.SubprocessError):
+                        containers.stop(self, node.name)
             problems = teardown(self.state)
         for node in self.nodes.values():
             node.holder = node.sshd = node.gid_watch = None

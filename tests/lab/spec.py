@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.lab.addresses import map_cidr, require_lab_cidr
+from tests.lab.containers import ContainerSpec
 from tests.lab.errors import LabError
 
 # Node names end up in namespace and host-side interface names (15 characters at most in all).
@@ -96,6 +97,7 @@ class LabNodeSpec:
     sudo_refuses: `sudo` answers like a sudo that wants a password.
     extra_tools: name -> shell script body, put in the node's bin directory (test stand-ins).
     oob: the management NIC of the model (a veth into the sink namespace), or None.
+    containers: real podman containers the node runs (tests.lab.containers), each from an image staged here.
     """
 
     name: str
@@ -107,6 +109,7 @@ class LabNodeSpec:
     sudo_refuses: bool = False
     extra_tools: Mapping[str, str] = field(default_factory=dict)
     oob: OobNicSpec | None = None
+    containers: tuple[ContainerSpec, ...] = ()
 
     @property
     def host_name(self) -> str:

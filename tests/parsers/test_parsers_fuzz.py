@@ -30,6 +30,7 @@ FAMILY = {  # the sample folder whose files feed the mutations of each kind
     "dmi_serial": "system",
     "nm_connections": "system", "nccl_install": "nccl",
     "all_gather_perf": "nccl", "all_reduce_perf": "nccl", "nccl_log": "nccl", "lldp": "lldp",
+    "nccl_probe": "containers", "ldconfig": "containers", "gpu_state": "containers",
 }
 MAX_SAMPLE_CHARS = 4000  # a few large dumps would otherwise dominate the run time
 

@@ -6,6 +6,7 @@ from linkcheck.diagnose.checks import (
     bench,
     cluster,
     cluster_drift,
+    containers,
     drift,
     fec,
     gid,
@@ -46,6 +47,13 @@ CHECKS: dict[str, CheckDef] = {
                                _t("min_busbw_gbs", "fail_below_busbw_gbs")),
     "drift_throughput": CheckDef(drift.drift_throughput, drift.ThroughputValues,
                                  _t("warn_below_ratio", "fail_below_ratio")),
+    "nccl_build_differs": CheckDef(containers.nccl_build_differs, containers.BuildDiffersValues),
+    "container_settings_contradict": CheckDef(containers.container_settings_contradict,
+                                              containers.ContradictValues),
+    "container_not_read": CheckDef(containers.container_not_read, containers.NotReadValues),
+    "nccl_known_bad": CheckDef(containers.nccl_known_bad, containers.KnownBadValues),
+    "gpu_waiting_in_collective": CheckDef(containers.gpu_waiting_in_collective, containers.WaitingValues,
+                                          _t("min_utilization_pct", "max_power_w")),
 }
 
 # Checks over a cluster's facts (linkcheck.cluster.facts.ClusterFacts), for rules of a cluster's scopes.
@@ -55,4 +63,17 @@ CLUSTER_CHECKS: dict[str, ClusterCheckDef] = {
     "cluster_drift_node_settings": ClusterCheckDef(cluster_drift.cluster_drift_node_settings,
                                                    cluster_drift.NodeSettingsValues),
     "cluster_drift_cabling": ClusterCheckDef(cluster_drift.cluster_drift_cabling, cluster_drift.CablingValues),
+    "cluster_nccl_build_differs": ClusterCheckDef(containers.cluster_nccl_build_differs,
+                                                  containers.BuildDiffersValues),
+    "cluster_container_settings_contradict": ClusterCheckDef(containers.cluster_container_settings_contradict,
+                                                             containers.ContradictValues),
+    "cluster_container_not_read": ClusterCheckDef(containers.cluster_container_not_read, containers.NotReadValues),
+    "cluster_nccl_known_bad": ClusterCheckDef(containers.cluster_nccl_known_bad, containers.KnownBadValues),
+    "cluster_gpu_waiting_in_collective": ClusterCheckDef(containers.cluster_gpu_waiting_in_collective,
+                                                         containers.WaitingValues,
+                                                         _t("min_utilization_pct", "max_power_w")),
+    "cluster_container_subnet_routing": ClusterCheckDef(containers.cluster_container_subnet_routing,
+                                                        containers.SubnetRoutingValues),
 }
+# Named checks that judge the known-bad list: the loader hands them every playbook's `known_bad:` entries.
+KNOWN_BAD_CHECKS = frozenset({"nccl_known_bad", "cluster_nccl_known_bad"})

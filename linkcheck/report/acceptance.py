@@ -8,11 +8,11 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from linkcheck.accept.record import bundle_acceptance
 from linkcheck.accept.text import check_tests, margin_cell, threshold_cell
 from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.model import Status
 from linkcheck.outcome import Outcome
-from linkcheck.report.json_report import acceptance_document
 from linkcheck.report.summary import Summary, summarize
 from linkcheck.report.tables import diagnosis_line, verdict_line
 from linkcheck.report.verdict import BundleVerdict, decide
@@ -23,7 +23,7 @@ STATUSES = ("PASS", "DEGRADED", "FAIL", "INCONCLUSIVE")
 
 def acceptance(outcome: Outcome) -> dict[str, Any] | None:
     """The acceptance document, {"problem": ...} when the one there is not shown, None when there is none."""
-    return acceptance_document(outcome)
+    return bundle_acceptance(outcome.bundle.path, outcome.bundle.unverified)
 
 
 def bundle_verdict(outcome: Outcome) -> BundleVerdict:

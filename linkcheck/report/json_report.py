@@ -11,6 +11,7 @@ from linkcheck.accept.record import bundle_acceptance
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
+from linkcheck.report.acceptance import pair_summary
 from linkcheck.report.repair import repair_document
 from linkcheck.report.summary import summary_document
 from linkcheck.strict_json import finite_only
@@ -57,8 +58,6 @@ def _bench(link: LinkFacts) -> dict[str, Any]:
 
 
 def report_document(outcome: Outcome) -> dict[str, Any]:
-    from linkcheck.report.acceptance import pair_summary  # it reads this module's acceptance_document
-
     diagnosis = outcome.diagnosis
     summary = pair_summary(outcome)
     return {

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from linkcheck.facts.model import LinkFacts
+from linkcheck.integers import ascii_int
 from linkcheck.repair.node import RepairNode, first_line
 from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, FEC, FEC_SETTLE_S, MTU, RuntimeOp
 from linkcheck.repair.traffic import TrafficEnd, short_write_bw
@@ -138,7 +139,7 @@ def roce_v2_index(node: RepairNode, rdma_dev: str, dev: str, ip: str, *, wait_s:
               '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.2; done')
     result = node.sh(f"sh -c {q(script)}", timeout_s=wait_s + 15)
     text = result.stdout.strip()
-    return int(text) if result.exit_status == 0 and text.isdigit() else None
+    return ascii_int(text, 0, 1 << 16) if result.exit_status == 0 else None  # node text: ASCII digits only
 
 
 def _gid_problems(node: RepairNode, name: str, rdma_dev: str, dev: str, wanted: Sequence[str],
@@ -162,7 +163,7 @@ def _interface_problems(node: str, dev: str, state: dict[str, Any], mine: Sequen
     problems = []
     if "LOWER_UP" not in state.get("flags", []):
         problems.append(f"node {node}: {dev} has no carrier after the change")
-    mtu = int(state.get("mtu", 0))
+    mtu = ascii_int(state.get("mtu", 0), 0, 1 << 20) or 0  # what the node printed, never int() of it
     for op in ops:
         if op.dev == dev and op.kind == MTU and mtu != int(op.value):
             problems.append(f"node {node}: {dev} is at MTU {mtu}, not {op.value}")
@@ -225,7 +226,7 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
         if not state:
             problems.append(f"node {node}: {dev} is gone")
             continue
-        mtu = int(state.get("mtu", 0))
+        mtu = ascii_int(state.get("mtu", 0), 0, 1 << 20) or 0  # what the node printed, never int() of it
         mine = addresses(me, dev)
         problems += _interface_problems(node, dev, state, mine, ops)
         problems += _fec_problems(me, node, dev, ops)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import shlex
 
 import msgspec
 
 from linkcheck.errors import LinkcheckError
+from linkcheck.integers import ascii_int
 from linkcheck.repair.edits import EditError, apply_edit
 from linkcheck.repair.files import NCCL_CONF_USER, ONLY_NETPLAN_FILE, normal, text_sha256
 from linkcheck.repair.journal import SavedFile
@@ -82,16 +84,23 @@ def read_file(node: RepairNode, path: str) -> tuple[bool, str, int, int, bytes]:
         what = "a symbolic link" if head.strip() == "link" else "not a plain file"
         raise CommitError(f"node {node.name}: {path} is {what}: a repair changes plain files only; not changed",
                           fix="change it by hand")
-    mode, uid, gid = head.split()
-    return True, mode, int(uid), int(gid), base64.b64decode(body.strip() or b"")
+    words = head.split()
+    uid, gid = (ascii_int(w, 0, (1 << 32) - 1) for w in words[1:3]) if len(words) == 3 else (None, None)
+    if uid is None or gid is None or not re.fullmatch(r"[0-7]{1,4}", words[0]):
+        raise CommitError(f"node {node.name}: cannot read {path}: stat printed {head[:80]!r}")
+    try:
+        data = base64.b64decode(body.strip() or b"", validate=True)
+    except ValueError:
+        raise CommitError(f"node {node.name}: cannot read {path}: its content did not come back whole") from None
+    return True, words[0], uid, gid, data
 
 
 def _owner(node: RepairNode, path: str) -> tuple[int, int]:
     """The owner of a new file: root in /etc, the SSH user in their home."""
     if path.startswith("/etc/"):
         return 0, 0
-    ids = node.sh("id -u; id -g").stdout.split()
-    return (int(ids[0]), int(ids[1])) if len(ids) == 2 else (0, 0)
+    ids = [ascii_int(w, 0, (1 << 32) - 1) for w in node.sh("id -u; id -g").stdout.split()]
+    return (ids[0], ids[1]) if len(ids) == 2 and ids[0] is not None and ids[1] is not None else (0, 0)
 
 
 def plan_files(node: RepairNode, changes: list[FileChange]) -> list[FilePlan]:

@@ -7,7 +7,8 @@ next run starts only once both have exited. The client writes from node a into n
 a ping-pong round trip, the same in both directions.
 
 Sizes: 2 B (perftest's default, the published 1.47 us of a GB10 pair) and 48 KiB (49152 B, the ~48 KB payload
-of a decode all-reduce, the published 8.8 us; the ~100 per step were four Sparks with speculative steps); RDMA_LATENCY_HIGH judges both
+of a decode all-reduce, the published 8.8 us; the ~100 per step were four Sparks with speculative steps);
+RDMA_LATENCY_HIGH judges both
 (docs/advise.md, the latency bands). The all_reduce runs -b 16K -e 64K by factors of 2 (the decode band that
 NCCL_ALLREDUCE_LATENCY_HIGH judges) with the all_gather sweep's launcher, HCAs and NCCL INFO log.
 """

@@ -49,6 +49,7 @@ from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UsageError
+from linkcheck.report.acceptance import cluster_verdict
 from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
 from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.progress import ConsoleProgress
@@ -165,12 +166,14 @@ def judge_cluster_bundle(bundle: Path, playbook: list[Path] | None, config: Path
 
 
 def emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None, show_all: bool = False) -> None:
-    """A cluster's check as text or JSON on stdout (nothing with --quiet; the text with the passed findings too
-    when `show_all`: JSON holds every finding anyway), and its Markdown report to `report`."""
+    """A cluster's check as text or JSON on stdout (only its one verdict line with --quiet; the text with the passed
+    findings too when `show_all`: JSON holds every finding anyway), and its Markdown report to `report`."""
     if report is not None:
         write_output(report, check_markdown(result), "--report")
         say(f"report written to {report}")
-    if not FLAGS.quiet:
+    if FLAGS.quiet:
+        say(cluster_verdict(result).line)  # -q: the bundle's one verdict line, as a pair's
+    else:
         out(check_json(result) if fmt is Format.json else check_text(result, show_all))
 
 

@@ -69,6 +69,13 @@ def test_every_report_format_renders_offline(name: str, fmt: str, cli: InProcess
     assert run.stdout.strip() and not run.stderr
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_quiet_prints_the_bundles_one_verdict_line(name: str, cli: InProcessCli) -> None:
+    run = cli("-q", "diagnose", str(FIXTURE_DIR / name))
+    assert run.returncode == EXIT[_expected(name)["verdict"]]
+    assert run.stdout == "" and run.stderr.splitlines() == [f"verdict: {_expected(name)['verdict']}"]
+
+
 @pytest.mark.parametrize("args", [("fix",), ("advise", "--model-gib", "60", "--concurrency", "4")],
                          ids=["fix", "advise"])
 def test_a_command_that_serves_a_pair_refuses_a_cluster_bundle(args: tuple[str, ...], cli: InProcessCli) -> None:

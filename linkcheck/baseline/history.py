@@ -279,8 +279,9 @@ _ALLOWED = {"rdma_gbps": "an object of finite rates, 0 or more",
 
 
 def generations(path: Path) -> list[Path]:
-    """A pair's history files, oldest first: the rotated one (if any), then the current one."""
-    return [p for p in (_rotated(path), path) if p.is_file()]
+    """A pair's history files, oldest first: the rotated one (if any), then the current one. Whatever stands at
+    either name is read, so that one that is not a plain file (a FIFO, a link) is refused, never skipped."""
+    return [p for p in (_rotated(path), path) if os.path.lexists(p)]
 
 
 def _decoded(path: Path, number: int, raw: bytes) -> str:

@@ -39,6 +39,7 @@ from linkcheck.cli.common import (
     checked_save,
     offline_config,
     out,
+    out_fitted,
     quiet_libraries,
     say,
     warn_unverified,
@@ -174,7 +175,10 @@ def emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None, show_al
     if FLAGS.quiet:
         say(cluster_verdict(result).line)  # -q: the bundle's one verdict line, as a pair's
     else:
-        out(check_json(result) if fmt is Format.json else check_text(result, show_all))
+        if fmt is Format.json:
+            out(check_json(result))
+        else:
+            out_fitted(check_text(result, show_all))  # within the terminal, as a pair's console report
 
 
 def init_cluster(named: ClusterNames, config: Path | None, output: Path, *, force: bool, accept: bool) -> None:

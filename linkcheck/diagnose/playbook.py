@@ -407,8 +407,10 @@ def parse_playbook_file(text: str, path: str) -> tuple[list[Rule], list[dict[str
     """One playbook file's rules and its known-bad entries (each with the file:line that defines it)."""
     file = schema.YamlFile(path, parse_yaml_text(text, path, PlaybookError), PlaybookError)
     doc = _decode(file)
+    # A built-in entry is named by its file's name (no path of this installation in a report); a user's by its path.
+    where = f"playbooks/{Path(path).name}" if Path(path).parent == BUILTIN_DIR else path
     entries = [{**msgspec.structs.asdict(e),
-                "defined_at": f"{path}:{line_of(schema.value_at(file.data, ('known_bad', i))[0]) or '?'}"}
+                "defined_at": f"{where}:{line_of(schema.value_at(file.data, ('known_bad', i))[0]) or '?'}"}
                for i, e in enumerate(doc.known_bad)]
     rules = []
     for i, r in enumerate(doc.rules):

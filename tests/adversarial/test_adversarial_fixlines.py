@@ -15,12 +15,12 @@ from msgspec.structs import replace
 from linkcheck.app.offline import diagnose_bundle, diagnose_facts
 from linkcheck.bundle.format import load_bundle
 from linkcheck.diagnose import engine
-from linkcheck.diagnose.checks.gid import _remove_pin
 from linkcheck.diagnose.checks.netplan import _remedy
 from linkcheck.diagnose.observation import Observation, ShellText
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE, load_playbooks
 from linkcheck.errors import PlaybookError
 from linkcheck.facts.model import NetplanIntent, NmRuntimeProfile
+from linkcheck.facts.nccl_hca import unset_command
 from tests.adversarial.adversarial_helpers import ROOT
 
 HOSTILE = [
@@ -88,8 +88,7 @@ def test_check_composed_text_is_kept_and_its_parts_are_quoted() -> None:
 
 @pytest.mark.parametrize("source", HOSTILE[:4])
 def test_gid_pin_source_is_quoted(source: str) -> None:
-    text = _remove_pin(source, "remove NCCL_IB_GID_INDEX")
-    assert isinstance(text, ShellText)
+    text = unset_command("NCCL_IB_GID_INDEX", source, "remove NCCL_IB_GID_INDEX")  # what the GID rule's remedy says
     assert shlex.split(text)[-1] == source
 
 

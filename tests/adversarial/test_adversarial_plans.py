@@ -132,9 +132,21 @@ def _forged_bundle(tmp_path: Path, forge: Callable[[Doc], str]) -> tuple[Path, s
     return bundle, token
 
 
+def _logical_lines(text: str) -> list[str]:
+    """The console wraps a long line to the terminal, its continuation lines indented by two spaces: each such
+    paragraph is read back as the one line it was."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if lines and line.startswith("  ") and lines[-1].strip():
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    return lines
+
+
 def _only_as_not_ours(text: str, token: str) -> None:
     """The forged text appears only on lines that say it is the bundle's plan, not linkcheck's."""
-    for line in text.splitlines():
+    for line in _logical_lines(text):
         if token and token in line:
             assert MARK in line, line[:300]
 

@@ -186,12 +186,12 @@ def test_a_run_whose_history_is_a_fifo_says_so_and_keeps_its_verdict(cli: InProc
     assert cli("baseline", "save", "base", healthy, env=env).returncode == 0
     history = tmp_path / "linkcheck" / "history"
     history.mkdir(parents=True, exist_ok=True)
-    diagnosed = cli("diagnose", healthy, "--baseline", "base", env=env, timeout=60)
+    diagnosed = cli("diagnose", healthy, "--baseline", "base", "--record", env=env, timeout=60)
     files = list(history.glob("*.jsonl"))
     assert diagnosed.returncode == 0 and len(files) == 1
     files[0].unlink()
     os.mkfifo(files[0])
-    result = cli("diagnose", healthy, "--baseline", "base", env=env, timeout=60)
+    result = cli("diagnose", healthy, "--baseline", "base", "--record", env=env, timeout=60)
     assert result.returncode == 0 and "is a FIFO, not a history file" in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -51,9 +51,11 @@ ALL_STATUSES = ("pass", "warn", "fail", "skip")
 
 
 def _spec_ids() -> set[str]:
+    """Every spec a lab node answers: not the per-container ones (no --container named), and not gpu_state (the
+    lab's nodes have no GPU and no nvidia-smi: an optional tool that is absent is skipped)."""
     from linkcheck.collect.specs import SPECS
 
-    return {s.id for s in SPECS}
+    return {s.id for s in SPECS if not s.per_container} - {"gpu_state"}
 
 
 def _rules_needing(groups: set[str]) -> set[str]:

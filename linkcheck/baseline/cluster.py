@@ -209,9 +209,17 @@ def resolve_any(name_or_file: str) -> Baseline | ClusterBaseline:
     return read_any(path)
 
 
-def list_any() -> list[Baseline | ClusterBaseline]:
-    root = store.baselines_dir()
-    return [read_any(p) for p in (sorted(root.glob("*/*.json")) if root.is_dir() else [])]
+def list_any() -> tuple[list[Baseline | ClusterBaseline], list[BaselineError]]:
+    """Every stored baseline that reads, and one error per entry that does not (a folder, a FIFO, a corrupt or
+    newer file): one bad entry never hides the others."""
+    baselines: list[Baseline | ClusterBaseline] = []
+    problems: list[BaselineError] = []
+    for path in store.stored_paths():
+        try:
+            baselines.append(read_any(path))
+        except BaselineError as exc:
+            problems.append(exc)
+    return baselines, problems
 
 
 def describe_nodes(baseline: ClusterBaseline) -> str:

@@ -238,13 +238,14 @@ def read_baseline(path: Path) -> Baseline:
     return from_json(read_text(path), str(path))
 
 
-def _paths() -> list[Path]:
+def stored_paths() -> list[Path]:
+    """Every entry of the store named like a baseline (NAME.json under a pair's or a cluster's folder), sorted."""
     root = baselines_dir()
     return sorted(root.glob("*/*.json")) if root.is_dir() else []
 
 
 def find_path(name: str) -> Path | None:
-    return next((p for p in _paths() if p.stem == name), None)
+    return next((p for p in stored_paths() if p.stem == name), None)
 
 
 def resolve(name_or_file: str) -> Baseline:
@@ -322,10 +323,6 @@ def _link_new(target: Path, data: bytes) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
-
-
-def list_baselines() -> list[Baseline]:
-    return [read_baseline(p) for p in _paths()]
 
 
 def delete(name: str) -> Path:

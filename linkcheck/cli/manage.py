@@ -17,7 +17,7 @@ from linkcheck.baseline.store import delete
 from linkcheck.cli.common import FLAGS, ConfigOpt, PlaybookOpt, offline_config, out, out_fitted, say
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule_text import describe_rule, rule_source
-from linkcheck.errors import UsageError
+from linkcheck.errors import ExitCode, UsageError
 
 PathsOpt = Annotated[bool, typer.Option("--paths", help="Name each playbook by its full path (default: a built-in's "
                                         "file name).")]
@@ -90,8 +90,14 @@ def baseline_save(
 
 
 def baseline_list() -> None:
-    """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from."""
-    out_fitted(list_text())
+    """Every saved baseline: name, pair, when, the run's verdict, the bundle it came from. An entry that cannot be
+    read is named on stderr, one line each, after the others are listed (exit 4)."""
+    table, problems = list_text()
+    out_fitted(table)
+    for problem in problems:
+        say(f"linkcheck: {problem}")
+    if problems:
+        raise typer.Exit(int(ExitCode.BAD_INPUT))
 
 
 def baseline_show(name: Annotated[str, typer.Argument(help="A saved baseline's name, or a baseline file.")]) -> None:

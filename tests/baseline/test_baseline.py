@@ -113,6 +113,23 @@ def test_list_show_delete(data_home: Path) -> None:
     assert "no baselines" in run("baseline", "list").stdout
 
 
+@pytest.mark.parametrize("odd", ["folder", "fifo", "corrupt"])
+def test_one_unreadable_entry_does_not_hide_the_others(data_home: Path, odd: str) -> None:
+    assert run("baseline", "save", "good", str(FIXTURES / "healthy")).returncode == 0
+    bad = saved_file(data_home, "good").parent / "odd.json"
+    if odd == "folder":
+        bad.mkdir()
+    elif odd == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.write_text("{", encoding="utf-8")
+    listing = run("baseline", "list")
+    line = one_line(listing, 4, str(bad))
+    assert "good" in listing.stdout and "dgx-spark-1 + dgx-spark-2" in listing.stdout, listing.stdout
+    assert "odd" not in listing.stdout and line.startswith("linkcheck: ")
+    assert (bad.is_dir() if odd == "folder" else bad.exists())  # left as it was
+
+
 @pytest.mark.parametrize("name", ["../escape", ".hidden", "a/b", "x" * 65, ""])
 def test_unsafe_names_are_refused(name: str, data_home: Path) -> None:
     one_line(run("baseline", "save", name, str(FIXTURES / "healthy")), 4)

@@ -260,9 +260,13 @@ def _seconds(text: str) -> float | None:
 
 def kill(transport: Transport, proc: RemoteProcess) -> None:
     """End the process group by PID (TERM, then KILL); its output stays for collect_output. The plain PID
-    is the fallback for a process that has not called setsid() yet."""
+    is the fallback for a process that has not called setsid() yet.
+
+    Only while its `rc` file is absent, as the sweep does: once the shell has written it, the group has ended
+    and its number may already belong to another process on the node, which must never be signalled."""
     g = int(proc.pgid)
-    command = (f"kill -TERM -{g} 2>/dev/null || kill -TERM {g} 2>/dev/null; i=0; "
-               f"while kill -0 -{g} 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; "
-               f"kill -KILL -{g} 2>/dev/null; true")
+    rc = shlex.quote(f"{proc.directory}/rc")
+    command = (f"[ -e {rc} ] && exit 0; kill -TERM -{g} 2>/dev/null || kill -TERM {g} 2>/dev/null; i=0; "
+               f"while [ ! -e {rc} ] && kill -0 -{g} 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); "
+               f"done; [ -e {rc} ] || kill -KILL -{g} 2>/dev/null; true")
     run_step(transport, command, 15, f"ending {proc.label}")

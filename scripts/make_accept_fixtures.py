@@ -101,6 +101,11 @@ def _run(name: str, work: Path) -> Path:
 def _check(name: str, bundle: Path) -> None:
     """The run is what FIXTURES states, verifies, and holds nothing of the lab's keys and SSH files."""
     _check_report(name, json.loads(_linkcheck("diagnose", str(bundle), "-f", "json").stdout))
+    check_filed(name, bundle)
+
+
+def check_filed(name: str, bundle: Path) -> None:
+    """The bundle verifies and holds nothing of the lab's keys and SSH files: what every lab-made fixture must."""
     verify = _linkcheck("verify", str(bundle))
     if verify.returncode != 0:
         raise SystemExit(f"{name}: verify: {verify.stdout}{verify.stderr}")
@@ -109,6 +114,15 @@ def _check(name: str, bundle: Path) -> None:
         found = [s for s in SECRETS if s in text]
         if found:
             raise SystemExit(f"{name}: {path.relative_to(bundle)} holds {found}: not a fixture")
+
+
+def replace_fixture(name: str, saved: Path) -> Path:
+    """fixtures/NAME replaced by a copy of the saved bundle; returns it."""
+    target = ROOT / "fixtures" / name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(saved, target)
+    return target
 
 
 def _check_report(name: str, report: dict[str, Any]) -> None:
@@ -138,10 +152,7 @@ def _check_report(name: str, report: dict[str, Any]) -> None:
 
 def _write(name: str, saved: Path) -> Path:
     want = FIXTURES[name]
-    target = ROOT / "fixtures" / name
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(saved, target)
+    target = replace_fixture(name, saved)
     scenario = SCENARIOS[want["scenario"]]
     expected = {
         "scenario": name,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from make_accept_fixtures import SECRETS, _linkcheck  # noqa: E402
+from make_accept_fixtures import _linkcheck, check_filed, replace_fixture  # noqa: E402
 
 from tests.fixture_bundles import cluster_fired  # noqa: E402
 from tests.lab import Lab  # noqa: E402
@@ -98,13 +97,7 @@ def _check(name: str, bundle: Path) -> None:
            {k: subjects.get(k) for k in want["subjects"]})
     if got != (want["verdict"], want["layout"], want["findings"], want["subjects"]):
         raise SystemExit(f"{name}: the run's diagnosis {got} is not the stated one")
-    verify = _linkcheck("verify", str(bundle))
-    if verify.returncode != 0:
-        raise SystemExit(f"{name}: verify: {verify.stdout}{verify.stderr}")
-    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
-        found = [s for s in SECRETS if s in path.read_text(encoding="utf-8", errors="replace")]
-        if found:
-            raise SystemExit(f"{name}: {path.relative_to(bundle)} holds {found}: not a fixture")
+    check_filed(name, bundle)
 
 
 def expected_yaml(name: str) -> str:
@@ -121,10 +114,7 @@ def expected_yaml(name: str) -> str:
 
 def _write(name: str, saved: Path) -> Path:
     want = FIXTURES[name]
-    target = ROOT / "fixtures" / name
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(saved, target)
+    target = replace_fixture(name, saved)
     command = " ".join(_command(name))
     (target / "expected.yaml").write_text(expected_yaml(name))
     manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from make_accept_fixtures import SECRETS, _config, _linkcheck  # noqa: E402
+from make_accept_fixtures import _config, _linkcheck, check_filed, replace_fixture  # noqa: E402
 
 from tests.emulators.scenarios import SCENARIOS  # noqa: E402
 from tests.lab import Lab  # noqa: E402
@@ -81,20 +80,11 @@ def _check(bundle: Path) -> None:
     if advice["headline"] != want["headline"] or len(measured) != want["measured_ib_write_lat"]:
         raise SystemExit(f"{NAME}: advise says {advice['headline']!r} with {len(measured)} measured ib_write_lat "
                          f"figures, stated {want}")
-    verify = _linkcheck("verify", str(bundle))
-    if verify.returncode != 0:
-        raise SystemExit(f"{NAME}: verify: {verify.stdout}{verify.stderr}")
-    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
-        found = [s for s in SECRETS if s in path.read_text(encoding="utf-8", errors="replace")]
-        if found:
-            raise SystemExit(f"{NAME}: {path.relative_to(bundle)} holds {found}: not a fixture")
+    check_filed(NAME, bundle)
 
 
 def _write(saved: Path) -> Path:
-    target = ROOT / "fixtures" / NAME
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(saved, target)
+    target = replace_fixture(NAME, saved)
     scenario = SCENARIOS[SCENARIO]
     expected = {
         "scenario": NAME, "origin": "synthetic",

@@ -76,8 +76,7 @@ def test_quiet_prints_the_bundles_one_verdict_line(name: str, cli: InProcessCli)
     assert run.stdout == "" and run.stderr.splitlines() == [f"verdict: {_expected(name)['verdict']}"]
 
 
-@pytest.mark.parametrize("args", [("fix",), ("advise", "--model-gib", "60", "--concurrency", "4")],
-                         ids=["fix", "advise"])
+@pytest.mark.parametrize("args", [("advise", "--model-gib", "60", "--concurrency", "4")], ids=["advise"])
 def test_a_command_that_serves_a_pair_refuses_a_cluster_bundle(args: tuple[str, ...], cli: InProcessCli) -> None:
     before = sorted(p.name for p in RING.iterdir())
     run = cli(args[0], str(RING), *args[1:])

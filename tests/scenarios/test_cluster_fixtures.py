@@ -76,15 +76,6 @@ def test_quiet_prints_the_bundles_one_verdict_line(name: str, cli: InProcessCli)
     assert run.stdout == "" and run.stderr.splitlines() == [f"verdict: {_expected(name)['verdict']}"]
 
 
-@pytest.mark.parametrize("args", [("advise", "--model-gib", "60", "--concurrency", "4")], ids=["advise"])
-def test_a_command_that_serves_a_pair_refuses_a_cluster_bundle(args: tuple[str, ...], cli: InProcessCli) -> None:
-    before = sorted(p.name for p in RING.iterdir())
-    run = cli(args[0], str(RING), *args[1:])
-    assert run.returncode == 4 and not run.stdout
-    assert run.stderr.count("\n") == 1 and f"{args[0]} {REFUSAL}" in run.stderr, run.stderr
-    assert sorted(p.name for p in RING.iterdir()) == before  # no repair.json, nothing written
-
-
 def test_anonymize_refuses_a_cluster_bundle_and_writes_nothing(cli: InProcessCli, tmp_path: Path) -> None:
     run = cli("anonymize", str(RING), str(tmp_path / "anon"))
     assert run.returncode == 4 and run.stderr.count("\n") == 1 and f"anonymize {REFUSAL}" in run.stderr

@@ -38,12 +38,12 @@ from linkcheck.cli.common import (
     offline_config,
     out,
     out_fitted,
-    pair_only,
     run_record,
     say,
     say_verdict,
     warn_unverified,
 )
+from linkcheck.cluster.anonymize import anonymize_cluster_saved
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
@@ -156,10 +156,12 @@ def anonymize(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the anonymised copy (absent or "
                                             "empty).")],
 ) -> None:
-    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced. A
-    cluster's bundle is refused (exit 4): its cluster record is not anonymised."""
-    pair_only("anonymize", bundle, "a cluster's record (cluster.json) is not anonymised yet")
-    anonymize_saved(bundle, out_dir, warn=warn_unverified)
+    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced; a
+    cluster's nodes renamed n1, n2, ... and its record (cluster.json) with the same fakes."""
+    if is_cluster_bundle(bundle):
+        anonymize_cluster_saved(bundle, out_dir, warn=warn_unverified)
+    else:
+        anonymize_saved(bundle, out_dir, warn=warn_unverified)
     say(f"anonymised bundle saved to {out_dir}")
 
 

@@ -7,7 +7,6 @@ it as a cluster."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -74,12 +73,6 @@ def test_quiet_prints_the_bundles_one_verdict_line(name: str, cli: InProcessCli)
     run = cli("-q", "diagnose", str(FIXTURE_DIR / name))
     assert run.returncode == EXIT[_expected(name)["verdict"]]
     assert run.stdout == "" and run.stderr.splitlines() == [f"verdict: {_expected(name)['verdict']}"]
-
-
-def test_anonymize_refuses_a_cluster_bundle_and_writes_nothing(cli: InProcessCli, tmp_path: Path) -> None:
-    run = cli("anonymize", str(RING), str(tmp_path / "anon"))
-    assert run.returncode == 4 and run.stderr.count("\n") == 1 and f"anonymize {REFUSAL}" in run.stderr
-    assert not (tmp_path / "anon").exists()
 
 
 def test_diagnose_all_shows_the_passed_rules_of_a_cluster(cli: InProcessCli) -> None:

@@ -73,6 +73,7 @@ def fix(
         raise UsageError("--output goes with a plan, not with --apply or --restore")
     if output is not None:
         check_output_path(output)
+    _pair_nodes(node, "--restore" if restore else "--apply" if apply else "without a bundle")
     if restore or apply:
         pair_only("fix --apply", bundle, f"`linkcheck fix {bundle}` prints its plan per node and cable, to apply "
                   "node by node as its steps say")
@@ -101,6 +102,14 @@ def fix(
     if FLAGS.quiet:
         say(result.verdict.line)
     raise typer.Exit(130 if result.interrupted else result.exit_code)
+
+
+def _pair_nodes(node: list[str] | None, what: str) -> None:
+    """Three or more --node name a cluster, whose live plan and transaction are not served yet: one line, exit 4
+    (linkcheck.yaml's `cluster:` nodes are refused as for every live pair command)."""
+    if len(node or ()) > 2:
+        raise UsageError(f"fix {what} serves a pair; over a cluster, `linkcheck check` with its nodes saves its "
+                         "bundle, and `linkcheck fix BUNDLE` plans it per cable and node")
 
 
 def _show_plan(result: FixResult, fmt: Format) -> None:

@@ -93,3 +93,12 @@ def test_the_plan_is_saved_where_asked(cli: InProcessCli, tmp_path: Path) -> Non
     assert run.returncode == 2
     saved = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))["plan"]
     assert [s["node"] for s in saved["steps"]] == ["a", "b"]
+
+
+def test_a_live_cluster_is_refused_in_one_line_before_any_node_is_contacted(cli: InProcessCli, tmp_path: Path) -> None:
+    nodes = [f"--node={n}=root@198.18.255.{i}" for i, n in enumerate("abc", 1)]
+    for args in (("fix",), ("fix", "--apply"), ("fix", "--restore")):
+        run = cli(*args, *nodes, cwd=tmp_path)
+        assert run.returncode == 4 and not run.stdout, run.stderr
+        assert run.stderr.count("\n") == 1 and "serves a pair; over a cluster" in run.stderr, run.stderr
+    assert not list(tmp_path.iterdir())  # no bundle folder

@@ -39,6 +39,12 @@ def _role_subject(subject: str, roles: Mapping[str, str]) -> str:
     return f"{roles[head]}:{rest}" if sep and head in roles else subject
 
 
+def _role_id(finding_id: str, roles: Mapping[str, str]) -> str:
+    """A finding id (`RULE:subject`) with its subject in the planner's roles."""
+    rule, _, subject = finding_id.partition(":")
+    return f"{rule}:{_role_subject(subject, roles)}"
+
+
 def _as_roles(link: LinkFacts) -> LinkFacts:
     return replace(link, a=replace(link.a, name="a"), b=replace(link.b, name="b"))
 
@@ -57,7 +63,7 @@ def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, finding
     in_roles = []
     for f in findings:
         role_finding = replace(f, subject=_role_subject(f.subject, roles),
-                               explained_by=f.explained_by and _role_subject(f.explained_by, roles))
+                               explained_by=f.explained_by and _role_id(f.explained_by, roles))
         back[role_finding.finding_id] = shown_as[f.finding_id]
         in_roles.append(role_finding)
     files = {role: node_files(bundle, name) for role, name in names.items()}

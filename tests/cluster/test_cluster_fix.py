@@ -9,8 +9,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from linkcheck.bundle.format import Bundle
+from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.repair.cluster import cluster_plan
+from tests.cluster import cluster_checks as cc
 from tests.cluster.cluster_checks import saved_bundle
+from tests.emulators.captures import node_captures
 from tests.fixture_bundles import FIXTURE_DIR
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -102,3 +108,22 @@ def test_a_live_cluster_is_refused_in_one_line_before_any_node_is_contacted(cli:
         assert run.returncode == 4 and not run.stdout, run.stderr
         assert run.stderr.count("\n") == 1 and "serves a pair; over a cluster" in run.stderr, run.stderr
     assert not list(tmp_path.iterdir())  # no bundle folder
+
+
+def test_a_cable_between_b_and_c_is_planned_on_b_and_c() -> None:
+    """The planner's roles a and b are the cable's two nodes, named back: the hot-plug state on cable b<->c of a
+    ring reboots b and c, never a; a measured SINGLE_PCIE_PATH is listed with its cable."""
+    ring = CLUSTER_SCENARIOS["ring3"]()
+    models = cluster_models(ring)
+    bundle = Bundle(captures=[c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)])
+
+    def on_bc(rates: tuple[float, float]) -> cc.Rates:
+        return lambda test: rates if set(test.nodes) == {"b", "c"} else cc.HEALTHY
+
+    plan = cluster_plan(cc.checked(ring, on_bc(cc.HOTPLUG)), bundle)
+    assert [(s.node, s.runtime) for s in plan.steps] == [("b", (REBOOT,)), ("c", (REBOOT,))]
+    assert all(s.finding.endswith("(cable b:p0<->c:p1)") for s in plan.steps)
+    shared = cluster_plan(cc.checked(ring, on_bc(cc.ONE_PCIE)), bundle)
+    assert not shared.steps and shared.not_planned
+    assert all(n.finding.startswith("SINGLE_PCIE_PATH:") and n.finding.endswith("(cable b:p0<->c:p1)")
+               for n in shared.not_planned)

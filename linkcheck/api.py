@@ -1,4 +1,5 @@
-"""The library face: diagnose a saved bundle or run a live check, then read the verdict and the findings.
+"""The library face: diagnose a saved bundle (a pair's or a cluster's) or run a live check, then read the verdict
+and the findings; plan its repairs, or advise a workload on it.
 
     from pathlib import Path
     from linkcheck import api
@@ -7,25 +8,76 @@
     outcome.diagnosis.verdict          # Verdict.PASS
     [f for f in outcome.diagnosis.findings if f.status is api.Status.FAIL]
 
+A cluster's bundle (one with cluster.json) gives a ClusterCheck through the same function, a pair being the
+cluster of one cable: `check.verdict`, `check.exit_code`, `check.view.diagnosis.findings` (the cluster's rules),
+`check.cables` (each test's pair view, findings and verdict). `api.fix_bundle(path)` and
+`api.advise_bundle(path, api.Workload(model_gib=70, concurrency=4))` take either bundle too.
+
 A live run takes a Config (`api.resolve_config(None, ["a=user@host-a", "b=user@host-b"])`, or
 `api.load_config(path)`) and returns where the bundle was saved and its Outcome:
 `api.run_live(config, None, anonymize=False, diagnose=True, traffic=api.TrafficRequest(rdma=api.RdmaOptions()))`.
+Three to eight nodes: `api.check_cluster(["a=user@host-a", "b=user@host-b", "c=user@host-c"])` inspects them (with
+`rdma=api.RdmaOptions()` it measures every cable) and returns the ClusterCheck and where its bundle was saved.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from linkcheck.advise.model import Advice, Workload
+from linkcheck.app.advise import advise_bundle
+from linkcheck.app.cluster_check import ClusterTraffic, cluster_bundle, save_cluster
+from linkcheck.app.cluster_check import check_cluster as _check_cluster
+from linkcheck.app.fix import FixResult, fix_bundle
 from linkcheck.app.live import LiveResult, TrafficRequest, run_live
-from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.offline import configured_rules
+from linkcheck.app.offline import diagnose_bundle as _diagnose_pair
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
-from linkcheck.config import Config, load_config, resolve_config
+from linkcheck.cluster.hosts import cluster_hosts
+from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.config import Config, SshOptions, load_config, resolve_config
 from linkcheck.diagnose.engine import Diagnosis
-from linkcheck.errors import ExitCode, LinkcheckError
+from linkcheck.errors import ExitCode, LinkcheckError, UsageError
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.outcome import Outcome
 
 __all__ = [
-    "Config", "Diagnosis", "ExitCode", "Finding", "LinkcheckError", "LiveResult", "NcclOptions", "Outcome",
-    "RdmaOptions", "Severity", "Status", "TrafficRequest", "Verdict", "diagnose_bundle", "load_config",
+    "Advice", "ClusterCheck", "Config", "Diagnosis", "ExitCode", "Finding", "FixResult", "LinkcheckError",
+    "LiveResult", "NcclOptions", "Outcome", "RdmaOptions", "Severity", "SshOptions", "Status", "TrafficRequest",
+    "Verdict", "Workload", "advise_bundle", "check_cluster", "diagnose_bundle", "fix_bundle", "load_config",
     "resolve_config", "run_live",
 ]
+
+
+def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None, *,
+                    allow_unverified: bool = False, warn: Callable[[str], None] | None = None
+                    ) -> Outcome | ClusterCheck:
+    """A saved bundle diagnosed as `linkcheck diagnose` does: a pair's Outcome, or a cluster's ClusterCheck (judged
+    with the pair's rules per cable and the cluster's over every node). A bundle that `verify` rejects raises
+    BundleError (a LinkcheckError), unless `allow_unverified` (each problem passed to `warn`)."""
+    if is_cluster_bundle(path):
+        rules = configured_rules(list(playbooks or []), config, kind="all")
+        return cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn,
+                              expected=config.expected_cluster if config else None)
+    return _diagnose_pair(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
+
+
+def check_cluster(nodes: Sequence[str], *, ssh: SshOptions | None = None, save_dir: Path | None = None,
+                  rdma: RdmaOptions | None = None, nccl: NcclOptions | None = None,
+                  playbooks: list[Path] | None = None) -> tuple[ClusterCheck, Path | None]:
+    """Three to eight nodes (`name=[user@]host[:port]`, as `--node` takes them; more than eight, a node named twice
+    and fewer than three are refused as the command line refuses them) inspected at once, every cable
+    measured when `rdma` is given and NCCL run across every node when `nccl` is, then judged; the bundle is saved
+    in `save_dir` when one is given. Bad nodes raise a LinkcheckError (exit 4) before any node is contacted."""
+    hosts = cluster_hosts(nodes=list(nodes))
+    rules = configured_rules(list(playbooks or []), None, kind="all")
+    if len(nodes) < 3:
+        raise UsageError(f"check_cluster takes 3 to 8 nodes, got {len(nodes)}; a pair's live check is run_live")
+    traffic = ClusterTraffic(rdma=rdma, nccl=nccl)
+    check, bundle, doc = _check_cluster(hosts, ssh or SshOptions(), rules, traffic)
+    if save_dir is not None:
+        save_cluster(bundle, doc, save_dir)
+    return check, save_dir

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Figure, FixFirst, Workload
+from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Figure, FixFirst, Workload, headline
 from linkcheck.advise.published import published
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Finding, Status
@@ -182,9 +182,16 @@ class DecodeEstimate(msgspec.Struct, frozen=True):
         return self.tp_tps / self.one_tps
 
 
-def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures) -> DecodeEstimate | None:
+def _across(nodes: int) -> str:
+    """How the reasons name the nodes a model spans: "both" for a pair, "all N" for more."""
+    return "both" if nodes == 2 else f"all {nodes}"
+
+
+def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures, nodes: int = 2) -> DecodeEstimate | None:
     """The estimated decode speeds and the reasons that state them; None when the weights one token reads are not
-    known (an MoE model without --active-gib)."""
+    known (an MoE model without --active-gib). Across `nodes` each node reads its share of the weights, then the
+    decode step's all-reduces; without a measured one across them, the pair's published time, times N-1 for more
+    nodes (a ring all-reduce takes 2(N-1) steps, a pair's 2; linkcheck's estimate)."""
     read_gib = w.active_gib if w.moe else w.model_gib
     if read_gib is None:
         return None
@@ -199,30 +206,36 @@ def _decode_estimate(w: Workload, decode: Decode | None, figs: _Figures) -> Deco
         figs.published("decode_allreduces_per_step")
     if decode is None:
         # The pair's own published figure at 64 KiB, above the 48 KB payload: an upper bound for it.
-        allreduce_us = published("allreduce_64k_us").value
+        allreduce_us = published("allreduce_64k_us").value * (nodes - 1)
         kind_how = "the published 68 us of a GB10 pair at 64 KiB (not measured; at most that at 48 KB)"
+        if nodes > 2:
+            kind_how = (f"the published 68 us of a GB10 pair at 64 KiB x {nodes - 1} (not measured: a ring "
+                        f"all-reduce takes {2 * (nodes - 1)} steps across {nodes} nodes, a pair's 2; an estimate)")
         figs.published("allreduce_64k_us")
     else:
         allreduce_us, kind_how = decode[0], f"{number(decode[0])} us each ({decode[1]})"
     collectives_ms = count * allreduce_us / 1e3
-    split_ms = one_ms / 2 + collectives_ms
+    split_ms = one_ms / nodes + collectives_ms
+    across = _across(nodes)
     what = "active weights" if w.moe else "weights"
+    share_of = "half the weights" if nodes == 2 else f"1/{nodes} of the weights"
     one = figs.add(Figure("decode speed on one node", 1e3 / one_ms, "tok/s", "estimate",
                           f"one token reads {plain_number(read_gib)} GiB of {what} at {plain_number(bw.value)} GB/s "
                           "memory bandwidth per node"))
-    tp = figs.add(Figure("decode speed across both, tensor parallel", 1e3 / split_ms, "tok/s", "estimate",
-                         "each node reads half the weights, then the all-reduces of a decode step"))
+    tp = figs.add(Figure(f"decode speed across {across}, tensor parallel", 1e3 / split_ms, "tok/s", "estimate",
+                         f"each node reads {share_of}, then the all-reduces of a decode step"))
     coll = figs.add(Figure("all-reduces of a decode step", collectives_ms, "ms", "estimate",
                            f"{count} all-reduces ({how}) x {kind_how}"))
     share = figs.add(Figure("collective share of a tensor-parallel decode step", 100 * collectives_ms / split_ms, "%",
-                            "estimate", "all-reduces of a decode step / decode step across both"))
-    pp = figs.add(Figure("decode speed across both, pipeline parallel", 1e3 / one_ms, "tok/s", "estimate",
+                            "estimate", f"all-reduces of a decode step / decode step across {across}"))
+    pp = figs.add(Figure(f"decode speed across {across}, pipeline parallel", 1e3 / one_ms, "tok/s", "estimate",
                          "each node reads its half in turn: one node's time per token (the hop between them is "
-                         "not counted)"))
+                         "not counted)" if nodes == 2 else "each node reads its share in turn: one node's time per "
+                         "token (the hops between them are not counted)"))
     basis = f"at {bw_text} memory bandwidth per node, with the all-reduces {coll} per token ({share})"
     return DecodeEstimate(
         1e3 / one_ms, 1e3 / split_ms,
-        f"one request decodes at about {one} on one node and {tp} across both with tensor parallel, {basis}: "
+        f"one request decodes at about {one} on one node and {tp} across {across} with tensor parallel, {basis}: "
         f"{one_ms / split_ms:.2f}x per request",
         f"one request decodes at about {tp} with tensor parallel and {pp} with pipeline parallel, {basis}")
 
@@ -338,3 +351,132 @@ def advise(link: LinkFacts, findings: Iterable[Finding], workload: Workload) -> 
                       tuple(figs.items.values()), voiding, interim, choice, tuple(notes_out))
     return Advice(choice, CHOICES[choice], tuple(reasons), state, latency, w, tuple(figs.items.values()), voiding,
                   notes=tuple(notes_out))
+
+
+# --- a cluster of N nodes --------------------------------------------------------------------------------------
+# vLLM refuses tensor parallel across a number of ranks that does not divide the model's attention heads: "Total
+# number of attention heads (28) must be divisible by tensor parallel size (3)." (vLLM ModelConfig's check of the
+# parallel config, as it prints it). The same holds for KV heads; the attention heads are the ones asked for.
+HEADS_RULE = "vLLM: the attention heads must be divisible by the tensor parallel size"
+
+
+class Nodes(msgspec.Struct, frozen=True):
+    """What a cluster's advice reads besides its findings: how many nodes, the layout, and each cable's measured
+    rate with both twins at once (Gb/s, its slower direction; None where it was not measured)."""
+
+    count: int
+    layout: str
+    cables: tuple[tuple[str, float | None], ...] = ()
+
+
+def _cables(nodes: Nodes, figs: _Figures) -> tuple[list[str], bool]:
+    """The cables as measured, the slowest named as what bounds a ring collective, with NVIDIA's figure for the
+    layout; whether every cable was measured."""
+    measured = [(label, gbps) for label, gbps in nodes.cables if gbps is not None]
+    every = bool(nodes.cables) and len(measured) == len(nodes.cables)
+    if not measured:
+        return [], False
+    source = "this bundle, ib_write_bw concurrent rounds, the slower direction"
+    said = [f"{label} {figs.add(Figure(f'cable {label} both paths at once', gbps, 'Gb/s', 'measured', source))}"
+            for label, gbps in measured]
+    slowest, low = min(measured, key=lambda c: c[1])
+    ring = nodes.layout.startswith("ring")
+    nvidia = figs.published("ring_busbw_min_gbs" if ring else "switch_busbw_min_gbs")
+    return [f"the cables measured: {'; '.join(said)}",
+            f"the slowest cable, {slowest} at {plain_number(round(low, 2))} Gb/s ({plain_number(round(low / 8, 2))} "
+            "GB/s), bounds a collective across the nodes: NCCL's ring passes every chunk over each link in turn "
+            "(src/graph/connect.cc connectRings: ranks in cable order), so each step waits for the slowest; NVIDIA's "
+            f"cluster check warns below {nvidia} of bus bandwidth "
+            + ("on a ring" if ring else "direct or through a switch")], every
+
+
+def _heads(w: Workload, n: int) -> tuple[bool, str]:
+    """Whether tensor parallel across n can split the model's attention heads, and why (said as a reason)."""
+    if w.heads is None:
+        return False, (f"the model's attention heads are not given (--heads): tensor parallel across {n} needs them "
+                       f"divisible by {n} ({HEADS_RULE}), so linkcheck does not advise it")
+    if w.heads % n:
+        return False, (f"{w.heads} attention heads do not divide by {n} ({HEADS_RULE}): no tensor parallel across "
+                       f"all {n}")
+    return True, f"{w.heads} attention heads divide by {n}: tensor parallel across all {n} can split them"
+
+
+def _cluster_choice(w: Workload, n: int, fits_one: bool, speedup: float | None, figs: _Figures
+                    ) -> tuple[str, list[str]]:
+    """The choice across n healthy nodes, and why: tensor parallel only where the heads divide by n; pipeline
+    parallel where the model needs several nodes but tensor parallel cannot or should not split it; one resident
+    per node for a model that fits one."""
+    tp_ok, heads = _heads(w, n)
+    tp_up_to = int(published("tp_ahead_of_replicas_up_to_users").value)
+    if fits_one:
+        if tp_ok and speedup is not None and speedup >= MIN_TP_SPEEDUP and w.concurrency <= tp_up_to:
+            return "tensor-parallel", [heads, (
+                f"{w.concurrency} concurrent user(s), up to the {figs.published('tp_ahead_of_replicas_up_to_users')} "
+                f"where a pair's tensor parallel served more than its solo replicas, and tensor parallel across {n} "
+                f"is estimated {speedup:.2f}x per request (linkcheck asks for {MIN_TP_SPEEDUP:g}x)")]
+        why = (f"tensor parallel across {n} is estimated only {speedup:.2f}x per request (below "
+               f"{MIN_TP_SPEEDUP:g}x)" if tp_ok and speedup is not None else heads)
+        if w.concurrency >= 2:
+            return "residents", [why, (
+                f"{w.concurrency} concurrent users and a model that fits one node: one resident per node serves "
+                "them with no collective crossing a cable; on one GX10 pair two residents gave "
+                f"{figs.published('gx10_residents_aggregate')} against {figs.published('gx10_split_aggregate')} "
+                "for one model across both")]
+        return "one-node", [why, "one user and a model that fits one node: one node serves it"]
+    tp_max = int(published("oem_llama8b_tp_max_batch").value) if not w.moe else MOE_TP_MAX_USERS
+    if tp_ok and w.concurrency <= tp_max:
+        return "tensor-parallel", [heads, (
+            f"{w.concurrency} concurrent user(s) on a model that needs several nodes: at low batch tensor parallel "
+            f"led (a pair: {figs.published('oem_gptoss_tp_b1')} against {figs.published('oem_gptoss_pp_b1')} with "
+            "pipeline parallel at batch 1, GPT-OSS-120B)")]
+    why = heads if not tp_ok else (
+        f"{w.concurrency} concurrent users: at high batch pipeline parallel wins (a pair: "
+        f"{figs.published('oem_gptoss_pp_b128')} against {figs.published('oem_gptoss_tp_b128')} with tensor "
+        "parallel at batch 128, GPT-OSS-120B)")
+    return "pipeline-parallel", [why, f"pipeline parallel across {n} splits the model by layers: each node holds "
+                                      "its layers, and only the activations cross a cable, once per stage"]
+
+
+def advise_cluster(nodes: Nodes, findings: Iterable[Finding], workload: Workload) -> Advice:
+    """The advice for `workload` on a cluster of `nodes.count` nodes (three or more; a pair is `advise`'s): any
+    finding of a node or a cable that degrades it voids a split, as on a pair."""
+    w = workload.check()
+    n = nodes.count
+    figs = _Figures()
+    voiding, notes = _fix_first(findings)
+    measured, every = _cables(nodes, figs)
+    state = "degraded" if voiding else "healthy" if every else "not measured"
+    need, usable, _, reasons = _memory(w, figs)
+    fits_one = need <= usable
+    notes_out = [*notes, "the decode-sized all_reduce across the nodes is not measured in a cluster's bundle: the "
+                 "collective figures are the pair's published ones, scaled by linkcheck"]
+    if state == "not measured":
+        notes_out.append("not every cable of this bundle was measured: a cross-node choice rests on the published "
+                         "record alone (run `linkcheck check --quick` over every node first)")
+    if need / n > usable:
+        reasons.append(f"even split in {n} it needs {number(need / n)} GiB per node, more than the usable "
+                       f"{number(usable)} GiB")
+        return Advice("does-not-fit", headline("does-not-fit", n), tuple(reasons + measured), state, False, w,
+                      tuple(figs.items.values()), voiding, notes=tuple(notes_out), nodes=n)
+    scratch = _Figures()
+    estimate = _decode_estimate(w, None, scratch, nodes=n)
+    choice, why = _cluster_choice(w, n, fits_one, estimate.speedup if estimate else None, figs)
+    tp_ok, _ = _heads(w, n)
+    if estimate is not None and tp_ok and (choice == "tensor-parallel" or not fits_one):
+        for figure in scratch.items.values():
+            figs.add(figure)
+        why.append(estimate.reason_one if fits_one else estimate.reason_pp)
+    if not fits_one:
+        why.insert(0, f"it does not fit one node: one model must span several of the {n}")
+    reasons += why + measured
+    if voiding:
+        interim = "residents" if fits_one and w.concurrency >= 2 else "one-node" if fits_one else None
+        lead = [f"{v.rule_id} ({v.subject}, {v.status})" for v in voiding]
+        reasons.insert(0, "a finding degrades a node or a cable, which voids any advice to split a model across "
+                       "the nodes: " + "; ".join(lead))
+        if interim is None:
+            notes_out.append("until the cluster is fixed the model cannot be served: it needs several nodes")
+        return Advice("fix-link-first", CHOICES["fix-link-first"], tuple(reasons), state, False, w,
+                      tuple(figs.items.values()), voiding, interim, choice, tuple(notes_out), n)
+    return Advice(choice, headline(choice, n), tuple(reasons), state, False, w, tuple(figs.items.values()), voiding,
+                  notes=tuple(notes_out), nodes=n)

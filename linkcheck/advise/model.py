@@ -18,7 +18,25 @@ CHOICES = {
     "one-node": "one node is enough",
     "fix-link-first": "fix the link first",
     "does-not-fit": "the model does not fit the pair",
+    "residents": "one resident per node",
 }
+# The same choices over N nodes (a cluster of three or more; the pair keeps CHOICES' words): "both" becomes all N,
+# and one resident runs on each node.
+_ACROSS_N = {
+    "residents": "one resident per node",
+    "tensor-parallel": "one model across all {n}, tensor parallel",
+    "pipeline-parallel": "one model across all {n}, pipeline parallel",
+    "does-not-fit": "the model does not fit the {n} nodes",
+}
+
+
+def headline(choice: str, nodes: int = 2) -> str:
+    """What a choice is called for `nodes` nodes: CHOICES' words for a pair, the N-node words for more."""
+    if nodes == 2 or choice not in _ACROSS_N:
+        return CHOICES[choice]
+    return _ACROSS_N[choice].format(n=nodes)
+
+
 DEFAULT_KV_KIB_PER_TOKEN = 128  # see Workload.kv_kib_per_token
 # The ranges a workload is read within (docs/commands.md, advise): far past any model a pair of 128 GB nodes could
 # hold or serve, and small enough that every figure computed from them stays a readable number.
@@ -27,6 +45,7 @@ MAX_KV_KIB_PER_TOKEN = 65536.0  # 64 MiB a token (a 126-layer bf16 model with fu
 MAX_CONCURRENCY = 65536
 MAX_CONTEXT_TOKENS = 10_000_000  # the longest context a published model takes (10M tokens)
 MAX_LAYERS = 1024
+MAX_HEADS = 4096
 
 
 class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -42,6 +61,7 @@ class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     kv_kib_per_token: float | None = None
     layers: int | None = None
     active_gib: float | None = None  # MoE: the weights one token reads (for the decode estimate)
+    heads: int | None = None  # attention heads: tensor parallel across N nodes needs them divisible by N
 
     def check(self) -> Workload:
         """Refuse what no model is: raise UsageError (exit 4) naming the value."""
@@ -52,15 +72,14 @@ class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise UsageError(f"{name.replace('_', '-')} must be a finite number above 0, got {value:g}")
             if value is not None and value > high:
                 raise UsageError(f"{name.replace('_', '-')} must be at most {high:g}, got {value:g}")
-        if self.concurrency < 1:
-            raise UsageError(f"concurrency must be at least 1, got {_count(self.concurrency)}")
         if self.context_tokens < 0:
             raise UsageError(f"context must be 0 or more tokens, got {_count(self.context_tokens)}")
-        if self.layers is not None and self.layers < 1:
-            raise UsageError(f"layers must be at least 1, got {_count(self.layers)}")
+        for shown, count in (("concurrency", self.concurrency), ("layers", self.layers), ("heads", self.heads)):
+            if count is not None and count < 1:
+                raise UsageError(f"{shown} must be at least 1, got {_count(count)}")
         for shown, value, high in (("concurrency", self.concurrency, MAX_CONCURRENCY),
                                    ("context", self.context_tokens, MAX_CONTEXT_TOKENS),
-                                   ("layers", self.layers, MAX_LAYERS)):
+                                   ("layers", self.layers, MAX_LAYERS), ("heads", self.heads, MAX_HEADS)):
             if value is not None and value > high:
                 raise UsageError(f"{shown} must be at most {high}, got {_count(value)}")
         if self.active_gib is not None and self.active_gib > self.model_gib:
@@ -108,3 +127,4 @@ class Advice(msgspec.Struct, frozen=True):
     interim: str | None = None  # with a degraded link: what to run until it is fixed (a key of CHOICES)
     once_fixed: str | None = None  # with a degraded link: the advice once it is healthy (a key of CHOICES)
     notes: tuple[str, ...] = ()
+    nodes: int = 2  # the nodes the advice is for: a pair, or a cluster's N

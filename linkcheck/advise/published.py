@@ -23,6 +23,8 @@ _GX10 = "GX10 pair lab report, a month of testing (Spanish-language; spark-link.
 _OEM = "three OEM dual-Spark pairs review (Dell, GIGABYTE, HP; Spanish-language; spark-link.md s.8)"
 _B12X = "local-inference-lab/b12x#295 (GLM-5.3-Flash TP4 on four DGX Sparks, 6-token speculative steps)"
 _KUBIS = "kubis.ai, vLLM TP=2 against two solo replicas on two DGX Sparks (spark-link.md s.10)"
+_SETUP = ("NVIDIA/dgx-spark-playbooks nvidia/multi-sparks-through-switch/assets/spark_cluster_setup/"
+          "spark_cluster_setup.py (spark-link.md s.10; a miss only warns)")
 _UNSLOTH = "unslothai/unsloth studio/spark_cluster.py (llama.cpp replicas against one node)"
 
 FIGURES: tuple[Published, ...] = (
@@ -67,6 +69,10 @@ FIGURES: tuple[Published, ...] = (
               "nodes served more than two solo replicas (measured from 1 user)", _KUBIS),
     Published("replicas_ahead_at_users", 64, "users", "concurrent users at which two solo replicas served more than "
               "vLLM TP=2 across both nodes", _KUBIS),
+    Published("ring_busbw_min_gbs", 10, "GB/s", "NCCL bus bandwidth below which NVIDIA's cluster check warns on a "
+              "ring of Sparks", _SETUP),
+    Published("switch_busbw_min_gbs", 21.875, "GB/s", "NCCL bus bandwidth below which NVIDIA's cluster check warns, "
+              "Sparks direct or through a switch", _SETUP),
     Published("replicas_gain_8", 1.30, "x", "two llama.cpp replicas against ONE node (not a split) at 8 users",
               _UNSLOTH),
     Published("replicas_gain_16", 1.75, "x", "two llama.cpp replicas against ONE node (not a split) at 16 users",

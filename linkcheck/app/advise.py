@@ -1,14 +1,22 @@
-"""`linkcheck advise`: a saved bundle and a workload in, the advice out (the bundle read as `diagnose` reads it)."""
+"""`linkcheck advise`: a saved bundle (a pair's or a cluster's) and a workload in, the advice out (the bundle read as
+`diagnose` reads it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from linkcheck.advise.decide import advise
+from msgspec.structs import replace
+
+from linkcheck.advise.decide import Nodes, advise, advise_cluster
 from linkcheck.advise.model import Advice, Workload
-from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.cluster_check import cluster_bundle
+from linkcheck.app.offline import configured_rules, diagnose_bundle
+from linkcheck.cluster.cables import FIRST_PASS
+from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config
 from linkcheck.errors import ExitCode, InputFileError
+from linkcheck.model import Finding
 from linkcheck.outcome import Outcome
 from linkcheck.schema import YamlFile
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
@@ -21,7 +29,8 @@ class WorkloadFileError(InputFileError):
 
 
 def load_workload(path: Path) -> Workload:
-    """A workload file (YAML: model_gib, concurrency, moe, context_tokens, kv_kib_per_token, layers, active_gib),
+    """A workload file (YAML: model_gib, concurrency, moe, context_tokens, kv_kib_per_token, layers, active_gib,
+    heads),
     refused at file:line when malformed, and checked as the options are."""
     text = read_yaml_text(path, WorkloadFileError)
     data = parse_yaml_text(text, str(path), WorkloadFileError)
@@ -32,11 +41,35 @@ def load_workload(path: Path) -> Workload:
 
 
 def advise_bundle(path: Path, workload: Workload, *, playbooks: list[Path] | None = None,
-                  config: Config | None = None) -> tuple[Outcome, Advice]:
-    """Diagnose the bundle (a bundle that `verify` rejects is refused, as for `diagnose`), then advise."""
+                  config: Config | None = None) -> tuple[Outcome | ClusterCheck, Advice]:
+    """Diagnose the bundle (a bundle that `verify` rejects is refused, as for `diagnose`), then advise: a pair's
+    on its link, a cluster's on its N nodes and every cable (each cable's findings named with its label)."""
     workload = workload.check()  # bad numbers are refused before the bundle is read
+    if is_cluster_bundle(path):
+        rules = configured_rules(list(playbooks or []), config, kind="all")
+        check = cluster_bundle(path, rules, expected=config.expected_cluster if config else None)
+        return check, advise_cluster(cluster_nodes(check), cluster_findings(check), workload)
     outcome = diagnose_bundle(path, playbooks, config)
     return outcome, advise(outcome.link, outcome.diagnosis.findings, workload)
+
+
+def cluster_nodes(check: ClusterCheck) -> Nodes:
+    """The cluster as its advice reads it: its nodes, its layout, each first-pass test's rate with both twins at
+    once (the slower direction; None where not measured)."""
+    cables = []
+    for result in check.cables:
+        if result.test.pass_no != FIRST_PASS:
+            continue
+        totals = [t for t in result.link.bench.totals("concurrent").values() if t is not None]
+        cables.append((result.test.label, min(totals) if totals else None))
+    return Nodes(len(check.view.hosts), check.view.topology.layout, tuple(cables))
+
+
+def cluster_findings(check: ClusterCheck) -> list[Finding]:
+    """The cluster's findings and every test's, a test's subject named with its label (two cables share path
+    keys)."""
+    tests = [replace(f, subject=f"{f.subject} (cable {r.test.label})") for r in check.cables for f in r.findings]
+    return [*check.view.diagnosis.findings, *tests]
 
 
 def advice_exit_code(advice: Advice) -> ExitCode:

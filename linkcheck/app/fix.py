@@ -12,12 +12,16 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck import strict_json
+from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.app.live import run_live
-from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.offline import configured_rules, diagnose_bundle
 from linkcheck.bundle.acceptance import add_files
+from linkcheck.bundle.verify import load_trusted
+from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.collector import close_transports, open_transports
 from linkcheck.config import Config
-from linkcheck.errors import BundleError, ExitCode, LinkcheckError
+from linkcheck.errors import BundleError, ExitCode, LinkcheckError, UsageError
 from linkcheck.model import Status
 from linkcheck.outcome import Outcome
 from linkcheck.repair.apply import (
@@ -29,12 +33,15 @@ from linkcheck.repair.apply import (
     reboot_nodes,
     sudo_works,
 )
+from linkcheck.repair.cluster import cluster_plan
 from linkcheck.repair.journal import COMMITTED, JournalError
 from linkcheck.repair.model import RepairPlan
 from linkcheck.repair.node import LocalNode, RepairNode, ShellNode
 from linkcheck.repair.record import REPAIR, write_repair
 from linkcheck.repair.restore import RestoreOutcome, report_unfinished, restore_node
 from linkcheck.repair.saved import plan_for
+from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
+from linkcheck.report.verdict import BundleVerdict
 from linkcheck.transport.base import Transport
 from linkcheck.transport.local import LocalTransport
 
@@ -43,13 +50,35 @@ __all__ = ["ApplyOptions", "apply_fix", "fix_bundle", "fix_live", "restore_fix"]
 
 
 class FixResult(msgspec.Struct, frozen=True):
-    """The diagnosis, the plan made from it, and where the plan was saved (or why it could not be)."""
+    """The diagnosis (a pair's, or a cluster's check), the plan made from it, and where the plan was saved (or why
+    it could not be)."""
 
-    outcome: Outcome
+    outcome: Outcome | ClusterCheck
     plan: RepairPlan
     saved: Path | None
     save_problem: str | None = None
     interrupted: bool = False
+
+    @property
+    def verdict(self) -> BundleVerdict:
+        """The bundle's one verdict (its line for -q), a pair's or a cluster's."""
+        if isinstance(self.outcome, ClusterCheck):
+            return cluster_verdict(self.outcome)
+        return bundle_verdict(self.outcome)
+
+    @property
+    def exit_code(self) -> int:
+        """The diagnosis's exit code (a pair's diagnosis, a cluster's check), as `diagnose` gives it."""
+        if isinstance(self.outcome, ClusterCheck):
+            return int(self.outcome.exit_code)
+        return int(self.outcome.diagnosis.exit_code)
+
+    @property
+    def pair(self) -> Outcome:
+        """The pair's diagnosis, which `fix --apply` applies its plan against (a cluster's is refused before)."""
+        if isinstance(self.outcome, ClusterCheck):
+            raise UsageError("fix --apply serves a pair: a cluster's plan is applied node by node as its steps say")
+        return self.outcome
 
 
 def _save(directory: Path, plan: RepairPlan) -> str | None:
@@ -63,8 +92,15 @@ def _save(directory: Path, plan: RepairPlan) -> str | None:
 
 def fix_bundle(path: Path, playbooks: list[Path] | None, config: Config | None, *, allow_unverified: bool = False,
                warn: Callable[[str], None] | None = None) -> FixResult:
-    """Diagnose a saved bundle and plan its repairs. The bundle is left as it was given (a filed bundle stays as
-    filed): the plan is saved only where asked (`fix BUNDLE -o FILE`)."""
+    """Diagnose a saved bundle and plan its repairs: a pair's, or a cluster's per cable and per node (a pair is
+    its one-cable case; repair/cluster.py). The bundle is left as it was given (a filed bundle stays as filed): the
+    plan is saved only where asked (`fix BUNDLE -o FILE`)."""
+    if is_cluster_bundle(path):
+        rules = configured_rules(list(playbooks or []), config, kind="all")
+        check = cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn,
+                               expected=config.expected_cluster if config else None)
+        bundle = load_trusted(path, allow_unverified=allow_unverified)
+        return FixResult(check, cluster_plan(check, bundle), None)
     outcome = diagnose_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
     return FixResult(outcome, plan_for(outcome), None)
 
@@ -136,8 +172,8 @@ def _record(result: ApplyResult, interrupted: str | None = None) -> None:
         "schema": "linkcheck-repair-apply", "schema_version": 1,
         "nodes": [msgspec.to_builtins(o) for o in result.outcomes],
         "rebooted": list(result.rebooted),
-        "before": {"exit_code": int(result.before.outcome.diagnosis.exit_code),
-                   "findings": firing(result.before.outcome)},
+        "before": {"exit_code": int(result.before.pair.diagnosis.exit_code),
+                   "findings": firing(result.before.pair)},
         "after": None if result.after is None else {
             "exit_code": int(result.after.diagnosis.exit_code), "findings": firing(result.after),
             "bundle": str(result.after_saved) if result.after_saved else None},
@@ -186,7 +222,7 @@ def _transactions(config: Config, result: ApplyResult, options: ApplyOptions, sa
         if not [s for s in plan.steps if not s.reboot or options.allow_reboot]:
             return replace(result, nothing_to_do=True)
         try:
-            outcomes = apply_plan(plan, nodes, result.before.outcome.link, options, say)
+            outcomes = apply_plan(plan, nodes, result.before.pair.link, options, say)
         except KeyboardInterrupt:
             _record(result, "interrupted (Ctrl-C): the node being changed was put back as it was")
             raise
@@ -211,7 +247,7 @@ def apply_fix(config: Config, save_dir: Path | None, bundle: Path | None, option
     before = live
     if bundle is not None:
         planned = fix_bundle(bundle, playbooks, config)
-        _fresh_matches(planned.plan, live.outcome)
+        _fresh_matches(planned.plan, live.pair)
         before = replace(live, plan=planned.plan)
     if shown is not None:
         shown(before)

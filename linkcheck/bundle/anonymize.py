@@ -774,6 +774,15 @@ def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | No
     what changed lost), or a changed file written into a copy that verifies as intact. The acceptance record
     (acceptance.json and its profile) is anonymised with the same fakes and kept; any other file of the table
     that is not a capture is named through `warn`, not copied."""
+    return anonymize_saved_with(source, target, warn)[0]
+
+
+def anonymize_saved_with(source: Path, target: Path, warn: Callable[[str], None] | None = None, *,
+                         renamed: Callable[[Bundle], Bundle] | None = None, own: frozenset[str] = frozenset()
+                         ) -> tuple[Path, Anonymizer]:
+    """anonymize_saved, the bundle first given to `renamed` (a cluster's nodes are named after their hosts: they
+    are renamed before anything is faked), the files in `own` left to the caller (neither copied nor named); with
+    the Anonymizer that learned the bundle, for the caller's own files to get the same fakes."""
     bundle = load_trusted(source, overridable=False)  # `anonymize` has no --allow-unverified
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
@@ -781,14 +790,16 @@ def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | No
     listed = set(read_manifest(base).get("files", {}))
     captured = {rel for rel in listed if "/" in rel}  # captures live in the nodes' folders
     extras: dict[str, str] = {}
-    for rel in sorted(listed - captured):
+    for rel in sorted(listed - captured - own):
         if rel in (ACCEPTANCE, PROFILE_COPY):
             extras[rel] = read_capped(base / rel, MAX_ACCEPTANCE_BYTES).decode("utf-8", errors="replace")
         elif warn is not None:
             warn(f"{rel}: not a capture or the acceptance record; not copied into the anonymised bundle")
+    if renamed is not None:
+        bundle = renamed(bundle)
     anonymized, anon = _anonymized(bundle, tuple(extras.values()))
     manifest = write_bundle(anonymized, target)
     if extras:
         add_files(target, {rel: _acceptance_text(anon, text) if rel == ACCEPTANCE else anon.text(text)
                            for rel, text in extras.items()})
-    return manifest
+    return manifest, anon

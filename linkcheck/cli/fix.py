@@ -26,7 +26,6 @@ from linkcheck.cli.common import (
     pair_only,
     say,
     say_node_errors,
-    say_verdict,
     warn_unverified,
 )
 from linkcheck.errors import ExitCode, UsageError
@@ -68,13 +67,16 @@ def fix(
     Read-only unless --apply: the plan is printed, nothing on the nodes changes; a live plan is also saved in the
     bundle it makes (repair.json), a BUNDLE's only where -o names. --apply applies it (journal per node, verified,
     rolled back on failure); --restore undoes the last.
-    A cluster's bundle is refused (exit 4): the plan is for a pair."""
+    A cluster's bundle is planned per cable and per node (each cable as a pair's); --apply serves a pair and refuses
+    it (exit 4)."""
     if output is not None and (restore or apply):
         raise UsageError("--output goes with a plan, not with --apply or --restore")
     if output is not None:
         check_output_path(output)
-    pair_only("fix", bundle, f"`linkcheck diagnose {bundle}` names each finding with its fix")
+    _pair_nodes(node, "--restore" if restore else "--apply" if apply else "without a bundle")
     if restore or apply:
+        pair_only("fix --apply", bundle, f"`linkcheck fix {bundle}` prints its plan per node and cable, to apply "
+                  "node by node as its steps say")
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
                    try_timeout, reboot_wait)
         return
@@ -91,15 +93,23 @@ def fix(
         live = fix_live(cfg, checked_save(save))
         if live is None:
             raise typer.Exit(130)
-        say_node_errors(live.outcome)
+        say_node_errors(live.pair)
         result = live
     if output is not None:
         write_output(output, repair_json(result.plan), "-o", "repair plan")
         say(f"repair plan saved to {output}")
     _show_plan(result, fmt)
     if FLAGS.quiet:
-        say_verdict(result.outcome)
-    raise typer.Exit(130 if result.interrupted else int(result.outcome.diagnosis.exit_code))
+        say(result.verdict.line)
+    raise typer.Exit(130 if result.interrupted else result.exit_code)
+
+
+def _pair_nodes(node: list[str] | None, what: str) -> None:
+    """Three or more --node name a cluster, whose live plan and transaction are not served yet: one line, exit 4
+    (linkcheck.yaml's `cluster:` nodes are refused as for every live pair command)."""
+    if len(node or ()) > 2:
+        raise UsageError(f"fix {what} serves a pair; over a cluster, `linkcheck check` with its nodes saves its "
+                         "bundle, and `linkcheck fix BUNDLE` plans it per cable and node")
 
 
 def _show_plan(result: FixResult, fmt: Format) -> None:
@@ -134,7 +144,7 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
         reboot = any(s.reboot for s in result.before.plan.steps)
         say("linkcheck: nothing to apply: the plan has no step" + (" but reboots (they need --allow-reboot)"
                                                                     if reboot and not allow_reboot else ""))
-        raise typer.Exit(int(result.before.outcome.diagnosis.exit_code))
+        raise typer.Exit(int(result.before.pair.diagnosis.exit_code))
     for o in result.outcomes:
         say(f"node {o.node}: {o.state} (journal {o.journal})" + "".join(f"; {p}" for p in o.problems))
     if any(o.state != "committed" for o in result.outcomes):

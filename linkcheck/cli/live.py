@@ -166,7 +166,8 @@ def check(
     if cluster:
         if latency or anonymize:
             raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
-                             "the nodes; --latency and --anonymize judge a pair")
+                             "the nodes; --latency and --anonymize serve a pair (a saved cluster bundle: "
+                             "`linkcheck anonymize BUNDLE OUT`)")
         against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
         rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
             duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
@@ -192,7 +193,12 @@ def bench_rdma(
     duration: DurationOpt = DEFAULT_DURATION_S, size: SizeOpt = 1048576, qps: QpsOpt = 1, port_base: PortOpt = None,
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None,
 ) -> None:
-    """ib_write_bw on each path alone, then both at once, both directions; with counters before and after."""
+    """ib_write_bw on each path alone, then both at once, both directions; with counters before and after. Three or
+    more --node (or linkcheck.yaml's `cluster:` nodes): every cable in rounds, as `check --bench` without NCCL."""
+    if is_cluster(node, None, None, None, config):
+        _bench_over_cluster("bench rdma", node, config, save, anonymize, accept_new_host_keys, fmt, show_all,
+                            RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base), None,
+                            baseline, prometheus)
     traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                run_record("bench rdma", baseline, prometheus))
@@ -204,7 +210,11 @@ def bench_nccl(
     nccl_max_bytes: NcclMaxOpt = 1 << 30, nccl_binary: NcclBinOpt = None, baseline: BaselineOpt = None,
     prometheus: PrometheusOpt = None,
 ) -> None:
-    """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log."""
+    """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log. Three or more
+    --node: across every node, one rank each, each rank's transport proven."""
+    if is_cluster(node, None, None, None, config):
+        _bench_over_cluster("bench nccl", node, config, save, anonymize, accept_new_host_keys, fmt, show_all, None,
+                            NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary), baseline, prometheus)
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                run_record("bench nccl", baseline, prometheus))
@@ -217,10 +227,27 @@ def bench_latency(
     prometheus: PrometheusOpt = None,
 ) -> None:
     """The latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf 16-64 KiB
-    across the nodes; what `linkcheck advise` reads. Same as `check --latency`."""
+    across the nodes; what `linkcheck advise` reads. Same as `check --latency`. A pair's test: three or more
+    nodes are refused (exit 4)."""
+    if is_cluster(node, None, None, None, config):
+        raise UsageError("bench latency serves a pair: ib_write_lat per path and the small all_reduce are judged "
+                         "between two nodes; over a cluster, `linkcheck check --quick` measures every cable")
     traffic = TrafficRequest(latency=_latency_options(port_base, nccl_binary))
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
                run_record("bench latency", baseline, prometheus))
+
+
+def _bench_over_cluster(command: str, node: list[str] | None, config: Path | None, save: Path | None,
+                        anonymize: bool, accept: bool, fmt: Format, show_all: bool, rdma: RdmaOptions | None,
+                        nccl: NcclOptions | None, baseline: str | None, prometheus: Path | None) -> None:
+    """`bench rdma` or `bench nccl` over a cluster: the cluster's check with that traffic alone (its rounds per
+    cable, or NCCL across every node)."""
+    if anonymize:
+        raise UsageError(f"{command} --anonymize serves a pair; over a cluster, save the bundle, then "
+                         "`linkcheck anonymize BUNDLE OUT` writes its anonymised copy")
+    against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
+    check_over_cluster((node or [], None, None, None), config, accept, fmt, (rdma, nccl), None, save, against,
+                       command, prometheus, show_all)
 
 
 def accept(

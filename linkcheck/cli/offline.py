@@ -9,7 +9,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from linkcheck.advise.model import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_GIB, MAX_KV_KIB_PER_TOKEN, MAX_LAYERS
+from linkcheck.advise.model import (
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
+    MAX_GIB,
+    MAX_HEADS,
+    MAX_KV_KIB_PER_TOKEN,
+    MAX_LAYERS,
+)
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.cluster import cluster_baseline
@@ -31,12 +38,12 @@ from linkcheck.cli.common import (
     offline_config,
     out,
     out_fitted,
-    pair_only,
     run_record,
     say,
     say_verdict,
     warn_unverified,
 )
+from linkcheck.cluster.anonymize import anonymize_cluster_saved
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
@@ -149,10 +156,12 @@ def anonymize(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the anonymised copy (absent or "
                                             "empty).")],
 ) -> None:
-    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced. A
-    cluster's bundle is refused (exit 4): its cluster record is not anonymised."""
-    pair_only("anonymize", bundle, "a cluster's record (cluster.json) is not anonymised yet")
-    anonymize_saved(bundle, out_dir, warn=warn_unverified)
+    """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced; a
+    cluster's nodes renamed n1, n2, ... and its record (cluster.json) with the same fakes."""
+    if is_cluster_bundle(bundle):
+        anonymize_cluster_saved(bundle, out_dir, warn=warn_unverified)
+    else:
+        anonymize_saved(bundle, out_dir, warn=warn_unverified)
     say(f"anonymised bundle saved to {out_dir}")
 
 
@@ -203,19 +212,22 @@ def advise(
     active_gib: Annotated[Optional[float], typer.Option(  # noqa: UP045
         "--active-gib", parser=decimal_in(-MAX_GIB, MAX_GIB),
         help="MoE: the weights one token reads, in GiB (for the decode estimate).")] = None,
+    heads: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--heads", parser=integer_in(-MAX_HEADS, MAX_HEADS),
+        help="The model's attention heads: over a cluster, tensor parallel across N nodes only where they divide "
+        "by N.")] = None,
     workload: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--workload", "-w", help="A workload file (YAML: model_gib, concurrency, moe, context_tokens, "
-        "kv_kib_per_token, layers, active_gib) instead of the options.")] = None,
+        "kv_kib_per_token, layers, active_gib, heads) instead of the options.")] = None,
     fmt: Annotated[AdviceFormat, typer.Option("--format", "-f", help="console, json, markdown or html.")
                    ] = AdviceFormat.console,
     playbook: PlaybookOpt = None,
     config: OfflineConfigOpt = None,
 ) -> None:
-    """How to use the pair for a workload: two residents, one model across both (tensor or pipeline parallel) or
-    one node, with the reasons; any finding that degrades the link voids a split and says what to fix first.
-    Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad input (a
-    cluster's bundle included: advice is for a pair)."""
-    pair_only("advise", bundle, f"`linkcheck diagnose {bundle}` judges it, each finding with its fix")
+    """How to use the pair or the cluster for a workload: residents, one model across the nodes (tensor or
+    pipeline parallel) or one node, with the reasons; any finding that degrades a link voids a split and says what
+    to fix first. Exit 0 with advice, 1 or 2 when the link must be fixed first (warnings, failures), 4 on bad
+    input."""
     given = {"--model-gib": model_gib, "--concurrency": concurrency}
     if workload is not None:
         if any(v is not None for v in given.values()):
@@ -226,7 +238,7 @@ def advise(
         if missing:
             raise UsageError(f"advise needs {' and '.join(missing)} (or --workload FILE)")
         assert model_gib is not None and concurrency is not None
-        wanted = Workload(model_gib, concurrency, moe, context, kv_kib_per_token, layers, active_gib)
+        wanted = Workload(model_gib, concurrency, moe, context, kv_kib_per_token, layers, active_gib, heads)
     _, advice = advise_bundle(bundle, wanted, playbooks=playbook, config=offline_config(config))
     if FLAGS.quiet:
         say(f"ADVICE: {advice.headline}")

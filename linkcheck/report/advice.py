@@ -1,4 +1,4 @@
-"""The advice as people read it (console and Markdown text, an HTML section) and as data (JSON).
+"""The advice as people read it (console and Markdown text, an HTML page) and as data (JSON).
 
 Node text (subjects, messages from the findings) is data: console text goes through `shown`, HTML through
 escaping, Markdown through the report's own cell escaping."""
@@ -8,8 +8,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from linkcheck.advise.model import CHOICES, Advice, Figure
+from linkcheck.advise.model import Advice, Figure, headline
 from linkcheck.records import plain
+from linkcheck.report.html import html_page
 from linkcheck.report.safe_text import shown
 from linkcheck.strict_json import dumps
 from linkcheck.values import plain_number
@@ -25,13 +26,16 @@ def _lines(advice: Advice) -> list[tuple[str, str]]:
     out = [("head", f"ADVICE: {advice.headline}")]
     if advice.choice == "fix-link-first":
         if advice.once_fixed:
-            out.append(("head", f"once the link is healthy: {CHOICES[advice.once_fixed]}"))
-        out.append(("head", "until then: " + (CHOICES[advice.interim] + " (nothing crosses the link)"
-                                              if advice.interim else "nothing: the model needs both nodes")))
+            out.append(("head", f"once the link is healthy: {headline(advice.once_fixed, advice.nodes)}"))
+        needs = "both nodes" if advice.nodes == 2 else "several nodes"
+        out.append(("head", "until then: " + (headline(advice.interim, advice.nodes) + " (nothing crosses the link)"
+                                              if advice.interim else f"nothing: the model needs {needs}")))
     w = advice.workload
     out.append(("head", f"workload: {plain_number(w.model_gib)} GiB of weights, {'MoE' if w.moe else 'dense'}, "
                         f"{w.concurrency} concurrent request(s), "
                         + (f"{w.context_tokens} tokens of context each" if w.context_tokens else "no context given")))
+    if advice.nodes != 2:
+        out.append(("head", f"nodes: {advice.nodes}"))
     out.append(("head", f"link: {advice.link_state}; latency "
                         f"{'measured' if advice.latency_measured else 'not measured'}"))
     out += [("reason", r) for r in advice.reasons]
@@ -65,6 +69,12 @@ def advice_markdown(advice: Advice) -> str:
 
 
 def advice_html(advice: Advice) -> str:
+    """The advice as one page in the report's frame and style (report/html.py)."""
+    title = "linkcheck advice" + (f" for {advice.nodes} nodes" if advice.nodes != 2 else "")
+    return html_page(f"{title}: {advice.headline}", f"<h1>{html.escape(title)}</h1>\n" + _advice_section(advice))
+
+
+def _advice_section(advice: Advice) -> str:
     e = html.escape
     items: dict[str, list[str]] = {"reason": [], "fix": [], "note": []}
     heads: list[str] = []

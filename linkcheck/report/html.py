@@ -318,6 +318,11 @@ def render_html(outcome: Outcome) -> str:
                             f"linkcheck {h(bundle.tool_version or '?')}</p>")
     body = (header + summary_box(acc.pair_summary(outcome)) + _acceptance(outcome) + _repair(outcome) + _nodes(outcome)
             + _traffic(outcome) + _latency(outcome) + _plots(outcome) + _findings(outcome))
-    title = h(f"linkcheck: {decided.word.upper()} {outcome.link.a.hostname or '?'} / {outcome.link.b.hostname or '?'}")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{CSS}</style></head><body>{body}</body></html>\n")
+    return html_page(f"linkcheck: {decided.word.upper()} {outcome.link.a.hostname or '?'} / "
+                     f"{outcome.link.b.hostname or '?'}", body)
+
+
+def html_page(title: str, body: str, css: str = CSS) -> str:
+    """The report's page frame: one self-contained file, the title escaped here, `body` already escaped HTML."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{h(title)}</title>'
+            f"<style>{css}</style></head><body>{body}</body></html>\n")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from linkcheck import __version__
 from linkcheck.accept.text import check_tests, deciding_margin, non_standard
+from linkcheck.cluster.topology import infer_topology
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.model import Status, Verdict
 from linkcheck.report import acceptance as acc
@@ -31,14 +32,21 @@ def _timestamp(created: str) -> float:
     return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)).timestamp()
 
 
-def _rdma(outcome: Outcome) -> list[tuple[Labels, float]]:
+def pair_cable(outcome: Outcome) -> str:
+    """The pair's one cable as a cluster names it (`a:p1<->b:p1`, cluster/topology.py), so that a pair's series and
+    a cluster's carry the same `cable` label; `a<->b` where the facts show no one cable."""
+    cables = infer_topology({"a": outcome.link.a, "b": outcome.link.b}).cables
+    return cables[0].key if len(cables) == 1 else "a<->b"
+
+
+def _rdma(outcome: Outcome, cable: str) -> list[tuple[Labels, float]]:
     """Per client node, HCA, direction and mode, the lowest rate of the repetitions (as an acceptance judges)."""
     lowest: dict[tuple[str, str, str, str], float] = {}
     for run in outcome.link.bench.rdma:
         if run.gbps is not None:
             key = (run.client_node, run.device or run.path_key, run.direction, run.mode)
             lowest[key] = min(run.gbps, lowest.get(key, run.gbps))
-    return [({"node": n, "hca": h, "direction": d, "mode": m}, bytes_per_second(gbps))
+    return [({"cable": cable, "node": n, "hca": h, "direction": d, "mode": m}, bytes_per_second(gbps))
             for (n, h, d, m), gbps in sorted(lowest.items())]
 
 
@@ -115,12 +123,15 @@ def render_prometheus(outcome: Outcome) -> str:
     m.family("linkcheck_diagnosis_verdict", "The diagnosis's own verdict, one-hot over pass, warn, fail and "
              "inconclusive (the same as linkcheck_verdict without an accept run).",
              [({"verdict": v.value}, 1 if diagnosis.verdict is v else 0) for v in Verdict])
+    cable = pair_cable(outcome)  # the labels a cluster's series carry (report/cluster_prometheus.py)
+    m.family("linkcheck_node_inspected", "1 when the node answered the inspection, 0 when it could not be read.",
+             [({"node": n}, 0 if n in outcome.bundle.collection_errors else 1) for n in ("a", "b")])
     m.family("linkcheck_rdma_bandwidth_bytes_per_second",
-             "ib_write_bw rate per client node, HCA, direction and mode (alone or concurrent), lowest repetition.",
-             _rdma(outcome))
+             "ib_write_bw rate per cable, client node, HCA, direction and mode (alone or concurrent), lowest "
+             "repetition.", _rdma(outcome, cable))
     m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
-             "Both paths at once: the sum of the paths' rates per direction.",
-             [({"direction": d}, bytes_per_second(t))
+             "Both paths at once: the sum of the paths' rates per cable and direction.",
+             [({"cable": cable, "direction": d}, bytes_per_second(t))
               for d, t in link.bench.totals("concurrent").items() if t is not None])
     nccl = link.bench.nccl
     m.family("linkcheck_nccl_busbw_bytes_per_second", "nccl-tests all_gather bus bandwidth at the largest messages.",

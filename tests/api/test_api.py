@@ -32,3 +32,33 @@ def test_bad_input_is_the_one_error_root() -> None:
 
 def test_names_the_face_promises_exist() -> None:
     assert all(hasattr(api, name) for name in api.__all__)
+
+
+def test_a_cluster_bundle_is_diagnosed_through_the_same_function() -> None:
+    check = api.diagnose_bundle(FIXTURES / "cluster-ring3-hotplug")
+    assert isinstance(check, api.ClusterCheck)
+    assert check.verdict is api.Verdict.FAIL and check.exit_code is api.ExitCode.FAIL
+    slow = {r.test.label for r in check.cables if r.state == "slow"}
+    assert slow == {"a:p0<->b:p1"}
+    healthy = api.diagnose_bundle(FIXTURES / "cluster-ring3-healthy")
+    assert isinstance(healthy, api.ClusterCheck) and healthy.verdict is api.Verdict.PASS
+
+
+def test_fix_and_advise_take_a_cluster_bundle() -> None:
+    plan = api.fix_bundle(FIXTURES / "cluster-ring3-hotplug", None, None).plan
+    assert [s.node for s in plan.steps] == ["a", "b"]
+    _, advice = api.advise_bundle(FIXTURES / "cluster-ring3-healthy",
+                                  api.Workload(model_gib=180, concurrency=1, heads=48))
+    assert (advice.choice, advice.nodes) == ("tensor-parallel", 3)
+    _, pair = api.advise_bundle(FIXTURES / "healthy", api.Workload(model_gib=180, concurrency=1))
+    assert pair.nodes == 2
+
+
+@pytest.mark.parametrize("nodes", [["a=root@198.18.0.1", "b=root@198.18.0.2"],
+                                   [f"n{i}=root@198.18.0.{i}" for i in range(9)],
+                                   ["a=root@198.18.0.1", "a=root@198.18.0.2", "c=root@198.18.0.3"]],
+                         ids=["two", "nine", "a name twice"])
+def test_a_live_cluster_check_refuses_bad_nodes_before_contacting_any(nodes: list[str]) -> None:
+    with pytest.raises(api.LinkcheckError) as caught:
+        api.check_cluster(nodes)
+    assert caught.value.exit_code == 4

@@ -129,3 +129,21 @@ def test_the_second_pass_names_the_node_slow_with_every_partner(lab_factory: Lab
     assert len(again) == 1 and "c" in (again[0]["a"], again[0]["b"]) and again[0]["state"] == "slow"
     assert again[0]["round"] > max(t["round"] for t in first)
     _no_process_left(lab)
+
+
+def test_bench_rdma_over_a_ring_measures_every_cable_as_the_clusters_check(lab_factory: LabFactory,
+                                                                           cli: InProcessCli, tmp_path: Path) -> None:
+    """`bench rdma` with three --node: the cluster's rounds per cable (no NCCL), the hot-plugged cable named alone;
+    `bench latency` over the same nodes is refused in one line before any node is contacted."""
+    lab = lab_factory("ring3-hotplug")
+    config = _config(lab, tmp_path)
+    run = cli("bench", "rdma", "--node=a", "--node=b", "--node=c", "-c", str(config), "--duration", "2",
+              "-f", "json", "--save", str(tmp_path / "bench"), timeout=300)
+    data = json.loads(run.stdout)
+    assert run.returncode == 2, run.stderr
+    assert {t["label"] for t in data["tests"]} == {"a:p0<->b:p1", "b:p0<->c:p1", "a:p1<->c:p0"}
+    assert {(r, where) for r, where in _fired(data)} == {("LINK_HOTPLUG_DEGRADED", "a:p0<->b:p1")}
+    assert data["nccl"] is None  # bench rdma: no NCCL run
+    _no_process_left(lab)
+    refused = cli("bench", "latency", "--node=a", "--node=b", "--node=c", "-c", str(config))
+    assert refused.returncode == 4 and refused.stderr.count("\n") == 1 and "serves a pair" in refused.stderr

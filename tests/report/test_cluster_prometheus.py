@@ -21,7 +21,7 @@ from tests.lab.cluster import switch_by_cage
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
 
-NAME_RE = re.compile(r"^linkcheck_cluster_[a-z_]+$")
+NAME_RE = re.compile(r"^linkcheck_[a-z_]+$")
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 HOSTILE = ['<script>alert(1)</script>', 'x"} 1\nlinkcheck_fake 1', "back\\slash", "t\x1b]2;owned\x07\x9b31m",
            "\u202eevil\u2066iso\u2069"]
@@ -132,3 +132,31 @@ def test_a_textfile_whose_folder_is_missing_is_refused_before_any_work(tmp_path:
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert run.returncode == 4 and len(lines) == 1 and "--prometheus-textfile" in lines[0], run.stderr
     assert run.stdout == "" and not (tmp_path / "absent").exists()
+
+
+def test_a_ring_and_a_pair_write_one_set_of_names_with_cable_and_node_labels(cli: InProcessCli) -> None:
+    """`report RING -f prometheus` and a pair's textfile: the same metric names, each rate with its `cable` and its
+    sending `node`; the cluster's older names still written, as aliases with the same values, for one release."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    ring_run = cli("report", str(fixtures / "cluster-ring3-hotplug"), "-f", "prometheus")
+    pair_run = cli("report", str(fixtures / "hotplug-degraded"), "-f", "prometheus")
+    assert ring_run.returncode == pair_run.returncode == 2
+    ring, pair = samples(ring_run.stdout), samples(pair_run.stdout)
+    shared = {"linkcheck_info", "linkcheck_verdict", "linkcheck_exit_code", "linkcheck_diagnosis_verdict",
+              "linkcheck_node_inspected", "linkcheck_rdma_bandwidth_bytes_per_second",
+              "linkcheck_rdma_concurrent_total_bytes_per_second", "linkcheck_finding"}
+    assert shared <= set(ring) and shared <= set(pair)
+    for got in (ring, pair):
+        rates = got["linkcheck_rdma_bandwidth_bytes_per_second"]
+        assert rates and all({"cable", "node", "hca", "direction", "mode"} <= set(lab) for lab, _ in rates)
+        assert all("cable" in lab for lab, _ in got["linkcheck_rdma_concurrent_total_bytes_per_second"])
+    assert {lab["cable"] for lab, _ in pair["linkcheck_rdma_bandwidth_bytes_per_second"]} == {"a:p1<->b:p1"}
+    slow = {(lab["cable"], lab["direction"]): v for lab, v in ring["linkcheck_rdma_concurrent_total_bytes_per_second"]}
+    assert slow[("a:p0<->b:p1", "a->b")] == 26.6e9 / 8 and slow[("b:p0<->c:p1", "c->b")] == 196e9 / 8
+    fired = {lab.get("cable") for lab, v in ring["linkcheck_finding"] if lab["rule"] == "LINK_HOTPLUG_DEGRADED" and v}
+    assert fired == {"a:p0<->b:p1"}
+    assert one_hot(ring, "linkcheck_verdict", "verdict") == one_hot(ring, "linkcheck_cluster_verdict", "verdict")
+    old = {(lab["test"], lab["from"], lab["to"]): v for lab, v in
+           ring["linkcheck_cluster_test_bandwidth_bytes_per_second"]}
+    assert old[("a:p0<->b:p1", "a", "b")] == slow[("a:p0<->b:p1", "a->b")]
+    assert "Deprecated alias of linkcheck_verdict" in ring_run.stdout

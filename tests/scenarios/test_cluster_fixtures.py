@@ -7,7 +7,6 @@ it as a cluster."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -74,22 +73,6 @@ def test_quiet_prints_the_bundles_one_verdict_line(name: str, cli: InProcessCli)
     run = cli("-q", "diagnose", str(FIXTURE_DIR / name))
     assert run.returncode == EXIT[_expected(name)["verdict"]]
     assert run.stdout == "" and run.stderr.splitlines() == [f"verdict: {_expected(name)['verdict']}"]
-
-
-@pytest.mark.parametrize("args", [("fix",), ("advise", "--model-gib", "60", "--concurrency", "4")],
-                         ids=["fix", "advise"])
-def test_a_command_that_serves_a_pair_refuses_a_cluster_bundle(args: tuple[str, ...], cli: InProcessCli) -> None:
-    before = sorted(p.name for p in RING.iterdir())
-    run = cli(args[0], str(RING), *args[1:])
-    assert run.returncode == 4 and not run.stdout
-    assert run.stderr.count("\n") == 1 and f"{args[0]} {REFUSAL}" in run.stderr, run.stderr
-    assert sorted(p.name for p in RING.iterdir()) == before  # no repair.json, nothing written
-
-
-def test_anonymize_refuses_a_cluster_bundle_and_writes_nothing(cli: InProcessCli, tmp_path: Path) -> None:
-    run = cli("anonymize", str(RING), str(tmp_path / "anon"))
-    assert run.returncode == 4 and run.stderr.count("\n") == 1 and f"anonymize {REFUSAL}" in run.stderr
-    assert not (tmp_path / "anon").exists()
 
 
 def test_diagnose_all_shows_the_passed_rules_of_a_cluster(cli: InProcessCli) -> None:

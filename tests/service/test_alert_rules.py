@@ -154,23 +154,24 @@ def test_an_unreachable_node_and_an_old_acceptance_alert_on_their_node_only(tmp_
 
 def test_a_clusters_hot_plugged_node_fires_per_test_and_on_the_node(tmp_path: Path) -> None:
     """A switch of four whose node c runs at the hot-plug rates (the cluster tests' stand-in facts, not a
-    recording): the trap alert per test through c, named by the rule, the test and its pass, and one for node c
-    slow with every partner; the healthy switch nothing."""
+    recording): the trap alert per test through c, named by the rule and its cable (the second pass's `pass 2`), and
+    one for node c slow with every partner, each once though the older names are written beside; the healthy switch
+    nothing."""
     slow = check_prometheus(cc.switch(rates=cc.slow_node("c")))
     fine = check_prometheus(cc.switch())
-    tests = sorted({(line.split('test="')[1].split('"')[0], line.split('pass="')[1].split('"')[0])
-                    for line in slow.splitlines() if line.startswith("linkcheck_cluster_test_finding{")
-                    and 'rule="LINK_HOTPLUG_DEGRADED"' in line and not line.endswith(" 0")})
-    assert len(tests) == 4 and all("c" in t for t, _ in tests), tests
+    cables = sorted({line.split('cable="')[1].split('"')[0]
+                     for line in slow.splitlines() if line.startswith("linkcheck_finding{")
+                     and 'rule="LINK_HOTPLUG_DEGRADED"' in line and not line.endswith(" 0")})
+    assert len(cables) == 4 and all("c" in t for t in cables) and "c<->a pass 2" in cables, cables
     trap = TRAP_HELP.format(rule="LINK_HOTPLUG_DEGRADED")
     node = TRAP_HELP.format(rule="NODE_SLOW_WITH_EVERY_PARTNER")
     done = promtool_test(tmp_path, input_series({"slow": labelled(slow, "boot"), "fine": fine}), [
         "      - eval_time: 5m", "        alertname: LinkcheckTrapFiring", "        exp_alerts:",
-        *(line for t, n in tests for line in (
+        *(line for t in cables for line in (
             f"          - exp_labels: {{severity: critical, rule: LINK_HOTPLUG_DEGRADED, instance: slow, job: node, "
-            f"test: '{t}', pass: '{n}'}}",
+            f"cable: '{t}'}}",
             "            exp_annotations:",
-            f"              summary: 'LINK_HOTPLUG_DEGRADED on 2 subject(s) of test {t}'",
+            f"              summary: 'LINK_HOTPLUG_DEGRADED on 2 subject(s) on cable {t}'",
             f"              description: \"{trap}\"")),
         "          - exp_labels: {severity: critical, rule: NODE_SLOW_WITH_EVERY_PARTNER, instance: slow, job: node, "
         "node: c}",

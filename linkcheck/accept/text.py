@@ -58,26 +58,35 @@ def threshold_cell(check: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def deciding_margin(check: dict[str, Any]) -> float | None:
-    """How far the judged value (the lowest, or the highest for a ceiling) is inside the line that decides the status:
-    the fail line a FAIL missed, the warning line a DEGRADED missed, else the tightest (last) line; negative outside.
-    Computed from the thresholds, so that a record written when the margin was taken against the warning line alone
-    reads the same; the record's own margin where the thresholds do not say."""
-    margin = check.get("margin")
-    recorded = margin if isinstance(margin, (int, float)) and not isinstance(margin, bool) else None
+def deciding_line(check: dict[str, Any]) -> dict[str, Any] | None:
+    """The threshold that decides the check's status: the fail line a FAIL missed, the warning line a DEGRADED
+    missed, else the tightest (last) line; None where the lines are not all numeric or nothing numeric was
+    measured (the record's own margin then stands)."""
     lines = [t for t in check.get("thresholds") or [] if isinstance(t, dict)]
     numeric = [t for t in lines if t.get("operator") in (">=", "<=") and isinstance(t.get("value"), (int, float))]
-    measured = check.get("measured") or {}
     if not numeric or len(numeric) != len(lines):
-        return recorded
+        return None
     low = numeric[0]["operator"] == ">="
-    judged = measured.get("min" if low else "max")
+    judged = (check.get("measured") or {}).get("min" if low else "max")
     if not isinstance(judged, (int, float)):
-        return recorded
+        return None
     status = str(check.get("status"))
     missed = "FAIL" if status == "FAIL" else "DEGRADED" if status == "DEGRADED" else None
-    deciding = next((t for t in numeric if t.get("on_miss") == missed
-                     and (judged < t["value"] if low else judged > t["value"])), numeric[-1])
+    return next((t for t in numeric if t.get("on_miss") == missed
+                 and (judged < t["value"] if low else judged > t["value"])), numeric[-1])
+
+
+def deciding_margin(check: dict[str, Any]) -> float | None:
+    """How far the judged value (the lowest, or the highest for a ceiling) is inside the line that decides the status
+    (`deciding_line`); negative outside. Computed from the thresholds, so that a record written when the margin was
+    taken against the warning line alone reads the same; the record's own margin where the thresholds do not say."""
+    margin = check.get("margin")
+    recorded = margin if isinstance(margin, (int, float)) and not isinstance(margin, bool) else None
+    deciding = deciding_line(check)
+    if deciding is None:
+        return recorded
+    low = deciding["operator"] == ">="
+    judged = float(check["measured"]["min" if low else "max"])
     line = float(deciding["value"])
     return round(judged - line if low else line - judged, 3)
 

@@ -11,17 +11,41 @@ def _num(value: Any) -> str:
     return text(value)
 
 
-def measured_cell(check: dict[str, Any]) -> str:
-    m = check.get("measured") or {}
-    unit = m.get("unit", "")
-    if "min" in m:
-        if m.get("min") is None:
-            return "-"
-        if m["min"] == m.get("max", m["min"]):
-            return f"{_num(m['min'])} {unit} (n={len(m.get('values', []))})"
-        return (f"{_num(m['min'])} / {_num(m.get('median'))} / {_num(m.get('max'))} {unit} "
-                f"(n={len(m.get('values', []))})")
-    return ", ".join(map(str, m.get("values", []))) or "-"
+def unit(check: dict[str, Any]) -> str:
+    return str((check.get("measured") or {}).get("unit") or "")
+
+
+def statistic(check: dict[str, Any], name: str, *, with_unit: bool = True) -> str:
+    """The measured min, median or max (with its unit, unless a table gives it once in the threshold beside); the
+    values seen for a check that measures text (in `min`)."""
+    measured = check.get("measured") or {}
+    if "min" not in measured:
+        return (", ".join(map(str, measured.get("values") or [])) or "-") if name == "min" else ""
+    value = measured.get(name)
+    return "-" if value is None else f"{_num(value)} {unit(check) if with_unit else ''}".strip()
+
+
+def runs(check: dict[str, Any]) -> str:
+    """How many runs a check's statistics are over (its samples); '' for a check that measures text."""
+    measured = check.get("measured") or {}
+    if "min" not in measured:
+        return ""
+    count = measured.get("samples", len(measured.get("values") or []))
+    return str(count) if isinstance(count, int) else ""
+
+
+def judged(check: dict[str, Any]) -> str:
+    """Which statistic the status is judged on: the lowest for a floor (>=), the highest for a ceiling (<=)."""
+    ops = {str(t.get("operator")) for t in check.get("thresholds") or [] if isinstance(t, dict)}
+    return "max" if ops == {"<="} else "min"
+
+
+def missed(check: dict[str, Any]) -> str | None:
+    """The statistic (`min` or `max`) that put a measured check outside its line, for its cell to be marked; None
+    for a check that passed or measures text."""
+    if check.get("status") in ("PASS", None) or "min" not in (check.get("measured") or {}):
+        return None
+    return judged(check)
 
 
 def threshold_cell(check: dict[str, Any]) -> str:
@@ -34,26 +58,35 @@ def threshold_cell(check: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def deciding_margin(check: dict[str, Any]) -> float | None:
-    """How far the judged value (the lowest, or the highest for a ceiling) is inside the line that decides the status:
-    the fail line a FAIL missed, the warning line a DEGRADED missed, else the tightest (last) line; negative outside.
-    Computed from the thresholds, so that a record written when the margin was taken against the warning line alone
-    reads the same; the record's own margin where the thresholds do not say."""
-    margin = check.get("margin")
-    recorded = margin if isinstance(margin, (int, float)) and not isinstance(margin, bool) else None
+def deciding_line(check: dict[str, Any]) -> dict[str, Any] | None:
+    """The threshold that decides the check's status: the fail line a FAIL missed, the warning line a DEGRADED
+    missed, else the tightest (last) line; None where the lines are not all numeric or nothing numeric was
+    measured (the record's own margin then stands)."""
     lines = [t for t in check.get("thresholds") or [] if isinstance(t, dict)]
     numeric = [t for t in lines if t.get("operator") in (">=", "<=") and isinstance(t.get("value"), (int, float))]
-    measured = check.get("measured") or {}
     if not numeric or len(numeric) != len(lines):
-        return recorded
+        return None
     low = numeric[0]["operator"] == ">="
-    judged = measured.get("min" if low else "max")
+    judged = (check.get("measured") or {}).get("min" if low else "max")
     if not isinstance(judged, (int, float)):
-        return recorded
+        return None
     status = str(check.get("status"))
     missed = "FAIL" if status == "FAIL" else "DEGRADED" if status == "DEGRADED" else None
-    deciding = next((t for t in numeric if t.get("on_miss") == missed
-                     and (judged < t["value"] if low else judged > t["value"])), numeric[-1])
+    return next((t for t in numeric if t.get("on_miss") == missed
+                 and (judged < t["value"] if low else judged > t["value"])), numeric[-1])
+
+
+def deciding_margin(check: dict[str, Any]) -> float | None:
+    """How far the judged value (the lowest, or the highest for a ceiling) is inside the line that decides the status
+    (`deciding_line`); negative outside. Computed from the thresholds, so that a record written when the margin was
+    taken against the warning line alone reads the same; the record's own margin where the thresholds do not say."""
+    margin = check.get("margin")
+    recorded = margin if isinstance(margin, (int, float)) and not isinstance(margin, bool) else None
+    deciding = deciding_line(check)
+    if deciding is None:
+        return recorded
+    low = deciding["operator"] == ">="
+    judged = float(check["measured"]["min" if low else "max"])
     line = float(deciding["value"])
     return round(judged - line if low else line - judged, 3)
 
@@ -63,12 +96,38 @@ def margin_cell(check: dict[str, Any]) -> str:
     return "" if margin is None else signed(margin)
 
 
-HEADER = ("status", "check", "subject", "measured min / median / max", "threshold", "margin")
+HEADER = ("status", "check", "subject", "min", "median", "max", "runs", "threshold", "margin")
+STATISTICS = ("min", "median", "max")
+Row = tuple[str, str, str, str, str, str, str, str, str]
 
 
-def rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
-    return [(str(c.get("status")), str(c.get("id")), str(c.get("subject")), measured_cell(c), threshold_cell(c),
-             margin_cell(c)) for c in doc.get("checks", []) if isinstance(c, dict)]
+def row(check: dict[str, Any]) -> Row:
+    """A check as HEADER's cells: the measured min, median and max each in its column with the run count, the
+    threshold (with the unit they share) beside them, the margin against the line that decides the status."""
+    low, mid, high = (statistic(check, name, with_unit=False) for name in STATISTICS)
+    return (str(check.get("status")), str(check.get("id")), str(check.get("subject")), low, mid, high, runs(check),
+            threshold_cell(check), margin_cell(check))
+
+
+def marked_column(check: dict[str, Any]) -> int | None:
+    """The index in `row` of the statistic that missed the line, for the writer to mark; None when none did."""
+    name = missed(check)
+    return None if name is None else HEADER.index(name)
+
+
+def rows(doc: dict[str, Any]) -> list[Row]:
+    return [row(c) for c in doc.get("checks", []) if isinstance(c, dict)]
+
+
+def marked_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """`rows` as plain text, the statistic that missed its line between `!`s (`!13.27 Gb/s!`)."""
+    out = []
+    for check in (c for c in doc.get("checks", []) if isinstance(c, dict)):
+        cells, at = list(row(check)), marked_column(check)
+        if at is not None:
+            cells[at] = f"!{cells[at]}!"
+        out.append(cells)
+    return out
 
 
 def headline(doc: dict[str, Any]) -> str:
@@ -143,7 +202,7 @@ def evidence_lines(doc: dict[str, Any]) -> list[str]:
 def acceptance_text(doc: dict[str, Any]) -> str:
     weaker = non_standard_line(doc)
     lines = [headline(doc), *([weaker] if weaker else []), ""]
-    lines += aligned([list(HEADER), *(list(r) for r in rows(doc))], "  ")
+    lines += aligned([list(HEADER), *marked_rows(doc)], "  ")
     why = reasons(doc)
     if why:
         lines += ["", *(f"  - {line}" for line in why)]
@@ -224,10 +283,10 @@ def per_test_rows(doc: dict[str, Any]) -> list[list[str]]:
             for t in (doc.get("cluster") or {}).get("tests", []) if isinstance(t, dict)]
 
 
-def cluster_rows(doc: dict[str, Any], show_all: bool = False) -> list[tuple[str, str, str, str, str, str]]:
+def cluster_checks(doc: dict[str, Any], show_all: bool = False) -> list[dict[str, Any]]:
     """Every check of the NCCL run across the nodes; a test's checks where they did not pass (all with show_all)."""
-    owned = zip(rows(doc), check_tests(doc), strict=True)
-    return [r for r, test in owned if show_all or r[0] != "PASS" or test is None]
+    owned = zip((c for c in doc.get("checks", []) if isinstance(c, dict)), check_tests(doc), strict=True)
+    return [c for c, test in owned if show_all or c.get("status") != "PASS" or test is None]
 
 
 def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False, *, closing: bool = True) -> str:
@@ -236,9 +295,9 @@ def cluster_acceptance_text(doc: dict[str, Any], show_all: bool = False, *, clos
     weaker = non_standard_line(doc)
     lines = [headline(doc), *([weaker] if weaker else []), layout_line(doc), ""]
     lines += aligned([list(TEST_HEADER), *per_test_rows(doc)], "  ")
-    shown_rows = cluster_rows(doc, show_all)
-    if shown_rows:
-        lines += ["", *aligned([list(HEADER), *(list(r) for r in shown_rows)], "  ")]
+    shown = cluster_checks(doc, show_all)
+    if shown:
+        lines += ["", *aligned([list(HEADER), *marked_rows({"checks": shown})], "  ")]
     why = reasons(doc, checks=False)  # the checks' reasons are in the table
     if why:
         lines += ["", *(f"  - {line}" for line in why)]

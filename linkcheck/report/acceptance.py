@@ -10,13 +10,16 @@ from msgspec.structs import replace
 
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.accept.text import check_tests, margin_cell, threshold_cell
+from linkcheck.accept.text import runs as runs  # the statistics' cells, for the writers that take their parts here
+from linkcheck.accept.text import statistic as statistic
+from linkcheck.accept.text import unit as unit
 from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.model import Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.summary import Summary, summarize
 from linkcheck.report.tables import diagnosis_line, verdict_line
 from linkcheck.report.verdict import BundleVerdict, decide
-from linkcheck.values import byte_size, text
+from linkcheck.values import byte_size
 
 STATUSES = ("PASS", "DEGRADED", "FAIL", "INCONCLUSIVE")
 
@@ -65,28 +68,6 @@ def cluster_summary(check: ClusterCheck) -> Summary:
 
 def checks(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in doc.get("checks", []) if isinstance(c, dict)]
-
-
-def unit(check: dict[str, Any]) -> str:
-    return str((check.get("measured") or {}).get("unit") or "")
-
-
-def statistic(check: dict[str, Any], name: str) -> str:
-    """The measured min, median or max with its unit; the values seen for a check that measures text."""
-    measured = check.get("measured") or {}
-    if "min" not in measured:
-        return text(measured.get("values") or None) if name == "min" else ""
-    value = measured.get(name)
-    return "-" if value is None else f"{text(value)} {unit(check)}".strip()
-
-
-def runs(check: dict[str, Any]) -> str:
-    """How many runs a check's statistics are over (its samples); '' for a check that measures text."""
-    measured = check.get("measured") or {}
-    if "min" not in measured:
-        return ""
-    count = measured.get("samples", len(measured.get("values") or []))
-    return str(count) if isinstance(count, int) else ""
 
 
 def margin(check: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from linkcheck.accept.text import (
     TEST_HEADER,
     cluster_acceptance_text,
-    cluster_rows,
+    cluster_checks,
     layout_line,
     per_test_rows,
     reasons,
@@ -245,7 +245,7 @@ def check_markdown(check: ClusterCheck) -> str:
 def _acceptance_markdown(doc: dict[str, Any]) -> list[str]:
     """A cluster's acceptance checks: each test's verdict and lowest rates, the checks that did not pass and the NCCL
     run's (every check is in the JSON report), the findings and notes that count."""
-    shown = cluster_rows(doc)
+    shown = cluster_checks(doc)
     lines = [md(layout_line(doc)), "", *table(TEST_HEADER, ["---", "---:", "---", "---:", "---:", "---"],
                                               per_test_rows(doc))]
     lines += ["", *acceptance_table(shown)] if shown else []

@@ -13,11 +13,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.accept.text import HEADER, closing_line, headline, non_standard_line, reasons, rows
+from linkcheck.accept.text import HEADER, closing_line, headline, marked_column, non_standard_line, reasons, row
 from linkcheck.accept.text import evidence_lines as tested_lines
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
+from linkcheck.report.acceptance import acceptance
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.console_fix import fix_parts
 from linkcheck.report.fit import fit_line
@@ -25,14 +26,15 @@ from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import output_error, stdout_gone
 from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
 from linkcheck.report.tables import (
+    TRAFFIC_HEADER,
+    cited,
     evidence_lines,
     identity_lines,
     nccl_text,
     not_run_lines,
     pin_text,
-    rate,
-    rdma_rows,
-    total_cells,
+    source_numbers,
+    traffic_rows,
     verdict_line,
 )
 from linkcheck.report.verdict import ACCEPT_VERDICT
@@ -85,19 +87,24 @@ def node_table(link: LinkFacts) -> Table:
     return table
 
 
-def bench_table(link: LinkFacts) -> Table | None:
-    """ib_write_bw per path and mode, both directions side by side, then each direction's concurrent total."""
-    if not link.bench.rdma:
+def bench_table(outcome: Outcome, doc: dict[str, Any] | None) -> Table | None:
+    """ib_write_bw per path, mode and direction over its repetitions (min / median / max, runs), the threshold
+    beside them and the statistic that missed it marked, then both paths' total; each threshold source once under
+    the table, the threshold citing it by number."""
+    found = traffic_rows(outcome, doc)
+    if not found:
         return None
     table = Table(title="Traffic: ib_write_bw (Gb/s)")
-    for col in ("path", "mode", "a->b", "b->a"):
-        table.add_column(col, justify="right" if "->" in col else "left")
-    for path, label, a_to_b, b_to_a in rdma_rows(link):
-        table.add_row(*map(as_text, (path, label, rate(a_to_b), rate(b_to_a))))
-    totals = total_cells(link)
-    if totals:
-        table.add_row("both paths at once", "total", *totals, style="bold")
-    notes = not_run_lines(link)
+    for col in TRAFFIC_HEADER:
+        table.add_column(col, justify="right" if col in ("min", *NUMERIC) else "left", overflow="fold")
+    numbers = source_numbers(found)
+    for traffic in found:
+        cells = traffic.cells()
+        cells[TRAFFIC_HEADER.index("threshold")] += "".join(f" [{n}]" for n in cited(traffic, numbers))
+        at = TRAFFIC_HEADER.index(traffic.missed) if traffic.missed else None
+        table.add_row(*(as_text(cell, MISSED if i == at else "") for i, cell in enumerate(cells)),
+                      style="bold" if traffic.mode == "total" else "")
+    notes = [f"[{n}] {source}" for source, n in numbers.items()] + not_run_lines(outcome.link)
     if notes:
         table.caption = as_text("\n".join(notes), "dim")
         table.caption_justify = "left"
@@ -142,7 +149,7 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False, 
     verdict line; `print_outcome` leaves that line to the summary, which ends the output."""
     link, diagnosis = outcome.link, outcome.diagnosis
     console.print(node_table(link))
-    for part in (bench_table(link), nccl_line(link)):
+    for part in (bench_table(outcome, acceptance(outcome)), nccl_line(link)):
         if part is not None:
             console.print(part)
     shown = causes_first([f for f in diagnosis.findings if show_all or f.status in (Status.FAIL, Status.WARN)])
@@ -191,6 +198,8 @@ def summary_view(summary: Summary) -> Group:
 
 
 ACCEPT_STYLE = {"PASS": "green", "DEGRADED": "yellow", "FAIL": "bold red", "INCONCLUSIVE": "cyan"}
+MISSED = "bold red reverse"  # the measured cell that missed its line
+NUMERIC = ("median", "max", "runs", "margin")  # right-aligned; `min` also holds a text check's values
 
 
 def acceptance_view(doc: dict[str, Any], test_line: str = "", *, closing: bool = True) -> Group:
@@ -198,10 +207,12 @@ def acceptance_view(doc: dict[str, Any], test_line: str = "", *, closing: bool =
     (long cells wrap inside their column), why the verdict is not PASS, who was tested."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
     for head in HEADER:
-        table.add_column(head, overflow="fold", justify="right" if head == "margin" else "left",
-                         no_wrap=head in ("status", "margin"))
-    for row in rows(doc):
-        table.add_row(as_text(row[0], ACCEPT_STYLE.get(row[0], "")), *(as_text(cell) for cell in row[1:]))
+        table.add_column(head, overflow="fold", justify="right" if head in NUMERIC else "left",
+                         no_wrap=head in ("status", "margin", "runs"))
+    for check in (c for c in doc.get("checks", []) if isinstance(c, dict)):
+        cells, at = row(check), marked_column(check)
+        table.add_row(*(as_text(cell, ACCEPT_STYLE.get(cell, "") if i == 0 else MISSED if i == at else "")
+                        for i, cell in enumerate(cells)))
     parts: list[Any] = [Text(""), as_text(headline(doc), ACCEPT_STYLE.get(str(doc.get("verdict")), "bold"))]
     weaker = non_standard_line(doc)
     if weaker:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from linkcheck.accept.text import non_standard_line
+from linkcheck.accept.text import HEADER, STATISTICS, missed, non_standard_line
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
@@ -23,16 +23,17 @@ from linkcheck.report.summary import Summary, explains_text, grouped, not_judged
 from linkcheck.report.tables import (
     ADVISE_HINT,
     LATENCY_HEADER,
+    TRAFFIC_HEADER,
+    cited,
     diagnosis_line,
     evidence_lines,
     latency_rows,
     nccl_text,
     node_rows,
     not_run_lines,
-    rate,
-    rdma_rows,
+    source_numbers,
     stages,
-    total_cells,
+    traffic_rows,
 )
 from linkcheck.report.verdict import BundleVerdict
 
@@ -86,20 +87,27 @@ def _nodes(outcome: Outcome) -> str:
 
 
 def _traffic(outcome: Outcome) -> str:
+    """ib_write_bw per path, mode and direction over its repetitions, the threshold beside them linking to its
+    source (listed once under the table) and the statistic that missed it marked; then the NCCL run."""
     link = outcome.link
     parts = []
-    rows = rdma_rows(link)
-    if rows:
-        cells = [[f"<td>{h(path)}</td>", f"<td>{h(mode)}</td>", f'<td class="num">{h(rate(ab))}</td>',
-                  f'<td class="num">{h(rate(ba))}</td>'] for path, mode, ab, ba in rows]
-        classes = [""] * len(cells)
-        totals = total_cells(link)
-        if totals:
-            cells.append(["<td>both paths at once</td>", "<td>total</td>",
-                          *(f'<td class="num">{h(t)}</td>' for t in totals)])
-            classes.append("total")
-        parts.append("<h2>Traffic: ib_write_bw (Gb/s)</h2>" + html_table(["path", "mode", "a-&gt;b", "b-&gt;a"],
-                                                                     cells, classes))
+    found = traffic_rows(outcome, acc.acceptance(outcome))
+    if found:
+        numbers = source_numbers(found)
+        numeric = {"min", "median", "max", "runs", "margin"}
+        cells, classes = [], []
+        for row in found:
+            refs = "".join(f' <sup class="src"><a href="#traffic-src-{n}">[{n}]</a></sup>' for n in cited(row, numbers))
+            tds = []
+            for head, cell in zip(TRAFFIC_HEADER, row.cells(), strict=True):
+                css = " ".join(c for c in ("num" if head in numeric else "", "miss" if head == row.missed else "") if c)
+                tds.append(f"<td{f' class={chr(34)}{css}{chr(34)}' if css else ''}>{h(cell)}"
+                           f"{refs if head == 'threshold' else ''}</td>")
+            cells.append(tds)
+            classes.append("total" if row.mode == "total" else "")
+        notes = "".join(f'<li id="traffic-src-{n}">{h(src)}</li>' for src, n in numbers.items())
+        parts.append("<h2>Traffic: ib_write_bw (Gb/s)</h2>" + html_table([h(c) for c in TRAFFIC_HEADER], cells, classes)
+                     + (f'<p class="muted">Threshold sources:</p><ol class="sources">{notes}</ol>' if notes else ""))
         parts += [f'<p class="muted">{h(note)}</p>' for note in not_run_lines(link)]
     nccl = nccl_text(link)
     if nccl:
@@ -132,12 +140,6 @@ def status_tag(status: object) -> str:
     return f'<span class="tag {_STATUS_CLASS.get(str(status), "skip")}">{h(status)}</span>'
 
 
-def _judged(check: dict[str, Any]) -> str:
-    """Which statistic the status was judged on: the lowest for a floor (>=), the highest for a ceiling (<=)."""
-    ops = {str(t.get("operator")) for t in check.get("thresholds") or [] if isinstance(t, dict)}
-    return "max" if ops == {"<="} else "min"
-
-
 def check_table(checks: list[dict[str, Any]], key: str = "acc") -> str:
     """Acceptance checks, a row each: status, check, subject, min, median, max and the run count, the threshold beside
     them and the margin against the line that decides the status; the judged value's cell marked where the check
@@ -150,17 +152,16 @@ def check_table(checks: list[dict[str, Any]], key: str = "acc") -> str:
         for src in acc.sources(check):
             number = sources.setdefault(src, len(sources) + 1)
             refs.append(f'<sup class="src"><a href="#{key}-src-{number}">[{number}]</a></sup>')
-        missed = check.get("status") not in ("PASS", None) and "min" in (check.get("measured") or {})
-        judged = _judged(check)
-        cells = [f'<td class="num{" miss" if missed and n == judged else ""}">{h(acc.statistic(check, n))}</td>'
-                 for n in ("min", "median", "max")]
+        miss = missed(check)
+        cells = [f'<td class="num{" miss" if n == miss else ""}">{h(acc.statistic(check, n))}</td>'
+                 for n in STATISTICS]
         rows.append([f"<td>{status_tag(check.get('status'))}</td>",
                      f"<td><code>{h(check.get('id'))}</code></td>", f"<td>{h(check.get('subject'))}</td>", *cells,
                      f'<td class="num">{h(acc.runs(check))}</td>',
                      f"<td>{h(acc.threshold(check))} {''.join(dict.fromkeys(refs))}</td>",
                      f'<td class="num">{h(acc.margin(check))}</td>'])
     notes = "".join(f'<li id="{key}-src-{n}">{h(src)}</li>' for src, n in sources.items())
-    return (html_table(["status", "check", "subject", "min", "median", "max", "runs", "threshold", "margin"], rows)
+    return (html_table(list(HEADER), rows)
             + (f'<p class="muted">Threshold sources:</p><ol class="sources">{notes}</ol>' if notes else ""))
 
 

@@ -19,9 +19,11 @@ import matplotlib
 import msgspec
 from matplotlib.figure import Figure
 
+from linkcheck.accept.text import deciding_line
 from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
 from linkcheck.errors import ParseError
 from linkcheck.facts.snapshot import pair_id, pair_key
+from linkcheck.model import Status
 from linkcheck.outcome import Outcome
 from linkcheck.parsers.nccl_tests import NcclTestRow, parse_nccl_tests
 from linkcheck.report.json_report import acceptance_document
@@ -103,20 +105,30 @@ def _groups(outcome: Outcome) -> list[_Group]:
     return groups
 
 
+def _judged_by(check: dict[str, Any]) -> tuple[float, str] | None:
+    """The line that decided an acceptance check's status (accept/text.py deciding_line), labelled; None when its
+    lines are not numeric."""
+    line = deciding_line(check)
+    if line is None:
+        return None
+    value = float(line["value"])
+    word = "fail" if line.get("on_miss") == "FAIL" else "degraded"
+    return value, f"{check.get('id')}: {word} below {value:g}"
+
+
 def _floors(outcome: Outcome) -> tuple[str, dict[str, list[tuple[float, str]]]]:
-    """(whose thresholds, per group kind the floors the verdict used with their labels): the bundle's acceptance
-    checks when it holds an acceptance, else the throughput rules' own."""
+    """(whose thresholds, per group kind the floors the verdict used with their labels): for a bundle that holds an
+    acceptance, the line that decided each of its checks (the fail line a FAIL missed, never a warning line beside
+    it), else the throughput rules' own."""
     doc = acceptance_document(outcome)
     if doc is not None and "problem" not in doc:
         profile = (doc.get("profile") or {}).get("name") or "?"
         floors: dict[str, list[tuple[float, str]]] = {}
         for kind, check_id in _CHECK_OF.items():
-            check = next((c for c in doc.get("checks", []) if isinstance(c, dict) and c.get("id") == check_id), None)
-            for band in (check or {}).get("thresholds") or []:
-                value = band.get("value")
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    word = "fail" if band.get("on_miss") == "FAIL" else "degraded"
-                    floors.setdefault(kind, []).append((float(value), f"{check_id}: {word} below {value:g}"))
+            for check in (c for c in doc.get("checks", []) if isinstance(c, dict) and c.get("id") == check_id):
+                floor = _judged_by(check)
+                if floor is not None and floor not in floors.get(kind, []):
+                    floors.setdefault(kind, []).append(floor)
         return f"acceptance ({_label(profile)})", floors  # the record's text: never mathtext or a control
     nominal = threshold(outcome, "LINK_BELOW_NOMINAL", "nominal_min_gbps")
     per_path = [] if nominal is None else [(nominal, f"LINK_BELOW_NOMINAL: a path's best below {nominal:g}")]
@@ -222,8 +234,25 @@ def _nccl_rows(outcome: Outcome) -> tuple[NcclTestRow, ...]:
         return ()
 
 
+def _nccl_floor(outcome: Outcome) -> tuple[float, str] | None:
+    """The line that judged the collective's bus bandwidth, labelled: the acceptance's nccl_busbw_gbs check's
+    deciding line, else NCCL_BUSBW_LOW's: its fail line when it failed, else its warning line (the one a pass
+    cleared and a warning missed)."""
+    doc = acceptance_document(outcome)
+    if doc is not None and "problem" not in doc:
+        check = next((c for c in doc.get("checks", []) if isinstance(c, dict) and c.get("id") == "nccl_busbw_gbs"),
+                     None)
+        return None if check is None else _judged_by(check)
+    finding = next((f for f in outcome.diagnosis.findings if f.rule_id == "NCCL_BUSBW_LOW"), None)
+    failed = finding is not None and finding.status is Status.FAIL
+    value = threshold(outcome, "NCCL_BUSBW_LOW", "fail_below_busbw_gbs" if failed else "min_busbw_gbs")
+    if value is None:
+        return None
+    return value, f"NCCL_BUSBW_LOW: {'fail' if failed else 'warn'} below {value:g}"
+
+
 def nccl_svg(outcome: Outcome) -> str | None:
-    """all_gather bus bandwidth by message size, against NCCL_BUSBW_LOW's warn and fail thresholds."""
+    """all_gather bus bandwidth by message size, against the line that judged it (`_nccl_floor`)."""
     rows = [r for r in _nccl_rows(outcome) if r.size_bytes > 0 and r.oop_busbw_gbs is not None]
     if not rows:
         return None
@@ -231,11 +260,11 @@ def nccl_svg(outcome: Outcome) -> str | None:
     axes = figure.add_subplot()
     axes.plot([r.size_bytes for r in rows], [r.oop_busbw_gbs or 0.0 for r in rows], marker="o", color="#3b6ea5",
               label="bus bandwidth (out of place)")
-    for name, colour, text in (("min_busbw_gbs", "#2e7d32", "pass from"), ("fail_below_busbw_gbs", "#c62828",
-                                                                           "fail below")):
-        value = threshold(outcome, "NCCL_BUSBW_LOW", name)
-        if value is not None:
-            axes.axhline(value, color=colour, linestyle="--", label=f"{text} {value:g} GB/s")
+    floor = _nccl_floor(outcome)
+    if floor is not None:
+        value, text = floor
+        axes.axhline(value, color="#c62828" if ": fail " in text else "#b26a00", linestyle="--",
+                     label=f"{_label(text)} GB/s")
     axes.axvline(1 << 30, color="#777777", linestyle=":", label="1 GiB: judged from here")
     axes.set_xscale("log", base=2)
     axes.set_ylim(bottom=0)

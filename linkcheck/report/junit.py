@@ -23,6 +23,7 @@ from linkcheck.report import acceptance as acc
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import case_names, evidence_lines, stages, verdict_line
+from linkcheck.report.timing import Timing, seconds
 from linkcheck.values import evidence_value, yes_no
 
 # XML 1.0 cannot hold these even escaped (shown() already made C0/C1 controls visible).
@@ -58,8 +59,10 @@ def finding_element(case: ET.Element, finding: Finding) -> str:
     return kind
 
 
-def finding_case(suite: ET.Element, finding: Finding, name: str, stage: str) -> str:
-    case = ET.SubElement(suite, "testcase", name=xml_text(name), classname=xml_text(f"linkcheck.{stage}"), time="0")
+def finding_case(suite: ET.Element, finding: Finding, name: str, stage: str, time: float = 0.0) -> str:
+    """A finding's testcase, `time` the seconds its measurement ran (report/timing.py)."""
+    case = ET.SubElement(suite, "testcase", name=xml_text(name), classname=xml_text(f"linkcheck.{stage}"),
+                         time=seconds(time))
     kind = finding_element(case, finding)
     if finding.evidence:
         props = ET.SubElement(case, "properties")
@@ -71,15 +74,17 @@ def finding_case(suite: ET.Element, finding: Finding, name: str, stage: str) -> 
     return kind
 
 
+MEASURED_STAGES = ("throughput", "nccl")  # the playbooks whose rules judge a traffic run or the NCCL run
 _ACCEPT_KIND = {"FAIL": ("failure", "error"), "DEGRADED": ("failure", "warning"),
                 "INCONCLUSIVE": ("error", "inconclusive")}
 
 
-def _acceptance_case(suite: ET.Element, check: dict[str, object], name: str, labels: dict[str, str]) -> str:
+def _acceptance_case(suite: ET.Element, check: dict[str, Any], name: str, labels: dict[str, str],
+                     time: float) -> str:
     """One testcase per acceptance check: a FAIL or DEGRADED is a failure, INCONCLUSIVE an error, each carrying
-    the measured values, the threshold and the margin."""
+    the measured values, the threshold and the margin, and the seconds its runs took (`time`)."""
     case = ET.SubElement(suite, "testcase", name=xml_text(name),
-                         classname=xml_text(f"linkcheck.acceptance.{check.get('id')}"), time="0")
+                         classname=xml_text(f"linkcheck.acceptance.{check.get('id')}"), time=seconds(time))
     status = str(check.get("status"))
     line = acc.summary(check)
     kind = "pass"
@@ -111,11 +116,12 @@ def _standard_case(suite: ET.Element, doc: dict[str, Any], weaker: list[str] | N
 
 
 def acceptance_suite(root: ET.Element, doc: dict[str, Any] | None,
-                     tested: Callable[[dict[str, Any]], str]) -> list[str]:
+                     tested: Callable[[dict[str, Any]], str], timing: Timing | None = None) -> list[str]:
     """The bundle's acceptance (a pair's or a cluster's) as its own suite, so that CI gates on each check: a testcase
     per check (a cluster's names its test and pass in its properties), how it was tested (`tested`) among the
     suite's properties, and first the testcase `standard` (skipped for a NON-STANDARD run); one error when the record
-    is not shown; [] when there is none."""
+    is not shown; [] when there is none. Each check's testcase carries the seconds its runs took in the bundle
+    (`timing`; 0 without it), the suite their sum."""
     if doc is None:
         return []
     suite = ET.SubElement(root, "testsuite", name="linkcheck.acceptance", timestamp=timestamp(), time="0")
@@ -134,8 +140,10 @@ def acceptance_suite(root: ET.Element, doc: dict[str, Any] | None,
                             *(("non_standard_difference", d) for d in weaker or [])):
             ET.SubElement(props, "property", name=name, value=xml_text("" if value is None else value))
         kinds = [_standard_case(suite, doc, weaker)]
-        kinds += [_acceptance_case(suite, c, n, acc.series_labels(doc, t)) for c, n, t in
-                  zip(acc.checks(doc), acc.case_names(doc), check_tests(doc), strict=True)]
+        times = [timing.check(c) if timing else 0.0 for c in acc.checks(doc)]
+        kinds += [_acceptance_case(suite, c, n, acc.series_labels(doc, t), s) for c, n, t, s in
+                  zip(acc.checks(doc), acc.case_names(doc), check_tests(doc), times, strict=True)]
+        suite.set("time", seconds(sum(times)))
         # GitLab shows no property: the suite's output says it too.
         ET.SubElement(suite, "system-out").text = xml_text("\n".join(
             line for line in (headline(doc), non_standard_line(doc)) if line), multiline=True)
@@ -192,14 +200,20 @@ def render_junit(outcome: Outcome) -> str:
     for name, value in pairs:
         ET.SubElement(props, "property", name=name, value=xml_text(value))
     stage_of = stages(outcome)
-    kinds = [finding_case(suite, f, name, stage_of.get(f.rule_id, "rules"))
-             for f, name in zip(diagnosis.findings, case_names(diagnosis.findings), strict=True)]
+    timing = Timing(outcome.bundle.captures)
+    needs = {rule.id: rule.needs for rule in outcome.rules}
+    # Only a rule that judges the traffic runs measured for as long as they ran; the others read files: 0 s.
+    times = [timing.finding(f) if any(n.startswith("bench_") for n in needs.get(f.rule_id, ()))
+             or stage_of.get(f.rule_id) in MEASURED_STAGES else 0.0 for f in diagnosis.findings]
+    kinds = [finding_case(suite, f, name, stage_of.get(f.rule_id, "rules"), time)
+             for f, name, time in zip(diagnosis.findings, case_names(diagnosis.findings), times, strict=True)]
+    suite.set("time", seconds(sum(times)))
     tally(suite, kinds)
     said = [decided.line, *([verdict_line(outcome)] if decided.by_acceptance else [])]
     ET.SubElement(suite, "system-out").text = xml_text("\n".join(said), multiline=True)
     if diagnosis.notes:
         ET.SubElement(suite, "system-err").text = xml_text("\n".join(diagnosis.notes), multiline=True)
-    accepted = acceptance_suite(root, acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc))
+    accepted = acceptance_suite(root, acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc), timing)
     tally(root, kinds + accepted + _repair_suite(root, outcome))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

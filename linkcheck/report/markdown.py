@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from linkcheck.accept import text as accept_text
-from linkcheck.accept.text import HEADER, headline, non_standard_line, reasons, rows
+from linkcheck.accept.text import HEADER, headline, marked_column, non_standard_line, reasons, row
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
@@ -20,15 +20,16 @@ from linkcheck.report.summary import Summary, explains_text, grouped, not_judged
 from linkcheck.report.tables import (
     ADVISE_HINT,
     LATENCY_HEADER,
+    TRAFFIC_HEADER,
+    cited,
     diagnosis_line,
     evidence_lines,
     latency_rows,
     nccl_text,
     node_rows,
     not_run_lines,
-    rate,
-    rdma_rows,
-    total_cells,
+    source_numbers,
+    traffic_rows,
 )
 
 # Markup characters (and `|` in tables, `<` for HTML, `&` for entities such as `&lt;`, a leading `#`), and what
@@ -70,17 +71,26 @@ def _nccl_loaded(outcome: Outcome) -> list[str]:
 
 
 def _traffic(outcome: Outcome) -> list[str]:
+    """ib_write_bw per path, mode and direction over its repetitions, the threshold beside them (citing its source,
+    listed once under the table) and the statistic that missed it in bold; then the NCCL run."""
     link = outcome.link
     lines: list[str] = []
-    rows = rdma_rows(link)
-    if rows:
-        lines += ["## Traffic: ib_write_bw (Gb/s)", "", _row(["path", "mode", "a->b", "b->a"]),
-                  _row(["---", "---", "---:", "---:"])]
-        lines += [_row([md(path), md(mode), md(rate(ab)), md(rate(ba))]) for path, mode, ab, ba in rows]
-        totals = total_cells(link)
-        if totals:
-            lines.append(_row(["**both paths at once**", "**total**", *(f"**{t}**" for t in totals)]))
+    found = traffic_rows(outcome, acc.acceptance(outcome))
+    if found:
+        numbers = source_numbers(found)
+        lines += ["## Traffic: ib_write_bw (Gb/s)", "", _row(list(TRAFFIC_HEADER)),
+                  _row(["---"] * 3 + ["---:"] * 4 + ["---", "---:"])]
+        for row in found:
+            cells = [md(cell) for cell in row.cells()]
+            cells[TRAFFIC_HEADER.index("threshold")] += "".join(f" [\\[{n}\\]](#traffic-threshold-sources)"
+                                                                for n in cited(row, numbers))
+            if row.missed:
+                at = TRAFFIC_HEADER.index(row.missed)
+                cells[at] = f"**{cells[at]}**"
+            lines.append(_row(cells))
         lines.append("")
+        if numbers:
+            lines += ["### Traffic threshold sources", "", *(f"{n}. {md(s)}" for s, n in numbers.items()), ""]
         lines += [f"{md(note)}  " for note in not_run_lines(link)] + ([""] if not_run_lines(link) else [])
     nccl = nccl_text(link)
     if nccl:
@@ -110,9 +120,15 @@ def table(head: Sequence[str], align: list[str], rows: Iterable[Sequence[str]]) 
     return [_row(list(head)), _row(align), *(_row([md(cell) for cell in row]) for row in rows)]
 
 
-def acceptance_table(shown: list[tuple[str, str, str, str, str, str]]) -> list[str]:
-    """Checks as accept/text.py's rows, one table row each."""
-    return table(HEADER, ["---"] * 3 + ["---:"] + ["---", "---:"], shown)
+def acceptance_table(checks: list[dict[str, Any]]) -> list[str]:
+    """Checks as accept/text.py's rows, one table row each, the statistic that missed its line in bold."""
+    lines = [_row(list(HEADER)), _row(["---"] * 3 + ["---:"] * 4 + ["---", "---:"])]
+    for check in checks:
+        cells, at = [md(cell) for cell in row(check)], marked_column(check)
+        if at is not None:
+            cells[at] = f"**{cells[at]}**"
+        lines.append(_row(cells))
+    return lines
 
 
 def bullets(lines: list[str]) -> list[str]:
@@ -121,7 +137,7 @@ def bullets(lines: list[str]) -> list[str]:
 
 
 def _pair_checks(doc: dict[str, Any]) -> list[str]:
-    return acceptance_table(rows(doc)) + bullets(reasons(doc))
+    return acceptance_table(acc.checks(doc)) + bullets(reasons(doc))
 
 
 def acceptance_section(doc: dict[str, Any] | None, tested: Callable[[dict[str, Any]], str],

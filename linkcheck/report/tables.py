@@ -6,14 +6,18 @@ each renderer escapes it for its own format (XML, Markdown, HTML).
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
+from linkcheck.accept.text import margin_cell, missed, threshold_cell
 from linkcheck.advise.published import published
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
-from linkcheck.values import byte_size, evidence_line, number, pcie, plain_number
+from linkcheck.values import byte_size, evidence_line, number, pcie, plain_number, signed
 
 
 def stages(outcome: Outcome) -> dict[str, str]:
@@ -118,23 +122,124 @@ def node_rows(link: LinkFacts) -> tuple[list[str], list[tuple[str, list[str], li
     return heads, rows
 
 
-def rate(run: RdmaRun | None) -> str:
-    if run is None:
-        return "-"
-    return number(run.gbps) if run.gbps is not None else shown(f"no number: {run.problem}")
+class TrafficRow(NamedTuple):
+    """One path, mode and direction of ib_write_bw (or both paths' total): its repetitions as min / median / max
+    and their count, the threshold it is judged against beside them, the margin against the line that decides the
+    status, which statistic missed that line (to be marked; None when none did) and where the threshold comes
+    from."""
+
+    path: str
+    mode: str
+    direction: str
+    low: str
+    median: str
+    high: str
+    runs: str
+    threshold: str
+    margin: str
+    missed: str | None
+    sources: tuple[str, ...]
+
+    def cells(self) -> list[str]:
+        return [self.path, self.mode, self.direction, self.low, self.median, self.high, self.runs, self.threshold,
+                self.margin]
 
 
-def rdma_rows(link: LinkFacts) -> list[tuple[str, str, RdmaRun | None, RdmaRun | None]]:
-    """(path, mode, a->b run, b->a run): alone before concurrent, repeated rounds apart."""
-    order = {"alone": 0, "concurrent": 1}
-    grouped: dict[tuple[int, str, str, str], dict[str, RdmaRun]] = {}
+TRAFFIC_HEADER = ("path", "mode", "direction", "min", "median", "max", "runs", "threshold", "margin")
+_MODES = ("alone", "concurrent")
+_NOMINAL_RULE, _NOMINAL = "LINK_BELOW_NOMINAL", "nominal_min_gbps"
+
+
+def _run_count(rates: list[float | None], problems: Sequence[str] = ()) -> str:
+    """`3`, or `3 (1 no number: why)` where a run gave none."""
+    missing = sum(1 for r in rates if r is None)
+    why = f": {'; '.join(dict.fromkeys(problems))}" if problems else ""
+    return f"{len(rates)} ({missing} no number{why})" if missing else str(len(rates))
+
+
+def _statistics(rates: list[float | None]) -> tuple[str, str, str]:
+    numbers = [r for r in rates if r is not None]
+    if not numbers:
+        return "-", "-", "-"
+    return number(min(numbers)), number(statistics.median(numbers)), number(max(numbers))
+
+
+def _judged_by_check(check: dict[str, Any]) -> tuple[str, str, str | None, tuple[str, ...]]:
+    """(threshold, margin, missed statistic, sources) from an acceptance check (accept/text.py)."""
+    cell = margin_cell(check)
+    sources = tuple(str(t["source"]) for t in check.get("thresholds") or [] if isinstance(t, dict) and t.get("source"))
+    return threshold_cell(check), cell, missed(check), sources
+
+
+def _judged_by_rule(outcome: Outcome, rates: list[float | None]) -> tuple[str, str, str | None, tuple[str, ...]]:
+    """(threshold, margin, missed statistic, sources) from LINK_BELOW_NOMINAL, which judges a path's best rate
+    (playbooks/throughput.yaml): the line a bundle without an acceptance is read against."""
+    line = threshold(outcome, _NOMINAL_RULE, _NOMINAL)
+    numbers = [r for r in rates if r is not None]
+    if line is None:
+        return "-", "", None, ()
+    rule = next(r for r in outcome.rules if r.id == _NOMINAL_RULE)
+    source = rule.threshold_sources.get(_NOMINAL) or "; ".join(rule.references)
+    said = f"best >= {plain_number(line)} Gb/s ({_NOMINAL_RULE})"
+    if not numbers or None in rates:
+        return said, "", None, (source,) if source else ()
+    best = max(numbers)
+    return (said, signed(round(best - line, 3)), "max" if best < line else None,
+            (source,) if source else ())
+
+
+def _row(path: str, mode: str, direction: str, rates: list[float | None], count: str,
+         judged: tuple[str, str, str | None, tuple[str, ...]]) -> TrafficRow:
+    low, median, high = _statistics(rates)
+    line, margin, missed_by, sources = judged
+    return TrafficRow(shown(path), shown(mode), shown(direction), low, median, high, count, line, margin, missed_by,
+                      sources)
+
+
+def traffic_rows(outcome: Outcome, doc: dict[str, Any] | None) -> list[TrafficRow]:
+    """ib_write_bw grouped: one row per path, mode and direction over its repetitions, then both paths' total per
+    direction; paths in the order the node table lists their slots (cage, then PCI domain of node a's twin), never
+    by interface name; alone before concurrent, a->b before b->a. Each row is judged as the acceptance `doc` judged
+    it (its check of that path, mode and direction), else against LINK_BELOW_NOMINAL's floor for a path's best
+    rate."""
+    link = outcome.link
+    by_id = {(str(c.get("id")), str(c.get("subject"))): c for c in (doc or {}).get("checks", []) if isinstance(c, dict)}
+    order = {path.key: _slot(path.a) for path in link.paths}  # the node table's order: by cage, then PCI domain
+    grouped: dict[tuple[str, str, str], list[RdmaRun]] = {}
     for run in link.bench.rdma:
-        grouped.setdefault((order.get(run.mode, 2), run.mode, run.round_id, run.path_key), {})[run.direction] = run
-    rows = []
-    for (_, mode, round_id, path_key), by_direction in sorted(grouped.items()):
-        label = f"{mode} {round_id}" if round_id.startswith("#") else mode
-        rows.append((shown(path_key), shown(label), by_direction.get("a->b"), by_direction.get("b->a")))
-    return rows
+        grouped.setdefault((run.path_key, run.mode, run.direction), []).append(run)
+
+    def place(key: tuple[str, str, str]) -> tuple[tuple[str, str], str, int, str, str]:
+        path, mode, direction = key
+        at = _MODES.index(mode) if mode in _MODES else len(_MODES)
+        return (order.get(path, ("~", "~")), path, at, mode, direction)  # a path no node lists: after theirs
+
+    out = []
+    for key in sorted(grouped, key=place):
+        path, mode, direction = key
+        rates = [run.gbps for run in grouped[key]]
+        problems = [run.problem for run in grouped[key] if run.gbps is None and run.problem]
+        check = by_id.get((f"rdma_{mode}_gbps", f"{path} {direction}"))
+        judged = _judged_by_check(check) if check else _judged_by_rule(outcome, rates)
+        out.append(_row(path, mode, direction, rates, shown(_run_count(rates, problems)), judged))
+    for direction, rates in link.bench.round_totals("concurrent").items():
+        check = by_id.get(("rdma_concurrent_total_gbps", f"both paths {direction}"))
+        judged = _judged_by_check(check) if check else ("-", "", None, ())
+        out.append(_row("both paths at once", "total", direction, rates, _run_count(rates), judged))
+    return out
+
+
+def source_numbers(rows: list[TrafficRow]) -> dict[str, int]:
+    """Each threshold source once, numbered in the order the rows first cite it."""
+    numbers: dict[str, int] = {}
+    for row in rows:
+        for source in row.sources:
+            numbers.setdefault(source, len(numbers) + 1)
+    return numbers
+
+
+def cited(row: TrafficRow, numbers: dict[str, int]) -> list[int]:
+    return [numbers[s] for s in dict.fromkeys(row.sources)]
 
 
 def not_run_lines(link: LinkFacts) -> list[str]:
@@ -144,17 +249,6 @@ def not_run_lines(link: LinkFacts) -> list[str]:
         why = item.reason.removeprefix("not run: ")
         by_reason.setdefault(why, []).append(f"{item.mode} {item.path_key} {item.direction}")
     return [shown(f"not run: {', '.join(runs)}: {why}") for why, runs in by_reason.items()]
-
-
-def total_cells(link: LinkFacts) -> list[str] | None:
-    totals = link.bench.totals("concurrent")
-    if not totals:
-        return None
-    cells = []
-    for direction in ("a->b", "b->a"):
-        total = totals.get(direction)
-        cells.append("-" if direction not in totals else "no total" if total is None else number(total))
-    return cells
 
 
 def nccl_text(link: LinkFacts) -> str | None:

@@ -81,3 +81,18 @@ def test_a_clusters_page_opens_with_its_summary(tmp_path: Path) -> None:
     got = _measured(check_html(check), tmp_path / "cluster")
     assert got["summary_top"] is not None and got["summary_top"] < 300, got
     assert got["cause_top"] is not None and got["cause_top"] < SCREEN[1], got
+
+
+def test_the_printed_first_page_holds_the_cause_and_its_fix(tmp_path: Path) -> None:
+    """`report fixtures/accept-fail -f html` printed to PDF by Chromium: page 1 names the cause and carries its fix."""
+    pypdf = pytest.importorskip("pypdf")
+    page = tmp_path / "report.html"
+    page.write_text(_pair("accept-fail"), encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    printed = _chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", page.as_uri())
+    assert pdf.is_file() and pdf.stat().st_size > 0, printed.stderr[-2000:]
+    reader = pypdf.PdfReader(pdf)
+    first = " ".join(reader.pages[0].extract_text().split())
+    assert len(reader.pages) > 1  # the whole report does not fit one page: page 1 is what was chosen for it
+    assert "LINK_HOTPLUG_DEGRADED" in first and "sudo systemctl reboot --no-block" in first, first[:3000]
+    assert "linkcheck check --bench" in first and "ACCEPTANCE: FAIL" in first, first[:3000]

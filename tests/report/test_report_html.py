@@ -89,7 +89,7 @@ def test_plots_are_inline_svg() -> None:
     page = render_html(outcome)
     assert page.count("<svg") == 2 and "<?xml" not in page and "<!DOCTYPE svg" not in page
     assert "ib_write_bw per path" in page and "NCCL all_gather bus bandwidth by size" in page
-    assert "LINK_BELOW_NOMINAL: a path's best below 80" in page and "pass from 21.65 GB/s" in page
+    assert "LINK_BELOW_NOMINAL: a path's best below 80" in page and "NCCL_BUSBW_LOW: warn below 21.65 GB/s" in page
 
 
 def test_without_matplotlib_the_page_has_tables_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,3 +80,23 @@ def test_the_trend_stops_at_the_reports_own_run(tmp_path: Path, monkeypatch: pyt
         return [g.count("<use") for g in re.findall(r'<g clip-path="url\(#[^)]*\)">(.*?)</g>', svg, re.S)]
 
     assert points(second) == [2, 2] and points(last) == [3, 3]  # the runs after the report's own are left out
+
+
+def _nccl_texts(name: str) -> list[str]:
+    from linkcheck.report.html_plots import nccl_svg
+
+    return _texts(nccl_svg(diagnose_bundle(FIXTURES / name)) or "")
+
+
+def test_the_nccl_plot_draws_the_line_that_judged_not_the_warning_line_beside_it() -> None:
+    # 3.02 GB/s missed the fail line (8): that line is drawn, not the warning line (21.65) above it.
+    texts = _nccl_texts("accept-fail")
+    assert "nccl_busbw_gbs: fail below 8 GB/s" in texts and not any("21.65" in t for t in texts)
+    # A pass cleared the tightest line, the warning line: that one is drawn.
+    texts = _nccl_texts("accept-pass")
+    assert "nccl_busbw_gbs: degraded below 21.65 GB/s" in texts and not any("below 8 " in t for t in texts)
+    # Without an acceptance the rule's lines: the fail line where NCCL_BUSBW_LOW failed, else its warning line.
+    texts = _nccl_texts("nccl-socket-fallback")
+    assert any(t.startswith("NCCL_BUSBW_LOW: fail below ") for t in texts), texts
+    texts = _nccl_texts("healthy")
+    assert any(t.startswith("NCCL_BUSBW_LOW: warn below ") for t in texts), texts

@@ -47,7 +47,7 @@ def run_cli(*args: str, stdin: str | bytes | None = None, cwd: Path | None = Non
     and `linkcheck.cli.main` runs as the program does (argv, the one-line errors, the documented exit codes,
     global flags after the command), so a test pays no interpreter start. `env` values of None unset a variable;
     `timeout` is an upper bound the run must stay under. What the program sets once per process (the global flags,
-    the loggers' levels) is put back afterwards.
+    the loggers' levels and the root logger's handlers) is put back afterwards.
 
     What needs a real process stays a subprocess test: signals (Ctrl-C), pipes and a closed or full stdout,
     the `python -m linkcheck.cli` entry point, and --debug's traceback (the interpreter prints it).
@@ -63,6 +63,7 @@ def run_cli(*args: str, stdin: str | bytes | None = None, cwd: Path | None = Non
     for name in flags:
         setattr(FLAGS, name, False)
     loggers = {name: logging.getLogger(name).level for name in ("", "paramiko")}  # set by live commands
+    handlers = logging.getLogger().handlers[:]  # basicConfig's would write to this run's stderr, closed after it
     runner = CliRunner()
     here = Path.cwd()
     start = time.monotonic()
@@ -86,6 +87,7 @@ def run_cli(*args: str, stdin: str | bytes | None = None, cwd: Path | None = Non
         os.chdir(here)
         for name, level in loggers.items():
             logging.getLogger(name).setLevel(level)
+        logging.getLogger().handlers[:] = handlers
         for name, value in flags.items():
             setattr(FLAGS, name, value)
     elapsed = time.monotonic() - start

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from linkcheck.bundle.format import Bundle, load_bundle, write_bundle
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.model import Capture
 from linkcheck.outcome import Outcome
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -30,9 +30,8 @@ PROFILE = BUILTIN_DIR / "dgx-spark-pair.yaml"
 ROW = re.compile(r"^(\s*1048576\s+\d+\s+[\d.]+\s+)([\d.]+)", re.MULTILINE)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=60,
-                          cwd=ROOT)
+def _cli(*args: str) -> CliResult:
+    return run_cli(*args, cwd=ROOT, timeout=60)
 
 
 # -- building repeated runs ----------------------------------------------------------------------------------

@@ -6,8 +6,6 @@ with file:line, since the run would then not be the standard acceptance.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from linkcheck.accept.profile import BUILTIN_DIR, ProfileError, load_profile_fil
 from linkcheck.accept.text import describe_profile
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.diagnose.playbook import load_playbooks, with_thresholds
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = BUILTIN_DIR / "dgx-spark-pair.yaml"
@@ -114,8 +113,7 @@ def test_bad_reference_is_one_line_with_file_and_line(case: str, tmp_path: Path)
     assert message in str(raised.value), str(raised.value)
     assert raised.value.line == _line(text, needle), (str(raised.value), _line(text, needle))
     if case == "looser warn line":
-        proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "profiles", "validate", str(path)],
-                              capture_output=True, text=True, timeout=60, check=False)
+        proc = run_cli("profiles", "validate", str(path), timeout=60)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert proc.returncode == 4 and len(lines) == 1 and f"site.yaml:{raised.value.line}:" in lines[0], proc.stderr
 

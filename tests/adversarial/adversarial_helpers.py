@@ -1,5 +1,5 @@
-"""Shared helpers of the adversarial suites: run the CLI as a program, and check how it failed (a program's or an
-in-process run's result, tests/conftest.py `cli`)."""
+"""Shared helpers of the adversarial suites: run the CLI (in process, or as a program where the process is what is
+tested), and check how it failed (a program's or an in-process run's result)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tests.conftest import CliResult
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "healthy"
@@ -20,8 +19,16 @@ RAW_CONTROL = ("\x1b", "\x07", "\x9b", "\x9d", "\r", "\x08")
 
 
 def run(*args: str, stdin: bytes | None = None, timeout: float = 60, cwd: Path | None = None,
-        **kwargs: object) -> subprocess.CompletedProcess[str]:
-    """The CLI in a fresh interpreter; the timeout is the test's upper bound on time."""
+        env: Mapping[str, str | None] | None = None) -> CliResult:
+    """The CLI in process (tests/conftest.py run_cli): exit code, stdout and stderr apart, `env` over this
+    environment; the timeout is the test's upper bound on time."""
+    return run_cli(*args, stdin=stdin, cwd=cwd, env=env, timeout=timeout)
+
+
+def run_process(*args: str, stdin: bytes | None = None, timeout: float = 60, cwd: Path | None = None,
+                **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """The CLI in a fresh interpreter, for what only a process shows (its own file descriptors, signals); the
+    timeout is the test's upper bound on time."""
     proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, input=stdin,
                           timeout=timeout, cwd=cwd, **kwargs)  # type: ignore[call-overload]
     return subprocess.CompletedProcess(proc.args, proc.returncode,

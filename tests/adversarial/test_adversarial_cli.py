@@ -85,6 +85,7 @@ def test_init_output_checked_before_connecting(cli: InProcessCli, tmp_path: Path
 
 @pytest.mark.parametrize("fmt", ["console", "json"])
 def test_report_to_dev_full(fmt: str) -> None:
+    # A process: its stdout (file descriptor 1) is /dev/full itself.
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(HEALTHY), "-f", fmt],
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
@@ -95,6 +96,7 @@ def test_report_to_dev_full(fmt: str) -> None:
 @pytest.mark.parametrize("args", [("diagnose", str(HEALTHY)), ("diagnose", str(HEALTHY), "-f", "json"),
                                   ("playbooks", "list"), ("parse", "uptime", "-")])
 def test_report_to_closed_stdout(args: tuple[str, ...]) -> None:
+    # A process: it starts with file descriptor 1 closed.
     proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], stdin=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, timeout=30, close_fds=True,
                           preexec_fn=lambda: os.close(1))
@@ -185,6 +187,7 @@ def test_unreachable_nodes_one_line_each_and_no_folder(cli: InProcessCli, tmp_pa
 
 
 def _interrupt_after(delay_s: float, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A process: Ctrl-C is a signal, and it may land in the interpreter's start, which only a process has."""
     proc = subprocess.Popen([sys.executable, "-m", "linkcheck.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd)
     time.sleep(delay_s)

@@ -19,7 +19,7 @@ import pytest
 
 from linkcheck.errors import InputFileError, OutputError
 from linkcheck.report import writer
-from tests.adversarial.adversarial_helpers import HEALTHY, one_line_error, run
+from tests.adversarial.adversarial_helpers import HEALTHY, one_line_error, run, run_process
 
 REPORT = ("report", str(HEALTHY), "-f", "markdown")
 
@@ -110,7 +110,8 @@ def test_full_device_is_exit_74(tmp_path: Path, option: str) -> None:
 
 
 def test_proc_fd_of_a_pipe_reaches_the_pipe() -> None:
-    proc = run(*REPORT, "-o", "/proc/self/fd/1")
+    # A process: /proc/self/fd/1 must be the program's own stdout, a pipe (in process it is pytest's).
+    proc = run_process(*REPORT, "-o", "/proc/self/fd/1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == _expected_markdown()
 

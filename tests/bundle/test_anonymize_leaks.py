@@ -6,8 +6,6 @@ import hashlib
 import ipaddress
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from linkcheck.bundle.anonymize import Anonymizer, anonymize_bundle, anonymize_s
 from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
+from tests.conftest import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "healthy"
@@ -213,8 +212,8 @@ def test_anonymize_saved_refuses_changed_bundles_and_full_folders(tmp_path: Path
     assert not (tmp_path / "out").exists()
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=60)
+def _cli(*args: str) -> CliResult:
+    return run_cli(*args, timeout=60)
 
 
 def test_cli_anonymize(tmp_path: Path) -> None:

@@ -334,8 +334,8 @@ def test_forged_acceptance_record_is_named_not_shown(tmp_path: Path, raw: str) -
            '"checks": [], ' + raw + "}"
     add_files(bundle, {"acceptance.json": text})
     assert verify_bundle(bundle).ok
-    for fmt in ("json", "markdown", "html"):
-        proc = run("report", str(bundle), "-f", fmt)
+    shown = {fmt: run("report", str(bundle), "-f", fmt) for fmt in ("json", "markdown", "html")}
+    for proc in shown.values():
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    report = json.loads(run("report", str(bundle), "-f", "json").stdout)
+    report = json.loads(shown["json"].stdout)
     assert set(report["acceptance"]) == {"problem"}, report["acceptance"]

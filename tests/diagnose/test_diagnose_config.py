@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from linkcheck.diagnose.rule import Rule
+from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -44,8 +43,7 @@ thresholds: {thresholds}
 
 
 def _diagnose(*args: str, cwd: Path | None = None) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", *args, "-f", "json"],
-                          capture_output=True, text=True, timeout=60, cwd=cwd)
+    proc = run_cli("diagnose", *args, "-f", "json", cwd=cwd, timeout=60)
     return proc.returncode, json.loads(proc.stdout)
 
 

@@ -9,17 +9,18 @@ Options under the other headings (global options, live options) must exist on so
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import typer.main
 
 from linkcheck.cli import app
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -293,10 +294,9 @@ def test_format_values_documented(command: tuple[str, ...]) -> None:
     assert not missing, f"`linkcheck {name} --format`: {sorted(missing)} not in its docs/commands.md section"
 
 
-def test_report_formats_the_cli_accepts_are_documented(tmp_path: Path) -> None:
+def test_report_formats_the_cli_accepts_are_documented(cli: InProcessCli, tmp_path: Path) -> None:
     """An unknown format is refused with the list of known ones: each must be in commands.md and reports.md."""
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "report", str(HEALTHY), "-f", "no-such-format"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    proc = cli("report", str(HEALTHY), "-f", "no-such-format", cwd=tmp_path, timeout=60)
     assert proc.returncode == 4, proc.stderr
     listed = re.search(r"one of:?\s*(.+)$", proc.stderr.strip(), re.MULTILINE)
     assert listed, f"the refusal no longer lists the formats: {proc.stderr!r}"

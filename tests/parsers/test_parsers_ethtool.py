@@ -113,15 +113,6 @@ def test_settings_broken_values(text: str, line_no: int) -> None:
 # ---------------------------------------------------------------- ethtool -i
 
 
-def test_driver_mlx5_psid() -> None:
-    d = parse_ethtool_i(sample("driver_mlx5_cx7.txt"))
-    assert d.driver == "mlx5_core"
-    assert d.version == "6.17.0-1014-nvidia"
-    assert d.firmware_version == "28.45.4028"
-    assert d.psid == "NVD0000000087"
-    assert d.bus_info == "0002:01:00.0"
-
-
 def test_driver_captured_virtio_empty_firmware() -> None:
     d = parse_ethtool_i(sample("driver_virtio_6.1_captured.txt"))
     assert (d.driver, d.version, d.firmware_version, d.psid, d.bus_info) == (
@@ -226,15 +217,6 @@ def test_module_hexdump_cmis_upper_page(name: str) -> None:
     assert m.length_m == pytest.approx(0.4)
     assert m.connector == "0x23 (No separable connector)"
     assert m.identified
-
-
-def test_module_hexdump_sff8636() -> None:
-    m = parse_ethtool_m(sample("module_hexdump_sff8636_full.txt"))
-    assert (m.identifier_code, m.vendor_name, m.vendor_oui) == (0x11, "Mellanox", "00:02:c9")
-    assert (m.vendor_pn, m.vendor_rev, m.vendor_sn, m.date_code) == (
-        "MCP1650-V00AE30", "A2", "MT2130VS01234", "210725",
-    )
-    assert m.length_m == 2.0
 
 
 def test_module_hexdump_nonprintable_vendor_bytes() -> None:

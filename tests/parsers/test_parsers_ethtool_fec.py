@@ -5,9 +5,8 @@ Expected values were read from the samples by eye (tests/samples/ethtool/real/PR
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,27 +14,14 @@ from linkcheck.errors import ParseError
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.ethtool import FecStatistic, parse_ethtool_fec
 
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
 REAL = Path(__file__).resolve().parents[1] / "samples" / "ethtool" / "real"
 
 
 def real(name: str) -> str:
     return (REAL / name).read_text()
-
-
-def test_real_gb10_spark_rs_with_auto() -> None:
-    fec = parse_ethtool_fec(real("fec_gb10_spark_rs_auto.txt"))
-    assert (fec.ifname, fec.configured, fec.active, fec.form) == ("enp1s0f1np1", ("Auto",), ("RS",), "text")
-    assert fec.statistics == () and fec.corrected_blocks is None
-
-
-def test_real_gb10_spark_no_fec_after_replug() -> None:
-    fec = parse_ethtool_fec(real("fec_gb10_spark_none_after_replug.txt"))
-    assert (fec.ifname, fec.configured, fec.active) == ("enp1s0f0np0", ("Auto",), ("None",))
-
-
-def test_real_gb10_spark_forced_rs() -> None:
-    fec = parse_ethtool_fec(real("fec_gb10_spark_forced_rs.txt"))
-    assert (fec.configured, fec.active) == (("RS",), ("RS",))
 
 
 def test_real_legacy_prompt_with_lane_statistics() -> None:
@@ -63,11 +49,6 @@ def test_real_error_histogram_text_and_json() -> None:
         ("fec_bit_err_0", 445, (125, 120, 100, 100)), ("fec_bit_err_1_to_3", 12, ()), ("fec_bit_err_4_to_7", 2, ())]
     js = parse_ethtool_fec(real("fec_hist_netdev2025.json"))
     assert js.statistics == text.statistics and js.active == ("None",)
-
-
-def test_real_rs_with_zero_block_counts() -> None:
-    fec = parse_ethtool_fec(real("fec_rs_stats_fbnic_2025.txt"))
-    assert fec.active == ("RS",) and (fec.corrected_blocks, fec.uncorrectable_blocks) == (0, 0)
 
 
 @pytest.mark.parametrize(("active", "want"), [("RS", ("RS",)), ("None", ("None",)), ("Off", ("Off",)),
@@ -112,19 +93,17 @@ def test_errors_are_parse_errors_with_the_reason(text: str, reason: str) -> None
     assert reason in exc.value.reason
 
 
-def test_registered_and_listed_by_the_cli() -> None:
+def test_registered_and_listed_by_the_cli(cli: InProcessCli) -> None:
     assert PARSERS["ethtool_fec"][0] == "ethtool:parse_ethtool_fec"
-    out = subprocess.run([sys.executable, "-m", "linkcheck.cli", "parse", "--help"], capture_output=True,
-                         text=True, timeout=60).stdout
+    out = cli("parse", "--help", timeout=60).stdout
     assert "ethtool_fec" in out
 
 
-def test_cli_parses_a_real_sample_as_json() -> None:
+def test_cli_parses_a_real_sample_as_json(cli: InProcessCli) -> None:
     import json
 
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "parse", "ethtool_fec",
-                           str(REAL / "fec_stats_lanes_netdev2021.json"), "--format", "json"],
-                          capture_output=True, text=True, timeout=60)
+    proc = cli("parse", "ethtool_fec", str(REAL / "fec_stats_lanes_netdev2021.json"), "--format", "json",
+               timeout=60)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["record"]
     assert doc["active"] == ["None"] and doc["statistics"][0]["lanes"] == [255, 1]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from linkcheck.errors import ParseError
 from linkcheck.parsers import PARSERS, get_parser
 from linkcheck.records import is_record
+from tests.parsers.test_parser_cases import is_case_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 CASES = Path(__file__).resolve().parent / "cases"
@@ -37,7 +38,8 @@ MAX_SAMPLE_CHARS = 4000  # a few large dumps would otherwise dominate the run ti
 
 def family_samples(family: str) -> list[str]:
     """The family's samples, and the inputs of the parser cases of its kinds (tests/parsers/cases/<kind>/)."""
-    files = sorted(p for p in (SAMPLES / family).rglob("*") if p.is_file() and p.suffix != ".md")
+    files = sorted(p for p in (SAMPLES / family).rglob("*")
+                   if p.is_file() and p.suffix != ".md" and not is_case_file(p))
     files += sorted(p for kind, fam in FAMILY.items() if fam == family for p in (CASES / kind).glob("*.txt"))
     return [p.read_text()[:MAX_SAMPLE_CHARS] for p in files]
 

@@ -78,27 +78,10 @@ def test_v210_has_no_root_and_an_error_column() -> None:
     assert r.wrong_total == 0
 
 
-def test_corruption_counts_wrong_elements() -> None:
-    r = parse_nccl_tests(sample("all_reduce_v2176_corruption.txt"))
-    assert (r.rows[0].oop_wrong, r.rows[0].ip_wrong, r.wrong_total, r.out_of_bounds) == (1024, 0, 1024, 1024)
-    assert r.errors == (".. spark-a pid 548419: Test failure common.cu:1192",)
-
-
-def test_no_check_prints_na() -> None:
-    r = parse_nccl_tests(sample("all_gather_v2196_no_check.txt"))
-    assert all(row.oop_wrong is None and row.ip_wrong is None for row in r.rows)
-    assert r.wrong_total == 0 and r.rows[-1].ip_busbw_gbs == 22.2
-
-
 def test_nccl_failure_keeps_rows_and_errors() -> None:
     r = parse_nccl_tests(sample("all_gather_v2196_nccl_failure.txt"))
     assert r.errors[0].startswith("spark-a: Test NCCL failure common.cu:1283 'remote process exited")
     assert r.rows == (TWO_NODE_FIRST,) and r.completed is False
-
-
-def test_no_mpi_binary_under_mpirun() -> None:
-    r = parse_nccl_tests(sample("all_gather_v2196_no_mpi.txt"))
-    assert r.independent_runs == 2 and r.max_busbw_gbs == 0.0
 
 
 def test_second_block_cut_off_is_not_complete() -> None:
@@ -134,17 +117,6 @@ def test_cut_row_in_truncated_output_is_skipped() -> None:
     text = sample("all_gather_v2196_truncated.txt")
     r = parse_nccl_tests(text[: text.rindex("15.07")])
     assert (len(r.rows), r.completed) == (1, False)
-
-
-def test_json_v3() -> None:
-    r = parse_nccl_tests(sample("all_gather_v2196.json"))
-    assert (r.format, r.program, r.version, r.nccl_version, r.ranks, r.hosts) == (
-        "json", "all_gather_perf", None, 22809, 2, SPARK)
-    assert (len(r.rows), r.avg_busbw_gbs, r.out_of_bounds, r.completed, r.errors) == (4, 15.8081, 0, True, ())
-    first = r.rows[0]
-    assert (first.size_bytes, first.count, first.root, first.oop_wrong, first.oop_time_us) == (
-        1048576, 131072, -1, 0, 116.5)
-    assert first.ip_busbw_gbs == pytest.approx(4.55, abs=0.01)
 
 
 def test_json_environment_is_not_kept() -> None:
@@ -215,14 +187,6 @@ def test_legacy_qp_lines_before_2_21() -> None:
     assert log.qp_gids == (NcclQpGid(None, 3, "192.168.100.1"), NcclQpGid(None, 3, "192.168.200.1"))
     assert log.env["NCCL_IB_GID_INDEX"] == "3" and log.channel_net_devs == (0, 1)
     assert log.ib_devices == ("mlx5_0", "mlx5_1") and log.nccl_version == "2.18.6"
-
-
-def test_socket_fallback() -> None:
-    log = parse_nccl_log(sample("log_v2234_socket_fallback.txt"))
-    assert (log.no_ib_device, log.network, log.uses_socket) == (True, "Socket", True)
-    assert log.socket_devices == ("enp1s0f1np1", "enP7s7") and log.ib_devices == ()
-    assert (log.channel_transports, log.channel_net_devs) == (("Socket",), ())
-    assert log.warnings == ("Call to ibv_open_device failed",)
 
 
 def test_head_format_and_timestamped_warn() -> None:

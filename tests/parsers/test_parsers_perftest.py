@@ -77,12 +77,6 @@ def test_server_sees_mirrored_gids() -> None:
     assert server.rows == client.rows  # WRITE: the server prints the client's numbers
 
 
-def test_infiniband_has_no_gid_lines() -> None:
-    r = parse_perftest(sample("client_v606_ib_mb.txt"))
-    assert (r.link_type, r.gid_index, r.local_gids, r.remote_gids) == ("IB", None, (), ())
-    assert r.rows[0].bw_peak_gbps == pytest.approx(23543.10 * 1048576 * 8 / 1e9)
-
-
 def test_mb_and_mib_are_the_same_unit() -> None:
     old = parse_perftest(sample("client_v606_ib_mb.txt").replace("MB/sec", "MiB/sec"))
     assert old.bw_avg_gbps == parse_perftest(sample("client_v606_ib_mb.txt")).bw_avg_gbps
@@ -101,30 +95,6 @@ def test_duration_mode_peak_zero_and_cpu_util() -> None:
     r = parse_perftest(sample("client_v629_duration_cpu.txt"))
     assert r.rows == (PerftestRow(65536, 1119872, 0.0, 97.84, 0.186615, 1.87),)
     assert r.warnings == ("WARNING: BW peak won't be measured in this run.",)
-
-
-def test_run_infinitely_keeps_every_row() -> None:
-    r = parse_perftest(sample("client_v629_run_infinitely.txt"))
-    assert [row.bw_avg_gbps for row in r.rows] == [97.80, 97.85, 97.73, 97.92]
-    assert r.bw_mean_gbps == pytest.approx((97.80 + 97.85 + 97.73 + 97.92) / 4)
-    assert all(row.bw_peak_gbps == 0.0 for row in r.rows)
-
-
-def test_send_server_measures_itself() -> None:
-    r = parse_perftest(sample("server_v629_send_bw.txt"))
-    assert r.rows[0].bw_peak_gbps == 0.0 and r.rows[0].iterations == 1000
-
-
-def test_rdma_cm_exchange() -> None:
-    assert parse_perftest(sample("client_v626_rdma_cm.txt")).data_exchange == "rdma_cm"
-
-
-def test_wrong_gid_header_without_row_is_a_record() -> None:
-    r = parse_perftest(sample("client_v629_wrong_gid.txt"))
-    assert r.rows == () and r.bw_avg_gbps is None and r.bw_mean_gbps is None
-    assert r.local_gids == ("fe80::4a44:2fff:fe2f:db9d",)
-    assert "Failed status-transport retry counter exceeded (12): wr_id 0 syndrom 0x81" in r.errors
-    assert r.errors[-1] == "Failed to complete run_iter_bw function successfully"
 
 
 def test_refused_connection_same_errors_in_both_eras() -> None:

@@ -1,7 +1,8 @@
 """Real outputs pasted by users (tests/samples/*/real/, sources in PROVENANCE.md), and the pasted forms
 the parsers must accept: excerpts without headers or prefixes, masked values, every width and speed form.
 
-Expected values were read from the samples by eye.
+What each real sample parses to is its case file beside it (tests/parsers/test_parser_cases.py); here are the
+forms written out in the tests themselves.
 """
 
 from __future__ import annotations
@@ -19,67 +20,20 @@ from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.parsers.pcie import parse_lspci
-from linkcheck.parsers.perftest import parse_perftest
 from linkcheck.parsers.rdma import parse_ibdev2netdev
+from tests.parsers.test_parser_cases import is_case_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
-MIB_GBPS = 1048576 * 8 / 1e9
-
-
-def real(family: str, name: str) -> str:
-    return (SAMPLES / family / "real" / name).read_text()
 
 
 def test_every_real_sample_has_provenance() -> None:
     for folder in SAMPLES.glob("*/real"):
         provenance = (folder / "PROVENANCE.md").read_text()
         for sample in folder.iterdir():
-            assert sample.name == "PROVENANCE.md" or sample.name in provenance, sample
+            assert sample.name == "PROVENANCE.md" or is_case_file(sample) or sample.name in provenance, sample
 
 
 # ---------------------------------------------------------------- rdma family
-
-def test_real_ibstat_dell_gb10() -> None:
-    cas = parse_ibstat(real("rdma", "ibstat_dell_gb10_excerpt.txt"))
-    assert [c.name for c in cas] == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0"]
-    assert {c.ca_type for c in cas} == {"MT4129"} and {c.fw_version for c in cas} == {"28.45.4028"}
-    assert [(p.state, p.physical_state, p.rate_gbps) for c in cas for p in c.ports] == [
-        ("Active", "LinkUp", 200.0), ("Down", "Disabled", 40.0), ("Active", "LinkUp", 200.0)]
-    assert cas[0].ports[0].port_guid == "0xfe4ceafffef94234" and cas[2].node_guid == "0xfc4cea0300f94230"
-
-
-def test_real_show_gids_pasted_with_spaces() -> None:
-    rows = parse_show_gids(real("rdma", "show_gids_mooncake_spaces_excerpt.txt"))
-    assert [(r.device, r.index, r.roce_version, r.netdev) for r in rows] == [
-        ("rocep105s0", 0, 2, "enp105s0"), ("rocep105s0", 1, 2, "enp105s0"),
-        ("rocep121s0", 0, 2, "enp121s0"), ("rocep121s0", 1, 2, "enp121s0"),
-        ("rocep193s0f0", 0, 1, "enp193s0f0np0"), ("rocep193s0f0", 1, 2, "enp193s0f0np0")]
-    assert rows[1].gid == "fd93:16d3:59b6:010d:0690:81ff:fe39:e3e8" and not rows[1].link_local
-    assert rows[0].link_local and all(r.ipv4 is None for r in rows)
-
-
-def test_real_show_gids_without_gids() -> None:
-    assert parse_show_gids(real("rdma", "show_gids_k8s_empty.txt")) == ()
-
-
-def test_real_ibv_devinfo_port_block_without_hca_id() -> None:
-    (device,) = parse_ibv_devinfo(real("rdma", "ibv_devinfo_v_port_excerpt_cx4.txt"))
-    (port,) = device.ports
-    assert device.hca_id is None and port.port == 1
-    assert (port.state, port.phys_state, port.link_layer) == ("PORT_ACTIVE", "LINK_UP", "Ethernet")
-    assert (port.max_mtu_bytes, port.active_mtu_bytes, port.gid_tbl_len) == (4096, 4096, 256)
-    assert (port.active_width_lanes, port.active_speed_gbps, port.rate_gbps) == (1, 25.0, 25.0)
-    assert [(g.index, g.gid, g.roce_version) for g in port.gids] == [
-        (14, "0000:0000:0000:0000:0000:ffff:c0a8:0606", None), (15, "0000:0000:0000:0000:0000:ffff:c0a8:0606", None)]
-
-
-def test_real_ibv_devinfo_gb10_two_lanes() -> None:
-    # A GB10 twin: 2X (width code 16) of 100 Gbps lanes (speed code 128) = 200 Gb/s, quoted without indentation.
-    (device,) = parse_ibv_devinfo(real("rdma", "ibv_devinfo_v_gb10_2x_excerpt.txt"))
-    (port,) = device.ports
-    assert (port.state, port.phys_state) == ("PORT_ACTIVE", "LINK_UP")
-    assert (port.active_width_lanes, port.active_speed_gbps, port.rate_gbps) == (2, 100.0, 200.0)
-
 
 @pytest.mark.parametrize(("width", "lanes"), [
     ("1X (1)", 1), ("4X (2)", 4), ("8X (4)", 8), ("12X (8)", 12), ("2X (16)", 2),
@@ -92,48 +46,7 @@ def test_ibv_devinfo_every_width_code(width: str, lanes: int) -> None:
     assert device.ports[0].active_width_lanes == lanes and device.ports[0].rate_gbps == lanes * 50.0
 
 
-def test_real_ibdev2netdev_verbose_mlx4() -> None:
-    (entry,) = parse_ibdev2netdev(real("rdma", "ibdev2netdev_v_mlx4_azure.txt"))
-    assert (entry.pci_bdf, entry.device, entry.port, entry.ib_state, entry.netdev, entry.link_state) == (
-        "0002:00:02.0", "mlx4_0", 1, "ACTIVE", "ib0", "Down")
-
-
 # ---------------------------------------------------------------- nccl family
-
-def test_real_all_gather_gb10_v2176_cut_before_average() -> None:
-    r = parse_nccl_tests(real("nccl", "all_gather_v2176_gb10_playbooks25.txt"))
-    assert (r.program, r.version, r.nccl_version, r.ranks, r.hosts) == (
-        "all_gather_perf", "2.17.6", 22803, 2, ("spark", "spark-3995"))
-    (row,) = r.rows
-    assert (row.size_bytes, row.count, row.oop_time_us, row.oop_busbw_gbs, row.ip_busbw_gbs) == (
-        17179869184, 2147483648, 453650.0, 18.94, 20.95)
-    assert r.out_of_bounds == 0 and r.avg_busbw_gbs is None and not r.completed
-
-
-def test_real_all_reduce_gb10_v2200_version_with_commit() -> None:
-    r = parse_nccl_tests(real("nccl", "all_reduce_v2200_gb10_playbooks103_excerpt.txt"))
-    assert (r.program, r.version, r.nccl_version, r.hosts) == (
-        "all_reduce_perf", "2.20.0", 23102, ("spark-d708", "spark-dbf4"))
-    assert [(x.size_bytes, x.redop, x.oop_busbw_gbs, x.ip_busbw_gbs) for x in r.rows] == [
-        (8192, "sum", 0.23, 0.27), (16384, "sum", 0.52, 0.53), (32768, "sum", 0.83, 0.88),
-        (65536, "sum", 0.96, 1.01)]
-
-
-def test_real_legacy_header_counts_ranks() -> None:
-    r = parse_nccl_tests(real("nccl", "all_gather_legacy_a100_nccl1412_header_excerpt.txt"))
-    assert r.ranks == 11 and r.hosts == ("swat1-04", "swat1-05") and r.rows == ()
-
-
-def test_real_legacy_all_gather_without_redop_or_hash_prefixes() -> None:
-    # nccl-tests 2019-2020 (cbe7f65 era): all_gather prints no redop or root column; pasted without the '#'s.
-    r = parse_nccl_tests(real("nccl", "all_gather_legacy_v100_nccltests37_no_hash.txt"))
-    (row,) = r.rows
-    assert (row.size_bytes, row.count, row.dtype, row.redop, row.root) == (4294967296, 134217728, "float", "", -1)
-    assert (row.oop_time_us, row.oop_busbw_gbs, row.ip_time_us, row.ip_busbw_gbs) == (29122.0, 129.05, 29169.0,
-                                                                                       128.84)
-    assert (row.oop_wrong, row.ip_wrong) == (None, None)  # "error" was the max error, not a count
-    assert (r.out_of_bounds, r.avg_busbw_gbs, r.completed, r.ranks) == (2, 128.942, True, 0)
-
 
 def test_first_nccl_tests_format_ranks_without_pid_and_footer_without_hash() -> None:
     # The format strings of the first nccl-tests (NVIDIA/nccl-tests@b188a15, 2017, NCCL 1 and 2): "nThread"
@@ -154,48 +67,6 @@ def test_first_nccl_tests_format_ranks_without_pid_and_footer_without_hash() -> 
     (row,) = r.rows
     assert (r.ranks, r.hosts, r.header_blocks, r.completed, r.avg_busbw_gbs) == (2, ("ncrh",), 1, True, 10.035)
     assert (row.redop, row.oop_time_us, row.ip_busbw_gbs, row.oop_wrong) == ("sum", 105.0, 10.08, None)
-
-
-def test_real_nccl_log_behind_vllm_ray_prefixes() -> None:
-    log = parse_nccl_log(real("nccl", "log_vllm_ray_prefix_spark.txt"))
-    assert log.hosts == ("spark-3995",) and log.lines_matched == 8
-    assert log.env == {"NCCL_SOCKET_IFNAME": "enp1s0f1np1"}
-
-
-# ---------------------------------------------------------------- system and perftest families
-
-def test_real_lspci_grep_speed_unknown() -> None:
-    (link,) = parse_lspci(real("system", "lspci_grep_cx5_speed_unknown_pciutils128.txt"))
-    assert (link.bdf, link.cap_speed_gts, link.cap_width, link.sta_speed_gts, link.sta_width, link.sta_note) == (
-        None, None, 8, None, 8, None)
-
-
-def test_real_lspci_cx7_cap_unknown() -> None:
-    (link,) = parse_lspci(real("system", "lspci_cx7_lshca51.txt"))
-    assert (link.cap_speed_gts, link.cap_width, link.sta_speed_gts, link.sta_width) == (None, 16, 16.0, 16)
-
-
-def test_real_read_bw_mb_sec_spaces_for_tabs() -> None:
-    r = parse_perftest(real("perftest", "read_bw_ib_mb_ucx8851_excerpt.txt"))
-    assert (r.test, r.role, r.device, r.link_type, r.mtu_bytes, r.unit) == (
-        "RDMA_Read BW Test", "client", "mlx5_1", "IB", 4096, "MB/sec")
-    assert [(x.size_bytes, x.iterations) for x in r.rows] == [(2, 1000), (4, 1000), (8, 1000)]
-    assert r.bw_avg_gbps == pytest.approx(19.50 * MIB_GBPS) and r.rows[0].msg_rate_mpps == 2.450225
-
-
-def test_real_write_bw_post_list_gbits() -> None:
-    r = parse_perftest(real("perftest", "write_bw_post_list_gbits_perftest273_excerpt.txt"))
-    assert (r.test, r.device, r.gid_index, r.link_type, r.unit) == (
-        "RDMA_Write Post List BW Test", "ib0", 2, "Ethernet", "Gb/sec")
-    (row,) = r.rows
-    assert (row.size_bytes, row.iterations, row.bw_peak_gbps, row.bw_avg_gbps, row.msg_rate_mpps) == (
-        8, 224958464, 0.0, 0.48, 7.498617)
-
-
-def test_real_write_bw_server_cut_after_header() -> None:
-    r = parse_perftest(real("perftest", "write_bw_server_v5x_perftest234_excerpt.txt"))
-    assert (r.role, r.device, r.gid_index, r.unit, r.rows) == ("server", "mlx5_0", 3, "MB/sec", ())
-    assert r.local_gids == ("::ffff:10.255.255.5",) and r.remote_gids == ("::ffff:10.255.255.4",)
 
 
 # ---------------------------------------------------------------- NCCL lines quoted without their prefix

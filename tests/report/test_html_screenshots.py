@@ -27,7 +27,7 @@ const box = (el) => el ? el.getBoundingClientRect() : null;
 const summary = box(document.querySelector("section.summary"));
 const fix = box(document.querySelector("section.summary .cause pre.fix"));
 const cause = box(document.querySelector("section.summary .cause"));
-const out = document.createElement("pre"); out.id = "measure";
+const out = document.createElement("pre"); out.id = "measure"; out.hidden = true;  // the screen stays the page's
 out.textContent = JSON.stringify({summary_top: summary && summary.top, summary_bottom: summary && summary.bottom,
   cause_top: cause && cause.top, fix_bottom: fix && fix.bottom, height: document.documentElement.scrollHeight});
 document.body.appendChild(out);
@@ -44,14 +44,14 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _measured(page: str, folder: Path) -> dict[str, float | None]:
-    """Lay the page out in Chromium: its screenshot kept in `folder`, the measures of the summary box returned."""
+    """Lay the page out in Chromium: its screenshot kept in `folder`, the measures of the summary box returned.
+    One start of Chromium takes both (a start costs seconds); the measures are hidden, so the screen is the page's."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "report.html").write_text(page, encoding="utf-8")
-    shot = _chromium(f"--screenshot={folder / 'first-screen.png'}", (folder / "report.html").as_uri())
-    assert (folder / "first-screen.png").stat().st_size > 0, shot.stderr
     (folder / "measured.html").write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
-    dumped = _chromium("--dump-dom", "--virtual-time-budget=2000", (folder / "measured.html").as_uri())
-    found = re.search(r'<pre id="measure">(.*?)</pre>', dumped.stdout, flags=re.S)
+    dumped = _chromium(f"--screenshot={folder / 'first-screen.png'}", "--dump-dom", "--virtual-time-budget=2000",
+                       (folder / "measured.html").as_uri())
+    assert (folder / "first-screen.png").stat().st_size > 0, dumped.stderr[-2000:]
+    found = re.search(r'<pre id="measure"[^>]*>(.*?)</pre>', dumped.stdout, flags=re.S)
     assert found is not None, dumped.stderr[-2000:]
     return json.loads(found.group(1).replace("&quot;", '"'))
 

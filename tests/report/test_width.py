@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from rich.console import Console
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.config import load_config
 from linkcheck.report.console import acceptance_view, print_report
+from tests.conftest import run_cli
 from tests.fixture_bundles import PAIR_BUNDLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,9 +29,7 @@ def _wide(text: str, width: int = 80) -> list[str]:
 def test_diagnose_fits_80_columns(fixture: Path) -> None:
     config = fixture / "linkcheck.yaml"
     args = ["diagnose", str(fixture), *(["-c", str(config)] if config.is_file() else [])]
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "LINES")}
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *args], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT, env={**env, "COLUMNS": "80", "PYTHONPATH": str(ROOT)})
+    proc = run_cli(*args, cwd=ROOT, env={"NO_COLOR": None, "LINES": None, "COLUMNS": "80"}, timeout=120)
     assert proc.stdout.strip() and "Traceback" not in proc.stderr, proc.stderr
     assert not _wide(proc.stdout), _wide(proc.stdout)
     outcome = diagnose_bundle(fixture, None, load_config(config) if config.is_file() else None)

@@ -4,8 +4,6 @@ verdict and, where expected.yaml states them, the measured figures. Real-output 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from linkcheck.config import load_config
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Severity, Status
 from linkcheck.outcome import Outcome
+from tests.conftest import run_cli
 from tests.fixture_bundles import PAIR_BUNDLES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -131,8 +130,8 @@ def test_fixture_figures(name: str) -> None:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_cli_json_matches_and_exit_code(name: str) -> None:
     expected = _expected(name)
-    proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / name), "-f", "json",
-                           *_config_args(name), *_baseline_args(name)], capture_output=True, text=True, timeout=60)
+    proc = run_cli("diagnose", str(FIXTURES / name), "-f", "json", *_config_args(name), *_baseline_args(name),
+                   timeout=60)
     doc = json.loads(proc.stdout)
     assert proc.returncode == EXIT[str(expected["verdict"])] == doc["exit_code"]
     assert doc["schema"] == "linkcheck-report" and doc["verdict"] == expected["verdict"]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,9 +63,8 @@ def test_a_node_waited_for_is_asked_until_it_answers_within_the_bound() -> None:
     assert never == {"a": True, "b": False}
 
 
-def test_one_line_per_finding_that_warns_or_fails_from_the_checks_json(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "linkcheck.cli", "diagnose", str(FIXTURES / "hotplug-degraded"),
-                           "-f", "json"], capture_output=True, text=True, timeout=60)
+def test_one_line_per_finding_that_warns_or_fails_from_the_checks_json(cli: InProcessCli, tmp_path: Path) -> None:
+    done = cli("diagnose", str(FIXTURES / "hotplug-degraded"), "-f", "json", timeout=60)
     lines = finding_lines(done.stdout)
     assert lines and all(line.startswith("LINK_HOTPLUG_DEGRADED fail ") for line in lines)
     assert {line.split(":")[0] for line in lines} == {

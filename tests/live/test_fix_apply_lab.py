@@ -3,9 +3,10 @@ state (`ip -j addr`, `ip -j link`, the files in /etc/netplan with their modes, t
 
 What is real here: the SSH sessions, every `ip` change in the nodes' namespaces, Debian's `netplan generate` on
 every file written, the journal on each node's own /var/lib/linkcheck. What is a stand-in: `netplan try`
-(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to), NetworkManager's
-`nmcli` and checkpoint API (tests/lab/nm_standin.py: the lab has no NetworkManager daemon and no system bus; the
-keyfiles it works on are real files) and, for the reboot, `systemctl` (a script that records its arguments:
+(tests/lab/netplan_try_standin.py: these labs boot no renderer for the real one to apply to; the real one runs in
+test_repairs_real_renderer.py), NetworkManager's `nmcli` and checkpoint API in the two tests of faults the real daemon
+cannot be made to show (tests/lab/nm_standin.py; elsewhere the real NetworkManager runs, tests/lab/nm_daemon.py)
+and, for the reboot, `systemctl` (a script that records its arguments:
 nothing reboots the test machine).
 """
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.lab import Lab
+from tests.lab import Lab, LabNodeSpec
 from tests.lab.scenario import specs_for_scenario
 from tests.live.test_fix_lab import _state
 
@@ -390,9 +391,12 @@ def test_reboot_only_with_allow_reboot(lab_factory: Callable[..., Lab], live: Li
 
 
 def _nm_files(lab: Lab, node: str) -> str:
-    """Every NetworkManager keyfile under /etc and /run with its mode and owner, and its text."""
+    """Every NetworkManager keyfile under /etc and /run with its mode and owner, and its text; not the profiles the
+    real NetworkManager makes for itself (`[.nmmeta] nm-generated=true`, volatile: a port it found configured by
+    `ip`, gone once a profile is brought up on it), which are no file of the node's and none linkcheck touches."""
     script = ('for f in /etc/NetworkManager/system-connections/* /run/NetworkManager/system-connections/*; do '
-              '[ -e "$f" ] || continue; stat -c "%n %a %u:%g" "$f"; cat "$f"; done')
+              '[ -e "$f" ] || continue; grep -qx nm-generated=true "$f" && continue; '
+              'stat -c "%n %a %u:%g" "$f"; cat "$f"; done')
     return lab.exec(node, ["sh", "-c", script]).stdout
 
 
@@ -440,13 +444,19 @@ def test_apply_makes_the_file_say_what_runs_then_plans_nothing_and_restore_puts_
     assert _all_files(lab) == before
 
 
+def _nm_standin(specs: list[LabNodeSpec]) -> list[LabNodeSpec]:
+    return [dataclasses.replace(spec, networkmanager="standin") for spec in specs]
+
+
 def _try_result(lab: Lab, node: str) -> str:
     return lab.exec(node, ["sh", "-c", "cat /var/lib/linkcheck/journal/*/try.result 2>/dev/null"]).stdout.strip()
 
 
 def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_nm_checkpoint(lab_factory: Callable[..., Lab],
                                                                             live: Live, tmp_path: Path) -> None:
-    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    # The stand-in (tests/lab/nm_standin.py): the real NetworkManager cannot be made to leave a port at MTU 1500 when
+    # a profile is activated; the real daemon's rollback is in test_repairs_real_nm.py.
+    lab = lab_factory(_nm_standin(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models")))
     lab.set_fault("a", "nmcli", "up-mtu-1500")  # activating the profile leaves the port at MTU 1500
     before = _all_files(lab)
     run = live.run("fix", "--apply", "--try-timeout", "60", "-c", str(_config(live, lab, tmp_path)), "--save",
@@ -461,7 +471,9 @@ def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_nm_checkpoint(lab_
 
 def test_ssh_lost_during_the_nm_checkpoint_rolls_back_by_timeout_and_the_next_run_says_so(
         lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
-    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    # The stand-in (tests/lab/nm_standin.py), whose `up` takes 4 s on request; the real daemon's rollback by its own
+    # timeout is in test_repairs_real_nm.py.
+    lab = lab_factory(_nm_standin(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models")))
     lab.set_fault("a", "nmcli", "up-slow")  # `nmcli connection up` takes 4 s: the SSH connection is cut meanwhile
     config = _config(live, lab, tmp_path)
     before = _all_files(lab)

@@ -112,7 +112,7 @@ class Container:
         end = time.monotonic() + deadline_s
         leader, said = 0, ""
         while time.monotonic() < end and self.proc.poll() is None:
-            leader = leader or _child(self.proc.pid)
+            leader = _leader(self.proc.pid)
             if leader:
                 said = _in(leader, ["systemctl", "is-system-running"]).stdout.strip() or said
                 if said in ("running", "degraded"):
@@ -155,13 +155,15 @@ def _mac(netns_name: str, name: str) -> str:
     return out[out.index("link/ether") + 1] if "link/ether" in out else ""
 
 
-def _child(pid: int) -> int:
-    """The first child of `pid` (nspawn's child is the container's PID 1)."""
+def _leader(nspawn_pid: int) -> int:
+    """The container's PID 1 as the host sees it, or 0 while there is none yet: nspawn's child once it is in a PID
+    namespace of its own (nspawn first forks an outer child, still in the host's, which forks PID 1 and exits)."""
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
+        children = Path(f"/proc/{nspawn_pid}/task/{nspawn_pid}/children").read_text().split()
+        ours = os.readlink("/proc/self/ns/pid")
+        return next((int(c) for c in children if os.readlink(f"/proc/{c}/ns/pid") != ours), 0)
+    except (OSError, ValueError):
         return 0
-    return int(children[0]) if children else 0
 
 
 def _in(leader: int, argv: list[str], timeout: float = 20.0) -> subprocess.CompletedProcess[str]:

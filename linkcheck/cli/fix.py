@@ -114,6 +114,13 @@ def _show_plan(result: FixResult, fmt: Format) -> None:
             out_fitted("\n".join(plan_text_lines(result.plan)))
 
 
+def _checked(verified: bool | None, differences: tuple[str, ...]) -> str:
+    """What reading the node's live state back after a revert or restore found."""
+    if verified is None:
+        return ""
+    return "; live state as before the run" if verified else "; NOT as before the run: " + "; ".join(differences)
+
+
 def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None, save: Path | None, accept: bool,
                fmt: Format, playbook: list[Path] | None, restore: bool, allow_reboot: bool, try_timeout: int,
                reboot_wait: int) -> None:
@@ -126,7 +133,8 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
         outcomes = restore_fix(cfg, options, lambda line: say(f"linkcheck: {line}"))
         for r in outcomes:
             say(f"node {r.node}: " + {"restored": f"run {r.run_id} restored", "nothing": "nothing to restore",
-                                      "failed": f"run {r.run_id} not fully restored"}[r.state])
+                                      "failed": f"run {r.run_id} not fully restored"}[r.state]
+                + _checked(r.verified, r.differences) + "".join(f"; {p}" for p in r.problems))
         raise typer.Exit(2 if any(r.state == "failed" for r in outcomes) else 0)
     result = apply_fix(cfg, checked_save(save), bundle, options, lambda line: say(f"linkcheck: {line}"),
                        playbooks=playbook, reboot_wait_s=reboot_wait, shown=lambda r: _show_plan(r, fmt))
@@ -136,7 +144,8 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
                                                                     if reboot and not allow_reboot else ""))
         raise typer.Exit(int(result.before.outcome.diagnosis.exit_code))
     for o in result.outcomes:
-        say(f"node {o.node}: {o.state} (journal {o.journal})" + "".join(f"; {p}" for p in o.problems))
+        say(f"node {o.node}: {o.state} (journal {o.journal})" + _checked(o.verified, o.differences)
+            + "".join(f"; {p}" for p in o.problems))
     if any(o.state != "committed" for o in result.outcomes):
         raise typer.Exit(int(ExitCode.FAIL))
     if result.after is not None:

@@ -52,6 +52,9 @@ def fix(
     allow_reboot: Annotated[bool, typer.Option(
         "--allow-reboot", help="With --apply: also run the plan's reboot steps, wait for the nodes, re-check.")
     ] = False,
+    allow_nm_disconnect: Annotated[bool, typer.Option(
+        "--allow-nm-disconnect", help="With --apply: change netplan files even where the management interface is "
+        "netplan-defined for NetworkManager (netplan try disconnects it ~250 ms, twice).")] = False,
     try_timeout: Annotated[int, typer.Option(
         "--try-timeout", parser=integer_in(10, 3600),
         help="Seconds `netplan try` waits for linkcheck's confirmation before "
@@ -76,10 +79,10 @@ def fix(
     pair_only("fix", bundle, f"`linkcheck diagnose {bundle}` names each finding with its fix")
     if restore or apply:
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
-                   try_timeout, reboot_wait)
+                   try_timeout, reboot_wait, allow_nm_disconnect)
         return
-    if allow_reboot:
-        raise UsageError("--allow-reboot goes with --apply")
+    if allow_reboot or allow_nm_disconnect:
+        raise UsageError(f"{'--allow-reboot' if allow_reboot else '--allow-nm-disconnect'} goes with --apply")
     if bundle is not None:
         if node or save:
             raise UsageError("--node and --save are for a live plan; a bundle is never changed: -o FILE saves "
@@ -123,11 +126,12 @@ def _checked(verified: bool | None, differences: tuple[str, ...]) -> str:
 
 def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None, save: Path | None, accept: bool,
                fmt: Format, playbook: list[Path] | None, restore: bool, allow_reboot: bool, try_timeout: int,
-               reboot_wait: int) -> None:
+               reboot_wait: int, allow_nm_disconnect: bool = False) -> None:
     """fix --apply / --restore: the live config, the plan shown first, then each node's transaction."""
     if restore and (bundle is not None or allow_reboot):
         raise UsageError("--restore takes no bundle, --apply or --allow-reboot: it undoes each node's last apply")
-    options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout)
+    options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout,
+                           allow_nm_disconnect=allow_nm_disconnect)
     cfg = live_config(config, node, accept)
     if restore:
         outcomes = restore_fix(cfg, options, lambda line: say(f"linkcheck: {line}"))

@@ -50,6 +50,7 @@ from linkcheck.repair.livestate import read_state
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import plan_path_problem
+from linkcheck.repair.renderer import interface_renderers, mgmt_disconnect_refusal
 from linkcheck.repair.restore import put_back_verified, restore_node
 from linkcheck.repair.runtime import (
     ADDR_ADD,
@@ -87,6 +88,8 @@ class ApplyOptions(msgspec.Struct, frozen=True):
     allow_reboot: bool = False
     try_timeout_s: int = 120  # netplan try's own default
     journal_root: str = JOURNAL_ROOT
+    # netplan files changed even where netplan try disconnects the management interface (linkcheck.repair.renderer)
+    allow_nm_disconnect: bool = False
 
 
 class NodeOutcome(msgspec.Struct, frozen=True):
@@ -168,8 +171,21 @@ def preflight(plan: RepairPlan, nodes: Mapping[str, RepairNode], options: ApplyO
             if why is not None:
                 raise ApplyRefused(f"node {name}: the current netplan files do not pass: {why}: nothing changed",
                                    fix="repair /etc/netplan first (sudo netplan generate says what is wrong)")
+            _refuse_mgmt_disconnect(node, name, invariants, options)
         preps.append(NodePrep(name, steps, tuple(ops), invariants, netplan))
     return preps
+
+
+def _refuse_mgmt_disconnect(node: RepairNode, name: str, invariants: Invariants, options: ApplyOptions) -> None:
+    """A netplan change where `netplan try` would disconnect the management interface (netplan-defined for
+    NetworkManager) is refused unless --allow-nm-disconnect; the files are read as root, never kept."""
+    if options.allow_nm_disconnect or invariants.mgmt_dev is None:
+        return
+    dump = node.sh(f"sudo -n sh -c {q('tail -n +1 /etc/netplan/*.yaml')}").stdout
+    why = mgmt_disconnect_refusal(name, invariants.mgmt_dev, interface_renderers(dump))
+    if why is not None:
+        raise ApplyRefused(why, fix="make the plan's netplan change from a console (its steps say what), or run "
+                           "`fix --apply --allow-nm-disconnect` to accept the interruption")
 
 
 # --- undo ----------------------------------------------------------------------------------------------------

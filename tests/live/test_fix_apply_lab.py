@@ -612,3 +612,93 @@ def test_apply_unpins_a_gid_index_in_every_nccl_conf_that_pins_it(lab_factory: C
     restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
     assert restored.returncode == 0, restored.describe()
     assert {n: _both_nccl_confs(lab, n) for n in ("a", "b")} == before
+
+
+def _ip_keeping_mtu(real_ip: str) -> str:
+    """A fault for node b's `ip`: `... mtu 1500` does nothing while `ip-keeps-mtu` is in the node's fault folder,
+    or once while `ip-keeps-mtu-once` is (it is then removed); the rest is the real ip."""
+    return ('f="${LINKCHECK_LAB_FAULTS:-/nonexistent}"\n'
+            'case " $* " in *" mtu 1500 "*)\n'
+            '  [ -e "$f/ip-keeps-mtu" ] && exit 0\n'
+            '  [ -e "$f/ip-keeps-mtu-once" ] && rm -f "$f/ip-keeps-mtu-once" && exit 0;;\n'
+            'esac\n'
+            f'exec {real_ip} "$@"\n')
+
+
+def _fault_file(lab: Lab, node: str, name: str, text: str | None) -> None:
+    """A fault the node's own wrappers read from its fault folder (lab.fault_dir): written, or removed (None)."""
+    path = lab.fault_dir(node) / name
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="ascii")
+
+
+def _mtu_fault_lab(lab_factory: Callable[..., Lab], tmp_path: Path) -> Lab:
+    real_ip = shutil.which("ip")
+    assert real_ip is not None
+    specs = specs_for_scenario("mtu-mismatch", tmp_path / "models")
+    specs = [dataclasses.replace(s, extra_tools={"ip": _ip_keeping_mtu(real_ip)}) if s.name == "b" else s
+             for s in specs]
+    return lab_factory(specs)
+
+
+def test_a_try_revert_that_leaves_the_new_mtu_is_completed_and_verified(lab_factory: Callable[..., Lab],
+                                                                        live: Live, tmp_path: Path) -> None:
+    lab = _mtu_fault_lab(lab_factory, tmp_path)
+    # netplan try as 0.106 with a real renderer: it applies the files, and its revert leaves the new MTU; and the
+    # try script's own MTU undo does not take (once): only linkcheck's verified revert can put the MTU back.
+    _fault_file(lab, "b", "netplan", "renderer-0.106\n")
+    _fault_file(lab, "b", "ip-keeps-mtu-once", "")
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    args = ("fix", "--apply", "--try-timeout", "60", "-c", str(config), "--save", str(tmp_path / "s"))
+    started = live.start(*args)
+    _wait_for(lambda: _trying(lab, "b"), 60, "netplan try on node b")
+    started[0].send_signal(signal.SIGINT)  # our own child, by its handle
+    run = live.wait(started, args)
+    assert run.returncode == 130, run.describe()
+    out = lab.exec("b", ["sh", "-c", "cat /var/lib/linkcheck/journal/*/try.out"]).stdout
+    assert "Reverting." in out and "renderer: enP2p1s0f1np1 reverted: addresses" in out, out
+    assert "mtu left at 9000" in out, out
+    assert not (lab.fault_dir("b") / "ip-keeps-mtu-once").exists()  # the try script's undo was the one lost
+    assert "node b: not as before the run (enP2p1s0f1np1: MTU 9000, was 1500): putting it back" in run.stderr, \
+        run.describe()
+    assert "node b: live state read back as before the run" in run.stderr
+    assert _snapshot(lab) == before
+    journal = _journals(lab, "b")
+    assert [j["state"] for j in journal] == ["reverted"] and journal[0]["verified"] is True
+    assert [i["mtu"] for i in journal[0]["before"]["interfaces"]] == [1500]
+
+
+def test_a_revert_that_cannot_put_the_mtu_back_is_not_reverted_and_restore_finishes_it(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = _mtu_fault_lab(lab_factory, tmp_path)
+    lab.set_fault("b", "ib_write_bw", "client-fail")  # the runtime verification fails: the change is undone
+    _fault_file(lab, "b", "ip-keeps-mtu", "")  # ... but node b's MTU cannot be lowered back
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s"), timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node b: not-reverted (journal " in run.stderr, run.describe()
+    assert "NOT as before the run: enP2p1s0f1np1: MTU 9000, was 1500" in run.stderr
+    assert "node b: reverted" not in run.stderr
+    assert _mtu(lab, "b", "enP2p1s0f1np1") == 9000
+    journal = _journals(lab, "b")
+    assert [(j["state"], j["verified"], j["differences"]) for j in journal] == [
+        ("not-reverted", False, ["enP2p1s0f1np1: MTU 9000, was 1500"])]
+    applied = [json.loads(p.read_text()) for p in (tmp_path / "s").rglob("apply.json")]
+    assert [(n["node"], n["state"], n["verified"]) for a in applied for n in a["nodes"]] == [
+        ("b", "not-reverted", False)]
+    # fix --restore re-runs the restore and checks again: still held, it says so; the fault gone, it finishes.
+    held = live.run("fix", "--restore", "-c", str(config), timeout=240)
+    assert held.returncode == 2, held.describe()
+    assert "node b: run " in held.stderr and "not fully restored; NOT as before the run" in held.stderr
+    _fault_file(lab, "b", "ip-keeps-mtu", None)
+    lab.set_fault("b", "ib_write_bw", None)
+    done = live.run("fix", "--restore", "-c", str(config), timeout=240)
+    assert done.returncode == 0, done.describe()
+    assert "restored; live state as before the run" in done.stderr, done.describe()
+    assert _snapshot(lab) == before
+    assert [(j["state"], j["verified"]) for j in _journals(lab, "b")] == [("restored", True)]

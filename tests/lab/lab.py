@@ -106,13 +106,13 @@ class Lab:
             for spec, (host_ip, node_ip) in zip(self.specs, pairs, strict=True):
                 self.nodes[spec.name] = self._prepare_node(spec, host_ip, node_ip, authorized)
         wire_data_links(self.lab_id, self.nodes, self.state)
-        install_neighbours(self.nodes)
         traffic.write_root_ssh(self.nodes, self.client_key)
         for node in self.nodes.values():
             node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
             node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
             node.start_gid_watch(self.state, deadline_s=self.ready_timeout_s)
             node.start_networkmanager(self.state, deadline_s=self.ready_timeout_s)
+        install_neighbours(self.nodes)  # after NetworkManager brought its profiles up: an activation flushes them
         self._write_client_files()
         self._save_nodes()
         self._boot_renderers()
@@ -195,6 +195,9 @@ class Lab:
         if netplan is None or not os.path.isdir("/etc/netplan"):
             # The container binds the very directory the node shows at /etc/netplan (a bind mount of it there).
             raise LabError(f"node {node.name}: the real renderer tier needs netplan files and the host's /etc/netplan")
+        if node.nm_real:
+            # The container runs a NetworkManager (or networkd) of its own on the same ports: one per node.
+            raise LabError(f"node {node.name}: a model with NetworkManager keyfiles has no real renderer tier yet")
         assert node.spec.renderer is not None
         self.containers[node.name] = nspawn.Container(
             node.name, node.netns, f"lc{self._host_tag}{node.name}", node.node_dir / "nspawn", netplan,

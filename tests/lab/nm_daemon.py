@@ -7,8 +7,10 @@ Two things make it work there (s.1.2): the node's /sys is remounted read-only (a
 namespace only), else NetworkManager waits for a udev that never initialises the devices; and its configuration
 manages only the ports that a keyfile of the model names (`unmanaged-devices=*,except:interface-name:...`), so the
 SSH link `lcm-*` and the RJ45 veth are never touched. NetworkManager starts after the lab configured the ports
-with `ip`, so it takes them as they are (`connected (externally)`): a fault staged with `ip` stays, as it would on a
-node whose state drifted from its profiles, until a profile is brought up.
+with `ip`, so it would take them as they are (`connected (externally)`, with a volatile profile of its own); the lab
+then brings each model profile up on its port (`nmcli connection up`), as NetworkManager does at a node's boot, so
+the ports are NetworkManager's own (its routes, metric 100) before any test looks, and the model's permanent
+neighbour entries are installed after that (an activation flushes them).
 
 The node's sshd sessions run in the node's mount namespace, so `nmcli` and `busctl` over SSH reach this bus at its
 default path; no wrapper is needed. Where a fault cannot be made with the real program, a test asks for the
@@ -62,6 +64,16 @@ def skip_reason() -> str | None:
     """Why this machine cannot run the real NetworkManager in a node (a tool missing), or None."""
     missing = [t for t in TOOLS if shutil.which(t, path="/usr/sbin:/usr/bin:/sbin:/bin") is None]
     return f"the real NetworkManager needs {', '.join(missing)} (install network-manager and dbus)" if missing else None
+
+
+def profiles(model_json: Path) -> list[tuple[str, str]]:
+    """Each keyfile's `id=` and `interface-name=`, as the model gives them."""
+    found = []
+    for item in json.loads(model_json.read_text(encoding="utf-8")).get("nm_connections", []):
+        keys = dict(line.split("=", 1) for line in str(item.get("text", "")).splitlines() if "=" in line)
+        if keys.get("id") and keys.get("interface-name"):
+            found.append((keys["id"].strip(), keys["interface-name"].strip()))
+    return found
 
 
 def managed_ports(model_json: Path) -> list[str]:

@@ -178,6 +178,15 @@ class LabNode:
             else:
                 self.nm_daemon = rec
         nm_daemon.wait_for_startup(self.nsenter(), deadline_s, log_dir / "nm.log")
+        # As at a node's boot: each model profile active on its port (tests/lab/nm_daemon.py says why).
+        assert self.model_json is not None
+        up = {link.ifname for link in self.spec.links if link.up}
+        for profile, port in nm_daemon.profiles(self.model_json):
+            if port in up:
+                done = self.run(["nmcli", "-w", str(int(deadline_s)), "connection", "up", "id", profile],
+                                timeout=deadline_s + 10, input_text=None, env=None)
+                if done.returncode != 0:
+                    raise LabError(f"node {self.name}: nmcli connection up {profile}: {done.stderr.strip()}")
 
     def stop_gid_watch(self, state: LabState) -> None:
         """Stop the GID watcher by its PID: from now on the node's GID tables stay as they are (a fault)."""

@@ -59,8 +59,8 @@ def test_the_nodes_reach_their_own_networkmanager_over_ssh(lab_factory: Callable
         managed = lab.ssh(node, "nmcli -t -f DEVICE,STATE device").stdout
         # Only the ports a keyfile names are managed: never the SSH link or the RJ45 NIC.
         assert f"lcm-{node}:unmanaged" in managed and "enP7s7:unmanaged" in managed, managed
-    # Node a's port was configured by the lab before NetworkManager started: it is taken as it is.
-    assert _device(lab, "a")[0].startswith("100"), _device(lab, "a")  # 100 (connected)
+    # Node a's runtime-only profile is active on its port, as NetworkManager brought it up (the lab's start).
+    assert _device(lab, "a") == ("100 (connected)", "cx7-p1-2"), _device(lab, "a")
 
 
 def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_real_checkpoint(
@@ -81,25 +81,7 @@ def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_real_checkpoint(
     assert [j["state"] for j in _journals(lab, "a")] == ["reverted"]
     assert _try_result(lab, "a") == "reverted\nnm-checkpoint"
     _wait_for(lambda: _device(lab, "a")[0].startswith("100"), 10, "the port re-activated after the rollback")
-    _same_but_the_rollbacks_profile(_all_files(lab), before)
-
-
-def _same_but_the_rollbacks_profile(after: dict[str, object], before: dict[str, object]) -> None:
-    """Every node as before (state, netplan files, keyfiles byte for byte). Measured with NetworkManager 1.42: a
-    rollback to a port's external state re-creates the volatile profile NetworkManager had made for it
-    (`[.nmmeta] nm-generated=true`, deleted when linkcheck's profile came up) as a persistent keyfile in /etc, named
-    after the port, with `autoconnect=false`. linkcheck's revert does not remove it yet: reported as an expected
-    failure; any other difference fails."""
-    if after == before:
-        return
-    extra = f"/etc/NetworkManager/system-connections/{PORT}.nmconnection 600 0:0\n"
-    a_state, a_netplan, a_nm = after["a"]  # type: ignore[misc]
-    head, sep, rest = a_nm.partition(extra)
-    left = rest[rest.find("\n/") + 1:] if "\n/" in rest else ""
-    assert sep and f"interface-name={PORT}" in rest and (a_state, a_netplan, head + left) == before["a"] \
-        and after["b"] == before["b"], (after, before)
-    pytest.xfail(f"the real rollback left {extra.split()[0]} (NetworkManager's own profile of the port's external "
-                 "state, made persistent); linkcheck's revert does not remove it")
+    assert _all_files(lab) == before
 
 
 def test_ssh_lost_while_the_real_checkpoint_is_held_rolls_back_by_its_timeout(
@@ -124,14 +106,11 @@ def test_ssh_lost_while_the_real_checkpoint_is_held_rolls_back_by_its_timeout(
     assert took < int(TRY_S) + 15, took
     _wait_for(lambda: _device(lab, "a")[0].startswith("100"), 10,
               f"the port re-activated after the rollback (now {_device(lab, 'a')})")
-    rolled_back = _all_files(lab)
+    assert _all_files(lab) == before
     lab.start_sshd("a")
     nxt = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s2"),
                    timeout=240)
     assert "was not confirmed: the NetworkManager checkpoint reverted it by its timeout" in nxt.stderr, nxt.describe()
     assert nxt.returncode == 0, nxt.describe()
-    # While the rollback's profile stays in /etc it names the port with its address, so the next run finds nothing
-    # to repair (though that profile does not autoconnect): the expected failure ends the test here until then.
-    _same_but_the_rollbacks_profile(rolled_back, before)
     record = json.loads((tmp_path / "s2" / "apply.json").read_text())
     assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed"}

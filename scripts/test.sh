@@ -5,13 +5,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin iptables shellcheck chromium podman crun gcc libc6-dev binutils)
+# network-manager and dbus: the real NetworkManager in lab nodes (tests/lab/nm_daemon.py); systemd-container and
+# mmdebstrap: the real renderer tier (tests/lab/nspawn.py), whose container root is built below.
+DEBS=(openssh-server openssh-client iproute2 ethtool netplan.io perftest procps util-linux iputils-ping openmpi-bin iptables shellcheck chromium podman crun gcc libc6-dev binutils network-manager dbus systemd-container mmdebstrap)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Where systemd is PID 1, network-manager's postinst would start NetworkManager on this machine and let it manage
+    # its interfaces: a policy-rc.d refusing every start while installing, then the service masked.
+    guard=""
+    if [ -d /run/systemd/system ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+      guard=/usr/sbin/policy-rc.d
+      printf '#!/bin/sh\nexit 101\n' > "$guard" && chmod 755 "$guard"
+    fi
+    rc=0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+    if [ -n "$guard" ]; then
+      rm -f "$guard"
+      systemctl mask --now NetworkManager.service >/dev/null 2>&1 || true
+    fi
+    [ "$rc" = 0 ] || exit "$rc"
   fi
 fi
 
@@ -58,6 +73,11 @@ fi
 if [ "$(id -u)" = 0 ]; then  # as root the lab must run: a skip here would pass CI with no lab test run
   .venv/bin/python -c 'import sys; from tests.lab.pytest_plugin import lab_skip_reason as why
 sys.exit(why() and f"scripts/test.sh: running as root, yet the lab cannot run: {why()}")'
+fi
+# The real renderer tier's container root (Debian 12 with netplan, networkd and NetworkManager), built once into
+# /var/cache/linkcheck-lab and reused; without it those lab tests skip with the reason.
+if [ "$(id -u)" = 0 ]; then
+  scripts/lab-nspawn-root.sh || echo "scripts/test.sh: the real renderer tier's root could not be built" >&2
 fi
 status=0
 part() {

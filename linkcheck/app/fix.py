@@ -224,7 +224,8 @@ def _transactions(config: Config, result: ApplyResult, options: ApplyOptions, sa
         try:
             outcomes = apply_plan(plan, nodes, result.before.pair.link, options, say)
         except KeyboardInterrupt:
-            _record(result, "interrupted (Ctrl-C): the node being changed was put back as it was")
+            _record(result, "interrupted (Ctrl-C): the node being changed was put back (its journal says whether "
+                    "its live state read back as before)")
             raise
         result = replace(result, outcomes=tuple(outcomes))
         if options.allow_reboot and all(o.state == COMMITTED for o in outcomes):

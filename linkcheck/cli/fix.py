@@ -51,6 +51,9 @@ def fix(
     allow_reboot: Annotated[bool, typer.Option(
         "--allow-reboot", help="With --apply: also run the plan's reboot steps, wait for the nodes, re-check.")
     ] = False,
+    allow_nm_disconnect: Annotated[bool, typer.Option(
+        "--allow-nm-disconnect", help="With --apply: change netplan files even where the management interface is "
+        "netplan-defined for NetworkManager (netplan try disconnects it ~250 ms, twice).")] = False,
     try_timeout: Annotated[int, typer.Option(
         "--try-timeout", parser=integer_in(10, 3600),
         help="Seconds `netplan try` waits for linkcheck's confirmation before "
@@ -78,10 +81,10 @@ def fix(
         pair_only("fix --apply", bundle, f"`linkcheck fix {bundle}` prints its plan per node and cable, to apply "
                   "node by node as its steps say")
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
-                   try_timeout, reboot_wait)
+                   try_timeout, reboot_wait, allow_nm_disconnect)
         return
-    if allow_reboot:
-        raise UsageError("--allow-reboot goes with --apply")
+    if allow_reboot or allow_nm_disconnect:
+        raise UsageError(f"{'--allow-reboot' if allow_reboot else '--allow-nm-disconnect'} goes with --apply")
     if bundle is not None:
         if node or save:
             raise UsageError("--node and --save are for a live plan; a bundle is never changed: -o FILE saves "
@@ -124,19 +127,28 @@ def _show_plan(result: FixResult, fmt: Format) -> None:
             out_fitted("\n".join(plan_text_lines(result.plan)))
 
 
+def _checked(verified: bool | None, differences: tuple[str, ...]) -> str:
+    """What reading the node's live state back after a revert or restore found."""
+    if verified is None:
+        return ""
+    return "; live state as before the run" if verified else "; NOT as before the run: " + "; ".join(differences)
+
+
 def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None, save: Path | None, accept: bool,
                fmt: Format, playbook: list[Path] | None, restore: bool, allow_reboot: bool, try_timeout: int,
-               reboot_wait: int) -> None:
+               reboot_wait: int, allow_nm_disconnect: bool = False) -> None:
     """fix --apply / --restore: the live config, the plan shown first, then each node's transaction."""
     if restore and (bundle is not None or allow_reboot):
         raise UsageError("--restore takes no bundle, --apply or --allow-reboot: it undoes each node's last apply")
-    options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout)
+    options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout,
+                           allow_nm_disconnect=allow_nm_disconnect)
     cfg = live_config(config, node, accept)
     if restore:
         outcomes = restore_fix(cfg, options, lambda line: say(f"linkcheck: {line}"))
         for r in outcomes:
             say(f"node {r.node}: " + {"restored": f"run {r.run_id} restored", "nothing": "nothing to restore",
-                                      "failed": f"run {r.run_id} not fully restored"}[r.state])
+                                      "failed": f"run {r.run_id} not fully restored"}[r.state]
+                + _checked(r.verified, r.differences) + "".join(f"; {p}" for p in r.problems))
         raise typer.Exit(2 if any(r.state == "failed" for r in outcomes) else 0)
     result = apply_fix(cfg, checked_save(save), bundle, options, lambda line: say(f"linkcheck: {line}"),
                        playbooks=playbook, reboot_wait_s=reboot_wait, shown=lambda r: _show_plan(r, fmt))
@@ -146,7 +158,8 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
                                                                     if reboot and not allow_reboot else ""))
         raise typer.Exit(int(result.before.pair.diagnosis.exit_code))
     for o in result.outcomes:
-        say(f"node {o.node}: {o.state} (journal {o.journal})" + "".join(f"; {p}" for p in o.problems))
+        say(f"node {o.node}: {o.state} (journal {o.journal})" + _checked(o.verified, o.differences)
+            + "".join(f"; {p}" for p in o.problems))
     if any(o.state != "committed" for o in result.outcomes):
         raise typer.Exit(int(ExitCode.FAIL))
     if result.after is not None:

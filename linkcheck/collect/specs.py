@@ -60,6 +60,9 @@ NCCL_INSTALL = (
 # key under `keys: shared:` and a SIM PIN under `pin:` (tests/samples/system/real). Without awk the
 # command fails (127) and nothing is collected. The glob expands as the user (the folder is world-readable);
 # tail's status is kept (no file: exit 1).
+NETWORKD_MASKED = ("for d in /etc/systemd/system /run/systemd/system; do f=$d/systemd-networkd.service; "
+                   '[ -L "$f" ] && [ "$(readlink "$f")" = /dev/null ] && { echo masked; exit 0; }; done; '
+                   "echo not-masked")
 NETPLAN_REDACT_AWK = (Path(__file__).parent / "redact_netplan.awk").read_text(encoding="utf-8")
 NETPLAN_REDACTED = '"(not collected)"'
 NETPLAN_FILES = ("lc_np=$(sudo -n tail -n +1 /etc/netplan/*.yaml) || exit; printf '%s\\n' \"$lc_np\" |"
@@ -208,6 +211,14 @@ SPECS: tuple[Spec, ...] = (
          description="the netplan YAML files, their secret values replaced on the node"),
     Spec("nm_connections", NM_KEYFILES, needs_root=True,
          description="NetworkManager keyfiles under /etc and /run (which CX-7 addressing survives a reboot)"),
+    # netplan prints no version of its own (no --version; `netplan info` prints its feature flags only): its
+    # package's. A repair relies on neither netplan try's own revert before 1.2 nor a masked networkd's.
+    Spec("netplan_version", "dpkg-query -W -f='${Version}\\n' netplan.io", optional_tool=True,
+         description="netplan's version (its package's): which `netplan try` revert a repair must not rely on"),
+    # `systemctl mask` links the unit file to /dev/null in /etc (or /run with --runtime), systemctl(1): read from
+    # the files, not asked of systemctl (a node without systemd as PID 1 answers the same).
+    Spec("networkd_masked", NETWORKD_MASKED,
+         description="whether systemd-networkd is masked (netplan renders an MTU through it even for NetworkManager)"),
     Spec("perftest_version", "ib_write_bw -V", optional_tool=True, description="perftest's version (exit 1 is normal)"),
     Spec("nccl_install", NCCL_INSTALL, description="NCCL libraries (their file names carry the version), nccl-tests"),
     Spec("nccl_env", "env | grep '^NCCL_' || true", description="NCCL_* variables only; never the whole env"),

@@ -8,11 +8,15 @@ Then per node: the journal first (originals, undo operations, state `planned`), 
 (carrier, MTU, addresses, the RoCE v2 GID entry of each new address, a ping each way at the path MTU, a short
 ib_write_bw over the path), undone on failure;
 then the files, validated and installed, a netplan change committed through `netplan try` that is confirmed only
-after the invariants and the link are verified again. Any failure or Ctrl-C puts the node back as it was.
+after the invariants and the link are verified again. Any failure or Ctrl-C puts the node back as it was, and
+the node's live state is then read back and compared with the one recorded before any change
+(linkcheck.repair.restore.put_back_verified): neither `netplan try`'s revert nor a NetworkManager rollback is
+taken on trust.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
 import shlex
@@ -30,6 +34,7 @@ from linkcheck.repair.checks import Invariants, invariant_problems, link_state, 
 from linkcheck.repair.journal import (
     COMMITTED,
     JOURNAL_ROOT,
+    NOT_REVERTED,
     PERSISTENT_PENDING,
     PLANNED,
     REVERTED,
@@ -41,10 +46,12 @@ from linkcheck.repair.journal import (
     run_dir,
     write_command,
 )
+from linkcheck.repair.livestate import read_state
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import plan_path_problem
-from linkcheck.repair.restore import restore_node
+from linkcheck.repair.renderer import interface_renderers, mgmt_disconnect_refusal
+from linkcheck.repair.restore import put_back_verified, restore_node
 from linkcheck.repair.runtime import (
     ADDR_ADD,
     ADDR_DEL,
@@ -81,6 +88,8 @@ class ApplyOptions(msgspec.Struct, frozen=True):
     allow_reboot: bool = False
     try_timeout_s: int = 120  # netplan try's own default
     journal_root: str = JOURNAL_ROOT
+    # netplan files changed even where netplan try disconnects the management interface (linkcheck.repair.renderer)
+    allow_nm_disconnect: bool = False
 
 
 class NodeOutcome(msgspec.Struct, frozen=True):
@@ -94,6 +103,9 @@ class NodeOutcome(msgspec.Struct, frozen=True):
     runtime: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    # Put back: its live state read back as before the run (True), not (False, `differences`), or not checked.
+    verified: bool | None = None
+    differences: tuple[str, ...] = ()
 
 
 class NodePrep(msgspec.Struct, frozen=True):
@@ -159,8 +171,21 @@ def preflight(plan: RepairPlan, nodes: Mapping[str, RepairNode], options: ApplyO
             if why is not None:
                 raise ApplyRefused(f"node {name}: the current netplan files do not pass: {why}: nothing changed",
                                    fix="repair /etc/netplan first (sudo netplan generate says what is wrong)")
+            _refuse_mgmt_disconnect(node, name, invariants, options)
         preps.append(NodePrep(name, steps, tuple(ops), invariants, netplan))
     return preps
+
+
+def _refuse_mgmt_disconnect(node: RepairNode, name: str, invariants: Invariants, options: ApplyOptions) -> None:
+    """A netplan change where `netplan try` would disconnect the management interface (netplan-defined for
+    NetworkManager) is refused unless --allow-nm-disconnect; the files are read as root, never kept."""
+    if options.allow_nm_disconnect or invariants.mgmt_dev is None:
+        return
+    dump = node.sh(f"sudo -n sh -c {q('tail -n +1 /etc/netplan/*.yaml')}").stdout
+    why = mgmt_disconnect_refusal(name, invariants.mgmt_dev, interface_renderers(dump))
+    if why is not None:
+        raise ApplyRefused(why, fix="make the plan's netplan change from a console (its steps say what), or run "
+                           "`fix --apply --allow-nm-disconnect` to accept the interruption")
 
 
 # --- undo ----------------------------------------------------------------------------------------------------
@@ -228,15 +253,25 @@ class _Tx:
         return [u for u in reversed(self.undo[: len(self.applied)]) if u is not None]
 
     def open(self, runtime: list[RuntimeOp], undo: list[RuntimeOp]) -> None:
-        """The journal folder (root-only) with the originals, before any change."""
+        """The journal folder (root-only) with the originals and the live state of the interfaces the run
+        touches, before any change."""
         root, d = q(self.options.journal_root), q(self.dir)
         script = f"umask 077; mkdir -p {d}/files && chmod 700 {root} {d} {d}/files"
         out = self.node.sh(f"sudo -n sh -c {q(script)}")
         if out.exit_status != 0:
             raise ApplyFailed(f"node {self.prep.node}: cannot create the journal {self.dir}: {first_line(out)}")
         saved = commit.save_originals(self.node, self.dir, self.files)
-        self.journal = replace(self.journal, runtime=tuple(runtime), undo=tuple(undo), files=tuple(saved))
+        before = read_state(self.node, self.touched())
+        self.journal = replace(self.journal, runtime=tuple(runtime), undo=tuple(undo), files=tuple(saved),
+                               before=before)
         self.mark(PLANNED)
+
+    def touched(self) -> list[str]:
+        """The interfaces the run may change: its operations', its steps', its NetworkManager profiles'."""
+        devs = {op.dev for op in self.prep.ops if op.dev} | {i for s in self.prep.steps for i in s.interfaces}
+        with contextlib.suppress(commit.CommitError):  # a keyfile without a device is refused at its commit
+            devs |= {dev for _, dev in nm_checkpoint.profiles(self.nm_files)}
+        return sorted(devs)
 
 
 @contextmanager
@@ -254,9 +289,11 @@ def _sigint_held() -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _rollback(tx: _Tx, why: str) -> list[str]:
+def _rollback(tx: _Tx, why: str, say: Say) -> list[str]:
     """Put the node back: through netplan try's revert when it runs (its script restores and undoes), else the
-    files and the runtime change here. Returns what could not be put back."""
+    files and the runtime change here; then its live state read back and compared with the journal's `before`
+    (and what differs put back once more). The journal ends `reverted` only when it read back as before, else
+    `not-reverted`. Returns what could not be put back."""
     problems: list[str] = []
     with _sigint_held():
         if tx.checkpoint_started:
@@ -278,7 +315,10 @@ def _rollback(tx: _Tx, why: str) -> list[str]:
                     tx.node.change(op)
                 except ChangeFailed as exc:
                     problems.append(str(exc))
-        tx.mark(REVERTED, why)
+        verified, diff, more = put_back_verified(tx.node, tx.dir, tx.journal, say)
+        problems += more
+        tx.journal = replace(tx.journal, verified=verified, differences=tuple(diff))
+        tx.mark(NOT_REVERTED if verified is False else REVERTED, why)
     return problems
 
 
@@ -427,10 +467,10 @@ def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts,
         _persistent(tx, nodes, link, pending, say)
         tx.mark(COMMITTED)
     except (ApplyFailed, ChangeFailed, commit.CommitError) as exc:
-        problems = _rollback(tx, str(exc))
-        return _outcome(tx, REVERTED, (str(exc), *problems))
+        problems = _rollback(tx, str(exc), say)
+        return _outcome(tx, tx.journal.state, (str(exc), *problems))
     except KeyboardInterrupt:
-        _rollback(tx, "interrupted (Ctrl-C)")
+        _rollback(tx, "interrupted (Ctrl-C)", say)
         raise
     except NodeError as exc:
         # The node cannot be reached to put it back: netplan try's timeout (when it runs) reverts it there.
@@ -445,7 +485,8 @@ def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts,
 
 def _outcome(tx: _Tx, state: str, problems: tuple[str, ...]) -> NodeOutcome:
     return NodeOutcome(tx.prep.node, tx.run_id, tx.dir, state, tx.journal.findings,
-                       tuple(op.describe for op in tx.applied), tuple(f.path for f in tx.files), problems)
+                       tuple(op.describe for op in tx.applied), tuple(f.path for f in tx.files), problems,
+                       tx.journal.verified, tx.journal.differences)
 
 
 def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFacts, options: ApplyOptions,
@@ -467,7 +508,9 @@ def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFact
             for done in outcomes[:-1]:
                 say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was reverted")
                 back = restore_node(nodes[done.node], options.journal_root, say)
-                outcomes[outcomes.index(done)] = replace(done, state=REVERTED, problems=back.problems)
+                outcomes[outcomes.index(done)] = replace(
+                    done, state=NOT_REVERTED if back.verified is False else REVERTED, problems=back.problems,
+                    verified=back.verified, differences=back.differences)
             break
     return outcomes
 

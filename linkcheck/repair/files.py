@@ -11,6 +11,7 @@ import msgspec
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.collect.specs import NETPLAN_REDACTED
+from linkcheck.repair.renderer import parse_is_enabled, parse_netplan_version
 
 _HEADER = re.compile(r"^==> (.+) <==$")
 # The name the plan gives the netplan file when the node has exactly one: `tail` prints no header for one file,
@@ -27,6 +28,8 @@ class NodeFiles(msgspec.Struct, frozen=True):
     netplan_read: bool = False
     nm_keyfiles: Mapping[str, str] = {}
     nccl_conf: Mapping[str, str | None] = {}  # path -> text (None: the file does not exist)
+    netplan_version: tuple[int, ...] | None = None  # None: not known (not captured, or no netplan.io package)
+    networkd: str | None = None  # `masked` or `not-masked` (linkcheck.collect.specs.NETWORKD_MASKED); None: unknown
 
     def redacted(self, path: str) -> bool:
         """The captured netplan file had secret values replaced: its text is not the file's."""
@@ -80,4 +83,9 @@ def node_files(bundle: Bundle, node: str) -> NodeFiles:
             conf[path] = None
     # No file at all is a known state too (tail cannot open the unexpanded glob); sudo refused is not.
     read = netplan_cap is not None and (netplan_cap.ok or "No such file" in netplan_cap.stderr)
-    return NodeFiles(netplan=netplan, netplan_read=read, nm_keyfiles=nm, nccl_conf=conf)
+    version_cap = bundle.capture(node, "netplan_version")
+    version = parse_netplan_version(version_cap.stdout) if version_cap is not None and version_cap.ok else None
+    networkd_cap = bundle.capture(node, "networkd_masked")
+    networkd = parse_is_enabled(networkd_cap.stdout) if networkd_cap is not None and networkd_cap.ok else None
+    return NodeFiles(netplan=netplan, netplan_read=read, nm_keyfiles=nm, nccl_conf=conf, netplan_version=version,
+                     networkd=networkd)

@@ -16,6 +16,7 @@ import msgspec
 
 from linkcheck import schema
 from linkcheck.errors import InputFileError
+from linkcheck.repair.livestate import NodeState
 from linkcheck.repair.paths import repair_file_problem
 from linkcheck.repair.runtime import OpError, RuntimeOp, check_op
 
@@ -30,10 +31,14 @@ PERSISTENT_PENDING = "persistent-pending"
 COMMITTED = "committed"
 REVERTED = "reverted"
 RESTORED = "restored"
+# A revert or restore whose live state, read back, is not the journal's `before`: never taken for `reverted`;
+# `fix --restore` puts it back and checks it again.
+NOT_REVERTED = "not-reverted"
 FINAL = (COMMITTED, REVERTED, RESTORED)
 
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}")  # apply.new_run_id's: UTC time, then 6 random hex digits
-STATES = (PLANNED, RUNTIME_APPLIED, RUNTIME_VERIFIED, PERSISTENT_PENDING, COMMITTED, REVERTED, RESTORED)
+STATES = (PLANNED, RUNTIME_APPLIED, RUNTIME_VERIFIED, PERSISTENT_PENDING, COMMITTED, REVERTED, RESTORED,
+          NOT_REVERTED)
 
 
 class JournalError(InputFileError):
@@ -69,6 +74,12 @@ class Journal(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files: tuple[SavedFile, ...]
     history: tuple[tuple[str, str], ...] = ()  # (state, UTC time) of every state reached
     note: str = ""
+    # The live state of the interfaces the run touches, read before any change (linkcheck.repair.livestate); a
+    # revert or restore is verified against it: `verified` true (read back, as before), false (`differences`
+    # says what differs), None (not checked: no `before`, or the run never ended in a revert or restore).
+    before: NodeState | None = None
+    verified: bool | None = None
+    differences: tuple[str, ...] = ()
 
 
 class FoundJournal(msgspec.Struct, frozen=True):
@@ -238,8 +249,12 @@ def describe(found: FoundJournal) -> str | None:
     """What an unfinished journal means, for the next run to say; None when the run ended cleanly."""
     j = found.journal
     where = f"node {j.node}: repair run {j.run_id} ({found.directory})"
+    if j.state == NOT_REVERTED:
+        return (f"{where} is NOT as it was before ({'; '.join(j.differences) or j.note}): "
+                "`linkcheck fix --restore` puts the files and the live state back and checks them again")
     if j.state == REVERTED:
-        return f"{where} was put back as it was before ({j.note or 'reverted'})"
+        checked = "; its live state read back as before" if j.verified else ""
+        return f"{where} was put back as it was before ({j.note or 'reverted'}){checked}"
     if j.state in FINAL:
         return None
     if j.state == PERSISTENT_PENDING:

@@ -79,6 +79,8 @@ class RepairPlan(msgspec.Struct, frozen=True):
     not_planned: tuple[NotPlanned, ...] = ()
     hostnames: tuple[str | None, str | None] = (None, None)
     state_sha256: str = ""
+    # What the nodes' netplan and renderers mean for the plan's netplan changes (linkcheck.repair.renderer).
+    notes: tuple[str, ...] = ()
 
     def for_node(self, node: str) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.node == node)

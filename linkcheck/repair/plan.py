@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
+from linkcheck.errors import ParseError
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_functions
 from linkcheck.model import Finding, Status
+from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import NCCL_CONF, NCCL_CONF_USER, ONLY_NETPLAN_FILE, NodeFiles, normal, text_sha256
 from linkcheck.repair.model import (
@@ -34,6 +36,15 @@ from linkcheck.repair.model import (
     Step,
 )
 from linkcheck.repair.paths import NM_ETC, plan_path_problem, repair_file_problem
+from linkcheck.repair.renderer import (
+    NETWORKD,
+    NM,
+    interface_renderers,
+    masked_networkd_refusal,
+    nm_disconnect_note,
+    nm_mtu_interfaces,
+    try_revert_note,
+)
 from linkcheck.repair.runtime import FEC_SETTLE_S
 
 # The community layout's MTU (spark-link s.2.2; no NVIDIA playbook sets one: theirs show 1500); RoCE then negotiates
@@ -602,5 +613,54 @@ def plan_repairs(link: LinkFacts, findings: Sequence[Finding], files: Mapping[st
         if finding.rule_id not in PLANNERS and finding.explained_by is None:
             p.skip(finding, "no automatic repair: see the finding's fix")
     steps = sorted(p.steps, key=lambda s: s.node)  # stable: each node's steps keep their order
-    return RepairPlan(steps=tuple(steps), not_planned=tuple(p.not_planned),
-                      hostnames=(link.a.hostname, link.b.hostname), state_sha256=state_sha256(link, files))
+    steps, refused, notes = renderer_rules(steps, files)
+    return RepairPlan(steps=tuple(steps), not_planned=(*p.not_planned, *refused),
+                      hostnames=(link.a.hostname, link.b.hostname), state_sha256=state_sha256(link, files),
+                      notes=tuple(notes))
+
+
+def netplan_dump(files: NodeFiles) -> str:
+    """The captured netplan files as one `tail -n +1` dump again, for linkcheck's netplan parser."""
+    return "\n".join(f"==> {path} <==\n{text}" for path, text in sorted(files.netplan.items()))
+
+
+def renderer_rules(steps: list[Step], files: Mapping[str, NodeFiles]) -> tuple[list[Step], list[NotPlanned],
+                                                                                list[str]]:
+    """The steps that change netplan files, judged by the node's netplan and renderers: refused on a node with
+    systemd-networkd masked and an MTU netplan renders for NetworkManager (the step's own included); otherwise
+    noted: a netplan whose `try` revert is not relied upon, the interfaces `netplan try` disconnects."""
+    kept: list[Step] = []
+    refused: list[NotPlanned] = []
+    notes: list[str] = []
+    for node in ("a", "b"):
+        mine = [s for s in steps if s.node == node]
+        netplan = [s for s in mine if s.persistent is not None and s.persistent.manager == "netplan"]
+        nf = files.get(node, NodeFiles())
+        if not netplan:
+            kept += mine
+            continue
+        dump = netplan_dump(nf)
+        renderers = interface_renderers(dump)
+        nm_mtu = set(nm_mtu_interfaces(dump))
+        for s in netplan:
+            edit = s.persistent.edit if s.persistent is not None else None
+            new_mtu = edit is not None and (edit.kind == "netplan_set_mtu" or (edit.kind == "netplan_new" and
+                                                                               edit.value > 0))
+            if new_mtu and edit is not None and renderers.get(edit.netdef, _global_renderer(dump)) == NM:
+                nm_mtu.add(edit.netdef)
+        why = masked_networkd_refusal(nf.networkd, sorted(nm_mtu))
+        if why is not None:
+            refused += [NotPlanned(f, f"node {node}: {why}") for f in dict.fromkeys(s.finding for s in netplan)]
+            kept += [s for s in mine if s not in netplan]
+            continue
+        kept += mine
+        notes += [n for n in (try_revert_note(node, nf.netplan_version), nm_disconnect_note(node, renderers)) if n]
+    return kept, refused, notes
+
+
+def _global_renderer(dump: str) -> str:
+    """The renderer a definition without its own gets (the files' global one, else networkd)."""
+    try:
+        return parse_netplan(dump).renderer or NETWORKD if dump.strip() else NETWORKD
+    except ParseError:
+        return NETWORKD

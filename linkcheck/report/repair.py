@@ -88,4 +88,5 @@ def plan_text_lines(plan: RepairPlan) -> list[str]:
         for i, step in enumerate(plan.steps, 1):
             lines += [step_title(i, step), *(f"   {line}" for line in step_lines(step))]
     lines += [shown(f"not planned: {n.finding}: {n.reason}") for n in plan.not_planned]
+    lines += [shown(f"note: {note}") for note in plan.notes]
     return lines

@@ -114,6 +114,10 @@ NODE_RENDERERS.update({
     "gpu_state": lambda node: ("", "nvidia-smi: not found\n", 127),
     # DGX OS ships no lldpd: the spec's own missing-tool answer (linkcheck/collect/specs.py, LLDPCTL)
     "lldp": lambda node: ("", "lldpctl: not found\n", 127),
+    # The node model knows no netplan package version nor unit files: dpkg-query's answer for a package it does
+    # not know, and no masked networkd (the unit links are read from the files, as on a node).
+    "netplan_version": lambda node: ("", "dpkg-query: no packages found matching netplan.io\n", 1),
+    "networkd_masked": lambda node: ("not-masked\n", "", 0),
 })
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tests.lab import containers, mgmt, nccl, netns, networkmanager, rootfs, sshd, traffic
+from tests.lab import containers, mgmt, nccl, netns, networkmanager, nm_daemon, nspawn, rootfs, sshd, traffic
 from tests.lab.errors import LabError
 from tests.lab.neighbours import install_neighbours
 from tests.lab.node import SSH_PORT, LabNode
@@ -63,6 +63,7 @@ class Lab:
         self.known_hosts = self.workdir / "known_hosts"
         self.client_key = self.workdir / "client_ed25519"
         self.shared_dir = self.workdir / "shared"  # state the traffic emulators share (all nodes)
+        self.containers: dict[str, nspawn.Container] = {}  # the real renderer tier's, by node
 
     # -- context manager -------------------------------------------------------------------------
     def __enter__(self) -> Lab:
@@ -105,14 +106,16 @@ class Lab:
             for spec, (host_ip, node_ip) in zip(self.specs, pairs, strict=True):
                 self.nodes[spec.name] = self._prepare_node(spec, host_ip, node_ip, authorized)
         wire_data_links(self.lab_id, self.nodes, self.state)
-        install_neighbours(self.nodes)
         traffic.write_root_ssh(self.nodes, self.client_key)
         for node in self.nodes.values():
             node.start_holder(self.state, node.node_dir / "boot.sh", deadline_s=self.ready_timeout_s)
             node.start_sshd(self.state, deadline_s=self.ready_timeout_s)
             node.start_gid_watch(self.state, deadline_s=self.ready_timeout_s)
+            node.start_networkmanager(self.state, deadline_s=self.ready_timeout_s)
+        install_neighbours(self.nodes)  # after NetworkManager brought its profiles up: an activation flushes them
         self._write_client_files()
         self._save_nodes()
+        self._boot_renderers()
         for node in self.nodes.values():
             if node.spec.containers:
                 containers.start(self, node.name, node.spec.containers, node.node_dir)
@@ -138,13 +141,20 @@ class Lab:
         self.state.save()
         mgmt.add_mgmt_link(node)
         env = traffic.emulator_env(self.shared_dir, self.fault_dir(spec.name), node_dir / "emulator-state")
-        # A node whose model has NetworkManager keyfiles gets the NetworkManager stand-in's nmcli and busctl.
-        standin = networkmanager.standin_tools(model_json)
+        if spec.renderer is not None:  # netplan try/apply go to the node's container (tests/lab/nspawn.py)
+            env = {**env, "LINKCHECK_LAB_NSPAWN": str(node_dir / "nspawn")}
+        # A node whose model has NetworkManager keyfiles runs the real NetworkManager (tests.lab.nm_daemon), or the
+        # stand-in's nmcli and busctl where a test asks for it or this machine has no NetworkManager.
+        has_nm = networkmanager.stage_needed(model_json)
+        node.nm_real = has_nm and spec.networkmanager == "real" and nm_daemon.skip_reason() is None
+        standin = networkmanager.standin_tools(model_json) if has_nm and not node.nm_real else {}
         rootfs.write_bin(dataclasses.replace(spec, extra_tools={**standin, **spec.extra_tools}), node.bin_dir,
                          model_json, env)
         stage = node_dir / "stage"
         rootfs.stage_sysfs(spec, stage, model_json)
         netplan = rootfs.stage_netplan(spec, stage, model_json)
+        if spec.renderer is not None:
+            self._plan_renderer(node, netplan)
         files = [*nccl.stage_nccl_files(model_json, stage), *networkmanager.stage_nm_files(model_json, stage)]
         # Each node's own, empty /var/lib/linkcheck (where `fix --apply` keeps its journals): writes stay in the
         # node's folder, never on the host, and the two nodes never see each other's.
@@ -152,6 +162,10 @@ class Lab:
         state_dir.mkdir(parents=True, exist_ok=True)
         files = [*files, NodeFile("/var/lib/linkcheck", state_dir)]
         mounts = traffic.root_ssh_mount_lines(node_dir)
+        if node.nm_real:
+            assert model_json is not None
+            files = [*files, *nm_daemon.stage(model_json, stage, node_dir)]
+            mounts = [*mounts, nm_daemon.READ_ONLY_SYS]
         if spec.containers:  # the node's own podman: its configuration and store, and the recipe's tmpfs mounts
             podman_files, podman_mounts = containers.stage_node(node_dir, stage)
             files, mounts = [*files, *podman_files], [*mounts, *podman_mounts]
@@ -172,6 +186,29 @@ class Lab:
             encoding="utf-8",
         )
         return node
+
+    def _plan_renderer(self, node: LabNode, netplan: Path | None) -> None:
+        """The node's container of the real renderer tier, booted once the node runs (`_boot_renderers`)."""
+        why = nspawn.skip_reason()
+        if why is not None:
+            raise LabError(f"node {node.name}: {why}")
+        if netplan is None or not os.path.isdir("/etc/netplan"):
+            # The container binds the very directory the node shows at /etc/netplan (a bind mount of it there).
+            raise LabError(f"node {node.name}: the real renderer tier needs netplan files and the host's /etc/netplan")
+        if node.nm_real:
+            # The container runs a NetworkManager (or networkd) of its own on the same ports: one per node.
+            raise LabError(f"node {node.name}: a model with NetworkManager keyfiles has no real renderer tier yet")
+        assert node.spec.renderer is not None
+        self.containers[node.name] = nspawn.Container(
+            node.name, node.netns, f"lc{self._host_tag}{node.name}", node.node_dir / "nspawn", netplan,
+            node.spec.renderer, [link.ifname for link in node.spec.links])
+
+    def _boot_renderers(self) -> None:
+        """Boot every node's container side by side (about 0.5 s each), then wait for each."""
+        for name, container in self.containers.items():
+            self.state.add_process(container.boot(), f"nspawn {name}")
+        for container in self.containers.values():
+            container.wait_running(max(self.ready_timeout_s, 90.0))  # a loaded 2-core CI machine
 
     def _write_client_files(self) -> None:
         self._track(self.known_hosts, self.ssh_config)
@@ -196,6 +233,7 @@ class Lab:
                 "holder_pid": n.holder.pid if n.holder else None,
                 "sshd_pid": n.sshd.pid if n.sshd else None,
                 "gid_watch_pid": n.gid_watch.pid if n.gid_watch else None,
+                "networkmanager_pid": n.nm_daemon.pid if n.nm_daemon else None,
                 "model": str(n.model_json) if n.model_json else None,
                 "bin": str(n.bin_dir),
             }
@@ -213,6 +251,13 @@ class Lab:
     def down(self) -> None:
         """Stop every process by PID, delete namespaces, veths and files; safe to call twice."""
         with _sigint_deferred():
+            # Each container shuts down in order on SIGTERM (1-2 s): all asked at once, then each awaited.
+            for container in self.containers.values():
+                if container.proc is not None and container.proc.poll() is None:
+                    container.proc.send_signal(signal.SIGTERM)
+            for container in self.containers.values():
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    container.stop()
             for node in self.nodes.values():
                 if node.spec.containers and node.holder is not None:
                     # A container's processes sit in their own namespace, out of the teardown's reach; what fails
@@ -221,7 +266,7 @@ class Lab:
                         containers.stop(self, node.name)
             problems = teardown(self.state)
         for node in self.nodes.values():
-            node.holder = node.sshd = node.gid_watch = None
+            node.holder = node.sshd = node.gid_watch = node.nm_bus = node.nm_daemon = None
         if problems:
             raise LabError("lab teardown left: " + "; ".join(problems))
 

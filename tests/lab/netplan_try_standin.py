@@ -10,11 +10,24 @@ one to apply to. It behaves as netplan-try(8) and netplan 0.106's try_command.py
 - SIGHUP and SIGTERM kill it without a revert (their default action), as they do the real one.
 
 `--config-file` is not supported here (linkcheck does not use it): exit 2.
+
+Renderer mode (a lab fault: `renderer-0.106` in the node's `$LINKCHECK_LAB_FAULTS/netplan`): the stand-in then
+behaves as the real netplan 0.106 did with a real renderer (systemd-networkd or NetworkManager) in
+/work/shared/design/real-daemons.md s.2.3: once generated, it applies each ethernet of /etc/netplan whose name is
+a live interface (its `mtu:`, and its IPv4 `addresses:` in place of the live ones), and its revert puts the
+addresses that were live back but leaves the new MTU (neither renderer resets an MTU the old configuration does
+not set). What it applied and left is printed as `renderer:` lines. Without the fault it applies nothing.
+
+What the real one does and this stand-in does not: the NetworkManager renderer's disconnect of every
+netplan-defined NetworkManager interface (~250 ms, twice), `netplan apply` (not routed here), and EOF on stdin
+rejecting at once in 0.106 (linkcheck's FIFO never gives EOF).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import json
 import os
 import select
 import shutil
@@ -26,6 +39,7 @@ import time
 from types import FrameType
 
 REAL_NETPLAN = "/usr/sbin/netplan"
+RENDERER_FAULT = "renderer-0.106"
 
 
 class _Accepted(Exception):
@@ -52,6 +66,78 @@ def _generate() -> str | None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _renderer_mode() -> bool:
+    faults = os.environ.get("LINKCHECK_LAB_FAULTS") or "/nonexistent"
+    try:
+        with open(os.path.join(faults, "netplan"), encoding="ascii") as f:
+            return f.read().strip() == RENDERER_FAULT
+    except OSError:
+        return False
+
+
+def _ethernets() -> dict[str, dict[str, object]]:
+    """The ethernets of /etc/netplan/*.yaml, later files' keys over earlier ones' (as netplan merges them)."""
+    import yaml  # the lab's own dependency, as the emulators'
+
+    merged: dict[str, dict[str, object]] = {}
+    for path in sorted(glob.glob("/etc/netplan/*.yaml")):
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f) or {}
+        network = doc.get("network") if isinstance(doc, dict) else None
+        eths = network.get("ethernets") if isinstance(network, dict) else None
+        for name, body in (eths or {}).items():
+            if isinstance(body, dict):
+                merged.setdefault(str(name), {}).update(body)
+    return merged
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+
+
+def _live_v4(dev: str) -> list[str] | None:
+    done = _ip("-j", "-4", "addr", "show", "dev", dev)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    return [f"{a['local']}/{a['prefixlen']}" for i in json.loads(done.stdout) for a in i.get("addr_info", [])
+            if a.get("scope") != "link"]
+
+
+def _set_v4(dev: str, have: list[str], want: list[str]) -> None:
+    for a in have:
+        if a not in want:
+            _ip("addr", "del", a, "dev", dev)
+    for a in want:
+        if a not in have:
+            _ip("addr", "add", a, "dev", dev)
+
+
+def _apply_renderer() -> dict[str, list[str]]:
+    """Each live ethernet set as the files say (MTU, IPv4 addresses); the addresses that were live, per device."""
+    previous: dict[str, list[str]] = {}
+    for dev, body in sorted(_ethernets().items()):
+        live = _live_v4(dev)
+        if live is None:
+            continue
+        previous[dev] = live
+        if isinstance(body.get("mtu"), int):
+            _ip("link", "set", "dev", dev, "mtu", str(body["mtu"]))
+        addresses = body.get("addresses")
+        want = [str(a) for a in addresses if "." in str(a)] if isinstance(addresses, list) else live
+        _set_v4(dev, live, want)
+        print(f"renderer: {dev} applied: mtu {body.get('mtu', '-')}, addresses {','.join(want) or '-'}", flush=True)
+    return previous
+
+
+def _revert_renderer(previous: dict[str, list[str]]) -> None:
+    """The addresses that were live put back; the MTU left as it is now (netplan 0.106 with either renderer)."""
+    for dev, addresses in sorted(previous.items()):
+        _set_v4(dev, _live_v4(dev) or [], addresses)
+        mtu = _ip("-j", "link", "show", "dev", dev)
+        left = json.loads(mtu.stdout)[0].get("mtu") if mtu.returncode == 0 and mtu.stdout.strip() else "?"
+        print(f"renderer: {dev} reverted: addresses {','.join(addresses) or '-'}, mtu left at {left}", flush=True)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="netplan try")
     parser.add_argument("command", choices=["try"])
@@ -64,11 +150,14 @@ def main(argv: list[str]) -> int:
     # As the real one: SIGINT and SIGUSR1 handled explicitly (a shell's background job starts with SIGINT ignored).
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGUSR1, _on_signal)
+    previous: dict[str, list[str]] | None = None
     try:
         error = _generate()
         if error is not None:
             print(f"\nAn error occurred: {error}")
             raise _Rejected()
+        if _renderer_mode():
+            previous = _apply_renderer()
         print("Do you want to keep these settings?\n\n", flush=True)
         print("Press ENTER before the timeout to accept the new configuration\n\n", flush=True)
         end = time.monotonic() + args.timeout
@@ -81,6 +170,8 @@ def main(argv: list[str]) -> int:
         print("\nConfiguration accepted.", flush=True)
     except _Rejected:
         print("\nReverting.", flush=True)
+        if previous is not None:
+            _revert_renderer(previous)
     return 0
 
 

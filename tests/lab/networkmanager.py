@@ -2,8 +2,8 @@
 profiles) and /run/NetworkManager/system-connections (in-memory ones), shown in the node's mount namespace only
 (tests.lab.nodefiles), so that `fix --apply` copies, journals and restores real files.
 
-The lab has no NetworkManager: `nmcli` and the D-Bus checkpoint API are the stand-in of
-tests/lab/nm_standin.py, which works on these directories.
+The real NetworkManager works on these directories (tests/lab/nm_daemon.py); where a test asks for it, or the
+machine lacks NetworkManager, `nmcli` and the D-Bus checkpoint API are the stand-in of tests/lab/nm_standin.py.
 """
 
 from __future__ import annotations

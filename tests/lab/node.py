@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.lab import netns, sshd
+from tests.lab import netns, nm_daemon, sshd
 from tests.lab.errors import LabError
 from tests.lab.gid_watch import READY as GID_WATCH_READY
 from tests.lab.rootfs import READY_LINE
@@ -41,6 +41,9 @@ class LabNode:
     holder: ProcRecord | None = None
     sshd: ProcRecord | None = None
     gid_watch: ProcRecord | None = None
+    nm_real: bool = False  # the real NetworkManager runs in this node (tests.lab.nm_daemon), not the stand-in
+    nm_bus: ProcRecord | None = None
+    nm_daemon: ProcRecord | None = None
 
     @property
     def name(self) -> str:
@@ -157,6 +160,33 @@ class LabNode:
             raise LabError(f"node {self.name}: {exc}; gid-watch.log: {log_text}") from exc
         finally:
             proc.stdout.close()
+
+    def start_networkmanager(self, state: LabState, *, deadline_s: float) -> None:
+        """The node's own system bus, then the real NetworkManager (tests/lab/nm_daemon.py); wait for its start-up."""
+        if not self.nm_real:
+            return
+        bus_argv, nm_argv = nm_daemon.start_argv(self.node_dir)
+        log_dir = self.node_dir / "nm"
+        for argv, role, log_name in ((bus_argv, "dbus-daemon", "dbus.log"), (nm_argv, "NetworkManager", "nm.log")):
+            with (log_dir / log_name).open("ab") as log:
+                proc = subprocess.Popen([*self.nsenter(), *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                        start_new_session=True, env=self.session_env())
+            rec = state.add_process(proc, f"{role} {self.name}")  # nsenter execs: the PID is the daemon's
+            if role == "dbus-daemon":
+                self.nm_bus = rec
+                nm_daemon.wait_for_bus(self.nsenter(), deadline_s)
+            else:
+                self.nm_daemon = rec
+        nm_daemon.wait_for_startup(self.nsenter(), deadline_s, log_dir / "nm.log")
+        # As at a node's boot: each model profile active on its port (tests/lab/nm_daemon.py says why).
+        assert self.model_json is not None
+        up = {link.ifname for link in self.spec.links if link.up}
+        for profile, port in nm_daemon.profiles(self.model_json):
+            if port in up:
+                done = self.run(["nmcli", "-w", str(int(deadline_s)), "connection", "up", "id", profile],
+                                timeout=deadline_s + 10, input_text=None, env=None)
+                if done.returncode != 0:
+                    raise LabError(f"node {self.name}: nmcli connection up {profile}: {done.stderr.strip()}")
 
     def stop_gid_watch(self, state: LabState) -> None:
         """Stop the GID watcher by its PID: from now on the node's GID tables stay as they are (a fault)."""

@@ -98,6 +98,11 @@ class LabNodeSpec:
     extra_tools: name -> shell script body, put in the node's bin directory (test stand-ins).
     oob: the management NIC of the model (a veth into the sink namespace), or None.
     containers: real podman containers the node runs (tests.lab.containers), each from an image staged here.
+    networkmanager: for a model with NetworkManager keyfiles, "real" (the real daemon on a private system bus,
+        tests.lab.nm_daemon; the stand-in where the machine lacks it) or "standin" (tests.lab.nm_standin, for the
+        faults the real daemon cannot be made to show).
+    renderer: None, or "networkd" / "NetworkManager": the node's `netplan try` and `netplan apply` run for real in a
+        systemd-nspawn container booted in its network namespace, with that renderer (tests.lab.nspawn).
     """
 
     name: str
@@ -110,6 +115,8 @@ class LabNodeSpec:
     extra_tools: Mapping[str, str] = field(default_factory=dict)
     oob: OobNicSpec | None = None
     containers: tuple[ContainerSpec, ...] = ()
+    networkmanager: str = "real"
+    renderer: str | None = None
 
     @property
     def host_name(self) -> str:
@@ -145,10 +152,19 @@ def _validate_node(node: LabNodeSpec) -> None:
         raise LabError(f"node {node.name}: the lab itself needs {needed}; they cannot be missing")
     if node.oob is not None:
         _validate_oob(node.name, node.oob)
+    _validate_daemons(node)
     if node.model is not None and not node.model.is_file():
         raise LabError(f"node {node.name}: node model {node.model} does not exist")
     if node.netplan is not None and not node.netplan.is_dir():
         raise LabError(f"node {node.name}: netplan directory {node.netplan} does not exist")
+
+
+def _validate_daemons(node: LabNodeSpec) -> None:
+    if node.networkmanager not in ("real", "standin"):
+        raise LabError(f"node {node.name}: networkmanager must be 'real' or 'standin', not {node.networkmanager!r}")
+    if node.renderer not in (None, "networkd", "NetworkManager"):
+        raise LabError(f"node {node.name}: renderer must be None, 'networkd' or 'NetworkManager', "
+                       f"not {node.renderer!r}")
 
 
 def _validate_oob(name: str, oob: OobNicSpec) -> None:

@@ -3,9 +3,10 @@ state (`ip -j addr`, `ip -j link`, the files in /etc/netplan with their modes, t
 
 What is real here: the SSH sessions, every `ip` change in the nodes' namespaces, Debian's `netplan generate` on
 every file written, the journal on each node's own /var/lib/linkcheck. What is a stand-in: `netplan try`
-(tests/lab/netplan_try_standin.py: the lab has no renderer for the real one to apply to), NetworkManager's
-`nmcli` and checkpoint API (tests/lab/nm_standin.py: the lab has no NetworkManager daemon and no system bus; the
-keyfiles it works on are real files) and, for the reboot, `systemctl` (a script that records its arguments:
+(tests/lab/netplan_try_standin.py: these labs boot no renderer for the real one to apply to; the real one runs in
+test_repairs_real_renderer.py), NetworkManager's `nmcli` and checkpoint API in the two tests of faults the real daemon
+cannot be made to show (tests/lab/nm_standin.py; elsewhere the real NetworkManager runs, tests/lab/nm_daemon.py)
+and, for the reboot, `systemctl` (a script that records its arguments:
 nothing reboots the test machine).
 """
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.lab import Lab
+from tests.lab import Lab, LabNodeSpec
 from tests.lab.scenario import specs_for_scenario
 from tests.live.test_fix_lab import _state
 
@@ -390,9 +391,12 @@ def test_reboot_only_with_allow_reboot(lab_factory: Callable[..., Lab], live: Li
 
 
 def _nm_files(lab: Lab, node: str) -> str:
-    """Every NetworkManager keyfile under /etc and /run with its mode and owner, and its text."""
+    """Every NetworkManager keyfile under /etc and /run with its mode and owner, and its text; not the profiles the
+    real NetworkManager makes for itself (`[.nmmeta] nm-generated=true`, volatile: a port it found configured by
+    `ip`, gone once a profile is brought up on it), which are no file of the node's and none linkcheck touches."""
     script = ('for f in /etc/NetworkManager/system-connections/* /run/NetworkManager/system-connections/*; do '
-              '[ -e "$f" ] || continue; stat -c "%n %a %u:%g" "$f"; cat "$f"; done')
+              '[ -e "$f" ] || continue; grep -qx nm-generated=true "$f" && continue; '
+              'stat -c "%n %a %u:%g" "$f"; cat "$f"; done')
     return lab.exec(node, ["sh", "-c", script]).stdout
 
 
@@ -440,13 +444,19 @@ def test_apply_makes_the_file_say_what_runs_then_plans_nothing_and_restore_puts_
     assert _all_files(lab) == before
 
 
+def _nm_standin(specs: list[LabNodeSpec]) -> list[LabNodeSpec]:
+    return [dataclasses.replace(spec, networkmanager="standin") for spec in specs]
+
+
 def _try_result(lab: Lab, node: str) -> str:
     return lab.exec(node, ["sh", "-c", "cat /var/lib/linkcheck/journal/*/try.result 2>/dev/null"]).stdout.strip()
 
 
 def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_nm_checkpoint(lab_factory: Callable[..., Lab],
                                                                             live: Live, tmp_path: Path) -> None:
-    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    # The stand-in (tests/lab/nm_standin.py): the real NetworkManager cannot be made to leave a port at MTU 1500 when
+    # a profile is activated; the real daemon's rollback is in test_repairs_real_nm.py.
+    lab = lab_factory(_nm_standin(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models")))
     lab.set_fault("a", "nmcli", "up-mtu-1500")  # activating the profile leaves the port at MTU 1500
     before = _all_files(lab)
     run = live.run("fix", "--apply", "--try-timeout", "60", "-c", str(_config(live, lab, tmp_path)), "--save",
@@ -461,7 +471,9 @@ def test_a_profile_that_breaks_the_link_is_rolled_back_by_the_nm_checkpoint(lab_
 
 def test_ssh_lost_during_the_nm_checkpoint_rolls_back_by_timeout_and_the_next_run_says_so(
         lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
-    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    # The stand-in (tests/lab/nm_standin.py), whose `up` takes 4 s on request; the real daemon's rollback by its own
+    # timeout is in test_repairs_real_nm.py.
+    lab = lab_factory(_nm_standin(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models")))
     lab.set_fault("a", "nmcli", "up-slow")  # `nmcli connection up` takes 4 s: the SSH connection is cut meanwhile
     config = _config(live, lab, tmp_path)
     before = _all_files(lab)
@@ -600,3 +612,93 @@ def test_apply_unpins_a_gid_index_in_every_nccl_conf_that_pins_it(lab_factory: C
     restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
     assert restored.returncode == 0, restored.describe()
     assert {n: _both_nccl_confs(lab, n) for n in ("a", "b")} == before
+
+
+def _ip_keeping_mtu(real_ip: str) -> str:
+    """A fault for node b's `ip`: `... mtu 1500` does nothing while `ip-keeps-mtu` is in the node's fault folder,
+    or once while `ip-keeps-mtu-once` is (it is then removed); the rest is the real ip."""
+    return ('f="${LINKCHECK_LAB_FAULTS:-/nonexistent}"\n'
+            'case " $* " in *" mtu 1500 "*)\n'
+            '  [ -e "$f/ip-keeps-mtu" ] && exit 0\n'
+            '  [ -e "$f/ip-keeps-mtu-once" ] && rm -f "$f/ip-keeps-mtu-once" && exit 0;;\n'
+            'esac\n'
+            f'exec {real_ip} "$@"\n')
+
+
+def _fault_file(lab: Lab, node: str, name: str, text: str | None) -> None:
+    """A fault the node's own wrappers read from its fault folder (lab.fault_dir): written, or removed (None)."""
+    path = lab.fault_dir(node) / name
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="ascii")
+
+
+def _mtu_fault_lab(lab_factory: Callable[..., Lab], tmp_path: Path) -> Lab:
+    real_ip = shutil.which("ip")
+    assert real_ip is not None
+    specs = specs_for_scenario("mtu-mismatch", tmp_path / "models")
+    specs = [dataclasses.replace(s, extra_tools={"ip": _ip_keeping_mtu(real_ip)}) if s.name == "b" else s
+             for s in specs]
+    return lab_factory(specs)
+
+
+def test_a_try_revert_that_leaves_the_new_mtu_is_completed_and_verified(lab_factory: Callable[..., Lab],
+                                                                        live: Live, tmp_path: Path) -> None:
+    lab = _mtu_fault_lab(lab_factory, tmp_path)
+    # netplan try as 0.106 with a real renderer: it applies the files, and its revert leaves the new MTU; and the
+    # try script's own MTU undo does not take (once): only linkcheck's verified revert can put the MTU back.
+    _fault_file(lab, "b", "netplan", "renderer-0.106\n")
+    _fault_file(lab, "b", "ip-keeps-mtu-once", "")
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    args = ("fix", "--apply", "--try-timeout", "60", "-c", str(config), "--save", str(tmp_path / "s"))
+    started = live.start(*args)
+    _wait_for(lambda: _trying(lab, "b"), 60, "netplan try on node b")
+    started[0].send_signal(signal.SIGINT)  # our own child, by its handle
+    run = live.wait(started, args)
+    assert run.returncode == 130, run.describe()
+    out = lab.exec("b", ["sh", "-c", "cat /var/lib/linkcheck/journal/*/try.out"]).stdout
+    assert "Reverting." in out and "renderer: enP2p1s0f1np1 reverted: addresses" in out, out
+    assert "mtu left at 9000" in out, out
+    assert not (lab.fault_dir("b") / "ip-keeps-mtu-once").exists()  # the try script's undo was the one lost
+    assert "node b: not as before the run (enP2p1s0f1np1: MTU 9000, was 1500): putting it back" in run.stderr, \
+        run.describe()
+    assert "node b: live state read back as before the run" in run.stderr
+    assert _snapshot(lab) == before
+    journal = _journals(lab, "b")
+    assert [j["state"] for j in journal] == ["reverted"] and journal[0]["verified"] is True
+    assert [i["mtu"] for i in journal[0]["before"]["interfaces"]] == [1500]
+
+
+def test_a_revert_that_cannot_put_the_mtu_back_is_not_reverted_and_restore_finishes_it(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    lab = _mtu_fault_lab(lab_factory, tmp_path)
+    lab.set_fault("b", "ib_write_bw", "client-fail")  # the runtime verification fails: the change is undone
+    _fault_file(lab, "b", "ip-keeps-mtu", "")  # ... but node b's MTU cannot be lowered back
+    config = _config(live, lab, tmp_path)
+    before = _snapshot(lab)
+    run = live.run("fix", "--apply", "-c", str(config), "--save", str(tmp_path / "s"), timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node b: not-reverted (journal " in run.stderr, run.describe()
+    assert "NOT as before the run: enP2p1s0f1np1: MTU 9000, was 1500" in run.stderr
+    assert "node b: reverted" not in run.stderr
+    assert _mtu(lab, "b", "enP2p1s0f1np1") == 9000
+    journal = _journals(lab, "b")
+    assert [(j["state"], j["verified"], j["differences"]) for j in journal] == [
+        ("not-reverted", False, ["enP2p1s0f1np1: MTU 9000, was 1500"])]
+    applied = [json.loads(p.read_text()) for p in (tmp_path / "s").rglob("apply.json")]
+    assert [(n["node"], n["state"], n["verified"]) for a in applied for n in a["nodes"]] == [
+        ("b", "not-reverted", False)]
+    # fix --restore re-runs the restore and checks again: still held, it says so; the fault gone, it finishes.
+    held = live.run("fix", "--restore", "-c", str(config), timeout=240)
+    assert held.returncode == 2, held.describe()
+    assert "node b: run " in held.stderr and "not fully restored; NOT as before the run" in held.stderr
+    _fault_file(lab, "b", "ip-keeps-mtu", None)
+    lab.set_fault("b", "ib_write_bw", None)
+    done = live.run("fix", "--restore", "-c", str(config), timeout=240)
+    assert done.returncode == 0, done.describe()
+    assert "restored; live state as before the run" in done.stderr, done.describe()
+    assert _snapshot(lab) == before
+    assert [(j["state"], j["verified"]) for j in _journals(lab, "b")] == [("restored", True)]

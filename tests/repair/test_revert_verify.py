@@ -1,0 +1,185 @@
+"""The revert that checks itself: the live state read by one shell round trip (real `ip -j` output of this
+machine's loopback, read-only), the comparison of a node's state with the journal's `before`, the runtime
+operations that bring it back, and a revert whose state does not read back as before never called `reverted`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import msgspec
+import pytest
+from msgspec.structs import replace
+
+from linkcheck.repair.journal import (
+    NOT_REVERTED,
+    PERSISTENT_PENDING,
+    REVERTED,
+    SCHEMA,
+    FoundJournal,
+    Journal,
+    describe,
+    encode,
+)
+from linkcheck.repair.livestate import (
+    IfaceState,
+    NodeState,
+    RendererState,
+    corrections,
+    differences,
+    parse_state,
+    state_command,
+)
+from linkcheck.repair.restore import report_unfinished
+from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, MTU, NEIGH_SET, RuntimeOp
+from linkcheck.transport.base import RemoteResult
+
+DEV = "enP2p1s0f1np1"
+BEFORE = NodeState((IfaceState(DEV, True, 1500, ("192.168.101.14/24",),
+                               ("192.168.101.0/24 via - metric 0",), ("192.168.101.11 aa:bb:cc:dd:ee:01 permanent",)),),
+                   RendererState(True, ("cx7-p1:enP2p1s0f1np1",)))
+
+
+def test_the_state_command_reads_a_real_interface_and_an_absent_one() -> None:
+    out = subprocess.run(["sh", "-c", state_command(["lo", "nosuchif0"])], capture_output=True, text=True,
+                         check=True).stdout
+    state = parse_state(out, ["lo", "nosuchif0"])
+    lo = state.iface("lo")
+    assert lo is not None and lo.present and lo.mtu == 65536
+    # 127.0.0.1/8 has host scope, not link scope: it counts; the kernel's own local routes are in another table.
+    assert "127.0.0.1/8" in lo.addresses
+    assert state.iface("nosuchif0") == IfaceState("nosuchif0", present=False)
+
+
+def test_nmcli_terse_output_is_read_with_its_escapes_and_only_for_the_interfaces_read() -> None:
+    text = (f"D {DEV}\n[]\n[]\n[]\n[]\nN\nrunning\nC\n"
+            f"cx7\\:p1:{DEV}\nWired connection 1:enP7s7\nE\n")
+    state = parse_state(text, [DEV])
+    assert state.renderer == RendererState(True, (f"cx7:p1:{DEV}",))
+    assert state.iface(DEV) == IfaceState(DEV, present=False)
+    # nmcli present but no daemon answering: nothing to compare
+    silent = parse_state("N\n?\nC\n?\nE\n", [])
+    assert silent.renderer == RendererState(None, None)
+
+
+def test_a_state_as_before_has_no_difference() -> None:
+    assert differences(BEFORE, BEFORE) == []
+
+
+def test_the_mtu_left_by_netplan_tries_revert_is_a_difference_and_its_correction() -> None:
+    # netplan 0.106's revert: the old address is back, the new MTU stays (real-daemons.md s.2.3).
+    now = NodeState((replace(BEFORE.interfaces[0], mtu=9000),), BEFORE.renderer)
+    assert differences(BEFORE, now) == [f"{DEV}: MTU 9000, was 1500"]
+    assert corrections(BEFORE, now) == [RuntimeOp(MTU, DEV, "1500")]
+
+
+def test_addresses_neighbours_routes_and_the_renderer_are_compared() -> None:
+    now = NodeState((IfaceState(DEV, True, 1500, ("192.168.100.14/24",), ("192.168.100.0/24 via - metric 0",), ()),),
+                    RendererState(True, ()))
+    assert differences(BEFORE, now) == [
+        f"{DEV}: addresses 192.168.100.14/24, were 192.168.101.14/24",
+        f"{DEV}: routes 192.168.100.0/24 via - metric 0, were 192.168.101.0/24 via - metric 0",
+        f"{DEV}: static neighbours none, were 192.168.101.11 aa:bb:cc:dd:ee:01 permanent",
+        f"NetworkManager's active profiles none, were cx7-p1:{DEV}",
+    ]
+    assert corrections(BEFORE, now) == [
+        RuntimeOp(ADDR_DEL, DEV, "192.168.100.14/24"), RuntimeOp(ADDR_ADD, DEV, "192.168.101.14/24"),
+        RuntimeOp(NEIGH_SET, DEV, "192.168.101.11", "aa:bb:cc:dd:ee:01", "permanent")]
+    stopped = NodeState(now.interfaces, RendererState(False, None))
+    assert "NetworkManager is not running, it was" in differences(BEFORE, stopped)
+    gone = NodeState((IfaceState(DEV, present=False),), BEFORE.renderer)
+    assert differences(BEFORE, gone) == [f"{DEV}: gone"] and corrections(BEFORE, gone) == []
+
+
+def test_a_corrupt_value_read_back_gives_no_operation() -> None:
+    odd = NodeState((IfaceState(DEV, True, 1500, ("not-an-address",)),))
+    assert corrections(odd, NodeState((IfaceState(DEV, True, 1500, ()),))) == []
+
+
+def _journal(state: str, **kw: object) -> Journal:
+    j = Journal(SCHEMA, "20261202T120000Z-abcdef", "b", "dgx-spark-2", "2026-12-02T12:00:00+00:00", state,
+                ("MTU_MISMATCH:x",), (RuntimeOp(MTU, DEV, "9000"),), (RuntimeOp(MTU, DEV, "1500"),), (),
+                note="interrupted (Ctrl-C)", before=BEFORE)
+    return replace(j, **kw)
+
+
+def test_a_node_not_put_back_is_said_as_such_never_as_reverted() -> None:
+    line = describe(FoundJournal("/d", _journal(NOT_REVERTED, verified=False,
+                                                differences=(f"{DEV}: MTU 9000, was 1500",)), None)) or ""
+    assert "is NOT as it was before" in line and f"{DEV}: MTU 9000, was 1500" in line and "fix --restore" in line
+    assert "put back as it was" not in line
+    ok = describe(FoundJournal("/d", _journal(REVERTED, verified=True), None)) or ""
+    assert ok.endswith("was put back as it was before (interrupted (Ctrl-C)); its live state read back as before")
+
+
+def test_the_before_state_and_the_verdict_travel_in_the_journal() -> None:
+    j = _journal(NOT_REVERTED, verified=False, differences=(f"{DEV}: MTU 9000, was 1500",))
+    assert msgspec.json.decode(encode(j), type=Journal) == j
+    older = {k: v for k, v in msgspec.json.decode(encode(_journal(REVERTED))).items()
+             if k not in ("before", "verified", "differences")}
+    old = msgspec.json.decode(msgspec.json.encode(older), type=Journal)
+    assert old.before is None and old.verified is None  # a journal an older linkcheck wrote still reads
+
+
+class _Node:
+    """A node whose journal listing, HOME and live state are given; it records what is written to it."""
+
+    local = False
+    name = "b"
+
+    def __init__(self, listing: str, state: str) -> None:
+        self.listing = listing
+        self.state = state
+        self.written: list[str] = []
+        self.changed: list[RuntimeOp] = []
+
+    def sh(self, command: str, *, timeout_s: float = 30, stdin: str | None = None) -> RemoteResult:
+        if "journal.json.tmp" in command:
+            self.written.append(stdin or "")
+            return RemoteResult("", "", 0, 0)
+        if command.startswith("sudo -n sh -c") and "/*/" in command:
+            return RemoteResult(self.listing, "", 0, 0)
+        if command.startswith('printf "%s" "$HOME"'):
+            return RemoteResult("/home/nvidia", "", 0, 0)
+        if command.startswith("echo D "):
+            return RemoteResult(self.state, "", 0, 0)
+        return RemoteResult("", "", 0, 0)
+
+    def change(self, op: RuntimeOp) -> None:
+        self.changed.append(op)
+
+
+def _listing(j: Journal, result: str) -> str:
+    return (f"J {j.run_id}\n" + "".join(f"|{line}\n" for line in encode(j).splitlines())
+            + f"R\n|{result}\nE\n")
+
+
+def _ip_state(mtu: int) -> str:
+    """What the state command prints for DEV as BEFORE has it, at `mtu` (ip -j's shapes, trimmed)."""
+    return (f"D {DEV}\n" + json.dumps([{"ifname": DEV, "mtu": mtu}]) + "\n"
+            + json.dumps([{"addr_info": [{"family": "inet", "local": "192.168.101.14", "prefixlen": 24,
+                                          "scope": "global"}]}]) + "\n"
+            + json.dumps([{"dst": "192.168.101.0/24", "protocol": "kernel"}]) + "\n"
+            + json.dumps([{"dst": "192.168.101.11", "lladdr": "aa:bb:cc:dd:ee:01", "state": ["PERMANENT"]}])
+            + "\nE\n")
+
+
+def test_a_run_its_node_reverted_alone_is_read_back_by_the_next_run_and_never_put_back_unasked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("linkcheck.repair.livestate.SETTLE_S", 0.0)
+    before = replace(BEFORE, renderer=RendererState())
+    j = replace(_journal(PERSISTENT_PENDING), before=before)
+    node = _Node(_listing(j, "reverted"), _ip_state(9000))
+    said: list[str] = []
+    lines = report_unfinished(node, "/var/lib/linkcheck/journal", said.append)
+    assert lines == [f"node b: repair run {j.run_id} is NOT as it was before ({DEV}: MTU 9000, was 1500): "
+                     "`linkcheck fix --restore` puts it back and checks it again"]
+    assert node.changed == []  # only read
+    written = msgspec.json.decode(node.written[-1], type=Journal)
+    assert (written.state, written.verified, written.differences) == (
+        NOT_REVERTED, False, (f"{DEV}: MTU 9000, was 1500",))
+    # as before: settled `reverted`, read back
+    node = _Node(_listing(j, "reverted"), _ip_state(1500))
+    report_unfinished(node, "/var/lib/linkcheck/journal", said.append)
+    written = msgspec.json.decode(node.written[-1], type=Journal)
+    assert (written.state, written.verified) == (REVERTED, True)

@@ -16,7 +16,11 @@ interfaces (`ip`). It behaves as org.freedesktop.NetworkManager.xml documents th
 it does to the addresses); `reload` has nothing to re-read (the profiles are read at each `up`). A lab fault
 (`$LINKCHECK_LAB_FAULTS/nmcli` = `up-mtu-1500`) makes `up` leave the interface at MTU 1500, as a profile that
 says nothing of the MTU does on a port NetworkManager resets; `up-slow` makes `up` take 4 s (a window in
-which a test cuts the SSH connection while the checkpoint is held).
+which a test cuts the SSH connection while the checkpoint is held). A lab fault for the checkpoint calls
+(`$LINKCHECK_LAB_FAULTS/busctl` = `rollback-reactivates-late`) makes `CheckpointRollback` return with the devices
+still without their addresses, which come back 3 s later from a process of their own: the real NetworkManager's
+rollback returns before it re-activates the device (no address for ~21 ms, real-daemons.md s.1.3), lengthened
+here past the 1 s linkcheck's checkpoint script waits before it writes its result.
 Not modelled: every other call and property, activation states, the D-Bus policy, connections by UUID.
 """
 
@@ -34,6 +38,8 @@ NM_PATH = "/org/freedesktop/NetworkManager"
 DIRS = ("/etc/NetworkManager/system-connections", "/run/NetworkManager/system-connections")
 ALLOW_OVERLAPPING = 0x08
 NMCLI_FAULTS = ("up-mtu-1500", "up-slow")  # armed with Lab.set_fault(node, "nmcli", ...)
+LATE_REACTIVATION = "rollback-reactivates-late"  # written to the node's fault folder as `busctl`
+REACTIVATION_S = 3.0
 
 
 def _state() -> Path:
@@ -85,8 +91,21 @@ def _keyfiles() -> dict[str, dict[str, object]]:
     return saved
 
 
-def _rollback(taken: Path) -> dict[str, int]:
-    """The saved keyfiles and device state back; the checkpoint's folder was taken (renamed) by the caller."""
+def _fault(tool: str) -> str:
+    path = Path(os.environ.get("LINKCHECK_LAB_FAULTS") or "/nonexistent") / tool
+    return path.read_text().strip() if path.is_file() else ""
+
+
+def _reactivate(name: str, spec: str) -> int:
+    """The late re-activation of one device after a rollback: its saved addresses back after REACTIVATION_S."""
+    time.sleep(REACTIVATION_S)
+    _set_device(name, json.loads(spec), None)
+    return 0
+
+
+def _rollback(taken: Path, late: bool = False) -> dict[str, int]:
+    """The saved keyfiles and device state back; the checkpoint's folder was taken (renamed) by the caller. `late`:
+    each device's addresses flushed now and put back REACTIVATION_S later, by a process of their own."""
     saved = json.loads((taken / "saved.json").read_text())
     keyfiles: dict[str, dict[str, object]] = saved["keyfiles"]
     for d in DIRS:
@@ -99,7 +118,11 @@ def _rollback(taken: Path) -> dict[str, int]:
         p.chmod(int(str(item["mode"])))
     results = {}
     for dev_path, dev in saved["devices"].items():
-        _set_device(dev["name"], dev["addresses"], dev["mtu"])
+        _set_device(dev["name"], [] if late else dev["addresses"], dev["mtu"])
+        if late:
+            subprocess.Popen([sys.executable, "-m", "tests.lab.nm_standin", "reactivate", dev["name"],
+                              json.dumps(dev["addresses"])], start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         results[dev_path] = 0  # NM_ROLLBACK_RESULT_OK
     (taken / "rolled-back").write_text("yes\n")
     return results
@@ -195,7 +218,7 @@ def _on_checkpoint(method: str, sig: str, args: list[str]) -> int:
         taken = _take(number, "rollback")
         if taken is None:
             return _fail(f"checkpoint {args[0]} does not exist")
-        results = _rollback(taken)
+        results = _rollback(taken, late=_fault("busctl") == LATE_REACTIVATION)
         print(f"a{{su}} {len(results)} " + " ".join(f'"{p}" {r}' for p, r in results.items()))
         return 0
     if method == "CheckpointAdjustRollbackTimeout" and sig == "ou" and len(args) == 2:
@@ -233,8 +256,7 @@ def nmcli(argv: list[str]) -> int:
             return 10
         addresses = [v.split(",")[0] for k, v in sorted(keys.items()) if k.startswith("ipv4.address")]
         mtu: object = keys.get("ethernet.mtu")
-        faults = Path(os.environ.get("LINKCHECK_LAB_FAULTS") or "/nonexistent") / "nmcli"
-        fault = faults.read_text().strip() if faults.is_file() else ""
+        fault = _fault("nmcli")
         if fault == "up-mtu-1500":
             mtu = 1500
         if fault == "up-slow":
@@ -249,6 +271,8 @@ def nmcli(argv: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["timer"] and len(argv) == 2:
         return _timer(argv[1])
+    if argv[:1] == ["reactivate"] and len(argv) == 3:
+        return _reactivate(argv[1], argv[2])
     if argv[:1] == ["busctl"]:
         return busctl(argv[1:])
     if argv[:1] == ["nmcli"]:

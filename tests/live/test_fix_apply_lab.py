@@ -702,3 +702,26 @@ def test_a_revert_that_cannot_put_the_mtu_back_is_not_reverted_and_restore_finis
     assert "restored; live state as before the run" in done.stderr, done.describe()
     assert _snapshot(lab) == before
     assert [(j["state"], j["verified"]) for j in _journals(lab, "b")] == [("restored", True)]
+
+
+def test_a_rollback_that_reactivates_late_is_waited_for_then_verified(lab_factory: Callable[..., Lab], live: Live,
+                                                                      tmp_path: Path) -> None:
+    lab = lab_factory(specs_for_scenario("nm-profile-runtime-only", tmp_path / "models"))
+    lab.set_fault("a", "nmcli", "up-mtu-1500")  # activating the profile leaves the port at MTU 1500: rolled back
+    # ... and the rollback returns with the port still without its address, back 3 s later (tests/lab/nm_standin.py)
+    _fault_file(lab, "a", "busctl", "rollback-reactivates-late\n")
+    before = _all_files(lab)
+    run = live.run("fix", "--apply", "--try-timeout", "60", "-c", str(_config(live, lab, tmp_path)), "--save",
+                   str(tmp_path / "s"), timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node a: reverted (journal " in run.stderr and "; live state as before the run" in run.stderr, \
+        run.describe()
+    assert "node a: live state read back as before the run" in run.stderr
+    # The address was waited for: it came back by itself. What did not is the port's permanent neighbour entry,
+    # which the kernel dropped with the port's last IPv4 address (the rollback's deactivation): linkcheck put it back.
+    differ = [line for line in run.stderr.splitlines() if "node a: not as before the run (" in line]
+    assert len(differ) == 1 and "static neighbours" in differ[0] and "addresses" not in differ[0], run.describe()
+    assert "node a: ip neigh replace " in run.stderr
+    assert _all_files(lab) == before
+    journal = _journals(lab, "a")
+    assert [(j["state"], j["verified"]) for j in journal] == [("reverted", True)]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from linkcheck.accept.text import margin_cell, missed, threshold_cell
 from linkcheck.advise.published import published
@@ -122,7 +124,7 @@ def node_rows(link: LinkFacts) -> tuple[list[str], list[tuple[str, list[str], li
     return heads, rows
 
 
-class TrafficRow(NamedTuple):
+class TrafficRow(msgspec.Struct, frozen=True):
     """One path, mode and direction of ib_write_bw (or both paths' total): its repetitions as min / median / max
     and their count, the threshold it is judged against beside them, the margin against the line that decides the
     status, which statistic missed that line (to be marked; None when none did) and where the threshold comes

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 
 pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.xdist_group("accept-lab"),  # one worker makes the runs every test reads (`--dist loadgroup`)
               pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")]
 
 REPETITIONS = 2

@@ -34,7 +34,8 @@ from tests.lab.mgmt import batch_lock
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
-pytestmark = pytest.mark.lab  # builds the two-node lab
+pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.xdist_group("bench-lab")]  # one worker makes the labs its tests share (`--dist loadgroup`)
 
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live

@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 
 pytestmark = [pytest.mark.lab,  # builds the two-node lab
-              pytest.mark.xdist_group("accept-lab"),  # one worker makes the runs every test reads (`--dist loadgroup`)
+              # One worker makes the runs every test reads (`--dist loadgroup`); the same one as test_bench_lab's, whose
+              # batch also holds the batch lock for its whole module: on two workers one would wait out the other.
+              pytest.mark.xdist_group("lab-batches"),
               pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")]
 
 REPETITIONS = 2

@@ -35,7 +35,9 @@ from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
 pytestmark = [pytest.mark.lab,  # builds the two-node lab
-              pytest.mark.xdist_group("bench-lab")]  # one worker makes the labs its tests share (`--dist loadgroup`)
+              # One worker makes the labs and runs its tests share (`--dist loadgroup`); the same one as
+              # test_accept_lab's, whose batch holds the batch lock as this module's does: neither waits on the other.
+              pytest.mark.xdist_group("lab-batches")]
 
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live

@@ -79,15 +79,30 @@ def _write_exec(path: Path, text: str) -> None:
 
 def write_model(spec: LabNodeSpec, node_dir: Path) -> Path | None:
     """Copy the node model with its addresses mapped into the lab range; returns the copy's path."""
+    text = _mapped_model(spec)
+    if text is None:
+        return None
+    out = node_dir / "node.json"
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _mapped_model(spec: LabNodeSpec) -> str | None:
     if spec.model is None:
         return None
     try:
         data = json.loads(spec.model.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LabError(f"node {spec.name}: cannot read node model {spec.model}: {exc}") from exc
-    out = node_dir / "node.json"
-    out.write_text(json.dumps(map_model(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return out
+    return json.dumps(map_model(data), indent=2, sort_keys=True) + "\n"
+
+
+def render_ahead(spec: LabNodeSpec) -> None:
+    """Render the node model's /sys tree now, if this process has not yet: it takes seconds on a loaded machine, and
+    the lab calls this before it takes the machine's address lock, under which the node is then staged."""
+    text = _mapped_model(spec)
+    if text is not None:
+        _materialised(text.encode("utf-8"))
 
 
 def emulated_tools() -> tuple[str, ...]:

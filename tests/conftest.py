@@ -24,6 +24,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     xdist_groups.record_groups(config, items)
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    rootfs = sys.modules.get("tests.lab.rootfs")  # imported only where a lab was built
+    if rootfs is not None:
+        rootfs.drop_sysfs_cache()  # the lab's rendered /sys trees: an xdist worker exits past atexit
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent under `-p no:xdist`
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """`--dist loadgroup` that keeps each xdist_group on one worker under pytest 9 (tests/xdist_groups.py)."""

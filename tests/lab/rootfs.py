@@ -180,9 +180,18 @@ def _materialise(model_json: Path, stage: Path) -> None:
     os.symlink(_materialised(model_json.read_bytes()) / "sys", stage / "sys", target_is_directory=True)
 
 
-# Per process (each test worker has its own), removed when the process exits.
+# Per process (each test worker has its own); removed at the end of a test session (tests/conftest.py: xdist's
+# workers leave by os._exit, past atexit) or when a process that is no test session exits.
 _SYSFS_CACHE: dict[str, Path] = {}
 _SYSFS_CACHE_ROOT: list[Path] = []
+
+
+def drop_sysfs_cache() -> None:
+    """Remove the rendered trees; a later lab renders them again."""
+    for root in _SYSFS_CACHE_ROOT:
+        shutil.rmtree(root, ignore_errors=True)
+    _SYSFS_CACHE_ROOT.clear()
+    _SYSFS_CACHE.clear()
 
 
 def _materialised(model: bytes) -> Path:
@@ -195,7 +204,7 @@ def _materialised(model: bytes) -> Path:
         raise LabError(f"a node model needs tests.emulators (Node, materialise_sysfs): {exc}") from exc
     if not _SYSFS_CACHE_ROOT:
         _SYSFS_CACHE_ROOT.append(Path(tempfile.mkdtemp(prefix="linkcheck-lab-sysfs-")))
-        atexit.register(shutil.rmtree, _SYSFS_CACHE_ROOT[0], ignore_errors=True)
+        atexit.register(drop_sysfs_cache)
     tree = _SYSFS_CACHE_ROOT[0] / key
     shutil.rmtree(tree, ignore_errors=True)  # a rendering that failed half-way
     tree.mkdir()

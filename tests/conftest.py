@@ -12,6 +12,29 @@ from pathlib import Path
 
 import pytest
 
+from tests import xdist_groups
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    xdist_groups.configure(config)
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected: the tests that run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    xdist_groups.record_groups(config, items)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    rootfs = sys.modules.get("tests.lab.rootfs")  # imported only where a lab was built
+    if rootfs is not None:
+        rootfs.drop_sysfs_cache()  # the lab's rendered /sys trees: an xdist worker exits past atexit
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent under `-p no:xdist`
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadgroup` that keeps each xdist_group on one worker under pytest 9 (tests/xdist_groups.py)."""
+    return xdist_groups.make_scheduler(config, log)
+
 
 @pytest.fixture(autouse=True)
 def _sigint_handler_restored() -> Iterator[None]:

@@ -10,6 +10,7 @@ and runs the emulator for anything else. tests/live/test_lab.py checks that both
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,15 @@ def static_calls(node: Node) -> dict[str, list[list[str]]]:
     }
 
 
+@functools.lru_cache(maxsize=256)
+def _rendered(tool: str, model_text: str, render: Callable[[Node, list[str]], Output]
+              ) -> tuple[tuple[tuple[str, ...], Output], ...]:
+    """The tool's static calls with their answers; the same model (every lab of a scenario) renders them once in a
+    process."""
+    node = Node.from_json(model_text)
+    return tuple((tuple(args), render(node, list(args))) for args in static_calls(node).get(tool, []))
+
+
 # The wrapper's check for root without a process: the effective uid from the shell's own status.
 _AS_ROOT = ('lc_e=; while read -r lc_k lc_r lc_e lc_x; do [ "$lc_k" = Uid: ] && break; lc_e=; done '
             "</proc/self/status\n")
@@ -44,14 +54,12 @@ _AS_ROOT = ('lc_e=; while read -r lc_k lc_r lc_e lc_x; do [ "$lc_k" = Uid: ] && 
 def answer_block(tool: str, model_json: Path, answers_dir: Path,
                  render: Callable[[Node, list[str]], Output]) -> str:
     """The wrapper lines that answer the tool's static calls from files (empty when it has none)."""
-    node = Node.load(str(model_json))
-    calls = static_calls(node).get(tool, [])
-    if not calls:
+    rendered = _rendered(tool, model_json.read_text(encoding="utf-8"), render)
+    if not rendered:
         return ""
     answers_dir.mkdir(parents=True, exist_ok=True)
     cases = []
-    for i, args in enumerate(calls):
-        stdout, stderr, rc = render(node, list(args))
+    for i, (args, (stdout, stderr, rc)) in enumerate(rendered):
         out, err = answers_dir / f"{tool}.{i}.out", answers_dir / f"{tool}.{i}.err"
         out.write_text(stdout, encoding="utf-8")
         err.write_text(stderr, encoding="utf-8")

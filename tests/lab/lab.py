@@ -101,6 +101,8 @@ class Lab:
             self.state.netns.append(f"{self.lab_id}-{spec.name}")
             self.state.save()
             netns.add_netns(f"{self.lab_id}-{spec.name}")
+        for spec in self.specs:
+            rootfs.render_ahead(spec)  # the slow part of staging, outside the lock that every lab on the machine takes
         with mgmt.allocation_lock():
             pairs = mgmt.free_pairs(len(self.specs))
             for spec, (host_ip, node_ip) in zip(self.specs, pairs, strict=True):

@@ -10,12 +10,16 @@ put other directories before the emulator bin on PATH.
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import os
 import pwd
 import shlex
+import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -80,15 +84,30 @@ def _write_exec(path: Path, text: str) -> None:
 
 def write_model(spec: LabNodeSpec, node_dir: Path) -> Path | None:
     """Copy the node model with its addresses mapped into the lab range; returns the copy's path."""
+    text = _mapped_model(spec)
+    if text is None:
+        return None
+    out = node_dir / "node.json"
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _mapped_model(spec: LabNodeSpec) -> str | None:
     if spec.model is None:
         return None
     try:
         data = json.loads(spec.model.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LabError(f"node {spec.name}: cannot read node model {spec.model}: {exc}") from exc
-    out = node_dir / "node.json"
-    out.write_text(json.dumps(map_model(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return out
+    return json.dumps(map_model(data), indent=2, sort_keys=True) + "\n"
+
+
+def render_ahead(spec: LabNodeSpec) -> None:
+    """Render the node model's /sys tree now, if this process has not yet: it takes seconds on a loaded machine, and
+    the lab calls this before it takes the machine's address lock, under which the node is then staged."""
+    text = _mapped_model(spec)
+    if text is not None:
+        _materialised(text.encode("utf-8"))
 
 
 def emulated_tools() -> tuple[str, ...]:
@@ -159,11 +178,44 @@ def stage_sysfs(spec: LabNodeSpec, stage: Path, model_json: Path | None) -> None
 
 
 def _materialise(model_json: Path, stage: Path) -> None:
+    """`stage/sys` is a link to the model's materialised tree, rendered once per model in this process: the tree
+    (~1,200 files a node) depends only on the mapped model, and writing it again for every lab was most of a lab's
+    bring-up on a loaded 2-CPU machine. boot.sh only reads it (`cp -a` into the node's tmpfs)."""
+    stage.mkdir(parents=True, exist_ok=True)
+    os.symlink(_materialised(model_json.read_bytes()) / "sys", stage / "sys", target_is_directory=True)
+
+
+# Per process (each test worker has its own); removed at the end of a test session (tests/conftest.py: xdist's
+# workers leave by os._exit, past atexit) or when a process that is no test session exits.
+_SYSFS_CACHE: dict[str, Path] = {}
+_SYSFS_CACHE_ROOT: list[Path] = []
+
+
+def drop_sysfs_cache() -> None:
+    """Remove the rendered trees; a later lab renders them again."""
+    for root in _SYSFS_CACHE_ROOT:
+        shutil.rmtree(root, ignore_errors=True)
+    _SYSFS_CACHE_ROOT.clear()
+    _SYSFS_CACHE.clear()
+
+
+def _materialised(model: bytes) -> Path:
+    key = hashlib.sha256(model).hexdigest()
+    if key in _SYSFS_CACHE:
+        return _SYSFS_CACHE[key]
     try:
         from tests.emulators.node import Node, materialise_sysfs
     except ImportError as exc:
         raise LabError(f"a node model needs tests.emulators (Node, materialise_sysfs): {exc}") from exc
-    materialise_sysfs(Node.load(model_json), stage)
+    if not _SYSFS_CACHE_ROOT:
+        _SYSFS_CACHE_ROOT.append(Path(tempfile.mkdtemp(prefix="linkcheck-lab-sysfs-")))
+        atexit.register(drop_sysfs_cache)
+    tree = _SYSFS_CACHE_ROOT[0] / key
+    shutil.rmtree(tree, ignore_errors=True)  # a rendering that failed half-way
+    tree.mkdir()
+    materialise_sysfs(Node.from_json(model.decode("utf-8")), tree)
+    _SYSFS_CACHE[key] = tree
+    return tree
 
 
 def _stage_link(link: LinkSpec, netdir: Path) -> None:

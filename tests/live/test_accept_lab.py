@@ -1,11 +1,11 @@
 """`linkcheck accept` end to end against the two-node lab (emulated ib_write_bw and all_gather_perf).
 
 Each run has its own lab and a copy of dgx-spark-pair with 2 s rounds; PARALLEL runs go at once (they
-mostly wait on -D seconds and perftest's handshake). `accept --repetitions 2`: the healthy pair passes
-(exit 0); the hot-plug state fails with its finding (exit 2); a pair without all_gather_perf has no NCCL
-measurement and is inconclusive (exit 3), never a pass. Every other trap scenario (tests/emulators/
-scenarios.py), with `--repetitions 1`: it fails (2) or degrades (1) and names its finding in acceptance.json
-and in the report on stdout.
+mostly wait on -D seconds and perftest's handshake). The healthy pair, `accept --repetitions 2`, passes (exit 0)
+with two samples in every check. With `--repetitions 1` (a verdict that one repetition decides needs no second):
+the hot-plug state fails with its finding (exit 2); a pair without all_gather_perf has no NCCL measurement and is
+inconclusive (exit 3), never a pass; every other trap scenario (tests/emulators/scenarios.py) fails (2) or degrades
+(1) and names its finding in acceptance.json and in the report on stdout.
 """
 
 from __future__ import annotations
@@ -29,14 +29,17 @@ if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
 
 pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              # One worker makes the runs every test reads (`--dist loadgroup`); the same one as test_bench_lab's, whose
+              # batch also holds the batch lock for its whole module: on two workers one would wait out the other.
+              pytest.mark.xdist_group("lab-batches"),
               pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")]
 
 REPETITIONS = 2
 PARALLEL = 4  # six at once on 2 CPUs once lost an SSH session to load (CI); four leave the nodes room
 RUNS = {  # name -> (lab scenario, tools missing on both nodes, output format, repetitions)
     "healthy": ("healthy", frozenset(), "console", REPETITIONS),
-    "hotplug-degraded": ("hotplug-degraded", frozenset(), "json", REPETITIONS),
-    "no-nccl": ("healthy", frozenset({"all_gather_perf"}), "json", REPETITIONS),
+    "hotplug-degraded": ("hotplug-degraded", frozenset(), "json", 1),
+    "no-nccl": ("healthy", frozenset({"all_gather_perf"}), "json", 1),
 }
 # Each trap scenario: the exit code of its acceptance (2 FAIL, 1 DEGRADED) and the finding it must name with
 # that finding's status. A warning-only trap still fails the acceptance where a profile check judges the same
@@ -77,7 +80,7 @@ class AcceptRuns:
         self.saved: dict[str, Path] = {}
         self.args: dict[str, tuple[str, ...]] = {}
         self.results: dict[str, CliRun] = {}
-        waiting = list(RUNS)  # the longer runs (two repetitions) first
+        waiting = list(RUNS)  # the longest run (two repetitions) first
         with ThreadPoolExecutor(PARALLEL) as pool:
             running: dict[Future[CliRun], str] = {}
             while waiting or running:

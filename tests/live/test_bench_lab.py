@@ -34,7 +34,10 @@ from tests.lab.mgmt import batch_lock
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
-pytestmark = pytest.mark.lab  # builds the two-node lab
+pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              # One worker makes the labs and runs its tests share (`--dist loadgroup`); the same one as
+              # test_accept_lab's, whose batch holds the batch lock as this module's does: neither waits on the other.
+              pytest.mark.xdist_group("lab-batches")]
 
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live
@@ -91,6 +94,16 @@ def _run_folders() -> set[str]:
     """Every bench run's folder on this machine (/tmp/linkcheck-bench.<run id: 12 hex digits>-<node>), whichever
     test's run made it; other things in /tmp with the same start are not runs."""
     return {p for p in glob.glob(f"{RUN_PREFIX}*") if re.fullmatch(r"[0-9a-f]{12}-.+", p[len(RUN_PREFIX):])}
+
+
+def _left_since(before: set[str], wait_s: float = 180) -> set[str]:
+    """Run folders made since `before` that are still there after up to wait_s. A node's /tmp is this machine's, so a
+    run beside this one (the other test worker's, anyone's) shows its folders while it runs and removes them when it
+    ends; a folder that a run leaked stays."""
+    deadline = time.monotonic() + wait_s
+    while (new := _run_folders() - before) and time.monotonic() < deadline:
+        time.sleep(1)
+    return new
 
 
 def _run_ids(saved: Path) -> set[str]:
@@ -354,7 +367,7 @@ def test_port_already_in_use(fault_lab: Lab, live: Live, tmp_path: Path) -> None
     kinds = {c["meta"].get("kind") for c in run.manifest["captures"]}
     assert kinds & {"rdma", "snapshot", "nccl"} == set(), "something was started"
     # refused before the run's folders were made: nothing to sweep (the run reused the inspection's -V)
-    assert _run_folders() <= folders, "a run folder was created"
+    assert not _left_since(folders), "a run folder was created"
 
 
 # -- the scenarios, all at once ----------------------------------------------------------------------------------

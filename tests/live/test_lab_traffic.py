@@ -28,7 +28,8 @@ from tests.lab import Lab
 from tests.lab.pytest_plugin import lab_skip_reason
 from tests.lab.scenario import specs_for_scenario
 
-pytestmark = pytest.mark.lab  # builds the two-node lab
+pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.xdist_group("lab-traffic")]  # one worker makes the labs its tests share (`--dist loadgroup`)
 
 REPO = Path(__file__).resolve().parents[2]
 needs_lab = pytest.mark.skipif(lab_skip_reason() is not None, reason=str(lab_skip_reason()))

@@ -21,6 +21,7 @@ from tests.lab import Lab
 from tests.lab.scenario import specs_for_scenario
 
 pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.xdist_group("latency-lab"),  # one worker makes the runs every test reads (`--dist loadgroup`)
               pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")]
 
 if TYPE_CHECKING:

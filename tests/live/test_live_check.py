@@ -156,12 +156,19 @@ def _expected_verdict(fixture: CliRun, expected: set[Finding]) -> str:
     return "pass"
 
 
-def _scenario_params() -> list[Any]:
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=LAB_GAPS[n])) if n in LAB_GAPS else n
+def _group(name: str) -> pytest.MarkDecorator:
+    """The tests reading one scenario's runs go to one worker (`--dist loadgroup`), which makes them once; the
+    scenarios spread over the workers."""
+    return pytest.mark.xdist_group(f"live-check-{name}")
+
+
+def _scenario_params(*, gaps: bool = False) -> list[Any]:
+    return [pytest.param(n, marks=[_group(n), *([pytest.mark.xfail(strict=True, reason=LAB_GAPS[n])]
+                                                if gaps and n in LAB_GAPS else [])])
             for n in SCENARIOS]
 
 
-@pytest.mark.parametrize("name", _scenario_params())
+@pytest.mark.parametrize("name", _scenario_params(gaps=True))
 def test_check_finds_what_the_fixture_diagnosis_finds(scenario_run: Callable[[str], ScenarioRun], name: str) -> None:
     run = scenario_run(name)
     assert run.fixture.returncode == run.fixture.report["exit_code"], run.fixture.describe()
@@ -173,7 +180,7 @@ def test_check_finds_what_the_fixture_diagnosis_finds(scenario_run: Callable[[st
     assert run.check.returncode == EXIT_OF_VERDICT[verdict] == run.check.report["exit_code"], run.check.describe()
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", _scenario_params())
 def test_saved_bundle_rediagnoses_to_the_same_findings(scenario_run: Callable[[str], ScenarioRun], name: str) -> None:
     run = scenario_run(name)
     assert run.check.saved_to() == run.saved, run.check.describe()
@@ -187,7 +194,7 @@ def test_saved_bundle_rediagnoses_to_the_same_findings(scenario_run: Callable[[s
     assert run.rediagnosed.returncode == run.check.returncode
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", _scenario_params())
 def test_check_ends_cleanly(scenario_run: Callable[[str], ScenarioRun], name: str) -> None:
     run = scenario_run(name)
     assert "Traceback" not in run.check.stderr and "internal error" not in run.check.stderr, run.check.describe()
@@ -198,6 +205,7 @@ def test_check_ends_cleanly(scenario_run: Callable[[str], ScenarioRun], name: st
     assert run.strays == {}, f"processes of ours left on the nodes: {run.strays}"
 
 
+@_group("healthy")
 def test_init_writes_a_config_that_check_then_uses(scenario_run: Callable[[str], ScenarioRun]) -> None:
     from linkcheck.config import load_config
 
@@ -217,6 +225,7 @@ def test_init_writes_a_config_that_check_then_uses(scenario_run: Callable[[str],
     assert {n: v["hostname"] for n, v in run.check.report["nodes"].items()} == {"a": "dgx-spark-1", "b": "dgx-spark-2"}
 
 
+@_group("healthy")
 def test_collect_saves_a_bundle_that_diagnoses_like_check(scenario_run: Callable[[str], ScenarioRun]) -> None:
     from linkcheck.collect.specs import SPECS
 
@@ -236,6 +245,7 @@ def test_collect_saves_a_bundle_that_diagnoses_like_check(scenario_run: Callable
     assert run.collected.findings(every) == run.check.findings(every)
 
 
+@_group("healthy")
 def test_check_against_a_baseline_judges_drift(scenario_run: Callable[[str], ScenarioRun]) -> None:
     """`check --baseline` on the lab a moment after its known-good state was saved: the drift rules are judged
     (none without a baseline) and find nothing, so the verdict is the plain check's."""

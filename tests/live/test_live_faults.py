@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[2]
 BENCH_RULES = frozenset({"LINK_HOTPLUG_DEGRADED", "LINK_BELOW_NOMINAL", "NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW"})
 INCONCLUSIVE = 3
+# The tests reading one module fixture's lab or run go to one worker (`--dist loadgroup`), which makes it once.
+ON_CONN_LAB = pytest.mark.xdist_group("live-faults-conn")
+ON_MISSING_SUDO_RUN = pytest.mark.xdist_group("live-faults-missing-sudo")
+ON_HANG_RUN = pytest.mark.xdist_group("live-faults-hang-cut-garbage")
 HANG_TIMEOUT_S = 12  # above the slowest healthy command on a loaded 2-core machine: here every ethtool call starts
 # the Python emulator (the cut and garbage wrappers below), which took over 6 s at a load average of 18
 KILL_GRACE_S = 2  # linkcheck's `timeout -k`
@@ -117,6 +121,7 @@ def conn_lab(module_lab_factory: Callable[..., Lab]) -> Lab:
     return module_lab_factory("healthy")
 
 
+@ON_CONN_LAB
 def test_wrong_key(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     other = tmp_path / "not_authorized"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
@@ -129,6 +134,7 @@ def test_wrong_key(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     assert live.strays(conn_lab, before) == {}
 
 
+@ON_CONN_LAB
 def test_broken_playbook_stops_the_run_with_its_file_and_line(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     # The inspection starts while the playbooks load; a broken one must still stop everything at once:
     # exit 4, one line with file:line, nothing saved, no inspection left running on the nodes.
@@ -152,6 +158,7 @@ def _fingerprint(public_key_line: str, tmp: Path) -> str:
     return out.split()[1]
 
 
+@ON_CONN_LAB
 def test_unknown_host_key_names_the_exact_keyscan_fix(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     ip_b = conn_lab.node("b").mgmt_ip
     known = tmp_path / "known_hosts"
@@ -174,6 +181,7 @@ def test_unknown_host_key_names_the_exact_keyscan_fix(conn_lab: Lab, live: Live,
     assert probe.returncode == 0, probe.stderr
 
 
+@ON_CONN_LAB
 def test_unknown_host_keys_on_both_nodes(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("", encoding="ascii")
@@ -197,6 +205,7 @@ def _wait_reachable(lab: Lab, node: str, deadline_s: float = 15.0) -> None:
         time.sleep(0.3)
 
 
+@ON_CONN_LAB
 def test_unreachable_node(conn_lab: Lab, live: Live, tmp_path: Path) -> None:
     cfg = live.lab_config(conn_lab, tmp_path / "linkcheck.yaml", connect_timeout_s=2)
     before = live.node_pids(conn_lab)
@@ -357,6 +366,7 @@ def _command_fault(fault: FaultRun, healthy: set[tuple[str, str, str]], node: st
 BOTH_FAULTS = {"cable", "fec", "netplan", "nm_profiles"}
 
 
+@ON_MISSING_SUDO_RUN
 def test_missing_tool(run_missing_and_sudo: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
     # One run holds both faults: no ethtool on a (no EEPROM, no FEC), no sudo on b (no EEPROM, no netplan files,
     # no NetworkManager keyfiles).
@@ -364,6 +374,7 @@ def test_missing_tool(run_missing_and_sudo: FaultRun, healthy_findings: set[tupl
     _one_line(run_missing_and_sudo.run, "a", r"ethtool.*(missing|not found|not installed)")
 
 
+@ON_MISSING_SUDO_RUN
 def test_sudo_refused(run_missing_and_sudo: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
     _command_fault(run_missing_and_sudo, healthy_findings, "b", "cable", BOTH_FAULTS, r"sudo refused")
     _one_line(run_missing_and_sudo.run, "b", r"sudo")
@@ -372,6 +383,7 @@ def test_sudo_refused(run_missing_and_sudo: FaultRun, healthy_findings: set[tupl
     assert {"lspci", "netplan_files", "ethtool_m", "nm_connections"} <= refused
 
 
+@ON_HANG_RUN
 def test_hanging_command_times_out_and_the_rest_is_judged(
         run_hang_cut_garbage: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
     fault = run_hang_cut_garbage
@@ -382,6 +394,7 @@ def test_hanging_command_times_out_and_the_rest_is_judged(
     assert fault.run.duration_s < 60, fault.run.describe()
 
 
+@ON_HANG_RUN
 def test_garbage_output(run_hang_cut_garbage: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
     reason = _command_fault(run_hang_cut_garbage, healthy_findings, "b", "cable", {"addresses", "cable"},
                             r"ethtool_m\[")
@@ -389,6 +402,7 @@ def test_garbage_output(run_hang_cut_garbage: FaultRun, healthy_findings: set[tu
     _one_line(run_hang_cut_garbage.run, "b", r"ethtool")
 
 
+@ON_HANG_RUN
 def test_truncated_output(run_hang_cut_garbage: FaultRun, healthy_findings: set[tuple[str, str, str]]) -> None:
     _command_fault(run_hang_cut_garbage, healthy_findings, "a", "cable", {"addresses", "cable"}, r"ethtool_m\[")
     _one_line(run_hang_cut_garbage.run, "a", r"ethtool")

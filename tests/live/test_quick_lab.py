@@ -18,7 +18,8 @@ import pytest
 from tests.lab import Lab
 from tests.lab.scenario import specs_for_scenario
 
-pytestmark = pytest.mark.lab  # builds the two-node lab
+pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.xdist_group("quick-lab")]  # one worker makes the labs its tests share (`--dist loadgroup`)
 
 if TYPE_CHECKING:
     from tests.live.conftest import CliRun, Live

@@ -90,19 +90,31 @@ def node_table(link: LinkFacts) -> Table:
 def bench_table(outcome: Outcome, doc: dict[str, Any] | None) -> Table | None:
     """ib_write_bw per path, mode and direction over its repetitions (min / median / max, runs), the threshold
     beside them and the statistic that missed it marked, then both paths' total; each threshold source once under
-    the table, the threshold citing it by number."""
+    the table, the threshold citing it by number.
+
+    Narrower than the file formats' table, for a terminal: the path is written once for its rows (with a break
+    point at `<->`), mode and direction share a column."""
     found = traffic_rows(outcome, doc)
     if not found:
         return None
-    table = Table(title="Traffic: ib_write_bw (Gb/s)")
-    for col in TRAFFIC_HEADER:
-        table.add_column(col, justify="right" if col in ("min", *NUMERIC) else "left", overflow="fold")
+    table = Table(title="Traffic: ib_write_bw (Gb/s)", show_edge=False)
+    heads = ("path", "run", *TRAFFIC_HEADER[3:])
+    for col in heads:  # `concurrent` stays whole: a narrow terminal wraps the run at its space, not in a word
+        table.add_column(col, justify="right" if col in ("min", *NUMERIC) else "left", overflow="fold",
+                         min_width=len("concurrent") if col == "run" else None)
     numbers = source_numbers(found)
+    last_path = None
     for traffic in found:
         cells = traffic.cells()
-        cells[TRAFFIC_HEADER.index("threshold")] += "".join(f" [{n}]" for n in cited(traffic, numbers))
-        at = TRAFFIC_HEADER.index(traffic.missed) if traffic.missed else None
-        table.add_row(*(as_text(cell, MISSED if i == at else "") for i, cell in enumerate(cells)),
+        line = cells[TRAFFIC_HEADER.index("threshold")].replace(" Gb/s", "")  # the title gives the unit
+        cells[TRAFFIC_HEADER.index("threshold")] = line + "".join(f" [{n}]" for n in cited(traffic, numbers))
+        at = TRAFFIC_HEADER.index(traffic.missed) - 1 if traffic.missed else None
+        path = "" if traffic.path == last_path else traffic.path.replace("<->", " <-> ")
+        if traffic.path != last_path and last_path is not None:
+            table.add_section()
+        last_path = traffic.path
+        row = [path, f"{traffic.mode} {traffic.direction}", *cells[3:]]
+        table.add_row(*(as_text(cell, MISSED if i == at else "") for i, cell in enumerate(row)),
                       style="bold" if traffic.mode == "total" else "")
     notes = [f"[{n}] {source}" for source, n in numbers.items()] + not_run_lines(outcome.link)
     if notes:

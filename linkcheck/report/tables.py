@@ -181,8 +181,9 @@ def _judged_by_rule(outcome: Outcome, rates: list[float | None]) -> tuple[str, s
     if line is None:
         return "-", "", None, ()
     rule = next(r for r in outcome.rules if r.id == _NOMINAL_RULE)
-    source = rule.threshold_sources.get(_NOMINAL) or "; ".join(rule.references)
-    said = f"best >= {plain_number(line)} Gb/s ({_NOMINAL_RULE})"
+    # The rule is named with its source under the table, which keeps the cell short enough for a terminal.
+    source = f"{_NOMINAL_RULE}: {rule.threshold_sources.get(_NOMINAL) or '; '.join(rule.references)}"
+    said = f"best >= {plain_number(line)} Gb/s"
     if not numbers or None in rates:
         return said, "", None, (source,) if source else ()
     best = max(numbers)

@@ -38,8 +38,8 @@ def test_without_an_acceptance_the_row_is_read_against_the_rules_floor(tmp_path:
     outcome, _ = _accept(_repeated(tmp_path, {("alone.a->b.rocep1s0f1", 1): 80.0}))
     slow = traffic_rows(outcome, None)[0]
     # LINK_BELOW_NOMINAL judges a path's best rate against nominal_min_gbps (playbooks/throughput.yaml): 80.
-    assert slow.threshold == "best >= 80 Gb/s (LINK_BELOW_NOMINAL)" and slow.margin == "+29.29"
-    assert slow.missed is None and slow.sources
+    assert slow.threshold == "best >= 80 Gb/s" and slow.margin == "+29.29"
+    assert slow.missed is None and slow.sources and slow.sources[0].startswith("LINK_BELOW_NOMINAL: ")
 
 
 def test_paths_follow_the_node_tables_slots_not_the_interface_names() -> None:
@@ -69,5 +69,6 @@ def test_every_writer_marks_the_missed_cell_and_lists_each_source_once() -> None
     assert table_view is not None
     Console(file=out, width=200, color_system=None).print(table_view)
     text = out.getvalue()
-    assert text.count("enp1s0f1np1<->enp1s0f1np1") == 4 and "best >= 80 Gb/s (LINK_BELOW_NOMINAL) [1]" in text
-    assert "[1] spark-link" in text
+    # The console writes a path once for its rows and leaves the unit to the title.
+    assert text.count("enp1s0f1np1 <-> enp1s0f1np1") == 1 and text.count("best >= 80 [1]") == 8
+    assert "concurrent b->a" in text and "[1] LINK_BELOW_NOMINAL: spark-link" in text

@@ -114,9 +114,20 @@ def _baseline_ratios(outcome: Outcome) -> list[tuple[Labels, float]]:
             for r in comparable_ratios(facts.baseline, facts.current) if r.ratio is not None]
 
 
-def acceptance_families(m: Metrics, doc: dict[str, Any] | None) -> None:
-    """The bundle's acceptance (a pair's or a cluster's): its verdict and profile, each check's status (one-hot) and
-    margin; a cluster's check is named by its test and pass too (acc.series_labels). Nothing when the record is not
+def _check_labels(doc: dict[str, Any], check: dict[str, Any], test: dict[str, Any] | None,
+                  cable: str | None) -> Labels:
+    """An acceptance check's `test` and `pass`: a cluster's test's (acc.series_labels); a pair's check is its one
+    cable's, first pass, as a cluster's test's check is; the NCCL run's, of every node, neither (empty), as a
+    cluster's."""
+    if cable is None:
+        return acc.series_labels(doc, test)
+    whole = str(check.get("id", "")).startswith("nccl_")
+    return {"test": "" if whole else cable, "pass": "" if whole else "1"}
+
+
+def acceptance_families(m: Metrics, doc: dict[str, Any] | None, cable: str | None = None) -> None:
+    """The bundle's acceptance (a pair's, `cable` its one cable, or a cluster's): its verdict and profile, each
+    check's status (one-hot) and margin, each check named by its test and pass too. Nothing when the record is not
     shown or there is none."""
     if doc is None or "problem" in doc:
         return
@@ -129,7 +140,7 @@ def acceptance_families(m: Metrics, doc: dict[str, Any] | None) -> None:
         m.family("linkcheck_acceptance_non_standard", "1 when the run was weaker than the standard acceptance (shorter "
                  "-D, fewer repetitions, a looser profile than the built-in one), else 0.",
                  [({}, 1 if non_standard(doc) is not None else 0)])
-    named = [(c, {"check": str(c.get("id")), "subject": str(c.get("subject")), **acc.series_labels(doc, t)})
+    named = [(c, {"check": str(c.get("id")), "subject": str(c.get("subject")), **_check_labels(doc, c, t, cable)})
              for c, t in zip(acc.checks(doc), check_tests(doc), strict=True)]
     m.family("linkcheck_acceptance_check_status", "Each acceptance check's status, one-hot over pass, degraded, "
              "fail and inconclusive.",
@@ -183,7 +194,7 @@ def render_prometheus(outcome: Outcome) -> str:
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).",
              _findings(outcome, cable))
-    acceptance_families(m, acc.acceptance(outcome))
+    acceptance_families(m, acc.acceptance(outcome), cable)
     _repair(m, outcome)
     return m.text()
 

@@ -8,8 +8,15 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
+from msgspec.structs import replace
 
+from linkcheck.accept.cluster import judge_cluster as judge_acceptance
+from linkcheck.accept.evidence import cluster_evidence
+from linkcheck.accept.profile import resolve_profile
+from linkcheck.report.cluster_prometheus import check_prometheus
+from tests.cluster import cluster_checks as cc
 from tests.fixture_bundles import FIXTURE_DIR
+from tests.lab.cluster import ring3
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -18,12 +25,12 @@ PAIRS = ("healthy", "hotplug-degraded", "accept-pass")
 CLUSTERS = ("cluster-ring3-healthy", "cluster-ring3-hotplug", "cluster-switch4-slow-node")
 _SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+")
 
+ACCEPTANCE = {"linkcheck_acceptance_info", "linkcheck_acceptance_verdict", "linkcheck_acceptance_non_standard",
+              "linkcheck_acceptance_check_status", "linkcheck_acceptance_check_margin"}
 # What only a pair's fixtures write, each because the shipped cluster fixtures hold no such record (a cluster writes
 # the same family, with the same labels, from the same code where its bundle holds one): an acceptance (accept-pass;
-# report/prometheus.py acceptance_families) and an NCCL run's bus bandwidth (nccl_family).
-_NOT_IN_THE_CLUSTER_FIXTURES = {"linkcheck_acceptance_info", "linkcheck_acceptance_verdict",
-                                "linkcheck_acceptance_non_standard", "linkcheck_acceptance_check_status",
-                                "linkcheck_acceptance_check_margin", "linkcheck_nccl_busbw_bytes_per_second"}
+# report/prometheus.py acceptance_families, compared below) and an NCCL run's bus bandwidth (nccl_family).
+_NOT_IN_THE_CLUSTER_FIXTURES = ACCEPTANCE | {"linkcheck_nccl_busbw_bytes_per_second"}
 
 
 def families(text: str) -> dict[str, set[frozenset[str]]]:
@@ -67,6 +74,18 @@ def test_a_pair_and_a_cluster_write_the_same_families_with_the_same_labels(pair:
                 frozenset({"layout", "supported", "nodes", "tool_version"})}
         else:
             assert mine[name] == theirs[name], name
+
+
+@pytest.mark.parametrize("pair", ["accept-pass", "accept-fail"])
+def test_a_pairs_acceptance_and_a_rings_carry_the_same_labels(pair: str, cli: InProcessCli) -> None:
+    """A pair's checks are named by its one cable and pass as a cluster's test's are (the NCCL run's by neither);
+    the ring is the cluster tests' stand-in facts (not a recording), accepted against the ring profile."""
+    check = cc.checked(ring3(), lambda t: cc.HEALTHY)
+    record = {**judge_acceptance(check, resolve_profile("dgx-spark-ring3"), 1).to_dict(),
+              "evidence": cluster_evidence(check, [], "2026-12-03T00:00:00+00:00", "test")}
+    ring = families(check_prometheus(replace(check, acceptance=record)))
+    mine = written(cli, pair)
+    assert {n: mine[n] for n in ACCEPTANCE} == {n: ring[n] for n in ACCEPTANCE}
 
 
 def test_the_guard_fails_on_a_label_one_side_lacks() -> None:

@@ -15,7 +15,7 @@ from linkcheck.cluster.topology import Topology
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import LinkFacts
-from linkcheck.model import Finding, Status, Verdict
+from linkcheck.model import Capture, Finding, Status, Verdict
 
 _WORST = (Verdict.PASS, Verdict.WARN, Verdict.INCONCLUSIVE, Verdict.FAIL)
 # The cluster rule that names a node as the cause of every slow test it is in (playbooks/cluster.yaml).
@@ -23,6 +23,22 @@ NODE_CAUSE_RULE = "NODE_SLOW_WITH_EVERY_PARTNER"
 # Below this a path measured slow: LINK_BELOW_NOMINAL's nominal_min_gbps (playbooks/throughput.yaml; a healthy path
 # gives ~92-98 Gb/s with both busy). A test whose rules fail while every rate is above it failed on configuration.
 HEALTHY_PATH_MIN_GBPS = 80.0
+
+
+def cable_state(verdict: Verdict, link: LinkFacts) -> str:
+    """What a test (a pair's one cable, or one of a cluster's) measured: `slow` only when its rules failed and a rate
+    is below a healthy path's; a test that failed on configuration alone (an NCCL_IB_HCA that ib_write_bw does not
+    read) with healthy rates is a pass for the traffic, its findings stay on its own report; nothing measured is
+    inconclusive."""
+    lowest = lowest_gbps(link)
+    if verdict is Verdict.INCONCLUSIVE or lowest is None:
+        return "inconclusive"
+    return "slow" if verdict is Verdict.FAIL and lowest < HEALTHY_PATH_MIN_GBPS else "pass"
+
+
+def lowest_gbps(link: LinkFacts) -> float | None:
+    rates = [r.gbps for r in link.bench.rdma if r.gbps is not None]
+    return min(rates) if rates else None
 
 
 class ClusterView(msgspec.Struct, frozen=True):
@@ -56,21 +72,15 @@ class CableResult(msgspec.Struct, frozen=True):
     verdict: Verdict
     findings: tuple[Finding, ...] = ()
     problem: str | None = None  # why the test is inconclusive (not measured, or the run stopped)
+    captures: tuple[Capture, ...] = ()  # its own traffic runs' records, whose durations its JUnit testcase shows
 
     @property
     def state(self) -> str:
-        """What the test measured: `slow` only when its rules failed and a rate is below a healthy path's; a test
-        that failed on configuration alone (an NCCL_IB_HCA that ib_write_bw does not read) with healthy rates is a
-        pass for the traffic, its findings stay on its own report; nothing measured is inconclusive."""
-        lowest = self.lowest_gbps
-        if self.verdict is Verdict.INCONCLUSIVE or lowest is None:
-            return "inconclusive"
-        return "slow" if self.verdict is Verdict.FAIL and lowest < HEALTHY_PATH_MIN_GBPS else "pass"
+        return cable_state(self.verdict, self.link)
 
     @property
     def lowest_gbps(self) -> float | None:
-        rates = [r.gbps for r in self.link.bench.rdma if r.gbps is not None]
-        return min(rates) if rates else None
+        return lowest_gbps(self.link)
 
     def outcome(self) -> TrafficOutcome:
         traps = tuple(dict.fromkeys(f.rule_id for f in self.findings if f.status in (Status.FAIL, Status.WARN)))
@@ -90,6 +100,7 @@ class ClusterCheck(msgspec.Struct, frozen=True):
     # the one there is not shown; None when there is none.
     acceptance: dict[str, Any] | None = None
     nccl_error: str | None = None  # why NCCL across the nodes did not run or finish (also in `traffic_error`)
+    created: str = ""  # when the bundle was collected (ISO 8601, as its manifest says); "" when not known
 
     @property
     def verdict(self) -> Verdict:

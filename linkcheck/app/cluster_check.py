@@ -71,7 +71,7 @@ def _judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule]
     link = with_traffic(test.link, own)
     diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
     problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
-    return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem)
+    return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem, tuple(own))
 
 
 def _plan(tests: Sequence[CableTest], errors: dict[str, str]) -> list[Planned]:
@@ -248,7 +248,7 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:
             nodes[cap.node]["hostname"] = cap.stdout.strip()
     bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
-    return judge_cluster(hosts, captures, errors, doc, rules, expected), bundle, doc
+    return replace(judge_cluster(hosts, captures, errors, doc, rules, expected), created=created), bundle, doc
 
 
 def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:
@@ -266,4 +266,4 @@ def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = Fa
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
     check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected)
-    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified))
+    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), created=bundle.created)

@@ -25,6 +25,7 @@ from linkcheck.report.html import (
     check_table,
     finding_boxes,
     h,
+    html_page,
     html_table,
     status_tag,
     summary_box,
@@ -285,6 +286,5 @@ def check_html(check: ClusterCheck) -> str:
     if check.cables:
         body += _heatmap(check) + _tests(check)
     body += _cluster_findings(check) + _test_findings(check)
-    title = h(f"linkcheck cluster: {decided.word.upper()} {topo.layout}, {', '.join(topo.nodes)}")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{CSS}{_CLUSTER_CSS}</style></head><body>{body}</body></html>\n")
+    title = f"linkcheck cluster: {decided.word.upper()} {topo.layout}, {', '.join(topo.nodes)}"
+    return html_page(title, body, CSS + _CLUSTER_CSS)  # the pair's frame, escaping the title

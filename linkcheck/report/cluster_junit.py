@@ -24,6 +24,7 @@ from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import direction_gbps, named_direction
 from linkcheck.report.junit import acceptance_suite, finding_case, finding_text, tally, timestamp, xml_text
 from linkcheck.report.tables import case_names
+from linkcheck.report.timing import Timing, seconds
 from linkcheck.values import gbps, yes_no
 
 _PROBLEMS = (Status.FAIL, Status.WARN)
@@ -123,11 +124,13 @@ def _rates(result: CableResult) -> str:
     return f"{both}, lowest run {gbps(result.lowest_gbps)}"
 
 
-def _test_case(suite: ET.Element, check: ClusterCheck, result: CableResult, name: str) -> str:
+def _test_case(suite: ET.Element, check: ClusterCheck, result: CableResult, name: str, time: float) -> str:
     """One test: a failure when slow (the rules it named, its rates, each finding with its fix), a warning when a
-    throughput rule warned, an error when it could not be judged, skipped when the run stopped before it."""
+    throughput rule warned, an error when it could not be judged, skipped when the run stopped before it; `time`
+    the seconds its runs took."""
     test = result.test
-    case = ET.SubElement(suite, "testcase", name=xml_text(name), classname="linkcheck.cluster.test", time="0")
+    case = ET.SubElement(suite, "testcase", name=xml_text(name), classname="linkcheck.cluster.test",
+                         time=seconds(time))
     problems = [f for f in result.findings if f.status in _PROBLEMS]
     named = ", ".join(dict.fromkeys(f.rule_id for f in problems))
     cause = check.node_cause(result)
@@ -165,7 +168,10 @@ def _test_case(suite: ET.Element, check: ClusterCheck, result: CableResult, name
 def _tests_suite(root: ET.Element, check: ClusterCheck) -> list[str]:
     suite = ET.SubElement(root, "testsuite", name="linkcheck.cluster.tests", timestamp=timestamp(), time="0")
     names = _unique([_test_name(r) for r in check.cables])
-    kinds = [_test_case(suite, check, r, name) for r, name in zip(check.cables, names, strict=True)]
+    # Each test's seconds from the durations its own runs recorded (report/timing.py, as a pair's testcases).
+    times = [Timing(r.captures).total() for r in check.cables]
+    kinds = [_test_case(suite, check, r, name, time) for r, name, time in zip(check.cables, names, times, strict=True)]
+    suite.set("time", seconds(sum(times)))
     tally(suite, kinds)
     return kinds
 

@@ -17,15 +17,14 @@ from pathlib import Path
 from linkcheck import __version__
 from linkcheck.cluster.cables import FIRST_PASS
 from linkcheck.cluster_outcome import CableResult, ClusterCheck
-from linkcheck.model import Finding, Status, Verdict
+from linkcheck.model import Verdict
 from linkcheck.report import acceptance as acc
+from linkcheck.report import prometheus as pair
 from linkcheck.report.cluster import named_direction
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second
-from linkcheck.report.prometheus import acceptance_families
 from linkcheck.report.writer import write_output
 from linkcheck.values import yes_no
 
-_STATES = ("pass", "slow", "inconclusive")
 _DIRECTIONS = ("a->b", "b->a")
 
 
@@ -73,9 +72,14 @@ def _cable_paths(check: ClusterCheck) -> list[tuple[Labels, float]]:
 
 
 def _cable_states(check: ClusterCheck) -> list[tuple[Labels, float]]:
-    return [({"cable": labels["test"] if labels["pass"] == str(FIRST_PASS) else f"{labels['test']} pass "
-              f"{labels['pass']}", "a": labels["a"], "b": labels["b"], "state": labels["state"]}, v)
-            for labels, v in _states(check)]
+    """Each test's state, once (the same test twice, an unreached node's stand-in: the first is the one shown)."""
+    seen: set[str] = set()
+    out: list[tuple[Labels, float]] = []
+    for r in check.cables:
+        if (cable := cable_label(r)) not in seen:
+            seen.add(cable)
+            out += pair.cable_state_samples(cable, r.test.a, r.test.b, r.verdict, r.link)
+    return out
 
 
 def _all_findings(check: ClusterCheck, nodes: dict[str, str]) -> list[tuple[Labels, float]]:
@@ -85,7 +89,7 @@ def _all_findings(check: ClusterCheck, nodes: dict[str, str]) -> list[tuple[Labe
              for r in check.cables for f in r.findings]
     view = [({"rule": f.rule_id, "severity": f.severity.value,
               **({"node": nodes[f.subject]} if f.subject in nodes else {})}, f) for f in check.view.diagnosis.findings]
-    return _counts(tests + view)
+    return pair.finding_counts(tests + view)
 
 
 def _test_labels(result: CableResult) -> Labels:
@@ -131,20 +135,8 @@ def _states(check: ClusterCheck) -> list[tuple[Labels, float]]:
             continue
         seen.add(key)
         out += [({**_test_labels(r), "a": r.test.a, "b": r.test.b, "state": s}, 1 if r.state == s else 0)
-                for s in _STATES]
+                for s in pair.CABLE_STATES]
     return out
-
-
-def _counts(findings: list[tuple[Labels, Finding]]) -> list[tuple[Labels, float]]:
-    """Per label set, how many subjects warn or fail (0 for a rule that judged its subjects clean)."""
-    counts: dict[tuple[tuple[str, str], ...], tuple[Labels, int]] = {}
-    for labels, f in findings:
-        if f.status is Status.SKIP:
-            continue
-        key = tuple(labels.items())
-        n = counts.get(key, (labels, 0))[1]
-        counts[key] = (labels, n + (1 if f.status in (Status.FAIL, Status.WARN) else 0))
-    return [(labels, n) for labels, n in counts.values()]
 
 
 def check_prometheus(check: ClusterCheck) -> str:
@@ -152,12 +144,12 @@ def check_prometheus(check: ClusterCheck) -> str:
     view, m = check.view, Metrics()
     topo = view.topology
     nodes = {f"node {n}": n for n in topo.nodes}
-    info = [({"layout": topo.layout, "supported": yes_no(topo.supported), "tool_version": __version__}, 1.0)]
+    info = [({"layout": topo.layout, "supported": yes_no(topo.supported), "tool_version": __version__}, 1.0)]  # alias
     decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
     verdict = [({"verdict": v.value}, 1.0 if decided.verdict is v else 0.0) for v in Verdict]
     own = [({"verdict": v.value}, 1.0 if check.verdict is v else 0.0) for v in Verdict]
     inspected = [({"node": n}, 0.0 if n in view.errors else 1.0) for n in topo.nodes]
-    m.family("linkcheck_info", "The checked nodes' layout and the linkcheck version (value 1).", info)
+    pair.run_families(m, topo, check.facts.nodes, check.created)
     m.family("linkcheck_verdict", "The bundle's verdict (that of its `linkcheck accept` run where it holds one, "
              "DEGRADED as warn), one-hot over pass, warn, fail and inconclusive.", verdict)
     m.family("linkcheck_exit_code", "The exit code linkcheck returned for this run.", [({}, decided.exit_code)])
@@ -171,12 +163,13 @@ def check_prometheus(check: ClusterCheck) -> str:
              "per cable and direction, lowest round.", _cable_totals(check))
     m.family("linkcheck_cable_state", "Each cable's test state, one-hot over pass, slow and inconclusive.",
              _cable_states(check))
+    pair.nccl_family(m, check.facts.nccl.busbw_gbs if check.facts.nccl is not None else None)
     m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean); a test's rule per "
              "cable, a node's per node.", _all_findings(check, nodes))
     acceptance = check.acceptance  # the pair's families, a check named by its test and pass too
     if acceptance is not None and "problem" in acceptance:
         m.comment(f"acceptance not shown: {acceptance['problem']}")
-    acceptance_families(m, acceptance)
+    pair.acceptance_families(m, acceptance)
     _aliases(m, check, nodes, info, verdict, own, inspected, decided.exit_code)
     return m.text()
 
@@ -202,13 +195,14 @@ def _aliases(m: Metrics, check: ClusterCheck, nodes: dict[str, str], info: list[
     m.family("linkcheck_cluster_test_state", _alias("linkcheck_cluster_test_state") + "each test's state.",
              _states(check))
     m.family("linkcheck_cluster_test_finding", _alias("linkcheck_cluster_test_finding") + "per test.",
-             _counts([({**_test_labels(r), "rule": f.rule_id}, f) for r in check.cables for f in r.findings]))
+             pair.finding_counts([({**_test_labels(r), "rule": f.rule_id}, f)
+                                  for r in check.cables for f in r.findings]))
     m.family("linkcheck_cluster_node_finding", _alias("linkcheck_cluster_node_finding") + "per node.",
-             _counts([({"node": nodes[f.subject], "rule": f.rule_id}, f)
+             pair.finding_counts([({"node": nodes[f.subject], "rule": f.rule_id}, f)
                       for f in check.view.diagnosis.findings if f.subject in nodes]))
     m.family("linkcheck_cluster_finding", _alias("linkcheck_cluster_finding") + "per cluster-wide rule.",
-             _counts([({"rule": f.rule_id, "severity": f.severity.value}, f) for f in check.view.diagnosis.findings
-                      if f.subject not in nodes]))
+             pair.finding_counts([({"rule": f.rule_id, "severity": f.severity.value}, f)
+                                  for f in check.view.diagnosis.findings if f.subject not in nodes]))
 
 
 def write_cluster_textfile(path: Path, check: ClusterCheck) -> None:

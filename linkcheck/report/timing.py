@@ -33,6 +33,11 @@ class Timing:
             name = meta.get("round", "")
             rounds[name] = max(rounds.get(name, 0.0), cap.duration_s)
 
+    def total(self) -> float:
+        """Every run's seconds as they ran one after the other: each round's longest client run (a concurrent
+        round's paths ran at once), and the NCCL runs; a cluster's test is timed so from its own captures."""
+        return sum(sum(rounds.values()) for rounds in self.rounds.values()) + self.nccl
+
     def check(self, check: dict[str, Any]) -> float:
         """An acceptance check's seconds: its path's runs in its mode and direction, both paths' rounds for a total,
         the NCCL runs for a collective's check."""

@@ -9,10 +9,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.schedule import schedule
+from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.report.cluster_junit import check_junit
 from tests.cluster import cluster_checks as cc
+from tests.fixture_bundles import FIXTURE_DIR
 from tests.lab.cluster import ring3, switch_by_cage
 
 ELEMENTS = {"testsuites", "testsuite", "properties", "property", "testcase", "failure", "error", "skipped",
@@ -141,3 +144,16 @@ def test_hostile_node_names_stay_text(hostile: str) -> None:
     assert list(nodes) == ["node a", f"node {shown}", "node c", "node d"]
     assert nodes[f"node {shown}"].find("failure") is not None
     assert tallies(by["linkcheck.cluster.tests"])[:2] == (7, 4)  # three tests and the second pass, nothing more
+
+
+def test_each_test_of_a_saved_ring_carries_the_seconds_its_runs_took() -> None:
+    """fixtures/cluster-ring3-hotplug: each testcase's `time` is its own client runs' recorded `duration_s`, each
+    round's longest (as a pair's testcases are timed, report/timing.py). Summed by hand from its manifest.json: the
+    hot-plugged cable ran both directions alone and concurrent (5.311 + 5.223 + 5.187 + 5.269), the other two only
+    concurrent (their alone runs were skipped: 0 s): 5.253 + 5.210 and 5.263 + 5.338. The suite is their sum."""
+    check = cluster_bundle(FIXTURE_DIR / "cluster-ring3-hotplug", load_playbooks(kind="all"))
+    tests = suites(parsed(check_junit(check)))["linkcheck.cluster.tests"]
+    assert {c.get("name"): c.get("time") for c in tests.findall("testcase")} == {
+        "test a:p0<->b:p1 round 1": "20.990", "test b:p0<->c:p1 round 2": "10.463",
+        "test a:p1<->c:p0 round 3": "10.601"}
+    assert tests.get("time") == "42.054"

@@ -45,8 +45,11 @@ def test_the_healthy_pair_parses_with_base_units_and_a_one_hot_verdict() -> None
     totals = {lab["direction"]: v for lab, v in got["linkcheck_rdma_concurrent_total_bytes_per_second"]}
     assert totals["a->b"] == pytest.approx(196.07e9 / 8, rel=1e-4)
     assert got["linkcheck_nccl_busbw_bytes_per_second"][0][1] == pytest.approx(23.79e9)
-    assert got["linkcheck_info"] == [({"node_a": "dgx-spark-1", "node_b": "dgx-spark-2", "tool_version": "0.1.0"},
+    assert got["linkcheck_info"] == [({"layout": "pair", "supported": "yes", "nodes": "dgx-spark-1,dgx-spark-2",
+                                       "tool_version": "0.1.0", "node_a": "dgx-spark-1", "node_b": "dgx-spark-2"},
                                       1.0)]
+    assert {lab["state"]: v for lab, v in got["linkcheck_cable_state"]} == {"pass": 1, "slow": 0, "inconclusive": 0}
+    assert {lab["cable"] for lab, _ in got["linkcheck_finding"]} == {"a:p1<->b:p1"}  # the one cable
     assert got["linkcheck_last_run_timestamp_seconds"][0][1] == 1795953600  # 2026-11-29T12:00:00Z, the bundle's
     assert {lab["rule"] for lab, v in got["linkcheck_finding"] if v == 0} >= {"LINK_DOWN", "GID_INDEX_STALE"}
     assert "linkcheck_baseline_ratio" not in got  # no baseline given

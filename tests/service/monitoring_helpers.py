@@ -19,7 +19,11 @@ from typing import Any
 
 import pytest
 
+from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.app.offline import diagnose_bundle
+from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.report.cluster_prometheus import check_prometheus
 from linkcheck.report.prometheus import render_prometheus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,11 +42,14 @@ def binary(name: str) -> str:
     return found
 
 
-def pair_textfile(scenario: str, tmp: Path) -> str:
-    """What `linkcheck report -f prometheus` writes for the fixture (diagnosed from a copy, as a user would)."""
+def fixture_textfile(scenario: str, tmp: Path) -> str:
+    """What `linkcheck report -f prometheus` writes for the fixture, a pair's or a cluster's (diagnosed from a copy,
+    as a user would)."""
     bundle = tmp / f"{scenario}-bundle"
     if not bundle.exists():
         shutil.copytree(FIXTURES / scenario, bundle)
+    if is_cluster_bundle(bundle):
+        return check_prometheus(cluster_bundle(bundle, load_playbooks(kind="all")))
     return render_prometheus(diagnose_bundle(bundle))
 
 

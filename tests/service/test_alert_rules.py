@@ -8,13 +8,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
 from linkcheck.report.cluster_prometheus import check_prometheus
 from linkcheck.report.prometheus import render_prometheus
 from linkcheck.service.textfile import ServiceRun, labelled, render_service
 from tests.cluster import cluster_checks as cc
-from tests.service.monitoring_helpers import FIXTURES, RULES, binary, input_series, pair_textfile
+from tests.service.monitoring_helpers import FIXTURES, RULES, binary, fixture_textfile, input_series
 
 TRAP_HELP = ("`linkcheck playbooks show {rule}` gives the mechanism and the fix; the run's bundle is the newest "
              "under /var/lib/linkcheck/bundles (`linkcheck diagnose` it, `linkcheck fix` it).")
@@ -43,7 +45,7 @@ def _pair_series(tmp: Path) -> list[str]:
     pair (run="timer") that says 0 for the hot-plug rule (the healthy fixture's series: the hardest case, a 0 that
     must not hide the boot run's 2), and the healthy pair as a user's own `check --prometheus-textfile` writes it (no
     run label); each node booted before its run."""
-    hot, healthy = pair_textfile("hotplug-degraded", tmp), pair_textfile("healthy", tmp)
+    hot, healthy = fixture_textfile("hotplug-degraded", tmp), fixture_textfile("healthy", tmp)
     series = input_series({"hot": labelled(hot, "boot")}) + input_series({"hot": labelled(healthy, "timer")})
     series += input_series({"healthy": healthy})
     series += input_series({"hot": "node_boot_time_seconds 1\n", "healthy": "node_boot_time_seconds 1\n"})
@@ -51,15 +53,16 @@ def _pair_series(tmp: Path) -> list[str]:
 
 
 def test_the_hot_plugged_pair_fires_the_trap_with_its_name_and_the_healthy_pair_nothing(tmp_path: Path) -> None:
-    """One alert in all: the hot-plug trap of dgx-spark-1 <-> dgx-spark-2 on the `hot` target, standing while the
-    timer's inspection says 0 for that rule; none for `healthy`, and no warning, drift or boot alert."""
-    labels = ("{severity: critical, rule: LINK_HOTPLUG_DEGRADED, instance: hot, job: node, "
-              "node_a: dgx-spark-1, node_b: dgx-spark-2}")
+    """One alert in all: the hot-plug trap on the cable of dgx-spark-1 and dgx-spark-2 on the `hot` target, standing
+    while the timer's inspection says 0 for that rule; none for `healthy`, and no warning, drift or boot alert."""
+    labels = ("{severity: critical, rule: LINK_HOTPLUG_DEGRADED, instance: hot, job: node, cable: 'a:p1<->b:p1', "
+              "nodes: 'dgx-spark-1,dgx-spark-2', node_a: dgx-spark-1, node_b: dgx-spark-2}")
     cases = [
         "      - eval_time: 5m", "        alertname: LinkcheckTrapFiring", "        exp_alerts:",
         f"          - exp_labels: {labels}",
         "            exp_annotations:",
-        "              summary: 'LINK_HOTPLUG_DEGRADED on 2 subject(s) of dgx-spark-1 <-> dgx-spark-2'",
+        "              summary: 'LINK_HOTPLUG_DEGRADED on 2 subject(s) of dgx-spark-1,dgx-spark-2 on cable "
+        "a:p1<->b:p1'",
         f"              description: \"{TRAP_HELP.format(rule='LINK_HOTPLUG_DEGRADED')}\"",
         *(line for name in ("LinkcheckTrapWarning", "LinkcheckBelowBaseline", "LinkcheckNoCheckSinceBoot",
                             "LinkcheckInconclusive", "LinkcheckAcceptanceExpired")
@@ -77,21 +80,26 @@ def test_a_broken_rule_fails_the_same_test(tmp_path: Path) -> None:
                                                 'linkcheck_finding{severity="critical"}'))
     cases = ["      - eval_time: 5m", "        alertname: LinkcheckTrapFiring", "        exp_alerts:",
              "          - exp_labels: {severity: critical, rule: LINK_HOTPLUG_DEGRADED, instance: hot, job: node, "
-             "node_a: dgx-spark-1, node_b: dgx-spark-2}"]
+             "cable: 'a:p1<->b:p1', nodes: 'dgx-spark-1,dgx-spark-2', node_a: dgx-spark-1, node_b: dgx-spark-2}"]
     done = promtool_test(tmp_path, _pair_series(tmp_path), cases, rules=broken)
     assert done.returncode != 0
     assert "FAILED" in done.stdout + done.stderr
 
 
-def test_no_check_since_boot_fires_after_its_grace_on_the_node_that_rebooted(tmp_path: Path) -> None:
-    """`hot` booted after its last run (the fixture's time), `healthy` before it: only `hot` fires, and only once
-    the 15 minutes of the boot unit's grace are over."""
-    hot, healthy = pair_textfile("hotplug-degraded", tmp_path), pair_textfile("healthy", tmp_path)
-    last = next(float(line.split()[1]) for line in hot.splitlines()
-                if line.startswith("linkcheck_last_run_timestamp_seconds "))
+@pytest.mark.parametrize(("slow", "fine"), [("hotplug-degraded", "healthy"),
+                                            ("cluster-ring3-hotplug", "cluster-ring3-healthy")])
+def test_no_check_since_boot_fires_after_its_grace_on_the_node_that_rebooted(slow: str, fine: str,
+                                                                            tmp_path: Path) -> None:
+    """`hot` booted after its last run (the fixture's time, a pair's or a ring's), `healthy` before it: only `hot`
+    fires, and only once the 15 minutes of the boot unit's grace are over."""
+    hot, healthy = fixture_textfile(slow, tmp_path), fixture_textfile(fine, tmp_path)
+    def last(text: str) -> float:
+        return next(float(line.split()[1]) for line in text.splitlines()
+                    if line.startswith("linkcheck_last_run_timestamp_seconds "))
+
     series = input_series({"hot": labelled(hot, "boot"), "healthy": healthy})
-    series += input_series({"hot": f"node_boot_time_seconds {last + 60:.0f}\n",
-                            "healthy": f"node_boot_time_seconds {last - 60:.0f}\n"})
+    series += input_series({"hot": f"node_boot_time_seconds {last(hot) + 60:.0f}\n",
+                            "healthy": f"node_boot_time_seconds {last(healthy) - 60:.0f}\n"})
     cases = ["      - eval_time: 10m", "        alertname: LinkcheckNoCheckSinceBoot", "        exp_alerts: []",
              "      - eval_time: 20m", "        alertname: LinkcheckNoCheckSinceBoot", "        exp_alerts:",
              "          - exp_labels: {severity: warning, instance: hot, job: node}",
@@ -165,27 +173,29 @@ def test_a_clusters_hot_plugged_node_fires_per_test_and_on_the_node(tmp_path: Pa
     assert len(cables) == 4 and all("c" in t for t in cables) and "c<->a pass 2" in cables, cables
     trap = TRAP_HELP.format(rule="LINK_HOTPLUG_DEGRADED")
     node = TRAP_HELP.format(rule="NODE_SLOW_WITH_EVERY_PARTNER")
+    nodes = "spark-a,spark-b,spark-c,spark-d"  # the stand-in nodes' hostnames, linkcheck_info's `nodes`
     done = promtool_test(tmp_path, input_series({"slow": labelled(slow, "boot"), "fine": fine}), [
         "      - eval_time: 5m", "        alertname: LinkcheckTrapFiring", "        exp_alerts:",
         *(line for t in cables for line in (
             f"          - exp_labels: {{severity: critical, rule: LINK_HOTPLUG_DEGRADED, instance: slow, job: node, "
-            f"cable: '{t}'}}",
+            f"cable: '{t}', nodes: '{nodes}'}}",
             "            exp_annotations:",
-            f"              summary: 'LINK_HOTPLUG_DEGRADED on 2 subject(s) on cable {t}'",
+            f"              summary: 'LINK_HOTPLUG_DEGRADED on 2 subject(s) of {nodes} on cable {t}'",
             f"              description: \"{trap}\"")),
         "          - exp_labels: {severity: critical, rule: NODE_SLOW_WITH_EVERY_PARTNER, instance: slow, job: node, "
-        "node: c}",
+        f"node: c, nodes: '{nodes}'}}",
         "            exp_annotations:",
-        "              summary: 'NODE_SLOW_WITH_EVERY_PARTNER on 1 subject(s) on node c'",
+        f"              summary: 'NODE_SLOW_WITH_EVERY_PARTNER on 1 subject(s) of {nodes} on node c'",
         f"              description: \"{node}\""])
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_clusters_check_since_boot_is_read_from_its_files_mtime(tmp_path: Path) -> None:
-    """A cluster's textfile says no run time, so the boot alert reads node_exporter's mtime of the check's file (as
-    node_exporter 1.5 labels it: the full path): `old` was written before its boot, `new` after; only `old` fires.
-    The service's own file, written after boot on both, does not count."""
-    text = labelled(check_prometheus(cc.switch()), "boot")
+    """A cluster's textfile of the release before says no run time, so the boot alert reads node_exporter's mtime of
+    the check's file (as node_exporter 1.5 labels it: the full path): `old` was written before its boot, `new`
+    after; only `old` fires. The service's own file, written after boot on both, does not count."""
+    text = labelled("".join(line for line in check_prometheus(cc.switch()).splitlines(keepends=True)
+                            if "linkcheck_last_run_timestamp_seconds" not in line), "boot")
     mtime = "node_textfile_mtime_seconds{{file=\"/var/lib/prometheus/node-exporter/{}\"}} {}\n"
     series = input_series({"old": text, "new": text})
     series += input_series({

@@ -18,7 +18,7 @@ from linkcheck.report.cluster_prometheus import check_prometheus
 from linkcheck.report.prometheus import render_prometheus
 from linkcheck.service.textfile import ServiceRun, render_service
 from tests.cluster import cluster_checks as cc
-from tests.service.monitoring_helpers import DASHBOARD, FIXTURES, binary, pair_textfile
+from tests.service.monitoring_helpers import DASHBOARD, FIXTURES, binary, fixture_textfile
 
 PANEL_TYPES = {"stat", "timeseries", "table", "text", "row", "gauge", "bargauge"}
 UID = re.compile(r"[A-Za-z0-9_-]{1,40}")  # Grafana's uid: at most 40 of these characters
@@ -84,7 +84,7 @@ def test_every_query_is_promql_that_promtool_parses(tmp_path: Path) -> None:
 def _written_names(tmp: Path) -> set[str]:
     """Every series name linkcheck writes, from real renderings: the pair's (hot-plug, drift against its baseline,
     an acceptance), the cluster's and the service's."""
-    texts = [pair_textfile(name, tmp) for name in ("hotplug-degraded", "healthy", "accept-pass")]
+    texts = [fixture_textfile(name, tmp) for name in ("hotplug-degraded", "healthy", "accept-pass")]
     drift = FIXTURES / "drift-cable-swap"
     texts.append(render_prometheus(diagnose_bundle(drift, baseline=read_baseline(drift / "baseline.json"))))
     texts.append(check_prometheus(cc.switch()))

@@ -36,9 +36,11 @@ def test_the_hot_plugged_pair_fires_in_a_real_prometheus_and_the_healthy_pair_do
         stack.wait_for(lambda: "hot" in firing(stack, "LinkcheckTrapFiring"))
         stack.wait_for(lambda: bool(stack.query('up{host="healthy"} == 1')))
         alert = firing(stack, "LinkcheckTrapFiring")["hot"]
-        assert {k: alert["labels"][k] for k in ("rule", "node_a", "node_b", "severity")} == {
-            "rule": "LINK_HOTPLUG_DEGRADED", "node_a": "dgx-spark-1", "node_b": "dgx-spark-2", "severity": "critical"}
-        assert alert["annotations"]["summary"] == "LINK_HOTPLUG_DEGRADED on 2 subject(s) of dgx-spark-1 <-> dgx-spark-2"
+        assert {k: alert["labels"][k] for k in ("rule", "nodes", "cable", "node_a", "node_b", "severity")} == {
+            "rule": "LINK_HOTPLUG_DEGRADED", "nodes": "dgx-spark-1,dgx-spark-2", "cable": "a:p1<->b:p1",
+            "node_a": "dgx-spark-1", "node_b": "dgx-spark-2", "severity": "critical"}
+        assert alert["annotations"]["summary"] == ("LINK_HOTPLUG_DEGRADED on 2 subject(s) of dgx-spark-1,dgx-spark-2 "
+                                                   "on cable a:p1<->b:p1")
         assert float(alert["value"]) == 2
         # the healthy pair: scraped, and no alert of any kind fires or waits for it
         assert [a["labels"]["alertname"] for a in stack.alerts() if a["labels"].get("host") == "healthy"

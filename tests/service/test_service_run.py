@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from linkcheck.service.run import finding_lines, one_run_at_a_time, prune_bundles, wait_for_nodes
 from linkcheck.service.textfile import labelled
 from linkcheck.transport.base import NodeTarget
-from tests.service.monitoring_helpers import FIXTURES, free_port, pair_textfile
+from tests.service.monitoring_helpers import FIXTURES, fixture_textfile, free_port
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -76,7 +76,7 @@ def test_one_line_per_finding_that_warns_or_fails_from_the_checks_json(cli: InPr
 
 
 def test_the_checks_textfile_is_labelled_by_run_and_otherwise_the_same(tmp_path: Path) -> None:
-    text = pair_textfile("hotplug-degraded", tmp_path)
+    text = fixture_textfile("hotplug-degraded", tmp_path)
     plain = {(s.name, tuple(sorted(s.labels.items()))): s.value
              for f in text_string_to_metric_families(text) for s in f.samples}
     boot = {(s.name, tuple(sorted(s.labels.items()))): s.value

@@ -3,10 +3,17 @@ node's own `netplan try` script finished it), and `fix --restore`, which puts th
 back (bytes, mode, owner) and undoes its runtime change.
 
 Every revert and restore ends with the node's live state read back and compared with the journal's `before`
-(linkcheck.repair.livestate); where it differs, the files are put back again, the renderer's configuration is
-re-applied (`netplan apply`; `nmcli connection reload` and `up` of the profiles that were active) and the
-differences are undone at runtime, then the state is read back again. A node still not as before is
-`not-reverted`, with what differs, never `reverted`."""
+(linkcheck.repair.livestate); where it differs, the files are put back again, a NetworkManager profile file that
+appeared in /etc during the run is removed, the renderer's configuration is re-applied (`netplan apply`; `nmcli
+connection reload` and `up` of the profiles that were active and still exist) and the differences are undone at
+runtime, then the state is read back again. A node still not as before is `not-reverted`, with what differs, never
+`reverted`.
+
+`fix --restore` re-applies the renderer's configuration whatever the read-back says: the live state can match while
+the renderer's generated configuration (systemd-networkd's files under /run/systemd/network, which `netplan apply`
+writes) still says what the restored files no longer do, and a renderer restart or the next boot would bring it
+back. Its `netplan apply` keeps the apply's rule: never where the management interface is netplan-defined for
+NetworkManager (netplan's apply disconnects each such interface), unless --allow-nm-disconnect."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.repair import commit, nm_checkpoint
+from linkcheck.repair.checks import read_invariants
 from linkcheck.repair.files import NCCL_CONF_USER
 from linkcheck.repair.journal import (
     NOT_REVERTED,
@@ -31,9 +39,10 @@ from linkcheck.repair.journal import (
     settled_state,
     write_command,
 )
-from linkcheck.repair.livestate import corrections, read_state, wait_matching
+from linkcheck.repair.livestate import corrections, new_keyfiles, read_state, wait_matching
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import NETPLAN_DIR
+from linkcheck.repair.renderer import interface_renderers, mgmt_disconnect_refusal
 
 Say = Callable[[str], None]
 
@@ -68,21 +77,61 @@ def _write(node: RepairNode, found: FoundJournal, state: str, note: str, *, veri
                                  differences=differences)))
 
 
-def reapply_renderer(node: RepairNode, j: Journal) -> list[str]:
+def mgmt_disconnect_why(node: RepairNode, mgmt_dev: str | None) -> str | None:
+    """Why `netplan try`/`apply` must not run on this node: its management interface is netplan-defined for
+    NetworkManager (linkcheck.repair.renderer); the files are read as root, never kept."""
+    if mgmt_dev is None:
+        return None
+    dump = node.sh(f"sudo -n sh -c {commit.q('tail -n +1 /etc/netplan/*.yaml')}").stdout
+    return mgmt_disconnect_refusal(node.name, mgmt_dev, interface_renderers(dump))
+
+
+def changed_netplan(j: Journal) -> bool:
+    return any(s.path.startswith(NETPLAN_DIR + "/") for s in j.files)
+
+
+def reapply_renderer(node: RepairNode, j: Journal, *, allow_nm_disconnect: bool = True,
+                     removed: bool = False) -> list[str]:
     """The renderer's configuration applied again from the files as they are now (the journal's originals):
-    `netplan apply` where the run changed netplan files, `nmcli connection reload` and `nmcli connection up` of
-    each profile that was active before on the touched interfaces; what failed."""
+    `netplan apply` where the run changed netplan files (not where the management interface would be
+    disconnected, unless allowed), `nmcli connection reload` and `nmcli connection up` of each profile that was
+    active before on the touched interfaces and still exists; what failed."""
     problems = []
-    if any(s.path.startswith(NETPLAN_DIR + "/") for s in j.files):
+    why = None if allow_nm_disconnect or not changed_netplan(j) else mgmt_disconnect_why(
+        node, read_invariants(node).mgmt_dev)
+    if why is not None:
+        problems.append(f"{why.replace('; refused, nothing changed', '')}: `netplan apply` not run, so the "
+                        "renderer keeps its configuration until the next apply or boot; run `sudo netplan apply` "
+                        "from a console, or `fix --restore --allow-nm-disconnect`")
+    elif changed_netplan(j):
         out = node.sh("sudo -n netplan apply", timeout_s=120)
         if out.exit_status != 0:
             problems.append(f"node {node.name}: `netplan apply` failed: {first_line(out)}")
     active = j.before.renderer.nm_active if j.before is not None else None
-    keyfiles = any(s.path.startswith("/etc/NetworkManager/") for s in j.files)
+    keyfiles = removed or any(s.path.startswith("/etc/NetworkManager/") for s in j.files)
     if active or keyfiles:
         names = [entry.rsplit(":", 1)[0] for entry in active or ()]
-        problems += nm_checkpoint.activate(node, names)
+        problems += nm_checkpoint.activate(node, names, only_existing=True)
     return problems
+
+
+def remove_new_keyfiles(node: RepairNode, j: Journal, say: Say) -> tuple[bool, list[str]]:
+    """The NetworkManager profile files in /etc that were not there before the run and that the run did not write
+    (those the journal names are its files, put back already): a checkpoint rollback's persistent copy of a
+    generated profile (linkcheck.repair.livestate). (whether any was removed, what failed)."""
+    if j.before is None:
+        return False, []
+    ours = {s.path for s in j.files}
+    extra = [p for p in new_keyfiles(j.before, read_state(node, [i.dev for i in j.before.interfaces]))
+             if p not in ours]
+    if not extra:
+        return False, []
+    for path in extra:
+        say(f"node {node.name}: {path} removed (it appeared during the run)")
+    out = node.sh(f"sudo -n rm -f -- {' '.join(commit.q(p) for p in extra)}")
+    if out.exit_status != 0:
+        return False, [f"node {node.name}: cannot remove {', '.join(extra)}: {first_line(out)}"]
+    return True, []
 
 
 def put_back_verified(node: RepairNode, directory: str, j: Journal, say: Say) -> tuple[bool | None, list[str],
@@ -99,8 +148,10 @@ def put_back_verified(node: RepairNode, directory: str, j: Journal, say: Say) ->
         return True, [], []
     say(f"node {node.name}: not as before the run ({'; '.join(diff)}): putting it back")
     problems = commit.restore(node, directory, list(j.files))
-    problems += reapply_renderer(node, j)
     devs = [i.dev for i in j.before.interfaces]
+    removed = remove_new_keyfiles(node, j, say)
+    problems += removed[1]
+    problems += reapply_renderer(node, j, removed=removed[0])
     for op in corrections(j.before, read_state(node, devs)):
         say(f"node {node.name}: {op.describe}")
         try:
@@ -145,8 +196,9 @@ def report_unfinished(node: RepairNode, root: str, say: Say) -> list[str]:
     return [line]
 
 
-def restore_node(node: RepairNode, root: str, say: Say) -> RestoreOutcome:
-    """The latest run not yet restored: its files back, its runtime change undone, its journal marked."""
+def restore_node(node: RepairNode, root: str, say: Say, *, allow_nm_disconnect: bool = False) -> RestoreOutcome:
+    """The latest run not yet restored: its files back, the renderer's configuration applied again from them, its
+    runtime change undone, the live state read back, its journal marked."""
     found = [f for f in journals(node, root) if f.journal.state != RESTORED]
     if not found:
         return RestoreOutcome(node.name, None, "nothing")
@@ -159,6 +211,11 @@ def restore_node(node: RepairNode, root: str, say: Say) -> RestoreOutcome:
     problems = commit.restore(node, latest.directory, list(j.files))
     for saved in j.files:
         say(f"node {node.name}: {saved.path} " + ("put back" if saved.existed else "removed (it did not exist)"))
+    renderer: list[str] = []
+    if changed_netplan(j):
+        say(f"node {node.name}: netplan apply (the renderer's configuration from the files put back)")
+        renderer = reapply_renderer(node, j, allow_nm_disconnect=allow_nm_disconnect)
+        problems += renderer
     for op in j.undo:
         say(f"node {node.name}: {op.describe}")
         try:
@@ -170,6 +227,11 @@ def restore_node(node: RepairNode, root: str, say: Say) -> RestoreOutcome:
     if verified is False:
         _write(node, latest, NOT_REVERTED, "; ".join(diff), verified=False, differences=tuple(diff))
         return RestoreOutcome(node.name, j.run_id, "failed", tuple(problems), False, tuple(diff))
+    if renderer:
+        # The files are back but the renderer still runs the run's configuration: not restored, so that the next
+        # --restore (with --allow-nm-disconnect, or after a console's `netplan apply`) takes this run again.
+        _write(node, latest, j.state, "; ".join(problems), verified=verified)
+        return RestoreOutcome(node.name, j.run_id, "failed", tuple(problems), verified)
     # Verified (or nothing to compare with): a step that failed on the way does not make the end state wrong.
     _write(node, latest, RESTORED, "; ".join(problems) or "restored", verified=verified)
     state = "failed" if problems and not verified else "restored"

@@ -5,8 +5,8 @@ back (bytes, mode, owner) and undoes its runtime change.
 Every revert and restore ends with the node's live state read back and compared with the journal's `before`
 (linkcheck.repair.livestate); where it differs, the files are put back again, a NetworkManager profile file that
 appeared in /etc during the run is removed, the renderer's configuration is re-applied (`netplan apply`; `nmcli
-connection reload` and `up` of the profiles that were active and still exist) and the differences are undone at
-runtime, then the state is read back again. A node still not as before is `not-reverted`, with what differs, never
+connection reload` and `up` of the profiles that were active and still exist, `down` of those active now that were
+not) and the differences are undone at runtime, then the state is read back again. A node still not as before is `not-reverted`, with what differs, never
 `reverted`.
 
 `fix --restore` re-applies the renderer's configuration whatever the read-back says: the live state can match while
@@ -39,12 +39,14 @@ from linkcheck.repair.journal import (
     settled_state,
     write_command,
 )
-from linkcheck.repair.livestate import corrections, new_keyfiles, read_state, wait_matching
+from linkcheck.repair.livestate import NodeState, corrections, new_keyfiles, read_state, wait_matching
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import NETPLAN_DIR
 from linkcheck.repair.renderer import interface_renderers, mgmt_disconnect_refusal
 
 Say = Callable[[str], None]
+# How long a reload is given to auto-connect a profile before the profiles active are compared with `before`.
+REACTIVATE_S = 3.0
 
 
 class RestoreOutcome(msgspec.Struct, frozen=True):
@@ -134,6 +136,27 @@ def remove_new_keyfiles(node: RepairNode, j: Journal, say: Say) -> tuple[bool, l
     return True, []
 
 
+def deactivate_new_profiles(node: RepairNode, before: NodeState, say: Say) -> list[str]:
+    """`nmcli connection down` of each profile active now on a touched interface that was not active before the
+    run: after the reload NetworkManager auto-connects a profile that linkcheck's `up` unblocked (a person's
+    `nmcli connection down` blocks it until then), where the port ran a configuration made by hand. Its
+    addresses go with it; the corrections then add the ones from before, and NetworkManager takes the port as
+    configured by hand again. Auto-connection is asynchronous: the state is read until it matches or
+    REACTIVATE_S passed. What failed."""
+    if before.renderer.nm_active is None:
+        return []
+    wait_matching(node, before, REACTIVATE_S)
+    now = read_state(node, [i.dev for i in before.interfaces]).renderer.nm_active
+    problems = []
+    for entry in [e for e in now or () if e not in before.renderer.nm_active]:
+        name = entry.rsplit(":", 1)[0]
+        say(f"node {node.name}: nmcli connection down {name} (not active before the run)")
+        out = node.sh(f"sudo -n nmcli connection down {commit.q(name)}", timeout_s=60)
+        if out.exit_status != 0:
+            problems.append(f"node {node.name}: `nmcli connection down {name}` failed: {first_line(out)}")
+    return problems
+
+
 def put_back_verified(node: RepairNode, directory: str, j: Journal, say: Say) -> tuple[bool | None, list[str],
                                                                                          list[str]]:
     """The node's live state read back (waiting, bounded, for NetworkManager's re-activation) and compared with
@@ -152,6 +175,7 @@ def put_back_verified(node: RepairNode, directory: str, j: Journal, say: Say) ->
     removed = remove_new_keyfiles(node, j, say)
     problems += removed[1]
     problems += reapply_renderer(node, j, removed=removed[0])
+    problems += deactivate_new_profiles(node, j.before, say)
     for op in corrections(j.before, read_state(node, devs)):
         say(f"node {node.name}: {op.describe}")
         try:

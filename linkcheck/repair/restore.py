@@ -6,8 +6,8 @@ Every revert and restore ends with the node's live state read back and compared 
 (linkcheck.repair.livestate); where it differs, the files are put back again, a NetworkManager profile file that
 appeared in /etc during the run is removed, the renderer's configuration is re-applied (`netplan apply`; `nmcli
 connection reload` and `up` of the profiles that were active and still exist, `down` of those active now that were
-not) and the differences are undone at runtime, then the state is read back again. A node still not as before is `not-reverted`, with what differs, never
-`reverted`.
+not) and the differences are undone at runtime, then the state is read back again. A node still not as before is
+`not-reverted`, with what differs, never `reverted`.
 
 `fix --restore` re-applies the renderer's configuration whatever the read-back says: the live state can match while
 the renderer's generated configuration (systemd-networkd's files under /run/systemd/network, which `netplan apply`

@@ -298,3 +298,23 @@ def test_restore_applies_the_renderers_configuration_again_but_never_disconnects
     back = restore_node(allowed, "/var/lib/linkcheck/journal", lambda _line: None,  # type: ignore[arg-type]
                         allow_nm_disconnect=True)
     assert "sudo -n netplan apply" in allowed.commands and back.state == "restored", back
+
+
+def test_a_profile_the_reload_auto_connected_on_a_port_configured_by_hand_is_taken_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the reload NetworkManager auto-connects the node's own profile where the port ran a configuration made
+    by hand (its generated profile): the revert brings that profile down and adds the addresses back."""
+    monkeypatch.setattr("linkcheck.repair.livestate.SETTLE_S", 0.0)
+    monkeypatch.setattr("linkcheck.repair.restore.REACTIVATE_S", 0.0)
+    generated = f"{DEV}:{DEV}"
+    before = NodeState(BEFORE.interfaces, RendererState(True, (generated,), ()))
+    j = replace(_journal(PERSISTENT_PENDING), before=before, files=(), runtime=(), undo=())
+    own = _nm_state([], f"cx7-p1-2:{DEV}")
+    down = own.replace('"local": "192.168.101.14", ', '"local": "192.168.101.99", ').replace(f"cx7-p1-2:{DEV}", "")
+    node = _Scripted({"-f NAME connection show": f"cx7-p1-2\n{DEV}\n"},
+                     [own, own, own, own, down, _nm_state([], generated)])
+    verified, diff, problems = put_back_verified(node, "/d", j, lambda _line: None)  # type: ignore[arg-type]
+    assert (verified, diff, problems) == (True, [], [])
+    assert "sudo -n nmcli connection down cx7-p1-2" in node.commands
+    assert f"sudo -n nmcli connection up {DEV}" in node.commands  # it exists here: brought up as before
+    assert RuntimeOp(ADDR_ADD, DEV, "192.168.101.14/24") in node.changed

@@ -23,6 +23,8 @@ from collections.abc import Callable
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.errors import ParseError
+from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair import commit, nm_checkpoint
 from linkcheck.repair.checks import read_invariants
 from linkcheck.repair.files import NCCL_CONF_USER
@@ -86,6 +88,33 @@ def mgmt_disconnect_why(node: RepairNode, mgmt_dev: str | None) -> str | None:
         return None
     dump = node.sh(f"sudo -n sh -c {commit.q('tail -n +1 /etc/netplan/*.yaml')}").stdout
     return mgmt_disconnect_refusal(node.name, mgmt_dev, interface_renderers(dump))
+
+
+def unapplied_files(node: RepairNode, j: Journal) -> list[str]:
+    """Where the netplan files as they are now (the originals, put back) disagree with what ran before the run:
+    IPv4 addresses (where the files set any) or an MTU the files set, compared with the journal's `before`, or,
+    for an interface it did not read (the run changed none of it at runtime), with the live state now. Empty: no
+    `before`, or the files say what ran."""
+    if j.before is None:
+        return []
+    dump = node.sh(f"sudo -n sh -c {commit.q('tail -n +1 /etc/netplan/*.yaml')}").stdout
+    try:
+        config = parse_netplan(dump)
+    except ParseError:
+        return []
+    unread = [e.ifname for e in config.ethernets if j.before.iface(e.ifname) is None]
+    live = read_state(node, unread)
+    out = []
+    for e in config.ethernets:
+        was = j.before.iface(e.ifname) or live.iface(e.ifname)
+        if was is None or not was.present:
+            continue
+        v4 = sorted(a for a in e.addresses if "." in a)
+        if v4 and v4 != sorted(a for a in was.addresses if "." in a):
+            out.append(f"{e.ifname}: the files say {', '.join(v4)}, {', '.join(was.addresses) or 'none'} ran")
+        if e.mtu is not None and e.mtu != was.mtu:
+            out.append(f"{e.ifname}: the files say MTU {e.mtu}, {was.mtu} ran")
+    return out
 
 
 def changed_netplan(j: Journal) -> bool:
@@ -236,7 +265,13 @@ def restore_node(node: RepairNode, root: str, say: Say, *, allow_nm_disconnect: 
     for saved in j.files:
         say(f"node {node.name}: {saved.path} " + ("put back" if saved.existed else "removed (it did not exist)"))
     renderer: list[str] = []
-    if changed_netplan(j):
+    drift = unapplied_files(node, j) if changed_netplan(j) else []
+    if drift:
+        # The files put back never ran (the live state before the run was not theirs): applying them now would
+        # change the node, not put it back. The renderer keeps the run's configuration, which is what ran.
+        say(f"node {node.name}: netplan apply not run: the files put back were not what ran before the run "
+            f"({'; '.join(drift)})")
+    elif changed_netplan(j):
         say(f"node {node.name}: netplan apply (the renderer's configuration from the files put back)")
         renderer = reapply_renderer(node, j, allow_nm_disconnect=allow_nm_disconnect)
         problems += renderer

@@ -318,3 +318,21 @@ def test_a_profile_the_reload_auto_connected_on_a_port_configured_by_hand_is_tak
     assert "sudo -n nmcli connection down cx7-p1-2" in node.commands
     assert f"sudo -n nmcli connection up {DEV}" in node.commands  # it exists here: brought up as before
     assert RuntimeOp(ADDR_ADD, DEV, "192.168.101.14/24") in node.changed
+
+
+def test_restore_does_not_apply_netplan_files_that_never_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files put back name another address than the one that ran before the run (a netplan never applied):
+    applying them would move the live address, so the restore leaves the renderer as it is and says why."""
+    monkeypatch.setattr("linkcheck.repair.livestate.SETTLE_S", 0.0)
+    saved = SavedFile("/etc/netplan/40-cx7.yaml", True, "600", 0, 0, "ab" * 32, "files/0")
+    j = replace(_journal("committed"), files=(saved,), before=replace(BEFORE, renderer=RendererState()))
+    dump = (f"==> /etc/netplan/40-cx7.yaml <==\nnetwork:\n  version: 2\n  ethernets:\n    {DEV}:\n"
+            "      addresses: [192.168.102.14/24]\n")
+    answers = {"/*/": _restore_listing(j), "tail -n +1 /etc/netplan": dump, 'printf "%s" "$HOME"': "/home/nvidia"}
+    node = _Scripted(answers, [_ip_state(1500)])
+    node.name = "b"
+    said: list[str] = []
+    out = restore_node(node, "/var/lib/linkcheck/journal", said.append)  # type: ignore[arg-type]
+    assert "sudo -n netplan apply" not in node.commands and out.state == "restored", (out, node.commands)
+    assert (f"node b: netplan apply not run: the files put back were not what ran before the run ({DEV}: the "
+            "files say 192.168.102.14/24, 192.168.101.14/24 ran)") in said

@@ -280,7 +280,8 @@ def restore_fix(config: Config, options: ApplyOptions, say: Say) -> list[Restore
                 raise ApplyRefused(f"node {name}: sudo asks for a password (sudo -n refused): nothing restored",
                                    fix="allow passwordless sudo for the SSH user")
         for name in sorted(nodes):
-            outcomes.append(restore_node(nodes[name], options.journal_root, say))
+            outcomes.append(restore_node(nodes[name], options.journal_root, say,
+                                         allow_nm_disconnect=options.allow_nm_disconnect))
         return outcomes
     finally:
         close_transports(transports)

@@ -53,7 +53,8 @@ def fix(
     ] = False,
     allow_nm_disconnect: Annotated[bool, typer.Option(
         "--allow-nm-disconnect", help="With --apply: change netplan files even where the management interface is "
-        "netplan-defined for NetworkManager (netplan try disconnects it ~250 ms, twice).")] = False,
+        "netplan-defined for NetworkManager (netplan try disconnects it ~250 ms, twice); with --restore: run "
+        "`netplan apply` there too.")] = False,
     try_timeout: Annotated[int, typer.Option(
         "--try-timeout", parser=integer_in(10, 3600),
         help="Seconds `netplan try` waits for linkcheck's confirmation before "

@@ -50,8 +50,7 @@ from linkcheck.repair.livestate import read_state
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import plan_path_problem
-from linkcheck.repair.renderer import interface_renderers, mgmt_disconnect_refusal
-from linkcheck.repair.restore import put_back_verified, restore_node
+from linkcheck.repair.restore import mgmt_disconnect_why, put_back_verified, restore_node
 from linkcheck.repair.runtime import (
     ADDR_ADD,
     ADDR_DEL,
@@ -179,10 +178,9 @@ def preflight(plan: RepairPlan, nodes: Mapping[str, RepairNode], options: ApplyO
 def _refuse_mgmt_disconnect(node: RepairNode, name: str, invariants: Invariants, options: ApplyOptions) -> None:
     """A netplan change where `netplan try` would disconnect the management interface (netplan-defined for
     NetworkManager) is refused unless --allow-nm-disconnect; the files are read as root, never kept."""
-    if options.allow_nm_disconnect or invariants.mgmt_dev is None:
+    if options.allow_nm_disconnect:
         return
-    dump = node.sh(f"sudo -n sh -c {q('tail -n +1 /etc/netplan/*.yaml')}").stdout
-    why = mgmt_disconnect_refusal(name, invariants.mgmt_dev, interface_renderers(dump))
+    why = mgmt_disconnect_why(node, invariants.mgmt_dev)
     if why is not None:
         raise ApplyRefused(why, fix="make the plan's netplan change from a console (its steps say what), or run "
                            "`fix --apply --allow-nm-disconnect` to accept the interruption")
@@ -507,7 +505,8 @@ def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFact
             # subnet on one end only cuts the path).
             for done in outcomes[:-1]:
                 say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was reverted")
-                back = restore_node(nodes[done.node], options.journal_root, say)
+                back = restore_node(nodes[done.node], options.journal_root, say,
+                                    allow_nm_disconnect=options.allow_nm_disconnect)
                 outcomes[outcomes.index(done)] = replace(
                     done, state=NOT_REVERTED if back.verified is False else REVERTED, problems=back.problems,
                     verified=back.verified, differences=back.differences)

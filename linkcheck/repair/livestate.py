@@ -1,8 +1,20 @@
 """A node's live state around a repair, read before any change and again after a revert, and the comparison that
 says whether the revert put the node back: per interface the repair touches, its MTU, its addresses (not the
 link-local ones the kernel derives from the MAC), its routes in the main table and its static neighbour entries
-(permanent or noarp: dynamic ones come and go by ARP), and, where the node runs NetworkManager, whether it runs and
-which profiles are active on those interfaces.
+(permanent or noarp: dynamic ones come and go by ARP), and, where the node runs NetworkManager, whether it runs,
+which profiles are active on those interfaces and which profile files `/etc/NetworkManager/system-connections` holds.
+
+Routes are compared by destination, device and gateway, not by metric: NetworkManager gives the routes of a profile
+it activates its own metric ("The default value -1 means that the metric is chosen automatically based on the device
+type. The metric applies to ... address prefix routes", NMSettingIPConfig:route-metric, nm-settings-nmcli(5); 100 for
+an ethernet port with the real NetworkManager 1.42 in the lab), where `ip addr add` gives the prefix route metric 0.
+A rollback that re-activates the port's profile therefore changes the metric of an otherwise identical route; which
+route the kernel picks among one destination's routes through one device and gateway makes no difference to the path.
+
+The profile files are listed because a NetworkManager checkpoint rollback on a port that NetworkManager took as
+configured by someone else (`connected (externally)`, its profile generated in /run) re-creates that profile as a
+persistent keyfile in /etc (`autoconnect=false`), a file linkcheck never wrote and no journal names: a file there
+that was not there before the run is removed by the revert (linkcheck.repair.restore.put_back_verified).
 
 A revert is never taken on trust: `netplan try` 0.106's revert re-applies the old addresses but leaves a new MTU
 (systemd-networkd and NetworkManager both leave the current MTU alone), and NetworkManager's CheckpointRollback
@@ -30,6 +42,8 @@ q = shlex.quote
 SETTLE_S = 10.0
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _STATIC_NUD = ("permanent", "noarp")
+NM_KEYFILE_DIR = "/etc/NetworkManager/system-connections"
+_METRIC = re.compile(r" metric [0-9]+$")
 
 
 class IfaceState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -45,11 +59,13 @@ class IfaceState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class RendererState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """NetworkManager as read live: running or not, and its active profiles on the interfaces read (`NAME:DEV`,
-    sorted); None where the node has no NetworkManager that answers (nothing to compare)."""
+    """NetworkManager as read live: running or not, its active profiles on the interfaces read (`NAME:DEV`,
+    sorted) and the `.nmconnection` files in /etc/NetworkManager/system-connections (names, sorted); None where the
+    node has no NetworkManager that answers (nothing to compare)."""
 
     nm_running: bool | None = None
     nm_active: tuple[str, ...] | None = None
+    nm_keyfiles: tuple[str, ...] | None = None
 
 
 class NodeState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -72,7 +88,11 @@ def state_command(devs: Sequence[str]) -> str:
                      f"ip -j neigh show dev {d} 2>/dev/null || echo '[]'")
     parts.append("if command -v nmcli >/dev/null 2>&1; then "
                  "echo N; nmcli -t -f RUNNING general 2>/dev/null || echo '?'; "
-                 "echo C; nmcli -t -f NAME,DEVICE connection show --active 2>/dev/null || echo '?'; fi; echo E")
+                 "echo C; nmcli -t -f NAME,DEVICE connection show --active 2>/dev/null || echo '?'; "
+                 # Under sudo: the folder may be root's only. Names with a control character are left out: one could
+                 # read as several lines.
+                 f"echo K; sudo -n find {NM_KEYFILE_DIR} -mindepth 1 -maxdepth 1 -name '*.nmconnection' "
+                 "! -name '*[[:cntrl:]]*' -printf '%f\\n' 2>/dev/null || echo '?'; fi; echo E")
     return "; ".join(parts)
 
 
@@ -100,13 +120,13 @@ def _iface(dev: str, link: str, addr: str, route: str, neigh: str) -> IfaceState
                       tuple(addresses), tuple(routes), tuple(neighbours))
 
 
-def _nmcli_field(value: str) -> str:
+def nmcli_field(value: str) -> str:
     """nmcli -t escapes `:` and `\\` in a value with a backslash."""
     return re.sub(r"\\(.)", r"\1", value)
 
 
 def _split_terse(line: str) -> list[str]:
-    return [_nmcli_field(p) for p in re.split(r"(?<!\\):", line)]
+    return [nmcli_field(p) for p in re.split(r"(?<!\\):", line)]
 
 
 def parse_state(text: str, devs: Sequence[str]) -> NodeState:
@@ -115,6 +135,7 @@ def parse_state(text: str, devs: Sequence[str]) -> NodeState:
     found: dict[str, IfaceState] = {}
     running: bool | None = None
     active: tuple[str, ...] | None = None
+    keyfiles: tuple[str, ...] | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -131,16 +152,25 @@ def parse_state(text: str, devs: Sequence[str]) -> NodeState:
         if line == "C":
             rows: list[str] = []
             i += 1
-            while i < len(lines) and lines[i] != "E":
+            while i < len(lines) and lines[i] not in ("K", "E"):
                 rows.append(lines[i])
                 i += 1
             if rows != ["?"] and running is not None:
                 pairs = [_split_terse(r) for r in rows if r.strip()]
                 active = tuple(sorted(f"{p[0]}:{p[1]}" for p in pairs if len(p) == 2 and p[1] in devs))
             continue
+        if line == "K":
+            names: list[str] = []
+            i += 1
+            while i < len(lines) and lines[i] != "E":
+                names.append(lines[i])
+                i += 1
+            if names != ["?"] and running is True:
+                keyfiles = tuple(sorted(n for n in names if n and "/" not in n))
+            continue
         i += 1
     return NodeState(tuple(found.get(d, IfaceState(d, present=False)) for d in devs),
-                     RendererState(running, active))
+                     RendererState(running, active, keyfiles))
 
 
 def read_state(node: RepairNode, devs: Iterable[str]) -> NodeState:
@@ -150,6 +180,19 @@ def read_state(node: RepairNode, devs: Iterable[str]) -> NodeState:
 
 def _listed(items: Sequence[str]) -> str:
     return ", ".join(items) or "none"
+
+
+def route_key(route: str) -> str:
+    """A route as compared: `dst via gateway`, without its metric (the module's docstring says why)."""
+    return _METRIC.sub("", route)
+
+
+def new_keyfiles(before: NodeState, now: NodeState) -> list[str]:
+    """The paths of the profile files in /etc/NetworkManager/system-connections now that were not there before."""
+    was, cur = before.renderer.nm_keyfiles, now.renderer.nm_keyfiles
+    if was is None or cur is None:
+        return []
+    return [f"{NM_KEYFILE_DIR}/{name}" for name in cur if name not in was]
 
 
 def differences(before: NodeState, now: NodeState) -> list[str]:
@@ -166,13 +209,15 @@ def differences(before: NodeState, now: NodeState) -> list[str]:
             out.append(f"{was.dev}: MTU {cur.mtu}, was {was.mtu}")
         for what, a, b in (("addresses", was.addresses, cur.addresses), ("routes", was.routes, cur.routes),
                            ("static neighbours", was.neighbours, cur.neighbours)):
-            if a != b:
+            if (sorted(map(route_key, a)) != sorted(map(route_key, b))) if what == "routes" else a != b:
                 out.append(f"{was.dev}: {what} {_listed(b)}, were {_listed(a)}")
     r0, r1 = before.renderer, now.renderer
     if r0.nm_running is True and r1.nm_running is not True:
         out.append("NetworkManager is not running, it was")
     elif r0.nm_active is not None and r1.nm_active is not None and r0.nm_active != r1.nm_active:
         out.append(f"NetworkManager's active profiles {_listed(r1.nm_active)}, were {_listed(r0.nm_active)}")
+    if r0.nm_keyfiles is not None and r1.nm_keyfiles is not None and r0.nm_keyfiles != r1.nm_keyfiles:
+        out.append(f"{NM_KEYFILE_DIR} holds {_listed(r1.nm_keyfiles)}, held {_listed(r0.nm_keyfiles)}")
     return out
 
 

@@ -18,6 +18,7 @@ import shlex
 
 from linkcheck.repair.commit import CommitError, FilePlan, restore_lines
 from linkcheck.repair.journal import SavedFile
+from linkcheck.repair.livestate import nmcli_field
 from linkcheck.repair.node import RepairNode, first_line
 from linkcheck.repair.runtime import RuntimeOp
 
@@ -118,10 +119,25 @@ def log_tail(node: RepairNode, directory: str) -> str:
     return " / ".join(line.strip() for line in out.stdout.splitlines() if line.strip())[:300]
 
 
-def activate(node: RepairNode, connections: list[str]) -> list[str]:
-    """`nmcli connection reload`, then `nmcli connection up ID` for each profile; what failed."""
+def existing(node: RepairNode, connections: list[str]) -> list[str]:
+    """Those of `connections` NetworkManager has now (`nmcli -t -f NAME connection show`): a profile it generated
+    for a port configured by someone else is gone once the port is NetworkManager's again or its file removed."""
+    out = node.sh("nmcli -t -f NAME connection show")
+    if out.exit_status != 0:
+        return connections  # not known: `up` says what is wrong
+    names = {nmcli_field(line) for line in out.stdout.splitlines()}
+    return [c for c in connections if c in names]
+
+
+def activate(node: RepairNode, connections: list[str], *, only_existing: bool = False) -> list[str]:
+    """`nmcli connection reload`, then `nmcli connection up ID` for each profile (with `only_existing`, each that
+    exists after the reload); what failed."""
     problems = []
-    for argv in (["nmcli", "connection", "reload"], *(["nmcli", "connection", "up", c] for c in connections)):
+    reload = node.sh("sudo -n nmcli connection reload", timeout_s=60)
+    if reload.exit_status != 0:
+        return [f"node {node.name}: `nmcli connection reload` failed: {first_line(reload)}"]
+    for c in existing(node, connections) if only_existing else connections:
+        argv = ["nmcli", "connection", "up", c]
         out = node.sh("sudo -n " + shlex.join(argv), timeout_s=60)
         if out.exit_status != 0:
             problems.append(f"node {node.name}: `{shlex.join(argv)}` failed: {first_line(out)}")

@@ -1,5 +1,6 @@
-"""A STAND-IN for `netplan try` in the lab, which has no renderer (systemd-networkd or NetworkManager) for the real
-one to apply to. It behaves as netplan-try(8) and netplan 0.106's try_command.py document, minus the renderer:
+"""A STAND-IN for `netplan try` and `netplan apply` in the lab, which has no renderer (systemd-networkd or
+NetworkManager) for the real ones to apply to. `try` behaves as netplan-try(8) and netplan 0.106's try_command.py
+document, minus the renderer:
 
 - runs the real `netplan generate` on a copy of /etc/netplan first (netplan try generates before it applies);
   a configuration that does not generate ends it at once ("An error occurred", "Reverting.");
@@ -18,9 +19,14 @@ a live interface (its `mtu:`, and its IPv4 `addresses:` in place of the live one
 addresses that were live back but leaves the new MTU (neither renderer resets an MTU the old configuration does
 not set). What it applied and left is printed as `renderer:` lines. Without the fault it applies nothing.
 
+`apply` (what linkcheck's revert and `fix --restore` run after putting the files back) runs the real `netplan
+generate` the same way (a configuration that does not generate: its error, exit 1, as the real apply) and, in
+renderer mode, applies the files as `try` does; without the fault it applies nothing, exit 0.
+
 What the real one does and this stand-in does not: the NetworkManager renderer's disconnect of every
-netplan-defined NetworkManager interface (~250 ms, twice), `netplan apply` (not routed here), and EOF on stdin
-rejecting at once in 0.106 (linkcheck's FIFO never gives EOF).
+netplan-defined NetworkManager interface (~250 ms, twice), and EOF on stdin rejecting at once in 0.106 (linkcheck's
+FIFO never gives EOF). Where a node has the real renderer tier (tests/lab/nspawn.py), its `try` and `apply` are the
+real ones and this stand-in is not used.
 """
 
 from __future__ import annotations
@@ -138,7 +144,19 @@ def _revert_renderer(previous: dict[str, list[str]]) -> None:
         print(f"renderer: {dev} reverted: addresses {','.join(addresses) or '-'}, mtu left at {left}", flush=True)
 
 
+def apply() -> int:
+    error = _generate()
+    if error is not None:
+        print(f"netplan apply stand-in: {error}", file=sys.stderr)
+        return 1
+    if _renderer_mode():
+        _apply_renderer()
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["apply"]:
+        return apply()
     parser = argparse.ArgumentParser(prog="netplan try")
     parser.add_argument("command", choices=["try"])
     parser.add_argument("--timeout", type=int, default=120)

@@ -64,7 +64,7 @@ exit 1
 
 # The node's netplan: `get` from the model (the emulator), `generate` the real one (Debian's, on the node's files:
 # a repair's new files are checked by the netplan that would read them), `try` and `apply` the real netplan in the
-# node's container where the node has a real renderer (tests/lab/nspawn.py), else `try` the lab's stand-in
+# node's container where the node has a real renderer (tests/lab/nspawn.py), else the lab's stand-in
 # (tests/lab/netplan_try_standin.py says how it behaves).
 _NETPLAN_ROUTES = """case "${1:-}" in
   generate) exec /usr/sbin/netplan "$@" ;;
@@ -72,7 +72,7 @@ _NETPLAN_ROUTES = """case "${1:-}" in
     if [ -n "${LINKCHECK_LAB_NSPAWN:-}" ]; then
       exec %(python)s -m tests.lab.nspawn_exec "$LINKCHECK_LAB_NSPAWN" netplan "$@"
     fi
-    if [ "$1" = try ]; then exec %(python)s -m tests.lab.netplan_try_standin "$@"; fi ;;
+    exec %(python)s -m tests.lab.netplan_try_standin "$@" ;;
 esac
 """
 

@@ -114,3 +114,31 @@ def test_ssh_lost_while_the_real_checkpoint_is_held_rolls_back_by_its_timeout(
     assert nxt.returncode == 0, nxt.describe()
     record = json.loads((tmp_path / "s2" / "apply.json").read_text())
     assert {n["node"]: n["state"] for n in record["nodes"]} == {"a": "committed"}
+
+
+def test_a_rollback_on_a_port_networkmanager_took_as_configured_by_hand_leaves_no_profile_behind(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    """A port NetworkManager found configured by someone else (`connected (externally)`, its profile generated in
+    /run): the real rollback re-creates that profile as a persistent keyfile in /etc, which the revert removes,
+    and brings up no profile that no longer exists; the read-back then finds the node as before."""
+    lab = _lab(lab_factory, tmp_path)
+    addrs = json.loads(lab.exec("a", ["ip", "-j", "-4", "addr", "show", "dev", PORT]).stdout)[0]["addr_info"]
+    assert lab.exec("a", ["nmcli", "connection", "down", "cx7-p1-2"]).returncode == 0
+    for a in addrs:  # the port set up by hand with `ip`, as on a node whose profile was never brought up
+        assert lab.exec("a", ["ip", "addr", "add", f"{a['local']}/{a['prefixlen']}", "dev", PORT]).returncode == 0
+    _wait_for(lambda: _device(lab, "a") == ("100 (connected (externally))", PORT), 20,
+              f"NetworkManager to take the port as configured by hand (now {_device(lab, 'a')})")
+    etc = ["ls", "-A", "/etc/NetworkManager/system-connections"]
+    before, listed = _all_files(lab), lab.exec("a", etc).stdout
+    rule = ["iptables", "-I", "INPUT", "-i", PORT, "-m", "length", "--length", "1501:65535", "-j", "DROP"]
+    assert lab.exec("b", rule).returncode == 0
+    run = live.run("fix", "--apply", "--try-timeout", "60", "-c", str(_config(live, lab, tmp_path)), "--save",
+                   str(tmp_path / "s"), timeout=240)
+    assert run.returncode == 2, run.describe()
+    assert "node a: reverted" in run.stderr, run.describe()
+    assert f"/etc/NetworkManager/system-connections/{PORT}.nmconnection removed" in run.stderr, run.describe()
+    assert "unknown connection" not in run.stderr and "connection up" not in run.stderr, run.describe()
+    [journal] = _journals(lab, "a")
+    assert (journal["state"], journal["verified"]) == ("reverted", True), journal
+    assert lab.exec("a", etc).stdout == listed
+    assert _all_files(lab) == before

@@ -73,6 +73,19 @@ def _addrs(lab: Lab, node: str, dev: str) -> list[str]:
     return sorted(f"{a['local']}/{a['prefixlen']}" for i in out for a in i.get("addr_info", []))
 
 
+def _generated(lab: Lab, node: str, dev: str) -> str:
+    """What the renderer in the node's container was last given for `dev` by netplan: the systemd-networkd files
+    and NetworkManager netplan profiles under the container's own /run (`netplan generate`/`apply` write them) that
+    name it."""
+    leader = (lab.node(node).node_dir / "nspawn" / nspawn.LEADER).read_text(encoding="ascii").strip()
+    cat = ('for f in /run/systemd/network/* /run/NetworkManager/system-connections/*; do [ -f "$f" ] || continue; '
+           'printf "\\f%s\\n" "$f"; cat "$f"; done')
+    out = subprocess.run(["nsenter", "-t", leader, "-a", "--", "sh", "-c", cat], capture_output=True, text=True,
+                         timeout=20, check=True)
+    named = re.compile(rf"^(Name|OriginalName|interface-name)={dev}$", re.M)
+    return "".join(f for f in out.stdout.split("\f") if named.search(f))
+
+
 def _config(live: Live, lab: Lab, tmp_path: Path) -> Path:
     return live.lab_config(lab, tmp_path / "linkcheck.yaml", nodes={"a": {"target": "a"}, "b": {"target": "b"}})
 
@@ -187,10 +200,17 @@ def test_a_repair_committed_through_the_real_netplan_try_and_restored_byte_for_b
     out = lab.exec("b" if scenario != "twins-same-subnet" else "a",
                    ["sh", "-c", "cat /var/lib/linkcheck/journal/*/try.out"]).stdout
     assert "Configuration accepted." in out, out
+    jumbo = re.compile(r"^(MTUBytes|mtu)=9000$", re.M)  # networkd's .network/.link, NetworkManager's keyfile
     if scenario == "mtu-mismatch":
         assert _mtu(lab, "b", "enP2p1s0f1np1") == 9000
+        assert jumbo.search(_generated(lab, "b", "enP2p1s0f1np1")), _generated(lab, "b", "enP2p1s0f1np1")
     with _mgmt_ping(lab) as pings:
         restored = live.run("fix", "--restore", "-c", str(config), timeout=120)
     assert restored.returncode == 0, restored.describe()
     _no_loss(pings)
     assert _snapshot(lab) == before
+    if scenario == "mtu-mismatch":
+        # The restore applied the put-back files with the real netplan in the node's container: the renderer's
+        # generated configuration no longer says 9000, so a renderer restart or a boot cannot bring it back.
+        assert "node b: netplan apply" in restored.stderr, restored.describe()
+        assert not jumbo.search(_generated(lab, "b", "enP2p1s0f1np1")), _generated(lab, "b", "enP2p1s0f1np1")

@@ -147,6 +147,9 @@ def test_netplan_try_reverts_the_address_but_leaves_the_mtu(renderer: str, lab_f
     proc = _try_by_hand(lab, "b", 5)
     _wait_for(lambda: "keep these settings" in lab.exec("b", ["cat", "/var/lib/linkcheck/t.out"]).stdout, 30,
               "netplan try's question")
+    # The question can come before the renderer has put the tried address on (networkd flushes, then adds): read
+    # the tried state once it is there, well within try's 5 s.
+    _wait_for(lambda: _addrs(lab, "b", dev) == ["198.19.101.41/24"], 3, "the tried address")
     during = (_addrs(lab, "b", dev), _mtu(lab, "b", dev))
     assert proc.wait(timeout=30) == 0
     out = lab.exec("b", ["cat", "/var/lib/linkcheck/t.out"]).stdout

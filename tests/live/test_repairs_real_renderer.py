@@ -25,6 +25,7 @@ import pytest
 
 from tests.lab import Lab, nspawn
 from tests.lab.scenario import specs_for_scenario
+from tests.live.test_fix_apply_lab import _wait_for
 from tests.live.test_fix_lab import _state
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(nspawn.skip_reason() is not None,
@@ -117,14 +118,6 @@ def _try_by_hand(lab: Lab, node: str, timeout_s: int) -> subprocess.Popen[str]:
     script = (f"cd /var/lib/linkcheck && rm -f t.in t.out && mkfifo t.in && "
               f"exec netplan try --timeout {timeout_s} <>t.in >t.out 2>&1")
     return lab.spawn(node, ["sh", "-c", script])
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("renderer", RENDERERS)

@@ -299,7 +299,11 @@ def test_client_fail_hang_garbage_and_sigterm(bench: Bench) -> None:
     time.sleep(1.5)  # mid-run: what linkcheck does on Ctrl-C is kill -TERM -- -PGID on both nodes
     bench.kill(client)
     bench.kill(server)
-    assert (bench.wait(client, 5).rc, bench.wait(server, 5).rc) == (None, None)
+    c, s = bench.wait(client, 5), bench.wait(server, 5)
+    assert c.rc is None  # the TERM ended it: no exit status was written
+    # The two kills are two SSH calls apart: the server may see its client die first and end on its own with 1,
+    # as perftest does when the exchange breaks, before its own TERM arrives. Either way nothing is left running.
+    assert s.rc is None or (s.rc == 1 and "Failed to exchange data" in s.err), s
 
 
 @needs_lab

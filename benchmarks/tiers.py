@@ -1,19 +1,27 @@
-"""Benchmark: each tier's wall time on the healthy two-node lab, beside the wall time it plans.
+"""Benchmark: each tier's wall time on the healthy lab, beside the wall time it plans and the floor of its traffic.
+
+Layouts (`--layout`, repeatable; all three by default), each a healthy lab built once: `pair` (two nodes on one
+cable, tests.emulators.scenarios `healthy`), `ring3` (NVIDIA's ring of three) and `switch4` (four nodes on a switch),
+the last two tests/lab/cluster.py's CLUSTER_SCENARIOS, run over `--node` as a user names them.
 
 Tiers: `check` (inspection only), `check --quick` (inspection, ib_write_bw -D 4 with both paths at once in each
-direction; a path alone only where it is low, which on the healthy lab is never), `check --quick --nccl` (plus
-the 256 MiB transport proof) and `accept` with the shipped dgx-spark-pair profile (inspection, the six rounds
-of 10 s three times, all_gather_perf). Beside each tier's wall time: its plan and how far off it is, the seconds
-of ib_write_bw traffic (-D per round run) and of the NCCL run in its saved bundle, the share of the wall time
-outside both, and that time per round once the inspection tier's wall time is taken out.
+direction; a path alone only where it is low, which on a healthy lab is never; on a cluster, per schedule round with
+the tests of a round side by side), and on the pair also `check --quick --nccl` (plus the 256 MiB transport proof)
+and `accept` with the shipped dgx-spark-pair profile (inspection, the six rounds of 10 s three times,
+all_gather_perf). Beside each tier's wall time: its plan and the plan the run said, the seconds of ib_write_bw
+traffic (-D per round run) and of the NCCL run in its saved bundle, the share of the wall time outside both, that
+time per round once the inspection tier's wall time is taken out, and the tier's floor: the layout's inspection
+(its `check` tier's median wall time) plus the traffic and NCCL seconds its bundles record. The targets checked
+(`!` beside a figure that misses): a traffic tier within 1.25x of its floor and within 10 % of the plan it said.
 
 The full accept takes minutes; `--accept-duration S` and
 `--accept-repetitions N` run it on a copy of the profile with shorter rounds or fewer repetitions, and the
 output says so. Each tier runs `--runs` times (median and range shown); every run is one `linkcheck`
-process, start-up included, against one lab built once. Needs root (the lab); run it with no other lab
+process, start-up included. Needs root (the lab); run it with no other lab
 running (they share the CPUs), from the repository root:
 
-    python benchmarks/tiers.py [--runs N] [--accept-duration S] [--accept-repetitions N] [--no-accept]
+    python benchmarks/tiers.py [--layout pair|ring3|switch4]... [--runs N] [--accept-duration S]
+        [--accept-repetitions N] [--no-accept]
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,14 +50,37 @@ from tests.lab.pytest_plugin import lab_skip_reason  # noqa: E402
 from tests.lab.scenario import specs_for_scenario  # noqa: E402
 
 PLAN_RE = re.compile(r"planned wall time ~([\d.]+) (s|min)")
+# Layout -> the lab scenario it is built from.
+LAYOUTS = {"pair": "healthy", "ring3": "ring3", "switch4": "switch4"}
+FLOOR_RATIO = 1.25  # a traffic tier's wall time within 1.25x of its floor
+PLAN_TOLERANCE = 0.10  # and within 10 % of the plan it said
 
 
 @dataclass
 class Tier:
     name: str
     args: list[str]
-    planned_s: float
+    planned_s: float | None  # from the profile before the inspection; None where only the run can say (a cluster)
     note: str = ""
+
+
+@dataclass
+class Spent:
+    """What one run's saved bundle says it spent: rounds of ib_write_bw and their -D, the NCCL run."""
+
+    rounds: int = 0
+    traffic_s: float = 0.0
+    nccl_s: float = 0.0
+
+
+@dataclass
+class Row:
+    layout: str
+    tier: Tier
+    walls: list[float] = field(default_factory=list)
+    codes: set[int] = field(default_factory=set)
+    said: float | None = None
+    spent: list[Spent] = field(default_factory=list)
 
 
 def _profile(work: Path, duration: int | None) -> tuple[Path, int, int]:
@@ -67,13 +98,16 @@ def _profile(work: Path, duration: int | None) -> tuple[Path, int, int]:
     return path, duration, prof.test.nccl_max_bytes
 
 
-def _tiers(work: Path, config: Path, options: argparse.Namespace) -> list[Tier]:
-    common = ["-c", str(config)]
-    quick = planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True)
-    tiers = [Tier("check", ["check", *common], planned_seconds()),
-             Tier("check --quick", ["check", "--quick", *common], quick),
-             Tier("check --quick --nccl", ["check", "--quick", "--nccl", *common],
-                  planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True, nccl_max_bytes=TRANSPORT_PROOF_BYTES))]
+def _tiers(work: Path, common: list[str], pair: bool, options: argparse.Namespace) -> list[Tier]:
+    """The layout's tiers, `check` first (its wall time is the layout's inspection)."""
+    quick = planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True) if pair else None
+    tiers = [Tier("check", ["check", *common], planned_seconds() if pair else None),
+             Tier("check --quick", ["check", "--quick", *common], quick)]
+    if not pair:
+        return tiers
+    tiers.append(Tier("check --quick --nccl", ["check", "--quick", "--nccl", *common],
+                      planned_seconds(duration_s=QUICK_DURATION_S, adaptive=True,
+                                      nccl_max_bytes=TRANSPORT_PROOF_BYTES)))
     if options.accept:
         shipped = load_profile_file(BUILTIN_DIR / "dgx-spark-pair.yaml").test
         path, duration, nccl = _profile(work, options.accept_duration)
@@ -89,7 +123,8 @@ def _tiers(work: Path, config: Path, options: argparse.Namespace) -> list[Tier]:
 
 def _said_plan(stderr: str) -> float | None:
     """The planned wall time the run itself printed last on stderr, in seconds: the one said once the inspection
-    found the paths and the NCCL size (else the first; `check` prints none off a terminal)."""
+    found the paths and the NCCL size (a cluster's, once it has shown the schedule; else the first; `check` prints
+    none off a terminal)."""
     found = [m for m in map(PLAN_RE.search, stderr.splitlines()) if m]
     if not found:
         return None
@@ -97,16 +132,9 @@ def _said_plan(stderr: str) -> float | None:
     return value * 60 if unit == "min" else value
 
 
-@dataclass
-class Spent:
-    """What one run's saved bundle says it spent: rounds of ib_write_bw and their -D, the NCCL run."""
-
-    rounds: int = 0
-    traffic_s: float = 0.0
-    nccl_s: float = 0.0
-
-
 def _spent(save: Path) -> Spent:
+    """The bundle's own run records: each ib_write_bw round run (a client capture that was not skipped) with the -D
+    it asked for, a round once however many tests and paths ran side by side in it; the all_gather_perf run."""
     try:
         captures = json.loads((save / "manifest.json").read_text(encoding="utf-8"))["captures"]
     except (OSError, ValueError, KeyError):
@@ -119,16 +147,52 @@ def _spent(save: Path) -> Spent:
     return Spent(len(rounds), sum(rounds.values()), nccl)
 
 
-def _run(tier: Tier, work: Path, env: dict[str, str], n: int) -> tuple[float, int, str, Spent]:
-    save = work / f"saved-{tier.name.replace(' ', '').replace('-', '')}-{n}"
+def _run(tier: Tier, layout: str, work: Path, env: dict[str, str], n: int) -> tuple[float, int, str, Spent]:
+    save = work / f"saved-{layout}-{tier.name.replace(' ', '').replace('-', '')}-{n}"
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "linkcheck.cli", *tier.args, "--save", str(save)],
                           capture_output=True, text=True, env=env, check=False, stdin=subprocess.DEVNULL)
     return time.perf_counter() - start, proc.returncode, proc.stderr, _spent(save)
 
 
+def _layout(layout: str, work: Path, env: dict[str, str], options: argparse.Namespace) -> list[Row]:
+    """One lab of the layout, built once; its tiers, each `--runs` times (accept `--accept-runs`)."""
+    pair = layout == "pair"
+    with Lab(specs_for_scenario(LAYOUTS[layout], work / "models"), work / "lab") as lab:
+        names = sorted(lab.nodes)
+        if pair:  # the emulated sweep takes its real time, so the NCCL plan can be checked
+            for node in names:
+                lab.set_fault(node, "all_gather_perf", "real-time")
+        config = work / "linkcheck.yaml"
+        nodes = "" if not pair else "nodes: {a: {target: a}, b: {target: b}}\n"
+        config.write_text(f"{nodes}ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n",
+                          encoding="utf-8")
+        # A pair's nodes come from linkcheck.yaml; a cluster's are named as a user names them, one --node each.
+        common = ["-c", str(config)] + ([] if pair else [f"--node={n}" for n in names])
+        # A first inspection of this lab, not timed: every node's sshd and first answers warmed up, the bytecode of
+        # every module the layout's check loads written.
+        warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run([sys.executable, "-m", "linkcheck.cli", "check", *common, "--save", str(work / "warm-up")],
+                       capture_output=True, env=warm, check=False, stdin=subprocess.DEVNULL)
+        rows = []
+        for tier in _tiers(work, common, pair, options):
+            row = Row(layout, tier)
+            for n in range(options.accept_runs if tier.name == "accept" else options.runs):
+                wall, code, stderr, spent = _run(tier, layout, work, env, n)
+                row.walls.append(wall)
+                row.codes.add(code)
+                row.spent.append(spent)
+                row.said = _said_plan(stderr)
+                if code not in (0, 1):
+                    print(f"{layout} {tier.name}: exit {code}: {stderr.strip()[-1500:]}", file=sys.stderr)
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layout", action="append", choices=list(LAYOUTS),
+                        help="a layout to measure (repeatable; default: all three, one after another)")
     parser.add_argument("--runs", type=int, default=3, help="runs per tier (accept: once unless --accept-runs)")
     parser.add_argument("--accept-runs", type=int, default=1)
     parser.add_argument("--accept-duration", type=int, default=None, help="-D of accept's rounds (reduced run)")
@@ -138,69 +202,60 @@ def main() -> None:
     reason = lab_skip_reason()
     if reason:
         raise SystemExit(f"cannot run: {reason}")
-    rows = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="lc-tiers-") as tmp:
         work = Path(tmp)
-        with Lab(specs_for_scenario("healthy", work / "models"), work / "lab") as lab:
-            for node in ("a", "b"):  # the emulated sweep takes its real time, so the NCCL plan can be checked
-                lab.set_fault(node, "all_gather_perf", "real-time")
-            config = work / "linkcheck.yaml"
-            config.write_text(f"nodes: {{a: {{target: a}}, b: {{target: b}}}}\n"
-                              f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n")
-            # Bytecode for every module, as an installed copy has (a warm-up run writes it).
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(work / "pyc"),
-                   "XDG_DATA_HOME": str(work / "xdg")}
-            warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-            subprocess.run([sys.executable, "-c", "import linkcheck.cli, linkcheck.bench.runner, "
-                            "linkcheck.app.offline, "
-                            "linkcheck.app.accept, linkcheck.accept.judge"], env=warm, check=False)
-            subprocess.run([sys.executable, "-m", "linkcheck.cli", "collect", "-c", str(config),
-                            "--save", str(work / "warm-up")], capture_output=True, env=warm, check=False)
-            for tier in _tiers(work, config, options):
-                runs = options.accept_runs if tier.name == "accept" else options.runs
-                walls: list[float] = []
-                codes: set[int] = set()
-                said: float | None = None
-                spent = Spent()
-                for n in range(runs):
-                    wall, code, stderr, spent = _run(tier, work, env, n)
-                    walls.append(wall)
-                    codes.add(code)
-                    said = _said_plan(stderr)
-                    if code not in (0, 1):
-                        print(f"{tier.name}: exit {code}: {stderr.strip()[-1500:]}", file=sys.stderr)
-                rows.append((tier, walls, codes, said, spent))
+        # Bytecode for every module, as an installed copy has (the warm-up import writes it).
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(work / "pyc"),
+               "XDG_DATA_HOME": str(work / "xdg")}
+        warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run([sys.executable, "-c", "import linkcheck.cli, linkcheck.bench.runner, linkcheck.app.offline, "
+                        "linkcheck.app.accept, linkcheck.accept.judge, linkcheck.app.cluster_check"],
+                       env=warm, check=False)
+        for layout in dict.fromkeys(options.layout or LAYOUTS):
+            (work / layout).mkdir()
+            rows += _layout(layout, work / layout, env, options)
     _print(rows)
 
 
-def _off(planned: float | None, wall: float) -> str:
-    return "-" if planned is None else f"{100 * (planned - wall) / wall:+.0f}%"
+def _flag(value: float, bad: bool) -> str:
+    return f"{value:.2f}{'!' if bad else ' '}"
 
 
-def _print(rows: list[tuple[Tier, list[float], set[int], float | None, Spent]]) -> None:
-    print(f"healthy lab (tests/lab, 2 paths), {os.cpu_count()} CPUs; wall time of one linkcheck process, "
-          "start-up included")
-    print(f"{'tier':<21} {'planned':>8} {'said':>7} {'measured':>9} {'min-max':>12} {'off':>9} "
-          f"{'rounds':>6} {'-D sum':>7} {'NCCL':>6} {'outside':>7} {'per round':>9}  runs exit")
-    inspection = statistics.median(rows[0][1]) if rows and rows[0][0].name == "check" else 0.0
-    for tier, walls, codes, said, spent in rows:
-        wall = statistics.median(walls)
-        outside = wall - spent.traffic_s - spent.nccl_s
-        per_round = (outside - inspection) / spent.rounds if spent.rounds else None
-        shown = "-" if said is None else f"{said:.0f} s"
-        print(f"{tier.name:<21} {tier.planned_s:>6.1f} s {shown:>7} {wall:>7.1f} s "
-              f"{f'{min(walls):.1f}-{max(walls):.1f} s':>12} {_off(tier.planned_s, wall):>4}/{_off(said, wall):>4} "
-              f"{spent.rounds:>6} {spent.traffic_s:>5.0f} s {spent.nccl_s:>4.1f} s {100 * outside / wall:>6.1f}% "
-              f"{'-' if per_round is None else f'{per_round:.2f} s':>9}  {len(walls):>4} "
-              f"{','.join(map(str, sorted(codes)))}")
-        if tier.note:
-            print(f"  {tier.name}: {tier.note}")
-    print("planned: linkcheck/accept/budget.py from the profile and the expected paths; said: the plan the run "
-          "said last on stderr (once the inspection found the paths and the NCCL size the memory allows; `check` "
-          "says none off a terminal); off: (planned - measured) / measured, for each; -D sum: the seconds of "
-          "ib_write_bw traffic the bundle's rounds asked for (last run); NCCL: its all_gather_perf run (mpirun "
-          "included); outside: the share of the wall time outside both; per round: that time, less the `check` "
-          "tier's wall time (start-up and inspection), per round run")
+def _s(seconds: float | None, digits: int) -> str:
+    return "-" if seconds is None else f"{seconds:.{digits}f} s"
+
+
+def _print(rows: list[Row]) -> None:
+    print(f"healthy labs (tests/lab), {os.cpu_count()} CPUs; wall time of one linkcheck process, start-up included")
+    print(f"{'layout':<7} {'tier':<21} {'runs':>4} {'exit':>4} {'measured':>8} {'min-max':>11} {'planned':>7} "
+          f"{'said':>6} {'floor':>6} {'w/floor':>7} {'w/said':>6} {'rounds':>6} {'-D sum':>6} {'NCCL':>5} "
+          f"{'outside':>7} {'per round':>9}")
+    inspection: dict[str, float] = {r.layout: statistics.median(r.walls) for r in rows if r.tier.name == "check"}
+    for row in rows:
+        wall = statistics.median(row.walls)
+        last = row.spent[-1]
+        traffic = statistics.median(s.traffic_s + s.nccl_s for s in row.spent)
+        insp = inspection.get(row.layout, 0.0)
+        floor = insp + traffic if traffic else None
+        outside = wall - last.traffic_s - last.nccl_s
+        per_round = (outside - insp) / last.rounds if last.rounds else None
+        w_floor = "-" if floor is None else _flag(wall / floor, wall / floor > FLOOR_RATIO)
+        w_said = "-" if row.said is None else _flag(wall / row.said, abs(wall / row.said - 1) > PLAN_TOLERANCE)
+        print(f"{row.layout:<7} {row.tier.name:<21} {len(row.walls):>4} {','.join(map(str, sorted(row.codes))):>4} "
+              f"{wall:>6.1f} s {f'{min(row.walls):.1f}-{max(row.walls):.1f} s':>11} {_s(row.tier.planned_s, 1):>7} "
+              f"{_s(row.said, 0):>6} {_s(floor, 1):>6} {w_floor:>7} {w_said:>6} {last.rounds:>6} "
+              f"{last.traffic_s:>4.0f} s {last.nccl_s:>3.1f} s {100 * outside / wall:>6.1f}% {_s(per_round, 2):>9}")
+        if row.tier.note:
+            print(f"  {row.tier.name}: {row.tier.note}")
+    print("planned: linkcheck/accept/budget.py from the profile and the expected paths (a pair's; a cluster's plan is "
+          "known only once its inspection has shown the schedule); said: the plan the run said last on stderr; "
+          "floor: the layout's inspection (its `check` median) plus the -D seconds of the ib_write_bw rounds its "
+          f"bundles record and their NCCL run (median of the runs); w/floor: wall / floor, `!` above {FLOOR_RATIO}; "
+          f"w/said: wall / said, `!` more than {100 * PLAN_TOLERANCE:.0f} % off; rounds, -D sum, NCCL: the last "
+          "run's bundle (a round once however many tests ran side by side in it; NCCL: its all_gather_perf run, "
+          "mpirun included); outside: the share of the wall time outside both; per round: that time, less the "
+          "layout's `check` wall time (start-up and inspection), per round run")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,10 @@ process, start-up included. Needs root (the lab); run it with no other lab
 running (they share the CPUs), from the repository root:
 
     python benchmarks/tiers.py [--layout pair|ring3|switch4]... [--runs N] [--accept-duration S]
-        [--accept-repetitions N] [--no-accept]
+        [--accept-repetitions N] [--no-accept] [--keep DIR]
+
+`--keep DIR` works in DIR (a new directory) and leaves every run's saved bundle there
+(DIR/<layout>/saved-<layout>-<tier>-<n>), to read where the time went.
 """
 
 from __future__ import annotations
@@ -198,13 +201,17 @@ def main() -> None:
     parser.add_argument("--accept-duration", type=int, default=None, help="-D of accept's rounds (reduced run)")
     parser.add_argument("--accept-repetitions", type=int, default=None, help="accept's repetitions (reduced run)")
     parser.add_argument("--no-accept", dest="accept", action="store_false")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="work in DIR, a new directory, and leave every run's saved bundle there")
     options = parser.parse_args()
     reason = lab_skip_reason()
     if reason:
         raise SystemExit(f"cannot run: {reason}")
+    if options.keep is not None:
+        options.keep.mkdir(parents=True)  # a new directory: never runs over what is there
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="lc-tiers-") as tmp:
-        work = Path(tmp)
+        work = options.keep.resolve() if options.keep is not None else Path(tmp)
         # Bytecode for every module, as an installed copy has (the warm-up import writes it).
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(work / "pyc"),
                "XDG_DATA_HOME": str(work / "xdg")}

@@ -208,7 +208,10 @@ def main() -> None:
     if reason:
         raise SystemExit(f"cannot run: {reason}")
     if options.keep is not None:
-        options.keep.mkdir(parents=True)  # a new directory: never runs over what is there
+        try:
+            options.keep.mkdir(parents=True)  # a new directory: never runs over what is there
+        except OSError as exc:
+            raise SystemExit(f"--keep {options.keep}: {exc.strerror or exc}; name a new directory") from exc
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="lc-tiers-") as tmp:
         work = options.keep.resolve() if options.keep is not None else Path(tmp)

@@ -178,7 +178,7 @@ def _fixes(steps: Sequence[str], printed: set[str]) -> list[RenderableType]:
 
 def print_report(outcome: Outcome, console: Console, *, show_all: bool = False, verdict: bool = True) -> None:
     """Nodes, traffic, findings (causes first), what was not judged, notes, then (with `verdict`) the diagnosis's
-    verdict line; `print_outcome` leaves that line to the summary, which ends the output."""
+    verdict line; `print_console` leaves that line to the summary, which ends the output."""
     link, diagnosis = outcome.link, outcome.diagnosis
     console.print(node_table(link))
     for part in (bench_table(outcome, acceptance(outcome)), nccl_line(link)):

@@ -49,6 +49,7 @@ from linkcheck.report.tables import (
     verdict_line,
 )
 from linkcheck.report.timing import Timing, seconds
+from linkcheck.report.verdict import BundleVerdict
 from linkcheck.values import evidence_value, gbps, yes_no
 
 # XML 1.0 cannot hold these even escaped (shown() already made C0/C1 controls visible).
@@ -199,6 +200,13 @@ def _repair_suite(root: ET.Element, outcome: Outcome) -> list[str]:
     return kinds
 
 
+def _verdict_out(suite: ET.Element, decided: BundleVerdict, own: str) -> None:
+    """The suite's output (GitLab shows no property): the bundle's verdict line where an acceptance decided it, then
+    the diagnosis's own line (a pair's, or a cluster's check's with its layout)."""
+    said = [*([decided.line] if decided.by_acceptance else []), own]
+    ET.SubElement(suite, "system-out").text = xml_text("\n".join(said), multiline=True)
+
+
 def tally(element: ET.Element, kinds: list[str]) -> None:
     tallies = {"tests": len(kinds), "failures": kinds.count("failure"), "errors": kinds.count("error"),
                "skipped": kinds.count("skipped")}
@@ -250,8 +258,7 @@ def _pair(root: ET.Element, outcome: Outcome, timing: Timing) -> list[str]:
              for f, name, time in zip(diagnosis.findings, case_names(diagnosis.findings), times, strict=True)]
     suite.set("time", seconds(sum(times)))
     tally(suite, kinds)
-    said = [decided.line, *([verdict_line(outcome)] if decided.by_acceptance else [])]
-    ET.SubElement(suite, "system-out").text = xml_text("\n".join(said), multiline=True)
+    _verdict_out(suite, decided, verdict_line(outcome))
     if diagnosis.notes:
         ET.SubElement(suite, "system-err").text = xml_text("\n".join(diagnosis.notes), multiline=True)
     return kinds
@@ -290,10 +297,8 @@ def _cluster_suite(root: ET.Element, check: ClusterCheck, nodes: set[str]) -> li
     wide = tuple(f for f in view.diagnosis.findings if f.subject not in nodes)
     kinds = [finding_case(suite, f, name, "cluster") for f, name in zip(wide, case_names(wide), strict=True)]
     tally(suite, kinds)
-    ET.SubElement(suite, "system-out").text = xml_text(
-        (f"{decided.line}\n" if decided.by_acceptance else "") +
-        f"verdict: {check.verdict.value} (exit {int(check.exit_code)}), layout {topo.layout}, "
-        f"{len(topo.nodes)} nodes: {', '.join(topo.nodes)}", multiline=True)
+    _verdict_out(suite, decided, f"verdict: {check.verdict.value} (exit {int(check.exit_code)}), layout {topo.layout}, "
+                f"{len(topo.nodes)} nodes: {', '.join(topo.nodes)}")
     errors = [*([f"traffic: {check.traffic_error}"] if check.traffic_error else []),
               *(f"node {n} not inspected: {why}" for n, why in sorted(view.errors.items())), *view.diagnosis.notes]
     if errors:

@@ -39,7 +39,6 @@ from linkcheck.cli.common import (
     checked_save,
     offline_config,
     out,
-    out_fitted,
     quiet_libraries,
     say,
     warn_unverified,
@@ -51,10 +50,11 @@ from linkcheck.config import Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UsageError
 from linkcheck.report.acceptance import cluster_verdict
-from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
-from linkcheck.report.cluster_prometheus import write_cluster_textfile
+from linkcheck.report.markdown import render_markdown
+from linkcheck.report.output import print_outcome
 from linkcheck.report.progress import ConsoleProgress
-from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.prometheus import check_textfile_path, write_textfile
+from linkcheck.report.topology import view_json, view_text
 from linkcheck.report.writer import check_output_path, write_output
 
 
@@ -121,7 +121,7 @@ def check_over_cluster(named: ClusterNames, config: Path | None, accept: bool, f
     for line in finish_cluster_run(result, bundle, target, command, baseline.name if baseline else None):
         say(f"linkcheck: {line}")
     if prometheus is not None:
-        write_cluster_textfile(prometheus, result)
+        write_textfile(prometheus, result)
     emit_cluster(result, fmt, report, show_all)
     if baseline is None:
         say(f"bundle saved to {target}")
@@ -170,15 +170,12 @@ def emit_cluster(result: ClusterCheck, fmt: Format, report: Path | None, show_al
     """A cluster's check as text or JSON on stdout (only its one verdict line with --quiet; the text with the passed
     findings too when `show_all`: JSON holds every finding anyway), and its Markdown report to `report`."""
     if report is not None:
-        write_output(report, check_markdown(result), "--report")
+        write_output(report, render_markdown(result), "--report")
         say(f"report written to {report}")
     if FLAGS.quiet:
         say(cluster_verdict(result).line)  # -q: the bundle's one verdict line, as a pair's
     else:
-        if fmt is Format.json:
-            out(check_json(result))
-        else:
-            out_fitted(check_text(result, show_all))  # within the terminal, as a pair's console report
+        print_outcome(result, as_json=fmt is Format.json, show_all=show_all)  # the text within the terminal
 
 
 def init_cluster(named: ClusterNames, config: Path | None, output: Path, *, force: bool, accept: bool) -> None:

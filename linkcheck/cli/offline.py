@@ -50,11 +50,9 @@ from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_lines, record_to_json
 from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
-from linkcheck.report.cluster_formats import cluster_renderer
-from linkcheck.report.cluster_prometheus import write_cluster_textfile
 from linkcheck.report.fit import fit
 from linkcheck.report.formats import renderer
-from linkcheck.report.prometheus import check_textfile_path
+from linkcheck.report.prometheus import check_textfile_path, write_textfile
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
@@ -83,7 +81,7 @@ def diagnose(
         against = cluster_baseline(baseline) if baseline else None
         result = judge_cluster_bundle(bundle, playbook, config, allow_unverified, against)
         if prometheus is not None:
-            write_cluster_textfile(prometheus, result)
+            write_textfile(prometheus, result)
         emit_cluster(result, fmt, None, show_all)
         raise typer.Exit(cluster_verdict(result).exit_code)
     record = run_record("diagnose", baseline, prometheus, history=record_run) \
@@ -108,12 +106,12 @@ def report(
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report: JSON, JUnit XML, Markdown, HTML or Prometheus."""
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
+    render = renderer(fmt)
     if is_cluster_bundle(bundle):
         result = judge_cluster_bundle(bundle, playbook, config, allow_unverified)
         decided = cluster_verdict(result)
-        _write_report(cluster_renderer(fmt)(result), target, decided.line)
+        _write_report(render(result), target, decided.line)
         raise typer.Exit(decided.exit_code)
-    render = renderer(fmt)
     outcome = diagnose_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
                               warn=warn_unverified)
     text = render(outcome)

@@ -1,4 +1,6 @@
-"""The console report: both nodes side by side, the traffic results, then findings with evidence and fix."""
+"""The console report: both nodes side by side, the traffic results, then findings with evidence and fix, the
+acceptance, the repair plan and the summary last; a cluster's as plain lines: its topology, the per-cable table, the
+N x N matrix, each test's findings."""
 
 from __future__ import annotations
 
@@ -13,23 +15,40 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from linkcheck.accept.text import HEADER, closing_line, headline, marked_column, non_standard_line, reasons, row
+from linkcheck.accept.text import (
+    HEADER,
+    closing_line,
+    cluster_acceptance_text,
+    headline,
+    marked_column,
+    non_standard_line,
+    reasons,
+    row,
+)
 from linkcheck.accept.text import evidence_lines as tested_lines
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import Outcome
-from linkcheck.report.acceptance import acceptance
+from linkcheck.report.acceptance import acceptance, cluster_summary, pair_summary, tested
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.console_fix import fix_parts
-from linkcheck.report.fit import fit_line
+from linkcheck.report.fit import fit, fit_line
+from linkcheck.report.judged import Judged
+from linkcheck.report.repair import plan_text_lines, repair_plan
 from linkcheck.report.safe_text import shown
-from linkcheck.report.stdout import output_error, stdout_gone
-from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
+from linkcheck.report.stdout import output_error, stdout_gone, write_stdout
+from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text, summary_text
 from linkcheck.report.tables import (
+    CABLE_HEADER,
     TRAFFIC_HEADER,
+    cable_finding_lines,
+    cable_rows,
     cited,
+    cluster_nccl_text,
     evidence_lines,
     identity_lines,
+    matrix_rows,
     nccl_text,
     not_run_lines,
     pin_text,
@@ -37,8 +56,9 @@ from linkcheck.report.tables import (
     traffic_rows,
     verdict_line,
 )
+from linkcheck.report.topology import view_text
 from linkcheck.report.verdict import ACCEPT_VERDICT
-from linkcheck.values import pcie
+from linkcheck.values import aligned, pcie
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
@@ -158,7 +178,7 @@ def _fixes(steps: Sequence[str], printed: set[str]) -> list[RenderableType]:
 
 def print_report(outcome: Outcome, console: Console, *, show_all: bool = False, verdict: bool = True) -> None:
     """Nodes, traffic, findings (causes first), what was not judged, notes, then (with `verdict`) the diagnosis's
-    verdict line; `print_outcome` leaves that line to the summary, which ends the output."""
+    verdict line; `print_console` leaves that line to the summary, which ends the output."""
     link, diagnosis = outcome.link, outcome.diagnosis
     console.print(node_table(link))
     for part in (bench_table(outcome, acceptance(outcome)), nccl_line(link)):
@@ -255,12 +275,48 @@ def _console() -> Console:
     return _Console(emoji=False)  # `:name:` stays text
 
 
-def print_console_report(outcome: Outcome, *, show_all: bool, verdict: bool = True) -> None:
-    """The console report on stdout; a full or closed stdout is one line (exit 74)."""
+def print_console(judged: Judged, *, show_all: bool = False) -> None:
+    """The console report of a pair or a cluster on stdout (with `show_all` the passed findings too), ending with
+    the summary and the bundle's one verdict line, each line within the terminal's width. A reader that stops early
+    (`| head`) ends the output, never the exit code; a full or closed stdout is one line (exit 74)."""
+    if isinstance(judged, ClusterCheck):
+        write_stdout(fit(shown(_cluster_text(judged, show_all), multiline=True)) + "\n")
+        return
     try:
-        print_report(outcome, _console(), show_all=show_all, verdict=verdict)
+        print_report(judged, _console(), show_all=show_all, verdict=False)  # the summary's line ends the output
     except (OSError, ValueError) as exc:
         raise output_error(exc) from None
+    doc = acceptance(judged)  # `accept`'s record, or why it is not shown
+    if doc is not None:
+        print_acceptance(doc, "" if "problem" in doc else tested(judged, doc), closing=False)
+    plan, problem = repair_plan(judged)  # `fix`'s plan, or why it is not shown
+    if plan is not None or problem is not None:
+        print_lines(["repair plan:", *(plan_text_lines(plan) if plan is not None else [problem or ""])])
+    print_summary(pair_summary(judged))  # last: what a terminal keeps in view, ending with the one verdict
+
+
+def _cluster_text(check: ClusterCheck, show_all: bool = False) -> str:
+    """The cluster check for a person: the topology view, the per-test table (directions named by the pair view's
+    ends: a is the first node of the test's label), the N x N matrix, the tests' findings with their fixes (with
+    `show_all` the passed ones too), the NCCL run, the verdict, the acceptance and the summary."""
+    lines = view_text(check.view, show_all).splitlines()[:-1]  # its verdict is the cluster rules' alone
+    if check.cables:
+        lines += ["", "tests (Gb/s, both twins at once; a is the first node named):",
+                  *aligned([list(CABLE_HEADER), *cable_rows(check)])]
+        head, rows = matrix_rows(check)
+        lines += ["", "matrix (Gb/s from row to column, both twins at once):", *aligned([head, *rows])]
+        lines += cable_finding_lines(check, show_all)
+    nccl = cluster_nccl_text(check)
+    lines += ["", f"nccl: {nccl}"] if nccl else []
+    if check.traffic_error:
+        lines.append(f"traffic: {check.traffic_error}")
+    lines.append(f"verdict: {check.verdict.value}")
+    lines = [shown(line) for line in lines]  # one line each, whatever a node's text holds
+    doc = check.acceptance  # the bundle's acceptance after the check
+    if doc is not None:
+        lines += ["", f"acceptance: {doc['problem']}" if "problem" in doc else
+                  cluster_acceptance_text(doc, closing=False)]
+    return "\n".join([*lines, "", *summary_text(cluster_summary(check))])  # last: the bundle's one verdict
 
 
 def print_acceptance(doc: dict[str, Any], test_line: str = "", *, closing: bool = True) -> None:

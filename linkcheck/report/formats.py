@@ -1,4 +1,5 @@
-"""The report formats of `linkcheck report`: name -> render function (Outcome -> text).
+"""The report formats of `linkcheck report`: name -> render function, each taking a pair's or a cluster's record
+(report/judged.py) and returning the file's text.
 
 To add a format, add its render function here.
 """
@@ -11,15 +12,17 @@ from linkcheck.errors import UsageError
 from linkcheck.outcome import Outcome
 from linkcheck.report.html import render_html
 from linkcheck.report.json_report import render_json
+from linkcheck.report.judged import Judged
 from linkcheck.report.junit import render_junit
 from linkcheck.report.markdown import render_markdown
 from linkcheck.report.prometheus import render_prometheus
 
-Renderer = Callable[[Outcome], str]
+Renderer = Callable[[Judged], str]
 
 
-def _json(outcome: Outcome) -> str:
-    return render_json(outcome) + "\n"
+def _json(judged: Judged) -> str:
+    # A cluster's JSON report has always ended without a newline; kept as it was, byte for byte.
+    return render_json(judged) + ("\n" if isinstance(judged, Outcome) else "")
 
 
 FORMATS: dict[str, Renderer] = {

@@ -26,7 +26,7 @@ from linkcheck.facts.snapshot import pair_id, pair_key
 from linkcheck.model import Status
 from linkcheck.outcome import Outcome
 from linkcheck.parsers.nccl_tests import NcclTestRow, parse_nccl_tests
-from linkcheck.report.json_report import acceptance_document
+from linkcheck.report.acceptance import acceptance
 from linkcheck.report.published import PUBLISHED_PATH_GBPS, PUBLISHED_TOTAL_GBPS
 from linkcheck.report.safe_text import shown
 from linkcheck.report.tables import threshold
@@ -120,7 +120,7 @@ def _floors(outcome: Outcome) -> tuple[str, dict[str, list[tuple[float, str]]]]:
     """(whose thresholds, per group kind the floors the verdict used with their labels): for a bundle that holds an
     acceptance, the line that decided each of its checks (the fail line a FAIL missed, never a warning line beside
     it), else the throughput rules' own."""
-    doc = acceptance_document(outcome)
+    doc = acceptance(outcome)
     if doc is not None and "problem" not in doc:
         profile = (doc.get("profile") or {}).get("name") or "?"
         floors: dict[str, list[tuple[float, str]]] = {}
@@ -238,7 +238,7 @@ def _nccl_floor(outcome: Outcome) -> tuple[float, str] | None:
     """The line that judged the collective's bus bandwidth, labelled: the acceptance's nccl_busbw_gbs check's
     deciding line, else NCCL_BUSBW_LOW's: its fail line when it failed, else its warning line (the one a pass
     cleared and a warning missed)."""
-    doc = acceptance_document(outcome)
+    doc = acceptance(outcome)
     if doc is not None and "problem" not in doc:
         check = next((c for c in doc.get("checks", []) if isinstance(c, dict) and c.get("id") == "nccl_busbw_gbs"),
                      None)

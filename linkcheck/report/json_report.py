@@ -1,4 +1,5 @@
-"""The machine-readable report: a versioned JSON document with the verdict, facts and every finding."""
+"""The machine-readable report: a JSON document with the verdict, facts and every finding; a pair's versioned, a
+cluster's with the topology view's keys, every test (cable) and the N x N matrix."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import json
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.accept.record import bundle_acceptance
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.outcome import Outcome
 from linkcheck.records import plain
-from linkcheck.report.acceptance import pair_summary
+from linkcheck.report.acceptance import acceptance, cluster_summary, pair_summary
+from linkcheck.report.judged import Judged
 from linkcheck.report.repair import repair_document
 from linkcheck.report.summary import summary_document
-from linkcheck.strict_json import finite_only
+from linkcheck.report.tables import DIRECTIONS, direction_gbps, matrix, named_direction
+from linkcheck.report.topology import view_json
+from linkcheck.strict_json import dumps, finite_only
 
 SCHEMA = "linkcheck-report"
 SCHEMA_VERSION = 1
@@ -75,19 +79,38 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
         "bench": _bench(outcome.link),
         "findings": [f.to_dict() for f in diagnosis.findings],
         "notes": list(diagnosis.notes),
-        "acceptance": acceptance_document(outcome),
+        "acceptance": acceptance(outcome),
         "repair": repair_document(outcome),  # the bundle's `linkcheck fix` plan, when it holds one
     }
 
 
-def acceptance_document(outcome: Outcome) -> dict[str, Any] | None:
-    """The bundle's acceptance.json (`linkcheck accept`), when the manifest vouches for it; else None, or
-    {"problem": ...} saying why the one there is not shown."""
-    return bundle_acceptance(outcome.bundle.path, outcome.bundle.unverified)
-
-
-def render_json(outcome: Outcome) -> str:
-    """The document as strict JSON: a non-finite number (a rate of `nan`) is null, with a note saying where."""
-    document, spots = finite_only(report_document(outcome))
+def render_json(judged: Judged) -> str:
+    """A pair's or a cluster's report as strict JSON: a non-finite number (a rate of `nan`) is null (a pair's
+    document notes where)."""
+    if isinstance(judged, ClusterCheck):
+        return _cluster(judged)
+    document, spots = finite_only(report_document(judged))
     document["notes"] += [f"{spot}: not a finite number, written as null" for spot in spots]
     return json.dumps(document, indent=2, default=str, allow_nan=False)
+
+
+def _cluster(check: ClusterCheck) -> str:
+    """The cluster check as one JSON document: the topology view's keys, then `tests` (each test's nodes, round,
+    pass, state, per-direction totals, every run and finding), `matrix` and the overall verdict."""
+    data = json.loads(view_json(check.view))
+    data["cluster_verdict"] = data.pop("verdict")
+    data["tests"] = [{
+        "label": r.test.label, "a": r.test.a, "b": r.test.b, "round": r.test.round, "pass": r.test.pass_no,
+        "switched": r.test.switched, "state": r.state, "verdict": r.verdict.value, "problem": r.problem,
+        "lowest_gbps": r.lowest_gbps,
+        "totals_gbps": {named_direction(r, d): direction_gbps(r, d) for d in DIRECTIONS},
+        "runs": [{**plain(run), "direction": named_direction(r, run.direction)} for run in r.link.bench.rdma],
+        "not_run": [plain(n) for n in r.link.bench.not_run],
+        "findings": [f.to_dict() for f in r.findings]} for r in check.cables]
+    data["matrix"] = matrix(check)
+    data["nccl"] = plain(check.facts.nccl, properties=True) if check.facts.nccl is not None else None
+    data["traffic_error"] = check.traffic_error
+    data["verdict"] = check.verdict.value
+    data["acceptance"] = check.acceptance  # the bundle's acceptance.json, {"problem": ...} when not shown, or None
+    data["summary"] = summary_document(cluster_summary(check))  # the bundle's verdict, causes, not judged
+    return dumps(data, indent=2)

@@ -1,4 +1,5 @@
-"""The Markdown report, for a support ticket or a pull request: verdict, nodes, traffic, findings with fix."""
+"""The Markdown report, for a support ticket or a pull request: verdict, nodes, traffic, findings with fix; a
+cluster's with its layout, the per-cable table and the N x N matrix."""
 
 from __future__ import annotations
 
@@ -7,24 +8,40 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from linkcheck.accept import text as accept_text
-from linkcheck.accept.text import HEADER, headline, marked_column, non_standard_line, reasons, row
+from linkcheck.accept.text import (
+    HEADER,
+    TEST_HEADER,
+    cluster_checks,
+    headline,
+    layout_line,
+    marked_column,
+    non_standard_line,
+    per_test_rows,
+    reasons,
+    row,
+)
+from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
-from linkcheck.report.json_report import acceptance_document
+from linkcheck.report.judged import Judged
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
 from linkcheck.report.tables import (
     ADVISE_HINT,
+    CABLE_HEADER,
     LATENCY_HEADER,
     TRAFFIC_HEADER,
+    cable_finding_lines,
+    cable_rows,
     cited,
-    diagnosis_line,
+    cluster_nccl_text,
     evidence_lines,
     latency_rows,
+    matrix_rows,
     nccl_text,
     node_rows,
     not_run_lines,
@@ -112,7 +129,7 @@ def _latency(outcome: Outcome) -> list[str]:
 
 def _acceptance(outcome: Outcome) -> list[str]:
     """The bundle's acceptance (`linkcheck accept`): verdict, each check against its threshold, why not PASS."""
-    return acceptance_section(acceptance_document(outcome), lambda doc: acc.tested(outcome, doc), _pair_checks)
+    return acceptance_section(acc.acceptance(outcome), lambda doc: acc.tested(outcome, doc), _pair_checks)
 
 
 def table(head: Sequence[str], align: list[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -219,15 +236,26 @@ def summary_section(summary: Summary) -> list[str]:
     return lines
 
 
-def render_markdown(outcome: Outcome) -> str:
+def _head(title: str, summary: Summary) -> list[str]:
+    """The report's head: its title, the bundle's one verdict in bold, and beneath it the diagnosis's line where an
+    acceptance decided."""
+    lines = [f"# {title}", "", f"**{md(summary.verdict)}**", ""]
+    return lines + ([md(summary.diagnosis), ""] if summary.by_acceptance else [])
+
+
+def render_markdown(judged: Judged) -> str:
+    """A pair's or a cluster's report as one Markdown document."""
+    return "\n".join(_cluster(judged) if isinstance(judged, ClusterCheck) else _pair(judged))
+
+
+def _pair(outcome: Outcome) -> list[str]:
     diagnosis = outcome.diagnosis
     bundle = outcome.bundle
-    decided = acc.bundle_verdict(outcome)
-    lines = ["# linkcheck report", "", f"**{md(decided.line)}**", ""]
-    lines += [md(diagnosis_line(outcome)), ""] if decided.by_acceptance else []
+    summary = acc.pair_summary(outcome)
+    lines = _head("linkcheck report", summary)
     lines += [f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
               f"linkcheck {md(bundle.tool_version or '?')})", ""]
-    lines += summary_section(acc.pair_summary(outcome))
+    lines += summary_section(summary)
     lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _nccl_loaded(outcome)
     lines += _traffic(outcome) + _latency(outcome)
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
@@ -243,4 +271,44 @@ def render_markdown(outcome: Outcome) -> str:
         lines.append("")
     if diagnosis.notes:
         lines += ["## Notes", "", *(f"- {md(note)}" for note in diagnosis.notes), ""]
-    return "\n".join(lines)
+    return lines
+
+
+def _cluster(check: ClusterCheck) -> list[str]:
+    """A cluster's report: verdict, layout, the summary, the acceptance, the per-cable table and the matrix, the NCCL
+    run across the nodes, the findings."""
+    topo = check.view.topology
+    summary = acc.cluster_summary(check)
+    out = _head(f"linkcheck cluster check: {summary.verdict_word.upper()}", summary)
+    out += [f"Layout: {md(topo.layout)}, {len(topo.nodes)} nodes ({md(', '.join(topo.nodes))}); "
+            f"{md(topo.standing)}.", ""]
+    out += summary_section(summary)
+    out += acceptance_section(check.acceptance, acc.parameters, _cluster_checks)
+    for head, rows, title in ((list(CABLE_HEADER), cable_rows(check), "Tests"), (*matrix_rows(check), "Matrix")):
+        if not rows:
+            continue
+        out += [f"## {title}", "", "| " + " | ".join(md(h) for h in head) + " |",
+                "|" + "---|" * len(head), *("| " + " | ".join(md(c) for c in row) + " |" for row in rows), ""]
+    findings = [f"- **{f.status.value.upper()} {f.rule_id}** ({md(f.subject)}): {md(f.message)}"
+                for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
+    findings += [f"- {md(line)}" if not line.startswith("  ") else f"  - {md(line.strip())}"
+                 for line in cable_finding_lines(check)]
+    nccl = cluster_nccl_text(check)
+    if nccl:
+        out += ["## NCCL across the nodes", "", md(nccl), ""]
+    if findings:
+        out += ["## Findings", "", *findings, ""]
+    return out
+
+
+def _cluster_checks(doc: dict[str, Any]) -> list[str]:
+    """A cluster's acceptance checks: each test's verdict and lowest rates, the checks that did not pass and the NCCL
+    run's (every check is in the JSON report), the findings and notes that count."""
+    listed = cluster_checks(doc)
+    lines = [md(layout_line(doc)), "", *table(TEST_HEADER, ["---", "---:", "---", "---:", "---:", "---"],
+                                              per_test_rows(doc))]
+    lines += ["", *acceptance_table(listed)] if listed else []
+    passed = len(acc.checks(doc)) - len(listed)
+    lines += ["", f"{passed} passing checks of the tests are not listed: `linkcheck report BUNDLE -f json` has every "
+              "one (`acceptance.checks`)."] if passed else []
+    return lines + bullets(reasons(doc, checks=False))

@@ -1,4 +1,8 @@
-"""The node_exporter textfile format: the verdict, each run's bandwidth and the findings as Prometheus gauges.
+"""The node_exporter textfile format: the verdict, each run's bandwidth and the findings as Prometheus gauges, for
+a pair (a cluster of one cable) and a cluster with the same names: a cable's series carry its `cable` label, a
+direction is named by its nodes, a node's finding by `node`, so a dashboard draws the N x N matrix and alerts on the
+cable or node that went slow. A cluster's names of the release before (`linkcheck_cluster_*`) are written beside them
+as aliases for one release (ALIASES), with their old labels.
 
 Names and units follow Prometheus conventions (base units: bytes per second, seconds; `_info` for identity,
 `_ratio` for ratios). No IP address or GID is ever a label. The textfile collector does not accept timestamps,
@@ -10,23 +14,25 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from linkcheck import __version__
 from linkcheck.accept.text import check_tests, deciding_margin, non_standard
+from linkcheck.cluster.cables import FIRST_PASS
 from linkcheck.cluster.topology import Topology, infer_topology
-from linkcheck.cluster_outcome import cable_state
+from linkcheck.cluster_outcome import CableResult, ClusterCheck, cable_state
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
+from linkcheck.outcome import Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second, scaled
+from linkcheck.report.judged import Judged
 from linkcheck.report.repair import repair_plan
+from linkcheck.report.tables import DIRECTIONS, named_direction
+from linkcheck.report.verdict import BundleVerdict
 from linkcheck.report.writer import check_output_path, write_output
 from linkcheck.values import yes_no
-
-if TYPE_CHECKING:
-    from linkcheck.outcome import Outcome
 
 CABLE_STATES = ("pass", "slow", "inconclusive")
 
@@ -161,22 +167,39 @@ def _repair(m: Metrics, outcome: Outcome) -> None:
              [({"node": node}, len(plan.for_node(node))) for node in ("a", "b")])
 
 
-def render_prometheus(outcome: Outcome) -> str:
-    """The outcome as a node_exporter textfile (ends with a newline)."""
-    link, diagnosis, m = outcome.link, outcome.diagnosis, Metrics()
+def render_prometheus(judged: Judged) -> str:
+    """A pair's or a cluster's report as a node_exporter textfile (ends with a newline)."""
+    m = Metrics()
+    if isinstance(judged, ClusterCheck):
+        _cluster(m, judged)
+    else:
+        _pair(m, judged)
+    return m.text()
+
+
+def _one_hot(chosen: Verdict) -> list[tuple[Labels, float]]:
+    return [({"verdict": v.value}, 1 if chosen is v else 0) for v in Verdict]
+
+
+def _verdict_families(m: Metrics, decided: BundleVerdict, own: Verdict) -> None:
+    """The bundle's verdict (an acceptance's where it holds one) and exit code, and the diagnosis's own verdict (a
+    pair's, or a cluster's check's)."""
+    m.family("linkcheck_verdict", "The bundle's verdict (that of its `linkcheck accept` run where it holds one, "
+             "DEGRADED as warn), one-hot over pass, warn, fail and inconclusive.", _one_hot(decided.verdict))
+    m.family("linkcheck_exit_code", "The exit code linkcheck returned for this run.", [({}, decided.exit_code)])
+    m.family("linkcheck_diagnosis_verdict", "The diagnosis's own verdict, one-hot over pass, warn, fail and "
+             "inconclusive (the same as linkcheck_verdict without an accept run).", _one_hot(own))
+
+
+def _pair(m: Metrics, outcome: Outcome) -> None:
+    """The pair's families, its one cable labelled as a cluster's cables are."""
+    link, diagnosis = outcome.link, outcome.diagnosis
     topology = pair_topology(outcome)
     # node_a and node_b: the pair's labels of the release before, deprecated (docs/reports.md), until the next.
     run_families(m, topology, {"a": link.a, "b": link.b}, outcome.bundle.created,
                  {"node_a": link.a.hostname or "unknown", "node_b": link.b.hostname or "unknown"})
-    decided = acc.bundle_verdict(outcome)  # the acceptance's, where the bundle holds one
-    m.family("linkcheck_verdict", "The bundle's verdict (that of its `linkcheck accept` run where it holds one, "
-             "DEGRADED as warn), one-hot over pass, warn, fail and inconclusive.",
-             [({"verdict": v.value}, 1 if decided.verdict is v else 0) for v in Verdict])
-    m.family("linkcheck_exit_code", "The exit code linkcheck returned for this run.", [({}, decided.exit_code)])
-    m.family("linkcheck_diagnosis_verdict", "The diagnosis's own verdict, one-hot over pass, warn, fail and "
-             "inconclusive (the same as linkcheck_verdict without an accept run).",
-             [({"verdict": v.value}, 1 if diagnosis.verdict is v else 0) for v in Verdict])
-    cable = pair_cable(outcome, topology)  # the labels a cluster's series carry (report/cluster_prometheus.py)
+    _verdict_families(m, acc.bundle_verdict(outcome), diagnosis.verdict)
+    cable = pair_cable(outcome, topology)  # the labels a cluster's series carry
     m.family("linkcheck_node_inspected", "1 when the node answered the inspection, 0 when it could not be read.",
              [({"node": n}, 0 if n in outcome.bundle.collection_errors else 1) for n in ("a", "b")])
     m.family("linkcheck_rdma_bandwidth_bytes_per_second",
@@ -196,7 +219,178 @@ def render_prometheus(outcome: Outcome) -> str:
              _findings(outcome, cable))
     acceptance_families(m, acc.acceptance(outcome), cable)
     _repair(m, outcome)
-    return m.text()
+
+
+# The cluster's names of the release before and the names that replace them (docs/reports.md): still written, with
+# their old labels, until the next release.
+ALIASES = {
+    "linkcheck_cluster_info": "linkcheck_info",
+    "linkcheck_cluster_verdict": "linkcheck_verdict",
+    "linkcheck_cluster_exit_code": "linkcheck_exit_code",
+    "linkcheck_cluster_check_verdict": "linkcheck_diagnosis_verdict",
+    "linkcheck_cluster_node_inspected": "linkcheck_node_inspected",
+    "linkcheck_cluster_test_bandwidth_bytes_per_second": "linkcheck_rdma_concurrent_total_bytes_per_second",
+    "linkcheck_cluster_path_bandwidth_bytes_per_second": "linkcheck_rdma_bandwidth_bytes_per_second",
+    "linkcheck_cluster_test_state": "linkcheck_cable_state",
+    "linkcheck_cluster_test_finding": "linkcheck_finding",
+    "linkcheck_cluster_node_finding": "linkcheck_finding",
+    "linkcheck_cluster_finding": "linkcheck_finding",
+}
+
+
+def _alias(old: str) -> str:
+    return f"Deprecated alias of {ALIASES[old]}, written until the next release: "
+
+
+def cable_label(result: CableResult) -> str:
+    """A test's `cable` label: its label, and its pass where a switch's second pass met the two nodes again."""
+    return result.test.label if result.test.pass_no == FIRST_PASS else f"{result.test.label} pass {result.test.pass_no}"
+
+
+def _cable_totals(check: ClusterCheck) -> list[tuple[Labels, float]]:
+    """Per test and direction (named by its nodes), both twins at once: the lowest round's sum of the paths'
+    rates."""
+    return _lowest([({"cable": cable_label(r), "direction": named_direction(r, d)}, bytes_per_second(total))
+                    for r in check.cables for d, total in r.link.bench.totals("concurrent").items()
+                    if total is not None and d in DIRECTIONS])
+
+
+def _cable_paths(check: ClusterCheck) -> list[tuple[Labels, float]]:
+    """Per test, sending node, HCA, direction and mode, the lowest repetition (the pair's labels and `cable`)."""
+    return _lowest([({"cable": cable_label(r), "node": _ends(r, run.direction)["from"],
+                      "hca": run.device or run.path_key, "direction": named_direction(r, run.direction),
+                      "mode": run.mode}, bytes_per_second(run.gbps))
+                    for r in check.cables for run in r.link.bench.rdma
+                    if run.gbps is not None and run.direction in DIRECTIONS])
+
+
+def _cable_states(check: ClusterCheck) -> list[tuple[Labels, float]]:
+    """Each test's state, once (the same test twice, an unreached node's stand-in: the first is the one shown)."""
+    seen: set[str] = set()
+    out: list[tuple[Labels, float]] = []
+    for r in check.cables:
+        if (cable := cable_label(r)) not in seen:
+            seen.add(cable)
+            out += cable_state_samples(cable, r.test.a, r.test.b, r.verdict, r.link)
+    return out
+
+
+def _all_findings(check: ClusterCheck, nodes: dict[str, str]) -> list[tuple[Labels, float]]:
+    """Per rule and severity, the subjects that warn or fail: a test's named by `cable`, a node's by `node`, the
+    cluster's own with neither (as a pair's)."""
+    tests = [({"rule": f.rule_id, "severity": f.severity.value, "cable": cable_label(r)}, f)
+             for r in check.cables for f in r.findings]
+    view = [({"rule": f.rule_id, "severity": f.severity.value,
+              **({"node": nodes[f.subject]} if f.subject in nodes else {})}, f) for f in check.view.diagnosis.findings]
+    return finding_counts(tests + view)
+
+
+def _test_labels(result: CableResult) -> Labels:
+    return {"test": result.test.label, "pass": str(result.test.pass_no)}
+
+
+def _ends(result: CableResult, direction: str) -> Labels:
+    src, dst = named_direction(result, direction).split("->", 1)
+    return {"from": src, "to": dst}
+
+
+def _lowest(samples: list[tuple[Labels, float]]) -> list[tuple[Labels, float]]:
+    """One sample per label set, the lowest (as an acceptance judges repetitions): a series is never written twice."""
+    out: dict[tuple[tuple[str, str], ...], tuple[Labels, float]] = {}
+    for labels, value in samples:
+        key = tuple(labels.items())
+        if key not in out or value < out[key][1]:
+            out[key] = (labels, value)
+    return list(out.values())
+
+
+def _totals(check: ClusterCheck) -> list[tuple[Labels, float]]:
+    """Per test and direction, both twins at once: the lowest round's sum of the paths' rates."""
+    return _lowest([({**_test_labels(r), **_ends(r, d), "mode": "concurrent"}, bytes_per_second(total))
+                    for r in check.cables for d, total in r.link.bench.totals("concurrent").items()
+                    if total is not None and d in DIRECTIONS])
+
+
+def _paths(check: ClusterCheck) -> list[tuple[Labels, float]]:
+    """Per test, direction, HCA of the sending node and mode, the lowest repetition."""
+    return _lowest([({**_test_labels(r), **_ends(r, run.direction), "hca": run.device or run.path_key,
+                      "mode": run.mode}, bytes_per_second(run.gbps))
+                    for r in check.cables for run in r.link.bench.rdma
+                    if run.gbps is not None and run.direction in DIRECTIONS])
+
+
+def _states(check: ClusterCheck) -> list[tuple[Labels, float]]:
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[Labels, float]] = []
+    for r in check.cables:
+        key = (r.test.label, str(r.test.pass_no))
+        if key in seen:  # the same test twice (an unreached node's stand-in): the first is the one shown
+            continue
+        seen.add(key)
+        out += [({**_test_labels(r), "a": r.test.a, "b": r.test.b, "state": s}, 1 if r.state == s else 0)
+                for s in CABLE_STATES]
+    return out
+
+
+def _cluster(m: Metrics, check: ClusterCheck) -> None:
+    """The cluster check's families: the pair's names (a test's series named by its `cable`, a node's by `node`),
+    then the aliases."""
+    view = check.view
+    topo = view.topology
+    nodes = {f"node {n}": n for n in topo.nodes}
+    info = [({"layout": topo.layout, "supported": yes_no(topo.supported), "tool_version": __version__}, 1.0)]  # alias
+    decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
+    inspected = [({"node": n}, 0.0 if n in view.errors else 1.0) for n in topo.nodes]
+    run_families(m, topo, check.facts.nodes, check.created)
+    _verdict_families(m, decided, check.verdict)
+    m.family("linkcheck_node_inspected", "1 when the node answered the inspection, 0 when it could not be read "
+             "(its tests are inconclusive).", inspected)
+    m.family("linkcheck_rdma_bandwidth_bytes_per_second", "ib_write_bw rate per cable, sending node, HCA, direction "
+             "and mode (alone or concurrent), lowest repetition.", _cable_paths(check))
+    m.family("linkcheck_rdma_concurrent_total_bytes_per_second", "Both paths at once: the sum of the paths' rates "
+             "per cable and direction, lowest round.", _cable_totals(check))
+    m.family("linkcheck_cable_state", "Each cable's test state, one-hot over pass, slow and inconclusive.",
+             _cable_states(check))
+    nccl_family(m, check.facts.nccl.busbw_gbs if check.facts.nccl is not None else None)
+    m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean); a test's rule per "
+             "cable, a node's per node.", _all_findings(check, nodes))
+    acceptance = check.acceptance  # the pair's families, a check named by its test and pass too
+    if acceptance is not None and "problem" in acceptance:
+        m.comment(f"acceptance not shown: {acceptance['problem']}")
+    acceptance_families(m, acceptance)
+    _aliases(m, check, nodes, info, _one_hot(decided.verdict), _one_hot(check.verdict), inspected,
+             decided.exit_code)
+
+
+def _aliases(m: Metrics, check: ClusterCheck, nodes: dict[str, str], info: list[tuple[Labels, float]],
+             verdict: list[tuple[Labels, float]], own: list[tuple[Labels, float]],
+             inspected: list[tuple[Labels, float]], exit_code: int) -> None:
+    """The cluster's names of the release before, each with its old labels (ALIASES)."""
+    m.family("linkcheck_cluster_info", _alias("linkcheck_cluster_info") + "the layout and version.", info)
+    m.family("linkcheck_cluster_verdict", _alias("linkcheck_cluster_verdict") + "the bundle's verdict.", verdict)
+    m.family("linkcheck_cluster_exit_code", _alias("linkcheck_cluster_exit_code") + "the exit code.",
+             [({}, exit_code)])
+    m.family("linkcheck_cluster_check_verdict", _alias("linkcheck_cluster_check_verdict") + "the check's own "
+             "verdict.", own)
+    m.family("linkcheck_cluster_node_inspected", _alias("linkcheck_cluster_node_inspected") + "1 when the node "
+             "answered.", inspected)
+    m.family("linkcheck_cluster_test_bandwidth_bytes_per_second",
+             _alias("linkcheck_cluster_test_bandwidth_bytes_per_second") + "per test and direction, both twins at "
+             "once.", _totals(check))
+    m.family("linkcheck_cluster_path_bandwidth_bytes_per_second",
+             _alias("linkcheck_cluster_path_bandwidth_bytes_per_second") + "per test, direction, HCA and mode.",
+             _paths(check))
+    m.family("linkcheck_cluster_test_state", _alias("linkcheck_cluster_test_state") + "each test's state.",
+             _states(check))
+    m.family("linkcheck_cluster_test_finding", _alias("linkcheck_cluster_test_finding") + "per test.",
+             finding_counts([({**_test_labels(r), "rule": f.rule_id}, f)
+                                  for r in check.cables for f in r.findings]))
+    m.family("linkcheck_cluster_node_finding", _alias("linkcheck_cluster_node_finding") + "per node.",
+             finding_counts([({"node": nodes[f.subject], "rule": f.rule_id}, f)
+                      for f in check.view.diagnosis.findings if f.subject in nodes]))
+    m.family("linkcheck_cluster_finding", _alias("linkcheck_cluster_finding") + "per cluster-wide rule.",
+             finding_counts([({"rule": f.rule_id, "severity": f.severity.value}, f)
+                                  for f in check.view.diagnosis.findings if f.subject not in nodes]))
 
 
 def check_textfile_path(path: Path) -> Path:
@@ -204,8 +398,8 @@ def check_textfile_path(path: Path) -> Path:
     return check_output_path(path, "--prometheus-textfile")
 
 
-def write_textfile(path: Path, outcome: Outcome) -> None:
-    """Write the textfile as `write_output` writes every output: a regular file atomically (a temporary file in
-    the same folder, then a rename over it), a FIFO or a device straight, `-` to standard output."""
-
-    write_output(path, render_prometheus(outcome), "--prometheus-textfile", "textfile")
+def write_textfile(path: Path, judged: Judged) -> None:
+    """Write a pair's or a cluster's textfile as `write_output` writes every output: a regular file atomically (a
+    temporary file in the same folder, then a rename over it), a FIFO or a device straight, `-` to standard
+    output."""
+    write_output(path, render_prometheus(judged), "--prometheus-textfile", "textfile")

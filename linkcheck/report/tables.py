@@ -1,4 +1,5 @@
-"""Plain-text views of an outcome that the file reports share: stages, thresholds, node and traffic tables.
+"""Plain-text views of an outcome that the file reports share: stages, thresholds, node and traffic tables, and
+where there is more than one cable the per-cable table and the N x N matrix.
 
 Everything here is text as it came from the nodes (passed through `shown`, so no control characters);
 each renderer escapes it for its own format (XML, Markdown, HTML).
@@ -15,11 +16,12 @@ import msgspec
 
 from linkcheck.accept.text import margin_cell, missed, threshold_cell
 from linkcheck.advise.published import published
+from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import Outcome
 from linkcheck.report.safe_text import shown
-from linkcheck.values import byte_size, evidence_line, number, pcie, plain_number, signed
+from linkcheck.values import byte_size, evidence_line, gbps, number, pcie, plain_number, signed
 
 
 def stages(outcome: Outcome) -> dict[str, str]:
@@ -33,15 +35,19 @@ def threshold(outcome: Outcome, rule_id: str, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def unique(names: Sequence[str]) -> list[str]:
+    """Each name once (`#2`, ...): GitLab drops a JUnit testcase whose name repeats."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return out
+
+
 def case_names(findings: tuple[Finding, ...]) -> list[str]:
     """`RULE subject` per finding, made unique (`#2`, ...) where one rule judged a subject twice."""
-    seen: dict[str, int] = {}
-    names = []
-    for finding in findings:
-        base = shown(f"{finding.rule_id} {finding.subject}")
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base} #{seen[base]}")
-    return names
+    return unique([shown(f"{finding.rule_id} {finding.subject}") for finding in findings])
 
 
 def counts(findings: tuple[Finding, ...]) -> dict[Status, int]:
@@ -305,3 +311,102 @@ def latency_rows(link: LinkFacts) -> list[tuple[str, str, str, str]]:
         if reduce.problem:
             rows.append(("all_reduce_perf across the nodes", f"no number: {reduce.problem}", "-", "-"))
     return rows
+
+
+# A test's two directions as its pair view names them: a is the first node of the test's label.
+DIRECTIONS = ("a->b", "b->a")
+
+
+def named_direction(result: CableResult, direction: str) -> str:
+    """A test's direction named by its nodes: `a->b` of the pair view is `spark-1->spark-2` here."""
+    a, b = result.test.a, result.test.b
+    return f"{a}->{b}" if direction == "a->b" else f"{b}->{a}"
+
+
+def direction_gbps(result: CableResult, direction: str) -> float | None:
+    """Gb/s one direction of a test carried: both twins at once when it ran them so, else its best path alone."""
+    bench = result.link.bench
+    both = bench.totals("concurrent").get(direction)
+    if both is not None:
+        return both
+    alone = [r.gbps for r in bench.rdma if r.direction == direction and r.gbps is not None]
+    return max(alone) if alone else None
+
+
+def named_rules(result: CableResult) -> str:
+    """The rules that warned or failed on a test, each once, in the order they fired."""
+    return ", ".join(dict.fromkeys(f.rule_id for f in result.findings if f.status in (Status.FAIL, Status.WARN)))
+
+
+def matrix(check: ClusterCheck) -> dict[str, dict[str, float | None]]:
+    """From node -> to node -> Gb/s of the first pass's test between them in that direction (both twins at once,
+    else the best path alone); absent where no test joined them. The second pass's rates are in its tests."""
+    out: dict[str, dict[str, float | None]] = {n: {} for n in check.view.topology.nodes}
+    for result in check.cables:
+        if result.test.pass_no != 1 or result.problem is not None and not result.link.bench.rdma:
+            continue
+        for direction in DIRECTIONS:
+            src, dst = named_direction(result, direction).split("->", 1)
+            out.setdefault(src, {})[dst] = direction_gbps(result, direction)
+    return out
+
+
+CABLE_HEADER = ("test", "round", "a->b", "b->a", "lowest", "result", "named")
+
+
+def cable_rows(check: ClusterCheck) -> list[list[str]]:
+    """The per-cable table: each test's label, round (and pass), Gb/s each way, lowest run, state and what it named
+    (or why it is inconclusive)."""
+    return [[r.test.label, str(r.test.round) + (" (2nd pass)" if r.test.pass_no == 2 else ""),
+             *(gbps(direction_gbps(r, d)) for d in DIRECTIONS), gbps(r.lowest_gbps), r.state,
+             named_rules(r) or (r.problem or "")] for r in check.cables]
+
+
+def matrix_rows(check: ClusterCheck) -> tuple[list[str], list[list[str]]]:
+    """The N x N matrix as text: its header (`from \\ to`, then each node) and a row per node, `-` on the diagonal,
+    empty where no test joined the two."""
+    nodes = list(check.view.topology.nodes)
+    cells = matrix(check)
+    rows = [[src, *("-" if src == dst else gbps(cells[src][dst]) if dst in cells.get(src, {}) else ""
+                    for dst in nodes)] for src in nodes]
+    return ["from \\ to", *nodes], rows
+
+
+def cable_finding_lines(check: ClusterCheck, show_all: bool = False) -> list[str]:
+    """Per test, each rule that fired once: the paths it fired on, its first message, and its fix, or the cluster
+    finding that explains it (a node slow with every partner: the fix is the node's); with `show_all`, each rule
+    that passed there too."""
+    lines = []
+    for r in check.cables:
+        fired: dict[str, list[Finding]] = {}
+        for f in r.findings:
+            if f.status in (Status.FAIL, Status.WARN):
+                fired.setdefault(f.rule_id, []).append(f)
+        if show_all:
+            passed = dict.fromkeys(f.rule_id for f in r.findings if f.status is Status.PASS and f.rule_id not in fired)
+            lines += [f"PASS {rule_id} ({r.test.label})" for rule_id in passed]
+        cause = check.node_cause(r)
+        for rule_id, findings in fired.items():
+            first = findings[0]
+            where = ", ".join(f.subject for f in findings)
+            lines.append(f"{first.status.value.upper()} {rule_id} ({r.test.label}: {where}): {first.message}")
+            lines += ([f"  explained by {cause.rule_id} ({cause.subject})"] if cause
+                      else [f"  fix: {step}" for step in first.fix])
+        if r.problem:
+            lines.append(f"INCONCLUSIVE {r.test.label}: {r.problem}")
+    return lines
+
+
+def cluster_nccl_text(check: ClusterCheck) -> str | None:
+    """The NCCL run across every node in one line: bus bandwidth at the largest size, and each rank's transport."""
+    run = check.facts.nccl
+    if run is None:
+        return None
+    proven = [r.node for r in run.ranks if r.ib_proven]
+    what = ("the transport proof, bandwidth not judged" if run.transport_only else
+            f"bus bandwidth {number(run.busbw_gbs)} GB/s" if run.busbw_gbs is not None else "no bus bandwidth")
+    size = f" up to {byte_size(run.largest_bytes)}" if run.largest_bytes else ""
+    ranks = (f"NET/IB proven on {len(proven)} of {len(run.ranks)} ranks"
+             + (f"; fell back to sockets: {', '.join(run.fell_back)}" if run.fell_back else ""))
+    return (f"all_gather_perf across {len(run.ranks)} nodes{size}: {what}; {ranks}"
+            + (f" ({run.problem})" if run.problem else ""))

@@ -437,6 +437,6 @@ def test_the_markdown_report_lists_who_was_tested(monkeypatch: pytest.MonkeyPatc
     doc = {"verdict": "PASS", "exit_code": 0, "profile": {"name": "p", "sha256": "ab" * 32}, "test": {},
            "checks": [], "evidence": {"nodes": {"a": {"hostname": "spark-a", "serial": "1234", "cx7": []}},
                                       "cable": []}}
-    monkeypatch.setattr(markdown, "acceptance_document", lambda outcome: doc)
+    monkeypatch.setattr(markdown.acc, "acceptance", lambda outcome: doc)
     text = render_markdown(diagnose_bundle(Path(__file__).resolve().parents[2] / "fixtures" / "healthy"))
     assert "Tested:" in text and "- node a: spark-a, ?, serial 1234" in text

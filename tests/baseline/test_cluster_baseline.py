@@ -30,8 +30,7 @@ from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BaselineError
 from linkcheck.model import Finding, Status
-from linkcheck.report.cluster import check_text
-from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, saved_bundle, switch
+from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, console_text, saved_bundle, switch
 from tests.emulators.node import Node
 from tests.lab.cluster import ring3
 
@@ -90,7 +89,7 @@ def test_a_cable_whose_rate_fell_is_named_with_its_rates_then_and_now() -> None:
     assert "26.6 Gb/s now, 196.02 Gb/s in baseline known-good" in total.message
     assert total.explained_by is not None and total.explained_by.startswith(f"LINK_HOTPLUG_DEGRADED:{FIRST}")
     assert result.verdict.value == "fail"
-    assert f"FAIL DRIFT_THROUGHPUT ({FIRST}: concurrent total a->b)" in check_text(result)
+    assert f"FAIL DRIFT_THROUGHPUT ({FIRST}: concurrent total a->b)" in console_text(result)
 
 
 def test_a_cable_serial_and_firmware_changed_are_named_on_their_cable() -> None:

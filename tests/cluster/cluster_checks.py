@@ -5,8 +5,12 @@ then judge the whole, the tests' outcomes included."""
 
 from __future__ import annotations
 
+import io
+import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import redirect_stdout
 from pathlib import Path
+from unittest.mock import patch
 
 from msgspec.structs import replace
 
@@ -25,6 +29,7 @@ from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
 from linkcheck.model import Verdict
+from linkcheck.report.console import print_console
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node
 from tests.lab.cluster import CLUSTER_SCENARIOS, Cluster, cluster_models, switch_by_cage
@@ -106,3 +111,12 @@ def saved_bundle(folder: Path, scenario: str = "ring3", change: Callable[[str, N
     save_cluster(Bundle(captures=captures, nodes={n: {"target": f"root@{n}.lab"} for n in models},
                         created="2026-12-02T20:00:00+00:00"), doc, folder)
     return folder
+
+
+def console_text(check: ClusterCheck, show_all: bool = False) -> str:
+    """The console report of a cluster as `print_console` writes it on stdout, on a terminal wide enough that no
+    line is wrapped."""
+    out = io.StringIO()
+    with patch.dict(os.environ, {"COLUMNS": "10000"}), redirect_stdout(out):
+        print_console(check, show_all=show_all)
+    return out.getvalue()

@@ -17,7 +17,7 @@ from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.record import CLUSTER, SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry, cluster_json
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.report.cluster import check_json
+from linkcheck.report.json_report import render_json
 from tests.emulators.captures import node_captures
 from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
 
@@ -37,12 +37,12 @@ def _saved(tmp_path: Path, name: str = "ring3-same-port") -> tuple[Path, str]:
     folder = tmp_path / "bundle"
     save_cluster(Bundle(captures=captures, nodes={n: {"target": f"root@{n}.lab"} for n in models},
                         created="2026-12-02T20:00:00+00:00"), doc, folder)
-    return folder, check_json(live)
+    return folder, render_json(live)
 
 
 def test_a_saved_cluster_is_judged_again_as_its_check_judged_it(tmp_path: Path, cli: InProcessCli) -> None:
     folder, live = _saved(tmp_path)
-    assert check_json(cluster_bundle(folder, RULES)) == live
+    assert render_json(cluster_bundle(folder, RULES)) == live
     run = cli("diagnose", str(folder), "-f", "json")
     assert run.returncode == 1, run.stderr  # RING_SAME_PORT warns
     assert json.loads(run.stdout)["layout"] == "ring3"
@@ -56,7 +56,7 @@ def test_a_saved_cluster_is_judged_again_as_its_check_judged_it(tmp_path: Path, 
         assert out.returncode == 1, (fmt, out.stderr)
         assert (tmp_path / f"r.{fmt}").read_text(encoding="utf-8").lstrip().startswith(start), fmt
     bad = cli("report", str(folder), "-f", "nonsense")
-    assert bad.returncode == 4 and "cluster" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 4 and "unknown report format 'nonsense'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def _rewrite(folder: Path, doc: dict[str, object]) -> None:

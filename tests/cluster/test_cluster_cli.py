@@ -17,7 +17,7 @@ from linkcheck.cluster_outcome import ClusterView
 from linkcheck.diagnose.engine import diagnose_cluster
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import ExitCode
-from linkcheck.report.cluster import view_json, view_text
+from linkcheck.report.topology import view_json, view_text
 from tests.cluster.spark_facts import ring
 
 if TYPE_CHECKING:

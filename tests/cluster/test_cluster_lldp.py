@@ -16,7 +16,7 @@ from linkcheck.app.topology import cluster_facts
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.model import Capture
-from linkcheck.report.cluster import view_text
+from linkcheck.report.topology import view_text
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node
 from tests.lab.cluster import Cluster, cluster_models, ring3, switch_by_cage

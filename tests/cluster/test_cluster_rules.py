@@ -21,7 +21,7 @@ from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.parsers.netfilter import parse_iptables_s
-from linkcheck.report.cluster import view_text
+from linkcheck.report.topology import view_text
 from tests.emulators.build import with_function
 from tests.emulators.captures import node_captures
 from tests.emulators.derive import derived_routes

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from linkcheck.app.offline import diagnose_bundle
-from linkcheck.report.cluster_html import check_html
 from linkcheck.report.html import render_html
 from tests.cluster import cluster_checks as cc
 from tests.lab.cluster import ring3
@@ -78,7 +77,7 @@ def test_a_healthy_page_opens_with_its_summary(tmp_path: Path) -> None:
 
 def test_a_clusters_page_opens_with_its_summary(tmp_path: Path) -> None:
     check = cc.checked(ring3(), lambda t: cc.HOTPLUG if t.label == "a:p0<->b:p1" else cc.HEALTHY)
-    got = _measured(check_html(check), tmp_path / "cluster")
+    got = _measured(render_html(check), tmp_path / "cluster")
     assert got["summary_top"] is not None and got["summary_top"] < 300, got
     assert got["cause_top"] is not None and got["cause_top"] < SCREEN[1], got
 

@@ -13,7 +13,7 @@ from msgspec.structs import replace
 from linkcheck.accept.cluster import judge_cluster as judge_acceptance
 from linkcheck.accept.evidence import cluster_evidence
 from linkcheck.accept.profile import resolve_profile
-from linkcheck.report.cluster_prometheus import check_prometheus
+from linkcheck.report.prometheus import render_prometheus
 from tests.cluster import cluster_checks as cc
 from tests.fixture_bundles import FIXTURE_DIR
 from tests.lab.cluster import ring3
@@ -83,7 +83,7 @@ def test_a_pairs_acceptance_and_a_rings_carry_the_same_labels(pair: str, cli: In
     check = cc.checked(ring3(), lambda t: cc.HEALTHY)
     record = {**judge_acceptance(check, resolve_profile("dgx-spark-ring3"), 1).to_dict(),
               "evidence": cluster_evidence(check, [], "2026-12-03T00:00:00+00:00", "test")}
-    ring = families(check_prometheus(replace(check, acceptance=record)))
+    ring = families(render_prometheus(replace(check, acceptance=record)))
     mine = written(cli, pair)
     assert {n: mine[n] for n in ACCEPTANCE} == {n: ring[n] for n in ACCEPTANCE}
 

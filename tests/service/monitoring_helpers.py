@@ -23,7 +23,6 @@ from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.report.cluster_prometheus import check_prometheus
 from linkcheck.report.prometheus import render_prometheus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +48,7 @@ def fixture_textfile(scenario: str, tmp: Path) -> str:
     if not bundle.exists():
         shutil.copytree(FIXTURES / scenario, bundle)
     if is_cluster_bundle(bundle):
-        return check_prometheus(cluster_bundle(bundle, load_playbooks(kind="all")))
+        return render_prometheus(cluster_bundle(bundle, load_playbooks(kind="all")))
     return render_prometheus(diagnose_bundle(bundle))
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
-from linkcheck.report.cluster_prometheus import check_prometheus
 from linkcheck.report.prometheus import render_prometheus
 from linkcheck.service.textfile import ServiceRun, labelled, render_service
 from tests.cluster import cluster_checks as cc
@@ -165,8 +164,8 @@ def test_a_clusters_hot_plugged_node_fires_per_test_and_on_the_node(tmp_path: Pa
     recording): the trap alert per test through c, named by the rule and its cable (the second pass's `pass 2`), and
     one for node c slow with every partner, each once though the older names are written beside; the healthy switch
     nothing."""
-    slow = check_prometheus(cc.switch(rates=cc.slow_node("c")))
-    fine = check_prometheus(cc.switch())
+    slow = render_prometheus(cc.switch(rates=cc.slow_node("c")))
+    fine = render_prometheus(cc.switch())
     cables = sorted({line.split('cable="')[1].split('"')[0]
                      for line in slow.splitlines() if line.startswith("linkcheck_finding{")
                      and 'rule="LINK_HOTPLUG_DEGRADED"' in line and not line.endswith(" 0")})
@@ -194,7 +193,7 @@ def test_a_clusters_check_since_boot_is_read_from_its_files_mtime(tmp_path: Path
     """A cluster's textfile of the release before says no run time, so the boot alert reads node_exporter's mtime of
     the check's file (as node_exporter 1.5 labels it: the full path): `old` was written before its boot, `new`
     after; only `old` fires. The service's own file, written after boot on both, does not count."""
-    text = labelled("".join(line for line in check_prometheus(cc.switch()).splitlines(keepends=True)
+    text = labelled("".join(line for line in render_prometheus(cc.switch()).splitlines(keepends=True)
                             if "linkcheck_last_run_timestamp_seconds" not in line), "boot")
     mtime = "node_textfile_mtime_seconds{{file=\"/var/lib/prometheus/node-exporter/{}\"}} {}\n"
     series = input_series({"old": text, "new": text})

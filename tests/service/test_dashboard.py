@@ -14,7 +14,6 @@ from typing import Any
 
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
-from linkcheck.report.cluster_prometheus import check_prometheus
 from linkcheck.report.prometheus import render_prometheus
 from linkcheck.service.textfile import ServiceRun, render_service
 from tests.cluster import cluster_checks as cc
@@ -87,7 +86,7 @@ def _written_names(tmp: Path) -> set[str]:
     texts = [fixture_textfile(name, tmp) for name in ("hotplug-degraded", "healthy", "accept-pass")]
     drift = FIXTURES / "drift-cable-swap"
     texts.append(render_prometheus(diagnose_bundle(drift, baseline=read_baseline(drift / "baseline.json"))))
-    texts.append(check_prometheus(cc.switch()))
+    texts.append(render_prometheus(cc.switch()))
     texts.append(render_service(ServiceRun(kind="boot", finished=1.0, exit_code=0, verdict="pass", reason=None,
                                            answered={"a": True}, baseline="good", baseline_created=1.0)))
     return {line.split("{")[0].split()[0] for text in texts for line in text.splitlines()

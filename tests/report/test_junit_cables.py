@@ -13,7 +13,7 @@ from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.report.cluster_junit import check_junit
+from linkcheck.report.junit import render_junit
 from tests.cluster import cluster_checks as cc
 from tests.fixture_bundles import FIXTURE_DIR
 from tests.lab.cluster import ring3, switch_by_cage
@@ -61,7 +61,7 @@ def cases(suite: ET.Element) -> dict[str, ET.Element]:
 
 
 def test_a_healthy_switch_of_four_passes_every_node_and_each_of_its_six_tests() -> None:
-    root = parsed(check_junit(cc.switch()))
+    root = parsed(render_junit(cc.switch()))
     by = suites(root)
     assert tallies(by["linkcheck.cluster.nodes"]) == (4, 0, 0, 0)
     assert tallies(by["linkcheck.cluster.tests"]) == (6, 0, 0, 0)
@@ -75,7 +75,7 @@ def test_a_healthy_switch_of_four_passes_every_node_and_each_of_its_six_tests() 
 
 
 def test_a_node_slow_with_every_partner_fails_its_node_case_and_each_test_it_was_in() -> None:
-    root = parsed(check_junit(cc.switch(rates=cc.slow_node("c"))))
+    root = parsed(render_junit(cc.switch(rates=cc.slow_node("c"))))
     by = suites(root)
     nodes = cases(by["linkcheck.cluster.nodes"])
     assert list(nodes) == ["node a", "node b", "node c", "node d"]
@@ -98,7 +98,7 @@ def test_a_node_slow_with_every_partner_fails_its_node_case_and_each_test_it_was
 
 def test_a_hot_plugged_ring_cable_fails_that_test_alone() -> None:
     check = cc.checked(ring3(), lambda t: cc.HOTPLUG if t.label == "a:p0<->b:p1" else cc.HEALTHY)
-    by = suites(parsed(check_junit(check)))
+    by = suites(parsed(render_junit(check)))
     tests = cases(by["linkcheck.cluster.tests"])
     assert {n for n, c in tests.items() if c.find("failure") is not None} == {"test a:p0<->b:p1 round 1"}
     failure = tests["test a:p0<->b:p1 round 1"].find("failure")
@@ -111,7 +111,7 @@ def test_an_unmeasured_test_is_an_error_and_one_the_interrupted_run_never_reache
     tests = cable_tests(facts, schedule(facts.topology))
     results = [cc.not_measured(t, "node b was not inspected: timed out") if "b" in t.nodes
                else cc.measured(t, *cc.HEALTHY) for t in tests]
-    by = suites(parsed(check_junit(cc.judged(facts, results, errors={"b": "timed out"}))))
+    by = suites(parsed(render_junit(cc.judged(facts, results, errors={"b": "timed out"}))))
     error = cases(by["linkcheck.cluster.tests"])["test a<->b round 3"].find("error")
     assert error is not None and error.get("type") == "inconclusive"
     assert error.get("message") == "inconclusive: node b was not inspected: timed out"
@@ -125,7 +125,7 @@ def test_an_unmeasured_test_is_an_error_and_one_the_interrupted_run_never_reache
     # The run stopped after round 2: the two tests of round 3 were never run.
     stopped = [r if r.test.round <= 2 else cc.not_measured(r.test, "not run: the run was interrupted")
                for r in (cc.measured(t, *cc.HEALTHY) for t in tests)]
-    by = suites(parsed(check_junit(cc.judged(facts, stopped, traffic_error="interrupted", interrupted=True))))
+    by = suites(parsed(render_junit(cc.judged(facts, stopped, traffic_error="interrupted", interrupted=True))))
     assert tallies(by["linkcheck.cluster.tests"]) == (6, 0, 0, 2)
     skipped = cases(by["linkcheck.cluster.tests"])["test a<->b round 3"].find("skipped")
     assert skipped is not None and skipped.get("message") == "not run: the run was interrupted"
@@ -134,7 +134,7 @@ def test_an_unmeasured_test_is_an_error_and_one_the_interrupted_run_never_reache
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_hostile_node_names_stay_text(hostile: str) -> None:
     check = cc.checked(switch_by_cage({"a": "p1", hostile: "p1", "c": "p1", "d": "p1"}), cc.slow_node(hostile))
-    text = check_junit(check)
+    text = render_junit(check)
     assert not RAW.search(text), repr(RAW.search(text))
     root = parsed(text)
     by = suites(root)
@@ -152,7 +152,7 @@ def test_each_test_of_a_saved_ring_carries_the_seconds_its_runs_took() -> None:
     hot-plugged cable ran both directions alone and concurrent (5.311 + 5.223 + 5.187 + 5.269), the other two only
     concurrent (their alone runs were skipped: 0 s): 5.253 + 5.210 and 5.263 + 5.338. The suite is their sum."""
     check = cluster_bundle(FIXTURE_DIR / "cluster-ring3-hotplug", load_playbooks(kind="all"))
-    tests = suites(parsed(check_junit(check)))["linkcheck.cluster.tests"]
+    tests = suites(parsed(render_junit(check)))["linkcheck.cluster.tests"]
     assert {c.get("name"): c.get("time") for c in tests.findall("testcase")} == {
         "test a:p0<->b:p1 round 1": "20.990", "test b:p0<->c:p1 round 2": "10.463",
         "test a:p1<->c:p0 round 3": "10.601"}

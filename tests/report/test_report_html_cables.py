@@ -13,7 +13,7 @@ from msgspec.structs import replace
 
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.schedule import schedule
-from linkcheck.report.cluster_html import HEALTHY, HOTPLUG, LEGEND, LOW, NOMINAL, NOTHING, ONE_PCIE, band, check_html
+from linkcheck.report.html import HEALTHY, HOTPLUG, LEGEND, LOW, NOMINAL, NOTHING, ONE_PCIE, band, render_html
 from tests.cluster import cluster_checks as cc
 from tests.lab.cluster import ring4, switch_by_cage
 from tests.report.test_report_html import _self_contained
@@ -71,7 +71,7 @@ def test_the_bands_tell_the_healthy_total_the_hot_plug_state_and_one_pcie_link_a
 
 
 def test_a_healthy_switch_of_four_is_all_green_with_the_diagonal_marked() -> None:
-    page = check_html(cc.switch())
+    page = render_html(cc.switch())
     _self_contained(page)
     rows = heatmap(page)
     assert len(rows) == 4 and all(len(r) == 4 for r in rows)
@@ -84,7 +84,7 @@ def test_a_healthy_switch_of_four_is_all_green_with_the_diagonal_marked() -> Non
 
 
 def test_node_c_slow_with_every_partner_lights_its_row_and_column_and_is_named() -> None:
-    page = check_html(cc.switch(rates=cc.slow_node("c")))
+    page = render_html(cc.switch(rates=cc.slow_node("c")))
     rows = dict(zip("abcd", heatmap(page), strict=True))
     for src, row in rows.items():
         for dst, (cls, text) in zip("abcd", row, strict=True):
@@ -103,7 +103,7 @@ def test_node_c_slow_with_every_partner_lights_its_row_and_column_and_is_named()
 
 def test_one_pcie_link_and_the_hot_plug_state_have_their_own_colours_in_one_page() -> None:
     rates = {frozenset("ab"): cc.ONE_PCIE, frozenset("cd"): cc.HOTPLUG}
-    page = check_html(cc.switch(rates=lambda t: rates.get(frozenset(t.nodes), (98.01, 98.01))))
+    page = render_html(cc.switch(rates=lambda t: rates.get(frozenset(t.nodes), (98.01, 98.01))))
     rows = dict(zip("abcd", heatmap(page), strict=True))
     assert rows["a"][1] == ("cell one-pcie", "95.20") and rows["b"][0] == ("cell one-pcie", "95.20")
     assert rows["c"][3] == ("cell hotplug", "26.60") and rows["d"][2] == ("cell hotplug", "26.60")
@@ -115,7 +115,7 @@ def test_one_pcie_link_and_the_hot_plug_state_have_their_own_colours_in_one_page
 
 def test_pairs_no_test_joined_are_empty_and_an_unmeasured_test_is_not() -> None:
     # A ring of four: a and c (b and d) share no cable, so no test joins them.
-    page = check_html(cc.checked(ring4()))
+    page = render_html(cc.checked(ring4()))
     rows = dict(zip("abcd", heatmap(page), strict=True))
     assert rows["a"][2] == ("untested", "") and rows["c"][0] == ("untested", "")
     assert rows["b"][3] == ("untested", "") and rows["a"][1][0] == "cell healthy"
@@ -124,7 +124,7 @@ def test_pairs_no_test_joined_are_empty_and_an_unmeasured_test_is_not() -> None:
     tests = cable_tests(facts, schedule(facts.topology))
     results = [cc.not_measured(t, "node b was not inspected: timed out") if t.label == "a:p0<->b:p1"
                else cc.measured(t, 98.01, 98.01) for t in tests]
-    page = check_html(cc.judged(facts, results, errors={"b": "timed out"}))
+    page = render_html(cc.judged(facts, results, errors={"b": "timed out"}))
     rows = dict(zip("abcd", heatmap(page), strict=True))
     assert rows["a"][1] == ("cell no-number", "inconclusive") and rows["b"][0] == ("cell no-number", "inconclusive")
     assert "node b was not inspected: timed out" in page and 'class="verdict inconclusive"' in page
@@ -134,7 +134,7 @@ def test_pairs_no_test_joined_are_empty_and_an_unmeasured_test_is_not() -> None:
 def test_hostile_node_names_stay_text(hostile: str) -> None:
     names = {"a": "p1", hostile: "p1", "c": "p1", "d": "p1"}
     check = cc.checked(switch_by_cage(names), cc.slow_node(hostile))
-    page = check_html(check)
+    page = render_html(check)
     _self_contained(page)
     assert not RAW.search(page), repr(RAW.search(page))
     assert "<script>" not in page.split("<style>")[0] + page.split("</style>")[1]
@@ -149,6 +149,6 @@ def test_hostile_node_names_stay_text(hostile: str) -> None:
 
 
 def test_a_check_without_traffic_has_layout_and_findings_but_no_matrix() -> None:
-    page = check_html(replace(cc.switch(), cables=()))
+    page = render_html(replace(cc.switch(), cables=()))
     _self_contained(page)
     assert 'class="heatmap"' not in page and "<h2>Layout</h2>" in page and "<h2>Cluster findings</h2>" in page

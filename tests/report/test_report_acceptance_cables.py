@@ -29,13 +29,11 @@ from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, Ho
 from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
-from linkcheck.report.cluster import check_json, check_markdown, check_text
-from linkcheck.report.cluster_html import check_html
-from linkcheck.report.cluster_junit import check_junit
-from linkcheck.report.cluster_prometheus import check_prometheus
-from linkcheck.report.html import h
-from linkcheck.report.junit import xml_text
-from linkcheck.report.markdown import md
+from linkcheck.report.html import h, render_html
+from linkcheck.report.json_report import render_json
+from linkcheck.report.junit import render_junit, xml_text
+from linkcheck.report.markdown import md, render_markdown
+from linkcheck.report.prometheus import render_prometheus
 from linkcheck.report.safe_text import shown
 from tests.cluster import cluster_checks as cc
 from tests.emulators.captures import node_captures
@@ -46,8 +44,8 @@ if TYPE_CHECKING:
 
 SLOW_CABLE = "a:p0<->b:p1"  # the ring's cable in the hot-plug state
 FORMATS: dict[str, Callable[[ClusterCheck], str]] = {
-    "text": check_text, "json": check_json, "markdown": check_markdown, "html": check_html, "junit": check_junit,
-    "prometheus": check_prometheus}
+    "text": cc.console_text, "json": render_json, "markdown": render_markdown, "html": render_html,
+    "junit": render_junit, "prometheus": render_prometheus}
 # Markup, a table's pipe, backticks, a script, an OSC title, a C1 control and a bidi override in one node name.
 HOSTILE = "n|`x`<script>alert(1)</script>\x1b]2;owned\x07\x9b31m\u202eevil"
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -93,20 +91,20 @@ def _h2(page: str) -> list[str]:
 
 
 def test_text_ends_with_the_acceptance_after_the_check(ring: ClusterCheck) -> None:
-    lines = check_text(ring).splitlines()
+    lines = cc.console_text(ring).splitlines()
     assert "verdict: fail" in lines and lines[-1] == "ACCEPTANCE: FAIL (10 of 68 checks) NON-STANDARD exit 2"
     assert lines.index("verdict: fail") < next(i for i, x in enumerate(lines) if x.startswith("acceptance: FAIL"))
     assert any(re.match(rf"  {re.escape(SLOW_CABLE)}\s+1\s+FAIL\s+13\.3 Gb/s\s+26\.6 Gb/s", x) for x in lines)
 
 
 def test_json_holds_the_record(ring: ClusterCheck) -> None:
-    data = json.loads(check_json(ring))
+    data = json.loads(render_json(ring))
     assert data["acceptance"] == ring.acceptance and data["acceptance"]["verdict"] == "FAIL"
-    assert json.loads(check_json(replace(ring, acceptance=None)))["acceptance"] is None
+    assert json.loads(render_json(replace(ring, acceptance=None)))["acceptance"] is None
 
 
 def test_markdown_puts_the_acceptance_first_with_each_test(ring: ClusterCheck) -> None:
-    text = check_markdown(ring)
+    text = render_markdown(ring)
     assert text.index("## Acceptance") < text.index("## Tests") < text.index("## Matrix")
     assert "**acceptance: FAIL exit 2 (profile dgx-spark-ring3" in text
     assert f"| {md(SLOW_CABLE)} | 1 | FAIL | 13\\.3 Gb/s | 26\\.6 Gb/s |  |" in text
@@ -118,20 +116,20 @@ def test_markdown_puts_the_acceptance_first_with_each_test(ring: ClusterCheck) -
     # The passing checks of the tests are counted, not listed: 3 tests of 22 checks, 10 of them failed.
     assert "56 passing checks of the tests are not listed" in text
     assert "- finding FAIL LINK\\_HOTPLUG\\_DEGRADED" in text and "Threshold sources:" in text
-    assert "## Acceptance" not in check_markdown(replace(ring, acceptance=None))
+    assert "## Acceptance" not in render_markdown(replace(ring, acceptance=None))
 
 
 def test_html_puts_the_acceptance_first_and_folds_each_test(ring: ClusterCheck) -> None:
-    page = check_html(ring)
+    page = render_html(ring)
     assert _h2(page)[:2] == ["Summary", "Acceptance"] and "<script" not in page
     assert '<span class="verdict fail">acceptance: FAIL exit 2</span>' in page
     assert page.count('<details class="checks">') == 3
     assert f'<b>{h(SLOW_CABLE)}</b> (round 1) <span class="tag fail">FAIL</span> 12 of 22 checks passed' in page
-    assert "Acceptance" not in _h2(check_html(replace(ring, acceptance=None)))
+    assert "Acceptance" not in _h2(render_html(replace(ring, acceptance=None)))
 
 
 def test_junit_has_the_acceptance_suite(ring: ClusterCheck) -> None:
-    root, suite = _junit_suite(check_junit(ring))
+    root, suite = _junit_suite(render_junit(ring))
     standard, *cases = suite.findall("testcase")
     assert standard.get("name") == "standard" and standard.find("skipped") is not None  # a NON-STANDARD run
     assert suite.get("tests") == str(len(cases) + 1) == "69" and suite.get("failures") == "10"
@@ -152,7 +150,7 @@ def test_junit_has_the_acceptance_suite(ring: ClusterCheck) -> None:
 
 
 def test_prometheus_has_the_acceptance_families(ring: ClusterCheck) -> None:
-    got = _series(check_prometheus(ring))
+    got = _series(render_prometheus(ring))
     assert [labels["verdict"] for labels, v in got["linkcheck_acceptance_verdict"] if v == 1] == ["fail"]
     assert got["linkcheck_acceptance_non_standard"] == [({}, 1)]
     assert got["linkcheck_acceptance_info"][0][0]["profile"] == "dgx-spark-ring3"
@@ -165,7 +163,7 @@ def test_prometheus_has_the_acceptance_families(ring: ClusterCheck) -> None:
     assert nccl == {"nccl_busbw_gbs", "nccl_wrong"}
     margins = {x["subject"]: v for x, v in got["linkcheck_acceptance_check_margin"]}
     assert margins[f"{SLOW_CABLE} both paths a->b"] == pytest.approx(-158.4)
-    assert "linkcheck_acceptance_verdict" not in _series(check_prometheus(replace(ring, acceptance=None)))
+    assert "linkcheck_acceptance_verdict" not in _series(render_prometheus(replace(ring, acceptance=None)))
 
 
 def test_a_second_pass_that_meets_the_same_nodes_again_stays_apart() -> None:
@@ -174,12 +172,12 @@ def test_a_second_pass_that_meets_the_same_nodes_again_stays_apart() -> None:
     check = accepted(cc.switch("abcd", cc.slow_node("a")), "dgx-spark-switch")
     passes = {(t["test"], t["pass"]) for t in check.acceptance["cluster"]["tests"]}  # type: ignore[index]
     assert {("a<->b", 1), ("a<->b", 2)} <= passes
-    got = _series(check_prometheus(check))  # asserts no series twice
+    got = _series(render_prometheus(check))  # asserts no series twice
     assert {x["pass"] for x, _ in got["linkcheck_acceptance_check_status"] if x["test"] == "a<->b"} == {"1", "2"}
-    _, suite = _junit_suite(check_junit(check))
+    _, suite = _junit_suite(render_junit(check))
     names = [c.get("name") or "" for c in suite.findall("testcase")]
     assert len(set(names)) == len(names) and any(n.endswith("(second pass)") for n in names)
-    assert "a<->b (second pass)" in check_markdown(check).replace("\\", "")
+    assert "a<->b (second pass)" in render_markdown(check).replace("\\", "")
 
 
 @pytest.fixture(scope="module")
@@ -199,8 +197,8 @@ def hostile() -> ClusterCheck:
 def test_node_text_stays_text(hostile: ClusterCheck, fmt: str) -> None:
     out = FORMATS[fmt](hostile)
     label = f"a<->{HOSTILE}"
-    if fmt == "text":  # the console writes it through `shown`, as every cluster line
-        assert label in out and out.splitlines()[-1].startswith("ACCEPTANCE: FAIL")
+    if fmt == "text":  # the console writes every line through `shown`: the label as text, no control character
+        assert shown(label) in out and "\x1b" not in out and out.splitlines()[-1].startswith("ACCEPTANCE: FAIL")
         return
     assert not RAW.search(out), repr(RAW.search(out))
     if fmt == "json":
@@ -231,7 +229,7 @@ def test_a_record_not_shown_is_one_line(ring: ClusterCheck, fmt: str) -> None:
     problem = f"{ACCEPTANCE}: does not match its SHA-256 in manifest.json ({HOSTILE}; not shown)"
     out = FORMATS[fmt](replace(ring, acceptance={"problem": problem}))
     if fmt == "text":
-        assert f"acceptance: {problem}" in out.splitlines() and out.splitlines()[-1] == "verdict: fail"
+        assert shown(f"acceptance: {problem}") in out.splitlines() and out.splitlines()[-1] == "verdict: fail"
     elif fmt == "json":
         assert json.loads(out)["acceptance"] == {"problem": problem}
     elif fmt == "markdown":

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.schedule import schedule
-from linkcheck.report.cluster_prometheus import check_prometheus
+from linkcheck.report.prometheus import render_prometheus
 from tests.cluster import cluster_checks as cc
 from tests.lab.cluster import switch_by_cage
 
@@ -47,7 +47,7 @@ def one_hot(got: Samples, name: str, label: str) -> str:
 
 
 def test_a_healthy_switch_of_four_writes_every_test_both_ways_in_bytes_per_second() -> None:
-    got = samples(check_prometheus(cc.switch()))
+    got = samples(render_prometheus(cc.switch()))
     assert one_hot(got, "linkcheck_cluster_verdict", "verdict") == "pass"
     assert got["linkcheck_cluster_exit_code"] == [({}, 0)]
     assert got["linkcheck_cluster_info"][0][0]["layout"] == "switch"
@@ -67,7 +67,7 @@ def test_a_healthy_switch_of_four_writes_every_test_both_ways_in_bytes_per_secon
 
 
 def test_node_c_slow_with_every_partner_shows_in_its_tests_and_its_node_series() -> None:
-    got = samples(check_prometheus(cc.switch(rates=cc.slow_node("c"))))
+    got = samples(render_prometheus(cc.switch(rates=cc.slow_node("c"))))
     assert one_hot(got, "linkcheck_cluster_verdict", "verdict") == "fail"
     states = {(lab["test"], lab["pass"]): lab["state"] for lab, v in got["linkcheck_cluster_test_state"] if v == 1}
     assert {k for k, s in states.items() if s == "slow"} == {("b<->c", "1"), ("a<->c", "1"), ("c<->d", "1"),
@@ -86,7 +86,7 @@ def test_an_unmeasured_test_is_inconclusive_with_no_rate() -> None:
     tests = cable_tests(facts, schedule(facts.topology))
     results = [cc.not_measured(t, "node b was not inspected: timed out") if "b" in t.nodes
                else cc.measured(t, *cc.HEALTHY) for t in tests]
-    got = samples(check_prometheus(cc.judged(facts, results, errors={"b": "timed out"})))
+    got = samples(render_prometheus(cc.judged(facts, results, errors={"b": "timed out"})))
     assert one_hot(got, "linkcheck_cluster_verdict", "verdict") == "inconclusive"
     assert got["linkcheck_cluster_exit_code"] == [({}, 3)]
     states = {lab["test"]: lab["state"] for lab, v in got["linkcheck_cluster_test_state"] if v == 1}
@@ -99,7 +99,7 @@ def test_an_unmeasured_test_is_inconclusive_with_no_rate() -> None:
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_hostile_node_names_are_escaped_label_values(hostile: str) -> None:
     check = cc.checked(switch_by_cage({"a": "p1", hostile: "p1", "c": "p1", "d": "p1"}), cc.slow_node(hostile))
-    text = check_prometheus(check)
+    text = render_prometheus(check)
     assert not RAW.search(text), repr(RAW.search(text))
     assert "linkcheck_fake" not in [line.split("{")[0].split(" ")[0] for line in text.splitlines()]
     got = samples(text)

@@ -37,12 +37,11 @@ from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.cluster.hosts import cluster_hosts
 from linkcheck.cluster.record import is_cluster_bundle
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, load_config, resolve_config
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode, LinkcheckError, UsageError
 from linkcheck.model import Finding, Severity, Status, Verdict
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 
 __all__ = [
     "Advice", "ClusterCheck", "Config", "Diagnosis", "ExitCode", "Finding", "FixResult", "LinkcheckError",

@@ -13,11 +13,10 @@ from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.app.offline import configured_rules, diagnose_bundle
 from linkcheck.cluster.cables import FIRST_PASS
 from linkcheck.cluster.record import is_cluster_bundle
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config
 from linkcheck.errors import ExitCode, InputFileError
 from linkcheck.model import Finding
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.schema import YamlFile
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
 

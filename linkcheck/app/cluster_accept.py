@@ -28,10 +28,10 @@ from linkcheck.bundle.acceptance import write_acceptance
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.topology import Topology
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import SshOptions
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import UsageError
+from linkcheck.outcome import ClusterCheck
 
 LAYOUT_WORDS = {"pair": "two nodes direct", "switch": "nodes through a switch", "mixed": "some nodes direct and "
                 "others switched", "unknown": "a cabling no layout describes"}

@@ -13,10 +13,10 @@ from linkcheck.baseline.cluster import ClusterBaseline
 from linkcheck.baseline.cluster_drift import cluster_snapshot, compare
 from linkcheck.baseline.store import check_name
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import UsageError
+from linkcheck.outcome import ClusterCheck
 
 
 def save_cluster_baseline(name: str, path: Path, *, force: bool, playbooks: list[Path] | None = None,

@@ -42,7 +42,6 @@ from linkcheck.cluster.record import (
     write_cluster,
 )
 from linkcheck.cluster.schedule import Match, schedule
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.collect.collector import close_transports
 from linkcheck.config import SshOptions
 from linkcheck.diagnose.engine import diagnose
@@ -50,6 +49,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import with_traffic
 from linkcheck.model import Capture, Verdict
+from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.transport.base import Transport, parse_target
 
 # The pair's rules that judge one test's traffic: why a cable is slow, named per cable. The pair's other rules judge

@@ -18,12 +18,11 @@ from linkcheck.app.offline import configured_rules, diagnose_bundle
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.record import is_cluster_bundle
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.collector import close_transports, open_transports
 from linkcheck.config import Config
 from linkcheck.errors import BundleError, ExitCode, LinkcheckError, UsageError
 from linkcheck.model import Status
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.repair.apply import (
     ApplyFailed,
     ApplyOptions,

@@ -9,7 +9,7 @@ import msgspec
 
 from linkcheck.baseline.history import already_recorded, append_cluster_run, append_run
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.outcome import ClusterCheck
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:

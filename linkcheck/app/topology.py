@@ -19,7 +19,6 @@ from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.record import is_cluster_bundle, load_cluster
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
-from linkcheck.cluster_outcome import ClusterView
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import SshOptions
@@ -29,6 +28,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.build import build_node_facts
 from linkcheck.facts.model import NODE_GROUPS
 from linkcheck.model import Capture
+from linkcheck.outcome import ClusterView
 from linkcheck.parsers.lldp import LldpNeighbour
 from linkcheck.transport.base import Transport, parse_target
 

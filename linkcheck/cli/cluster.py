@@ -46,10 +46,10 @@ from linkcheck.cli.common import (
     with_containers,
 )
 from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UsageError
+from linkcheck.outcome import ClusterCheck
 from linkcheck.report.acceptance import cluster_verdict
 from linkcheck.report.cluster import check_json, check_markdown, check_text, view_json, view_text
 from linkcheck.report.cluster_prometheus import write_cluster_textfile

@@ -16,8 +16,8 @@ from linkcheck.accept.text import (
     reasons,
 )
 from linkcheck.cluster.topology import TwinPath
-from linkcheck.cluster_outcome import CableResult, ClusterCheck, ClusterView
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import CableResult, ClusterCheck, ClusterView
 from linkcheck.records import plain
 from linkcheck.report import acceptance as acc
 from linkcheck.report.markdown import acceptance_section, acceptance_table, bullets, md, summary_section, table

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.errors import UsageError
+from linkcheck.outcome import ClusterCheck
 from linkcheck.report.cluster import check_json, check_markdown
 from linkcheck.report.cluster_html import check_html
 from linkcheck.report.cluster_junit import check_junit

@@ -15,8 +15,8 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.accept.text import TEST_HEADER, check_tests, layout_line, per_test_rows, reasons
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Status
+from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import direction_gbps, matrix, named_direction
 from linkcheck.report.html import (

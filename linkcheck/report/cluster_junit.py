@@ -18,8 +18,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from linkcheck import __version__
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status, Verdict
+from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.report import acceptance as acc
 from linkcheck.report.cluster import direction_gbps, named_direction
 from linkcheck.report.junit import acceptance_suite, finding_case, finding_text, tally, timestamp, xml_text

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from linkcheck import __version__
 from linkcheck.cluster.cables import FIRST_PASS
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Verdict
+from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.report import acceptance as acc
 from linkcheck.report import prometheus as pair
 from linkcheck.report.cluster import named_direction

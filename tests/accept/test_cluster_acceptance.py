@@ -24,9 +24,9 @@ from linkcheck.app.topology import cluster_facts
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.nccl import ClusterNccl
 from linkcheck.cluster.schedule import schedule
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.errors import UsageError
+from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, ONE_PCIE, checked, judged, measured, slow_node, switch
 from tests.emulators.captures import node_captures
 from tests.lab.cluster import cluster_models, ring3, ring4

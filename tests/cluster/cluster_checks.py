@@ -18,13 +18,13 @@ from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost, parse_node_values
 from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster.schedule import schedule
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import NodeTarget
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
 from linkcheck.model import Verdict
+from linkcheck.outcome import CableResult, ClusterCheck
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node
 from tests.lab.cluster import CLUSTER_SCENARIOS, Cluster, cluster_models, switch_by_cage

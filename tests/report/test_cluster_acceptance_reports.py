@@ -26,9 +26,9 @@ from linkcheck.bundle.acceptance import ACCEPTANCE, write_acceptance
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.outcome import ClusterCheck
 from linkcheck.report.cluster import check_json, check_markdown, check_text
 from linkcheck.report.cluster_html import check_html
 from linkcheck.report.cluster_junit import check_junit

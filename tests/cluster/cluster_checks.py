@@ -10,7 +10,8 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from linkcheck.app.cluster_check import CABLE_RULES, judge_cluster, save_cluster
+from linkcheck.app.live import save_cluster
+from linkcheck.app.offline import CABLE_RULES, judge_cluster
 from linkcheck.app.topology import cluster_facts, judge_facts
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass

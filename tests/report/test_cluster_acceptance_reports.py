@@ -21,7 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from linkcheck.accept.cluster import judge_cluster as judge_acceptance
 from linkcheck.accept.evidence import cluster_evidence
 from linkcheck.accept.profile import resolve_profile
-from linkcheck.app.cluster_check import judge_cluster, save_cluster
+from linkcheck.app.live import save_cluster
+from linkcheck.app.offline import judge_cluster
 from linkcheck.bundle.acceptance import ACCEPTANCE, write_acceptance
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.hosts import parse_node_values

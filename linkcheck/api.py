@@ -27,22 +27,18 @@ from pathlib import Path
 
 from linkcheck.advise.model import Advice, Workload
 from linkcheck.app.advise import advise_bundle
-from linkcheck.app.cluster_check import ClusterTraffic, cluster_bundle, save_cluster
-from linkcheck.app.cluster_check import check_cluster as _check_cluster
 from linkcheck.app.fix import FixResult, fix_bundle
-from linkcheck.app.live import LiveResult, TrafficRequest, run_live
-from linkcheck.app.offline import configured_rules
-from linkcheck.app.offline import diagnose_bundle as _diagnose_pair
+from linkcheck.app.live import ClusterTraffic, LiveResult, TrafficRequest, run_live, save_cluster
+from linkcheck.app.live import check_cluster as _check_cluster
+from linkcheck.app.offline import configured_rules, judge_bundle
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.cluster.hosts import cluster_hosts
-from linkcheck.cluster.record import is_cluster_bundle
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config, SshOptions, load_config, resolve_config
 from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode, LinkcheckError, UsageError
 from linkcheck.model import Finding, Severity, Status, Verdict
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 
 __all__ = [
     "Advice", "ClusterCheck", "Config", "Diagnosis", "ExitCode", "Finding", "FixResult", "LinkcheckError",
@@ -57,12 +53,9 @@ def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Con
                     ) -> Outcome | ClusterCheck:
     """A saved bundle diagnosed as `linkcheck diagnose` does: a pair's Outcome, or a cluster's ClusterCheck (judged
     with the pair's rules per cable and the cluster's over every node). A bundle that `verify` rejects raises
-    BundleError (a LinkcheckError), unless `allow_unverified` (each problem passed to `warn`)."""
-    if is_cluster_bundle(path):
-        rules = configured_rules(list(playbooks or []), config, kind="all")
-        return cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn,
-                              expected=config.expected_cluster if config else None)
-    return _diagnose_pair(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
+    BundleError (a LinkcheckError), unless `allow_unverified` (each problem passed to `warn`). Either record says
+    its `verdict` and `exit_code`."""
+    return judge_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
 
 
 def check_cluster(nodes: Sequence[str], *, ssh: SshOptions | None = None, save_dir: Path | None = None,

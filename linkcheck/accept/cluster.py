@@ -28,9 +28,9 @@ from linkcheck.accept.judge import (
     worst,
 )
 from linkcheck.accept.profile import Profile
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.errors import ExitCode
 from linkcheck.model import Verdict
+from linkcheck.outcome import CableResult, ClusterCheck
 
 # Judged once, on the NCCL run across every node; every other check is judged per test.
 CLUSTER_CHECKS = ("nccl_busbw_gbs", "nccl_wrong")

@@ -17,10 +17,9 @@ from linkcheck.parsers.nccl_tests import parse_nccl_tests
 from linkcheck.records import plain
 
 if TYPE_CHECKING:
-    from linkcheck.cluster_outcome import ClusterCheck
     from linkcheck.facts.model import Function, LinkFacts, NodeFacts
     from linkcheck.model import Capture
-    from linkcheck.outcome import Outcome
+    from linkcheck.outcome import ClusterCheck, Outcome
 
 
 def _used(node: NodeFacts, link: LinkFacts) -> list[Function]:

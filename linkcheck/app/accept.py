@@ -1,22 +1,38 @@
 """`linkcheck accept`: a live run planned from the profile (inspection, the RDMA rounds repeated, NCCL once),
-diagnosed with the configured playbooks, judged against the profile, the acceptance saved into the bundle."""
+diagnosed with the configured playbooks, judged against the profile, the acceptance saved into the bundle; a pair's
+(`run_accept`) or a cluster's (`run_cluster_accept`).
+
+Over a cluster the profile is chosen once the inspection has shown the layout: the one given (`--profile`), which
+must accept that layout, or the built-in profile of the layout. A profile for another layout is refused before any
+traffic (exit 4): its thresholds were not written for that cabling. A node that could not be inspected leaves the
+layout unsure: the given profile is still run where it can be (the acceptance is INCONCLUSIVE), and without one
+nothing is sent."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.evidence import acceptance_evidence
+from linkcheck.accept.cluster import ClusterAcceptance, judge_cluster
+from linkcheck.accept.evidence import acceptance_evidence, cluster_evidence
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
-from linkcheck.accept.profile import Profile
-from linkcheck.app.live import TrafficRequest, run_live
+from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
+from linkcheck.app.live import ClusterTraffic, TrafficRequest, check_cluster, run_live, save_cluster
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.bundle.acceptance import write_acceptance
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.topology import Topology
+from linkcheck.config import SshOptions
+from linkcheck.diagnose.rule import Rule
+from linkcheck.errors import UsageError
+from linkcheck.outcome import ClusterCheck
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
@@ -61,3 +77,91 @@ def acceptance_record(outcome: Outcome, acceptance: Acceptance) -> dict[str, obj
 
 def accept_outcome(outcome: Outcome, profile: Profile, repetitions: int | None = None) -> Acceptance:
     return judge(outcome.link, outcome.diagnosis, profile, repetitions)
+
+
+LAYOUT_WORDS = {"pair": "two nodes direct", "switch": "nodes through a switch", "mixed": "some nodes direct and "
+                "others switched", "unknown": "a cabling no layout describes"}
+
+
+def layout_words(layout: str) -> str:
+    if layout.startswith("ring"):
+        return f"a ring of {layout.removeprefix('ring')}"
+    return LAYOUT_WORDS.get(layout, layout)
+
+
+class ClusterAcceptRun(msgspec.Struct, frozen=True):
+    saved: Path
+    check: ClusterCheck
+    acceptance: ClusterAcceptance | None  # None: no profile could be chosen (`problem` says why); nothing was sent
+    record: dict[str, Any] = {}  # acceptance.json as saved in the bundle
+    problem: str | None = None
+
+
+def choose_profile(given: Profile | None, topology: Topology, uninspected: Sequence[str]) -> Profile | None:
+    """The profile for the layout the nodes show; None when a node was not inspected and none was given (the
+    layout cannot be told). UsageError for a profile of another layout, or a layout no built-in profile accepts."""
+    layout = topology.layout
+    if given is not None:
+        if given.layout == layout or uninspected:
+            return given
+        builtin = layout_profile(layout)
+        raise UsageError(f"profile {given.name} accepts {layout_words(given.layout)} (layout: {given.layout}); the "
+                         f"nodes show {layout_words(layout)} (layout: {layout})",
+                         fix=f"--profile {builtin}" if builtin else "a profile with `layout: " + layout + "`"
+                         if layout not in ("mixed", "unknown") else "`linkcheck topology` says what the cabling is")
+    if uninspected:
+        return None
+    builtin = layout_profile(layout)
+    if builtin is None:
+        if layout in ("mixed", "unknown"):
+            raise UsageError(f"the nodes show {layout_words(layout)}: no profile accepts it",
+                             fix="`linkcheck topology` says where the cabling departs from NVIDIA's layouts")
+        raise UsageError(f"no built-in profile accepts {layout_words(layout)} (NVIDIA documents two nodes direct, "
+                         "a ring of three and a switch)",
+                         fix=f"copy dgx-spark-ring3, set `layout: {layout}`, and give it with --profile")
+    return resolve_profile(builtin)
+
+
+class _Choice(msgspec.Struct):
+    """What the run was asked for, then the profile its plan chose once the nodes were inspected (or why none
+    was), for the judging after the run."""
+
+    given: Profile | None
+    repetitions: int | None
+    duration_s: int | None
+    profile: Profile | None = None
+    problem: str | None = None
+
+    def plan(self, facts: ClusterFacts) -> ClusterTraffic:
+        lost = [f.subject for f in facts.topology.flagged("uninspected")]
+        profile = choose_profile(self.given, facts.topology, lost)
+        if profile is None:
+            self.problem = (f"{', '.join(lost)} not inspected: the layout cannot be told, so no profile was chosen "
+                            "and no traffic was sent; give --profile to run the tests that can run")
+            return ClusterTraffic()
+        if self.duration_s is not None:  # the run's -D; the record's `standard` says whether it is weaker
+            profile = replace(profile, test=replace(profile.test, duration_s=self.duration_s))
+        self.profile = profile
+        t = profile.test
+        return ClusterTraffic(RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
+                              NcclOptions(max_bytes=t.nccl_max_bytes), self.reps, "accept")
+
+    @property
+    def reps(self) -> int:
+        return self.repetitions or (self.profile.test.repetitions if self.profile else 1)
+
+
+def run_cluster_accept(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], profile: Profile | None,
+                       repetitions: int | None, duration_s: int | None, save_dir: Path,
+                       progress: Progress | None = None, expected: ExpectedCluster | None = None) -> ClusterAcceptRun:
+    """Inspect, choose the profile, run the traffic, save the bundle, judge; the acceptance joins the bundle."""
+    choice = _Choice(profile, repetitions, duration_s)
+    check, bundle, doc = check_cluster(hosts, ssh, rules, choice.plan, progress, expected)
+    save_cluster(bundle, doc, save_dir)
+    if choice.profile is None:
+        return ClusterAcceptRun(save_dir, check, None, problem=choice.problem)
+    acceptance = judge_cluster(check, choice.profile, choice.reps)
+    record = {**acceptance.to_dict(), "evidence": cluster_evidence(check, bundle.captures, bundle.created,
+                                                                   bundle.tool_version)}
+    write_acceptance(save_dir, record, choice.profile.text)
+    return ClusterAcceptRun(save_dir, check, acceptance, record)

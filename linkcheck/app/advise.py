@@ -9,15 +9,12 @@ from msgspec.structs import replace
 
 from linkcheck.advise.decide import Nodes, advise, advise_cluster
 from linkcheck.advise.model import Advice, Workload
-from linkcheck.app.cluster_check import cluster_bundle
-from linkcheck.app.offline import configured_rules, diagnose_bundle
+from linkcheck.app.offline import judge_bundle
 from linkcheck.cluster.cables import FIRST_PASS
-from linkcheck.cluster.record import is_cluster_bundle
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config
 from linkcheck.errors import ExitCode, InputFileError
 from linkcheck.model import Finding
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.schema import YamlFile
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
 
@@ -45,12 +42,10 @@ def advise_bundle(path: Path, workload: Workload, *, playbooks: list[Path] | Non
     """Diagnose the bundle (a bundle that `verify` rejects is refused, as for `diagnose`), then advise: a pair's
     on its link, a cluster's on its N nodes and every cable (each cable's findings named with its label)."""
     workload = workload.check()  # bad numbers are refused before the bundle is read
-    if is_cluster_bundle(path):
-        rules = configured_rules(list(playbooks or []), config, kind="all")
-        check = cluster_bundle(path, rules, expected=config.expected_cluster if config else None)
-        return check, advise_cluster(cluster_nodes(check), cluster_findings(check), workload)
-    outcome = diagnose_bundle(path, playbooks, config)
-    return outcome, advise(outcome.link, outcome.diagnosis.findings, workload)
+    judged = judge_bundle(path, playbooks, config)
+    if isinstance(judged, ClusterCheck):
+        return judged, advise_cluster(cluster_nodes(judged), cluster_findings(judged), workload)
+    return judged, advise(judged.link, judged.diagnosis.findings, workload)
 
 
 def cluster_nodes(check: ClusterCheck) -> Nodes:

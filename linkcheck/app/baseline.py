@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from linkcheck.app.cluster_baseline import save_cluster_baseline
-from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.offline import judge_bundle
 from linkcheck.baseline import cluster, store
-from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.baseline.cluster_drift import cluster_snapshot
+from linkcheck.bundle.verify import load_trusted
 from linkcheck.errors import BaselineError, UsageError
 from linkcheck.facts.snapshot import pair_id, snapshot_of
 from linkcheck.facts.snapshot_model import Baseline
+from linkcheck.outcome import ClusterCheck
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
@@ -29,20 +30,24 @@ def newest_bundle(folder: Path) -> Path:
 
 def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: list[Path] | None = None,
                   config: Config | None = None) -> tuple[Path, str]:
-    """Diagnose the bundle and store its state as baseline `name`; only a passing run, unless `force`.
+    """Judge the bundle and store its state as baseline `name`; only a passing run, unless `force`.
 
     Returns where it was stored and the run's verdict. A cluster's bundle gives a cluster's baseline."""
     store.check_name(name)
     path = bundle or newest_bundle(Path.cwd())
-    if is_cluster_bundle(path):
-        return save_cluster_baseline(name, path, force=force, playbooks=playbooks, config=config)
-    outcome = diagnose_bundle(path, playbooks, config, overridable=False)  # no --allow-unverified here
-    verdict = outcome.diagnosis.verdict.value
+    judged = judge_bundle(path, playbooks, config, overridable=False)  # no --allow-unverified here
+    verdict = judged.verdict.value
     if verdict != "pass" and not force:
-        raise UsageError(f"{path}: the run's verdict is {verdict}, not pass; a baseline is the known-good state "
+        whose = "cluster" if isinstance(judged, ClusterCheck) else "run"
+        raise UsageError(f"{path}: the {whose}'s verdict is {verdict}, not pass; a baseline is the known-good state "
                          "(fix the findings first, or pass --force to record it anyway)")
-    snapshot = snapshot_of(outcome.bundle, outcome.link, verdict)
-    baseline = store.new_baseline(name, snapshot, path, outcome.bundle.created, forced=verdict != "pass")
+    if isinstance(judged, ClusterCheck):  # a cluster's baseline holds every node and cable
+        captures = load_trusted(path, overridable=False).captures
+        state = cluster.new_cluster_baseline(name, cluster_snapshot(judged, captures, verdict), path,
+                                             judged.created, forced=verdict != "pass")
+        return cluster.save(state, overwrite=force), verdict
+    snapshot = snapshot_of(judged.bundle, judged.link, verdict)
+    baseline = store.new_baseline(name, snapshot, path, judged.bundle.created, forced=verdict != "pass")
     return store.save(baseline, pair_id(snapshot.pair), overwrite=force), verdict
 
 

@@ -12,18 +12,15 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck import strict_json
-from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.app.live import run_live
-from linkcheck.app.offline import configured_rules, diagnose_bundle
+from linkcheck.app.offline import judge_bundle
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.record import is_cluster_bundle
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.collector import close_transports, open_transports
 from linkcheck.config import Config
 from linkcheck.errors import BundleError, ExitCode, LinkcheckError, UsageError
 from linkcheck.model import Status
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.repair.apply import (
     ApplyFailed,
     ApplyOptions,
@@ -69,9 +66,7 @@ class FixResult(msgspec.Struct, frozen=True):
     @property
     def exit_code(self) -> int:
         """The diagnosis's exit code (a pair's diagnosis, a cluster's check), as `diagnose` gives it."""
-        if isinstance(self.outcome, ClusterCheck):
-            return int(self.outcome.exit_code)
-        return int(self.outcome.diagnosis.exit_code)
+        return int(self.outcome.exit_code)
 
     @property
     def pair(self) -> Outcome:
@@ -95,14 +90,10 @@ def fix_bundle(path: Path, playbooks: list[Path] | None, config: Config | None, 
     """Diagnose a saved bundle and plan its repairs: a pair's, or a cluster's per cable and per node (a pair is
     its one-cable case; repair/cluster.py). The bundle is left as it was given (a filed bundle stays as filed): the
     plan is saved only where asked (`fix BUNDLE -o FILE`)."""
-    if is_cluster_bundle(path):
-        rules = configured_rules(list(playbooks or []), config, kind="all")
-        check = cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn,
-                               expected=config.expected_cluster if config else None)
-        bundle = load_trusted(path, allow_unverified=allow_unverified)
-        return FixResult(check, cluster_plan(check, bundle), None)
-    outcome = diagnose_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
-    return FixResult(outcome, plan_for(outcome), None)
+    judged = judge_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
+    if isinstance(judged, ClusterCheck):  # planned per cable and per node: the nodes' own captures
+        return FixResult(judged, cluster_plan(judged, load_trusted(path, allow_unverified=allow_unverified)), None)
+    return FixResult(judged, plan_for(judged), None)
 
 
 def fix_live(config: Config, save_dir: Path | None) -> FixResult | None:

@@ -1,32 +1,89 @@
-"""Live runs: inspect both nodes, optionally run the traffic tests, save the bundle, diagnose what was saved."""
+"""Live runs, of a pair (`run_live`) or of a cluster (`check_cluster`): inspect the nodes (one round trip each, all
+at once), optionally run the traffic tests, save the bundle, judge what was saved.
+
+A cluster's traffic: each test of the schedule (a cable, or two nodes through the switch) is measured as a pair is,
+the tests of one round side by side, and judged by the pair's throughput rules on that test's own results
+(CABLE_RULES): the hot-plug state, one shared PCIe link, a path below nominal, named per cable. On a switch, the
+nodes of a slow test are then measured again with a node that passed everywhere (the second pass). The cluster's
+rules then judge the whole (`judge_cluster`, as a saved bundle is judged). A node that could not be inspected leaves
+the tests it is in inconclusive (never passing); the others are measured."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.budget import latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
-from linkcheck.app.offline import configured_rules, diagnose_facts
+from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
+from linkcheck.app.offline import CABLE_RULES, configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
+from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
+from linkcheck.bench.cluster import Planned, plan_cluster_rounds, run_cluster_rdma
+from linkcheck.bench.cluster_nccl import run_cluster_nccl
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
-from linkcheck.bench.runner import Progress, Schedule, inspected_tools, repetition_captures, run_traffic
+from linkcheck.bench.runner import (
+    Progress,
+    Schedule,
+    detect_tools,
+    inspected_tools,
+    repetition_captures,
+    run_traffic,
+)
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir
+from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
+from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
+from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry, write_cluster
+from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
-from linkcheck.config import Config
+from linkcheck.config import Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UnreachableError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.pair import build_link_facts, with_traffic
 from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.model import Capture
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.transport.base import Transport
+
+
+class LiveNodes(msgspec.Struct, frozen=True):
+    """The nodes a live run reaches and their layout, from whichever source named them: a pair (its nodes a and b,
+    which --node and linkcheck.yaml's `nodes:` resolve into its Config), or a cluster (--node three times or more,
+    --hostfile, --inventory, linkcheck.yaml's `cluster:` nodes when no --node is given, or Slurm's); and
+    linkcheck.yaml as found."""
+
+    layout: Literal["pair", "cluster"]
+    config: Config | None = None
+    node: tuple[str, ...] = ()
+    hostfile: Path | None = None
+    inventory: Path | None = None
+    group: str | None = None
+
+    def hosts(self, environ: Mapping[str, str] = os.environ) -> tuple[ClusterHost, ...]:
+        """A cluster's hosts from the one source that names them, Slurm's `$SLURM_JOB_NODELIST` when nothing else
+        does; resolved when the run starts, after the command's own options are checked (a bad hostfile is
+        ConfigError, exit 4)."""
+        return cluster_hosts(nodes=self.node, hostfile=self.hostfile, inventory=self.inventory, group=self.group,
+                             environ=environ, configured=self.config.cluster_nodes if self.config else ())
+
+
+def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: Path | None = None,
+                  group: str | None = None, config: Path | None = None) -> LiveNodes:
+    """The one place a live run's layout is decided: a hostfile or inventory, three or more --node, or
+    linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster; otherwise the nodes are a pair's."""
+    found = find_config(config)
+    cluster = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or (
+        not node and found is not None and bool(found.cluster_nodes))
+    return LiveNodes("cluster" if cluster else "pair", found, tuple(node), hostfile, inventory, group)
 
 
 class TrafficRequest(msgspec.Struct, frozen=True):
@@ -55,16 +112,23 @@ def _open(config: Config) -> dict[str, Transport]:
                            connect_timeout_s=config.ssh.connect_timeout_s)
 
 
+def bundle_nodes(targets: Iterable[tuple[str, str]], captures: Iterable[Capture]) -> dict[str, dict[str, object]]:
+    """The manifest's nodes, a pair's or a cluster's: each one's target as named, and the hostname it answered (its
+    inspection's, never a traffic run's)."""
+    nodes: dict[str, dict[str, object]] = {name: {"target": target} for name, target in targets}
+    for cap in captures:
+        if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:
+            nodes[cap.node]["hostname"] = cap.stdout.strip()
+    return nodes
+
+
 def inspect(config: Config, transports: dict[str, Transport]) -> tuple[Bundle, bool]:
     """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors. Ctrl-C keeps what
     arrived (the bundle then says it is partial); the flag says whether that happened."""
     result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
                      per_command_timeout_s=config.ssh.command_timeout_s,
                      containers={name: target.containers for name, target in config.nodes.items()})
-    nodes: dict[str, dict[str, object]] = {name: {"target": str(t)} for name, t in sorted(config.nodes.items())}
-    for cap in result.captures:
-        if cap.spec == "hostname" and cap.ok and cap.node in nodes:
-            nodes[cap.node]["hostname"] = cap.stdout.strip()
+    nodes = bundle_nodes(((name, str(t)) for name, t in sorted(config.nodes.items())), result.captures)
     errors = {n: str(e) for n, e in sorted(result.errors.items())}
     if result.interrupted:
         errors["interrupted"] = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
@@ -172,3 +236,122 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     # The report on screen keeps the real names: only what is saved is anonymised.
     outcome = diagnose_facts(replace(bundle, path=saved), with_traffic(link, bundle.captures), rules, baseline)
     return LiveResult(saved, outcome, interrupted)
+
+
+class ClusterTraffic(msgspec.Struct, frozen=True):
+    """What a cluster's run sends after the inspection: the RDMA rounds per cable (`repetitions` times: `accept`),
+    then NCCL across every node; nothing when both are None (inspection only)."""
+
+    rdma: RdmaOptions | None = None
+    nccl: NcclOptions | None = None
+    repetitions: int = 1
+    command: str = "check"  # as the plan line names the run
+
+
+# The traffic to send, decided once the inspection has shown the cluster (`accept` picks its profile by the
+# layout); it may refuse (UsageError) before anything is sent.
+TrafficPlan = Callable[[ClusterFacts], ClusterTraffic]
+
+
+class _Measured(msgspec.Struct):
+    results: list[CableResult]
+    error: str | None = None
+    interrupted: bool = False
+
+
+def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captures: list[Capture],
+             traffic: ClusterTraffic, rules: list[Rule], progress: Progress | None) -> _Measured:
+    """The tests' rounds, `traffic.repetitions` times (each repetition's round ids its own); the first error or
+    Ctrl-C ends the repetitions."""
+    runnable = [p for p in planned if not p.refused]
+    nodes = sorted({n for p in runnable for n in p.test.nodes})
+    live = {n: transports[n] for n in nodes}
+    error: str | None = None
+    interrupted = False
+    reps = traffic.repetitions
+    if runnable and traffic.rdma is not None:
+        tools = inspected_tools(captures, nodes)
+        if tools is None:
+            tools, caps = detect_tools(live)
+            captures += caps
+        for n in range(1, reps + 1):
+            result = run_cluster_rdma(live, runnable, traffic.rdma, tools, progress)
+            captures += result.captures if reps == 1 else repetition_captures(result.captures, n)
+            error, interrupted = result.error, result.interrupted
+            if error or interrupted:
+                error = f"repetition {n} of {reps}: {error}" if reps > 1 and error else error
+                break
+    expected = traffic.rdma is not None
+    return _Measured([judge_test(p, captures, rules, error, expected) for p in planned], error, interrupted)
+
+
+def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: ClusterTraffic) -> None:
+    """The run's plan once the schedule is known: the line, and the clock the live display counts down."""
+    rdma, nccl = traffic.rdma, traffic.nccl
+    if rdma is None:
+        return
+    runnable = [p for p in planned if not p.refused]
+    rounds = len(plan_cluster_rounds(runnable, rdma, modes=("concurrent",) if rdma.adaptive else None))
+    nccl_bytes = nccl.max_bytes if nccl is not None else None
+    progress.note(cluster_plan_line(traffic.command, tests=len(runnable), rounds=rounds, duration_s=rdma.duration_s,
+                                    repetitions=traffic.repetitions, nccl_max_bytes=nccl_bytes,
+                                    adaptive=rdma.adaptive))
+    if rounds:
+        progress.plan_known(Schedule(0, nccl_bytes, rounds * traffic.repetitions,
+                                     rounds_seconds(rounds, rdma.duration_s) / rounds,
+                                     nccl_seconds(nccl_bytes) if nccl_bytes is not None else 0.0))
+
+
+def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
+    return tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched) for t in tests)
+
+
+def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
+                  traffic: ClusterTraffic | TrafficPlan, progress: Progress | None = None,
+                  expected: ExpectedCluster | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+    """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
+    `traffic.nccl` is) and judge; with the bundle to save and its cluster record. `traffic` may be a plan that
+    decides from the inspected cluster."""
+    cable_rules = [r for r in rules if r.id in CABLE_RULES]
+    transports = open_cluster(hosts, ssh)
+    tests: list[CableTest] = []
+    error: str | None = None
+    interrupted = False
+    try:
+        captures, errors = inspect_cluster(transports, ssh, hosts)
+        created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        facts = cluster_facts([h.name for h in hosts], captures, errors)
+        sent = traffic if isinstance(traffic, ClusterTraffic) else traffic(facts)
+        rdma, nccl = sent.rdma, sent.nccl
+        if rdma is not None:
+            tests = cable_tests(facts, schedule(facts.topology))
+            planned = plan_tests(tests, errors)
+            if progress is not None:
+                _say_cluster_plan(progress, planned, sent)
+            first = _measure(transports, planned, captures, sent, cable_rules, progress)
+            error, interrupted = first.error, first.interrupted
+            slow = {r.test.label for r in first.results if r.state == "slow"}
+            again = second_pass(facts, tests, slow) if not (error or interrupted) else []
+            if again:
+                more = _measure(transports, plan_tests(again, errors), captures, sent, cable_rules, progress)
+                tests += again
+                error, interrupted = more.error, more.interrupted
+        nccl_error: str | None = None
+        if nccl is not None and not interrupted:
+            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress,
+                                   {h.name: h.target.host for h in hosts})
+            captures += run.captures
+            nccl_error, interrupted = run.error, run.interrupted
+    finally:
+        close_transports(transports)
+    doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
+                          _entries(tests), rdma is not None, error, interrupted, nccl is not None, nccl_error)
+    nodes = bundle_nodes(((h.name, str(h.target)) for h in hosts), captures)
+    bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
+    return replace(judge_cluster(hosts, captures, errors, doc, rules, expected), created=created), bundle, doc
+
+
+def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:
+    """The cluster's bundle: every capture (inspection and traffic) and cluster.json, covered by `verify`."""
+    write_bundle(bundle, directory)
+    write_cluster(directory, doc)

@@ -1,20 +1,40 @@
-"""The pipeline's library entry points: bundle -> facts -> findings, shared by every CLI command."""
+"""The pipeline's library entry points: bundle -> facts -> findings, shared by every CLI command.
+
+A saved bundle is judged through one loader, `judge_bundle`, whatever its layout: the bundle says what it is (a
+cluster's holds cluster.json), and gives a pair's Outcome or a cluster's ClusterCheck. A cluster is judged as its
+live check judged it (`judge_cluster`, which the live run calls too): every planned test from its own captures by
+the pair's traffic rules (CABLE_RULES), the tests a node that was not inspected would be in, then the cluster's
+rules over all of it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from msgspec.structs import replace
+
+from linkcheck.accept.record import bundle_acceptance
+from linkcheck.app.topology import cluster_facts, judge_facts
+from linkcheck.baseline.cluster import cluster_baseline, pair_baseline
+from linkcheck.baseline.cluster_drift import compare
+from linkcheck.bench.cluster import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
+from linkcheck.cluster.cables import CableTest, pair_view, test_subnets
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.record import ClusterDocument, is_cluster_bundle, load_cluster
+from linkcheck.cluster.schedule import Match
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
-from linkcheck.facts.pair import build_link_facts
-from linkcheck.outcome import Outcome
+from linkcheck.facts.pair import build_link_facts, with_traffic
+from linkcheck.model import Capture, Verdict
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome
+from linkcheck.transport.base import parse_target
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
@@ -59,3 +79,121 @@ def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Con
     rules = configured_rules(list(playbooks or []), config)
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
     return diagnose_captures(bundle, rules, config.expected_link if config else None, baseline)
+
+
+# The pair's rules that judge one test's traffic: why a cable is slow, named per cable. The pair's other rules judge
+# a node's configuration, which the cluster's inspection and rules already cover once per node.
+CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL")
+
+
+def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule], error: str | None,
+                runs_expected: bool) -> CableResult:
+    """One test judged from its own captures. With traffic asked for (`runs_expected`), a test of which no run is
+    there is INCONCLUSIVE, never passed on its inspection alone: a missing measurement is never a passing one."""
+    test = planned.test
+    if planned.refused:
+        return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=planned.refused)
+    own = list(captures_of(planned, captures))
+    if runs_expected and not any(c.meta.get("kind") == "rdma" for c in own):
+        return CableResult(test, test.link, Verdict.INCONCLUSIVE,
+                           problem=error or "planned with traffic, but no run of it is there")
+    link = with_traffic(test.link, own)
+    diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
+    problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
+    return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem, tuple(own))
+
+
+def plan_tests(tests: Sequence[CableTest], errors: dict[str, str]) -> list[Planned]:
+    """Each test ready to run; one with a node that was not inspected is refused, naming the node and why."""
+    out = []
+    for test in tests:
+        lost = next((n for n in test.nodes if n in errors), None)
+        out.append(Planned(test, refused=f"node {lost} was not inspected: {errors[lost]}") if lost else plan_test(test))
+    return out
+
+
+def unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]:
+    """The tests a node that could not be inspected would be in, each inconclusive: on a switch, that node with each
+    switched node; on cables, each cage of an inspected node whose subnets no inspected node shares (its far end is
+    most likely that node). Never a pass, never left out of the report."""
+    lost = [n for n in facts.topology.nodes if n in errors]
+    if not lost:
+        return []
+    why = "; ".join(f"node {n} was not inspected: {errors[n]}" for n in lost)
+    out = []
+    switched = sorted({n for s in facts.topology.segments for n in s.nodes}, key=facts.topology.nodes.index)
+    for name in switched:
+        for other in lost:
+            test = CableTest(f"{name}<->{other}", 0, name, other, LinkFacts(a=facts.nodes[name], b=facts.nodes[other]),
+                             True)
+            out.append(CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=why))
+    cages: dict[tuple[str, str], None] = {}
+    for flag in facts.topology.flagged("far_unknown"):
+        name, _, netdev = flag.subject.partition(":")
+        fn = next((f for f in facts.nodes[name].functions if f.netdev == netdev), None) if name in facts.nodes else None
+        cages[(name, fn.cage if fn is not None and fn.cage else netdev)] = None
+    for name, cage in cages:
+        # The node's own end only: its functions of this cage (its other cage is another cable, judged on its own).
+        near = facts.nodes[name]
+        near = replace(near, functions=tuple(f for f in near.functions if (f.cage or f.netdev) == cage))
+        test = CableTest(f"{name}:{cage}<->?", 0, name, "?", LinkFacts(a=near, b=facts.nodes[lost[0]]))
+        out.append(CableResult(test, test.link, Verdict.INCONCLUSIVE,
+                               problem=f"its far end is not known: {why}"))
+    return out
+
+
+def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
+                  doc: ClusterDocument, rules: list[Rule], expected: ExpectedCluster | None = None) -> ClusterCheck:
+    """A cluster judged from its captures and its record: the facts, every planned test's results from its own
+    captures, the unreached tests, then the cluster's rules over all of it. The live check and a saved bundle both
+    come here, so a bundle gives the verdict its run showed."""
+    cluster_rules = [r for r in rules if r.id not in CABLE_RULES]
+    cable_rules = [r for r in rules if r.id in CABLE_RULES]
+    facts = cluster_facts([h.name for h in hosts], captures, errors, expected)
+    tests = []
+    for t in doc.tests:
+        subnets, _ = test_subnets(facts.topology, Match(t.a, t.b, t.label))
+        tests.append(CableTest(t.label, t.round, t.a, t.b, pair_view(facts, t.a, t.b, subnets), t.switched, t.pass_no))
+    results = [judge_test(p, captures, cable_rules, doc.traffic_error, doc.traffic) for p in plan_tests(tests, errors)]
+    if doc.traffic:
+        results += unreached(facts, errors)
+    facts = with_nccl(replace(facts, tests=tuple(r.outcome() for r in results)), captures)
+    view = judge_facts(hosts, facts, errors, cluster_rules)
+    nccl_error = doc.nccl_error and f"NCCL across the nodes: {doc.nccl_error}"
+    traffic_error = "; ".join(e for e in (doc.traffic_error, nccl_error) if e) or None
+    return ClusterCheck(view, facts, tuple(results), traffic_error, doc.interrupted, nccl_error=nccl_error)
+
+
+def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,
+                   warn: Callable[[str], None] | None = None, expected: ExpectedCluster | None = None,
+                   overridable: bool = True) -> ClusterCheck:
+    """A saved cluster bundle judged again: refused (exit 4) when `verify` rejects it, unless `allow_unverified`."""
+    bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
+    doc = load_cluster(path)
+    hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts]
+    names = {h.name for h in hosts}
+    errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
+    check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected)
+    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), created=bundle.created)
+
+
+def judge_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
+                 baseline: str | None = None, *, allow_unverified: bool = False,
+                 warn: Callable[[str], None] | None = None, overridable: bool = True) -> Outcome | ClusterCheck:
+    """A saved bundle judged as its run judged it, whatever its layout: a pair's Outcome, or a cluster's
+    ClusterCheck (a cluster's bundle holds cluster.json). `baseline` names the baseline to compare with (a pair's
+    for a pair, a cluster's for a cluster: the other kind is refused in one line, exit 4, before the bundle is
+    read). A bundle that `verify` rejects is refused (BundleError), or with `allow_unverified` judged without its
+    unverified files, each problem passed to `warn`; `overridable` as for `load_trusted`."""
+    if not is_cluster_bundle(path):  # the one place a saved bundle's layout is decided
+        against = pair_baseline(baseline) if baseline is not None else None
+        return diagnose_bundle(path, playbooks, config, against, allow_unverified=allow_unverified, warn=warn,
+                               overridable=overridable)
+    reference = cluster_baseline(baseline) if baseline is not None else None
+    rules = configured_rules(list(playbooks or []), config, kind="all")
+    check = cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn, overridable=overridable,
+                           expected=config.expected_cluster if config else None)
+    if reference is None:
+        return check
+    captures = load_trusted(path, allow_unverified=allow_unverified).captures  # the runs' parameters
+    return compare(check, reference, captures, rules)

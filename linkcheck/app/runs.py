@@ -9,7 +9,7 @@ import msgspec
 
 from linkcheck.baseline.history import already_recorded, append_cluster_run, append_run
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.outcome import ClusterCheck
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
             if record.command == "diagnose" and already_recorded(outcome):
                 return _textfile(outcome, record, problems)  # a bundle in the history already: not twice
             append_run(outcome, record.command, record.baseline.name if record.baseline else None, record.acceptance)
-        except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
-            problems.append(f"the run history was not recorded: {exc.strerror or exc}")
+        except OSError as exc:
+            problems.append(_not_recorded(exc))
     return _textfile(outcome, record, problems)
 
 
@@ -54,6 +54,11 @@ def finish_cluster_run(check: ClusterCheck, bundle: Bundle, saved: Path, command
     cable, or pair through the switch); the lines to say on stderr when that could not be done."""
     try:
         append_cluster_run(check, bundle.captures, command, saved, bundle.created, baseline)
-    except OSError as exc:  # the run itself stands: its report and exit code are not lost to this
-        return [f"the run history was not recorded: {exc.strerror or exc}"]
+    except OSError as exc:
+        return [_not_recorded(exc)]
     return []
+
+
+def _not_recorded(exc: OSError) -> str:
+    """Why the history could not be written: the run itself stands, its report and exit code are not lost to this."""
+    return f"the run history was not recorded: {exc.strerror or exc}"

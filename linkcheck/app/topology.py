@@ -16,10 +16,9 @@ from msgspec.structs import replace
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, forwarding, lldp_neighbours
 from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.record import is_cluster_bundle, load_cluster
+from linkcheck.cluster.record import saved_hosts, saved_record
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
-from linkcheck.cluster_outcome import ClusterView
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import SshOptions
@@ -29,8 +28,9 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.build import build_node_facts
 from linkcheck.facts.model import NODE_GROUPS
 from linkcheck.model import Capture
+from linkcheck.outcome import ClusterView
 from linkcheck.parsers.lldp import LldpNeighbour
-from linkcheck.transport.base import Transport, parse_target
+from linkcheck.transport.base import Transport
 
 
 def open_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions) -> dict[str, Transport]:
@@ -106,11 +106,7 @@ def saved_view(path: Path, rules: list[Rule] | None = None, *, allow_unverified:
     its cluster.json names them, a pair's as its manifest does (layout `pair`). Refused (exit 4) when `verify`
     rejects the bundle, unless `allow_unverified` (its unverified files left unread)."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn)
-    if is_cluster_bundle(path):
-        named = [(h.name, h.target, h.origin or "the bundle") for h in load_cluster(path).hosts]
-    else:
-        named = [(name, str(node.get("target") or name), "the bundle") for name, node in bundle.nodes.items()]
-    hosts = [ClusterHost(parse_target(target, name=name), origin) for name, target, origin in named]
+    hosts = saved_hosts(path, bundle.nodes)
     errors = {n: e for n, e in bundle.collection_errors.items() if n in {h.name for h in hosts}}
     return judge(hosts, bundle.captures, errors, rules, expected)
 
@@ -119,7 +115,7 @@ def bundle_layout(path: Path) -> tuple[int, str] | None:
     """None for a pair's bundle; for a cluster's, how many nodes it holds and the layout their captures show. Read
     only to say so (a command that serves a pair refuses a cluster's bundle with it): no rule is judged, and a file
     that does not verify is left unread, not trusted."""
-    if not is_cluster_bundle(path):
+    if saved_record(path) is None:
         return None
     view = saved_view(path, [], allow_unverified=True)
     return len(view.hosts), view.topology.layout

@@ -18,7 +18,6 @@ from linkcheck.baseline.cluster import CableSnapshot, ClusterBaseline, ClusterSn
 from linkcheck.cluster.cables import CableTest, cable_tests, of_test_round
 from linkcheck.cluster.drift import CableDrift, ClusterDrift, NodeDrift
 from linkcheck.cluster.schedule import schedule
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.diagnose.engine import Diagnosis, diagnose, run_cluster_rule, verdict_of
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import BaselineError
@@ -26,11 +25,11 @@ from linkcheck.facts.drift import changes, node_differences
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.facts.snapshot import snapshot_from
 from linkcheck.facts.snapshot_model import BaselineFacts, Fields, PairKey, Performance, Snapshot
-from linkcheck.model import Capture, Finding, Verdict
+from linkcheck.model import Capture, Finding
+from linkcheck.outcome import ClusterCheck, worst
 
 PAIR_DRIFT = "DRIFT_"  # the pair's rules, run on each cable
 CLUSTER_DRIFT = "CLUSTER_DRIFT_"  # the cluster's, over the nodes and the cabling
-_WORST = (Verdict.PASS, Verdict.WARN, Verdict.INCONCLUSIVE, Verdict.FAIL)
 
 
 class CableView(msgspec.Struct, frozen=True):
@@ -230,6 +229,6 @@ def compare(check: ClusterCheck, baseline: ClusterBaseline, captures: Sequence[C
         if cable.label in views and not skipped & {cable.a, cable.b}:
             findings += _cable_findings(cable, views[cable.label], current[cable.label], baseline, rules)
     old = check.view.diagnosis
-    verdict = max(old.verdict, verdict_of(findings, False), key=_WORST.index)
+    verdict = worst((old.verdict, verdict_of(findings, False)))
     diagnosis = Diagnosis((*old.findings, *findings), verdict, old.notes)
     return replace(check, facts=facts, view=replace(check.view, diagnosis=diagnosis))

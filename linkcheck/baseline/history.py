@@ -35,8 +35,7 @@ from linkcheck.model import Capture, Finding, Verdict
 from linkcheck.safe_read import open_capped
 
 if TYPE_CHECKING:
-    from linkcheck.cluster_outcome import ClusterCheck
-    from linkcheck.outcome import Outcome
+    from linkcheck.outcome import ClusterCheck, Outcome
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1

@@ -33,7 +33,7 @@ from typing import Annotated
 import typer
 
 from linkcheck import __version__
-from linkcheck.cli import cluster, fix, live, manage, offline, service
+from linkcheck.cli import fix, live, manage, offline, service, topology
 from linkcheck.cli.common import FLAGS, say
 from linkcheck.errors import ExitCode, LinkcheckError, OutputError
 
@@ -47,7 +47,7 @@ app = typer.Typer(
     add_completion=True,
 )
 for command in (offline.diagnose, offline.report, live.check, fix.fix, live.accept, offline.advise, live.collect,
-                offline.anonymize, offline.verify, live.init, cluster.topology):
+                offline.anonymize, offline.verify, live.init, topology.topology):
     app.command()(command)
 app.command(help=offline.parse_help())(offline.parse)
 app.command()(manage.history)

@@ -19,17 +19,20 @@ from linkcheck.app.topology import bundle_layout
 from linkcheck.baseline.cluster import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.collect.specs import validate_container
-from linkcheck.config import Config, default_config_present, find_config, resolve_config
+from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.errors import UsageError
 from linkcheck.integers import DECIMAL_RE, NumberError, ascii_int, bounded_decimal, bounded_int, quoted
-from linkcheck.outcome import Outcome
-from linkcheck.report.acceptance import bundle_verdict
+from linkcheck.outcome import ClusterCheck, Outcome
+from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.fit import fit
+from linkcheck.report.markdown import render_markdown
 from linkcheck.report.output import print_outcome
 from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
+from linkcheck.report.verdict import BundleVerdict
+from linkcheck.report.writer import write_output
 from linkcheck.transport.base import NodeTarget
 
 
@@ -115,10 +118,6 @@ AnonOpt = Annotated[bool, typer.Option("--anonymize", help="Replace hostnames, I
 FmtOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Also show passed findings.")]
 
-# The nodes of a cluster as the command line names them: --node (as given), --hostfile, --inventory, --group.
-ClusterNames = tuple[list[str], Optional[Path], Optional[Path], Optional[str]]  # noqa: UP045
-
-
 def say(line: str) -> None:
     """One line on stderr, its foreign parts (hostnames, tool output) shown as text."""
     if "interrupted" in line:
@@ -141,9 +140,14 @@ def warn_unverified(line: str) -> None:
     say(f"linkcheck: {line}")
 
 
-def say_verdict(outcome: Outcome) -> None:
+def verdict_of(judged: Outcome | ClusterCheck) -> BundleVerdict:
+    """The bundle's one verdict (its acceptance's, where it holds one): its line for -q, its exit code."""
+    return cluster_verdict(judged) if isinstance(judged, ClusterCheck) else bundle_verdict(judged)
+
+
+def say_verdict(judged: Outcome | ClusterCheck) -> None:
     """The bundle's one verdict line (its acceptance's, where it holds one)."""
-    say(bundle_verdict(outcome).line)
+    say(verdict_of(judged).line)
 
 
 def say_node_errors(outcome: Outcome) -> None:
@@ -151,12 +155,16 @@ def say_node_errors(outcome: Outcome) -> None:
         say(f"linkcheck: {line}")
 
 
-def emit(outcome: Outcome, fmt: Format, show_all: bool) -> None:
-    """The report of a diagnosis on stdout, or with --quiet only its verdict line on stderr."""
+def emit(judged: Outcome | ClusterCheck, fmt: Format, show_all: bool, report: Path | None = None) -> None:
+    """The report of a pair's diagnosis or a cluster's check on stdout as text (with the passed findings when
+    `show_all`) or JSON, or with --quiet only its verdict line on stderr; a cluster's Markdown report to `report`."""
+    if report is not None and isinstance(judged, ClusterCheck):
+        write_output(report, render_markdown(judged), "--report")
+        say(f"report written to {report}")
     if FLAGS.quiet:
-        say_verdict(outcome)
-        return
-    print_outcome(outcome, as_json=fmt is Format.json, show_all=show_all)
+        say_verdict(judged)
+    else:
+        print_outcome(judged, as_json=fmt is Format.json, show_all=show_all)  # the text within the terminal
 
 
 def pair_only(command: str, bundle: Path | None, instead: str) -> None:
@@ -209,6 +217,13 @@ def live_config(config: Path | None, node: list[str] | None, accept: bool, conta
         configured_rules([], resolved)
     accept = accept or resolved.ssh.accept_new_host_keys
     return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
+
+
+def ssh_options(found: Config | None, accept: bool) -> SshOptions:
+    """linkcheck.yaml's SSH options (the defaults without one), unknown host keys trusted when asked: a cluster's
+    run (a pair's come with its resolved config)."""
+    ssh = found.ssh if found else SshOptions()
+    return replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys)
 
 
 def checked_save(save: Path | None) -> Path:

@@ -1,5 +1,5 @@
-"""The commands that contact a pair: `check` (and its tiers), `collect`, `bench rdma|nccl|latency`, `accept` and
-`init`; three or more nodes hand over to cli/cluster.py."""
+"""The commands that contact the nodes: `check` (and its tiers), `collect`, `bench rdma|nccl|latency`, `accept` and
+`init`, over a pair or a cluster: the layout is decided once (app/live.py resolve_nodes), each command acts on it."""
 
 from __future__ import annotations
 
@@ -10,19 +10,29 @@ from typing import Annotated, Optional
 import typer
 from msgspec.structs import replace
 
+from linkcheck import strict_json
 from linkcheck.accept.budget import expected_paths, plan_line
-from linkcheck.accept.profile import resolve_profile
-from linkcheck.accept.text import closing_line
-from linkcheck.app.accept import run_accept
-from linkcheck.app.init import write_initial_config
-from linkcheck.app.live import TrafficRequest, run_live
-from linkcheck.app.runs import RunRecord
-from linkcheck.baseline.cluster import cluster_baseline
+from linkcheck.accept.profile import Profile, resolve_profile
+from linkcheck.accept.text import closing_line, cluster_acceptance_text
+from linkcheck.app.accept import run_accept, run_cluster_accept
+from linkcheck.app.init import write_cluster_config, write_initial_config
+from linkcheck.app.live import (
+    ClusterTraffic,
+    LiveNodes,
+    TrafficRequest,
+    check_cluster,
+    resolve_nodes,
+    run_live,
+    save_cluster,
+)
+from linkcheck.app.offline import configured_rules
+from linkcheck.app.runs import RunRecord, finish_cluster_run
+from linkcheck.baseline.cluster import ClusterBaseline, cluster_baseline
+from linkcheck.baseline.cluster_drift import compare
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
 from linkcheck.bundle.format import load_bundle
-from linkcheck.cli.cluster import accept_over_cluster, check_over_cluster, init_cluster, is_cluster
 from linkcheck.cli.common import (
     FLAGS,
     AcceptOpt,
@@ -46,12 +56,17 @@ from linkcheck.cli.common import (
     integer_in,
     live_config,
     out,
+    quiet_libraries,
     run_record,
     say,
     say_node_errors,
+    ssh_options,
+    with_containers,
 )
-from linkcheck.errors import ExitCode, UsageError
+from linkcheck.errors import ExitCode, LinkcheckError, UsageError
 from linkcheck.report.progress import ConsoleProgress
+from linkcheck.report.prometheus import check_textfile_path, write_textfile
+from linkcheck.report.writer import check_output_path
 
 DEFAULT_DURATION_S = RdmaOptions().duration_s  # seconds per ib_write_bw run (-D) of --bench and `bench rdma`
 QUICK_COMMAND = "check --quick"
@@ -160,10 +175,10 @@ def check(
                          "--bench --duration S or `linkcheck bench rdma --duration S`")
     if quick_nccl and not quick:
         raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
-    cluster = is_cluster(node, hostfile, inventory, group, config)
-    if report is not None and not cluster:
+    nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
+    if report is not None and nodes.layout == "pair":
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
-    if cluster:
+    if nodes.layout == "cluster":
         if latency or anonymize:
             raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
                              "the nodes; --latency and --anonymize serve a pair (a saved cluster bundle: "
@@ -174,9 +189,9 @@ def check(
             else None
         nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
             max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
-        check_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt,
-                           (rdma, nccl), report, save, against, QUICK_COMMAND if quick else "check", prometheus,
-                           show_all, containers=checked_containers(container))
+        _check_cluster(nodes, accept_new_host_keys, fmt, (rdma, nccl), report, save, against,
+                       QUICK_COMMAND if quick else "check", prometheus, show_all,
+                       containers=checked_containers(container))
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -195,8 +210,9 @@ def bench_rdma(
 ) -> None:
     """ib_write_bw on each path alone, then both at once, both directions; with counters before and after. Three or
     more --node (or linkcheck.yaml's `cluster:` nodes): every cable in rounds, as `check --bench` without NCCL."""
-    if is_cluster(node, None, None, None, config):
-        _bench_over_cluster("bench rdma", node, config, save, anonymize, accept_new_host_keys, fmt, show_all,
+    nodes = resolve_nodes(node or [], config=config)
+    if nodes.layout == "cluster":
+        _bench_over_cluster("bench rdma", nodes, save, anonymize, accept_new_host_keys, fmt, show_all,
                             RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base), None,
                             baseline, prometheus)
     traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
@@ -212,8 +228,9 @@ def bench_nccl(
 ) -> None:
     """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log. Three or more
     --node: across every node, one rank each, each rank's transport proven."""
-    if is_cluster(node, None, None, None, config):
-        _bench_over_cluster("bench nccl", node, config, save, anonymize, accept_new_host_keys, fmt, show_all, None,
+    nodes = resolve_nodes(node or [], config=config)
+    if nodes.layout == "cluster":
+        _bench_over_cluster("bench nccl", nodes, save, anonymize, accept_new_host_keys, fmt, show_all, None,
                             NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary), baseline, prometheus)
     traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
     _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
@@ -229,7 +246,7 @@ def bench_latency(
     """The latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf 16-64 KiB
     across the nodes; what `linkcheck advise` reads. Same as `check --latency`. A pair's test: three or more
     nodes are refused (exit 4)."""
-    if is_cluster(node, None, None, None, config):
+    if resolve_nodes(node or [], config=config).layout == "cluster":
         raise UsageError("bench latency serves a pair: ib_write_lat per path and the small all_reduce are judged "
                          "between two nodes; over a cluster, `linkcheck check --quick` measures every cable")
     traffic = TrafficRequest(latency=_latency_options(port_base, nccl_binary))
@@ -237,17 +254,16 @@ def bench_latency(
                run_record("bench latency", baseline, prometheus))
 
 
-def _bench_over_cluster(command: str, node: list[str] | None, config: Path | None, save: Path | None,
-                        anonymize: bool, accept: bool, fmt: Format, show_all: bool, rdma: RdmaOptions | None,
-                        nccl: NcclOptions | None, baseline: str | None, prometheus: Path | None) -> None:
+def _bench_over_cluster(command: str, nodes: LiveNodes, save: Path | None, anonymize: bool, accept: bool,
+                        fmt: Format, show_all: bool, rdma: RdmaOptions | None, nccl: NcclOptions | None,
+                        baseline: str | None, prometheus: Path | None) -> None:
     """`bench rdma` or `bench nccl` over a cluster: the cluster's check with that traffic alone (its rounds per
     cable, or NCCL across every node)."""
     if anonymize:
         raise UsageError(f"{command} --anonymize serves a pair; over a cluster, save the bundle, then "
                          "`linkcheck anonymize BUNDLE OUT` writes its anonymised copy")
     against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
-    check_over_cluster((node or [], None, None, None), config, accept, fmt, (rdma, nccl), None, save, against,
-                       command, prometheus, show_all)
+    _check_cluster(nodes, accept, fmt, (rdma, nccl), None, save, against, command, prometheus, show_all)
 
 
 def accept(
@@ -270,13 +286,13 @@ def accept(
     NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE. Three or more
     --node, --hostfile or --inventory accept a cluster: every cable (or pair through the switch) in rounds, NCCL
     across every node, judged by the profile of the layout the nodes show (dgx-spark-ring3, dgx-spark-switch)."""
-    if is_cluster(node, hostfile, inventory, group, config):
+    nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
+    if nodes.layout == "cluster":
         given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node
         if given is not None and not given.cluster:
             raise UsageError(f"profile {given.name} accepts a pair (layout: pair); three or more nodes are a "
                              "cluster", fix="--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
-        accept_over_cluster((node or [], hostfile, inventory, group), config, accept_new_host_keys, fmt, show_all,
-                            (given, repetitions, duration), save)
+        _accept_cluster(nodes, accept_new_host_keys, fmt, show_all, (given, repetitions, duration), save)
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
     if prof.cluster:
         raise UsageError(f"profile {prof.name} accepts a cluster (layout: {prof.layout}); give its nodes with "
@@ -334,11 +350,87 @@ def init(
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml. With three
     or more --node, --hostfile or --inventory: every node of a cluster, and the cabling found (its cables and the
     nodes on the switch), which topology and check then compare (CLUSTER_LINK_CHANGED)."""
-    if hostfile is not None or inventory is not None or group is not None or len(node or ()) > 2:
-        init_cluster((node or [], hostfile, inventory, group), config, output, force=force,
-                     accept=accept_new_host_keys)
+    nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
+    if nodes.layout == "cluster":
+        quiet_libraries()
+        hosts = nodes.hosts()
+        facts = write_cluster_config(hosts, ssh_options(nodes.config, accept_new_host_keys), output, force=force)
+        out(f"wrote {output}: {len(hosts)} nodes, layout {facts.topology.layout}, "
+            f"{len(facts.topology.cables)} cable(s), "
+            f"{len({n for s in facts.topology.segments for n in s.nodes})} node(s) on the switch")
         return
     cfg = live_config(config, node, accept_new_host_keys)
     link = write_initial_config(cfg, output, force=force)
     out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
         f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
+
+
+def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format,
+                   traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
+                   save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
+                   prometheus: Path | None = None, show_all: bool = False,
+                   containers: tuple[str, ...] = ()) -> None:
+    """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
+    findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or JSON on stdout, a
+    Markdown report to `report`, the textfile to `prometheus`, the bundle saved, each test recorded in its pair's
+    history as `command`, the verdict's exit code."""
+    if report is not None:
+        check_output_path(report, "--report")
+    if prometheus is not None:
+        check_textfile_path(prometheus)
+    target = checked_save(save)
+    rdma, nccl = traffic
+    quiet_libraries()
+    found = nodes.config
+    hosts = tuple(replace(h, target=with_containers(h.target, containers)) for h in nodes.hosts())
+    rules = configured_rules([], found, kind="all")
+    if not FLAGS.quiet and fmt is Format.console:
+        say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
+            f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
+            + ("" if nccl is None else ", then all_gather_perf across every node"
+               + (" (the transport proof)" if nccl.transport_only else "")))
+    # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
+    progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not FLAGS.quiet else None
+    result, bundle, doc = check_cluster(hosts, ssh_options(found, accept), rules, ClusterTraffic(rdma, nccl), progress,
+                                        expected=found.expected_cluster if found else None)
+    save_cluster(bundle, doc, target)
+    if baseline is not None:
+        say(f"bundle saved to {target}")  # said first: a baseline of another cluster stops here (exit 4)
+        result = compare(result, baseline, bundle.captures, rules)
+    for line in finish_cluster_run(result, bundle, target, command, baseline.name if baseline else None):
+        say(f"linkcheck: {line}")
+    if prometheus is not None:
+        write_textfile(prometheus, result)
+    emit(result, fmt, show_all, report)
+    if baseline is None:
+        say(f"bundle saved to {target}")
+    raise typer.Exit(int(result.exit_code))
+
+
+def _accept_cluster(nodes: LiveNodes, accept: bool, fmt: Format, show_all: bool,
+                    chosen: tuple[Profile | None, int | None, int | None], save: Path | None) -> None:
+    """A cluster's acceptance: the run of `check --bench` with the profile's test, repeated, judged by the profile
+    of the layout; the acceptance on stdout and in the saved bundle, its verdict's exit code."""
+    target = checked_save(save)
+    quiet_libraries()
+    found = nodes.config
+    hosts = nodes.hosts()
+    rules = configured_rules([], found, kind="all")
+    given, repetitions, duration = chosen
+    if not FLAGS.quiet and fmt is Format.console:
+        say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
+            + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "
+            "all_gather_perf across every node")
+    progress = ConsoleProgress.on_stderr() if fmt is Format.console and not FLAGS.quiet else None
+    run = run_cluster_accept(hosts, ssh_options(found, accept), rules, given, repetitions, duration, target,
+                             progress, found.expected_cluster if found else None)
+    if run.acceptance is None:
+        say(f"bundle saved to {run.saved}")
+        raise LinkcheckError(run.problem or "no profile was chosen")
+    if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
+        say(closing_line(run.record))
+    else:
+        out(strict_json.dumps(run.record, indent=2) if fmt is Format.json else
+            cluster_acceptance_text(run.record, show_all))
+    say(f"bundle saved to {run.saved}")
+    raise typer.Exit(130 if run.check.interrupted else int(run.acceptance.exit_code))

@@ -18,11 +18,9 @@ from linkcheck.advise.model import (
     MAX_LAYERS,
 )
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
-from linkcheck.app.offline import diagnose_bundle
-from linkcheck.baseline.cluster import cluster_baseline
-from linkcheck.bundle.anonymize import anonymize_saved
+from linkcheck.app.offline import judge_bundle
+from linkcheck.app.runs import RunRecord
 from linkcheck.bundle.verify import verify_bundle
-from linkcheck.cli.cluster import emit_cluster, judge_cluster_bundle
 from linkcheck.cli.common import (
     FLAGS,
     BaselineOpt,
@@ -38,17 +36,15 @@ from linkcheck.cli.common import (
     offline_config,
     out,
     out_fitted,
-    run_record,
     say,
-    say_verdict,
+    verdict_of,
     warn_unverified,
 )
-from linkcheck.cluster.anonymize import anonymize_cluster_saved
-from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.errors import ExitCode, UsageError
+from linkcheck.outcome import ClusterCheck
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_lines, record_to_json
-from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.fit import fit
 from linkcheck.report.formats import renderer
@@ -75,23 +71,18 @@ def diagnose(
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
     `linkcheck verify` rejects is refused (exit 4) unless --allow-unverified. A cluster's bundle is judged as its
     check judged it (text or JSON)."""
-    if is_cluster_bundle(bundle):
+    if prometheus is not None:
+        check_textfile_path(prometheus)
+    judged = judge_bundle(bundle, playbook, offline_config(config), baseline, allow_unverified=allow_unverified,
+                          warn=warn_unverified)
+    if isinstance(judged, ClusterCheck):  # its textfile; a cluster's history is kept by its live runs
         if prometheus is not None:
-            check_textfile_path(prometheus)
-        against = cluster_baseline(baseline) if baseline else None
-        result = judge_cluster_bundle(bundle, playbook, config, allow_unverified, against)
-        if prometheus is not None:
-            write_textfile(prometheus, result)
-        emit_cluster(result, fmt, None, show_all)
-        raise typer.Exit(cluster_verdict(result).exit_code)
-    record = run_record("diagnose", baseline, prometheus, history=record_run) \
-        if baseline or prometheus or record_run else None
-    outcome = diagnose_bundle(bundle, playbook, offline_config(config), record.baseline if record else None,
-                              allow_unverified=allow_unverified, warn=warn_unverified)
-    if record is not None:
-        finish(outcome, record)
-    emit(outcome, fmt, show_all)
-    raise typer.Exit(bundle_verdict(outcome).exit_code)  # the acceptance's, where the bundle holds one
+            write_textfile(prometheus, judged)
+    elif baseline or prometheus or record_run:
+        against = judged.link.baseline.baseline if judged.link.baseline else None
+        finish(judged, RunRecord("diagnose", against, prometheus, history=record_run))
+    emit(judged, fmt, show_all)
+    raise typer.Exit(verdict_of(judged).exit_code)  # the acceptance's, where the bundle holds one
 
 
 def report(
@@ -106,23 +97,12 @@ def report(
 ) -> None:
     """Diagnose a bundle like `diagnose` and write a report: JSON, JUnit XML, Markdown, HTML or Prometheus."""
     target = check_output_path(output) if output is not None and not is_stdout(output) else None
-    render = renderer(fmt)
-    if is_cluster_bundle(bundle):
-        result = judge_cluster_bundle(bundle, playbook, config, allow_unverified)
-        decided = cluster_verdict(result)
-        _write_report(render(result), target, decided.line)
-        raise typer.Exit(decided.exit_code)
-    outcome = diagnose_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
-                              warn=warn_unverified)
-    text = render(outcome)
-    if target is not None:
-        write_output(target, text)
-        say_verdict(outcome) if FLAGS.quiet else say(f"report written to {target}")
-    elif FLAGS.quiet:
-        say_verdict(outcome)
-    else:
-        write_stdout(text)
-    raise typer.Exit(bundle_verdict(outcome).exit_code)
+    judged = judge_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
+                          warn=warn_unverified)
+    text = renderer(fmt)(judged)
+    decided = verdict_of(judged)
+    _write_report(text, target, decided.line)
+    raise typer.Exit(decided.exit_code)
 
 
 def _write_report(text: str, target: Path | None, verdict: str) -> None:
@@ -156,10 +136,7 @@ def anonymize(
 ) -> None:
     """Write an anonymised copy of a saved bundle: hostnames, users, IPs, MACs, GUIDs and serials replaced; a
     cluster's nodes renamed n1, n2, ... and its record (cluster.json) with the same fakes."""
-    if is_cluster_bundle(bundle):
-        anonymize_cluster_saved(bundle, out_dir, warn=warn_unverified)
-    else:
-        anonymize_saved(bundle, out_dir, warn=warn_unverified)
+    anonymize_any_saved(bundle, out_dir, warn=warn_unverified)
     say(f"anonymised bundle saved to {out_dir}")
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from linkcheck.bundle.anonymize import anonymize_saved_with
+from linkcheck.bundle.anonymize import anonymize_saved, anonymize_saved_with
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster.record import CLUSTER, ClusterDocument, load_cluster, write_cluster
+from linkcheck.cluster.record import CLUSTER, ClusterDocument, is_cluster_bundle, load_cluster, write_cluster
 from linkcheck.model import Capture
 
 
@@ -65,3 +65,11 @@ def anonymize_cluster_saved(source: Path, target: Path, warn: Callable[[str], No
         traffic=doc.traffic, traffic_error=text(doc.traffic_error), interrupted=doc.interrupted, nccl=doc.nccl,
         nccl_error=text(doc.nccl_error)))
     return manifest
+
+
+def anonymize_any_saved(source: Path, target: Path, warn: Callable[[str], None] | None = None) -> Path:
+    """A saved bundle's anonymised copy, as the bundle says what it is: a cluster's (it holds cluster.json) with
+    its record renamed too, a pair's as the bundle's own anonymiser writes it."""
+    if is_cluster_bundle(source):
+        return anonymize_cluster_saved(source, target, warn=warn)
+    return anonymize_saved(source, target, warn=warn)

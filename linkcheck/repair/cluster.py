@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from msgspec.structs import replace
 
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster_outcome import NODE_CAUSE_RULE, ClusterCheck
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import NODE_CAUSE_RULE, ClusterCheck
 from linkcheck.repair.files import node_files
 from linkcheck.repair.model import TOUCH_REBOOT, NotPlanned, RepairPlan, Step
 from linkcheck.repair.plan import PLANNERS, REBOOT, plan_repairs

@@ -13,9 +13,8 @@ from linkcheck.accept.text import check_tests, margin_cell, threshold_cell
 from linkcheck.accept.text import runs as runs  # the statistics' cells, for the writers that take their parts here
 from linkcheck.accept.text import statistic as statistic
 from linkcheck.accept.text import unit as unit
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.model import Status
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.report.summary import Summary, summarize
 from linkcheck.report.tables import diagnosis_line, verdict_line
 from linkcheck.report.verdict import BundleVerdict, decide

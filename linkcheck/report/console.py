@@ -26,10 +26,9 @@ from linkcheck.accept.text import (
     row,
 )
 from linkcheck.accept.text import evidence_lines as tested_lines
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.report.acceptance import acceptance, cluster_summary, pair_summary, tested
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.console_fix import fix_parts

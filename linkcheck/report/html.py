@@ -27,9 +27,8 @@ from linkcheck.accept.text import (
     per_test_rows,
     reasons,
 )
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines

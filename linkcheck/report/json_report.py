@@ -8,9 +8,8 @@ import json
 from typing import Any
 
 from linkcheck import __version__
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.records import plain
 from linkcheck.report.acceptance import acceptance, cluster_summary, pair_summary
 from linkcheck.report.judged import Judged

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from linkcheck.cluster_outcome import ClusterCheck
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 
 Judged: TypeAlias = Outcome | ClusterCheck

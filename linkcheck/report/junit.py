@@ -30,9 +30,8 @@ from typing import Any
 
 from linkcheck import __version__
 from linkcheck.accept.text import check_tests, headline, non_standard, non_standard_line
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.model import Finding, Status, Verdict
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.judged import Judged
 from linkcheck.report.repair import repair_plan, step_lines, step_title

@@ -20,9 +20,8 @@ from linkcheck.accept.text import (
     reasons,
     row,
 )
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.model import Finding, Status
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines

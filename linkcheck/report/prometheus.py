@@ -20,11 +20,10 @@ from linkcheck import __version__
 from linkcheck.accept.text import check_tests, deciding_margin, non_standard
 from linkcheck.cluster.cables import FIRST_PASS
 from linkcheck.cluster.topology import Topology, infer_topology
-from linkcheck.cluster_outcome import CableResult, ClusterCheck, cable_state
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome, cable_state
 from linkcheck.report import acceptance as acc
 from linkcheck.report.exposition import Labels, Metrics, bytes_per_second, scaled
 from linkcheck.report.judged import Judged
@@ -77,7 +76,7 @@ def nccl_family(m: Metrics, busbw_gbs: float | None) -> None:
 
 
 def cable_state_samples(cable: str, a: str, b: str, verdict: Verdict, link: LinkFacts) -> list[tuple[Labels, float]]:
-    """A test's state (cluster_outcome.cable_state), one-hot over pass, slow and inconclusive."""
+    """A test's state (outcome.cable_state), one-hot over pass, slow and inconclusive."""
     state = cable_state(verdict, link)
     return [({"cable": cable, "a": a, "b": b, "state": s}, 1 if state == s else 0) for s in CABLE_STATES]
 

@@ -16,10 +16,9 @@ import msgspec
 
 from linkcheck.accept.text import margin_cell, missed, threshold_cell
 from linkcheck.advise.published import published
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
 from linkcheck.model import Finding, Status
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.report.safe_text import shown
 from linkcheck.values import byte_size, evidence_line, gbps, number, pcie, plain_number, signed
 

@@ -5,8 +5,8 @@ data: shown, never interpreted."""
 from __future__ import annotations
 
 from linkcheck.cluster.topology import TwinPath
-from linkcheck.cluster_outcome import ClusterView
 from linkcheck.model import Status
+from linkcheck.outcome import ClusterView
 from linkcheck.records import plain
 from linkcheck.report.safe_text import shown
 from linkcheck.strict_json import dumps

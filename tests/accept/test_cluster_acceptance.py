@@ -18,15 +18,15 @@ from linkcheck.accept.profile import ProfileError, layout_profile, parse_profile
 from linkcheck.accept.record import AcceptanceRecord
 from linkcheck.accept.standard import standard_record
 from linkcheck.accept.text import cluster_acceptance_text
-from linkcheck.app.cluster_accept import choose_profile
-from linkcheck.app.cluster_check import _unreached
+from linkcheck.app.accept import choose_profile
+from linkcheck.app.offline import unreached
 from linkcheck.app.topology import cluster_facts
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.nccl import ClusterNccl
 from linkcheck.cluster.schedule import schedule
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.errors import UsageError
+from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, ONE_PCIE, checked, judged, measured, slow_node, switch
 from tests.emulators.captures import node_captures
 from tests.lab.cluster import cluster_models, ring3, ring4
@@ -234,7 +234,7 @@ def test_a_cable_whose_far_node_was_not_inspected_holds_only_its_own_cage() -> N
     errors = {"c": "connection refused"}
     facts = cluster_facts(list(models), captures, errors)
     measured_tests = [measured(t, *HEALTHY) for t in cable_tests(facts, schedule(facts.topology))]
-    placeholders = _unreached(facts, errors)
+    placeholders = unreached(facts, errors)
     check = judged(facts, [*measured_tests, *placeholders], errors)
     acceptance = judge_cluster(_with_nccl(check), RING, 1)
     verdicts = {t.label: t.verdict for t in acceptance.tests}

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linkcheck.app.cluster_check import judge_cluster
+from linkcheck.app.offline import judge_cluster
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.hosts import NODE_NAME_RE, parse_hostfile, parse_node_values, parse_slurm_nodelist
 from linkcheck.cluster.inventory import parse_inventory

@@ -270,4 +270,4 @@ def test_one_writer_for_every_output() -> None:
     """report -o, the textfile and init -o go through write_output; nothing else renames over a user's path."""
     root = Path(__file__).resolve().parents[2] / "linkcheck"
     callers = {p.relative_to(root).as_posix() for p in root.rglob("*.py") if "write_output(" in p.read_text()}
-    assert {"cli/offline.py", "cli/cluster.py", "report/prometheus.py", "app/init.py"} <= callers
+    assert {"cli/offline.py", "cli/common.py", "report/prometheus.py", "app/init.py"} <= callers

@@ -17,7 +17,7 @@ LAYERS = [
     {"facts"},
     {"cluster"},
     {"diagnose", "config"},
-    {"outcome", "cluster_outcome"},
+    {"outcome"},
     {"bench", "baseline", "accept", "repair", "advise"},
     {"report"},
     {"app", "service"},

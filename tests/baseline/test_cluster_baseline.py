@@ -26,10 +26,10 @@ from linkcheck.baseline.cluster import (
     to_json,
 )
 from linkcheck.baseline.cluster_drift import cluster_snapshot, compare
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BaselineError
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, console_text, saved_bundle, switch
 from tests.emulators.node import Node
 from tests.lab.cluster import ring3

@@ -13,7 +13,7 @@ from linkcheck.app.history import history_rows, history_text
 from linkcheck.app.runs import finish_cluster_run
 from linkcheck.baseline.history import append_cluster_run, history_dir, read_records
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster_outcome import ClusterCheck
+from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import checked, slow_node, switch
 from tests.lab.cluster import ring3
 

@@ -14,7 +14,8 @@ from unittest.mock import patch
 
 from msgspec.structs import replace
 
-from linkcheck.app.cluster_check import CABLE_RULES, judge_cluster, save_cluster
+from linkcheck.app.live import save_cluster
+from linkcheck.app.offline import CABLE_RULES, judge_cluster
 from linkcheck.app.topology import cluster_facts, judge_facts
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
@@ -22,13 +23,13 @@ from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost, parse_node_values
 from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster.schedule import schedule
-from linkcheck.cluster_outcome import CableResult, ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import NodeTarget
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
 from linkcheck.model import Verdict
+from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.report.console import print_console
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from linkcheck.app.cluster_check import cluster_bundle, judge_cluster, save_cluster
+from linkcheck.app.live import save_cluster
+from linkcheck.app.offline import cluster_bundle, judge_cluster
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.hosts import parse_node_values

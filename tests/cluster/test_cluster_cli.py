@@ -13,10 +13,10 @@ from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
-from linkcheck.cluster_outcome import ClusterView
 from linkcheck.diagnose.engine import diagnose_cluster
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import ExitCode
+from linkcheck.outcome import ClusterView
 from linkcheck.report.topology import view_json, view_text
 from tests.cluster.spark_facts import ring
 

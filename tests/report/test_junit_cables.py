@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from linkcheck.app.cluster_check import cluster_bundle
+from linkcheck.app.offline import cluster_bundle
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.playbook import load_playbooks

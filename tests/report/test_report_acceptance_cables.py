@@ -21,14 +21,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from linkcheck.accept.cluster import judge_cluster as judge_acceptance
 from linkcheck.accept.evidence import cluster_evidence
 from linkcheck.accept.profile import resolve_profile
-from linkcheck.app.cluster_check import judge_cluster, save_cluster
+from linkcheck.app.live import save_cluster
+from linkcheck.app.offline import judge_cluster
 from linkcheck.bundle.acceptance import ACCEPTANCE, write_acceptance
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
-from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.outcome import ClusterCheck
 from linkcheck.report.html import h, render_html
 from linkcheck.report.json_report import render_json
 from linkcheck.report.junit import render_junit, xml_text

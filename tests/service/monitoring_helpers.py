@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from linkcheck.app.cluster_check import cluster_bundle
-from linkcheck.app.offline import diagnose_bundle
+from linkcheck.app.offline import cluster_bundle, diagnose_bundle
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.report.prometheus import render_prometheus

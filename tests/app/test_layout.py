@@ -1,0 +1,66 @@
+"""Where the layout is decided, once: a saved bundle's by the loader that judges it (`judge_bundle`: a pair's
+Outcome, or a cluster's ClusterCheck when the bundle holds cluster.json), a live run's by `resolve_nodes` (a pair,
+or a cluster's hosts from --node, a hostfile, linkcheck.yaml's `cluster:` nodes or Slurm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from linkcheck.app.baseline import save_baseline
+from linkcheck.app.live import resolve_nodes
+from linkcheck.app.offline import judge_bundle
+from linkcheck.errors import BaselineError, ConfigError, ExitCode
+from linkcheck.model import Verdict
+from linkcheck.outcome import ClusterCheck, Outcome
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_a_pairs_bundle_is_judged_as_a_pair_and_a_clusters_as_a_cluster() -> None:
+    pair = judge_bundle(FIXTURES / "healthy")
+    assert isinstance(pair, Outcome)
+    assert (pair.verdict, pair.exit_code) == (Verdict.PASS, ExitCode.PASS)
+    cluster = judge_bundle(FIXTURES / "cluster-ring3-hotplug")
+    assert isinstance(cluster, ClusterCheck)
+    assert (cluster.verdict, cluster.exit_code) == (Verdict.FAIL, ExitCode.FAIL)
+    assert [h.name for h in cluster.view.hosts] == ["a", "b", "c"]
+
+
+def test_a_baseline_of_the_other_layout_is_refused_before_the_bundle_is_judged() -> None:
+    save_baseline("pair-good", FIXTURES / "healthy", force=False)
+    with pytest.raises(BaselineError, match="is a pair's.*this is a cluster's run"):
+        judge_bundle(FIXTURES / "cluster-ring3-healthy", baseline="pair-good")
+    assert isinstance(judge_bundle(FIXTURES / "healthy", baseline="pair-good"), Outcome)
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "linkcheck.yaml"
+    path.write_text('cluster:\n  nodes:\n    a: "root@198.18.9.1"\n    b: "root@198.18.9.2"\n'
+                    '    c: "root@198.18.9.3"\n')
+    return path
+
+
+def test_a_live_runs_layout_comes_from_whichever_source_names_the_nodes(tmp_path: Path) -> None:
+    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"]).layout == "pair"
+    three = resolve_nodes(["a=198.18.9.1", "b=198.18.9.2", "c=198.18.9.3"])
+    assert three.layout == "cluster" and [h.name for h in three.hosts()] == ["a", "b", "c"]
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("198.18.9.1 slots=1\n198.18.9.2 slots=1\n")
+    assert resolve_nodes([], hostfile=hostfile).layout == "cluster"  # a hostfile names a cluster, two nodes too
+    config = _config(tmp_path)
+    configured = resolve_nodes([], config=config)
+    assert configured.layout == "cluster" and [str(h.target) for h in configured.hosts()] == [
+        "root@198.18.9.1", "root@198.18.9.2", "root@198.18.9.3"]
+    # --node names the pair itself: the config's cluster is then not the run's.
+    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], config=config).layout == "pair"
+
+
+def test_a_clusters_hosts_are_read_when_the_run_starts_not_when_its_layout_is_decided() -> None:
+    """The command's own refusals (a profile of the other layout, a --report path) come first: the layout is told
+    from which options are given, the hostfile read only when the run starts."""
+    nodes = resolve_nodes([], hostfile=Path("/nonexistent/hosts"))
+    assert nodes.layout == "cluster"
+    with pytest.raises(ConfigError, match="/nonexistent/hosts"):
+        nodes.hosts()

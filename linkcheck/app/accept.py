@@ -20,7 +20,7 @@ from linkcheck.bundle.acceptance import write_acceptance
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
-    from linkcheck.bench.runner import Progress
+    from linkcheck.bench.guard import Progress
     from linkcheck.config import Config
     from linkcheck.outcome import Outcome
 

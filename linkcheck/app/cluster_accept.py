@@ -21,9 +21,9 @@ from linkcheck.accept.cluster import ClusterAcceptance, judge_cluster
 from linkcheck.accept.evidence import cluster_evidence
 from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
 from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, save_cluster
+from linkcheck.bench.guard import Progress
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
-from linkcheck.bench.runner import Progress
 from linkcheck.bundle.acceptance import write_acceptance
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import ClusterHost

@@ -22,11 +22,11 @@ from msgspec.structs import replace
 from linkcheck.accept.budget import cluster_plan_line, nccl_seconds, rounds_seconds
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, inspect_cluster, judge_facts, open_cluster
-from linkcheck.bench.cluster import Planned, captures_of, plan_cluster_rounds, plan_test, run_cluster_rdma
-from linkcheck.bench.cluster_nccl import run_cluster_nccl
-from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.guard import Progress, Schedule
+from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl
 from linkcheck.bench.plan import RdmaOptions
-from linkcheck.bench.runner import Progress, Schedule, detect_tools, inspected_tools, repetition_captures
+from linkcheck.bench.rounds import Planned, captures_of, plan_cluster_rounds, plan_test, run_cluster_rdma
+from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import CableTest, cable_tests, pair_view, second_pass, test_subnets

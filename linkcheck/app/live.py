@@ -10,10 +10,11 @@ from msgspec.structs import replace
 
 from linkcheck.accept.budget import latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
 from linkcheck.app.offline import configured_rules, diagnose_facts
+from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
-from linkcheck.bench.runner import Progress, Schedule, inspected_tools, repetition_captures, run_traffic
+from linkcheck.bench.runner import inspected_tools, repetition_captures, run_traffic
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir

@@ -15,7 +15,7 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                 # Against the cabling `linkcheck init` recorded (linkcheck.yaml `cluster:`), when there is one.
                 "recorded": "bool", "config": "text", "cabling_changed": "bool", "cables_gone": "text",
                 "cables_new": "text", "switch_gone": "text", "switch_new": "text",
-                # The NCCL run across every node (linkcheck.bench.cluster_nccl): its result, and the nodes whose own
+                # The NCCL run across every node (linkcheck.bench.nccl): its result, and the nodes whose own
                 # rank fell back to sockets.
                 "nccl_run": "bool", "nccl_busbw_gbs": "number", "nccl_nvidia_busbw_gbs": "number",
                 "nccl_avg_busbw_gbs": "number",

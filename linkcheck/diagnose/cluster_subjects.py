@@ -143,7 +143,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
 
 
 def _ring_settings(settings: Mapping[str, str], sources: Mapping[str, str]) -> dict[str, Any]:
-    """NVIDIA's ring settings (linkcheck.bench.cluster_nccl.RING_ENV) the node's NCCL settings lack, each as it is
+    """NVIDIA's ring settings (linkcheck.cluster.nccl.RING_ENV) the node's NCCL settings lack, each as it is
     (`NCCL_IB_MERGE_NICS is not set`, `NCCL_NET_PLUGIN=libnccl-net.so (environment)`)."""
     lacking = []
     for name, value in RING_ENV:

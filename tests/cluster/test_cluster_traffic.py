@@ -13,8 +13,8 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.cluster import captures_of, plan_cluster_rounds, plan_test
 from linkcheck.bench.plan import RdmaOptions
+from linkcheck.bench.rounds import captures_of, plan_cluster_rounds, plan_test
 from linkcheck.cluster.cables import SECOND_PASS, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, TrafficOutcome, partners
 from linkcheck.cluster.schedule import schedule

@@ -15,8 +15,7 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.cluster_nccl import cluster_mpirun_script, plan_cluster_nccl, plan_meta, run_cluster_nccl
-from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, plan_meta, run_cluster_nccl
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
 from linkcheck.collect.collector import close_transports, collect, open_transports

@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.cluster import ClusterAcceptance, judge_cluster
 from linkcheck.accept.evidence import cluster_evidence
+from linkcheck.accept.judge import ClusterAcceptance, judge_cluster
 from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
 from linkcheck.app.cluster_check import ClusterTraffic, check_cluster, save_cluster
 from linkcheck.bench.guard import Progress

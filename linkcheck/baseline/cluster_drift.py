@@ -19,7 +19,7 @@ from linkcheck.cluster.cables import CableTest, cable_tests, of_test_round
 from linkcheck.cluster.drift import CableDrift, ClusterDrift, NodeDrift
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster_outcome import ClusterCheck
-from linkcheck.diagnose.engine import Diagnosis, diagnose, run_cluster_rule, verdict_of
+from linkcheck.diagnose.engine import Diagnosis, diagnose, run_rule, verdict_of
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import BaselineError
 from linkcheck.facts.drift import changes, node_differences
@@ -223,7 +223,7 @@ def compare(check: ClusterCheck, baseline: ClusterBaseline, captures: Sequence[C
     cables = _cable_drift(base, now, skipped)
     drift = ClusterDrift(baseline.name, baseline.created, tuple(nodes), tuple(cables))
     facts = replace(check.facts, drift=drift)
-    findings = [f for r in rules if r.id.startswith(CLUSTER_DRIFT) for f in run_cluster_rule(r, facts)]
+    findings = [f for r in rules if r.id.startswith(CLUSTER_DRIFT) for f in run_rule(r, facts)]
     views = {v.label: v for v in _cable_views(check)}
     current = {c.label: c.snapshot for c in now.cables}
     for cable in base.cables:

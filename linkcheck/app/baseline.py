@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from linkcheck.app.cluster_baseline import save_cluster_baseline
 from linkcheck.app.offline import diagnose_bundle
-from linkcheck.baseline import cluster, store
+from linkcheck.baseline import store
 from linkcheck.cluster.record import is_cluster_bundle
 from linkcheck.errors import BaselineError, UsageError
 from linkcheck.facts.snapshot import pair_id, snapshot_of
@@ -48,19 +48,19 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
 
 def list_text() -> tuple[str, list[BaselineError]]:
     """The table of stored baselines, and the entries that could not be read (each its own one-line error)."""
-    rows, problems = cluster.list_any()
+    rows, problems = store.list_any()
     if not rows:
         return f"no {'readable ' if problems else ''}baselines in {store.baselines_dir()}", problems
     lines = [f"{'NAME':<24} {'PAIR':<40} {'CREATED':<26} {'VERDICT':<8} SOURCE"]
     for b in rows:
         pair = (f"{b.snapshot.pair.a_hostname or '?'} + {b.snapshot.pair.b_hostname or '?'}"
-                if isinstance(b, Baseline) else cluster.describe_nodes(b))
+                if isinstance(b, Baseline) else store.describe_nodes(b))
         verdict = b.snapshot.verdict + (" (forced)" if b.forced else "")
         lines.append(f"{b.name:<24} {pair:<40} {b.created:<26} {verdict:<8} {b.source_bundle}")
     return "\n".join(lines), problems
 
 
 def show_text(name: str) -> str:
-    baseline = cluster.resolve_any(name)
-    doc = store.to_json(baseline) if isinstance(baseline, Baseline) else cluster.to_json(baseline)
+    baseline = store.resolve_any(name)
+    doc = store.to_json(baseline)
     return f"# {baseline.path}\n" + json.dumps(doc, indent=2, sort_keys=True)

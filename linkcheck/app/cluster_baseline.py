@@ -8,10 +8,9 @@ from pathlib import Path
 
 from linkcheck.app.cluster_check import cluster_bundle
 from linkcheck.app.offline import configured_rules
-from linkcheck.baseline import cluster as cluster_store
-from linkcheck.baseline.cluster import ClusterBaseline
-from linkcheck.baseline.cluster_drift import cluster_snapshot, compare
-from linkcheck.baseline.store import check_name
+from linkcheck.baseline import store
+from linkcheck.baseline.drift import cluster_snapshot, compare
+from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster_outcome import ClusterCheck
 from linkcheck.config import Config
@@ -24,7 +23,7 @@ def save_cluster_baseline(name: str, path: Path, *, force: bool, playbooks: list
     """Judge the cluster's bundle and store its state as baseline `name`; only a passing run, unless `force`.
 
     Returns where it was stored and the run's verdict."""
-    check_name(name)
+    store.check_name(name)
     bundle = load_trusted(path, overridable=False)  # no --allow-unverified here
     rules = configured_rules(list(playbooks or []), config, kind="all")
     check = cluster_bundle(path, rules, expected=config.expected_cluster if config else None)
@@ -33,8 +32,8 @@ def save_cluster_baseline(name: str, path: Path, *, force: bool, playbooks: list
         raise UsageError(f"{path}: the cluster's verdict is {verdict}, not pass; a baseline is the known-good state "
                          "(fix the findings first, or pass --force to record it anyway)")
     snapshot = cluster_snapshot(check, bundle.captures, verdict)
-    baseline = cluster_store.new_cluster_baseline(name, snapshot, path, bundle.created, forced=verdict != "pass")
-    return cluster_store.save(baseline, overwrite=force), verdict
+    baseline = store.new_cluster_baseline(name, snapshot, path, bundle.created, forced=verdict != "pass")
+    return store.save(baseline, overwrite=force), verdict
 
 
 def cluster_bundle_against(path: Path, rules: list[Rule], baseline: ClusterBaseline, *, allow_unverified: bool = False,

@@ -20,8 +20,8 @@ from linkcheck.app.init import write_cluster_config
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import finish_cluster_run
 from linkcheck.app.topology import discover, saved_view
-from linkcheck.baseline.cluster import ClusterBaseline
-from linkcheck.baseline.cluster_drift import compare
+from linkcheck.baseline.drift import compare
+from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.cli.common import (

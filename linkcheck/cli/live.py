@@ -17,7 +17,7 @@ from linkcheck.app.accept import run_accept
 from linkcheck.app.init import write_initial_config
 from linkcheck.app.live import TrafficRequest, run_live
 from linkcheck.app.runs import RunRecord
-from linkcheck.baseline.cluster import cluster_baseline
+from linkcheck.baseline.store import cluster_baseline
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options

@@ -19,7 +19,7 @@ from linkcheck.advise.model import (
 )
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.offline import diagnose_bundle
-from linkcheck.baseline.cluster import cluster_baseline
+from linkcheck.baseline.store import cluster_baseline
 from linkcheck.bundle.anonymize import anonymize_saved
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.cli.cluster import emit_cluster, judge_cluster_bundle

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from linkcheck.cluster.drift import CableDrift, NodeDrift
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.diagnose.observation import Observation
-from linkcheck.facts.drift import nccl_ratio, parameter_differences, rdma_ratios
+from linkcheck.facts.drift import CableDrift, NodeDrift, nccl_ratio, parameter_differences, rdma_ratios
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Severity
 

@@ -577,13 +577,18 @@ def plan_nccl_hca(p: _Planner, finding: Finding) -> None:
                lambda sudo, path: f"{sudo}grep -qx {q('NCCL_IB_HCA=' + value)} {path}")
 
 
+def reboot_step(node: str, finding: Finding) -> Step:
+    """The hot-plug state's repair on one node: rebooted with its cables attached (the state is per machine,
+    spark-link s.3b); planned, and applied only with --allow-reboot."""
+    return Step(node=node, finding=finding.finding_id, runtime=(REBOOT,), persistent=None,
+                verify=("linkcheck check --bench",), touches=(TOUCH_REBOOT,))
+
+
 def plan_reboot(p: _Planner, finding: Finding) -> None:
-    """The hot-plug state: both nodes rebooted with the cable attached (the state is per machine); planned, and
-    applied only with --allow-reboot."""
+    """The hot-plug state: both nodes rebooted with the cable attached."""
     for node in ("a", "b"):
         if p.first(node, "reboot"):
-            p.add(Step(node=node, finding=finding.finding_id, runtime=(REBOOT,), persistent=None,
-                       verify=("linkcheck check --bench",), touches=(TOUCH_REBOOT,)))
+            p.add(reboot_step(node, finding))
 
 
 PLANNERS: dict[str, Callable[[_Planner, Finding], None]] = {
@@ -739,13 +744,6 @@ def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, finding
     return replace(plan, steps=steps, not_planned=skipped)
 
 
-def _reboot(node: str, finding: Finding) -> Step:
-    """A node slow with every partner is in the hot-plug state on its own (the state is per machine, spark-link
-    s.3b; the rule's fix): that node rebooted with its cables attached, as the pair's planner reboots a pair."""
-    return Step(node=node, finding=finding.finding_id, runtime=(REBOOT,), persistent=None,
-                verify=("linkcheck check --bench",), touches=(TOUCH_REBOOT,))
-
-
 def _same_step(step: Step) -> tuple[object, ...]:
     """What makes two cables' steps one: the node and what the step does (a reboot asked twice is one reboot)."""
     return (step.node, step.runtime, step.persistent, step.touches)
@@ -773,7 +771,7 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
         node = f.subject[5:] if f.subject.startswith("node ") else None
         other = next((n for n in check.facts.nodes if n != node), None)
         if f.rule_id == NODE_CAUSE_RULE and node is not None:
-            plans.append(RepairPlan(steps=(_reboot(node, f),)))
+            plans.append(RepairPlan(steps=(reboot_step(node, f),)))  # alone: its cables' findings are its own
         elif f.rule_id in PLANNERS and node is not None and node in check.facts.nodes and other is not None:
             # A node's own setting reads only that node's facts and files: any other node completes the pair.
             link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])

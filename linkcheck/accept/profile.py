@@ -28,7 +28,7 @@ over the fail ceiling) are refused naming file:line.
 
 `layout` is the cabling the profile accepts, named as `linkcheck topology` names it: a pair's profile judges the
 one cable; a cluster's (a ring, a switch) judges every test of the cluster's schedule by the per-cable checks and
-the NCCL run across every node by the `nccl_*` checks (accept/cluster.py). A check that cannot hold for the
+the NCCL run across every node by the `nccl_*` checks (accept/judge.py). A check that cannot hold for the
 layout (the same cable serial at both ends of a test through a switch) is refused.
 """
 

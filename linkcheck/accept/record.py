@@ -175,7 +175,7 @@ class ClusterTestRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ClusterRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A cluster's acceptance (accept/cluster.py): the layout, the nodes and every test's own verdict."""
+    """A cluster's acceptance (accept/judge.py): the layout, the nodes and every test's own verdict."""
 
     layout: str
     nodes: list[str] = []

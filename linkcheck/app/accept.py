@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.cluster import ClusterAcceptance, judge_cluster
 from linkcheck.accept.evidence import acceptance_evidence, cluster_evidence
-from linkcheck.accept.judge import Acceptance, AcceptVerdict, judge
+from linkcheck.accept.judge import Acceptance, AcceptVerdict, ClusterAcceptance, judge, judge_cluster
 from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
 from linkcheck.app.live import ClusterTraffic, TrafficRequest, check_cluster, run_live, save_cluster
 from linkcheck.bench.latency import LatencyOptions
@@ -36,7 +35,7 @@ from linkcheck.outcome import ClusterCheck
 
 if TYPE_CHECKING:
     from linkcheck.app.live import TrafficRequest
-    from linkcheck.bench.runner import Progress
+    from linkcheck.bench.guard import Progress
     from linkcheck.config import Config
     from linkcheck.outcome import Outcome
 

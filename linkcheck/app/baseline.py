@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linkcheck.app.offline import judge_bundle
-from linkcheck.baseline import cluster, store
-from linkcheck.baseline.cluster_drift import cluster_snapshot
+from linkcheck.baseline import store
+from linkcheck.baseline.drift import cluster_snapshot
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.errors import BaselineError, UsageError
 from linkcheck.facts.snapshot import pair_id, snapshot_of
@@ -43,9 +43,9 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
                          "(fix the findings first, or pass --force to record it anyway)")
     if isinstance(judged, ClusterCheck):  # a cluster's baseline holds every node and cable
         captures = load_trusted(path, overridable=False).captures
-        state = cluster.new_cluster_baseline(name, cluster_snapshot(judged, captures, verdict), path,
+        state = store.new_cluster_baseline(name, cluster_snapshot(judged, captures, verdict), path,
                                              judged.created, forced=verdict != "pass")
-        return cluster.save(state, overwrite=force), verdict
+        return store.save(state, overwrite=force), verdict
     snapshot = snapshot_of(judged.bundle, judged.link, verdict)
     baseline = store.new_baseline(name, snapshot, path, judged.bundle.created, forced=verdict != "pass")
     return store.save(baseline, pair_id(snapshot.pair), overwrite=force), verdict
@@ -53,19 +53,19 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
 
 def list_text() -> tuple[str, list[BaselineError]]:
     """The table of stored baselines, and the entries that could not be read (each its own one-line error)."""
-    rows, problems = cluster.list_any()
+    rows, problems = store.list_any()
     if not rows:
         return f"no {'readable ' if problems else ''}baselines in {store.baselines_dir()}", problems
     lines = [f"{'NAME':<24} {'PAIR':<40} {'CREATED':<26} {'VERDICT':<8} SOURCE"]
     for b in rows:
         pair = (f"{b.snapshot.pair.a_hostname or '?'} + {b.snapshot.pair.b_hostname or '?'}"
-                if isinstance(b, Baseline) else cluster.describe_nodes(b))
+                if isinstance(b, Baseline) else store.describe_nodes(b))
         verdict = b.snapshot.verdict + (" (forced)" if b.forced else "")
         lines.append(f"{b.name:<24} {pair:<40} {b.created:<26} {verdict:<8} {b.source_bundle}")
     return "\n".join(lines), problems
 
 
 def show_text(name: str) -> str:
-    baseline = cluster.resolve_any(name)
-    doc = store.to_json(baseline) if isinstance(baseline, Baseline) else cluster.to_json(baseline)
+    baseline = store.resolve_any(name)
+    doc = store.to_json(baseline)
     return f"# {baseline.path}\n" + json.dumps(doc, indent=2, sort_keys=True)

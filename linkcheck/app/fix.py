@@ -30,10 +30,10 @@ from linkcheck.repair.apply import (
     reboot_nodes,
     sudo_works,
 )
-from linkcheck.repair.cluster import cluster_plan
 from linkcheck.repair.journal import COMMITTED, JournalError
 from linkcheck.repair.model import RepairPlan
 from linkcheck.repair.node import LocalNode, RepairNode, ShellNode
+from linkcheck.repair.plan import cluster_plan
 from linkcheck.repair.record import REPAIR, write_repair
 from linkcheck.repair.restore import RestoreOutcome, report_unfinished, restore_node
 from linkcheck.repair.saved import plan_for
@@ -88,7 +88,7 @@ def _save(directory: Path, plan: RepairPlan) -> str | None:
 def fix_bundle(path: Path, playbooks: list[Path] | None, config: Config | None, *, allow_unverified: bool = False,
                warn: Callable[[str], None] | None = None) -> FixResult:
     """Diagnose a saved bundle and plan its repairs: a pair's, or a cluster's per cable and per node (a pair is
-    its one-cable case; repair/cluster.py). The bundle is left as it was given (a filed bundle stays as filed): the
+    its one-cable case; repair/plan.py). The bundle is left as it was given (a filed bundle stays as filed): the
     plan is saved only where asked (`fix BUNDLE -o FILE`)."""
     judged = judge_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
     if isinstance(judged, ClusterCheck):  # planned per cable and per node: the nodes' own captures

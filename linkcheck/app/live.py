@@ -22,19 +22,12 @@ from msgspec.structs import replace
 from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
 from linkcheck.app.offline import CABLE_RULES, configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
 from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
-from linkcheck.bench.cluster import Planned, plan_cluster_rounds, run_cluster_rdma
-from linkcheck.bench.cluster_nccl import run_cluster_nccl
+from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions
-from linkcheck.bench.nccl import NcclOptions, size_max_bytes
+from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
-from linkcheck.bench.runner import (
-    Progress,
-    Schedule,
-    detect_tools,
-    inspected_tools,
-    repetition_captures,
-    run_traffic,
-)
+from linkcheck.bench.rounds import Planned, plan_cluster_rounds, run_cluster_rdma
+from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures, run_traffic
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir

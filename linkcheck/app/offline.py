@@ -16,9 +16,9 @@ from msgspec.structs import replace
 
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, judge_facts
-from linkcheck.baseline.cluster import cluster_baseline, pair_baseline
-from linkcheck.baseline.cluster_drift import compare
-from linkcheck.bench.cluster import Planned, captures_of, plan_test
+from linkcheck.baseline.drift import compare
+from linkcheck.baseline.store import cluster_baseline, pair_baseline
+from linkcheck.bench.rounds import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import CableTest, pair_view, test_subnets

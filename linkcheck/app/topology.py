@@ -22,7 +22,7 @@ from linkcheck.cluster.topology import infer_topology
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import SshOptions
-from linkcheck.diagnose.engine import diagnose_cluster
+from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.build import build_node_facts
@@ -95,7 +95,7 @@ def judge(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dic
 def judge_facts(hosts: Sequence[ClusterHost], facts: ClusterFacts, errors: dict[str, str],
                 rules: list[Rule] | None = None) -> ClusterView:
     """The view of a cluster's facts (its traffic tests' outcomes included, when it has them)."""
-    diagnosis = diagnose_cluster(facts, load_playbooks(kind="cluster") if rules is None else rules)
+    diagnosis = diagnose(facts, load_playbooks(kind="cluster") if rules is None else rules)
     return ClusterView(hosts=tuple(hosts), topology=facts.topology, schedule=schedule(facts.topology),
                        diagnosis=diagnosis, errors=errors)
 

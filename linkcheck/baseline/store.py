@@ -1,9 +1,18 @@
-"""Baselines on disk: plain JSON with a schema version under $XDG_DATA_HOME/linkcheck/baselines/<pair>/<NAME>.json."""
+"""Baselines on disk, a pair's and a cluster's: plain JSON with a schema version under
+$XDG_DATA_HOME/linkcheck/baselines/<pair or cluster>/<NAME>.json, each shape read and written here.
+
+A pair's file (`"schema": "linkcheck-baseline"`) holds the pair's snapshot at its top: the sections pair, identity,
+configuration, recorded, performance and unknown. A cluster's (`"schema": "linkcheck-cluster-baseline"`) holds who
+the cluster is (the layout; per node its name, hostname, machine id where the bundle has one, ConnectX-7 MACs and
+its own settings) and per cable (or test through the switch) a pair's snapshot restricted to that cable, with the
+same sections. Both are written, refused and listed alike; each schema has its own version.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import os
 import re
 import secrets
@@ -16,13 +25,16 @@ import msgspec
 
 from linkcheck import __version__, schema, strict_json
 from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
+from linkcheck.facts.snapshot import pair_id
 from linkcheck.facts.snapshot_model import (
     MIN_RATE_GBPS,
     SCHEMA,
     SCHEMA_VERSION,
     Baseline,
+    Fields,
     PairKey,
     Performance,
+    SavedBaseline,
     Snapshot,
 )
 from linkcheck.safe_read import read_capped
@@ -31,6 +43,8 @@ from linkcheck.safe_write import create_file, replace_file
 T = TypeVar("T")
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 MAX_BYTES = 4 << 20
+CLUSTER_SCHEMA = "linkcheck-cluster-baseline"
+CLUSTER_SCHEMA_VERSION = 1
 
 
 class StoreWriteError(LinkcheckError):
@@ -57,7 +71,58 @@ def check_name(name: str) -> str:
     return name
 
 
-def to_json(baseline: Baseline) -> dict[str, Any]:
+class NodeSnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One node of the cluster: who it is, and its own settings (kernel, OS, NCCL), compared once per node."""
+
+    name: str
+    hostname: str | None = None
+    machine_id: str | None = None
+    macs: tuple[str, ...] = ()
+    configuration: Fields = msgspec.field(default_factory=dict)
+    unknown: tuple[str, ...] = ()  # key prefixes this run could not read
+
+
+class CableSnapshot(msgspec.Struct, frozen=True):
+    """One cable (or test through the switch) by its label and nodes, with the pair's snapshot of that cable."""
+
+    label: str
+    a: str
+    b: str
+    switched: bool
+    snapshot: Snapshot
+
+
+class ClusterSnapshot(msgspec.Struct, frozen=True):
+    """The cluster as one run shows it: the layout, the nodes (those not inspected listed in `unread`), the
+    cables, and the run's verdict."""
+
+    layout: str
+    nodes: tuple[NodeSnapshot, ...]
+    cables: tuple[CableSnapshot, ...]
+    verdict: str
+    unread: tuple[str, ...] = ()
+
+    def node(self, name: str) -> NodeSnapshot | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+
+class ClusterBaseline(SavedBaseline, frozen=True):
+    """A cluster's saved snapshot, and where it is stored."""
+
+    snapshot: ClusterSnapshot
+    path: str = ""
+
+    def cable_baseline(self, cable: CableSnapshot) -> Baseline:
+        """One cable's part as a pair's baseline, which the pair's DRIFT_* rules compare with."""
+        return Baseline(name=self.name, created=self.created, tool_version=self.tool_version,
+                        source_bundle=self.source_bundle, bundle_created=self.bundle_created, forced=self.forced,
+                        snapshot=cable.snapshot, path=self.path)
+
+
+def to_json(baseline: Baseline | ClusterBaseline) -> dict[str, Any]:
+    """The baseline as its file holds it: a pair's or a cluster's shape."""
+    if isinstance(baseline, ClusterBaseline):
+        return _cluster_json(baseline)
     snap = baseline.snapshot
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "name": baseline.name, "created": baseline.created,
@@ -81,6 +146,20 @@ def snapshot_json(snap: Snapshot) -> dict[str, Any]:
     }
 
 
+def _cluster_json(baseline: ClusterBaseline) -> dict[str, Any]:
+    snap = baseline.snapshot
+    return {
+        "schema": CLUSTER_SCHEMA, "schema_version": CLUSTER_SCHEMA_VERSION, "name": baseline.name,
+        "created": baseline.created, "tool_version": baseline.tool_version,
+        "source": {"bundle": baseline.source_bundle, "bundle_created": baseline.bundle_created,
+                   "verdict": snap.verdict, "forced": baseline.forced},
+        "cluster": {"layout": snap.layout, "unread": list(snap.unread)},
+        "nodes": [msgspec.to_builtins(n) for n in snap.nodes],
+        "cables": [{"label": c.label, "a": c.a, "b": c.b, "switched": c.switched, **snapshot_json(c.snapshot)}
+                   for c in snap.cables],
+    }
+
+
 def snapshot_from_entries(p: PairEntry, identity: Fields, configuration: Fields, recorded: RecordedEntry,
                           performance: PerformanceEntry, unknown: tuple[str, ...], verdict: str) -> Snapshot:
     """The snapshot that `snapshot_json` wrote, from its validated sections."""
@@ -95,12 +174,12 @@ _RATE = (f"a rate must be a finite number of at least {MIN_RATE_GBPS:g} Gb/s (a 
          "or NaN)")
 Rate = Annotated[float, msgspec.Meta(ge=MIN_RATE_GBPS, lt=1e15)]
 GidIndex = Annotated[int, msgspec.Meta(gt=-(1 << 31), lt=1 << 31)]
-Fields = dict[str, "str | None"]
 _NON_FINITE = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
 
 class _Head(msgspec.Struct, frozen=True):
-    """What is checked first: is it a baseline, of a version this linkcheck reads, with each section there."""
+    """What is checked first: is it a baseline (a pair's or a cluster's), of a version this linkcheck reads, with each
+    section there."""
 
     schema: Any = None
     schema_version: Any = None
@@ -110,6 +189,9 @@ class _Head(msgspec.Struct, frozen=True):
     configuration: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     recorded: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     performance: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    cluster: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    nodes: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    cables: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
 class SourceEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -158,7 +240,40 @@ class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     unknown: tuple[str, ...]
 
 
+class _Cluster(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    layout: str
+    unread: tuple[str, ...]
+
+
+class _Cable(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    label: str
+    a: str
+    b: str
+    switched: bool
+    pair: PairEntry
+    identity: Fields
+    configuration: Fields
+    recorded: RecordedEntry
+    performance: PerformanceEntry
+    unknown: tuple[str, ...]
+
+
+class _ClusterFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A cluster's baseline file as `to_json` writes it."""
+
+    schema: str
+    schema_version: int
+    name: str
+    created: str
+    tool_version: str
+    source: SourceEntry
+    cluster: _Cluster
+    nodes: tuple[NodeSnapshot, ...]
+    cables: tuple[_Cable, ...]
+
+
 _FIX = "save it again: linkcheck baseline save NAME BUNDLE --force"
+_CLUSTER_FIX = "save it again: linkcheck baseline save NAME CLUSTER_BUNDLE --force"
 
 
 def refusal(path: str, text: str, exc: msgspec.ValidationError, model: type) -> BaselineError:
@@ -200,28 +315,92 @@ def decode(text: str, path: str, check_head: Callable[[], None], model: type[T])
                             line=schema.decode_line(text, exc)) from None
 
 
-def _check_head(path: str, head: _Head) -> None:
+class _Shape(msgspec.Struct, frozen=True):
+    """One file shape's head: its schema and version, what its files are called, its sections, how to mend it."""
+
+    schema: str
+    version: int
+    called: str
+    sections: tuple[str, ...]
+    fix: str
+    section_hint: bool  # a missing section's message says it must be an object
+
+
+_PAIR = _Shape(SCHEMA, SCHEMA_VERSION, "baseline", ("source", "pair", "identity", "configuration", "recorded",
+                                                    "performance"), _FIX, True)
+_CLUSTER = _Shape(CLUSTER_SCHEMA, CLUSTER_SCHEMA_VERSION, "cluster baseline", ("source", "cluster", "nodes", "cables"),
+                  _CLUSTER_FIX, False)
+
+
+def _check_head(path: str, head: _Head, shape: _Shape) -> None:
     version = head.schema_version
-    if head.schema != SCHEMA:
-        raise BaselineError(path, f"not a linkcheck baseline (no \"schema\": \"{SCHEMA}\")", fix=_FIX)
+    if head.schema != shape.schema:
+        raise BaselineError(path, f"not a linkcheck {shape.called} (no \"schema\": \"{shape.schema}\")", fix=shape.fix)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise BaselineError(path, "'schema_version' must be a positive integer", fix=_FIX)
-    if version > SCHEMA_VERSION:
-        raise BaselineError(path, f"baseline schema version {version} is newer than this linkcheck reads "
-                            f"({SCHEMA_VERSION})", fix="upgrade linkcheck, or save the baseline again")
-    for key in ("source", "pair", "identity", "configuration", "recorded", "performance"):
+        raise BaselineError(path, "'schema_version' must be a positive integer", fix=shape.fix)
+    if version > shape.version:
+        raise BaselineError(path, f"{shape.called} schema version {version} is newer than this linkcheck reads "
+                            f"({shape.version})", fix="upgrade linkcheck, or save the baseline again")
+    for key in shape.sections:
         if not getattr(head, key):
-            raise BaselineError(path, f"'{key}' is missing ('{key}' must be an object)", fix=_FIX)
+            hint = f" ('{key}' must be an object)" if shape.section_hint else ""
+            raise BaselineError(path, f"'{key}' is missing{hint}", fix=shape.fix)
 
 
-def from_json(text: str, path: str) -> Baseline:
-    """The baseline in the JSON `text`, read into its model; any mistake is one BaselineError naming the file."""
-    doc = decode(text, path, lambda: _check_head(path, msgspec.json.decode(text, type=_Head)), _File)
+def _head(text: str, path: str, shape: _Shape) -> Callable[[], None]:
+    return lambda: _check_head(path, msgspec.json.decode(text, type=_Head), shape)
+
+
+def _pair_from_json(text: str, path: str) -> Baseline:
+    """A pair's baseline in the JSON `text`, read into its model; any mistake (a cluster's file included) is one
+    BaselineError naming the file."""
+    doc = decode(text, path, _head(text, path, _PAIR), _File)
     snapshot = snapshot_from_entries(doc.pair, doc.identity, doc.configuration, doc.recorded, doc.performance,
                                      doc.unknown, doc.source.verdict)
     return Baseline(name=doc.name, created=doc.created, tool_version=doc.tool_version,
                     source_bundle=doc.source.bundle, bundle_created=doc.source.bundle_created,
                     forced=doc.source.forced, snapshot=snapshot, path=path)
+
+
+def _check_cluster(path: str, doc: _ClusterFile) -> None:
+    """What the schema cannot say: at least two nodes, distinct node names, each cable once, between them."""
+    names = [n.name for n in doc.nodes]
+    if len(names) < 2:
+        raise BaselineError(path, f"'nodes': a cluster's baseline holds at least two nodes, not {len(names)}",
+                            fix=_CLUSTER_FIX)
+    if len(set(names)) != len(names):
+        raise BaselineError(path, f"'nodes': a node named twice ({', '.join(names)})", fix=_CLUSTER_FIX)
+    labels = [c.label for c in doc.cables]
+    twice = next((label for label in labels if labels.count(label) > 1), None)
+    if twice is not None:
+        raise BaselineError(path, f"'cables': the cable {twice!r} is listed twice", fix=_CLUSTER_FIX)
+    for i, cable in enumerate(doc.cables):
+        unknown = [n for n in (cable.a, cable.b) if n not in names]
+        if unknown:
+            raise BaselineError(path, f"'cables[{i}]' ({cable.label!r}) joins {unknown[0]!r}, not among the nodes",
+                                fix=_CLUSTER_FIX)
+
+
+def _cluster_from_json(text: str, path: str) -> ClusterBaseline:
+    """A cluster's baseline in `text`; any mistake is one BaselineError naming the file (and the field)."""
+    doc = decode(text, path, _head(text, path, _CLUSTER), _ClusterFile)
+    _check_cluster(path, doc)
+    cables = tuple(CableSnapshot(c.label, c.a, c.b, c.switched, snapshot_from_entries(
+        c.pair, c.identity, c.configuration, c.recorded, c.performance, c.unknown, doc.source.verdict))
+        for c in doc.cables)
+    snap = ClusterSnapshot(layout=doc.cluster.layout, nodes=doc.nodes, cables=cables, verdict=doc.source.verdict,
+                           unread=doc.cluster.unread)
+    return ClusterBaseline(name=doc.name, created=doc.created, tool_version=doc.tool_version,
+                           source_bundle=doc.source.bundle, bundle_created=doc.source.bundle_created,
+                           forced=doc.source.forced, snapshot=snap, path=path)
+
+
+def from_json(text: str, path: str) -> Baseline | ClusterBaseline:
+    """A pair's or a cluster's baseline in the JSON `text`, by its `schema`, read into its model; any mistake is one
+    BaselineError naming the file (and the field and line where it can)."""
+    if _schema_of(text) == CLUSTER_SCHEMA:
+        return _cluster_from_json(text, path)
+    return _pair_from_json(text, path)
 
 
 def read_text(path: Path) -> str:
@@ -235,7 +414,7 @@ def read_text(path: Path) -> str:
 
 def read_baseline(path: Path) -> Baseline:
     """Load and validate one baseline file; corrupt, truncated or future-schema files are one-line errors."""
-    return from_json(read_text(path), str(path))
+    return _pair_from_json(read_text(path), str(path))
 
 
 def stored_paths() -> list[Path]:
@@ -259,14 +438,18 @@ def resolve(name_or_file: str) -> Baseline:
     return read_baseline(path)
 
 
-def save(baseline: Baseline, pair: str, *, overwrite: bool) -> Path:
-    """Write the baseline atomically; an existing name is refused unless `overwrite`, and a name another pair
-    holds always (--force replaces this pair's baseline, never another pair's).
+def save(baseline: Baseline | ClusterBaseline, folder: str | None = None, *, overwrite: bool) -> Path:
+    """Write the baseline atomically into its folder (`folder`, else the pair's `pair_id` or the cluster's
+    `cluster_id`); an existing name is refused unless `overwrite`, and a name another pair or cluster holds always
+    (--force replaces this one's baseline, never another's).
 
     Created with link(): of two saves of one new name at once exactly one wins, the other is refused. The file
     appears whole or not at all; a failed write (a full disk, a data folder that is a file) leaves no temporary
     file and raises StoreWriteError."""
-    return write(baseline.name, pair, to_json(baseline), overwrite=overwrite)
+    if folder is None:
+        folder = (cluster_id(baseline.snapshot) if isinstance(baseline, ClusterBaseline)
+                  else pair_id(baseline.snapshot.pair))
+    return write(baseline.name, folder, to_json(baseline), overwrite=overwrite)
 
 
 def write(name: str, pair: str, document: dict[str, Any], *, overwrite: bool) -> Path:
@@ -348,3 +531,96 @@ def new_baseline(name: str, snapshot: Snapshot, bundle_path: Path | None, bundle
     return Baseline(name=check_name(name), created=now_iso(), tool_version=__version__,
                     source_bundle=str(bundle_path.resolve()) if bundle_path else "", bundle_created=bundle_created,
                     forced=forced, snapshot=snapshot)
+
+
+# -- a pair's or a cluster's, by name ------------------------------------------------------------------------------
+
+class _Schema(msgspec.Struct, frozen=True):
+    schema: Any = None
+
+
+def _schema_of(text: str) -> Any:
+    """The file's `schema`, or None when it is no JSON object (the reader then says what is wrong)."""
+    try:
+        return msgspec.json.decode(text, type=_Schema).schema
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def read_any(path: Path) -> Baseline | ClusterBaseline:
+    """A pair's or a cluster's baseline file, by its schema; anything else is one BaselineError."""
+    return from_json(read_text(path), str(path))
+
+
+def resolve_any(name_or_file: str) -> Baseline | ClusterBaseline:
+    """A stored baseline by name, or a baseline file by path (as `resolve`), a pair's or a cluster's."""
+    if (name_or_file.endswith(".json") or os.sep in name_or_file) and os.path.lexists(name_or_file):
+        return read_any(Path(name_or_file))
+    path = find_path(check_name(name_or_file))
+    if path is None:
+        raise UsageError(f"no baseline named {name_or_file!r}; `linkcheck baseline list` shows the saved ones")
+    return read_any(path)
+
+
+def list_any() -> tuple[list[Baseline | ClusterBaseline], list[BaselineError]]:
+    """Every stored baseline that reads, and one error per entry that does not (a folder, a FIFO, a corrupt or
+    newer file): one bad entry never hides the others."""
+    baselines: list[Baseline | ClusterBaseline] = []
+    problems: list[BaselineError] = []
+    for path in stored_paths():
+        try:
+            baselines.append(read_any(path))
+        except BaselineError as exc:
+            problems.append(exc)
+    return baselines, problems
+
+
+def describe_nodes(baseline: ClusterBaseline) -> str:
+    """`ring3: a, b, c`: the layout and the nodes by name."""
+    return f"{baseline.snapshot.layout}: {', '.join(n.name for n in baseline.snapshot.nodes)}"
+
+
+def _described(baseline: Baseline | ClusterBaseline) -> str:
+    if isinstance(baseline, ClusterBaseline):
+        return f"a cluster's ({describe_nodes(baseline)})"
+    pair = baseline.snapshot.pair
+    return f"a pair's ({pair.a_hostname or '?'} + {pair.b_hostname or '?'})"
+
+
+def pair_baseline(name_or_file: str) -> Baseline:
+    """The baseline a pair's run compares with; a cluster's is refused in one line (exit 4)."""
+    found = resolve_any(name_or_file)
+    if isinstance(found, ClusterBaseline):
+        raise BaselineError(found.path or found.name, f"baseline {found.name!r} is {_described(found)}, and this "
+                            "is a pair's run", fix="compare a pair with a pair's baseline (linkcheck baseline list)")
+    return found
+
+
+def cluster_baseline(name_or_file: str) -> ClusterBaseline:
+    """The baseline a cluster's run compares with; a pair's is refused in one line (exit 4)."""
+    found = resolve_any(name_or_file)
+    if not isinstance(found, ClusterBaseline):
+        raise BaselineError(found.path or found.name, f"baseline {found.name!r} is {_described(found)}, and this "
+                            "is a cluster's run", fix="compare a cluster with a cluster's baseline: linkcheck "
+                            "baseline save NAME CLUSTER_BUNDLE")
+    return found
+
+
+def cluster_id(snapshot: ClusterSnapshot) -> str:
+    """A file-system name for the cluster: `cluster-`, its first node's hostname, how many others, and a digest of
+    every node's identity."""
+    ids = [n.machine_id or n.hostname or n.name for n in snapshot.nodes]
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:8]
+    first = re.sub(r"[^A-Za-z0-9_.-]", "_", ids[0] if ids else "unknown")[:40]
+    return f"cluster-{first}+{max(len(ids) - 1, 0)}-{digest}"
+
+
+def new_cluster_baseline(name: str, snapshot: ClusterSnapshot, bundle_path: Path | None, bundle_created: str,
+                         forced: bool) -> ClusterBaseline:
+    """A baseline of `snapshot`, keeping only the rates a ratio can be taken against (so that it loads)."""
+    cables = tuple(msgspec.structs.replace(c, snapshot=msgspec.structs.replace(
+        c.snapshot, performance=c.snapshot.performance.usable())) for c in snapshot.cables)
+    return ClusterBaseline(name=check_name(name), created=now_iso(), tool_version=__version__,
+                           source_bundle=str(bundle_path.resolve()) if bundle_path else "",
+                           bundle_created=bundle_created, forced=forced,
+                           snapshot=msgspec.structs.replace(snapshot, cables=cables))

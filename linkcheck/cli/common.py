@@ -16,7 +16,7 @@ from msgspec.structs import replace
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.app.topology import bundle_layout
-from linkcheck.baseline.cluster import pair_baseline
+from linkcheck.baseline.store import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.collect.specs import validate_container
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config

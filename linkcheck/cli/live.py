@@ -27,8 +27,8 @@ from linkcheck.app.live import (
 )
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_cluster_run
-from linkcheck.baseline.cluster import ClusterBaseline, cluster_baseline
-from linkcheck.baseline.cluster_drift import compare
+from linkcheck.baseline.drift import compare
+from linkcheck.baseline.store import ClusterBaseline, cluster_baseline
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options

@@ -26,7 +26,7 @@ FIRST_PASS = 1
 SECOND_PASS = 2  # a node of a slow test measured again with a node whose every test passed (switch only)
 
 
-# The schedule round in a run's round id, as bench/cluster.py names them: `concurrent-a2b-c3-7`, `alone-b2a-c3-quick`,
+# The schedule round in a run's round id, as bench/rounds.py names them: `concurrent-a2b-c3-7`, `alone-b2a-c3-quick`,
 # with `-rep2` after it for a repetition.
 ROUND_NUMBER_RE = re.compile(r"-c(\d+)-")
 

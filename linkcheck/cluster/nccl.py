@@ -1,7 +1,7 @@
 """NCCL across every node of a cluster, as facts: the nccl-tests result and, per node, what its own rank's NCCL log
 lines prove about the transport (NET/IB on every channel, no socket).
 
-One mpirun runs one rank per node (linkcheck.bench.cluster_nccl); its merged stdout holds every rank's NCCL INFO
+One mpirun runs one rank per node (linkcheck.bench.nccl); its merged stdout holds every rank's NCCL INFO
 lines, each prefixed with its host (the hostname cut at the first `.`), so a node's proof is read from the lines of
 its own host. A rank that fell back to sockets is named on its node: the job-wide log cannot say which.
 """

@@ -1,4 +1,5 @@
-"""Run rules over the link facts: every rule yields findings (pass, warn, fail or skip) and a verdict."""
+"""Run rules over the facts, a pair's (LinkFacts) or a cluster's (ClusterFacts): every rule of the facts' scopes
+yields findings (pass, warn, fail or skip), and the findings a verdict."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ from typing import Any
 import msgspec
 
 from linkcheck.cluster.facts import ClusterFacts
-from linkcheck.diagnose.checks.registry import CHECKS, CLUSTER_CHECKS
-from linkcheck.diagnose.cluster_scopes import CLUSTER_SCOPES
-from linkcheck.diagnose.cluster_subjects import cluster_subjects
+from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
-from linkcheck.diagnose.facts_schema import BENCH_GROUPS, Subject, subjects
+from linkcheck.diagnose.facts_schema import BENCH_GROUPS, CLUSTER_SCOPES, Subject, subjects
 from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE
 from linkcheck.diagnose.rule import Condition, Rule
@@ -138,12 +137,24 @@ def _condition_observations(rule: Rule, judged: Iterable[Subject]) -> Iterator[O
         yield Observation(named, fired, nodes, values, _evidence(rule, values), severity=severity)
 
 
-def _blocked(rule: Rule, link: LinkFacts, bench_error: str | None) -> tuple[list[Finding], set[str]]:
-    """Skip findings for needs that are not met, and the nodes whose observations must be dropped."""
+def _unavailable(rule: Rule, facts: LinkFacts | ClusterFacts) -> list[tuple[str, list[str]]]:
+    """Per node, why the fact groups the rule needs are not there (none: all are)."""
+    if isinstance(facts, ClusterFacts):
+        return [(name, [why for group, why in facts.unavailable(name).items() if group in rule.needs])
+                for name in facts.topology.nodes]
+    return [(node.name, [node.unavailable[n] for n in rule.needs if n in node.unavailable])
+            for node in (facts.a, facts.b)]
+
+
+def _blocked(rule: Rule, facts: LinkFacts | ClusterFacts, bench_error: str | None) -> tuple[list[Finding], set[str]]:
+    """Skip findings for needs that are not met, and the nodes whose observations must be dropped: a pair's traffic
+    tests as a whole, then each node's own fact groups (a pair's two, every node of a cluster)."""
     skips: list[Finding] = []
     nodes: set[str] = set()
+    # A pair's traffic tests as a whole; a cluster's rules judge its tests per cable, through their subjects.
+    present = facts.bench_present if isinstance(facts, LinkFacts) else frozenset(_BENCH_KIND.values())
     for need in rule.needs:
-        if need in BENCH_GROUPS and _BENCH_KIND[need] not in link.bench_present:
+        if need in BENCH_GROUPS and _BENCH_KIND[need] not in present:
             if need in OPT_IN_GROUPS and not bench_error:
                 nodes |= {"a", "b"}  # a test run only when asked for: its absence is no gap, so no finding
                 continue
@@ -152,24 +163,23 @@ def _blocked(rule: Rule, link: LinkFacts, bench_error: str | None) -> tuple[list
             skips.append(Finding(rule.id, Status.SKIP, rule.severity, "pair", rule.title, hint,
                                  required=bench_error is not None, skip_reason=hint))
             nodes |= {"a", "b"}
-    for node in (link.a, link.b):
-        reasons = [node.unavailable[n] for n in rule.needs if n in node.unavailable]
-        if reasons and node.name not in nodes:
-            skips.append(Finding(rule.id, Status.SKIP, rule.severity, f"node {node.name}", rule.title,
+    for name, reasons in _unavailable(rule, facts):
+        if reasons and name not in nodes:
+            skips.append(Finding(rule.id, Status.SKIP, rule.severity, f"node {name}", rule.title,
                                  f"not judged: {reasons[0]}", required=rule.required, skip_reason=reasons[0]))
-            nodes.add(node.name)
+            nodes.add(name)
     return skips, nodes
 
 
-def run_rule(rule: Rule, link: LinkFacts, bench_error: str | None = None) -> list[Finding]:
-    skips, blocked = _blocked(rule, link, bench_error)
-    if blocked >= {"a", "b"}:
+def run_rule(rule: Rule, facts: LinkFacts | ClusterFacts, bench_error: str | None = None) -> list[Finding]:
+    """One rule over the facts of its scope: a skip per node that lacks a fact group the rule needs (that node's
+    subjects dropped), then a finding per remaining subject."""
+    skips, blocked = _blocked(rule, facts, bench_error)
+    if isinstance(facts, LinkFacts) and blocked >= {"a", "b"}:
         return skips[:1] if any(s.subject == "pair" for s in skips) else skips
-    thresholds = dict(rule.thresholds)
-    observations = (CHECKS[rule.check].func(link, thresholds) if rule.check
-                    else list(_condition_observations(rule, subjects(rule.scope, link))))
-    kept = [o for o in observations if not blocked.intersection(o.nodes)]
-    return skips + [_finding(rule, o) for o in kept]
+    observations = (CHECKS[rule.check].observe(facts, dict(rule.thresholds)) if rule.check
+                    else list(_condition_observations(rule, subjects(rule.scope, facts))))
+    return skips + [_finding(rule, o) for o in observations if not blocked.intersection(o.nodes)]
 
 
 def verdict_of(findings: list[Finding], collection_failed: bool) -> Verdict:
@@ -221,45 +231,20 @@ def explain(findings: list[Finding], rules: list[Rule]) -> list[Finding]:
     return out
 
 
-def diagnose(link: LinkFacts, rules: list[Rule], *, collection_errors: dict[str, str] | None = None) -> Diagnosis:
-    """Evaluate every rule, then mark what the rules say explains what; a rule that crashes on odd facts is a bug,
-    so it is not swallowed here."""
-    findings: list[Finding] = []
+def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
+             collection_errors: dict[str, str] | None = None) -> Diagnosis:
+    """Evaluate every rule of the facts' scopes (a pair's rules over a pair, a cluster's over a cluster), then mark
+    what the rules say explains what; a rule that crashes on odd facts is a bug, so it is not swallowed here. A
+    collection error, or a node of a cluster that could not be inspected, leaves the verdict inconclusive."""
+    cluster = isinstance(facts, ClusterFacts)
     bench_error = (collection_errors or {}).get("bench")
+    findings: list[Finding] = []
     for rule in rules:
-        if rule.scope not in CLUSTER_SCOPES:  # a cluster's rules judge a cluster (diagnose_cluster)
-            findings.extend(run_rule(rule, link, bench_error))
+        if (rule.scope in CLUSTER_SCOPES) == cluster:
+            findings.extend(run_rule(rule, facts, bench_error))
     findings = explain(findings, rules)
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
                    if f.status is Status.PASS and f.message != PASS_MESSAGE)
-    return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors)), notes)
-
-
-def run_cluster_rule(rule: Rule, facts: ClusterFacts) -> list[Finding]:
-    """One cluster rule: a skip per node that lacks a fact group the rule needs (that node's subjects dropped),
-    then a finding per remaining subject."""
-    skips: list[Finding] = []
-    blocked: set[str] = set()
-    for name in facts.topology.nodes:
-        reasons = [why for group, why in facts.unavailable(name).items() if group in rule.needs]
-        if reasons:
-            skips.append(Finding(rule.id, Status.SKIP, rule.severity, f"node {name}", rule.title,
-                                 f"not judged: {reasons[0]}", required=rule.required, skip_reason=reasons[0]))
-            blocked.add(name)
-    observations = (CLUSTER_CHECKS[rule.check].func(facts, dict(rule.thresholds)) if rule.check
-                    else list(_condition_observations(rule, cluster_subjects(rule.scope, facts))))
-    return skips + [_finding(rule, o) for o in observations if not blocked.intersection(o.nodes)]
-
-
-def diagnose_cluster(facts: ClusterFacts, rules: list[Rule]) -> Diagnosis:
-    """Evaluate a cluster's rules (those of a cluster's scopes; the others judge a pair) over every node and the
-    topology, then mark what explains what. A node that could not be inspected leaves the verdict inconclusive."""
-    findings: list[Finding] = []
-    for rule in rules:
-        if rule.scope in CLUSTER_SCOPES:
-            findings.extend(run_cluster_rule(rule, facts))
-    findings = explain(findings, rules)
-    notes = tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
-                  if f.status is Status.PASS and f.message != PASS_MESSAGE)
-    return Diagnosis(tuple(findings), verdict_of(findings, bool(facts.topology.flagged("uninspected"))), notes)
+    lost = isinstance(facts, ClusterFacts) and bool(facts.topology.flagged("uninspected"))
+    return Diagnosis(tuple(findings), verdict_of(findings, bool(collection_errors) or lost), notes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -47,14 +47,17 @@ class Observation(msgspec.Struct, frozen=True):
 
 
 CheckFunc = Callable[[LinkFacts, Mapping[str, Any]], list[Observation]]
+ClusterCheckFunc = Callable[[ClusterFacts, Mapping[str, Any]], list[Observation]]
 
 
 class CheckDef(msgspec.Struct, frozen=True):
-    """A named check: the function, the record of the values it fills, the thresholds it reads."""
+    """A named check: the function, the record of the values it fills, the thresholds it reads, and whether it reads
+    a cluster's facts (for rules of a cluster's scopes) or a pair's."""
 
-    func: CheckFunc
+    func: CheckFunc | ClusterCheckFunc
     values: type
     thresholds: frozenset[str] = frozenset()
+    cluster: bool = False
 
     @property
     def placeholders(self) -> frozenset[str]:
@@ -62,17 +65,11 @@ class CheckDef(msgspec.Struct, frozen=True):
         # rule that uses any other placeholder, so none goes unfilled.
         return frozenset(getattr(self.values, "__struct_fields__", ()))
 
-
-ClusterCheckFunc = Callable[[ClusterFacts, Mapping[str, Any]], list[Observation]]
-
-
-class ClusterCheckDef(msgspec.Struct, frozen=True):
-    """A named check over a cluster's facts: the function, the record of the values it fills, its thresholds."""
-
-    func: ClusterCheckFunc
-    values: type
-    thresholds: frozenset[str] = frozenset()
-
-    @property
-    def placeholders(self) -> frozenset[str]:
-        return frozenset(getattr(self.values, "__struct_fields__", ()))
+    def observe(self, facts: LinkFacts | ClusterFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
+        """The check over the facts it reads; the loader keeps a cluster's checks to a cluster's scopes."""
+        if isinstance(facts, ClusterFacts) != self.cluster:
+            kind = "cluster" if self.cluster else "pair"
+            raise TypeError(f"a {kind}'s check ({self.values.__name__}) was given the other's facts")
+        if isinstance(facts, ClusterFacts):
+            return cast(ClusterCheckFunc, self.func)(facts, thresholds)
+        return cast(CheckFunc, self.func)(facts, thresholds)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from linkcheck.diagnose.cluster_scopes import CLUSTER_FACTS
+from linkcheck.diagnose.facts_schema import CLUSTER_FACTS
 from linkcheck.facts.model import Function, NcclRun, NodeFacts
 
 try:  # Python 3.11+

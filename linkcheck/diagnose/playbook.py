@@ -21,9 +21,8 @@ from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from linkcheck import schema
-from linkcheck.diagnose.checks.registry import CHECKS, CLUSTER_CHECKS, KNOWN_BAD_CHECKS
-from linkcheck.diagnose.cluster_scopes import CLUSTER_SCOPES
-from linkcheck.diagnose.facts_schema import FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
+from linkcheck.diagnose.checks.registry import CHECKS, KNOWN_BAD_CHECKS
+from linkcheck.diagnose.facts_schema import CLUSTER_SCOPES, FACT_GROUPS, SCOPES, is_known_fact, placeholders_for_scope
 from linkcheck.diagnose.operands import OperandError, check_conditions, check_operand, fact_kind, override_problem
 from linkcheck.diagnose.rule import Choice, Condition, EvidenceSpec, Explanation, Grade, Rule
 from linkcheck.errors import PlaybookError
@@ -289,8 +288,8 @@ def _scope_and_placeholders(file: schema.YamlFile, doc: _Rule, at: Steps) -> tup
     if doc.check is None:
         names = set(placeholders_for_scope(scope)) | common | set(doc.values)
         return scope, lambda name: name in names or is_known_fact(scope, name)
-    # A cluster's named checks read the cluster's facts, a pair's the pair's: each scope has its own registry.
-    registry = CLUSTER_CHECKS if scope in CLUSTER_SCOPES else CHECKS
+    # A cluster's named checks read the cluster's facts, a pair's the pair's: a scope names only checks of its kind.
+    registry = {name: c for name, c in CHECKS.items() if c.cluster == (scope in CLUSTER_SCOPES)}
     if doc.check not in registry:
         raise file.refuse(f"unknown check '{doc.check}' for scope '{scope}' (known: {', '.join(sorted(registry))})",
                           at, "check")

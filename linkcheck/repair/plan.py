@@ -5,6 +5,15 @@ the inspection saw) is listed as not planned, with the reason. Every command's n
 address, a path) is quoted with `shlex.quote`: text from a node is data, never a part of a command line. A stale GID
 pin is removed (NCCL >= 2.21 resolves the index per HCA); with an NCCL older than 2.21, where unset means index 0, it
 is set to the node's one RoCE v2 IPv4 index instead, or left to the user where the node's HCAs disagree.
+
+A cluster's plan (`cluster_plan`): each cable planned by the same planner, each node's own settings on the node. A
+pair is a cluster of one cable. The planner speaks of a pair's two ends as `a` and `b`; a cable gives its two nodes
+those roles (its pair view, cluster/cables.py, the node named first as `a`), its findings are planned as a pair's
+are, and the steps are named back after the cluster's nodes. A finding of one node (its own `NCCL_IB_HCA`) is
+planned with that node as `a` (the repair reads only that node's facts and files). A step two cables ask of one node
+(the reboot of the hot-plug state) is planned once; a node slow with every partner is rebooted alone, its cables'
+findings being its own. What `fix --apply` cannot take back (a cluster's forwarding, routes and firewall) is listed
+as not planned, with the finding's own fix.
 """
 
 from __future__ import annotations
@@ -13,17 +22,28 @@ import hashlib
 import ipaddress
 import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
+from msgspec.structs import replace
 
+from linkcheck.bundle.format import Bundle
 from linkcheck.errors import ParseError
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_functions
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import NODE_CAUSE_RULE, ClusterCheck
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
-from linkcheck.repair.files import NCCL_CONF, NCCL_CONF_USER, ONLY_NETPLAN_FILE, NodeFiles, normal, text_sha256
+from linkcheck.repair.files import (
+    NCCL_CONF,
+    NCCL_CONF_USER,
+    ONLY_NETPLAN_FILE,
+    NodeFiles,
+    node_files,
+    normal,
+    text_sha256,
+)
 from linkcheck.repair.model import (
     TOUCH_FILE,
     TOUCH_INTERFACE,
@@ -557,13 +577,18 @@ def plan_nccl_hca(p: _Planner, finding: Finding) -> None:
                lambda sudo, path: f"{sudo}grep -qx {q('NCCL_IB_HCA=' + value)} {path}")
 
 
+def reboot_step(node: str, finding: Finding) -> Step:
+    """The hot-plug state's repair on one node: rebooted with its cables attached (the state is per machine,
+    spark-link s.3b); planned, and applied only with --allow-reboot."""
+    return Step(node=node, finding=finding.finding_id, runtime=(REBOOT,), persistent=None,
+                verify=("linkcheck check --bench",), touches=(TOUCH_REBOOT,))
+
+
 def plan_reboot(p: _Planner, finding: Finding) -> None:
-    """The hot-plug state: both nodes rebooted with the cable attached (the state is per machine); planned, and
-    applied only with --allow-reboot."""
+    """The hot-plug state: both nodes rebooted with the cable attached."""
     for node in ("a", "b"):
         if p.first(node, "reboot"):
-            p.add(Step(node=node, finding=finding.finding_id, runtime=(REBOOT,), persistent=None,
-                       verify=("linkcheck check --bench",), touches=(TOUCH_REBOOT,)))
+            p.add(reboot_step(node, finding))
 
 
 PLANNERS: dict[str, Callable[[_Planner, Finding], None]] = {
@@ -601,15 +626,20 @@ def state_sha256(link: LinkFacts, files: Mapping[str, NodeFiles]) -> str:
     return hashlib.sha256(msgspec.json.encode(parts)).hexdigest()
 
 
+def firing(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings a plan answers: those that warn or fail."""
+    return [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
+
+
 def plan_repairs(link: LinkFacts, findings: Sequence[Finding], files: Mapping[str, NodeFiles]) -> RepairPlan:
     """The plan for the warning and failing findings that have a known repair, node a's steps first, each node's
     in repair order; the others are listed as not planned."""
     p = _Planner(link, files)
-    firing = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
+    firing_now = firing(findings)
     for rule in RULE_ORDER:
-        for finding in (f for f in firing if f.rule_id == rule):
+        for finding in (f for f in firing_now if f.rule_id == rule):
             PLANNERS[rule](p, finding)
-    for finding in firing:
+    for finding in firing_now:
         if finding.rule_id not in PLANNERS and finding.explained_by is None:
             p.skip(finding, "no automatic repair: see the finding's fix")
     steps = sorted(p.steps, key=lambda s: s.node)  # stable: each node's steps keep their order
@@ -664,3 +694,101 @@ def _global_renderer(dump: str) -> str:
         return parse_netplan(dump).renderer or NETWORKD if dump.strip() else NETWORKD
     except ParseError:
         return NETWORKD
+
+
+# -- a cluster's plan: each cable by the pair's planner -------------------------------------------------------------
+
+ROLES = ("a", "b")
+_ROLE_RE = re.compile(r"(?<![\w-])node ([ab])(?![\w-])")  # the planner's reasons name a node `node a:`
+
+
+def _role_subject(subject: str, roles: Mapping[str, str]) -> str:
+    """A finding's subject with the cluster's node names in the planner's roles: `node c` -> `node b`,
+    `c:enp1s0f0np0` -> `b:enp1s0f0np0`; a path key or a cable's label names no node and stays."""
+    if subject.startswith("node "):
+        name = subject[5:]
+        return f"node {roles[name]}" if name in roles else subject
+    head, sep, rest = subject.partition(":")
+    return f"{roles[head]}:{rest}" if sep and head in roles else subject
+
+
+def _role_id(finding_id: str, roles: Mapping[str, str]) -> str:
+    """A finding id (`RULE:subject`) with its subject in the planner's roles."""
+    rule, _, subject = finding_id.partition(":")
+    return f"{rule}:{_role_subject(subject, roles)}"
+
+
+def _as_roles(link: LinkFacts) -> LinkFacts:
+    return replace(link, a=replace(link.a, name="a"), b=replace(link.b, name="b"))
+
+
+def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, findings: Sequence[Finding],
+                shown_as: Mapping[str, str]) -> RepairPlan:
+    """The pair's plan for one cable's findings, its steps and findings named as the cluster names them:
+    `shown_as` maps each finding's id (RULE:subject, as the cable judged it) to the id the cluster's plan shows."""
+    roles = dict(zip(nodes, ROLES, strict=True))
+    names = dict(zip(ROLES, nodes, strict=True))
+    back: dict[str, str] = {}
+    in_roles = []
+    for f in findings:
+        role_finding = replace(f, subject=_role_subject(f.subject, roles),
+                               explained_by=f.explained_by and _role_id(f.explained_by, roles))
+        back[role_finding.finding_id] = shown_as[f.finding_id]
+        in_roles.append(role_finding)
+    files = {role: node_files(bundle, name) for role, name in names.items()}
+    plan = plan_repairs(_as_roles(link), in_roles, files)
+    steps = tuple(replace(s, node=names[s.node], finding=back.get(s.finding, s.finding)) for s in plan.steps)
+    skipped = tuple(replace(n, finding=back.get(n.finding, n.finding),
+                            reason=_ROLE_RE.sub(lambda m: f"node {names[m.group(1)]}", n.reason))
+                    for n in plan.not_planned)
+    return replace(plan, steps=steps, not_planned=skipped)
+
+
+def _same_step(step: Step) -> tuple[object, ...]:
+    """What makes two cables' steps one: the node and what the step does (a reboot asked twice is one reboot)."""
+    return (step.node, step.runtime, step.persistent, step.touches)
+
+
+def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
+    """The repair plan of a cluster's check: every failing or warning cable planned by the pair's planner (its
+    finding ids named with the cable's label), each node's own finding planned on one of its cables, the cluster's
+    other findings listed as not planned with their fix. One node's steps stay in the order they were planned; a
+    step two cables ask of one node is kept once."""
+    plans: list[RepairPlan] = []
+    digests: list[str] = []
+    for result in check.cables:
+        now = firing(result.findings)
+        if not now or "?" in result.test.nodes:  # a cage whose far end was not inspected plans nothing
+            continue
+        if check.node_cause(result) is not None:  # the slow node's own repair (below) stands for its cables'
+            continue
+        shown_as = {f.finding_id: f"{f.finding_id} (cable {result.test.label})" for f in now}
+        plan = _plan_cable(bundle, result.test.nodes, result.link, now, shown_as)
+        plans.append(plan)
+        digests.append(plan.state_sha256)
+    skipped: list[NotPlanned] = []
+    for f in firing(check.view.diagnosis.findings):
+        node = f.subject[5:] if f.subject.startswith("node ") else None
+        other = next((n for n in check.facts.nodes if n != node), None)
+        if f.rule_id == NODE_CAUSE_RULE and node is not None:
+            plans.append(RepairPlan(steps=(reboot_step(node, f),)))  # alone: its cables' findings are its own
+        elif f.rule_id in PLANNERS and node is not None and node in check.facts.nodes and other is not None:
+            # A node's own setting reads only that node's facts and files: any other node completes the pair.
+            link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
+            plan = _plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id})
+            plans.append(plan)
+            digests.append(plan.state_sha256)
+        elif f.explained_by is None:
+            fix = f": see the finding's fix: {f.fix[0]}" if f.fix else ""
+            skipped.append(NotPlanned(f.finding_id, "no step `fix --apply` can take back (its commands change "
+                                      "addresses, MTU, FEC, neighbours and files, not sysctl, routes or iptables)"
+                                      + fix))
+    steps: dict[tuple[object, ...], Step] = {}
+    for plan in plans:
+        for step in plan.steps:
+            steps.setdefault(_same_step(step), step)
+    order = list(check.view.topology.nodes)
+    ordered = sorted(steps.values(), key=lambda s: order.index(s.node) if s.node in order else len(order))
+    digest = hashlib.sha256("".join(digests).encode()).hexdigest()
+    return RepairPlan(steps=tuple(ordered), not_planned=(*(n for p in plans for n in p.not_planned), *skipped),
+                      state_sha256=digest)

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.plan import Round
-from linkcheck.bench.runner import Progress, Schedule
 from linkcheck.model import Capture
 from linkcheck.report.console import as_text
 

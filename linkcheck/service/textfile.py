@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from linkcheck.baseline.cluster import resolve_any
+from linkcheck.baseline.store import resolve_any
 from linkcheck.errors import LinkcheckError
 from linkcheck.report.exposition import Metrics
 from linkcheck.report.writer import write_output

@@ -11,9 +11,8 @@ import msgspec
 import pytest
 from msgspec.structs import replace
 
-from linkcheck.accept.cluster import CLUSTER_CHECKS, judge_cluster
 from linkcheck.accept.evidence import cluster_evidence
-from linkcheck.accept.judge import AcceptVerdict
+from linkcheck.accept.judge import CLUSTER_CHECKS, AcceptVerdict, judge_cluster
 from linkcheck.accept.profile import ProfileError, layout_profile, parse_profile, resolve_profile
 from linkcheck.accept.record import AcceptanceRecord
 from linkcheck.accept.standard import standard_record

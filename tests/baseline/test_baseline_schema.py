@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.baseline.store import BaselineError, read_baseline
+from linkcheck.baseline.store import BaselineError, from_json, read_any, read_baseline
+from linkcheck.facts.snapshot_model import Baseline
 
 GOOD = Path(__file__).resolve().parents[2] / "fixtures" / "drift-cable-swap" / "baseline.json"
 
@@ -31,6 +32,18 @@ def test_a_bad_field_is_named_with_its_line(tmp_path: Path, old: str, new: str, 
 
 def test_the_fixture_still_loads() -> None:
     assert read_baseline(GOOD).snapshot.performance.nccl_busbw_gbs == 23.79
+
+
+def test_the_schema_picks_the_file_shape_and_a_pairs_reader_refuses_a_clusters(tmp_path: Path) -> None:
+    text = GOOD.read_text(encoding="utf-8")
+    assert isinstance(from_json(text, str(GOOD)), Baseline) and isinstance(read_any(GOOD), Baseline)
+    forged = tmp_path / "c.json"
+    forged.write_text(text.replace('"schema": "linkcheck-baseline"', '"schema": "linkcheck-cluster-baseline"', 1),
+                      encoding="utf-8")
+    with pytest.raises(BaselineError, match="'cluster' is missing"):  # read as a cluster's, which it is not
+        read_any(forged)
+    with pytest.raises(BaselineError, match="not a linkcheck baseline"):
+        read_baseline(forged)
 
 
 def test_a_history_field_of_the_wrong_type_is_named_with_its_line(tmp_path: Path) -> None:

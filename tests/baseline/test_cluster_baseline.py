@@ -16,7 +16,8 @@ import msgspec
 import pytest
 
 from linkcheck import strict_json
-from linkcheck.baseline.cluster import (
+from linkcheck.baseline.drift import cluster_snapshot, compare
+from linkcheck.baseline.store import (
     ClusterBaseline,
     ClusterSnapshot,
     cluster_baseline,
@@ -25,7 +26,6 @@ from linkcheck.baseline.cluster import (
     pair_baseline,
     to_json,
 )
-from linkcheck.baseline.cluster_drift import cluster_snapshot, compare
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BaselineError
 from linkcheck.model import Finding, Status
@@ -48,7 +48,9 @@ def _baseline(check: ClusterCheck, edit: Callable[[ClusterSnapshot], ClusterSnap
     cluster that was then as `edit` makes it)."""
     snap = edit(cluster_snapshot(check, [], check.verdict.value))
     saved = new_cluster_baseline("known-good", snap, None, "2026-12-01T10:00:00+00:00", forced=False)
-    return from_json(strict_json.dumps(to_json(saved)), "known-good.json")
+    found = from_json(strict_json.dumps(to_json(saved)), "known-good.json")
+    assert isinstance(found, ClusterBaseline)  # the one reader takes the cluster's shape by its schema
+    return found
 
 
 def _drift(check: ClusterCheck) -> list[Finding]:

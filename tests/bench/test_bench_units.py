@@ -195,7 +195,7 @@ def test_one_read_serves_the_snapshot_after_a_round_and_before_the_next() -> Non
 def test_a_path_with_a_down_twin_is_left_out_and_says_why() -> None:
 
     from linkcheck.bench.plan import untested_paths
-    from linkcheck.bench.runner import untested_runs
+    from linkcheck.bench.rounds import untested_runs
 
     link = build_link_facts(load_bundle(FIXTURES / "link-down").captures)
     left_out = untested_paths(link)

@@ -12,7 +12,8 @@ from msgspec.structs import replace
 from linkcheck.app.live import low_path_gbps
 from linkcheck.app.offline import configured_rules, diagnose_captures
 from linkcheck.bench.plan import RdmaOptions, bench_paths, follow_ups, phases, plan_rounds, quick_options
-from linkcheck.bench.runner import concurrent_rates, inspected_tools, low_paths, not_run, tool_info
+from linkcheck.bench.rounds import concurrent_rates, low_paths, not_run
+from linkcheck.bench.runner import inspected_tools, tool_info
 from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.errors import LinkcheckError
 from linkcheck.facts.bench_facts import build_bench_facts

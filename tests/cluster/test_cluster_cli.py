@@ -13,7 +13,7 @@ from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
-from linkcheck.diagnose.engine import diagnose_cluster
+from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.outcome import ClusterView
@@ -50,7 +50,7 @@ def test_bad_sources_are_one_line_and_exit_4(cli: InProcessCli, tmp_path: Path, 
 def _view() -> ClusterView:
     nodes = ring(("a", "b", "c"), same_port=(0,))
     topo = infer_topology(nodes)
-    diagnosis = diagnose_cluster(ClusterFacts(nodes=nodes, topology=topo), load_playbooks(kind="cluster"))
+    diagnosis = diagnose(ClusterFacts(nodes=nodes, topology=topo), load_playbooks(kind="cluster"))
     return ClusterView(hosts=parse_node_values(["a=h1", "b=h2", "c=h3"]), topology=topo, schedule=schedule(topo),
                        diagnosis=diagnosis)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
-from linkcheck.repair.cluster import cluster_plan
+from linkcheck.repair.plan import cluster_plan
 from tests.cluster import cluster_checks as cc
 from tests.cluster.cluster_checks import saved_bundle
 from tests.emulators.captures import node_captures

@@ -14,7 +14,7 @@ from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, cabling_chang
 from linkcheck.cluster.hosts import cluster_hosts, parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import SshOptions, load_config
-from linkcheck.diagnose.engine import diagnose_cluster
+from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import ConfigError
 from linkcheck.model import Status
@@ -31,7 +31,7 @@ def _facts(name: str) -> ClusterFacts:
 
 
 def _changed(facts: ClusterFacts) -> list[str]:
-    return [f.message for f in diagnose_cluster(facts, RULES).findings
+    return [f.message for f in diagnose(facts, RULES).findings
             if f.rule_id == "CLUSTER_LINK_CHANGED" and f.status is Status.WARN]
 
 
@@ -77,7 +77,7 @@ def test_a_cable_gone_or_new_and_a_node_off_the_switch_are_named() -> None:
     off = _changed(replace(switch, expected=ExpectedCluster(switch=("a", "b", "c"))))
     assert len(off) == 1 and "newly on the switch: d" in off[0]
     # Nothing recorded: nothing compared, no finding at all.
-    assert not [f for f in diagnose_cluster(ring, RULES).findings if f.rule_id == "CLUSTER_LINK_CHANGED"]
+    assert not [f for f in diagnose(ring, RULES).findings if f.rule_id == "CLUSTER_LINK_CHANGED"]
 
 
 BAD = {

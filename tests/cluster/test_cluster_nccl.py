@@ -11,12 +11,11 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.cluster_nccl import cluster_mpirun_script, plan_cluster_nccl, plan_meta
-from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, plan_meta
 from linkcheck.cluster.facts import ClusterFacts, with_nccl
 from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
-from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
+from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BenchError
 from linkcheck.model import Capture, Status, Verdict
@@ -175,7 +174,7 @@ def _run_capture(facts: ClusterFacts, ranks: tuple[RankNet, ...], transport: str
 def _judge(facts: ClusterFacts, cap: Capture) -> tuple[ClusterFacts, Diagnosis]:
     judged = with_nccl(facts, [cap])  # what a cluster check does with the run's captures
     assert judged.nccl == cluster_nccl_facts(facts.nodes, [cap], facts.topology.layout)
-    return judged, diagnose_cluster(judged, RULES)
+    return judged, diagnose(judged, RULES)
 
 
 def _nccl_findings(diagnosis: Diagnosis) -> dict[tuple[str, str], Status]:
@@ -245,7 +244,7 @@ def test_a_short_sweep_is_not_judged_against_nvidias_figure_and_no_run_gives_no_
     short = cap.stdout.replace(f"{1 << 30:12d}", f"{1 << 29:12d}")  # the largest row now 512 MiB
     _, diagnosis = _judge(facts, replace(cap, stdout=short))
     assert ("NCCL_CLUSTER_BUSBW_LOW", "cluster") not in _nccl_findings(diagnosis)
-    assert _nccl_findings(diagnose_cluster(facts, RULES)) == {}  # no NCCL run: nothing said
+    assert _nccl_findings(diagnose(facts, RULES)) == {}  # no NCCL run: nothing said
 
 
 def test_the_log_is_read_per_host_also_through_mpiruns_tags() -> None:

@@ -16,7 +16,7 @@ from linkcheck.cluster.facts import missing_routes, nccl_algo_ring_only, ring_re
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config
-from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
+from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
@@ -64,7 +64,7 @@ def _captures(models: dict[str, Node]) -> list[object]:
 
 def _diagnose(models: dict[str, Node]) -> Diagnosis:
     captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
-    return diagnose_cluster(cluster_facts(list(models), captures, {}), RULES)
+    return diagnose(cluster_facts(list(models), captures, {}), RULES)
 
 
 def _firing(diagnosis: Diagnosis) -> dict[tuple[str, str], Finding]:
@@ -285,7 +285,7 @@ def test_one_linkcheck_yaml_tunes_a_pairs_rules_and_a_clusters(tmp_path: Path) -
     models = _models("switch4")
     models["c"] = with_function(models["c"], "enp1s0f1np1", speed_mbps=100000)
     captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
-    judged = diagnose_cluster(cluster_facts(list(models), captures, {}), list(cluster.values()))
+    judged = diagnose(cluster_facts(list(models), captures, {}), list(cluster.values()))
     assert _firing(judged) == {}  # the site accepts 100G ports
     path.write_text("thresholds:\n  NO_SUCH_RULE: {x: 1}\n", encoding="utf-8")
     with pytest.raises(PlaybookError, match="unknown rule NO_SUCH_RULE"):

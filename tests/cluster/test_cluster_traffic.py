@@ -13,13 +13,13 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.cluster import captures_of, plan_cluster_rounds, plan_test
 from linkcheck.bench.plan import RdmaOptions
+from linkcheck.bench.rounds import captures_of, plan_cluster_rounds, plan_test
 from linkcheck.cluster.cables import SECOND_PASS, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, TrafficOutcome, partners
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
-from linkcheck.diagnose.engine import diagnose_cluster
+from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture, Status, Verdict
 from tests.cluster.cluster_checks import checked, judged, slow_node, switch
@@ -85,7 +85,7 @@ def _outcomes(facts: ClusterFacts, slow: set[frozenset[str]], traps: tuple[str, 
 
 
 def _firing(facts: ClusterFacts) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.subject) for f in diagnose_cluster(facts, RULES).findings
+    return {(f.rule_id, f.subject) for f in diagnose(facts, RULES).findings
             if f.status in (Status.FAIL, Status.WARN)}
 
 
@@ -104,7 +104,7 @@ def test_a_node_slow_with_every_partner_is_named_and_a_slow_pair_alone_is_not() 
     everything = replace(facts, tests=_outcomes(facts, {frozenset(p) for p in itertools.combinations("abcd", 2)}))
     assert not any(r == "NODE_SLOW_WITH_EVERY_PARTNER" for r, _ in _firing(everything))
     # No traffic: the rule says nothing at all.
-    assert not any(f.rule_id == "NODE_SLOW_WITH_EVERY_PARTNER" for f in diagnose_cluster(facts, RULES).findings
+    assert not any(f.rule_id == "NODE_SLOW_WITH_EVERY_PARTNER" for f in diagnose(facts, RULES).findings
                    if f.status is not Status.PASS)
 
 
@@ -130,7 +130,7 @@ def test_the_second_pass_measures_the_all_slow_node_again_and_a_pass_there_clear
 def test_a_slow_ring_cable_without_a_named_trap_asks_for_a_swap_with_a_good_cable() -> None:
     facts = _facts("ring3")
     slow = replace(facts, tests=_outcomes(facts, {frozenset("ab")}, traps=("LINK_BELOW_NOMINAL",)))
-    findings = {f.subject: f for f in diagnose_cluster(slow, RULES).findings
+    findings = {f.subject: f for f in diagnose(slow, RULES).findings
                 if f.rule_id == "CABLE_SLOW" and f.status is Status.FAIL}
     assert list(findings) == ["cable a:p0<->b:p1"]
     finding = findings["cable a:p0<->b:p1"]

@@ -15,13 +15,12 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.cluster_nccl import cluster_mpirun_script, plan_cluster_nccl, plan_meta, run_cluster_nccl
-from linkcheck.bench.nccl import NcclOptions
+from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, plan_meta, run_cluster_nccl
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
-from linkcheck.diagnose.engine import Diagnosis, diagnose_cluster
+from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture, Status, Verdict
 from linkcheck.transport.base import NodeTarget, Transport
@@ -50,7 +49,7 @@ def _cluster(lab: Lab) -> Iterator[tuple[dict[str, Transport], ClusterFacts]]:
 
 def _judge(facts: ClusterFacts, captures: list[Capture]) -> tuple[ClusterFacts, Diagnosis]:
     judged = replace(facts, nccl=cluster_nccl_facts(facts.nodes, captures, facts.topology.layout))
-    return judged, diagnose_cluster(judged, RULES)
+    return judged, diagnose(judged, RULES)
 
 
 def _fired(diagnosis: Diagnosis) -> set[tuple[str, str]]:

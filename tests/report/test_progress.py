@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from linkcheck.bench.guard import Schedule
 from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
-from linkcheck.bench.runner import Schedule
 from linkcheck.bundle.format import load_bundle
 from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Capture

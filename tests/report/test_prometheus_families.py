@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 from msgspec.structs import replace
 
-from linkcheck.accept.cluster import judge_cluster as judge_acceptance
 from linkcheck.accept.evidence import cluster_evidence
+from linkcheck.accept.judge import judge_cluster as judge_acceptance
 from linkcheck.accept.profile import resolve_profile
 from linkcheck.report.prometheus import render_prometheus
 from tests.cluster import cluster_checks as cc

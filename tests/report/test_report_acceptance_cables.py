@@ -18,8 +18,8 @@ import pytest
 from msgspec.structs import replace
 from prometheus_client.parser import text_string_to_metric_families
 
-from linkcheck.accept.cluster import judge_cluster as judge_acceptance
 from linkcheck.accept.evidence import cluster_evidence
+from linkcheck.accept.judge import judge_cluster as judge_acceptance
 from linkcheck.accept.profile import resolve_profile
 from linkcheck.app.live import save_cluster
 from linkcheck.app.offline import judge_cluster

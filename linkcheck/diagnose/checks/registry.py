@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from linkcheck.diagnose.checks import (
     bench,
-    cluster,
-    cluster_drift,
     containers,
     drift,
     fec,
@@ -16,7 +14,7 @@ from linkcheck.diagnose.checks import (
     nodes,
     path,
 )
-from linkcheck.diagnose.observation import CheckDef, ClusterCheckDef
+from linkcheck.diagnose.observation import CheckDef
 
 
 def _t(*names: str) -> frozenset[str]:
@@ -54,26 +52,25 @@ CHECKS: dict[str, CheckDef] = {
     "nccl_known_bad": CheckDef(containers.nccl_known_bad, containers.KnownBadValues),
     "gpu_waiting_in_collective": CheckDef(containers.gpu_waiting_in_collective, containers.WaitingValues,
                                           _t("min_utilization_pct", "max_power_w")),
+    # Checks over a cluster's facts (linkcheck.cluster.facts.ClusterFacts), for rules of a cluster's scopes.
+    "cluster_nodes_differ": CheckDef(nodes.cluster_nodes_differ, nodes.ClusterNodesDifferValues, cluster=True),
+    "cluster_drift_node": CheckDef(drift.cluster_drift_node, drift.NodeDriftValues, cluster=True),
+    "cluster_drift_node_settings": CheckDef(drift.cluster_drift_node_settings,
+                                            drift.NodeSettingsValues, cluster=True),
+    "cluster_drift_cabling": CheckDef(drift.cluster_drift_cabling, drift.CablingValues, cluster=True),
+    "cluster_nccl_build_differs": CheckDef(containers.cluster_nccl_build_differs,
+                                           containers.BuildDiffersValues, cluster=True),
+    "cluster_container_settings_contradict": CheckDef(containers.cluster_container_settings_contradict,
+                                                      containers.ContradictValues, cluster=True),
+    "cluster_container_not_read": CheckDef(containers.cluster_container_not_read, containers.NotReadValues,
+                                           cluster=True),
+    "cluster_nccl_known_bad": CheckDef(containers.cluster_nccl_known_bad, containers.KnownBadValues, cluster=True),
+    "cluster_gpu_waiting_in_collective": CheckDef(containers.cluster_gpu_waiting_in_collective,
+                                                  containers.WaitingValues,
+                                                  _t("min_utilization_pct", "max_power_w"), cluster=True),
+    "cluster_container_subnet_routing": CheckDef(containers.cluster_container_subnet_routing,
+                                                 containers.SubnetRoutingValues, cluster=True),
 }
 
-# Checks over a cluster's facts (linkcheck.cluster.facts.ClusterFacts), for rules of a cluster's scopes.
-CLUSTER_CHECKS: dict[str, ClusterCheckDef] = {
-    "cluster_nodes_differ": ClusterCheckDef(cluster.cluster_nodes_differ, cluster.ClusterNodesDifferValues),
-    "cluster_drift_node": ClusterCheckDef(cluster_drift.cluster_drift_node, cluster_drift.NodeDriftValues),
-    "cluster_drift_node_settings": ClusterCheckDef(cluster_drift.cluster_drift_node_settings,
-                                                   cluster_drift.NodeSettingsValues),
-    "cluster_drift_cabling": ClusterCheckDef(cluster_drift.cluster_drift_cabling, cluster_drift.CablingValues),
-    "cluster_nccl_build_differs": ClusterCheckDef(containers.cluster_nccl_build_differs,
-                                                  containers.BuildDiffersValues),
-    "cluster_container_settings_contradict": ClusterCheckDef(containers.cluster_container_settings_contradict,
-                                                             containers.ContradictValues),
-    "cluster_container_not_read": ClusterCheckDef(containers.cluster_container_not_read, containers.NotReadValues),
-    "cluster_nccl_known_bad": ClusterCheckDef(containers.cluster_nccl_known_bad, containers.KnownBadValues),
-    "cluster_gpu_waiting_in_collective": ClusterCheckDef(containers.cluster_gpu_waiting_in_collective,
-                                                         containers.WaitingValues,
-                                                         _t("min_utilization_pct", "max_power_w")),
-    "cluster_container_subnet_routing": ClusterCheckDef(containers.cluster_container_subnet_routing,
-                                                        containers.SubnetRoutingValues),
-}
 # Named checks that judge the known-bad list: the loader hands them every playbook's `known_bad:` entries.
 KNOWN_BAD_CHECKS = frozenset({"nccl_known_bad", "cluster_nccl_known_bad"})

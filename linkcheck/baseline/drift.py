@@ -1,4 +1,6 @@
-"""A cluster against its baseline: the snapshot of a checked cluster (per node, per cable), and the comparison.
+"""A cluster against its baseline: the snapshot of a checked cluster (per node, per cable), and the comparison. The
+drift it finds is facts/drift.py's model, as a pair's; a pair's baseline is attached to its facts before the
+diagnosis there (attach_baseline), a cluster's cables and nodes are compared here after the cluster's check.
 
 Each cable is a pair: its snapshot is the pair's (linkcheck.facts.snapshot) on the test's pair view restricted to the
 cable's own cages, and it is compared by the pair's DRIFT_* rules (identity, configuration, GID index, throughput),
@@ -14,14 +16,13 @@ from collections.abc import Iterable, Sequence
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.baseline.cluster import CableSnapshot, ClusterBaseline, ClusterSnapshot, NodeSnapshot
+from linkcheck.baseline.store import CableSnapshot, ClusterBaseline, ClusterSnapshot, NodeSnapshot
 from linkcheck.cluster.cables import CableTest, cable_tests, of_test_round
-from linkcheck.cluster.drift import CableDrift, ClusterDrift, NodeDrift
 from linkcheck.cluster.schedule import schedule
-from linkcheck.diagnose.engine import Diagnosis, diagnose, run_cluster_rule, verdict_of
+from linkcheck.diagnose.engine import Diagnosis, diagnose, run_rule, verdict_of
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import BaselineError
-from linkcheck.facts.drift import changes, node_differences
+from linkcheck.facts.drift import CableDrift, ClusterDrift, NodeDrift, changes, node_differences
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.facts.snapshot import snapshot_from
 from linkcheck.facts.snapshot_model import BaselineFacts, Fields, PairKey, Performance, Snapshot
@@ -222,7 +223,7 @@ def compare(check: ClusterCheck, baseline: ClusterBaseline, captures: Sequence[C
     cables = _cable_drift(base, now, skipped)
     drift = ClusterDrift(baseline.name, baseline.created, tuple(nodes), tuple(cables))
     facts = replace(check.facts, drift=drift)
-    findings = [f for r in rules if r.id.startswith(CLUSTER_DRIFT) for f in run_cluster_rule(r, facts)]
+    findings = [f for r in rules if r.id.startswith(CLUSTER_DRIFT) for f in run_rule(r, facts)]
     views = {v.label: v for v in _cable_views(check)}
     current = {c.label: c.snapshot for c in now.cables}
     for cable in base.cables:

@@ -9,6 +9,7 @@ import msgspec
 
 from linkcheck.baseline.history import already_recorded, append_cluster_run, append_run
 from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.verify import load_trusted
 from linkcheck.outcome import ClusterCheck
 from linkcheck.report.prometheus import write_textfile
 
@@ -51,12 +52,22 @@ def _textfile(outcome: Outcome, record: RunRecord, problems: list[str]) -> list[
 def finish_cluster_run(check: ClusterCheck, bundle: Bundle, saved: Path, command: str,
                        baseline: str | None = None) -> list[str]:
     """Record a cluster's run (judged against the baseline named, if any) in the history of each test's pair (each
-    cable, or pair through the switch); the lines to say on stderr when that could not be done."""
+    cable, or pair through the switch); the lines to say on stderr when that could not be done. An offline
+    `diagnose` of a bundle already there is the same run: its tests are not recorded twice."""
     try:
-        append_cluster_run(check, bundle.captures, command, saved, bundle.created, baseline)
+        append_cluster_run(check, bundle.captures, command, saved, bundle.created, baseline,
+                           once=command == "diagnose")
     except OSError as exc:
         return [_not_recorded(exc)]
     return []
+
+
+def record_saved_cluster(check: ClusterCheck, path: Path, baseline: str | None, *,
+                         allow_unverified: bool = False) -> list[str]:
+    """An offline `diagnose --record` of a cluster's bundle: each test in its pair's history under the bundle's
+    date, as its live run would have recorded it (never twice); the lines to say on stderr when it could not be."""
+    bundle = load_trusted(path, allow_unverified=allow_unverified)  # its runs' records, as judged just before
+    return finish_cluster_run(check, bundle, path, "diagnose", baseline)
 
 
 def _not_recorded(exc: OSError) -> str:

@@ -178,11 +178,14 @@ def append_run(outcome: Outcome, command: str, baseline: str | None, acceptance:
 
 
 def append_cluster_run(check: ClusterCheck, captures: Sequence[Capture], command: str, bundle: Path,
-                       created: str, baseline: str | None = None) -> list[Path]:
-    """Each of the cluster run's tests appended to its pair's history; the files written."""
+                       created: str, baseline: str | None = None, *, once: bool = False) -> list[Path]:
+    """Each of the cluster run's tests appended to its pair's history; the files written. With `once` (an offline
+    `diagnose --record`), a test whose pair's history already holds this very bundle is not written again."""
     paths = []
     for record in cable_records(check, captures, command, bundle, created, baseline):
         path = history_dir() / f"{record['pair']}.jsonl"
+        if once and _holds_bundle(path, str(bundle), created):
+            continue
         append_line(path, record)
         paths.append(path)
     return paths
@@ -194,19 +197,25 @@ def _same_folder(a: str, b: str) -> bool:
 
 def already_recorded(outcome: Outcome) -> bool:
     """Whether the pair's history holds a run of this very bundle (same folder, same collection time): a later
-    offline `diagnose` of it is the same run, not a new one. Only lines that hold the collection time are parsed."""
+    offline `diagnose` of it is the same run, not a new one."""
     bundle = outcome.bundle
-    path = history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl"
-    if bundle.path is None or not path.is_file():
+    if bundle.path is None:
         return False
-    needle = strict_json.dumps(bundle.created)
+    return _holds_bundle(history_dir() / f"{pair_id(pair_key(outcome.link))}.jsonl", str(bundle.path), bundle.created)
+
+
+def _holds_bundle(path: Path, folder: str, created: str) -> bool:
+    """Whether the history file holds a run of the bundle in `folder` collected at `created`. Only lines that hold
+    the collection time are parsed."""
+    if not path.is_file():
+        return False
+    needle = strict_json.dumps(created)
     try:
         for generation in generations(path):
             for number, line in _lines(generation):
                 if needle in line:
                     r = _parse_line(generation, number, line)
-                    if r.get("bundle_created") == bundle.created and _same_folder(str(r.get("bundle", "")),
-                                                                                  str(bundle.path)):
+                    if r.get("bundle_created") == created and _same_folder(str(r.get("bundle", "")), folder):
                         return True
     except HistoryError:  # said by `linkcheck history`; the run is recorded as before
         return False

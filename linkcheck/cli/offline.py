@@ -19,7 +19,7 @@ from linkcheck.advise.model import (
 )
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.offline import judge_bundle
-from linkcheck.app.runs import RunRecord
+from linkcheck.app.runs import RunRecord, record_saved_cluster
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.cli.common import (
     FLAGS,
@@ -63,9 +63,10 @@ def diagnose(
         "--config", "-c", help="linkcheck.yaml whose playbooks, thresholds and recorded link apply, as in "
         "`check` (default ./linkcheck.yaml when present).")] = None,
     baseline: BaselineOpt = None, prometheus: PrometheusOpt = None, allow_unverified: UnverifiedOpt = False,
-    record_run: Annotated[bool, typer.Option("--record", help="Append this diagnosis to the pair's run history "
-                                             "(`linkcheck history`) under the bundle's date; without it an offline "
-                                             "diagnosis records nothing (a bundle already there: never twice).")
+    record_run: Annotated[bool, typer.Option("--record", help="Append this diagnosis to the run history "
+                                             "(`linkcheck history`) under the bundle's date: the pair's, or each "
+                                             "test of a cluster's in its pair's; without it an offline diagnosis "
+                                             "records nothing (a bundle already there: never twice).")
                           ] = False,
 ) -> None:
     """Diagnose a saved bundle offline: both nodes side by side, findings with evidence and fix. A bundle that
@@ -75,9 +76,12 @@ def diagnose(
         check_textfile_path(prometheus)
     judged = judge_bundle(bundle, playbook, offline_config(config), baseline, allow_unverified=allow_unverified,
                           warn=warn_unverified)
-    if isinstance(judged, ClusterCheck):  # its textfile; a cluster's history is kept by its live runs
+    if isinstance(judged, ClusterCheck):
         if prometheus is not None:
             write_textfile(prometheus, judged)
+        if record_run:
+            for line in record_saved_cluster(judged, bundle, baseline, allow_unverified=allow_unverified):
+                say(f"linkcheck: {line}")
     elif baseline or prometheus or record_run:
         against = judged.link.baseline.baseline if judged.link.baseline else None
         finish(judged, RunRecord("diagnose", against, prometheus, history=record_run))

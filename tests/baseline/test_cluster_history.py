@@ -4,6 +4,7 @@ the history of its two nodes, beside their pair runs; `linkcheck history` shows 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,12 @@ from linkcheck.baseline.history import append_cluster_run, history_dir, read_rec
 from linkcheck.bundle.format import Bundle
 from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import checked, slow_node, switch
+from tests.conftest import InProcessCli
 from tests.lab.cluster import ring3
 
 FIRST = "a:p0<->b:p1"  # ring3's first cable
 CREATED = "2026-12-03T08:00:00+00:00"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.fixture(autouse=True)
@@ -84,3 +87,26 @@ def test_a_history_that_cannot_be_written_is_said_and_the_run_stands(tmp_path: P
     lines = finish_cluster_run(_hot_ring(), Bundle(captures=[], created=CREATED), tmp_path / "bundle", "check")
     assert len(lines) == 1 and lines[0].startswith("the run history was not recorded"), lines
     assert not history_dir().is_dir()
+
+
+def test_diagnose_record_of_a_cluster_bundle_records_each_test_once(tmp_path: Path, cli: InProcessCli) -> None:
+    """An offline diagnosis of a cluster's bundle records nothing unless --record says so; with it, each test of
+    the bundle goes into its pair's history under the bundle's date, as its live run would have; a second --record
+    of the same bundle is the same run and adds nothing."""
+    bundle = tmp_path / "ring"
+    shutil.copytree(FIXTURES / "cluster-ring3-hotplug", bundle)
+    assert cli("diagnose", str(bundle)).returncode == 2 and history_rows() == []
+    for _ in range(2):
+        result = cli("diagnose", str(bundle), "--record", "-f", "json")
+        assert result.returncode == 2, result.stderr
+        rows = history_rows()
+        assert len(rows) == 3, rows  # a ring of three: three tests, recorded once
+    assert {r["command"] for r in rows} == {"diagnose"}
+    created = json.loads((bundle / "manifest.json").read_text())["created"]
+    assert {r["bundle_created"] for r in read_records_all()} == {created}
+    hot = [r for r in rows if r["verdict"] == "fail"]
+    assert len(hot) == 1 and all(v < 20.0 for v in hot[0]["path_min_gbps"].values())  # the hot-plugged cable
+
+
+def read_records_all() -> list[dict[str, object]]:
+    return [r for path in sorted(history_dir().glob("*.jsonl")) for r in read_records(path)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from linkcheck.errors import UsageError
-from linkcheck.outcome import Outcome
 from linkcheck.report.html import render_html
 from linkcheck.report.json_report import render_json
 from linkcheck.report.judged import Judged
@@ -21,8 +20,7 @@ Renderer = Callable[[Judged], str]
 
 
 def _json(judged: Judged) -> str:
-    # A cluster's JSON report has always ended without a newline; kept as it was, byte for byte.
-    return render_json(judged) + ("\n" if isinstance(judged, Outcome) else "")
+    return render_json(judged) + "\n"  # a text file ends with one, a pair's report and a cluster's alike
 
 
 FORMATS: dict[str, Renderer] = {

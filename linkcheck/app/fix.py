@@ -37,7 +37,7 @@ from linkcheck.repair.plan import cluster_plan
 from linkcheck.repair.record import REPAIR, write_repair
 from linkcheck.repair.restore import RestoreOutcome, report_unfinished, restore_node
 from linkcheck.repair.saved import plan_for
-from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
+from linkcheck.report.acceptance import judged_verdict
 from linkcheck.report.verdict import BundleVerdict
 from linkcheck.transport.base import Transport
 from linkcheck.transport.local import LocalTransport
@@ -59,9 +59,7 @@ class FixResult(msgspec.Struct, frozen=True):
     @property
     def verdict(self) -> BundleVerdict:
         """The bundle's one verdict (its line for -q), a pair's or a cluster's."""
-        if isinstance(self.outcome, ClusterCheck):
-            return cluster_verdict(self.outcome)
-        return bundle_verdict(self.outcome)
+        return judged_verdict(self.outcome)
 
     @property
     def exit_code(self) -> int:

@@ -23,7 +23,7 @@ from linkcheck.config import Config, SshOptions, default_config_present, find_co
 from linkcheck.errors import UsageError
 from linkcheck.integers import DECIMAL_RE, NumberError, ascii_int, bounded_decimal, bounded_int, quoted
 from linkcheck.outcome import ClusterCheck, Outcome
-from linkcheck.report.acceptance import bundle_verdict, cluster_verdict
+from linkcheck.report.acceptance import judged_verdict
 from linkcheck.report.fit import fit
 from linkcheck.report.markdown import render_markdown
 from linkcheck.report.output import print_outcome
@@ -142,7 +142,7 @@ def warn_unverified(line: str) -> None:
 
 def verdict_of(judged: Outcome | ClusterCheck) -> BundleVerdict:
     """The bundle's one verdict (its acceptance's, where it holds one): its line for -q, its exit code."""
-    return cluster_verdict(judged) if isinstance(judged, ClusterCheck) else bundle_verdict(judged)
+    return judged_verdict(judged)
 
 
 def say_verdict(judged: Outcome | ClusterCheck) -> None:

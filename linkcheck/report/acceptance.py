@@ -15,6 +15,7 @@ from linkcheck.accept.text import statistic as statistic
 from linkcheck.accept.text import unit as unit
 from linkcheck.model import Status
 from linkcheck.outcome import ClusterCheck, Outcome
+from linkcheck.report.judged import Judged
 from linkcheck.report.summary import Summary, summarize
 from linkcheck.report.tables import diagnosis_line, verdict_line
 from linkcheck.report.verdict import BundleVerdict, decide
@@ -37,6 +38,12 @@ def bundle_verdict(outcome: Outcome) -> BundleVerdict:
 def cluster_verdict(check: ClusterCheck) -> BundleVerdict:
     """A cluster's bundle's one verdict: its acceptance's where it holds one, else its check's."""
     return decide(check.verdict, int(check.exit_code), f"verdict: {check.verdict.value}", check.acceptance)
+
+
+def judged_verdict(judged: Judged) -> BundleVerdict:
+    """A bundle's one verdict, whatever its layout: its line for -q, its exit code (the acceptance's, where it holds
+    one)."""
+    return cluster_verdict(judged) if isinstance(judged, ClusterCheck) else bundle_verdict(judged)
 
 
 def pair_summary(outcome: Outcome) -> Summary:

@@ -220,7 +220,7 @@ def main() -> None:
                "XDG_DATA_HOME": str(work / "xdg")}
         warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run([sys.executable, "-c", "import linkcheck.cli, linkcheck.bench.runner, linkcheck.app.offline, "
-                        "linkcheck.app.accept, linkcheck.accept.judge, linkcheck.app.cluster_check"],
+                        "linkcheck.app.accept, linkcheck.accept.judge, linkcheck.app.live, linkcheck.bench.rounds"],
                        env=warm, check=False)
         for layout in dict.fromkeys(options.layout or LAYOUTS):
             (work / layout).mkdir()

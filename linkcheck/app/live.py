@@ -22,6 +22,7 @@ from msgspec.structs import replace
 from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
 from linkcheck.app.offline import CABLE_RULES, configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
 from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
+from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
@@ -301,10 +302,12 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
 
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
                   traffic: ClusterTraffic | TrafficPlan, progress: Progress | None = None,
-                  expected: ExpectedCluster | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+                  expected: ExpectedCluster | None = None, baseline: ClusterBaseline | None = None,
+                  save: Path | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
     """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
-    `traffic.nccl` is) and judge; with the bundle to save and its cluster record. `traffic` may be a plan that
-    decides from the inspected cluster."""
+    `traffic.nccl` is) and judge, against `baseline` when one is given; with the bundle and its cluster record,
+    saved to `save` (when given) before they are judged, so that a judgement refused (a baseline of another
+    cluster: BaselineError) loses no run. `traffic` may be a plan that decides from the inspected cluster."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
     tests: list[CableTest] = []
@@ -341,7 +344,10 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                           _entries(tests), rdma is not None, error, interrupted, nccl is not None, nccl_error)
     nodes = bundle_nodes(((h.name, str(h.target)) for h in hosts), captures)
     bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
-    return replace(judge_cluster(hosts, captures, errors, doc, rules, expected), created=created), bundle, doc
+    if save is not None:
+        save_cluster(bundle, doc, save)
+    check = judge_cluster(hosts, captures, errors, doc, rules, expected, baseline)
+    return replace(check, created=created), bundle, doc
 
 
 def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:

@@ -4,7 +4,8 @@ A saved bundle is judged through one loader, `judge_bundle`, whatever its layout
 cluster's holds cluster.json), and gives a pair's Outcome or a cluster's ClusterCheck. A cluster is judged as its
 live check judged it (`judge_cluster`, which the live run calls too): every planned test from its own captures by
 the pair's traffic rules (CABLE_RULES), the tests a node that was not inspected would be in, then the cluster's
-rules over all of it."""
+rules over all of it, against its baseline when one is given (attached to its facts before that one diagnosis, as a
+pair's is)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from msgspec.structs import replace
 
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, judge_facts
-from linkcheck.baseline.drift import compare
-from linkcheck.baseline.store import cluster_baseline, pair_baseline
+from linkcheck.baseline.drift import attach_cluster_baseline
+from linkcheck.baseline.store import ClusterBaseline, cluster_baseline, pair_baseline
 from linkcheck.bench.rounds import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
@@ -143,11 +144,13 @@ def unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]:
 
 
 def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
-                  doc: ClusterDocument, rules: list[Rule], expected: ExpectedCluster | None = None) -> ClusterCheck:
+                  doc: ClusterDocument, rules: list[Rule], expected: ExpectedCluster | None = None,
+                  baseline: ClusterBaseline | None = None) -> ClusterCheck:
     """A cluster judged from its captures and its record: the facts, every planned test's results from its own
-    captures, the unreached tests, then the cluster's rules over all of it. The live check and a saved bundle both
-    come here, so a bundle gives the verdict its run showed."""
-    cluster_rules = [r for r in rules if r.id not in CABLE_RULES]
+    captures, the unreached tests, `baseline` attached when one is given, then the cluster's rules over all of it in
+    one diagnosis (with the drift rules: CLUSTER_DRIFT_* over the nodes and the cabling, the pair's DRIFT_* on each
+    cable). The live check and a saved bundle both come here, so a bundle gives the verdict its run showed. A
+    baseline of another cluster is refused: BaselineError."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     facts = cluster_facts([h.name for h in hosts], captures, errors, expected)
     tests = []
@@ -158,7 +161,11 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     if doc.traffic:
         results += unreached(facts, errors)
     facts = with_nccl(replace(facts, tests=tuple(r.outcome() for r in results)), captures)
-    view = judge_facts(hosts, facts, errors, cluster_rules)
+    if baseline is not None:
+        facts = attach_cluster_baseline(facts, results, errors, baseline, captures)
+    # Every rule: the cluster's judge the cluster, and the pair's drift rules each cable that carries a baseline, with
+    # the cable rules they name as causes (which explain a cable's drift; their findings are the test's).
+    view = judge_facts(hosts, facts, errors, rules)
     nccl_error = doc.nccl_error and f"NCCL across the nodes: {doc.nccl_error}"
     traffic_error = "; ".join(e for e in (doc.traffic_error, nccl_error) if e) or None
     return ClusterCheck(view, facts, tuple(results), traffic_error, doc.interrupted, nccl_error=nccl_error)
@@ -166,14 +173,15 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
 
 def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,
                    warn: Callable[[str], None] | None = None, expected: ExpectedCluster | None = None,
-                   overridable: bool = True) -> ClusterCheck:
-    """A saved cluster bundle judged again: refused (exit 4) when `verify` rejects it, unless `allow_unverified`."""
+                   overridable: bool = True, baseline: ClusterBaseline | None = None) -> ClusterCheck:
+    """A saved cluster bundle judged again (against `baseline` when one is given): refused (exit 4) when `verify`
+    rejects it, unless `allow_unverified`."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
     doc = load_cluster(path)
     hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts]
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
-    check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected)
+    check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected, baseline)
     return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), created=bundle.created)
 
 
@@ -191,9 +199,5 @@ def judge_bundle(path: Path, playbooks: list[Path] | None = None, config: Config
                                overridable=overridable)
     reference = cluster_baseline(baseline) if baseline is not None else None
     rules = configured_rules(list(playbooks or []), config, kind="all")
-    check = cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn, overridable=overridable,
-                           expected=config.expected_cluster if config else None)
-    if reference is None:
-        return check
-    captures = load_trusted(path, allow_unverified=allow_unverified).captures  # the runs' parameters
-    return compare(check, reference, captures, rules)
+    return cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn, overridable=overridable,
+                          expected=config.expected_cluster if config else None, baseline=reference)

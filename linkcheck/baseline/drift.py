@@ -1,36 +1,33 @@
-"""A cluster against its baseline: the snapshot of a checked cluster (per node, per cable), and the comparison. The
-drift it finds is facts/drift.py's model, as a pair's; a pair's baseline is attached to its facts before the
-diagnosis there (attach_baseline), a cluster's cables and nodes are compared here after the cluster's check.
+"""A cluster against its baseline: the snapshot of a checked cluster (per node, per cable), and the baseline attached
+to the cluster's facts before its one diagnosis, as a pair's is attached to the pair's (facts/drift.py
+attach_baseline): the drift is facts/drift.py's model, judged by the rules in that same diagnosis.
 
 Each cable is a pair: its snapshot is the pair's (linkcheck.facts.snapshot) on the test's pair view restricted to the
-cable's own cages, and it is compared by the pair's DRIFT_* rules (identity, configuration, GID index, throughput),
-each finding named by the cable. What is a node's own (who it is; kernel, OS, NCCL settings) is kept once per node
-and judged by CLUSTER_DRIFT_NODE and CLUSTER_DRIFT_NODE_SETTINGS; a cable missing or new, and the layout, by
-CLUSTER_DRIFT_CABLING. A node that one run could not inspect is not compared, nor are its cables.
+cable's own cages, and that view, with the cable's part of the baseline attached, is judged by the pair's DRIFT_*
+rules (identity, configuration, GID index, throughput), each finding named by the cable. What is a node's own (who
+it is; kernel, OS, NCCL settings) is kept once per node and judged by CLUSTER_DRIFT_NODE and
+CLUSTER_DRIFT_NODE_SETTINGS; a cable missing or new, and the layout, by CLUSTER_DRIFT_CABLING.
+A node that one run could not inspect is not compared, nor are its cables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 from msgspec.structs import replace
 
 from linkcheck.baseline.store import CableSnapshot, ClusterBaseline, ClusterSnapshot, NodeSnapshot
 from linkcheck.cluster.cables import CableTest, cable_tests, of_test_round
+from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.schedule import schedule
-from linkcheck.diagnose.engine import Diagnosis, diagnose, run_rule, verdict_of
-from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import BaselineError
-from linkcheck.facts.drift import CableDrift, ClusterDrift, NodeDrift, changes, node_differences
+from linkcheck.facts.drift import CableBaseline, CableDrift, ClusterDrift, NodeDrift, changes, node_differences
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.facts.snapshot import snapshot_from
 from linkcheck.facts.snapshot_model import BaselineFacts, Fields, PairKey, Performance, Snapshot
-from linkcheck.model import Capture, Finding
-from linkcheck.outcome import ClusterCheck, worst
-
-PAIR_DRIFT = "DRIFT_"  # the pair's rules, run on each cable
-CLUSTER_DRIFT = "CLUSTER_DRIFT_"  # the cluster's, over the nodes and the cabling
+from linkcheck.model import Capture
+from linkcheck.outcome import CableResult, ClusterCheck
 
 
 class CableView(msgspec.Struct, frozen=True):
@@ -44,15 +41,15 @@ class CableView(msgspec.Struct, frozen=True):
     round: int = 0  # its schedule round: a switch's second pass may run the same two nodes over the same paths
 
 
-def _cable_views(check: ClusterCheck) -> list[CableView]:
+def _cable_views(facts: ClusterFacts, results: Sequence[CableResult], errors: Mapping[str, str]) -> list[CableView]:
     """The run's cables: each first-pass test (with its traffic); from the topology when no traffic was sent. A
     test with a node not inspected, or whose far end is not known, is left out."""
-    lost = set(check.view.errors)
+    lost = set(errors)
     tests: Iterable[tuple[CableTest, LinkFacts]]
-    if check.cables:
-        tests = ((r.test, r.link) for r in check.cables if r.test.pass_no == 1)
+    if results:
+        tests = ((r.test, r.link) for r in results if r.test.pass_no == 1)
     else:
-        tests = ((t, t.link) for t in cable_tests(check.facts, schedule(check.facts.topology), skip=lost))
+        tests = ((t, t.link) for t in cable_tests(facts, schedule(facts.topology), skip=lost))
     return [CableView(t.label, t.a, t.b, t.switched, link, t.round) for t, link in tests
             if "?" not in t.label and not lost & {t.a, t.b}]
 
@@ -103,13 +100,18 @@ def node_snapshot(node: NodeFacts) -> NodeSnapshot:
 
 
 def cluster_snapshot(check: ClusterCheck, captures: Sequence[Capture], verdict: str) -> ClusterSnapshot:
-    """The cluster as this run shows it: per inspected node, per cable; the nodes not inspected listed."""
-    nodes = tuple(node_snapshot(check.facts.nodes[n]) for n in check.view.topology.nodes
-                  if n not in check.view.errors and n in check.facts.nodes)
-    cables = tuple(CableSnapshot(v.label, v.a, v.b, v.switched, cable_snapshot(v, captures, verdict))
-                   for v in _cable_views(check))
-    return ClusterSnapshot(layout=check.view.topology.layout, nodes=nodes, cables=cables, verdict=verdict,
-                           unread=tuple(n for n in check.view.topology.nodes if n in check.view.errors))
+    """The cluster as this checked run shows it (what `baseline save` records)."""
+    return _snapshot(check.facts, _cable_views(check.facts, check.cables, check.view.errors), check.view.errors,
+                     captures, verdict)
+
+
+def _snapshot(facts: ClusterFacts, views: Sequence[CableView], errors: Mapping[str, str],
+              captures: Sequence[Capture], verdict: str) -> ClusterSnapshot:
+    """The cluster as a run shows it: per inspected node, per cable; the nodes not inspected listed."""
+    nodes = tuple(node_snapshot(facts.nodes[n]) for n in facts.topology.nodes if n not in errors and n in facts.nodes)
+    cables = tuple(CableSnapshot(v.label, v.a, v.b, v.switched, cable_snapshot(v, captures, verdict)) for v in views)
+    return ClusterSnapshot(layout=facts.topology.layout, nodes=nodes, cables=cables, verdict=verdict,
+                           unread=tuple(n for n in facts.topology.nodes if n in errors))
 
 
 def _key(node: NodeSnapshot) -> PairKey:
@@ -186,50 +188,25 @@ def _cable_drift(base: ClusterSnapshot, now: ClusterSnapshot, skipped: set[str])
     return out
 
 
-def _named(finding: Finding, label: str) -> Finding:
-    """A pair rule's finding on a cable, its subject (and the finding that explains it) named by the cable."""
-    def name(subject: str) -> str:
-        return label if subject == "pair" else f"{label}: {subject}"
-
-    explained = finding.explained_by
-    if explained is not None:
-        rule, _, subject = explained.partition(":")
-        explained = f"{rule}:{name(subject)}"
-    return replace(finding, subject=name(finding.subject), explained_by=explained)
-
-
-def _cable_findings(cable: CableSnapshot, view: CableView, current: Snapshot, baseline: ClusterBaseline,
-                    rules: list[Rule]) -> list[Finding]:
-    """The pair's DRIFT_* rules on one cable (with the rules they name as causes, whose own findings the check
-    already reported on the cable)."""
-    drift = [r for r in rules if r.id.startswith(PAIR_DRIFT)]
-    causes = {c.rule for r in drift for c in r.explained_by}
-    link = replace(cable_only(view.link), baseline=BaselineFacts(baseline=baseline.cable_baseline(cable),
-                                                                 current=current))
-    found = diagnose(link, drift + [r for r in rules if r.id in causes]).findings
-    return [_named(f, view.label) for f in found if f.rule_id.startswith(PAIR_DRIFT)]
-
-
-def compare(check: ClusterCheck, baseline: ClusterBaseline, captures: Sequence[Capture],
-            rules: list[Rule]) -> ClusterCheck:
-    """The checked cluster with its drift from `baseline` judged: per cable by the pair's DRIFT_* rules, the nodes
-    and the cabling by the CLUSTER_DRIFT_* rules; their findings join the cluster's, and its verdict. A baseline of
-    another cluster (no node in common) compares nothing: BaselineError."""
-    base = baseline.snapshot
-    now = cluster_snapshot(check, captures, "")
+def attach_cluster_baseline(facts: ClusterFacts, results: Sequence[CableResult], errors: Mapping[str, str],
+                            baseline: ClusterBaseline, captures: Sequence[Capture]) -> ClusterFacts:
+    """The cluster's facts with its baseline attached, before the cluster's one diagnosis (as a pair's is, by
+    facts/drift.py attach_baseline): the nodes and the cabling that differ, which the CLUSTER_DRIFT_* rules judge,
+    and each cable of both runs with its part of the baseline, which the pair's DRIFT_* rules judge on that cable.
+    `results` are the run's tests (none when no traffic was sent), `errors` the nodes not inspected, `captures` the
+    runs whose command lines give the test parameters. A baseline of another cluster (no node in common) compares
+    nothing: BaselineError."""
+    views = _cable_views(facts, results, errors)
+    base, now = baseline.snapshot, _snapshot(facts, views, errors, captures, "")
     _same_cluster(base, now, baseline)
     nodes = _node_drift(base, now)
     skipped = set(base.unread) | set(now.unread) | {d.node for d in nodes if d.kind in ("missing", "new")}
-    cables = _cable_drift(base, now, skipped)
-    drift = ClusterDrift(baseline.name, baseline.created, tuple(nodes), tuple(cables))
-    facts = replace(check.facts, drift=drift)
-    findings = [f for r in rules if r.id.startswith(CLUSTER_DRIFT) for f in run_rule(r, facts)]
-    views = {v.label: v for v in _cable_views(check)}
+    by_label = {v.label: v for v in views}
     current = {c.label: c.snapshot for c in now.cables}
-    for cable in base.cables:
-        if cable.label in views and not skipped & {cable.a, cable.b}:
-            findings += _cable_findings(cable, views[cable.label], current[cable.label], baseline, rules)
-    old = check.view.diagnosis
-    verdict = worst((old.verdict, verdict_of(findings, False)))
-    diagnosis = Diagnosis((*old.findings, *findings), verdict, old.notes)
-    return replace(check, facts=facts, view=replace(check.view, diagnosis=diagnosis))
+    compared = tuple(
+        CableBaseline(c.label, replace(cable_only(by_label[c.label].link),
+                                       baseline=BaselineFacts(baseline.cable_baseline(c), current[c.label])))
+        for c in base.cables if c.label in by_label and not skipped & {c.a, c.b})
+    drift = ClusterDrift(baseline.name, baseline.created, tuple(nodes), tuple(_cable_drift(base, now, skipped)),
+                         compared)
+    return replace(facts, drift=drift)

@@ -23,11 +23,9 @@ from linkcheck.app.live import (
     check_cluster,
     resolve_nodes,
     run_live,
-    save_cluster,
 )
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_cluster_run
-from linkcheck.baseline.drift import compare
 from linkcheck.baseline.store import ClusterBaseline, cluster_baseline
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
@@ -63,7 +61,7 @@ from linkcheck.cli.common import (
     ssh_options,
     with_containers,
 )
-from linkcheck.errors import ExitCode, LinkcheckError, UsageError
+from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
 from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path, write_textfile
 from linkcheck.report.writer import check_output_path
@@ -391,12 +389,15 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format,
                + (" (the transport proof)" if nccl.transport_only else "")))
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not FLAGS.quiet else None
-    result, bundle, doc = check_cluster(hosts, ssh_options(found, accept), rules, ClusterTraffic(rdma, nccl), progress,
-                                        expected=found.expected_cluster if found else None)
-    save_cluster(bundle, doc, target)
+    try:
+        result, bundle, _ = check_cluster(hosts, ssh_options(found, accept), rules, ClusterTraffic(rdma, nccl),
+                                          progress, expected=found.expected_cluster if found else None,
+                                          baseline=baseline, save=target)
+    except BaselineError:
+        say(f"bundle saved to {target}")  # saved before it was judged: a baseline of another cluster stops here
+        raise
     if baseline is not None:
-        say(f"bundle saved to {target}")  # said first: a baseline of another cluster stops here (exit 4)
-        result = compare(result, baseline, bundle.captures, rules)
+        say(f"bundle saved to {target}")  # said first, as when the baseline is refused
     for line in finish_cluster_run(result, bundle, target, command, baseline.name if baseline else None):
         say(f"linkcheck: {line}")
     if prometheus is not None:

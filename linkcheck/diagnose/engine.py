@@ -17,6 +17,7 @@ from linkcheck.diagnose.observation import Observation, ShellText, sh
 from linkcheck.diagnose.playbook import PLACEHOLDER_RE
 from linkcheck.diagnose.rule import Condition, Rule
 from linkcheck.errors import ExitCode
+from linkcheck.facts.drift import PAIR_DRIFT, ClusterDrift
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Evidence, Finding, Severity, Status, Verdict
 
@@ -231,11 +232,39 @@ def explain(findings: list[Finding], rules: list[Rule]) -> list[Finding]:
     return out
 
 
+def _on_cable(finding: Finding, label: str) -> Finding:
+    """A pair rule's finding on one cable of a cluster, its subject (and the finding that explains it) named by the
+    cable."""
+    def name(subject: str) -> str:
+        return label if subject == "pair" else f"{label}: {subject}"
+
+    explained = finding.explained_by
+    if explained is not None:
+        rule, _, subject = explained.partition(":")
+        explained = f"{rule}:{name(subject)}"
+    return msgspec.structs.replace(finding, subject=name(finding.subject), explained_by=explained)
+
+
+def _cable_drift(drift: ClusterDrift, rules: list[Rule]) -> list[Finding]:
+    """The pair's DRIFT_* rules on each cable of a cluster that carries its part of the baseline, as on a pair, each
+    finding named by the cable. The rules they name as causes run beside them on the cable, so that a cause explains
+    a drift as it does on a pair; their own findings are the cable's test's, already reported with it."""
+    drift_rules = [r for r in rules if r.id.startswith(PAIR_DRIFT) and r.scope not in CLUSTER_SCOPES]
+    causes = {c.rule for r in drift_rules for c in r.explained_by}
+    judged = drift_rules + [r for r in rules if r.id in causes and r.scope not in CLUSTER_SCOPES]
+    out: list[Finding] = []
+    for cable in drift.compared:
+        found = explain([f for rule in judged for f in run_rule(rule, cable.link)], judged)
+        out += [_on_cable(f, cable.label) for f in found if f.rule_id.startswith(PAIR_DRIFT)]
+    return out
+
+
 def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
              collection_errors: dict[str, str] | None = None) -> Diagnosis:
-    """Evaluate every rule of the facts' scopes (a pair's rules over a pair, a cluster's over a cluster), then mark
-    what the rules say explains what; a rule that crashes on odd facts is a bug, so it is not swallowed here. A
-    collection error, or a node of a cluster that could not be inspected, leaves the verdict inconclusive."""
+    """Evaluate every rule of the facts' scopes (a pair's rules over a pair, a cluster's over a cluster, and the
+    pair's drift rules over each cable of a cluster that carries a baseline), then mark what the rules say explains
+    what; a rule that crashes on odd facts is a bug, so it is not swallowed here. A collection error, or a node of a
+    cluster that could not be inspected, leaves the verdict inconclusive."""
     cluster = isinstance(facts, ClusterFacts)
     bench_error = (collection_errors or {}).get("bench")
     findings: list[Finding] = []
@@ -243,6 +272,8 @@ def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
         if (rule.scope in CLUSTER_SCOPES) == cluster:
             findings.extend(run_rule(rule, facts, bench_error))
     findings = explain(findings, rules)
+    if isinstance(facts, ClusterFacts) and facts.drift is not None:
+        findings += _cable_drift(facts.drift, rules)
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
                    if f.status is Status.PASS and f.message != PASS_MESSAGE)

@@ -1,10 +1,11 @@
 """Compare a bundle's snapshot with a baseline: is it the same pair, what changed, how fast it is relative to it;
 and attach a baseline to a diagnosis (another pair's is refused).
 
-The same model for a cluster, beyond each cable's own fields: what differs between a cluster and its baseline in the
-nodes (replaced, missing, new, their node-wide settings) and the cabling (a cable missing or new, the layout).
-Computed by linkcheck.baseline.drift, judged by the CLUSTER_DRIFT_* rules (playbooks/cluster-drift.yaml); each
-cable's own fields are judged by the pair's DRIFT_* rules on that cable.
+The same model for a cluster: each cable carries its part of the baseline as a pair's facts carry theirs (judged by
+the pair's DRIFT_* rules on that cable), and what differs beyond the cables' own fields is kept beside them: the
+nodes (replaced, missing, new, their node-wide settings) and the cabling (a cable missing or new, the layout), judged
+by the CLUSTER_DRIFT_* rules (playbooks/cluster-drift.yaml). Computed by linkcheck.baseline.drift and attached to the
+cluster's facts before its one diagnosis, as attach_baseline does for a pair's.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.errors import BaselineError
+from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.snapshot import NCCL_LIBRARY, snapshot_of
 from linkcheck.facts.snapshot_model import Baseline, BaselineFacts, Fields, PairKey, Performance, Snapshot, usable_rate
 
 if TYPE_CHECKING:
     from linkcheck.bundle.format import Bundle
-    from linkcheck.facts.model import LinkFacts
 
 ABSENT = "absent"
+PAIR_DRIFT = "DRIFT_"  # the pair's drift rules (playbooks/drift.yaml), which a cluster runs on each of its cables
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -180,11 +182,20 @@ class CableDrift(msgspec.Struct, frozen=True):
     nodes: tuple[str, ...] = ()
 
 
+class CableBaseline(msgspec.Struct, frozen=True):
+    """One cable of the run as a pair: its test's label and its pair view restricted to its own cages, with its
+    part of the baseline attached (`link.baseline`), which the pair's DRIFT_* rules judge on that cable."""
+
+    label: str
+    link: LinkFacts
+
+
 class ClusterDrift(msgspec.Struct, frozen=True):
     """The cluster against its baseline: the baseline's name, when it was saved, the nodes and cables that
-    differ."""
+    differ, and each cable of both runs with its part of the baseline attached."""
 
     baseline: str
     saved: str
     nodes: tuple[NodeDrift, ...] = ()
     cables: tuple[CableDrift, ...] = ()
+    compared: tuple[CableBaseline, ...] = ()

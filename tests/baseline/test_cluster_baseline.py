@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from linkcheck import strict_json
-from linkcheck.baseline.drift import cluster_snapshot, compare
+from linkcheck.baseline.drift import cluster_snapshot
 from linkcheck.baseline.store import (
     ClusterBaseline,
     ClusterSnapshot,
@@ -26,18 +26,16 @@ from linkcheck.baseline.store import (
     pair_baseline,
     to_json,
 )
-from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BaselineError
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import ClusterCheck
-from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, console_text, saved_bundle, switch
+from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, checked, console_text, judged, saved_bundle, switch
 from tests.emulators.node import Node
 from tests.lab.cluster import ring3
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
 
-RULES = load_playbooks(kind="all")
 ROOT = Path(__file__).resolve().parents[2]
 PAIR_BUNDLE = ROOT / "fixtures" / "healthy"
 FIRST = "a:p0<->b:p1"  # ring3's first cable
@@ -51,6 +49,12 @@ def _baseline(check: ClusterCheck, edit: Callable[[ClusterSnapshot], ClusterSnap
     found = from_json(strict_json.dumps(to_json(saved)), "known-good.json")
     assert isinstance(found, ClusterBaseline)  # the one reader takes the cluster's shape by its schema
     return found
+
+
+def compare(check: ClusterCheck, baseline: ClusterBaseline) -> ClusterCheck:
+    """The run judged with `baseline` attached to its facts before its one diagnosis, as `check --baseline` and
+    `diagnose --baseline` judge it."""
+    return judged(check.facts, check.cables, check.view.errors, check.traffic_error, check.interrupted, baseline)
 
 
 def _drift(check: ClusterCheck) -> list[Finding]:
@@ -74,7 +78,7 @@ def test_the_same_cluster_has_no_drift_and_its_baseline_reads_back_whole() -> No
     base = _baseline(good)
     assert [c.label for c in base.snapshot.cables] == [r.test.label for r in good.cables]
     assert base.snapshot == cluster_snapshot(good, [], "pass")  # the JSON holds every field
-    same = compare(good, base, [], RULES)
+    same = compare(good, base)
     assert same.verdict.value == "pass" and _drift(same) == []
     passed = {f.rule_id for f in same.view.diagnosis.findings if f.rule_id.startswith("DRIFT_")}
     assert {"DRIFT_IDENTITY", "DRIFT_CONFIG", "DRIFT_THROUGHPUT"} <= passed
@@ -83,7 +87,7 @@ def test_the_same_cluster_has_no_drift_and_its_baseline_reads_back_whole() -> No
 def test_a_cable_whose_rate_fell_is_named_with_its_rates_then_and_now() -> None:
     base = _baseline(checked(ring3()))
     hot = checked(ring3(), lambda t: HOTPLUG if t.label == FIRST else HEALTHY)
-    result = compare(hot, base, [], RULES)
+    result = compare(hot, base)
     fell = [f for f in _drift(result) if f.rule_id == "DRIFT_THROUGHPUT"]
     assert fell and all(f.subject.startswith(f"{FIRST}: ") and f.status is Status.FAIL for f in fell)
     total = next(f for f in fell if f.subject == f"{FIRST}: concurrent total a->b")
@@ -102,7 +106,7 @@ def test_a_cable_serial_and_firmware_changed_are_named_on_their_cable() -> None:
     edited = _baseline(good, lambda s: _cable_edit("b:p0<->c:p1", "configuration", f"{twin}.firmware", "28.39.1002")(
         edit(s)))
     now = cluster_snapshot(good, [], "").cables[0].snapshot.identity["cable.a.serial"]  # the cable's own serial
-    result = compare(good, edited, [], RULES)
+    result = compare(good, edited)
     found = {(f.rule_id, f.subject): f for f in _drift(result)}
     assert set(found) == {("DRIFT_IDENTITY", FIRST), ("DRIFT_CONFIG", "b:p0<->c:p1")}
     serial = found[("DRIFT_IDENTITY", FIRST)]
@@ -119,7 +123,7 @@ def test_a_cable_missing_and_one_new_are_named_by_their_cages() -> None:
         first = msgspec.structs.replace(snap.cables[0], label="a:p0<->b:p0")
         return msgspec.structs.replace(snap, cables=(first, *snap.cables[1:]))
 
-    result = compare(good, _baseline(good, moved), [], RULES)
+    result = compare(good, _baseline(good, moved))
     cabling = {f.subject: f for f in _drift(result) if f.rule_id == "CLUSTER_DRIFT_CABLING"}
     assert cabling["a:p0<->b:p0"].status is Status.FAIL and "not found" in cabling["a:p0<->b:p0"].message
     assert cabling[FIRST].status is Status.WARN and "absent in the baseline" in cabling[FIRST].message
@@ -135,7 +139,7 @@ def test_a_replaced_node_and_a_node_setting_are_named_on_the_node() -> None:
         old_c = msgspec.structs.replace(c, configuration={**c.configuration, "c.kernel": "6.11.0-1016-nvidia"})
         return msgspec.structs.replace(snap, nodes=(a, old_b, old_c))
 
-    result = compare(good, _baseline(good, nodes), [], RULES)
+    result = compare(good, _baseline(good, nodes))
     found = {(f.rule_id, f.subject): f for f in _drift(result)}
     replaced = found[("CLUSTER_DRIFT_NODE", "node b")]
     assert replaced.status is Status.FAIL and "hostname spark-old" in replaced.message
@@ -153,12 +157,12 @@ def test_a_baseline_of_another_cluster_compares_nothing() -> None:
             for i, n in enumerate(snap.nodes)))
 
     with pytest.raises(BaselineError, match="another cluster"):
-        compare(good, _baseline(good, others), [], RULES)
+        compare(good, _baseline(good, others))
 
 
 def test_a_switch_baseline_names_each_test_through_the_switch() -> None:
     base = _baseline(switch("abcd"))
-    slow = compare(switch("abcd", lambda t: HOTPLUG if "c" in t.nodes else HEALTHY), base, [], RULES)
+    slow = compare(switch("abcd", lambda t: HOTPLUG if "c" in t.nodes else HEALTHY), base)
     named = {f.subject.split(":")[0] for f in _drift(slow) if f.rule_id == "DRIFT_THROUGHPUT"}
     assert named == {"a<->c", "b<->c", "c<->d"}
 

@@ -17,6 +17,8 @@ from msgspec.structs import replace
 from linkcheck.app.live import save_cluster
 from linkcheck.app.offline import CABLE_RULES, judge_cluster
 from linkcheck.app.topology import cluster_facts, judge_facts
+from linkcheck.baseline.drift import attach_cluster_baseline
+from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts
@@ -38,6 +40,7 @@ from tests.lab.cluster import CLUSTER_SCENARIOS, Cluster, cluster_models, switch
 # The pair's throughput rules judge each test; the cluster's rules judge the whole.
 TEST_RULES = [r for r in load_playbooks() if r.id in CABLE_RULES]
 CLUSTER_RULES = load_playbooks(kind="cluster")
+ALL_RULES = load_playbooks(kind="all")
 
 HEALTHY = (98.01, 98.01)  # per path: both twins at once, a twin alone (spark-link s.8: 196.02 Gb/s in total)
 HOTPLUG = (13.3, 13.3)  # the hot-plug state: 13-15 Gb/s per path whatever runs beside it (spark-link s.0)
@@ -70,12 +73,16 @@ def measured(test: CableTest, concurrent_gbps: float, alone_gbps: float) -> Cabl
 
 
 def judged(facts: ClusterFacts, results: Sequence[CableResult], errors: Mapping[str, str] | None = None,
-           traffic_error: str | None = None, interrupted: bool = False) -> ClusterCheck:
-    """The cluster's rules over the facts and the tests' outcomes, as `check_cluster` ends."""
+           traffic_error: str | None = None, interrupted: bool = False,
+           baseline: ClusterBaseline | None = None) -> ClusterCheck:
+    """The cluster's rules over the facts and the tests' outcomes, as `check_cluster` ends: with `baseline` attached
+    to the facts before that one diagnosis when one is given (then every rule, the pair's drift rules included)."""
     hosts = [ClusterHost(NodeTarget(name, f"10.20.0.{21 + i}"), "--node")
              for i, name in enumerate(facts.topology.nodes)]
     with_tests = replace(facts, tests=tuple(r.outcome() for r in results))
-    view = judge_facts(hosts, with_tests, dict(errors or {}), CLUSTER_RULES)
+    if baseline is not None:
+        with_tests = attach_cluster_baseline(with_tests, results, dict(errors or {}), baseline, ())
+    view = judge_facts(hosts, with_tests, dict(errors or {}), CLUSTER_RULES if baseline is None else ALL_RULES)
     return ClusterCheck(view, with_tests, tuple(results), traffic_error, interrupted)
 
 

@@ -4,18 +4,21 @@ line, exit 4."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
 
 from linkcheck import strict_json
+from linkcheck.app import offline, topology
+from linkcheck.app.offline import cluster_bundle
 from linkcheck.baseline.drift import cluster_snapshot
 from linkcheck.baseline.store import (
     ClusterBaseline,
@@ -26,6 +29,9 @@ from linkcheck.baseline.store import (
     pair_baseline,
     to_json,
 )
+from linkcheck.diagnose import engine
+from linkcheck.diagnose.engine import Diagnosis
+from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BaselineError
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import ClusterCheck
@@ -279,3 +285,63 @@ def test_a_cluster_baseline_needs_a_passing_run_unless_forced(tmp_path: Path, cl
     again = cli("baseline", "save", "one", str(failing), "--force")
     assert again.returncode == 0, again.stderr
     assert cli("baseline", "save", "one", str(_bundle(tmp_path, "good"))).returncode == 4  # the name is taken
+
+
+# The shipped cluster fixtures, against a baseline saved from the healthy ring: what each diagnosis says.
+FIXTURES = ROOT / "fixtures"
+HOT_CABLE = "a:p0<->b:p1"
+HOT_DRIFT = {  # the hot-plugged cable's rates fell; each fall is explained by its path's hot-plug state
+    (f"{HOT_CABLE}: {path} {direction}", f"LINK_HOTPLUG_DEGRADED:{HOT_CABLE}: {path}")
+    for path in ("enp1s0f0np0<->enp1s0f1np1", "enP2p1s0f0np0<->enP2p1s0f1np1") for direction in
+    ("concurrent a->b", "concurrent b->a")} | {
+    (f"{HOT_CABLE}: concurrent total {d}", f"LINK_HOTPLUG_DEGRADED:{HOT_CABLE}: enP2p1s0f0np0<->enP2p1s0f1np1")
+    for d in ("a->b", "b->a")}
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Diagnosis]]:
+    """Every diagnosis the judging of a cluster runs, by where it runs: each test's (app/offline.py judge_test) and
+    the cluster's (app/topology.py judge_facts)."""
+    calls: dict[str, list[Diagnosis]] = {"test": [], "cluster": []}
+    for module, kind in ((offline, "test"), (topology, "cluster")):
+        def counted(*args: Any, _kind: str = kind, **kwargs: Any) -> Diagnosis:
+            found = engine.diagnose(*args, **kwargs)
+            calls[_kind].append(found)
+            return found
+        monkeypatch.setattr(module, "diagnose", counted)
+    return calls
+
+
+def test_a_clusters_drift_comes_from_its_one_diagnosis(monkeypatch: pytest.MonkeyPatch, cli: InProcessCli) -> None:
+    assert cli("baseline", "save", "ring", str(FIXTURES / "cluster-ring3-healthy")).returncode == 0
+    rules = load_playbooks(kind="all")
+    calls = _counting(monkeypatch)
+    plain = cluster_bundle(FIXTURES / "cluster-ring3-hotplug", rules)
+    tests = len(calls["test"])
+    assert tests == 3 and len(calls["cluster"]) == 1
+    calls["test"].clear(), calls["cluster"].clear()
+    against = cluster_bundle(FIXTURES / "cluster-ring3-hotplug", rules, baseline=cluster_baseline("ring"))
+    # No diagnosis more than without a baseline: the drift is judged in the cluster's one diagnosis.
+    assert len(calls["test"]) == tests and len(calls["cluster"]) == 1
+    drift = {(f.subject, f.explained_by) for f in calls["cluster"][0].findings
+             if f.rule_id == "DRIFT_THROUGHPUT" and f.status is Status.FAIL}
+    assert drift == HOT_DRIFT
+    assert against.view.diagnosis == calls["cluster"][0]  # what the report shows is that diagnosis, unchanged
+    assert not any("DRIFT" in f.rule_id for f in plain.view.diagnosis.findings)
+
+
+def test_diagnose_against_the_rings_baseline_names_the_hot_plugged_cable_alone(cli: InProcessCli) -> None:
+    assert cli("baseline", "save", "ring", str(FIXTURES / "cluster-ring3-healthy")).returncode == 0
+    healthy = cli("diagnose", "-f", "json", str(FIXTURES / "cluster-ring3-healthy"), "--baseline", "ring")
+    assert healthy.returncode == 0, healthy.stderr
+    judged = [f for f in json.loads(healthy.stdout)["findings"] if "DRIFT_" in f["id"]]
+    # Per cable: identity, configuration; per HCA its GID index; per figure its rate (3 cables, 2 paths, 2 directions).
+    assert collections.Counter(f["id"] for f in judged) == {"DRIFT_IDENTITY": 3, "DRIFT_CONFIG": 3,
+                                                            "DRIFT_GID_INDEX": 12, "DRIFT_THROUGHPUT": 18}
+    assert {f["status"] for f in judged} == {"pass"}
+    hot = cli("diagnose", "-f", "json", str(FIXTURES / "cluster-ring3-hotplug"), "--baseline", "ring")
+    assert hot.returncode == 2, hot.stderr
+    found = json.loads(hot.stdout)["findings"]
+    fired = {(f["id"], f["subject"], f["explained_by"]) for f in found
+             if "DRIFT_" in f["id"] and f["status"] != "pass"}
+    assert fired == {("DRIFT_THROUGHPUT", subject, cause) for subject, cause in HOT_DRIFT}
+    assert len([f for f in found if "DRIFT_" in f["id"]]) == 36

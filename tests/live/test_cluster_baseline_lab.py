@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,6 +25,13 @@ NODES = ("--node=a", "--node=b", "--node=c")
 def _config(lab: Lab, path: Path) -> Path:
     path.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
     return path
+
+
+def _findings(data: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Every finding of a cluster's JSON report, the cluster's and each test's: rule, subject, status, its cause."""
+    out = [(f["id"], f["subject"], f["status"], f["explained_by"] or "") for f in data["findings"]]
+    out += [(t["label"], f["id"], f["subject"], f["status"]) for t in data["tests"] for f in t["findings"]]
+    return sorted(out)
 
 
 def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_factory: LabFactory, cli: InProcessCli,
@@ -54,9 +61,11 @@ def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_facto
     fell = {subject for rule, subject in drift if rule == "DRIFT_THROUGHPUT"}
     assert fell and all(s.startswith("a:p0<->b:p1: ") for s in fell), drift
     assert not any(rule.startswith(("CLUSTER_DRIFT", "DRIFT_IDENTITY")) for rule, _ in drift), drift
-    # The same bundle judged again offline against the baseline gives the same verdict.
-    again = cli("diagnose", str(tmp_path / "later"), "--baseline", "ring")
+    # The same bundle judged again offline against the baseline gives the same verdict and the same findings, the
+    # drift included: both judge it in the cluster's one diagnosis.
+    again = cli("diagnose", str(tmp_path / "later"), "--baseline", "ring", "-f", "json")
     assert again.returncode == 2, again.stderr
+    assert _findings(json.loads(again.stdout)) == _findings(data)
     # Every cable of both runs is in the history of its two nodes; the hot-plugged one passed, then failed.
     log = cli("history", "-f", "json")
     assert log.returncode == 0, log.stderr

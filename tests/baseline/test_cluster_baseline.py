@@ -154,6 +154,21 @@ def test_a_replaced_node_and_a_node_setting_are_named_on_the_node() -> None:
     assert kernel.status is Status.WARN and "c.kernel 6.11.0-1016-nvidia -> 6.17.0-1008-nvidia" in kernel.message
 
 
+def test_a_gid_index_that_moved_unpinned_is_a_note_of_the_run_as_on_a_pair() -> None:
+    good = checked(ring3())
+
+    def moved(snap: ClusterSnapshot) -> ClusterSnapshot:  # the baseline had a's HCA at index 4
+        first = snap.cables[0]
+        gids = {**first.snapshot.gid_index, "a:rocep1s0f0": 4}
+        first = msgspec.structs.replace(first, snapshot=msgspec.structs.replace(first.snapshot, gid_index=gids))
+        return msgspec.structs.replace(snap, cables=(first, *snap.cables[1:]))
+
+    result = compare(good, _baseline(good, moved))
+    assert result.verdict.value == "pass" and _drift(result) == []  # nothing pins the index: NCCL resolves it
+    note = next(n for n in result.view.diagnosis.notes if n.startswith("DRIFT_GID_INDEX"))
+    assert note.startswith(f"DRIFT_GID_INDEX ({FIRST}: ") and "index 4 in baseline known-good, 3 now" in note, note
+
+
 def test_a_baseline_of_another_cluster_compares_nothing() -> None:
     good = checked(ring3())
 

@@ -1,7 +1,8 @@
 """A cluster's baseline over real SSH in the lab: a healthy ring of three checked with --quick and saved as the
 known-good state, then the same three nodes (the same hostnames, MACs and cables) with one cable in the hot-plug
 state checked against it: the drift is named on that cable alone, with the rate then and now, in the node_exporter
-textfile too, and both runs are in the history of each cable's two nodes."""
+textfile too, and both runs are in the history of each cable's two nodes; a baseline of another cluster is refused
+after the run's bundle was saved."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import pytest
 
+from linkcheck.baseline import store
+from linkcheck.baseline.drift import cluster_snapshot
+from linkcheck.baseline.store import new_cluster_baseline
+from tests.cluster.cluster_checks import checked
+from tests.lab.cluster import ring3
 from tests.lab.lab import Lab
 from tests.lab.pytest_plugin import LabFactory
 
@@ -73,3 +80,17 @@ def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_facto
     assert len(rows) == 6 and {r["command"] for r in rows} == {"check --quick"}, rows
     assert [r["verdict"] for r in rows if r["cable"] == "a:p0<->b:p1"] == ["pass", "fail"], rows
     assert len({r["pair"] for r in rows}) == 3, rows
+    # A baseline of another cluster (no node in common) is one line, exit 4, after the run's bundle was saved: the
+    # bundle is written before it is judged, so the refused run is kept and verifies.
+    snap = cluster_snapshot(checked(ring3()), [], "pass")
+    others = msgspec.structs.replace(snap, nodes=tuple(
+        msgspec.structs.replace(n, hostname=f"other-{n.name}", macs=(f"02:00:00:00:00:0{i}",))
+        for i, n in enumerate(snap.nodes)))
+    store.save(new_cluster_baseline("other", others, None, "2026-12-01T10:00:00+00:00", forced=False),
+               overwrite=False)
+    refused = cli("check", *NODES, "-c", str(config), "--save", str(tmp_path / "refused"), "--baseline", "other",
+                  timeout=300)
+    lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
+    assert refused.returncode == 4 and "another cluster" in lines[-1] and "Traceback" not in refused.stderr, lines
+    assert f"bundle saved to {tmp_path / 'refused'}" in refused.stderr
+    assert cli("verify", str(tmp_path / "refused")).returncode == 0

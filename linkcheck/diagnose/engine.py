@@ -238,10 +238,11 @@ def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
     collection error, or a node of a cluster that could not be inspected, leaves the verdict inconclusive."""
     cluster = isinstance(facts, ClusterFacts)
     bench_error = (collection_errors or {}).get("bench")
+    # A rule's id may name two layouts, a pair's and a cluster's: only the facts' own are judged and explained.
+    rules = [rule for rule in rules if (rule.scope in CLUSTER_SCOPES) == cluster]
     findings: list[Finding] = []
     for rule in rules:
-        if (rule.scope in CLUSTER_SCOPES) == cluster:
-            findings.extend(run_rule(rule, facts, bench_error))
+        findings.extend(run_rule(rule, facts, bench_error))
     findings = explain(findings, rules)
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings

@@ -217,10 +217,11 @@ def _where(steps: Steps) -> str:
 
 
 def _allowed(field: str) -> str | None:
+    field = re.sub(r"\[\d+\]", "[]", field)  # `rules[0].cluster.*`: the model's path, whatever the index
     if field.endswith("*"):
         steps = tuple(0 if part == "[]" else part for part in re.findall(r"[^.\[]+|\[\]", field[:-2]))
         return ", ".join(schema.field_names(_Playbook, steps) or []) or None
-    return _ALLOWED.get(re.sub(r"\[\d+\]", "[]", field))
+    return _ALLOWED.get(field)
 
 
 def _reason(problem: schema.Problem, value: Any) -> str:

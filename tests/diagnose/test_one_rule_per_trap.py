@@ -160,6 +160,11 @@ rules:
 """
     with pytest.raises(PlaybookError, match="gives a cluster's scope"):
         parse_playbook(text, "site.yaml")
+    # A key the block does not take is named with the keys it does, at its line.
+    with pytest.raises(PlaybookError, match=r"unknown key 'colour' under 'rules\[0\]\.cluster' \(expected: check, "
+                                            r"evidence, .*when, where\)") as refused:
+        parse_playbook(text + "      colour: red\n", "site.yaml")
+    assert refused.value.line == 12
     rules = parse_playbook(text.replace("      scope: path\n      when: {differs: [a.mtu, b.mtu]}",
                                         "      scope: port\n      when: {differs: [mtu, cluster_mtu]}"), "site.yaml")
     assert [(r.id, r.scope) for r in rules] == [("SITE_MTU", "path"), ("SITE_MTU", "port")]

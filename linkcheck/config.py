@@ -212,7 +212,7 @@ def load_config(path: Path) -> Config:
 
 def _cluster(path: Path, data: Any, section: _Cluster | None) -> tuple[tuple[NodeTarget, ...], ExpectedCluster | None]:
     """The `cluster:` section `init` writes over a cluster: its nodes (targets parsed as --node's) and the cabling
-    it recorded, which a later `topology` or `check` compares (CLUSTER_LINK_CHANGED)."""
+    it recorded, which a later `topology` or `check` compares (LINK_CHANGED)."""
     if section is None:
         return (), None
     hosts = []

@@ -47,7 +47,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck import schema
-from linkcheck.diagnose.playbook import load_playbooks, of_kind
+from linkcheck.diagnose.playbook import load_playbooks, of_kind, renamed, resolve_id
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import InputFileError, UsageError
 from linkcheck.integers import quoted
@@ -346,7 +346,8 @@ def _reference(file: schema.YamlFile, at: Steps, rules: Mapping[str, Rule], spec
     if match is None:
         raise file.refuse(f"{where}: 'threshold' must name a rule's threshold as RULE_ID.name, got {_got(ref)}", at,
                           "threshold")
-    rule = rules.get(match.group(1))
+    rule = rules.get(resolve_id(match.group(1), renamed(list(rules.values())), file.path))
+    ref = ref if rule is None else f"{rule.id}.{match.group(2)}"  # a former id: the rule's current one
     if rule is None:
         raise file.refuse(f"{where}: no rule {match.group(1)} (`linkcheck playbooks list` names the rules)", at,
                           "threshold")
@@ -465,17 +466,20 @@ def _consistent(file: schema.YamlFile, checks: tuple[ProfileCheck, ...]) -> None
                               "no pair can meet it", ("checks",), "rdma_concurrent_gbps")
 
 
-def _require(file: schema.YamlFile, rules: Mapping[str, Rule], raw: Any, layout: str) -> tuple[str, ...]:
+def _require(file: schema.YamlFile, every: Sequence[Rule], raw: Any, layout: str) -> tuple[str, ...]:
     """The rules the acceptance needs, each one that runs on the layout: a pair's rules judge a pair, a cluster's
-    rules a cluster (a rule that never runs there would leave no finding, and so nothing to require)."""
+    rules a cluster (a rule that never runs there would leave no finding, and so nothing to require); a former id
+    names the rule that replaced it."""
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
         raise file.refuse("'require' must be a list of rule ids", (), "require")
-    unknown = [r for r in raw if r not in rules]
+    names = renamed(list(every))
+    raw = [resolve_id(r, names, file.path) for r in raw]
+    unknown = [r for r in raw if r not in {rule.id for rule in every}]
     if unknown:
         raise file.refuse(f"'require' names no rule {unknown[0]} (`linkcheck playbooks list` names the rules)", (),
                           "require")
     kind: Literal["pair", "cluster"] = "pair" if layout == "pair" else "cluster"
-    runs = {r.id for r in of_kind(list(rules.values()), kind)}
+    runs = {r.id for r in of_kind(list(every), kind)}
     elsewhere = [r for r in raw if r not in runs]
     if elsewhere:
         raise file.refuse(f"'require' names {elsewhere[0]}, which does not run on a {layout} (a "
@@ -488,7 +492,8 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
     """A profile from its YAML text; ProfileError naming path:line on the first problem. Rule thresholds that
     it names are taken from `rules` (by default the built-in playbooks)."""
     # A pair's rules and a cluster's: a cluster profile takes the thresholds of the cluster's NCCL rule.
-    by_id = {r.id: r for r in (load_playbooks(kind="all") if rules is None else rules)}
+    every = load_playbooks(kind="all") if rules is None else list(rules)
+    by_id = {r.id: r for r in every}  # a rule's layouts share its thresholds: either one serves
     file = schema.YamlFile(path, parse_yaml_text(text, path, ProfileError), ProfileError)
     if not isinstance(file.data, dict):
         raise ProfileError(path, "a profile must be a mapping", line=1)
@@ -508,7 +513,7 @@ def parse_profile(text: str, path: str, rules: Sequence[Rule] | None = None) -> 
                           f"a {layout}", ("test",), "latency")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Profile(doc.profile, " ".join(doc.description.split()), test, _checks(file, by_id, doc.checks, layout),
-                   path, digest, text, _require(file, by_id, doc.require, layout), layout)
+                   path, digest, text, _require(file, every, doc.require, layout), layout)
 
 
 # The line breaks YAML reads besides `\n`: a file saved on Windows (CRLF), an old Mac's CR, Unicode's NEL.

@@ -267,10 +267,11 @@ def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
     cluster that could not be inspected, leaves the verdict inconclusive."""
     cluster = isinstance(facts, ClusterFacts)
     bench_error = (collection_errors or {}).get("bench")
+    # A rule's id may name two layouts, a pair's and a cluster's: only the facts' own are judged and explained.
+    rules = [rule for rule in rules if (rule.scope in CLUSTER_SCOPES) == cluster]
     findings: list[Finding] = []
     for rule in rules:
-        if (rule.scope in CLUSTER_SCOPES) == cluster:
-            findings.extend(run_rule(rule, facts, bench_error))
+        findings.extend(run_rule(rule, facts, bench_error))
     findings = explain(findings, rules)
     if isinstance(facts, ClusterFacts) and facts.drift is not None:
         findings += _cable_drift(facts.drift, rules)

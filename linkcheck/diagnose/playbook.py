@@ -10,6 +10,7 @@ small functions below, each naming the line of what it refuses.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -30,6 +31,7 @@ from linkcheck.integers import ascii_int
 from linkcheck.model import Severity
 from linkcheck.yamlfile import line_of, parse_yaml_text, read_yaml_text
 
+log = logging.getLogger(__name__)
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "playbooks"
 COMPARE_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "matches", "between", "below_baseline"}
 OPERATORS = COMPARE_OPS | {"missing", "differs"}
@@ -123,6 +125,40 @@ class _Rule(msgspec.Struct, forbid_unknown_fields=True):
     # A pair's named-check rule that also judges a cluster: the twin CLUSTER_<id>, with this cluster check and every
     # text the same (one rule written once for 2-8 nodes).
     cluster_check: Text | None = None
+    # The same rule judged over a cluster (3-8 nodes, or a pair seen as a cluster of one cable): its own subjects and
+    # condition, under this rule's id, title and mechanism (see _Layout).
+    cluster: _Layout | UnsetType = UNSET
+    # Ids this rule had before, still accepted wherever a rule is named (thresholds, explained_by, profiles) for one
+    # release; each use is told the new id.
+    aliases: list[str] = []
+
+
+class _Layout(msgspec.Struct, forbid_unknown_fields=True):
+    """How a rule judges a cluster: the subjects (scope), condition or check and what its finding says, where they
+    differ from the pair's. The id, severity and references are the rule's; thresholds and their sources join the
+    rule's (one table, keyed by layout where a figure differs, e.g. ring_min_busbw_gbs); `mechanism` adds what a
+    cluster adds to the rule's one mechanism; a field left out is the rule's."""
+
+    scope: str
+    check: Text | None = None
+    when: _Condition | UnsetType = UNSET
+    where: _Condition | UnsetType = UNSET
+    needs: list[str] = []
+    thresholds: dict[str, Any] = {}
+    threshold_sources: dict[str, Text] = {}
+    title: Text | None = None
+    severity: Severity | None = None
+    message: Text | None = None
+    mechanism: Text | None = None
+    fix: list[str] | None = None
+    references: list[str] = []
+    required: bool | None = None
+    unknown: Text | None = None
+    subject: Text | None = None
+    values: dict[str, str | list[_Choice]] = {}
+    grades: list[_Grade] = []
+    evidence: list[_Evidence] = []
+    explained_by: list[str | _Explanation] = []
 
 
 class _KnownBad(msgspec.Struct, forbid_unknown_fields=True):
@@ -156,6 +192,9 @@ _ALLOWED = {
     "known_bad[].source": _TEXT, "known_bad[].fixed": _TEXT, "known_bad[].workaround": _TEXT,
     "known_bad[].unless": "a mapping of NCCL_* settings to the values that avoid it",
     "rules[].cluster_check": "the name of a cluster's named check",
+    "rules[].cluster": "a mapping with scope and when or check, and what a cluster's finding says differently",
+    "rules[].cluster.scope": "a cluster's scope", "rules[].aliases": "a list of the rule's former ids",
+    "rules[].aliases[]": "an UPPER_SNAKE id",
     "rules[].id": "an UPPER_SNAKE id", "rules[].title": _TEXT, "rules[].message": _TEXT,
     "rules[].check": "the name of a named check", "rules[].mechanism": _TEXT, "rules[].unknown": _TEXT,
     "rules[].needs": "a list of fact groups", "rules[].needs[]": "a fact group", "rules[].fix": _TEXTS,
@@ -178,10 +217,11 @@ def _where(steps: Steps) -> str:
 
 
 def _allowed(field: str) -> str | None:
+    field = re.sub(r"\[\d+\]", "[]", field)  # `rules[0].cluster.*`: the model's path, whatever the index
     if field.endswith("*"):
         steps = tuple(0 if part == "[]" else part for part in re.findall(r"[^.\[]+|\[\]", field[:-2]))
         return ", ".join(schema.field_names(_Playbook, steps) or []) or None
-    return _ALLOWED.get(re.sub(r"\[\d+\]", "[]", field))
+    return _ALLOWED.get(field)
 
 
 def _reason(problem: schema.Problem, value: Any) -> str:
@@ -368,8 +408,8 @@ def _language(file: schema.YamlFile, doc: _Rule, at: Steps, scope: str,
             "unknown": (doc.unknown or "").strip()}
 
 
-def _rule(file: schema.YamlFile, doc: _Rule, index: int) -> Rule:
-    at: Steps = ("rules", index)
+def _rule(file: schema.YamlFile, doc: _Rule, index: int, at: Steps | None = None) -> Rule:
+    at = ("rules", index) if at is None else at
     _header(file, doc, at)
     scope, allowed = _scope_and_placeholders(file, doc, at)
     _placeholders(file, at, allowed, {"message": [doc.message], "fix": doc.fix})
@@ -386,6 +426,7 @@ def _rule(file: schema.YamlFile, doc: _Rule, index: int) -> Rule:
         threshold_sources={k: v.strip() for k, v in doc.threshold_sources.items()},
         explained_by=tuple(Explanation(c) if isinstance(c, str) else Explanation(c.rule, c.same_subject)
                            for c in doc.explained_by),
+        aliases=tuple(a.strip() for a in doc.aliases),
         **_language(file, doc, at, scope, allowed),
     )
 
@@ -413,13 +454,64 @@ def parse_playbook_file(text: str, path: str) -> tuple[list[Rule], list[dict[str
                for i, e in enumerate(doc.known_bad)]
     rules = []
     for i, r in enumerate(doc.rules):
-        rules.append(_rule(file, r, i))
+        for alias in r.aliases:
+            if not ID_RE.match(alias.strip()) or alias.strip() == r.id.strip():
+                raise file.refuse(f"alias '{alias.strip()}' must be an UPPER_SNAKE id other than the rule's own",
+                                  ("rules", i), "aliases")
+        if isinstance(r.cluster, UnsetType):
+            rules.append(_rule(file, r, i))
+        else:
+            pair, cluster = _layouts(file, r, i)
+            rules += [_rule(file, pair, i), _rule(file, cluster, i, ("rules", i, "cluster"))]
         if r.cluster_check is not None:
             if r.check is None or r.scope not in (None, "pair"):
                 raise file.refuse("'cluster_check' belongs to a pair's named-check rule", ("rules", i), "cluster_check")
             rules.append(_rule(file, replace(r, id=f"CLUSTER_{r.id.strip()}", scope="cluster", check=r.cluster_check,
                                              cluster_check=None), i))
     return rules, entries
+
+
+def _layouts(file: schema.YamlFile, doc: _Rule, index: int) -> tuple[_Rule, _Rule]:
+    """One rule's two layouts: the pair's (the rule as written) and the cluster's (its `cluster:` block over the
+    rule), both with the one table of thresholds."""
+    layout = doc.cluster
+    assert not isinstance(layout, UnsetType)
+    if doc.scope in CLUSTER_SCOPES or layout.scope not in CLUSTER_SCOPES:
+        raise file.refuse(f"'cluster' gives a cluster's scope ({', '.join(CLUSTER_SCOPES)}) to a pair's rule",
+                          ("rules", index, "cluster"), "scope")
+    if doc.cluster_check is not None:
+        raise file.refuse("a rule takes 'cluster' or 'cluster_check', not both", ("rules", index), "cluster")
+    thresholds = {**doc.thresholds, **layout.thresholds}
+    sources = {**doc.threshold_sources, **layout.threshold_sources}
+    pair = replace(doc, thresholds=thresholds, threshold_sources=sources, cluster=UNSET)
+    mechanism = " ".join(m.strip() for m in (doc.mechanism, layout.mechanism) if m)
+    cluster = replace(
+        pair, scope=layout.scope, check=layout.check, when=layout.when, where=layout.where, needs=layout.needs,
+        title=layout.title or doc.title, severity=layout.severity or doc.severity,
+        message=layout.message or doc.message, mechanism=mechanism or None,
+        fix=doc.fix if layout.fix is None else layout.fix, references=[*doc.references, *layout.references],
+        required=doc.required if layout.required is None else layout.required, unknown=layout.unknown,
+        subject=layout.subject, values=layout.values, grades=layout.grades, evidence=layout.evidence,
+        explained_by=layout.explained_by)
+    return pair, cluster
+
+
+def is_cluster_rule(rule: Rule) -> bool:
+    return rule.scope in CLUSTER_SCOPES
+
+
+def renamed(rules: list[Rule]) -> dict[str, str]:
+    """Former rule ids (aliases) -> the id that replaced them."""
+    return {alias: r.id for r in rules for alias in r.aliases}
+
+
+def resolve_id(rule_id: str, names: Mapping[str, str], where: str) -> str:
+    """The current id of a rule named `rule_id` (itself unless it is a former id), telling the user of a former one."""
+    new = names.get(rule_id)
+    if new is None:
+        return rule_id
+    log.warning("%s: rule %s is now %s; the old id still works in this release, then no more", where, rule_id, new)
+    return new
 
 
 def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = True,
@@ -435,19 +527,23 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
         else:
             raise PlaybookError(str(extra), "no such playbook file or folder")
     rules: list[Rule] = []
-    seen: dict[str, str] = {}
+    # A rule's id once per layout (a pair's, a cluster's), both from the one entry that defines it.
+    seen: dict[tuple[str, bool], str] = {}
+    first: dict[str, str] = {}
     known_bad: list[dict[str, Any]] = []
     for file in files:
         parsed, entries = parse_playbook_file(read_yaml_text(file, PlaybookError), str(file))
         known_bad += entries
         for rule in parsed:
-            if rule.id in seen:
-                raise PlaybookError(str(file), f"duplicate rule id {rule.id} (first defined at {seen[rule.id]})",
+            at = first.get(rule.id)
+            if (rule.id, is_cluster_rule(rule)) in seen or (at is not None and at.rsplit(":", 1)[0] != str(file)):
+                raise PlaybookError(str(file), f"duplicate rule id {rule.id} (first defined at {at})",
                                     line=_source_line(rule))
-            seen[rule.id] = rule.source
+            seen[(rule.id, is_cluster_rule(rule))] = first.setdefault(rule.id, rule.source)
             rules.append(rule)
+    rules = _current_ids(rules, first)
     for rule in rules:
-        unknown = [c.rule for c in rule.explained_by if c.rule not in seen]
+        unknown = [c.rule for c in rule.explained_by if c.rule not in first]
         if unknown:
             raise PlaybookError(rule.source.rsplit(":", 1)[0], f"rule {rule.id}: explained_by names no rule "
                                 f"{unknown[0]} (`linkcheck playbooks list` names the rules)", line=_source_line(rule))
@@ -455,6 +551,19 @@ def load_playbooks(paths: list[Path] | None = None, *, include_builtin: bool = T
     rules = [replace(r, thresholds={**r.thresholds, "known_bad": tuple(known_bad)}) if r.check in KNOWN_BAD_CHECKS
              else r for r in rules]
     return of_kind(rules, kind)
+
+
+def _current_ids(rules: list[Rule], first: dict[str, str]) -> list[Rule]:
+    """The rules, each explained_by that names a former id naming the current one; a rule whose id is another's
+    former id is refused (it would shadow the rename)."""
+    names = renamed(rules)
+    for alias, new in names.items():
+        if alias in first:
+            raise PlaybookError(first[alias].rsplit(":", 1)[0], f"rule id {alias} is a former id of {new}; "
+                                f"name the rule {new}", line=_source_line(next(r for r in rules if r.id == alias)))
+    return [replace(r, explained_by=tuple(replace(c, rule=resolve_id(c.rule, names, r.source))
+                                          for c in r.explained_by)) if any(c.rule in names for c in r.explained_by)
+            else r for r in rules]
 
 
 def of_kind(rules: list[Rule], kind: Literal["pair", "cluster", "all"]) -> list[Rule]:
@@ -472,18 +581,29 @@ def _source_line(rule: Rule) -> int | None:
 def with_thresholds(rules: list[Rule], overrides: dict[str, dict[str, Any]], source: str) -> list[Rule]:
     """Rules with the user's threshold values; unknown rule ids or threshold names are errors."""
 
-    by_id = {r.id: r for r in rules}
-    for rule_id, values in overrides.items():
+    by_id: dict[str, list[Rule]] = {}
+    for r in rules:
+        by_id.setdefault(r.id, []).append(r)
+    names = renamed(rules)
+    current: dict[str, dict[str, Any]] = {}
+    for named, values in overrides.items():
+        rule_id = resolve_id(named, names, f"{source}:{line_of(overrides, named) or '?'}")
         if rule_id not in by_id:
-            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}", line=line_of(overrides, rule_id),
+            raise PlaybookError(source, f"thresholds for unknown rule {rule_id}", line=line_of(overrides, named),
                                 fix="`linkcheck playbooks list` names the rules")
-        unknown = sorted(set(values) - set(by_id[rule_id].thresholds))
+        if rule_id in current:
+            raise PlaybookError(source, f"thresholds for rule {rule_id} given twice (once under a former id)",
+                                line=line_of(overrides, named))
+        # A rule's layouts share one table of thresholds (see _layouts), so its first layout names them all.
+        unknown = sorted(set(values) - set(by_id[rule_id][0].thresholds))
         if unknown:
             raise PlaybookError(source, f"rule {rule_id} has no threshold '{unknown[0]}' "
-                                f"(it has: {', '.join(sorted(by_id[rule_id].thresholds)) or 'none'})",
+                                f"(it has: {', '.join(sorted(by_id[rule_id][0].thresholds)) or 'none'})",
                                 line=line_of(values, unknown[0]))
-        _check_override(by_id[rule_id], values, source)
-    return [replace(r, thresholds={**r.thresholds, **overrides.get(r.id, {})}) for r in rules]
+        for rule in by_id[rule_id]:
+            _check_override(rule, values, source)
+        current[rule_id] = values
+    return [replace(r, thresholds={**r.thresholds, **current.get(r.id, {})}) for r in rules]
 
 
 def _check_override(rule: Rule, values: dict[str, Any], source: str) -> None:

@@ -82,6 +82,7 @@ class Rule(msgspec.Struct, frozen=True):
     grades: tuple[Grade, ...] = ()
     evidence: tuple[EvidenceSpec, ...] = ()  # a `when` rule's evidence (else the facts its condition compares)
     explained_by: tuple[Explanation, ...] = ()
+    aliases: tuple[str, ...] = ()  # former ids, accepted for one release (playbook.resolve_id)
 
     def conditions(self) -> list[Condition]:
         """Every condition of the rule: when, where, and those of its grades and computed values."""

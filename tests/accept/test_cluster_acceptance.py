@@ -56,7 +56,8 @@ def test_the_built_in_profiles_name_their_layout_and_take_nvidias_cluster_figure
     switch_nccl = SWITCH.check("nccl_busbw_gbs")
     assert ring_nccl is not None and switch_nccl is not None
     assert {t.band: t.value for t in ring_nccl.thresholds} == {"fail_below": 8.0, "warn_below": 10.0}
-    assert {t.band: t.value for t in switch_nccl.thresholds} == {"fail_below": 8.0, "warn_below": 21.875}
+    # NVIDIA's 21.875 GB/s less the 1 % runs vary by, as for a pair (NCCL_BUSBW_LOW is one rule for both).
+    assert {t.band: t.value for t in switch_nccl.thresholds} == {"fail_below": 8.0, "warn_below": 21.65}
     assert "spark_cluster_setup.py" in next(t.source for t in switch_nccl.thresholds if t.band == "warn_below")
     # Through a switch each node's cable ends at the switch: no check of one cable seen from both ends.
     assert SWITCH.check("cable_serial_both_ends") is None and RING.check("cable_serial_both_ends") is not None

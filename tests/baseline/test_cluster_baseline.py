@@ -232,7 +232,7 @@ def test_save_then_diagnose_a_cluster_bundle_against_its_baseline(tmp_path: Path
     # b's kernel on node b; its in-tree driver's version on each of b's cables; a's cable serial on a's cable
     assert set(findings) == {("DRIFT_IDENTITY", "a:p0<->b:p1"), ("DRIFT_CONFIG", "a:p0<->b:p1"),
                              ("DRIFT_CONFIG", "b:p0<->c:p1"), ("CLUSTER_DRIFT_NODE_SETTINGS", "node b"),
-                             ("CLUSTER_NODES_DIFFER", "cluster")}
+                             ("NODES_DIFFER", "cluster")}
     assert "b.kernel 6.17.0-1008-nvidia -> 6.18.0-1001-nvidia" in findings[("CLUSTER_DRIFT_NODE_SETTINGS",
                                                                             "node b")]["message"]
     serial = findings[("DRIFT_IDENTITY", "a:p0<->b:p1")]["message"]

@@ -1,5 +1,5 @@
 """A cluster's linkcheck.yaml: the `cluster:` section `init` writes (nodes, cables, switch), read back through the
-config's model, and CLUSTER_LINK_CHANGED when the live cabling differs from it."""
+config's model, and LINK_CHANGED when the live cabling differs from it."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _facts(name: str) -> ClusterFacts:
 
 def _changed(facts: ClusterFacts) -> list[str]:
     return [f.message for f in diagnose(facts, RULES).findings
-            if f.rule_id == "CLUSTER_LINK_CHANGED" and f.status is Status.WARN]
+            if f.rule_id == "LINK_CHANGED" and f.status is Status.WARN]
 
 
 @pytest.mark.parametrize("name", ["ring3", "switch4", "mixed"])
@@ -77,7 +77,7 @@ def test_a_cable_gone_or_new_and_a_node_off_the_switch_are_named() -> None:
     off = _changed(replace(switch, expected=ExpectedCluster(switch=("a", "b", "c"))))
     assert len(off) == 1 and "newly on the switch: d" in off[0]
     # Nothing recorded: nothing compared, no finding at all.
-    assert not [f for f in diagnose(ring, RULES).findings if f.rule_id == "CLUSTER_LINK_CHANGED"]
+    assert not [f for f in diagnose(ring, RULES).findings if f.rule_id == "LINK_CHANGED"]
 
 
 BAD = {

@@ -80,7 +80,7 @@ def test_a_healthy_ring_of_three_passes_every_cluster_rule() -> None:
     assert set(skips) == {"node a", "node b", "node c"}
     assert all("iptables" in (why or "") for why in skips.values())
     assert {f.rule_id for f in result.findings if f.status is Status.PASS} >= {
-        "RING_SAME_PORT", "CLUSTER_NODES_DIFFER", "MTU_NOT_JUMBO_EVERYWHERE", "CLUSTER_LAYOUT_UNSUPPORTED",
+        "RING_SAME_PORT", "NODES_DIFFER", "MTU_NOT_JUMBO_EVERYWHERE", "CLUSTER_LAYOUT_UNSUPPORTED",
         "NO_ROUTE_TO_NON_NEIGHBOUR"}
 
 
@@ -174,7 +174,7 @@ def test_nodes_that_differ_are_named_with_what_each_has() -> None:
     for fn in c.functions:
         c = with_function(c, fn.netdev, fw_ver="28.39.1002")
     models["c"] = replace(c, kernel_release="6.14.0-1015-nvidia")
-    (finding,) = [f for f in _firing(_diagnose(models)).values() if f.rule_id == "CLUSTER_NODES_DIFFER"]
+    (finding,) = [f for f in _firing(_diagnose(models)).values() if f.rule_id == "NODES_DIFFER"]
     assert "CX-7 firmware: 28.45.4028 on a, b; 28.39.1002 on c" in finding.message
     assert "kernel: 6.17.0-1008-nvidia on a, b; 6.14.0-1015-nvidia on c" in finding.message
     evidence = {e.fact: e.value for e in finding.evidence}
@@ -198,8 +198,9 @@ def test_mtu_below_9000_on_one_hop_is_a_failure_and_on_every_hop_a_note() -> Non
     models["b"] = with_function(models["b"], "enP2p1s0f0np0", mtu=1500)
     firing = _firing(_diagnose(models))
     # b's p0 twin 1 faces c's p1 twin 1 (192.168.13.0/24): its end is the one at 1500.
-    assert set(firing) == {("MTU_NOT_JUMBO_EVERYWHERE", "b:enP2p1s0f0np0")}
-    finding = firing[("MTU_NOT_JUMBO_EVERYWHERE", "b:enP2p1s0f0np0")]
+    # Hops that differ are the pair's trap, judged by the same rule (MTU_MISMATCH) over the cluster's hops.
+    assert set(firing) == {("MTU_MISMATCH", "b:enP2p1s0f0np0")}
+    finding = firing[("MTU_MISMATCH", "b:enP2p1s0f0np0")]
     assert finding.status is Status.FAIL and "other hops run 9000" in finding.message
     assert finding.fix[0] == "on node b: sudo ip link set dev enP2p1s0f0np0 mtu 9000"
     everywhere = _models("ring3")
@@ -281,7 +282,9 @@ def test_one_linkcheck_yaml_tunes_a_pairs_rules_and_a_clusters(tmp_path: Path) -
     pair = {r.id: r for r in configured_rules([], config)}
     cluster = {r.id: r for r in configured_rules([], config, kind="cluster")}
     assert pair["NCCL_BUSBW_LOW"].thresholds["min_busbw_gbs"] == 22.5 and "SWITCH_PORT_BELOW_200G" not in pair
-    assert cluster["SWITCH_PORT_BELOW_200G"].thresholds["nominal_mbps"] == 100000 and "NCCL_BUSBW_LOW" not in cluster
+    assert cluster["SWITCH_PORT_BELOW_200G"].thresholds["nominal_mbps"] == 100000
+    # One rule judges a pair and a cluster: its one override reaches both layouts.
+    assert cluster["NCCL_BUSBW_LOW"].thresholds["min_busbw_gbs"] == 22.5
     models = _models("switch4")
     models["c"] = with_function(models["c"], "enp1s0f1np1", speed_mbps=100000)
     captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
@@ -298,7 +301,7 @@ def test_a_ring_node_with_an_nccl_older_than_2_30_7_fails_and_one_without_the_se
     models["c"] = replace(models["c"], nccl_env={})
     firing = _firing(_diagnose(models))
     assert set(firing) == {("NCCL_SUBNET_ROUTING_MISSING", "node b"), ("NCCL_SUBNET_ROUTING_MISSING", "node c"),
-                           ("CLUSTER_NODES_DIFFER", "cluster"), ("NCCL_RING_SETTINGS_MISSING", "node c")}
+                           ("NODES_DIFFER", "cluster"), ("NCCL_RING_SETTINGS_MISSING", "node c")}
     old = firing[("NCCL_SUBNET_ROUTING_MISSING", "node b")]
     assert old.status is Status.FAIL and "NCCL 2.30.4 predates NCCL_IB_SUBNET_AWARE_ROUTING" in old.message
     assert {e.fact: e.value for e in old.evidence}["NCCL version"] == "2.30.4"

@@ -36,12 +36,15 @@ def _ring3() -> ClusterFacts:
 
 
 def test_diagnose_runs_only_the_rules_of_the_facts_own_scopes() -> None:
+    # A rule may judge both layouts under one id (NCCL_BUSBW_LOW); its pair's layout and its cluster's are apart.
     cluster_rules = {r.id for r in ALL_RULES if r.scope in CLUSTER_SCOPES}
+    pair_rules = {r.id for r in ALL_RULES if r.scope not in CLUSTER_SCOPES}
     pair = {f.rule_id for f in diagnose(_pair(), ALL_RULES).findings}
     ring = {f.rule_id for f in diagnose(_ring3(), ALL_RULES).findings}
-    assert pair and not pair & cluster_rules
-    assert ring and ring <= cluster_rules
+    assert pair and pair <= pair_rules and not pair & (cluster_rules - pair_rules)
+    assert ring and ring <= cluster_rules and not ring & (pair_rules - cluster_rules)
     assert diagnose(_ring3(), ALL_RULES) == diagnose(_ring3(), load_playbooks(kind="cluster"))
+    assert diagnose(_pair(), ALL_RULES) == diagnose(_pair(), load_playbooks(kind="pair"))
 
 
 def test_a_check_or_a_scope_refuses_the_other_kind_of_facts() -> None:

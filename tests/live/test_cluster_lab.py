@@ -145,7 +145,7 @@ def test_dockers_forward_drop_on_a_transit_node_looks_like_a_dead_cable_and_is_n
 def test_init_records_the_cabling_and_a_later_topology_names_what_moved(lab_factory: LabFactory, cli: InProcessCli,
                                                                         tmp_path: Path) -> None:
     """`init` over the ring of three writes the nodes and cables; `topology` with that file alone (no --node) finds
-    no change; with one cable's addresses really removed on node a, CLUSTER_LINK_CHANGED names that cable."""
+    no change; with one cable's addresses really removed on node a, LINK_CHANGED names that cable."""
     lab = lab_factory("ring3")
     config = tmp_path / "lab.yaml"
     config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
@@ -161,7 +161,7 @@ def test_init_records_the_cabling_and_a_later_topology_names_what_moved(lab_fact
     for netdev in ("enp1s0f0np0", "enP2p1s0f0np0"):  # a's p0 cage: the cable to b
         assert lab.exec("a", ["ip", "addr", "flush", "dev", netdev]).returncode == 0
     moved = cli("topology", "-c", str(written), "-f", "json", timeout=120)
-    changed = [f for f in json.loads(moved.stdout)["findings"] if f["id"] == "CLUSTER_LINK_CHANGED"]
+    changed = [f for f in json.loads(moved.stdout)["findings"] if f["id"] == "LINK_CHANGED"]
     assert [f["status"] for f in changed] == ["warn"], moved.stdout
     assert "recorded cables not found: a:p0<->b:p1" in changed[0]["message"]
 

@@ -30,7 +30,7 @@ from tests.lab.pytest_plugin import LabFactory
 pytestmark = pytest.mark.lab
 
 RULES = load_playbooks(kind="cluster")
-NCCL_RULES = {"NCCL_CLUSTER_SOCKET_FALLBACK", "NCCL_CLUSTER_NOT_IB_EVERY_CHANNEL", "NCCL_CLUSTER_BUSBW_LOW"}
+NCCL_RULES = {"NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW"}
 OPTIONS = NcclOptions(max_bytes=1 << 30, timeout_s=120)
 
 
@@ -114,6 +114,6 @@ def test_a_worker_with_the_heads_nccl_ib_hca_is_named(lab_factory: LabFactory) -
     b = judged.nccl.rank("b")
     assert b is not None and b.no_ib_device and b.network == "Socket"
     fired = {f for f in _fired(diagnosis) if f[0] in NCCL_RULES}
-    assert ("NCCL_CLUSTER_SOCKET_FALLBACK", "node b") in fired
-    assert {s for r, s in fired if r == "NCCL_CLUSTER_SOCKET_FALLBACK"} == {"node b"}
+    assert ("NCCL_SOCKET_FALLBACK", "node b") in fired
+    assert {s for r, s in fired if r == "NCCL_SOCKET_FALLBACK"} == {"node b"}
     _no_rank_left(lab)

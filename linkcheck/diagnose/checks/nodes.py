@@ -1,7 +1,7 @@
 """NODES_DIFFER: the two nodes compared field by field, so a difference is named before it is blamed.
 
-CLUSTER_NODES_DIFFER: every node of a cluster compared field by field, each difference naming which node has
-what, so a mixed build is named before a cable is blamed.
+NODES_DIFFER over a cluster (the rule's cluster layout, formerly CLUSTER_NODES_DIFFER): every node compared field by
+field, each difference naming which node has what, so a mixed build is named before a cable is blamed.
 """
 
 from __future__ import annotations

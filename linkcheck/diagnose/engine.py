@@ -268,13 +268,13 @@ def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
     cluster = isinstance(facts, ClusterFacts)
     bench_error = (collection_errors or {}).get("bench")
     # A rule's id may name two layouts, a pair's and a cluster's: only the facts' own are judged and explained.
-    rules = [rule for rule in rules if (rule.scope in CLUSTER_SCOPES) == cluster]
+    own = [rule for rule in rules if (rule.scope in CLUSTER_SCOPES) == cluster]
     findings: list[Finding] = []
-    for rule in rules:
+    for rule in own:
         findings.extend(run_rule(rule, facts, bench_error))
-    findings = explain(findings, rules)
+    findings = explain(findings, own)
     if isinstance(facts, ClusterFacts) and facts.drift is not None:
-        findings += _cable_drift(facts.drift, rules)
+        findings += _cable_drift(facts.drift, rules)  # the pair's rules, on each cable
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))
     notes += tuple(f"{f.rule_id} ({f.subject}): {f.message}" for f in findings
                    if f.status is Status.PASS and f.message != PASS_MESSAGE)

@@ -6,7 +6,7 @@ Each cable is a pair: its snapshot is the pair's (linkcheck.facts.snapshot) on t
 cable's own cages, and that view, with the cable's part of the baseline attached, is judged by the pair's DRIFT_*
 rules (identity, configuration, GID index, throughput), each finding named by the cable. What is a node's own (who
 it is; kernel, OS, NCCL settings) is kept once per node and judged by CLUSTER_DRIFT_NODE and
-CLUSTER_DRIFT_NODE_SETTINGS; a cable missing or new, and the layout, by CLUSTER_DRIFT_CABLING.
+DRIFT_CONFIG (its cluster layout); a cable missing or new, and the layout, by DRIFT_IDENTITY (its cluster layout).
 A node that one run could not inspect is not compared, nor are its cables.
 """
 
@@ -191,11 +191,11 @@ def _cable_drift(base: ClusterSnapshot, now: ClusterSnapshot, skipped: set[str])
 def attach_cluster_baseline(facts: ClusterFacts, results: Sequence[CableResult], errors: Mapping[str, str],
                             baseline: ClusterBaseline, captures: Sequence[Capture]) -> ClusterFacts:
     """The cluster's facts with its baseline attached, before the cluster's one diagnosis (as a pair's is, by
-    facts/drift.py attach_baseline): the nodes and the cabling that differ, which the CLUSTER_DRIFT_* rules judge,
-    and each cable of both runs with its part of the baseline, which the pair's DRIFT_* rules judge on that cable.
-    `results` are the run's tests (none when no traffic was sent), `errors` the nodes not inspected, `captures` the
-    runs whose command lines give the test parameters. A baseline of another cluster (no node in common) compares
-    nothing: BaselineError."""
+    facts/drift.py attach_baseline): the nodes and the cabling that differ, which CLUSTER_DRIFT_NODE and the cluster
+    layouts of DRIFT_CONFIG and DRIFT_IDENTITY judge, and each cable of both runs with its part of the baseline, which
+    the pair's DRIFT_* rules judge on that cable. `results` are the run's tests (none when no traffic was sent),
+    `errors` the nodes not inspected, `captures` the runs whose command lines give the test parameters. A baseline of
+    another cluster (no node in common) compares nothing: BaselineError."""
     views = _cable_views(facts, results, errors)
     base, now = baseline.snapshot, _snapshot(facts, views, errors, captures, "")
     _same_cluster(base, now, baseline)

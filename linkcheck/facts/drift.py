@@ -4,7 +4,8 @@ and attach a baseline to a diagnosis (another pair's is refused).
 The same model for a cluster: each cable carries its part of the baseline as a pair's facts carry theirs (judged by
 the pair's DRIFT_* rules on that cable), and what differs beyond the cables' own fields is kept beside them: the
 nodes (replaced, missing, new, their node-wide settings) and the cabling (a cable missing or new, the layout), judged
-by the CLUSTER_DRIFT_* rules (playbooks/cluster-drift.yaml). Computed by linkcheck.baseline.drift and attached to the
+by CLUSTER_DRIFT_NODE (playbooks/cluster-drift.yaml) and the cluster layouts of DRIFT_CONFIG and DRIFT_IDENTITY
+(playbooks/drift.yaml). Computed by linkcheck.baseline.drift and attached to the
 cluster's facts before its one diagnosis, as attach_baseline does for a pair's.
 """
 

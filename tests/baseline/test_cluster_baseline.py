@@ -1,6 +1,6 @@
 """A cluster's baseline: saved from a cluster's bundle, compared per cable by the pair's DRIFT_* rules and per node and
-cabling by the CLUSTER_DRIFT_* rules; a pair's baseline for a cluster (or the reverse) and hostile files are one
-line, exit 4."""
+cabling by CLUSTER_DRIFT_NODE and the cluster layouts of DRIFT_CONFIG and DRIFT_IDENTITY; a pair's baseline for a
+cluster (or the reverse) and hostile files are one line, exit 4."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_a_cable_missing_and_one_new_are_named_by_their_cages() -> None:
         return msgspec.structs.replace(snap, cables=(first, *snap.cables[1:]))
 
     result = compare(good, _baseline(good, moved))
-    cabling = {f.subject: f for f in _drift(result) if f.rule_id == "CLUSTER_DRIFT_CABLING"}
+    cabling = {f.subject: f for f in _drift(result) if f.rule_id == "DRIFT_IDENTITY"}
     assert cabling["a:p0<->b:p0"].status is Status.FAIL and "not found" in cabling["a:p0<->b:p0"].message
     assert cabling[FIRST].status is Status.WARN and "absent in the baseline" in cabling[FIRST].message
     assert result.verdict.value == "fail"
@@ -150,7 +150,7 @@ def test_a_replaced_node_and_a_node_setting_are_named_on_the_node() -> None:
     replaced = found[("CLUSTER_DRIFT_NODE", "node b")]
     assert replaced.status is Status.FAIL and "hostname spark-old" in replaced.message
     assert "hostname spark-b" in replaced.evidence[0].value["now"]
-    kernel = found[("CLUSTER_DRIFT_NODE_SETTINGS", "node c")]
+    kernel = found[("DRIFT_CONFIG", "node c")]
     assert kernel.status is Status.WARN and "c.kernel 6.11.0-1016-nvidia -> 6.17.0-1008-nvidia" in kernel.message
 
 
@@ -231,9 +231,9 @@ def test_save_then_diagnose_a_cluster_bundle_against_its_baseline(tmp_path: Path
                 if f["status"] in ("fail", "warn")}
     # b's kernel on node b; its in-tree driver's version on each of b's cables; a's cable serial on a's cable
     assert set(findings) == {("DRIFT_IDENTITY", "a:p0<->b:p1"), ("DRIFT_CONFIG", "a:p0<->b:p1"),
-                             ("DRIFT_CONFIG", "b:p0<->c:p1"), ("CLUSTER_DRIFT_NODE_SETTINGS", "node b"),
+                             ("DRIFT_CONFIG", "b:p0<->c:p1"), ("DRIFT_CONFIG", "node b"),
                              ("NODES_DIFFER", "cluster")}
-    assert "b.kernel 6.17.0-1008-nvidia -> 6.18.0-1001-nvidia" in findings[("CLUSTER_DRIFT_NODE_SETTINGS",
+    assert "b.kernel 6.17.0-1008-nvidia -> 6.18.0-1001-nvidia" in findings[("DRIFT_CONFIG",
                                                                             "node b")]["message"]
     serial = findings[("DRIFT_IDENTITY", "a:p0<->b:p1")]["message"]
     assert re.search(r"cable\.a\.serial APF\d+ -> APF26010099999", serial), serial

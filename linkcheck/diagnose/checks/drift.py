@@ -3,9 +3,9 @@ in identity, configuration and GID index are `when:` conditions on the pair and 
 
 Without a baseline it observes nothing, so it adds no finding.
 
-The CLUSTER_DRIFT_* checks: a cluster against its own baseline (`--baseline NAME`), the nodes and the cabling;
-each cable's own fields are judged by the pair's DRIFT_* rules on that cable. Without a baseline they observe
-nothing either.
+The checks of a cluster's drift (CLUSTER_DRIFT_NODE, and the cluster layouts of DRIFT_CONFIG and DRIFT_IDENTITY): a
+cluster against its own baseline (`--baseline NAME`), the nodes and the cabling; each cable's own fields are judged by
+the pair's DRIFT_* rules on that cable. Without a baseline they observe nothing either.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from linkcheck.app.baseline import list_text, save_baseline, show_text
 from linkcheck.app.history import history_count, history_text, history_trend
 from linkcheck.baseline.store import delete
 from linkcheck.cli.common import FLAGS, ConfigOpt, PlaybookOpt, offline_config, out, out_fitted, say
-from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.diagnose.playbook import load_playbooks, renamed, resolve_id
 from linkcheck.diagnose.rule_text import describe_rule, rule_source
 from linkcheck.errors import ExitCode, UsageError
 
@@ -34,11 +34,14 @@ def playbooks_list(playbook: PlaybookOpt = None, paths: PathsOpt = False) -> Non
 
 def playbooks_show(rule_id: Annotated[str, typer.Argument(metavar="ID")], playbook: PlaybookOpt = None,
                    paths: PathsOpt = False) -> None:
-    """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references."""
-    rules = {r.id: r for r in load_playbooks(playbook, kind="all")}
-    if rule_id not in rules:
+    """Show one rule in full: condition or check, thresholds, message, mechanism, fix, references; a rule that judges
+    a pair and a cluster under one id in both layouts, a former id as the rule that replaced it."""
+    rules = load_playbooks(playbook, kind="all")
+    wanted = resolve_id(rule_id, renamed(rules), "playbooks show")
+    layouts = [r for r in rules if r.id == wanted]
+    if not layouts:
         raise UsageError(f"no rule {rule_id!r}; `linkcheck playbooks list` shows the ids")
-    out_fitted(describe_rule(rules[rule_id], paths))
+    out_fitted("\n\n".join(describe_rule(r, paths) for r in layouts))
 
 
 def playbooks_validate(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -98,6 +99,19 @@ def test_parse_shows_a_records_fields_not_its_private_lookup(cli: InProcessCli) 
 
 def test_playbooks_show_unknown_id(cli: InProcessCli) -> None:
     _one_line_error(cli("playbooks", "show", "NOPE"), 4, "no rule 'NOPE'")
+
+
+def test_playbooks_show_a_rule_in_both_layouts_and_by_its_former_id(cli: InProcessCli,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """A rule that judges a pair and a cluster under one id shows both; a former id shows the rule that replaced it,
+    saying so."""
+    both = cli("playbooks", "show", "DRIFT_IDENTITY")
+    assert both.returncode == 0, both.stderr
+    assert "scope: pair" in both.stdout and "scope: cluster" in both.stdout
+    with caplog.at_level(logging.WARNING):
+        former = cli("playbooks", "show", "CLUSTER_DRIFT_CABLING")
+    assert former.returncode == 0 and former.stdout == both.stdout
+    assert "CLUSTER_DRIFT_CABLING is now DRIFT_IDENTITY" in caplog.text
 
 
 @pytest.mark.parametrize(("raised", "status", "stderr"), [

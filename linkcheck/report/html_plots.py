@@ -340,7 +340,8 @@ def trend_svg(outcome: Outcome) -> str | None:
     axes.set_ylim(0, max([PUBLISHED_TOTAL_GBPS, *(t for _, t in rdma)]) * 1.1)  # the top points not cut in half
     axes.set_ylabel("Gb/s")
     axes.set_title("This pair over time (linkcheck history, up to this report's run)")
-    axes.legend(fontsize=7, loc="lower left")
+    if rdma:  # a legend with no labelled line is an empty box, and matplotlib warns on stderr
+        axes.legend(fontsize=7, loc="lower left")
     figure.autofmt_xdate()
     return _svg(figure)
 

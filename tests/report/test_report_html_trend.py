@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,14 @@ def test_three_runs_of_the_pair_draw_the_trend(tmp_path: Path) -> None:
     svg = page[page.rindex("<svg", 0, start):page.index("</svg>", start)]
     assert svg.count("<path") > 3  # the two series and their markers, not an empty frame
     assert "<script" not in page
+
+
+def test_a_history_without_traffic_draws_no_empty_legend(tmp_path: Path) -> None:
+    """Runs that sent no traffic (an inspection) give no line to label: no legend, and no warning on stderr."""
+    for n, created in enumerate(("2026-11-01T08:00:00+00:00", "2026-11-08T08:00:00+00:00")):
+        bundle = dated(FIXTURES / "containers-lab", tmp_path / f"r{n}", created, 1.0)
+        append_run(diagnose_bundle(bundle), "check", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        page = _html(FIXTURES / "containers-lab")
+    assert "This pair over time" in page

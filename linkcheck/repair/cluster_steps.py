@@ -1,0 +1,120 @@
+"""The steps only a cluster needs, each one `fix --apply` applies and takes back with a read-back (repair/apply.py):
+
+- TRANSIT_FORWARDING_OFF: `sysctl -w net.ipv4.ip_forward=1` now, and linkcheck's own drop-in
+  /etc/sysctl.d/60-linkcheck-forward.conf for the next boot. Linux's Documentation/networking/ip-sysctl.rst:
+  "ip_forward - BOOLEAN / 0 - disabled (default) / not 0 - enabled / Forward Packets between interfaces. This
+  variable is special, its change resets all configuration parameters to their default state (RFC1122 for hosts,
+  RFC1812 for routers)"; sysctl.d(5): systemd-sysctl reads /etc/sysctl.d/*.conf at boot. Its undo sets the value
+  read just before the change.
+- NO_ROUTE_TO_NON_NEIGHBOUR: `ip route replace SUBNET via NEIGHBOUR dev DEV` per non-neighbour subnet without a
+  route, through the neighbour that shares a cable with both (cluster/facts.py missing_routes); its undo deletes
+  exactly that route (or puts back the one it replaced). Runtime only: persisting it is the node's netplan's
+  `routes:`, which the plan's note says and leaves to the user.
+- DOCKER_FORWARD_DROP: `iptables -I DOCKER-USER -s S -d D -j ACCEPT` for each ordered pair of the node's own CX-7
+  subnets (the traffic it routes between its cables, and nothing else); its undo deletes that exact rule
+  (`iptables -D` with the same words). docs.docker.com (engine/network/firewall-iptables): DOCKER-USER is "A
+  placeholder for user-defined rules that will be processed before rules in the DOCKER-FORWARD and DOCKER
+  chains"; moby libnetwork firewall_linux.go (arrangeUserFilterRule) creates the chain, its RETURN rule and the
+  jump from FORWARD when Docker starts, and "will not delete or modify any pre-existing rules from the DOCKER-USER
+  filter chain". The rules live in the kernel only: a reboot loses them, and the chain Docker creates at its next
+  start is empty. The plan's note says so.
+
+spark-link.md s.10 (corrected 2026-12-06): these matter only where IP traffic crosses a node (NCCL's sockets on the
+CX-7 addresses); the rules fire (warn) only then, and only what fires is planned.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import shlex
+
+from linkcheck.cluster.facts import ClusterFacts, missing_routes
+from linkcheck.model import Finding
+from linkcheck.repair.edits import EditError, apply_edit, unified_diff
+from linkcheck.repair.model import TOUCH_FILE, TOUCH_INTERFACE, FileChange, FileEdit, NotPlanned, RepairPlan, Step
+from linkcheck.repair.paths import SYSCTL_FORWARD_CONF
+
+FORWARD_KEY = "net.ipv4.ip_forward"
+DOCKER_NOTE = ("DOCKER-USER accepts are runtime only: a reboot loses them, and Docker creates the chain empty when it "
+               "starts again (persist them with iptables-persistent, as the finding's fix says)")
+ROUTE_NOTE = ("routes to non-neighbours are runtime only: persist them as `routes:` (to, via) under the interface "
+              "in the node's netplan file, as the finding's fix says")
+CLUSTER_RULES = ("TRANSIT_FORWARDING_OFF", "NO_ROUTE_TO_NON_NEIGHBOUR", "DOCKER_FORWARD_DROP")
+
+
+def q(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+def _forwarding(node: str, finding: Finding, captured: str | None) -> Step | NotPlanned:
+    """ip_forward on now, and the drop-in that keeps it on at boot (the file as the inspection saw it, if any)."""
+    edit = FileEdit("conf_set_key", key=FORWARD_KEY, new="1")
+    try:
+        after = apply_edit(captured, edit)
+    except EditError as exc:
+        return NotPlanned(finding.finding_id, f"node {node}: {SYSCTL_FORWARD_CONF}: {exc}")
+    change = FileChange(SYSCTL_FORWARD_CONF, "sysctl", unified_diff(SYSCTL_FORWARD_CONF, captured, after), "644",
+                        edit, None)
+    return Step(node=node, finding=finding.finding_id, runtime=(f"sudo sysctl -w {FORWARD_KEY}=1",),
+                persistent=change, verify=(f"sysctl -n {FORWARD_KEY}",), touches=(TOUCH_FILE + SYSCTL_FORWARD_CONF,))
+
+
+def _dev_for(facts: ClusterFacts, node: str, via: str) -> str | None:
+    """The node's CX-7 interface on the gateway's subnet."""
+    gateway = ipaddress.ip_address(via)
+    for fn in facts.nodes[node].functions:
+        if any(gateway in ipaddress.ip_interface(c).network for c in fn.ipv4):
+            return fn.netdev
+    return None
+
+
+def _routes(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlanned:
+    commands: list[str] = []
+    devs: list[str] = []
+    for missing in missing_routes(facts, node):
+        dev = _dev_for(facts, node, missing.via) if missing.via else None
+        if dev is None:
+            return NotPlanned(finding.finding_id, f"node {node}: no neighbour shares a cable with both it and "
+                              f"{missing.to}, to route {missing.subnet} through")
+        commands.append(f"sudo ip route replace {q(missing.subnet)} via {q(missing.via)} dev {q(dev)}")
+        devs.append(dev)
+    if not commands:
+        return NotPlanned(finding.finding_id, f"node {node}: its missing routes are not known")
+    return Step(node=node, finding=finding.finding_id, runtime=tuple(commands), persistent=None,
+                verify=tuple(f"ip route show {q(c.split()[4])}" for c in commands),
+                touches=tuple(TOUCH_INTERFACE + d for d in dict.fromkeys(devs)))
+
+
+def _accepts(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlanned:
+    fwd = facts.forwarding.get(node)
+    if fwd is None or fwd.docker_user is not True:
+        return NotPlanned(finding.finding_id, f"node {node}: there is no DOCKER-USER chain to accept in (the "
+                          "FORWARD chain's own rules are Docker's, rebuilt when it restarts)")
+    subnets = sorted({str(ipaddress.ip_interface(c).network) for f in facts.nodes[node].functions for c in f.ipv4
+                      if not ipaddress.ip_interface(c).ip.is_link_local},
+                     key=lambda s: ipaddress.ip_network(s))
+    pairs = list(itertools.permutations(subnets, 2))
+    if not pairs:
+        return NotPlanned(finding.finding_id, f"node {node}: fewer than two CX-7 subnets to route between")
+    return Step(node=node, finding=finding.finding_id,
+                runtime=tuple(f"sudo iptables -I DOCKER-USER -s {q(s)} -d {q(d)} -j ACCEPT" for s, d in pairs),
+                persistent=None,
+                verify=tuple(f"sudo iptables -C DOCKER-USER -s {q(s)} -d {q(d)} -j ACCEPT" for s, d in pairs),
+                touches=())
+
+
+def cluster_node_plan(facts: ClusterFacts, node: str, finding: Finding, sysctl_conf: str | None) -> RepairPlan:
+    """The plan of one of a node's CLUSTER_RULES findings: its step and what the plan must say of it, or why none
+    is planned. `sysctl_conf`: the drop-in's text as captured (None: absent or not read)."""
+    notes: tuple[str, ...] = ()
+    got: Step | NotPlanned
+    if finding.rule_id == "TRANSIT_FORWARDING_OFF":
+        got = _forwarding(node, finding, sysctl_conf)
+    elif finding.rule_id == "NO_ROUTE_TO_NON_NEIGHBOUR":
+        got, notes = _routes(facts, node, finding), (ROUTE_NOTE,)
+    else:
+        got, notes = _accepts(facts, node, finding), (DOCKER_NOTE,)
+    if isinstance(got, NotPlanned):
+        return RepairPlan(not_planned=(got,))
+    return RepairPlan(steps=(got,), notes=notes)

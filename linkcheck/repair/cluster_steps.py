@@ -8,8 +8,9 @@
   read just before the change.
 - NO_ROUTE_TO_NON_NEIGHBOUR: `ip route replace SUBNET via NEIGHBOUR dev DEV` per non-neighbour subnet without a
   route, through the neighbour that shares a cable with both (cluster/facts.py missing_routes); its undo deletes
-  exactly that route (or puts back the one it replaced). Runtime only: persisting it is the node's netplan's
-  `routes:`, which the plan's note says and leaves to the user.
+  exactly that route (or puts back the one it replaced). Persistent where netplan defines the interface: a
+  `routes:` item (to, via) in its definition, committed through `netplan try` as the pair's netplan steps are
+  (netplan's YAML reference: routes "to", "via"); elsewhere runtime only, and the plan's note says so.
 - DOCKER_FORWARD_DROP: `iptables -I DOCKER-USER -s S -d D -j ACCEPT` for each ordered pair of the node's own CX-7
   subnets (the traffic it routes between its cables, and nothing else); its undo deletes that exact rule
   (`iptables -D` with the same words). docs.docker.com (engine/network/firewall-iptables): DOCKER-USER is "A
@@ -30,16 +31,18 @@ import itertools
 import shlex
 
 from linkcheck.cluster.facts import ClusterFacts, missing_routes
+from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding
 from linkcheck.repair.edits import EditError, apply_edit, unified_diff
+from linkcheck.repair.files import ONLY_NETPLAN_FILE, NodeFiles, text_sha256
 from linkcheck.repair.model import TOUCH_FILE, TOUCH_INTERFACE, FileChange, FileEdit, NotPlanned, RepairPlan, Step
 from linkcheck.repair.paths import SYSCTL_FORWARD_CONF
 
 FORWARD_KEY = "net.ipv4.ip_forward"
 DOCKER_NOTE = ("DOCKER-USER accepts are runtime only: a reboot loses them, and Docker creates the chain empty when it "
                "starts again (persist them with iptables-persistent, as the finding's fix says)")
-ROUTE_NOTE = ("routes to non-neighbours are runtime only: persist them as `routes:` (to, via) under the interface "
-              "in the node's netplan file, as the finding's fix says")
+ROUTE_NOTE = ("persist it as a `routes:` item (to, via) under the interface in the node's netplan, as the finding's "
+              "fix says")
 CLUSTER_RULES = ("TRANSIT_FORWARDING_OFF", "NO_ROUTE_TO_NON_NEIGHBOUR", "DOCKER_FORWARD_DROP")
 
 
@@ -69,21 +72,53 @@ def _dev_for(facts: ClusterFacts, node: str, via: str) -> str | None:
     return None
 
 
-def _routes(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlanned:
-    commands: list[str] = []
-    devs: list[str] = []
+def _route_change(node: NodeFacts, files: NodeFiles, dev: str, subnet: str, via: str,
+                  texts: dict[str, str]) -> FileChange | str:
+    """The route as a `routes:` item in the netplan definition of `dev`, on the file as the steps before left it
+    (`texts`); why not, when it cannot be made there."""
+    intent = next((i for i in node.netplan if i.netdev == dev), None)
+    path = intent.source if intent is not None and intent.source else \
+        ONLY_NETPLAN_FILE if intent is not None and list(files.netplan) == [ONLY_NETPLAN_FILE] else None
+    if intent is None or path is None or path not in files.netplan:
+        return f"no netplan file defines {dev}"
+    edit = FileEdit("netplan_add_route", netdef=intent.netdef_id, new=subnet, old=via)
+    before = texts.get(path, files.netplan[path])
+    try:
+        after = apply_edit(before, edit)
+    except EditError as exc:
+        return f"{path}: {exc}"
+    texts[path] = after
+    return FileChange(path, "netplan", unified_diff(path, before, after), "600", edit,
+                      text_sha256(files.netplan[path]))
+
+
+def _routes(facts: ClusterFacts, node: str, finding: Finding, files: NodeFiles) -> tuple[list[Step], list[str]]:
+    """One step per missing route: `ip route replace` now and, where netplan defines the interface, the route in
+    its definition (netplan try commits it as the pair's netplan steps are); the notes of routes kept runtime
+    only. NotPlanned as the only step when a route has no neighbour to go through."""
+    steps: list[Step] = []
+    notes: list[str] = []
+    texts: dict[str, str] = {}
     for missing in missing_routes(facts, node):
         dev = _dev_for(facts, node, missing.via) if missing.via else None
-        if dev is None:
-            return NotPlanned(finding.finding_id, f"node {node}: no neighbour shares a cable with both it and "
-                              f"{missing.to}, to route {missing.subnet} through")
-        commands.append(f"sudo ip route replace {q(missing.subnet)} via {q(missing.via)} dev {q(dev)}")
-        devs.append(dev)
-    if not commands:
-        return NotPlanned(finding.finding_id, f"node {node}: its missing routes are not known")
-    return Step(node=node, finding=finding.finding_id, runtime=tuple(commands), persistent=None,
-                verify=tuple(f"ip route show {q(c.split()[4])}" for c in commands),
-                touches=tuple(TOUCH_INTERFACE + d for d in dict.fromkeys(devs)))
+        if dev is None or missing.via is None:
+            raise _NoWay(f"node {node}: no neighbour shares a cable with both it and {missing.to}, to route "
+                         f"{missing.subnet} through")
+        change = _route_change(facts.nodes[node], files, dev, missing.subnet, missing.via, texts)
+        if isinstance(change, str):
+            notes.append(f"node {node}: the route to {missing.subnet} is runtime only ({change}): {ROUTE_NOTE}")
+        touches = (TOUCH_INTERFACE + dev, *((TOUCH_FILE + change.path,) if isinstance(change, FileChange) else ()))
+        steps.append(Step(node=node, finding=finding.finding_id,
+                          runtime=(f"sudo ip route replace {q(missing.subnet)} via {q(missing.via)} dev {q(dev)}",),
+                          persistent=change if isinstance(change, FileChange) else None,
+                          verify=(f"ip route show {q(missing.subnet)}",), touches=touches))
+    if not steps:
+        raise _NoWay(f"node {node}: its missing routes are not known")
+    return steps, notes
+
+
+class _NoWay(Exception):
+    """A cluster finding with no step to plan: why."""
 
 
 def _accepts(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlanned:
@@ -104,17 +139,22 @@ def _accepts(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlan
                 touches=())
 
 
-def cluster_node_plan(facts: ClusterFacts, node: str, finding: Finding, sysctl_conf: str | None) -> RepairPlan:
-    """The plan of one of a node's CLUSTER_RULES findings: its step and what the plan must say of it, or why none
-    is planned. `sysctl_conf`: the drop-in's text as captured (None: absent or not read)."""
-    notes: tuple[str, ...] = ()
+def cluster_node_plan(facts: ClusterFacts, node: str, finding: Finding, files: NodeFiles) -> RepairPlan:
+    """The plan of one of a node's CLUSTER_RULES findings: its steps and what the plan must say of them, or why
+    none is planned. `files`: the node's captured files (its netplan; the forwarding drop-in is not captured, so
+    its diff is against no file, and `fix --apply` edits the node's own copy)."""
+    notes: list[str] = []
     got: Step | NotPlanned
+    if finding.rule_id == "NO_ROUTE_TO_NON_NEIGHBOUR":
+        try:
+            steps, notes = _routes(facts, node, finding, files)
+        except _NoWay as exc:
+            return RepairPlan(not_planned=(NotPlanned(finding.finding_id, str(exc)),))
+        return RepairPlan(steps=tuple(steps), notes=tuple(notes))
     if finding.rule_id == "TRANSIT_FORWARDING_OFF":
-        got = _forwarding(node, finding, sysctl_conf)
-    elif finding.rule_id == "NO_ROUTE_TO_NON_NEIGHBOUR":
-        got, notes = _routes(facts, node, finding), (ROUTE_NOTE,)
+        got = _forwarding(node, finding, None)
     else:
-        got, notes = _accepts(facts, node, finding), (DOCKER_NOTE,)
+        got, notes = _accepts(facts, node, finding), [DOCKER_NOTE]
     if isinstance(got, NotPlanned):
         return RepairPlan(not_planned=(got,))
-    return RepairPlan(steps=(got,), notes=notes)
+    return RepairPlan(steps=(got,), notes=tuple(notes))

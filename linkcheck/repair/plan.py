@@ -811,7 +811,7 @@ def _node_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], 
             link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
             plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}))
         elif f.rule_id in CLUSTER_RULES and node is not None and node in check.facts.nodes:
-            plans.append(cluster_node_plan(check.facts, node, f, None))
+            plans.append(cluster_node_plan(check.facts, node, f, node_files(bundle, node)))
         elif f.explained_by is None:
             fix = f": see the finding's fix: {f.fix[0]}" if f.fix else ""
             skipped.append(NotPlanned(f.finding_id, "no automatic repair" + fix))

@@ -103,7 +103,8 @@ def test_transit_repairs_are_planned_as_steps_the_transaction_applies(cli: InPro
     kinds = {parse_op(c).kind for s in saved["steps"] for c in s["runtime"]}  # OpError for one it would refuse
     assert kinds == {"forward", "route_replace"}
     assert not [n for n in saved["not_planned"] if n["finding"].startswith(("TRANSIT_", "NO_ROUTE_"))]
-    assert any("runtime only" in n for n in saved["notes"])
+    # The route is persisted in the netplan definition of the interface it leaves by (netplan try commits it).
+    assert route["persistent"]["manager"] == "netplan" and "+          via: 192.168.10.2" in route["persistent"]["diff"]
 
 
 def test_a_docker_forward_drop_is_answered_by_accepts_of_the_nodes_own_subnets(tmp_path: Path) -> None:

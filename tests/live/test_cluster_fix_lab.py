@@ -4,7 +4,9 @@ The ring of four with NCCL's sockets on the ring's addresses (tests/lab/cluster.
 lies between two others, and a fresh namespace neither forwards nor has a route to the node opposite it, so traffic
 from a to c stops. What is real here: the SSH sessions, each node's own kernel state (`sysctl`, `ip route`, the
 namespace's netfilter tables), the journal on each node's own /var/lib/linkcheck, the drop-in in each node's own
-/etc/sysctl.d (a staged folder: nothing reaches the host's)."""
+/etc/sysctl.d (a staged folder: nothing reaches the host's), Debian's `netplan generate` on every netplan file
+written. A stand-in: `netplan try` (tests/lab/netplan_try_standin.py; these labs boot no renderer for the real one
+to apply to)."""
 
 from __future__ import annotations
 
@@ -27,12 +29,15 @@ DROP_IN = "/etc/sysctl.d/60-linkcheck-forward.conf"
 C_FROM_A = "198.19.12.3"  # c's address on its cable to b: a reaches it only through b
 
 
-def _state(lab: Lab, node: str) -> tuple[str, list[str], str]:
-    """ip_forward, the main table's routes (destination, gateway, device), and the drop-in's text (or `absent`)."""
+def _state(lab: Lab, node: str) -> tuple[str, list[str], str, str]:
+    """ip_forward, the main table's routes (destination, gateway, device), the drop-in's text (or `absent`), and
+    the netplan files with their modes."""
     forward = lab.exec(node, ["cat", "/proc/sys/net/ipv4/ip_forward"]).stdout.strip()
     routes = json.loads(lab.exec(node, ["ip", "-j", "route", "show", "table", "main"]).stdout or "[]")
     drop_in = lab.exec(node, ["sh", "-c", f"cat {DROP_IN} 2>/dev/null || echo absent"]).stdout
-    return forward, sorted(f"{r.get('dst')} {r.get('gateway', '-')} {r.get('dev')}" for r in routes), drop_in
+    netplan = lab.exec(node, ["sh", "-c", 'for f in /etc/netplan/*; do stat -c "%n %a" "$f"; cat "$f"; done']).stdout
+    return forward, sorted(f"{r.get('dst')} {r.get('gateway', '-')} {r.get('dev')}" for r in routes), drop_in, \
+        netplan
 
 
 def _run(cli: InProcessCli, config: Path, *args: str) -> tuple[int, str]:
@@ -58,10 +63,13 @@ def test_fix_apply_turns_forwarding_on_and_routes_through_the_ring_and_restore_p
         assert f"after the repair: NO_ROUTE_TO_NON_NEIGHBOUR:node {n}: fixed" in said, said
     after = {n: _state(lab, n) for n in NODES}
     for n in NODES:
-        forward, routes, drop_in = after[n]
+        forward, routes, drop_in, netplan = after[n]
         assert forward == "1" and drop_in == "net.ipv4.ip_forward=1\n"
         added = set(routes) - set(before[n][1])
         assert added and all(r.split()[1] != "-" for r in added), routes  # each through a neighbour
+        # Each route also in the interface's netplan definition (committed through netplan try), mode 600 kept.
+        assert all(f"- to: {r.split()[0]}" in netplan and f"via: {r.split()[1]}" in netplan for r in added), netplan
+        assert " 600\n" in netplan and "routes:" not in before[n][3]
     ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", C_FROM_A])
     assert ping.returncode == 0, ping.stdout + ping.stderr  # a reaches c through b
     record = json.loads((tmp_path / "fix" / "apply.json").read_text(encoding="utf-8"))

@@ -13,8 +13,12 @@ from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
+from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair.apply import ApplyOptions, ApplyRefused, preflight, undo_of
 from linkcheck.repair.checks import host_problems
+from linkcheck.repair.cluster_steps import cluster_node_plan
+from linkcheck.repair.edits import EditError, netplan_add_route
+from linkcheck.repair.files import NodeFiles
 from linkcheck.repair.livestate import corrections, differences, parse_state, state_command
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.plan import cluster_plan
@@ -167,3 +171,45 @@ def test_each_planned_finding_is_judged_again_by_its_id(tmp_path: Path) -> None:
     assert now["TRANSIT_FORWARDING_OFF:node b"] is Status.WARN
     stray = RepairPlan(steps=(Step("a", "LINK_HOTPLUG_DEGRADED:x (cable a:p0<->b:p1)", (), None, (), ()),))
     assert planned_findings(stray, check) == [("LINK_HOTPLUG_DEGRADED:x (cable a:p0<->b:p1)", NOT_JUDGED)]
+
+
+NETPLAN = """network:
+  version: 2
+  ethernets:
+    enp1s0f0np0:
+      addresses:
+        - 192.168.10.1/24
+      mtu: 9000
+"""
+
+
+def test_a_route_goes_into_the_interfaces_netplan_definition_as_a_block_list() -> None:
+    one = netplan_add_route(NETPLAN, "enp1s0f0np0", "192.168.12.0/24", "192.168.10.2")
+    two = netplan_add_route(one, "enp1s0f0np0", "192.168.13.0/24", "192.168.10.2")
+    assert two.endswith("""    enp1s0f0np0:
+      routes:
+        - to: 192.168.12.0/24
+          via: 192.168.10.2
+        - to: 192.168.13.0/24
+          via: 192.168.10.2
+      addresses:
+        - 192.168.10.1/24
+      mtu: 9000
+""")
+    assert parse_netplan(two).ethernets[0].addresses == ("192.168.10.1/24",)  # the rest reads as before
+    with pytest.raises(EditError, match="there already"):
+        netplan_add_route(two, "enp1s0f0np0", "192.168.12.0/24", "192.168.10.2")
+    flow = NETPLAN.replace("      mtu: 9000", "      mtu: 9000\n      routes: [{to: 10.0.0.0/8, via: 192.168.10.9}]")
+    with pytest.raises(EditError, match="not a block list"):
+        netplan_add_route(flow, "enp1s0f0np0", "192.168.12.0/24", "192.168.10.2")
+    with pytest.raises(EditError):
+        netplan_add_route(NETPLAN, "enp1s0f1np1", "192.168.12.0/24", "192.168.10.2")
+
+
+def test_a_route_is_kept_runtime_only_where_no_netplan_file_defines_the_interface(tmp_path: Path) -> None:
+    folder = saved_bundle(tmp_path / "bundle", "ring4-fabric-sockets")
+    check = cluster_bundle(folder, load_playbooks(kind="all"))
+    routes = [f for f in check.view.diagnosis.findings if f.finding_id == "NO_ROUTE_TO_NON_NEIGHBOUR:node a"]
+    plan = cluster_node_plan(check.facts, "a", routes[0], NodeFiles())
+    assert plan.steps and all(s.persistent is None for s in plan.steps)
+    assert plan.notes and all("runtime only (no netplan file defines enp1s0f0np0)" in n for n in plan.notes)

@@ -138,7 +138,7 @@ def host_problems(node: RepairNode, name: str, ops: Sequence[RuntimeOp]) -> list
         elif op.kind == ACCEPT_INSERT:
             check = ["sudo", "-n", "iptables", "-C", *op.argv()[2:]]
             if node.sh(" ".join(q(w) for w in check)).exit_status != 0:
-                problems.append(f"node {name}: DOCKER-USER has no rule -s {op.value} -d {op.via} -j ACCEPT")
+                problems.append(f"node {name}: DOCKER-USER has no rule -i {op.value} -o {op.via} -j ACCEPT")
     return problems
 
 

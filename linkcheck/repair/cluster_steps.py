@@ -11,14 +11,17 @@
   exactly that route (or puts back the one it replaced). Persistent where netplan defines the interface: a
   `routes:` item (to, via) in its definition, committed through `netplan try` as the pair's netplan steps are
   (netplan's YAML reference: routes "to", "via"); elsewhere runtime only, and the plan's note says so.
-- DOCKER_FORWARD_DROP: `iptables -I DOCKER-USER -s S -d D -j ACCEPT` for each ordered pair of the node's own CX-7
-  subnets (the traffic it routes between its cables, and nothing else); its undo deletes that exact rule
-  (`iptables -D` with the same words). docs.docker.com (engine/network/firewall-iptables): DOCKER-USER is "A
-  placeholder for user-defined rules that will be processed before rules in the DOCKER-FORWARD and DOCKER
-  chains"; moby libnetwork firewall_linux.go (arrangeUserFilterRule) creates the chain, its RETURN rule and the
-  jump from FORWARD when Docker starts, and "will not delete or modify any pre-existing rules from the DOCKER-USER
-  filter chain". The rules live in the kernel only: a reboot loses them, and the chain Docker creates at its next
-  start is empty. The plan's note says so.
+- DOCKER_FORWARD_DROP: `iptables -I DOCKER-USER -i IN -o OUT -j ACCEPT` for each ordered pair of the node's own
+  addressed CX-7 interfaces: what it routes from one of its cables to another (ports that carry the cluster's own
+  subnets only), and nothing else; its undo deletes that exact rule (`iptables -D` with the same words). By its
+  interfaces, not its addresses: the rule that judges the finding reads an address match as deciding only part of
+  the traffic (cluster/facts.py `_PARTIAL`), so an accept by subnet would leave it firing while traffic passes.
+  docs.docker.com (engine/network/firewall-iptables): DOCKER-USER is "A placeholder for user-defined rules that
+  will be processed before rules in the DOCKER-FORWARD and DOCKER chains"; moby libnetwork firewall_linux.go
+  (arrangeUserFilterRule) creates the chain, its RETURN rule and the jump from FORWARD when Docker starts, and
+  "will not delete or modify any pre-existing rules from the DOCKER-USER filter chain". The rules live in the
+  kernel only: a reboot loses them, and the chain Docker creates at its next start is empty. The plan's note says
+  so.
 
 spark-link.md s.10 (corrected 2026-12-06): these matter only where IP traffic crosses a node (NCCL's sockets on the
 CX-7 addresses); the rules fire (warn) only then, and only what fires is planned.
@@ -126,17 +129,17 @@ def _accepts(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlan
     if fwd is None or fwd.docker_user is not True:
         return NotPlanned(finding.finding_id, f"node {node}: there is no DOCKER-USER chain to accept in (the "
                           "FORWARD chain's own rules are Docker's, rebuilt when it restarts)")
-    subnets = sorted({str(ipaddress.ip_interface(c).network) for f in facts.nodes[node].functions for c in f.ipv4
-                      if not ipaddress.ip_interface(c).ip.is_link_local},
-                     key=lambda s: ipaddress.ip_network(s))
-    pairs = list(itertools.permutations(subnets, 2))
+    ports = sorted(f.netdev for f in facts.nodes[node].functions
+                   if any(not ipaddress.ip_interface(c).ip.is_link_local for c in f.ipv4))
+    pairs = list(itertools.permutations(ports, 2))
     if not pairs:
-        return NotPlanned(finding.finding_id, f"node {node}: fewer than two CX-7 subnets to route between")
+        return NotPlanned(finding.finding_id, f"node {node}: fewer than two addressed CX-7 interfaces to route "
+                          "between")
     return Step(node=node, finding=finding.finding_id,
-                runtime=tuple(f"sudo iptables -I DOCKER-USER -s {q(s)} -d {q(d)} -j ACCEPT" for s, d in pairs),
+                runtime=tuple(f"sudo iptables -I DOCKER-USER -i {q(i)} -o {q(o)} -j ACCEPT" for i, o in pairs),
                 persistent=None,
-                verify=tuple(f"sudo iptables -C DOCKER-USER -s {q(s)} -d {q(d)} -j ACCEPT" for s, d in pairs),
-                touches=())
+                verify=tuple(f"sudo iptables -C DOCKER-USER -i {q(i)} -o {q(o)} -j ACCEPT" for i, o in pairs),
+                touches=tuple(TOUCH_INTERFACE + p for p in ports))
 
 
 def cluster_node_plan(facts: ClusterFacts, node: str, finding: Finding, files: NodeFiles) -> RepairPlan:

@@ -275,9 +275,10 @@ def _host_differences(before: NodeState, now: NodeState) -> list[str]:
 
 
 def _accept_rule(line: str) -> RuntimeOp | None:
-    """`-A DOCKER-USER -s S -d D -j ACCEPT` (as `iptables -S` prints the rule linkcheck inserts) as its operation."""
+    """`-A DOCKER-USER -i IN -o OUT -j ACCEPT` (as `iptables -S` prints the rule linkcheck inserts) as its
+    operation."""
     words = line.split()
-    if len(words) == 8 and words[:2] == ["-A", DOCKER_USER] and words[2] == "-s" and words[4] == "-d" \
+    if len(words) == 8 and words[:2] == ["-A", DOCKER_USER] and words[2] == "-i" and words[4] == "-o" \
             and words[6:] == ["-j", "ACCEPT"]:
         return RuntimeOp(ACCEPT_INSERT, value=words[3], via=words[5])
     return None

@@ -31,7 +31,7 @@ REBOOT = "reboot"
 FORWARD = "forward"  # sysctl -w net.ipv4.ip_forward=VALUE
 ROUTE_REPLACE = "route_replace"  # ip route replace SUBNET via GATEWAY dev DEV
 ROUTE_DEL = "route_del"  # only as an undo: the route a route_replace added, removed exactly
-ACCEPT_INSERT = "accept_insert"  # iptables -I DOCKER-USER -s SUBNET -d SUBNET -j ACCEPT
+ACCEPT_INSERT = "accept_insert"  # iptables -I DOCKER-USER -i IN -o OUT -j ACCEPT (two CX-7 interfaces)
 ACCEPT_DELETE = "accept_delete"  # only as an undo: that exact rule deleted
 DOCKER_USER = "DOCKER-USER"
 
@@ -46,8 +46,8 @@ class OpError(Exception):
 
 class RuntimeOp(msgspec.Struct, frozen=True):
     """One live change: kind, the interface, and its value (an MTU, an address with prefix, a neighbour's IP,
-    a FEC encoding, ip_forward's 0 or 1, a route's or an accept's source subnet); `lladdr` and `nud` only for a
-    neighbour entry put back; `via` a route's gateway, or an accept's destination subnet."""
+    a FEC encoding, ip_forward's 0 or 1, a route's destination subnet, an accept's input interface); `lladdr` and
+    `nud` only for a neighbour entry put back; `via` a route's gateway, or an accept's output interface."""
 
     kind: str
     dev: str = ""
@@ -92,8 +92,8 @@ class RuntimeOp(msgspec.Struct, frozen=True):
         if self.kind in (ROUTE_REPLACE, ROUTE_DEL):
             return ["ip", "route", "replace" if self.kind == ROUTE_REPLACE else "del", self.value, "via", self.via,
                     "dev", self.dev]
-        return ["iptables", "-I" if self.kind == ACCEPT_INSERT else "-D", DOCKER_USER, "-s", self.value,
-                "-d", self.via, "-j", "ACCEPT"]
+        return ["iptables", "-I" if self.kind == ACCEPT_INSERT else "-D", DOCKER_USER, "-i", self.value,
+                "-o", self.via, "-j", "ACCEPT"]
 
     def shell(self) -> str:
         """As run on a remote node: `sudo -n` (never a password prompt), every word quoted."""
@@ -176,8 +176,8 @@ def _host_op(words: list[str]) -> RuntimeOp | None:
         case ["ip", "route", "replace" | "del" as verb, subnet, "via", via, "dev", dev]:
             return RuntimeOp(ROUTE_REPLACE if verb == "replace" else ROUTE_DEL, _dev(dev), _subnet(subnet),
                              via=_ip(via))
-        case ["iptables", "-I" | "-D" as verb, "DOCKER-USER", "-s", src, "-d", dst, "-j", "ACCEPT"]:
-            return RuntimeOp(ACCEPT_INSERT if verb == "-I" else ACCEPT_DELETE, value=_subnet(src), via=_subnet(dst))
+        case ["iptables", "-I" | "-D" as verb, "DOCKER-USER", "-i", dev_in, "-o", dev_out, "-j", "ACCEPT"]:
+            return RuntimeOp(ACCEPT_INSERT if verb == "-I" else ACCEPT_DELETE, value=_dev(dev_in), via=_dev(dev_out))
     return None
 
 

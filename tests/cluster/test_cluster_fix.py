@@ -6,17 +6,20 @@ layout."""
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cli.fix import _fix_nodes, _resolved
+from linkcheck.cluster.facts import accepts_forwarded
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.parsers.netfilter import IptRule
 from linkcheck.repair.plan import cluster_plan
 from linkcheck.repair.runtime import ACCEPT_INSERT, parse_op
 from tests.cluster import cluster_checks as cc
@@ -107,9 +110,10 @@ def test_transit_repairs_are_planned_as_steps_the_transaction_applies(cli: InPro
     assert route["persistent"]["manager"] == "netplan" and "+          via: 192.168.10.2" in route["persistent"]["diff"]
 
 
-def test_a_docker_forward_drop_is_answered_by_accepts_of_the_nodes_own_subnets(tmp_path: Path) -> None:
+def test_a_docker_forward_drop_is_answered_by_accepts_between_the_nodes_own_ports(tmp_path: Path) -> None:
     """Docker's FORWARD DROP on a transit node with a DOCKER-USER chain: one exact accept per ordered pair of its
-    own CX-7 subnets (nothing else is let through), each removed by its exact rule on revert."""
+    own addressed CX-7 interfaces (nothing else is let through), each removed by its exact rule on revert; the
+    accepts read back as the rule reads them: the finding then passes."""
     chains = {"FORWARD": "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n",
               "DOCKER-USER": "-N DOCKER-USER\n-A DOCKER-USER -j RETURN\n"}
 
@@ -122,10 +126,16 @@ def test_a_docker_forward_drop_is_answered_by_accepts_of_the_nodes_own_subnets(t
     accepts = [s for s in plan.steps if s.finding == "DOCKER_FORWARD_DROP:node b"]
     assert [s.node for s in accepts] == ["b"]
     ops = [parse_op(c) for c in accepts[0].runtime]
-    subnets = {o.value for o in ops}
-    assert len(subnets) == 4 and len(ops) == 4 * 3 and all(o.value != o.via for o in ops)
-    assert all(o.kind == ACCEPT_INSERT and ipaddress.ip_network(o.value).prefixlen == 24 for o in ops)
+    ports = {f.netdev for f in check.facts.nodes["b"].functions if f.ipv4}
+    assert {o.value for o in ops} == ports and len(ops) == 4 * 3 and all(o.value != o.via for o in ops)
+    assert all(o.kind == ACCEPT_INSERT for o in ops)
     assert any("DOCKER-USER accepts are runtime only" in n for n in plan.notes)
+    # The chain as it reads once they are in: the rule that judges the finding takes it as accepting.
+    fwd = check.facts.forwarding["b"]
+    inserted = tuple(IptRule("DOCKER-USER", tuple(op.argv()[4:])) for op in ops)
+    assert not accepts_forwarded(fwd, sorted(ports))
+    # `iptables -I` puts them first in DOCKER-USER, before its RETURN.
+    assert accepts_forwarded(msgspec.structs.replace(fwd, forward_rules=(*inserted, *fwd.forward_rules)), sorted(ports))
 
 
 def test_apply_of_a_cluster_bundle_to_a_pair_is_refused_in_one_line(cli: InProcessCli, tmp_path: Path) -> None:

@@ -81,3 +81,44 @@ def test_fix_apply_turns_forwarding_on_and_routes_through_the_ring_and_restore_p
     assert all(f"node {n}: run " in said and "live state as before the run" in said for n in NODES), said
     assert {n: _state(lab, n) for n in NODES} == before
     assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
+
+
+# The ring of four's routes through the node between (tests/live/test_cluster_lab.py RING4_LAB_ROUTES).
+RING4_LAB_ROUTES = {"a": ("198.19.12.0/24", "198.19.10.2"), "b": ("198.19.14.0/24", "198.19.12.3"),
+                    "c": ("198.19.10.0/24", "198.19.12.2"), "d": ("198.19.12.0/24", "198.19.14.3")}
+
+
+def test_fix_apply_accepts_the_rings_own_subnets_in_docker_user_on_the_node_that_drops_them_only(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """Real netfilter in b's namespace: forwarding and routes in place, Docker's FORWARD policy DROP with an empty
+    DOCKER-USER on b stops a's traffic to c. `fix --apply` changes b alone (its exact accepts between its own CX-7
+    ports), the others are never touched; `--restore` deletes exactly those rules and reads the chain back as it
+    was."""
+    lab = lab_factory("ring4-fabric-sockets")
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    for node, (subnet, via) in RING4_LAB_ROUTES.items():
+        assert lab.exec(node, ["sysctl", "-w", "net.ipv4.ip_forward=1"]).returncode == 0
+        assert lab.exec(node, ["ip", "route", "add", subnet, "via", via]).returncode == 0
+    for argv in (["-N", "DOCKER-USER"], ["-A", "DOCKER-USER", "-j", "RETURN"], ["-A", "FORWARD", "-j", "DOCKER-USER"],
+                 ["-P", "FORWARD", "DROP"]):
+        assert lab.exec("b", ["iptables", *argv]).returncode == 0
+    chain = lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
+
+    code, said = _run(cli, config, "--apply", "--save", str(tmp_path / "fix"))
+    assert code == 1, said  # CLUSTER_LAYOUT_UNSUPPORTED still warns
+    assert "node b: committed" in said and "after the repair: DOCKER_FORWARD_DROP:node b: fixed" in said, said
+    assert not any(f"node {n}: committed" in said for n in "acd"), said
+    assert all(lab.exec(n, ["sh", "-c", "ls /var/lib/linkcheck/journal 2>/dev/null"]).stdout == "" for n in "acd")
+    accepts = [r for r in lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout.splitlines() if "ACCEPT" in r]
+    assert len(accepts) == 12 and all(r.startswith("-A DOCKER-USER -i en") and " -o en" in r for r in accepts), \
+        accepts  # b's four addressed CX-7 ports, each ordered pair once
+    ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", C_FROM_A])
+    assert ping.returncode == 0, ping.stdout + ping.stderr
+
+    code, said = _run(cli, config, "--restore")
+    assert code == 0 and "node b: run " in said and "live state as before the run" in said, said
+    assert "node a: nothing to restore" in said, said
+    assert lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout == chain
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0

@@ -38,13 +38,13 @@ from tests.cluster.cluster_checks import saved_bundle
 
 FORWARD_ON = "sudo sysctl -w net.ipv4.ip_forward=1"
 ROUTE = "sudo ip route replace 198.19.12.0/24 via 198.19.10.2 dev enp1s0f0np0"
-ACCEPT = "sudo iptables -I DOCKER-USER -s 198.19.10.0/24 -d 198.19.12.0/24 -j ACCEPT"
+ACCEPT = "sudo iptables -I DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT"
 
 
 @pytest.mark.parametrize(("command", "op"), [
     (FORWARD_ON, RuntimeOp(FORWARD, value="1")),
     (ROUTE, RuntimeOp(ROUTE_REPLACE, "enp1s0f0np0", "198.19.12.0/24", via="198.19.10.2")),
-    (ACCEPT, RuntimeOp(ACCEPT_INSERT, value="198.19.10.0/24", via="198.19.12.0/24")),
+    (ACCEPT, RuntimeOp(ACCEPT_INSERT, value="enp1s0f0np0", via="enp1s0f1np1")),
 ])
 def test_a_clusters_command_is_read_as_its_operation_and_rendered_back(command: str, op: RuntimeOp) -> None:
     assert parse_op(command) == op and op.host
@@ -56,9 +56,9 @@ def test_a_clusters_command_is_read_as_its_operation_and_rendered_back(command: 
     "sudo sysctl -w net.ipv4.ip_forward=2", "sudo sysctl -w kernel.sysrq=1", "sudo sysctl net.ipv4.ip_forward=1",
     "sudo ip route replace 198.19.12.1/24 via 198.19.10.2 dev e",  # not the network's normal form
     "sudo ip route replace default via 198.19.10.2 dev e", "sudo ip route replace 198.19.12.0/24 via x dev e",
-    "sudo iptables -I FORWARD -s 198.19.10.0/24 -d 198.19.12.0/24 -j ACCEPT",
-    "sudo iptables -I DOCKER-USER -s 0.0.0.0/0 -j ACCEPT", "sudo iptables -F DOCKER-USER",
-    "sudo iptables -I DOCKER-USER -s 198.19.10.0/24 -d 198.19.12.0/24 -j ACCEPT; reboot",
+    "sudo iptables -I FORWARD -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT", "sudo iptables -F DOCKER-USER",
+    "sudo iptables -I DOCKER-USER -s 0.0.0.0/0 -j ACCEPT", "sudo iptables -I DOCKER-USER -i a+ -o b -j ACCEPT",
+    "sudo iptables -I DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT; reboot",
 ])
 def test_any_other_routing_or_firewall_command_is_refused(command: str) -> None:
     with pytest.raises(OpError):
@@ -92,7 +92,7 @@ def test_each_change_is_undone_from_what_the_node_holds_just_before() -> None:
     assert undo_of(node, parse_op(ROUTE)) == RuntimeOp(  # type: ignore[arg-type]
         ROUTE_DEL, "enp1s0f0np0", "198.19.12.0/24", via="198.19.10.2")
     assert undo_of(node, parse_op(ACCEPT)) == RuntimeOp(  # type: ignore[arg-type]
-        ACCEPT_DELETE, value="198.19.10.0/24", via="198.19.12.0/24")
+        ACCEPT_DELETE, value="enp1s0f0np0", via="enp1s0f1np1")
     # A route it replaces is put back as it was; forwarding already on needs nothing put back.
     held = _Node("b", {"cat /proc/sys/net/ipv4/ip_forward": "1\n",
                        "ip -j route show": '[{"dst":"198.19.12.0/24","gateway":"198.19.11.9","dev":"enP2p1s0f0np0"}]'})
@@ -106,13 +106,13 @@ def test_the_changes_are_read_back_live() -> None:
     done = _Node("b", {"cat /proc/sys/net/ipv4/ip_forward": "1\n",
                        "ip -j route show": '[{"dst":"198.19.12.0/24","gateway":"198.19.10.2","dev":"enp1s0f0np0"}]'})
     assert host_problems(done, "b", ops) == []  # type: ignore[arg-type]
-    assert any("iptables -C DOCKER-USER -s 198.19.10.0/24 -d 198.19.12.0/24 -j ACCEPT" in c for c in done.commands)
+    assert any("iptables -C DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT" in c for c in done.commands)
     lost = _Node("b", {"cat /proc/sys/net/ipv4/ip_forward": "0\n", "ip -j route show": "[]"},
                  fails=("sudo -n iptables -C",))
     assert host_problems(lost, "b", ops) == [  # type: ignore[arg-type]
         "node b: net.ipv4.ip_forward is 0, not 1",
         "node b: no route to 198.19.12.0/24 via 198.19.10.2 dev enp1s0f0np0",
-        "node b: DOCKER-USER has no rule -s 198.19.10.0/24 -d 198.19.12.0/24 -j ACCEPT"]
+        "node b: DOCKER-USER has no rule -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT"]
 
 
 def _state(forward: str, rules: str, route: str = "[]") -> str:
@@ -125,7 +125,7 @@ def test_a_revert_is_read_back_against_forwarding_routes_and_the_docker_user_cha
     assert "iptables" not in state_command(["e"])  # a run that changes none of them reads none of them
     before = parse_state(_state("0", "-N DOCKER-USER\n-A DOCKER-USER -j RETURN\n"), ["e"])
     assert before.forwarding == "0" and before.docker_user == ("-N DOCKER-USER", "-A DOCKER-USER -j RETURN")
-    now = parse_state(_state("1", "-N DOCKER-USER\n-A DOCKER-USER -s 198.19.10.0/24 -d 198.19.12.0/24 -j ACCEPT\n"
+    now = parse_state(_state("1", "-N DOCKER-USER\n-A DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT\n"
                              "-A DOCKER-USER -j RETURN\n",
                              '[{"dst":"198.19.12.0/24","gateway":"198.19.10.2","metric":0}]'), ["e"])
     said = differences(before, now)
@@ -133,7 +133,7 @@ def test_a_revert_is_read_back_against_forwarding_routes_and_the_docker_user_cha
     assert any(d.startswith("DOCKER-USER holds") for d in said) and any("routes" in d for d in said)
     assert set(corrections(before, now)) == {
         RuntimeOp(ROUTE_DEL, "e", "198.19.12.0/24", via="198.19.10.2"), RuntimeOp(FORWARD, value="0"),
-        RuntimeOp(ACCEPT_DELETE, value="198.19.10.0/24", via="198.19.12.0/24")}
+        RuntimeOp(ACCEPT_DELETE, value="enp1s0f0np0", via="enp1s0f1np1")}
     assert differences(before, before) == []
 
 

@@ -211,7 +211,8 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
                                                                     if reboot and not allow_reboot else ""))
         raise typer.Exit(result.before.exit_code)
     for o in result.outcomes:
-        say(f"node {o.node}: {o.state} (journal {o.journal})" + _checked(o.verified, o.differences)
+        say(f"node {o.node}: {o.state}" + (f" (journal {o.journal})" if o.journal else "")
+            + _checked(o.verified, o.differences)
             + "".join(f"; {p}" for p in o.problems))
     if any(o.state != "committed" for o in result.outcomes):
         raise typer.Exit(int(ExitCode.FAIL))

@@ -112,6 +112,11 @@ class NodeOutcome(msgspec.Struct, frozen=True):
     differences: tuple[str, ...] = ()
 
 
+# A node's outcome when its files could not be read as the plan needs them (a link, a file changed since): nothing on
+# it changed and no journal was written.
+NOT_APPLIED = "not applied"
+
+
 class NodePrep(msgspec.Struct, frozen=True):
     """What preflight found on one node: its steps, their runtime operations, its invariants."""
 
@@ -489,7 +494,13 @@ def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], links: Sequence[
     holder = next((link for link in links if prep.node in (link.a.name, link.b.name)), None)
     tx = _Tx(node, prep, options, holder.node(prep.node).hostname if holder is not None else None)
     changes = [s.persistent for s in prep.steps if s.persistent is not None]
-    tx.files = commit.plan_files(node, changes)
+    try:
+        tx.files = commit.plan_files(node, changes)
+    except commit.CommitError as exc:
+        # The files are read before anything changes: this node is left as it was, with no journal, and the nodes
+        # committed before it are put back (apply_plan).
+        return NodeOutcome(prep.node, tx.run_id, "", NOT_APPLIED, tx.journal.findings,
+                           problems=(f"{exc}; nothing changed on node {prep.node}",))
     runtime = [op for op in prep.ops if op.kind != REBOOT]
     tx.undo = [undo_of(node, op) for op in runtime]
     tx.open(runtime, [u for u in reversed(tx.undo) if u is not None])
@@ -538,7 +549,8 @@ def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], links: Sequenc
             # The nodes as a whole go back: a node left repaired alone may face a peer that is not (a new
             # subnet on one end only cuts the path).
             for done in outcomes[:-1]:
-                say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was reverted")
+                say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was "
+                    + ("not applied" if outcome.state == NOT_APPLIED else "reverted"))
                 back = restore_node(nodes[done.node], options.journal_root, say,
                                     allow_nm_disconnect=options.allow_nm_disconnect)
                 outcomes[outcomes.index(done)] = replace(

@@ -122,3 +122,26 @@ def test_fix_apply_accepts_the_rings_own_subnets_in_docker_user_on_the_node_that
     assert "node a: nothing to restore" in said, said
     assert lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout == chain
     assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
+
+
+def test_a_node_that_cannot_be_changed_puts_back_the_nodes_committed_before_it(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """A forced failure: on node c the forwarding drop-in's path is a symbolic link, which a repair never writes
+    through. a and b, committed before c, are put back (their journals' files and runtime change undone, their live
+    state read back as before), c is left as it was, d is never touched: every node reads as before the run."""
+    lab = lab_factory("ring4-fabric-sockets")
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    assert lab.exec("c", ["ln", "-s", "/nonexistent-target", DROP_IN]).returncode == 0
+    before = {n: _state(lab, n) for n in NODES}
+
+    code, said = _run(cli, config, "--apply", "--save", str(tmp_path / "fix"))
+    assert code == 2, said
+    assert "node c: not applied;" in said and "is a symbolic link" in said, said
+    for n in "ab":
+        assert f"node {n}: putting back its committed change, as node c's was not applied" in said, said
+        assert f"node {n}: reverted (journal " in said and "live state as before the run" in said, said
+    assert "node d:" not in said.split("node c: not applied")[-1].split("\n")[0]
+    assert lab.exec("d", ["sh", "-c", "ls /var/lib/linkcheck/journal 2>/dev/null"]).stdout == ""
+    assert {n: _state(lab, n) for n in NODES} == before
+    assert lab.exec("c", ["readlink", DROP_IN]).stdout.strip() == "/nonexistent-target"  # never written through

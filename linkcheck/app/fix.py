@@ -1,5 +1,10 @@
 """`linkcheck fix`: the repair plan for a saved bundle or a live check, saved in that bundle; `fix --apply` applies
-it node by node as a transaction and re-checks the pair; `fix --restore` undoes the last one."""
+it node by node as a transaction and inspects the nodes again; `fix --restore` undoes the last one.
+
+One path for 2 to 8 nodes: a pair is a cluster of one cable. The nodes come from `FixNodes` (a pair's resolved
+config, or a cluster's hosts from the sources `check` reads); a pair is inspected as `check` inspects it, a cluster
+as `check` does without traffic; the plan is the pair's (`plan_for`) or the cluster's (`cluster_plan`), and each
+node's transaction verifies its interfaces over the cable they are on (the pair's one, each of a cluster's)."""
 
 from __future__ import annotations
 
@@ -12,13 +17,19 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck import strict_json
-from linkcheck.app.live import run_live
-from linkcheck.app.offline import judge_bundle
+from linkcheck.app.live import ClusterTraffic, check_cluster, run_live, save_cluster
+from linkcheck.app.offline import configured_rules, judge_bundle
 from linkcheck.bundle.acceptance import add_files
+from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.save_dir import default_save_dir
 from linkcheck.bundle.verify import load_trusted
+from linkcheck.cluster.cables import cable_tests
+from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, open_transports
-from linkcheck.config import Config
-from linkcheck.errors import BundleError, ExitCode, LinkcheckError, UsageError
+from linkcheck.config import Config, SshOptions
+from linkcheck.errors import BundleError, ExitCode, LinkcheckError
+from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Status
 from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.repair.apply import (
@@ -43,7 +54,28 @@ from linkcheck.transport.base import Transport
 from linkcheck.transport.local import LocalTransport
 
 Say = Callable[[str], None]
-__all__ = ["ApplyOptions", "apply_fix", "fix_bundle", "fix_live", "restore_fix"]
+__all__ = ["ApplyOptions", "FixNodes", "apply_fix", "cluster_nodes", "fix_bundle", "fix_live", "restore_fix"]
+
+
+class FixNodes(msgspec.Struct, frozen=True):
+    """The nodes `fix` reaches: `config.nodes` (a pair's a and b, or a cluster's hosts by name) with its SSH options,
+    playbooks and thresholds; `hosts`: a cluster's, in its order (None: a pair)."""
+
+    config: Config
+    hosts: tuple[ClusterHost, ...] | None = None
+
+
+def cluster_nodes(found: Config | None, hosts: tuple[ClusterHost, ...], ssh: SshOptions) -> FixNodes:
+    """A cluster's nodes (resolved as `check` resolves them) with linkcheck.yaml's settings, when there is one."""
+    nodes = {h.name: h.target for h in hosts}
+    config = replace(found, nodes=nodes, ssh=ssh) if found is not None else Config(nodes=nodes, ssh=ssh)
+    return FixNodes(config, hosts)
+
+
+def cluster_links(check: ClusterCheck) -> tuple[LinkFacts, ...]:
+    """Each cable's pair view (a switch's: each pair of nodes a test would join), the cluster's names kept: what a
+    node's changed interfaces are verified over."""
+    return tuple(t.link for t in cable_tests(check.facts, schedule(check.facts.topology)))
 
 
 class FixResult(msgspec.Struct, frozen=True):
@@ -67,11 +99,9 @@ class FixResult(msgspec.Struct, frozen=True):
         return int(self.outcome.exit_code)
 
     @property
-    def pair(self) -> Outcome:
-        """The pair's diagnosis, which `fix --apply` applies its plan against (a cluster's is refused before)."""
-        if isinstance(self.outcome, ClusterCheck):
-            raise UsageError("fix --apply serves a pair: a cluster's plan is applied node by node as its steps say")
-        return self.outcome
+    def links(self) -> tuple[LinkFacts, ...]:
+        """The cables the plan's changes are verified over: the pair's one, or each of the cluster's."""
+        return cluster_links(self.outcome) if isinstance(self.outcome, ClusterCheck) else (self.outcome.link,)
 
 
 def _save(directory: Path, plan: RepairPlan) -> str | None:
@@ -94,14 +124,43 @@ def fix_bundle(path: Path, playbooks: list[Path] | None, config: Config | None, 
     return FixResult(judged, plan_for(judged), None)
 
 
-def fix_live(config: Config, save_dir: Path | None) -> FixResult | None:
-    """Inspect both nodes (no traffic), save the bundle, plan its repairs and add the plan to that bundle (one
+class _Inspected(msgspec.Struct, frozen=True):
+    outcome: Outcome | ClusterCheck
+    saved: Path
+    interrupted: bool = False
+    bundle: Bundle | None = None  # a cluster's, which its plan reads the nodes' files from
+
+
+def _inspect(target: FixNodes, save_dir: Path | None) -> _Inspected | None:
+    """Every node inspected (no traffic) and judged, the bundle saved: a pair's as `check` does, a cluster's as
+    `check` without --quick or --bench does; None when Ctrl-C came before any node answered."""
+    if target.hosts is None:
+        result = run_live(target.config, save_dir, anonymize=False, diagnose=True)
+        return None if result.outcome is None else _Inspected(result.outcome, result.saved, result.interrupted)
+    config = target.config
+    rules = configured_rules([], config, kind="all")
+    check, bundle, doc = check_cluster(target.hosts, config.ssh, rules, ClusterTraffic(),
+                                       expected=config.expected_cluster)
+    saved = save_dir or default_save_dir()
+    save_cluster(bundle, doc, saved)
+    return _Inspected(check, saved, check.interrupted, bundle)
+
+
+def _plan(inspected: _Inspected) -> RepairPlan:
+    if isinstance(inspected.outcome, ClusterCheck):
+        assert inspected.bundle is not None  # a cluster's inspection keeps its bundle
+        return cluster_plan(inspected.outcome, inspected.bundle)
+    return plan_for(inspected.outcome)
+
+
+def fix_live(target: FixNodes, save_dir: Path | None) -> FixResult | None:
+    """Inspect the nodes (no traffic), save the bundle, plan its repairs and add the plan to that bundle (one
     linkcheck made itself); None when Ctrl-C came before any node answered."""
-    result = run_live(config, save_dir, anonymize=False, diagnose=True)
-    if result.outcome is None:
+    inspected = _inspect(target, save_dir)
+    if inspected is None:
         return None
-    plan = plan_for(result.outcome)
-    return FixResult(result.outcome, plan, result.saved, _save(result.saved, plan), result.interrupted)
+    plan = _plan(inspected)
+    return FixResult(inspected.outcome, plan, inspected.saved, _save(inspected.saved, plan), inspected.interrupted)
 
 
 # --- fix --apply, fix --restore ----------------------------------------------------------------------------------
@@ -109,12 +168,12 @@ APPLY_RECORD = "apply.json"
 
 
 class ApplyResult(msgspec.Struct, frozen=True):
-    """The plan and what became of it: each node's transaction, the re-check after both nodes (its bundle), the
+    """The plan and what became of it: each node's transaction, the re-check after every node (its bundle), the
     reboot asked for, and the lines said about journals an earlier run left."""
 
     before: FixResult
     outcomes: tuple[NodeOutcome, ...] = ()
-    after: Outcome | None = None
+    after: Outcome | ClusterCheck | None = None
     after_saved: Path | None = None
     rebooted: tuple[str, ...] = ()
     journal_lines: tuple[str, ...] = ()
@@ -133,17 +192,48 @@ def _open_nodes(config: Config) -> tuple[dict[str, Transport], dict[str, RepairN
     return transports, _repair_nodes(transports)
 
 
-def _fresh_matches(plan: RepairPlan, fresh: Outcome) -> None:
-    """A bundle's plan is applied only to the pair and the state it was made for (refused otherwise)."""
+def _fresh_matches(plan: RepairPlan, fresh: FixResult) -> None:
+    """A bundle's plan is applied only to the nodes and the state it was made for (refused otherwise): a pair's
+    plan names its two hostnames, and every plan carries its state's digest (a cluster's covers every node)."""
+    if isinstance(fresh.outcome, Outcome) and plan.hostnames != (None, None):
+        _same_pair(plan, fresh.outcome)
+    if fresh.plan.state_sha256 != plan.state_sha256:
+        raise ApplyRefused("the live state changed since the plan was made (its state digest differs): refused, "
+                           "nothing changed", exit_code=ExitCode.BAD_INPUT,
+                           fix="run `linkcheck fix --apply` without a bundle, for a plan of the state now")
+
+
+def _same_pair(plan: RepairPlan, fresh: Outcome) -> None:
     live = (fresh.link.a.hostname, fresh.link.b.hostname)
     if tuple(plan.hostnames) != live:
         raise ApplyRefused(f"the plan was made for {plan.hostnames[0]} and {plan.hostnames[1]}, these nodes are "
                            f"{live[0]} and {live[1]}: refused, nothing changed", exit_code=ExitCode.BAD_INPUT,
                            fix="run `linkcheck fix --apply` against the pair the bundle came from")
-    if plan_for(fresh).state_sha256 != plan.state_sha256:
-        raise ApplyRefused("the live state changed since the plan was made (its state digest differs): refused, "
-                           "nothing changed", exit_code=ExitCode.BAD_INPUT,
-                           fix="run `linkcheck fix --apply` without a bundle, for a plan of the state now")
+
+
+def statuses(outcome: Outcome | ClusterCheck) -> dict[str, Status]:
+    """Each finding's status by the id a plan names it by (a cluster's cable findings with `(cable LABEL)`)."""
+    if isinstance(outcome, Outcome):
+        return {f.finding_id: f.status for f in outcome.diagnosis.findings}
+    found = {f.finding_id: f.status for f in outcome.view.diagnosis.findings}
+    for cable in outcome.cables:
+        found |= {f"{f.finding_id} (cable {cable.test.label})": f.status for f in cable.findings}
+    return found
+
+
+FIXED, STILL_FIRING, NOT_JUDGED = "fixed", "still firing", "not judged again"
+
+
+def planned_findings(plan: RepairPlan, after: Outcome | ClusterCheck) -> list[tuple[str, str]]:
+    """Each finding the plan has a step for, as the inspection after the repair judges it: fixed (it passes now),
+    still firing, or not judged again (the inspection sends no traffic: a throughput finding needs `check`)."""
+    now = statuses(after)
+    out = []
+    for finding in dict.fromkeys(s.finding for s in plan.steps):
+        status = now.get(finding)
+        out.append((finding, FIXED if status is Status.PASS else STILL_FIRING
+                    if status in (Status.WARN, Status.FAIL) else NOT_JUDGED))
+    return out
 
 
 def _record(result: ApplyResult, interrupted: str | None = None) -> None:
@@ -152,19 +242,19 @@ def _record(result: ApplyResult, interrupted: str | None = None) -> None:
     if saved is None:
         return
 
-    def firing(outcome: Outcome | None) -> list[str] | None:
+    def firing(outcome: Outcome | ClusterCheck | None) -> list[str] | None:
         if outcome is None:
             return None
-        return sorted(f.finding_id for f in outcome.diagnosis.findings if f.status in (Status.WARN, Status.FAIL))
+        return sorted(i for i, status in statuses(outcome).items() if status in (Status.WARN, Status.FAIL))
 
     document = {
         "schema": "linkcheck-repair-apply", "schema_version": 1,
         "nodes": [msgspec.to_builtins(o) for o in result.outcomes],
         "rebooted": list(result.rebooted),
-        "before": {"exit_code": int(result.before.pair.diagnosis.exit_code),
-                   "findings": firing(result.before.pair)},
+        "before": {"exit_code": int(result.before.exit_code), "findings": firing(result.before.outcome)},
         "after": None if result.after is None else {
-            "exit_code": int(result.after.diagnosis.exit_code), "findings": firing(result.after),
+            "exit_code": int(result.after.exit_code), "findings": firing(result.after),
+            "planned": dict(planned_findings(result.before.plan, result.after)),
             "bundle": str(result.after_saved) if result.after_saved else None},
         "interrupted": interrupted,
     }
@@ -211,7 +301,7 @@ def _transactions(config: Config, result: ApplyResult, options: ApplyOptions, sa
         if not [s for s in plan.steps if not s.reboot or options.allow_reboot]:
             return replace(result, nothing_to_do=True)
         try:
-            outcomes = apply_plan(plan, nodes, result.before.pair.link, options, say)
+            outcomes = apply_plan(plan, nodes, result.before.links, options, say)
         except KeyboardInterrupt:
             _record(result, "interrupted (Ctrl-C): the node being changed was put back (its journal says whether "
                     "its live state read back as before)")
@@ -226,18 +316,20 @@ def _transactions(config: Config, result: ApplyResult, options: ApplyOptions, sa
         close_transports(transports)
 
 
-def apply_fix(config: Config, save_dir: Path | None, bundle: Path | None, options: ApplyOptions, say: Say, *,
+def apply_fix(target: FixNodes, save_dir: Path | None, bundle: Path | None, options: ApplyOptions, say: Say, *,
               playbooks: list[Path] | None = None, reboot_wait_s: float = 600,
               after_dir: Path | None = None, shown: Callable[[FixResult], None] | None = None) -> ApplyResult:
     """`fix --apply`: the plan (a bundle's, checked against a fresh inspection, or a live one), each node's
-    transaction, the reboot when allowed, then a re-check of the pair; apply.json records it in the bundle."""
-    live = fix_live(config, save_dir)
+    transaction in the plan's order (a node with no step untouched), the reboot when allowed, then every node
+    inspected again (no traffic); apply.json records it in the bundle."""
+    config = target.config
+    live = fix_live(target, save_dir)
     if live is None:
         raise KeyboardInterrupt
     before = live
     if bundle is not None:
         planned = fix_bundle(bundle, playbooks, config)
-        _fresh_matches(planned.plan, live.pair)
+        _fresh_matches(planned.plan, live)
         before = replace(live, plan=planned.plan)
     if shown is not None:
         shown(before)
@@ -253,8 +345,9 @@ def apply_fix(config: Config, save_dir: Path | None, bundle: Path | None, option
         return result
     if after_dir is None and before.saved is not None:
         after_dir = before.saved.with_name(before.saved.name + "-after")
-    again = run_live(config, after_dir, anonymize=False, diagnose=True)
-    result = replace(result, after=again.outcome, after_saved=again.saved)
+    again = _inspect(target, after_dir)
+    if again is not None:
+        result = replace(result, after=again.outcome, after_saved=again.saved)
     _record(result)
     return result
 

@@ -15,7 +15,6 @@ from msgspec.structs import replace
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_run
-from linkcheck.app.topology import bundle_layout
 from linkcheck.baseline.store import pair_baseline
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.collect.specs import validate_container
@@ -165,15 +164,6 @@ def emit(judged: Outcome | ClusterCheck, fmt: Format, show_all: bool, report: Pa
         say_verdict(judged)
     else:
         print_outcome(judged, as_json=fmt is Format.json, show_all=show_all)  # the text within the terminal
-
-
-def pair_only(command: str, bundle: Path | None, instead: str) -> None:
-    """Refuse a cluster's bundle (one line, exit 4) in a command that serves a pair, before it could answer the
-    cluster as if it were one; `instead` says what serves a cluster today."""
-    found = bundle_layout(bundle) if bundle is not None else None
-    if found is not None:
-        nodes, layout = found
-        raise UsageError(f"{command} serves a pair; this bundle holds {nodes} nodes ({layout}); {instead}")
 
 
 def offline_config(path: Path | None) -> Config | None:

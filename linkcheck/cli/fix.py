@@ -1,4 +1,5 @@
-"""`fix`: the repair plan of a bundle or a live pair; with --apply its transaction per node, with --restore its undo."""
+"""`fix`: the repair plan of a bundle or of live nodes (a pair, or a cluster named as `check` names one); with
+--apply its transaction per node, with --restore its undo."""
 
 from __future__ import annotations
 
@@ -7,13 +8,28 @@ from typing import Annotated, Optional
 
 import typer
 
-from linkcheck.app.fix import ApplyOptions, FixResult, apply_fix, fix_bundle, fix_live, restore_fix
+from linkcheck.app.fix import (
+    ApplyOptions,
+    FixNodes,
+    FixResult,
+    apply_fix,
+    cluster_nodes,
+    fix_bundle,
+    fix_live,
+    planned_findings,
+    restore_fix,
+)
+from linkcheck.app.live import LiveNodes, resolve_nodes
+from linkcheck.app.topology import bundle_layout
 from linkcheck.cli.common import (
     FLAGS,
     AcceptOpt,
     ConfigOpt,
     FmtOpt,
     Format,
+    GroupOpt,
+    HostfileOpt,
+    InventoryOpt,
     NodeOpt,
     PlaybookOpt,
     SaveOpt,
@@ -23,27 +39,30 @@ from linkcheck.cli.common import (
     live_config,
     offline_config,
     out_fitted,
-    pair_only,
+    quiet_libraries,
     say,
     say_node_errors,
+    ssh_options,
     warn_unverified,
 )
 from linkcheck.errors import ExitCode, UsageError
+from linkcheck.outcome import Outcome
 from linkcheck.repair.record import REPAIR, repair_json, steps_json
+from linkcheck.report.acceptance import judged_verdict
 from linkcheck.report.repair import plan_text_lines
 from linkcheck.report.stdout import write_stdout
-from linkcheck.report.tables import verdict_line
 from linkcheck.report.writer import check_output_path, write_output
 
 
 def fix(
     bundle: Annotated[Optional[Path], typer.Argument(  # noqa: UP045
-        help="A bundle folder to plan from; without it, both nodes are inspected live (as `check`).")] = None,
+        help="A bundle folder to plan from; without it, the nodes are inspected live (as `check`: a pair, or three "
+        "or more --node, --hostfile, --inventory or linkcheck.yaml's cluster nodes).")] = None,
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, accept_new_host_keys: AcceptOpt = False,
     fmt: FmtOpt = Format.console, playbook: PlaybookOpt = None, allow_unverified: UnverifiedOpt = False,
     apply: Annotated[bool, typer.Option(
         "--apply", help="Apply the plan, one node at a time, as a transaction that puts a node back as it was when "
-        "its change does not verify (or on Ctrl-C); a bundle's plan only to the pair and state it was made for.")
+        "its change does not verify (or on Ctrl-C); a bundle's plan only to the nodes and state it was made for.")
     ] = False,
     restore: Annotated[bool, typer.Option(
         "--restore", help="Put back the files of each node's latest `fix --apply` from its journal and undo its "
@@ -65,39 +84,38 @@ def fix(
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--output", "-o", help="Also save the whole plan (repair.json's record: steps, what was not planned, the "
         "hostnames and state digest) to this file; a BUNDLE is never changed.")] = None,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
     """Plan the repairs of the findings that have one: per node, ordered steps, each with its runtime change, its
     persistent change as a file diff (netplan, NetworkManager or nccl.conf), how it is verified and what it touches.
     Read-only unless --apply: the plan is printed, nothing on the nodes changes; a live plan is also saved in the
     bundle it makes (repair.json), a BUNDLE's only where -o names. --apply applies it (journal per node, verified,
     rolled back on failure); --restore undoes the last.
-    A cluster's bundle is planned per cable and per node (each cable as a pair's); --apply serves a pair and refuses
-    it (exit 4)."""
+    A cluster (its bundle, or three or more live nodes) is planned per cable and per node (each cable as a pair's,
+    with forwarding, routes and DOCKER-USER accepts where its transit needs them) and applied node by node."""
     if output is not None and (restore or apply):
         raise UsageError("--output goes with a plan, not with --apply or --restore")
     if output is not None:
         check_output_path(output)
-    _pair_nodes(node, "--restore" if restore else "--apply" if apply else "without a bundle")
+    hosts = (hostfile, inventory, group)
     if restore or apply:
-        pair_only("fix --apply", bundle, f"`linkcheck fix {bundle}` prints its plan per node and cable, to apply "
-                  "node by node as its steps say")
         _fix_apply(bundle, node, config, save, accept_new_host_keys, fmt, playbook, restore, allow_reboot,
-                   try_timeout, reboot_wait, allow_nm_disconnect)
+                   try_timeout, reboot_wait, allow_nm_disconnect, hosts)
         return
     if allow_reboot or allow_nm_disconnect:
         raise UsageError(f"{'--allow-reboot' if allow_reboot else '--allow-nm-disconnect'} goes with --apply")
     if bundle is not None:
-        if node or save:
-            raise UsageError("--node and --save are for a live plan; a bundle is never changed: -o FILE saves "
-                             "its plan")
+        if node or save or any(h is not None for h in hosts):
+            raise UsageError("--node and --save are for a live plan (--hostfile, --inventory and --group too); a "
+                             "bundle is never changed: -o FILE saves its plan")
         result = fix_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
                             warn=warn_unverified)
     else:
-        cfg = live_config(config, node, accept_new_host_keys)
-        live = fix_live(cfg, checked_save(save))
+        target = _fix_nodes(_resolved(config, node, hosts), config, node, accept_new_host_keys)
+        live = fix_live(target, checked_save(save))
         if live is None:
             raise typer.Exit(130)
-        say_node_errors(live.pair)
+        _say_node_errors(live)
         result = live
     if output is not None:
         write_output(output, repair_json(result.plan), "-o", "repair plan")
@@ -108,12 +126,42 @@ def fix(
     raise typer.Exit(130 if result.interrupted else result.exit_code)
 
 
-def _pair_nodes(node: list[str] | None, what: str) -> None:
-    """Three or more --node name a cluster, whose live plan and transaction are not served yet: one line, exit 4
-    (linkcheck.yaml's `cluster:` nodes are refused as for every live pair command)."""
-    if len(node or ()) > 2:
-        raise UsageError(f"fix {what} serves a pair; over a cluster, `linkcheck check` with its nodes saves its "
-                         "bundle, and `linkcheck fix BUNDLE` plans it per cable and node")
+def _resolved(config: Path | None, node: list[str] | None,
+              hosts: tuple[Path | None, Path | None, str | None]) -> LiveNodes:
+    """The live nodes' layout, from the sources `check` reads (app/live.py resolve_nodes): a pair, or a cluster
+    (three or more --node, --hostfile, --inventory, linkcheck.yaml's `cluster:` nodes)."""
+    hostfile, inventory, group = hosts
+    return resolve_nodes(node or [], hostfile, inventory, group, config)
+
+
+def _fix_nodes(nodes: LiveNodes, config: Path | None, node: list[str] | None, accept: bool) -> FixNodes:
+    """A pair's resolved config, or a cluster's hosts with linkcheck.yaml's settings."""
+    if nodes.layout == "pair":
+        return FixNodes(live_config(config, node, accept))
+    quiet_libraries()
+    return cluster_nodes(nodes.config, nodes.hosts(), ssh_options(nodes.config, accept))
+
+
+def _same_layout(bundle: Path, nodes: LiveNodes) -> None:
+    """A bundle's plan goes to nodes of its own layout: a cluster's plan to a cluster's nodes, a pair's to a pair
+    (one line, exit 4, before any node is contacted)."""
+    found = bundle_layout(bundle)
+    if found is not None and nodes.layout == "pair":
+        raise UsageError(f"fix --apply: this bundle holds {found[0]} nodes ({found[1]}) and the nodes named are a "
+                         "pair: name the cluster's nodes (three or more --node, --hostfile, --inventory or "
+                         "linkcheck.yaml's cluster:)")
+    if found is None and nodes.layout == "cluster":
+        raise UsageError("fix --apply: this bundle holds a pair and the nodes named are a cluster: name the pair "
+                         "the bundle came from")
+
+
+def _say_node_errors(result: FixResult) -> None:
+    """The nodes that could not be inspected, one line each."""
+    if isinstance(result.outcome, Outcome):
+        say_node_errors(result.outcome)
+        return
+    for name, error in sorted(result.outcome.view.errors.items()):
+        say(f"linkcheck: node {name}: {error}")
 
 
 def _show_plan(result: FixResult, fmt: Format) -> None:
@@ -137,33 +185,40 @@ def _checked(verified: bool | None, differences: tuple[str, ...]) -> str:
 
 def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None, save: Path | None, accept: bool,
                fmt: Format, playbook: list[Path] | None, restore: bool, allow_reboot: bool, try_timeout: int,
-               reboot_wait: int, allow_nm_disconnect: bool = False) -> None:
-    """fix --apply / --restore: the live config, the plan shown first, then each node's transaction."""
+               reboot_wait: int, allow_nm_disconnect: bool = False,
+               hosts: tuple[Path | None, Path | None, str | None] = (None, None, None)) -> None:
+    """fix --apply / --restore: the live nodes, the plan shown first, then each node's transaction."""
     if restore and (bundle is not None or allow_reboot):
         raise UsageError("--restore takes no bundle, --apply or --allow-reboot: it undoes each node's last apply")
     options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout,
                            allow_nm_disconnect=allow_nm_disconnect)
-    cfg = live_config(config, node, accept)
+    nodes = _resolved(config, node, hosts)
+    if bundle is not None:
+        _same_layout(bundle, nodes)
+    target = _fix_nodes(nodes, config, node, accept)
     if restore:
-        outcomes = restore_fix(cfg, options, lambda line: say(f"linkcheck: {line}"))
+        outcomes = restore_fix(target.config, options, lambda line: say(f"linkcheck: {line}"))
         for r in outcomes:
             say(f"node {r.node}: " + {"restored": f"run {r.run_id} restored", "nothing": "nothing to restore",
                                       "failed": f"run {r.run_id} not fully restored"}[r.state]
                 + _checked(r.verified, r.differences) + "".join(f"; {p}" for p in r.problems))
         raise typer.Exit(2 if any(r.state == "failed" for r in outcomes) else 0)
-    result = apply_fix(cfg, checked_save(save), bundle, options, lambda line: say(f"linkcheck: {line}"),
+    result = apply_fix(target, checked_save(save), bundle, options, lambda line: say(f"linkcheck: {line}"),
                        playbooks=playbook, reboot_wait_s=reboot_wait, shown=lambda r: _show_plan(r, fmt))
     if result.nothing_to_do:
         reboot = any(s.reboot for s in result.before.plan.steps)
         say("linkcheck: nothing to apply: the plan has no step" + (" but reboots (they need --allow-reboot)"
                                                                     if reboot and not allow_reboot else ""))
-        raise typer.Exit(int(result.before.pair.diagnosis.exit_code))
+        raise typer.Exit(result.before.exit_code)
     for o in result.outcomes:
-        say(f"node {o.node}: {o.state} (journal {o.journal})" + _checked(o.verified, o.differences)
+        say(f"node {o.node}: {o.state}" + (f" (journal {o.journal})" if o.journal else "")
+            + _checked(o.verified, o.differences)
             + "".join(f"; {p}" for p in o.problems))
     if any(o.state != "committed" for o in result.outcomes):
         raise typer.Exit(int(ExitCode.FAIL))
     if result.after is not None:
-        say(f"after the repair: {verdict_line(result.after)} (bundle {result.after_saved})")
-        raise typer.Exit(int(result.after.diagnosis.exit_code))
+        for finding, state in planned_findings(result.before.plan, result.after):
+            say(f"after the repair: {finding}: {state}")
+        say(f"after the repair: {judged_verdict(result.after).line} (bundle {result.after_saved})")
+        raise typer.Exit(int(result.after.exit_code))
     raise typer.Exit(0)

@@ -21,7 +21,7 @@ import datetime as dt
 import secrets
 import shlex
 import signal
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import msgspec
@@ -52,14 +52,19 @@ from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import plan_path_problem
 from linkcheck.repair.restore import mgmt_disconnect_why, put_back_verified, restore_node
 from linkcheck.repair.runtime import (
+    ACCEPT_DELETE,
+    ACCEPT_INSERT,
     ADDR_ADD,
     ADDR_DEL,
     FEC,
+    FORWARD,
     MTU,
     NEIGH_DEL,
     NEIGH_SET,
     NM_RELOAD,
     REBOOT,
+    ROUTE_DEL,
+    ROUTE_REPLACE,
     OpError,
     RuntimeOp,
     parse_mac,
@@ -107,6 +112,11 @@ class NodeOutcome(msgspec.Struct, frozen=True):
     differences: tuple[str, ...] = ()
 
 
+# A node's outcome when its files could not be read as the plan needs them (a link, a file changed since): nothing on
+# it changed and no journal was written.
+NOT_APPLIED = "not applied"
+
+
 class NodePrep(msgspec.Struct, frozen=True):
     """What preflight found on one node: its steps, their runtime operations, its invariants."""
 
@@ -126,6 +136,12 @@ def new_run_id() -> str:
 
 
 # --- preflight ---------------------------------------------------------------------------------------------------
+def plan_nodes(plan: RepairPlan) -> list[str]:
+    """The nodes with a step, in the plan's order (a pair's a then b; a cluster's as its topology lists them):
+    the order their transactions run in."""
+    return list(dict.fromkeys(s.node for s in plan.steps))
+
+
 def sudo_works(node: RepairNode) -> bool:
     return node.sh("sudo -n true").exit_status == 0
 
@@ -143,23 +159,24 @@ def preflight(plan: RepairPlan, nodes: Mapping[str, RepairNode], options: ApplyO
     for step in plan.steps:
         _ops(step)
         why = plan_path_problem(step.persistent) if step.persistent is not None else None
-        if step.node not in ("a", "b"):
-            why = f"node {step.node!r} is neither a nor b"
+        if step.node not in nodes:
+            why = f"node {step.node!r} is not one of the nodes reached ({', '.join(sorted(nodes))})"
         if why is not None:
             raise ApplyRefused(f"node {step.node}: {step.finding}: {why}; the plan is not applied",
                                exit_code=ExitCode.BAD_INPUT)
     preps = []
-    for name in ("a", "b"):
+    for name in plan_nodes(plan):
         steps = tuple(s for s in plan.for_node(name) if not s.reboot or options.allow_reboot)
         if not steps:
             continue
         node = nodes[name]
         if not sudo_works(node):
             raise ApplyRefused(f"node {name}: sudo asks for a password (sudo -n refused): plan only, nothing changed",
-                               fix="allow passwordless sudo for the SSH user on both nodes, then run fix --apply")
+                               fix="allow passwordless sudo for the SSH user on every node, then run fix --apply")
         invariants = read_invariants(node)
         ops = [op for s in steps for op in _ops(s)]
         touched = {op.dev for op in ops if op.dev} | {i for s in steps for i in s.interfaces}
+        # A route through the management or default-route interface would be as much a change of it.
         for dev in sorted(touched & set(invariants.devices)):
             role = "management" if dev == invariants.mgmt_dev else "default-route"
             raise ApplyRefused(f"node {name}: the plan changes {dev}, the {role} interface: refused, nothing changed",
@@ -204,6 +221,8 @@ def undo_of(node: RepairNode, op: RuntimeOp) -> RuntimeOp | None:
             return None
         state = entry.get("state") or ["reachable"]
         return RuntimeOp(NEIGH_SET, op.dev, op.value, parse_mac(str(entry["lladdr"])), str(state[0]).lower())
+    if op.host:
+        return _host_undo(node, op)
     if op.kind == FEC:
         out = node.sh(f"ethtool --show-fec {q(op.dev)}").stdout
         for line in out.splitlines():
@@ -214,6 +233,24 @@ def undo_of(node: RepairNode, op: RuntimeOp) -> RuntimeOp | None:
                 return RuntimeOp(FEC, op.dev, word) if word else None
         return None
     return None  # nmcli reload, reboot: nothing to put back
+
+
+def _host_undo(node: RepairNode, op: RuntimeOp) -> RuntimeOp | None:
+    """ip_forward set back to its value now; a route removed, or the route it replaces put back; the exact
+    DOCKER-USER rule inserted deleted (never another)."""
+    if op.kind == FORWARD:
+        now = node.sh("cat /proc/sys/net/ipv4/ip_forward").stdout.strip()
+        return RuntimeOp(FORWARD, value=now) if now in ("0", "1") and now != op.value else None
+    if op.kind == ROUTE_REPLACE:
+        routes = node.sh(f"ip -j route show {q(op.value)}").stdout
+        found = msgspec.json.decode(routes.encode() or b"[]")
+        old = next((r for r in found if isinstance(r, dict)), None) if isinstance(found, list) else None
+        if old is not None and old.get("gateway") and old.get("dev"):  # replaced: put that route back
+            return RuntimeOp(ROUTE_REPLACE, str(old["dev"]), op.value, via=str(old["gateway"]))
+        return RuntimeOp(ROUTE_DEL, op.dev, op.value, via=op.via)
+    if op.kind == ACCEPT_INSERT:
+        return RuntimeOp(ACCEPT_DELETE, value=op.value, via=op.via)
+    return None
 
 
 # --- the journal on the node ---------------------------------------------------------------------------------
@@ -259,7 +296,7 @@ class _Tx:
         if out.exit_status != 0:
             raise ApplyFailed(f"node {self.prep.node}: cannot create the journal {self.dir}: {first_line(out)}")
         saved = commit.save_originals(self.node, self.dir, self.files)
-        before = read_state(self.node, self.touched())
+        before = read_state(self.node, self.touched(), any(op.host for op in runtime))
         self.journal = replace(self.journal, runtime=tuple(runtime), undo=tuple(undo), files=tuple(saved),
                                before=before)
         self.mark(PLANNED)
@@ -320,7 +357,7 @@ def _rollback(tx: _Tx, why: str, say: Say) -> list[str]:
     return problems
 
 
-def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending: set[tuple[str, str]],
+def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], links: Sequence[LinkFacts], pending: set[tuple[str, str]],
              say: Say) -> None:
     # A profile's reload runs inside the NetworkManager checkpoint, once the keyfiles it reads are installed.
     ops = [op for op in tx.prep.ops if op.kind != REBOOT and not (op.kind == NM_RELOAD and tx.nm_files)]
@@ -334,13 +371,13 @@ def _runtime(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts, pending:
         pending.discard((tx.prep.node, op.dev))
     # The traffic check runs here only: once the files are committed the runtime state is the same one, and a
     # netplan try waiting for its confirmation should not wait through another run.
-    problems = verify_link(nodes, link, tx.prep.node, ops, pending, traffic=True, say=say) if ops else []
+    problems = verify_link(nodes, links, tx.prep.node, ops, pending, traffic=True, say=say) if ops else []
     if problems:
         raise ApplyFailed("; ".join(problems))
     tx.mark(RUNTIME_VERIFIED)
 
 
-def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts,  # noqa: C901 (one ordered story)
+def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], links: Sequence[LinkFacts],  # noqa: C901 (one story)
                 pending: set[tuple[str, str]], say: Say) -> None:
     if not tx.files:
         return
@@ -363,11 +400,11 @@ def _persistent(tx: _Tx, nodes: Mapping[str, RepairNode], link: LinkFacts,  # no
         _start_try(tx, say)
     problems = nm_checkpoint.activate(tx.node, [c for c, _ in profiles]) if nm else []
     problems += invariant_problems(tx.node, tx.prep.invariants)
-    problems += verify_link(nodes, link, tx.prep.node, tx.applied, pending)
+    problems += verify_link(nodes, links, tx.prep.node, tx.applied, pending)
     if profiles and not problems:
         # The profiles' interfaces, as NetworkManager left them: carrier, GID, a jumbo ping each way, traffic.
         profile_ops = [RuntimeOp(NM_RELOAD, dev) for _, dev in profiles]
-        problems += verify_link(nodes, link, tx.prep.node, profile_ops, pending, traffic=True, say=say)
+        problems += verify_link(nodes, links, tx.prep.node, profile_ops, pending, traffic=True, say=say)
     problems += _file_checks(tx)
     if problems:
         raise ApplyFailed("; ".join(problems))
@@ -449,20 +486,27 @@ def _file_checks(tx: _Tx) -> list[str]:
     return problems
 
 
-def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], link: LinkFacts, options: ApplyOptions,
+def apply_node(prep: NodePrep, nodes: Mapping[str, RepairNode], links: Sequence[LinkFacts], options: ApplyOptions,
                pending: set[tuple[str, str]], say: Say) -> NodeOutcome:
     """One node's transaction; its outcome (committed or reverted). KeyboardInterrupt and a lost connection
     propagate after the node is put back (or, the connection lost, left to netplan try's timeout)."""
     node = nodes[prep.node]
-    tx = _Tx(node, prep, options, link.node(prep.node).hostname)
+    holder = next((link for link in links if prep.node in (link.a.name, link.b.name)), None)
+    tx = _Tx(node, prep, options, holder.node(prep.node).hostname if holder is not None else None)
     changes = [s.persistent for s in prep.steps if s.persistent is not None]
-    tx.files = commit.plan_files(node, changes)
+    try:
+        tx.files = commit.plan_files(node, changes)
+    except commit.CommitError as exc:
+        # The files are read before anything changes: this node is left as it was, with no journal, and the nodes
+        # committed before it are put back (apply_plan).
+        return NodeOutcome(prep.node, tx.run_id, "", NOT_APPLIED, tx.journal.findings,
+                           problems=(f"{exc}; nothing changed on node {prep.node}",))
     runtime = [op for op in prep.ops if op.kind != REBOOT]
     tx.undo = [undo_of(node, op) for op in runtime]
     tx.open(runtime, [u for u in reversed(tx.undo) if u is not None])
     try:
-        _runtime(tx, nodes, link, pending, say)
-        _persistent(tx, nodes, link, pending, say)
+        _runtime(tx, nodes, links, pending, say)
+        _persistent(tx, nodes, links, pending, say)
         tx.mark(COMMITTED)
     except (ApplyFailed, ChangeFailed, commit.CommitError) as exc:
         problems = _rollback(tx, str(exc), say)
@@ -487,10 +531,11 @@ def _outcome(tx: _Tx, state: str, problems: tuple[str, ...]) -> NodeOutcome:
                        tx.journal.verified, tx.journal.differences)
 
 
-def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFacts, options: ApplyOptions,
-               say: Say) -> list[NodeOutcome]:
-    """Preflight on every node, then each node's transaction in turn; a node that is rolled back stops the
-    run (the next node is not touched)."""
+def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], links: Sequence[LinkFacts],
+               options: ApplyOptions, say: Say) -> list[NodeOutcome]:
+    """Preflight on every node, then each node's transaction in turn (`links`: the pair's one, or each cable of a
+    cluster, which the changed interfaces are verified over); a node that is rolled back stops the run (the next
+    node is not touched) and puts back the nodes committed before it. A node with no step is never touched."""
     preps = preflight(plan, nodes, options, say)
     pending = {(p.node, op.dev) for p in preps for op in p.ops if op.dev}
     outcomes: list[NodeOutcome] = []
@@ -498,13 +543,14 @@ def apply_plan(plan: RepairPlan, nodes: Mapping[str, RepairNode], link: LinkFact
         non_reboot = replace(prep, ops=tuple(op for op in prep.ops if op.kind != REBOOT))
         if not non_reboot.ops and not any(s.persistent for s in prep.steps):
             continue
-        outcome = apply_node(non_reboot, nodes, link, options, pending, say)
+        outcome = apply_node(non_reboot, nodes, links, options, pending, say)
         outcomes.append(outcome)
         if outcome.state != COMMITTED:
-            # The pair as a whole goes back: a node left repaired alone may face a peer that is not (a new
+            # The nodes as a whole go back: a node left repaired alone may face a peer that is not (a new
             # subnet on one end only cuts the path).
             for done in outcomes[:-1]:
-                say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was reverted")
+                say(f"node {done.node}: putting back its committed change, as node {prep.node}'s was "
+                    + ("not applied" if outcome.state == NOT_APPLIED else "reverted"))
                 back = restore_node(nodes[done.node], options.journal_root, say,
                                     allow_nm_disconnect=options.allow_nm_disconnect)
                 outcomes[outcomes.index(done)] = replace(
@@ -518,7 +564,7 @@ def reboot_nodes(plan: RepairPlan, nodes: Mapping[str, RepairNode], say: Say) ->
     """The plan's reboot steps (only with --allow-reboot): `systemctl reboot --no-block` on each node; the
     nodes that were asked."""
     asked = []
-    for name in ("a", "b"):
+    for name in plan_nodes(plan):
         if any(s.reboot for s in plan.for_node(name)):
             op = RuntimeOp(REBOOT)
             say(f"node {name}: {op.describe}")

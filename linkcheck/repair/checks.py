@@ -16,7 +16,17 @@ import msgspec
 from linkcheck.facts.model import LinkFacts
 from linkcheck.integers import ascii_int
 from linkcheck.repair.node import RepairNode, first_line
-from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, FEC, FEC_SETTLE_S, MTU, RuntimeOp
+from linkcheck.repair.runtime import (
+    ACCEPT_INSERT,
+    ADDR_ADD,
+    ADDR_DEL,
+    FEC,
+    FEC_SETTLE_S,
+    FORWARD,
+    MTU,
+    ROUTE_REPLACE,
+    RuntimeOp,
+)
 from linkcheck.repair.traffic import TrafficEnd, short_write_bw
 
 q = shlex.quote
@@ -95,12 +105,41 @@ def addresses(node: RepairNode, dev: str) -> list[str]:
 
 
 def _peer(link: LinkFacts, node: str, dev: str) -> tuple[str, str] | None:
+    """The node and interface at the other end of `dev`'s path (a pair's ends are a and b, a cable's keep the
+    cluster's names)."""
     for path in link.paths:
-        if node == "a" and path.a.netdev == dev:
-            return "b", path.b.netdev
-        if node == "b" and path.b.netdev == dev:
-            return "a", path.a.netdev
+        if node == link.a.name and path.a.netdev == dev:
+            return link.b.name, path.b.netdev
+        if node == link.b.name and path.b.netdev == dev:
+            return link.a.name, path.a.netdev
     return None
+
+
+def link_of(links: Sequence[LinkFacts], node: str, dev: str) -> LinkFacts | None:
+    """The cable `dev` of `node` is on (a pair has one; a cluster's node one per cable), else one that holds the
+    node; None when none does."""
+    mine = [link for link in links if node in (link.a.name, link.b.name)]
+    return next((link for link in mine if _peer(link, node, dev) is not None), mine[0] if mine else None)
+
+
+def host_problems(node: RepairNode, name: str, ops: Sequence[RuntimeOp]) -> list[str]:
+    """The routing and firewall changes read back live: ip_forward's value, each route through its gateway and
+    device, each DOCKER-USER accept by its exact rule (`iptables -C`)."""
+    problems = []
+    for op in ops:
+        if op.kind == FORWARD:
+            now = node.sh("cat /proc/sys/net/ipv4/ip_forward").stdout.strip()
+            if now != op.value:
+                problems.append(f"node {name}: net.ipv4.ip_forward is {now[:20] or 'unread'}, not {op.value}")
+        elif op.kind == ROUTE_REPLACE:
+            routes = _json_list(node.sh(f"ip -j route show {q(op.value)}").stdout)
+            if not any(r.get("gateway") == op.via and r.get("dev") == op.dev for r in routes):
+                problems.append(f"node {name}: no route to {op.value} via {op.via} dev {op.dev}")
+        elif op.kind == ACCEPT_INSERT:
+            check = ["sudo", "-n", "iptables", "-C", *op.argv()[2:]]
+            if node.sh(" ".join(q(w) for w in check)).exit_status != 0:
+                problems.append(f"node {name}: DOCKER-USER has no rule -i {op.value} -o {op.via} -j ACCEPT")
+    return problems
 
 
 def _same_subnet(mine: Sequence[str], theirs: Sequence[str]) -> tuple[str, str] | None:
@@ -207,7 +246,7 @@ def _fec_problems(node: RepairNode, name: str, dev: str, ops: Sequence[RuntimeOp
     return problems
 
 
-def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops: Sequence[RuntimeOp],
+def verify_link(nodes: Mapping[str, RepairNode], links: Sequence[LinkFacts], node: str, ops: Sequence[RuntimeOp],
                 pending: set[tuple[str, str]], *, traffic: bool = False, say: Say | None = None) -> list[str]:
     """The interfaces `ops` changed on `node`, checked live; what failed (empty: verified).
 
@@ -215,10 +254,15 @@ def verify_link(nodes: Mapping[str, RepairNode], link: LinkFacts, node: str, ops
     holds): the one RDMA traffic from that address uses. Each end pings the other at its own MTU with fragmentation
     forbidden, so two ends left at different MTUs fail here. `pending`: the (node, interface) a later step of the
     plan still changes: against those, at the lower of the two MTUs, and not at all while the two ends share no
-    subnet yet. `traffic`: once the path is complete and pings, a short ib_write_bw over it too."""
-    problems: list[str] = []
+    subnet yet. `traffic`: once the path is complete and pings, a short ib_write_bw over it too. Each interface is
+    judged on its own cable (`links`: a pair's one, a cluster's each); a route's change is read back, not pinged
+    (host_problems)."""
+    problems: list[str] = host_problems(nodes[node], node, [op for op in ops if op.host])
     me = nodes[node]
-    for dev in dict.fromkeys(op.dev for op in ops if op.dev):
+    for dev in dict.fromkeys(op.dev for op in ops if op.dev and not op.host):
+        link = link_of(links, node, dev)
+        if link is None:
+            continue
         for op in ops:
             if op.dev == dev and op.kind == FEC and op.value in FEC_ACTIVE:
                 wait_fec_settled(me, dev, FEC_ACTIVE[op.value])  # the port toggles; what is then read decides

@@ -185,12 +185,16 @@ def save_originals(node: RepairNode, directory: str, files: list[FilePlan]) -> l
 
 
 def install(node: RepairNode, f: FilePlan) -> None:
-    """The new text to a temporary file beside the target, its mode and owner set, then renamed over it."""
+    """The new text to a temporary file beside the target, its mode and owner set, then renamed over it. A
+    folder that is a symbolic link is refused (the file would land where the link points), and the rename
+    replaces what is at the name (`mv -T`), never moving into a folder a link there leads to."""
     p = q(f.path)
-    script = (f'set -e; umask 077; t=$(mktemp "$(dirname {p})/.linkcheck-XXXXXX"); base64 -d > "$t"; '
+    script = (f'set -e; umask 077; d=$(dirname {p}); if [ -L "$d" ] || [ ! -d "$d" ]; then '
+              'echo "$d is not a plain folder (a symbolic link, or missing)" >&2; exit 1; fi; '
+              f't=$(mktemp "$d/.linkcheck-XXXXXX"); base64 -d > "$t"; '
               f'chown {int(f.uid)}:{int(f.gid)} "$t"; chmod {q(f.new_mode)} "$t"; '
               # A file that is itself a mount point cannot be renamed over: its text is written in place.
-              f'mv -f "$t" {p} 2>/dev/null || {{ cat "$t" > {p}; chmod {q(f.new_mode)} {p}; rm -f "$t"; }}')
+              f'mv -fT "$t" {p} 2>/dev/null || {{ cat "$t" > {p}; chmod {q(f.new_mode)} {p}; rm -f "$t"; }}')
     out = node.sh(_sudo_sh(script), stdin=_b64(f.after))
     if out.exit_status != 0:
         raise CommitError(f"node {node.name}: cannot install {f.path}: {first_line(out)}")

@@ -121,6 +121,33 @@ def netplan_add_address(text: str, netdef: str, new: str) -> str:
     return "\n".join(lines)
 
 
+def netplan_add_route(text: str, netdef: str, to: str, via: str) -> str:
+    """A `routes:` item `{to, via}` in the definition (netplan's routes: "to", "via"), a block list made where it
+    has none; a flow-style `routes:`, or one that already routes `to`, is left to a person."""
+    lines = text.split("\n")
+    head, indent, end = _netdef_block(lines, netdef)
+    at = _key_line(lines, head + 1, end, indent, "routes")
+    if at is None:
+        lines[head + 1:head + 1] = [f"{' ' * indent}routes:", f"{' ' * (indent + 2)}- to: {to}",
+                                    f"{' ' * (indent + 4)}via: {via}"]
+        return "\n".join(lines)
+    if lines[at].split(":", 1)[1].split("#", 1)[0].strip():
+        raise EditError("'routes:' is not a block list")
+    block = at + 1
+    while block < end and (not _meaningful(lines[block]) or _indent(lines[block]) > indent):
+        block += 1
+    items = [i for i in range(at + 1, block) if re.match(r"^\s*-\s", lines[i])]
+    if not items:
+        raise EditError("'routes:' holds no block list item")
+    same = re.compile(rf"^\s*(-\s*)?to:\s*[\"']?{re.escape(to)}[\"']?\s*(#.*)?$")
+    if any(same.match(lines[i]) for i in range(at + 1, block)):
+        raise EditError(f"a route to {to} is there already")
+    item = _indent(lines[items[0]])
+    last = max(i for i in range(at + 1, block) if _meaningful(lines[i]))
+    lines[last + 1:last + 1] = [f"{' ' * item}- to: {to}", f"{' ' * (item + 2)}via: {via}"]
+    return "\n".join(lines)
+
+
 def netplan_new(netdef: str, addresses: tuple[str, ...], mtu: int) -> str:
     """A netplan file of one definition, as NVIDIA's playbook writes /etc/netplan/40-cx7.yaml."""
     body = [f"      addresses: [{', '.join(addresses)}]"] if addresses else []
@@ -164,6 +191,7 @@ _TEXT_EDITS: dict[str, Callable[[str, FileEdit], str]] = {
     "netplan_remove_address": lambda t, e: netplan_remove_address(t, e.old),
     "conf_drop_key": lambda t, e: conf_drop_key(t, e.key),
     "conf_set_key": lambda t, e: conf_set_key(t, e.key, e.new),
+    "netplan_add_route": lambda t, e: netplan_add_route(t, e.netdef, e.new, e.old),
 }
 
 

@@ -15,6 +15,7 @@ import shlex
 import msgspec
 
 from linkcheck import schema
+from linkcheck.cluster.hosts import NODE_NAME_RE
 from linkcheck.errors import InputFileError
 from linkcheck.repair.livestate import NodeState
 from linkcheck.repair.paths import repair_file_problem
@@ -203,8 +204,8 @@ def _check(path: str, body: str, j: Journal, name: str, home: str) -> None:
         raise refuse("schema", f"schema {j.schema!r} is not {SCHEMA}")
     if j.run_id != name or not RUN_ID.fullmatch(j.run_id):
         raise refuse("run_id", f"run_id {j.run_id!r} is not its folder's ({name!r})")
-    if j.node not in ("a", "b"):
-        raise refuse("node", f"node {j.node!r} is neither a nor b")
+    if not NODE_NAME_RE.match(j.node):
+        raise refuse("node", f"node {j.node!r} is not a node name (a pair's a or b, a cluster's host name)")
     if j.state not in STATES or any(state not in STATES for state, _ in j.history):
         raise refuse("state", f"state {j.state!r} is not one of {', '.join(STATES)}")
     for key, ops in (("runtime", j.runtime), ("undo", j.undo)):

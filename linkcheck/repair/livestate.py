@@ -32,9 +32,23 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from linkcheck.repair.node import RepairNode
-from linkcheck.repair.runtime import ADDR_ADD, ADDR_DEL, MTU, NEIGH_SET, OpError, RuntimeOp, check_op
+from linkcheck.repair.runtime import (
+    ACCEPT_DELETE,
+    ACCEPT_INSERT,
+    ADDR_ADD,
+    ADDR_DEL,
+    DOCKER_USER,
+    FORWARD,
+    MTU,
+    NEIGH_SET,
+    ROUTE_DEL,
+    OpError,
+    RuntimeOp,
+    check_op,
+)
 
 q = shlex.quote
 # How long a reverted node is given to reach its "before" state: NetworkManager re-activates a device
@@ -69,16 +83,22 @@ class RendererState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class NodeState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`forwarding` (net.ipv4.ip_forward, `0` or `1`) and `docker_user` (`iptables -S DOCKER-USER`'s lines) are read
+    only for a run that changes them (a cluster's transit node); None: not read."""
+
     interfaces: tuple[IfaceState, ...] = ()
     renderer: RendererState = RendererState()
+    forwarding: str | None = None
+    docker_user: tuple[str, ...] | None = None
 
     def iface(self, dev: str) -> IfaceState | None:
         return next((i for i in self.interfaces if i.dev == dev), None)
 
 
-def state_command(devs: Sequence[str]) -> str:
+def state_command(devs: Sequence[str], host: bool = False) -> str:
     """One shell round trip: per interface a `D NAME` line, then `ip -j` of its link, addresses, main-table routes
-    and neighbours (one JSON line each); then NetworkManager's `general` and active profiles where nmcli runs."""
+    and neighbours (one JSON line each); with `host`, ip_forward and the DOCKER-USER chain; then NetworkManager's
+    `general` and active profiles where nmcli runs."""
     parts = []
     for dev in devs:
         d = q(dev)
@@ -86,6 +106,10 @@ def state_command(devs: Sequence[str]) -> str:
                      f"ip -j addr show dev {d} 2>/dev/null || echo '[]'; "
                      f"ip -j route show table main dev {d} 2>/dev/null || echo '[]'; "
                      f"ip -j neigh show dev {d} 2>/dev/null || echo '[]'")
+    if host:
+        # A chain that does not exist (no Docker) reads as no rule, as it did before the run.
+        parts.append("echo H; cat /proc/sys/net/ipv4/ip_forward 2>/dev/null || echo '?'; echo I; "
+                     "sudo -n iptables -S DOCKER-USER 2>/dev/null; echo J")
     parts.append("if command -v nmcli >/dev/null 2>&1; then "
                  "echo N; nmcli -t -f RUNNING general 2>/dev/null || echo '?'; "
                  "echo C; nmcli -t -f NAME,DEVICE connection show --active 2>/dev/null || echo '?'; "
@@ -170,12 +194,32 @@ def parse_state(text: str, devs: Sequence[str]) -> NodeState:
             continue
         i += 1
     return NodeState(tuple(found.get(d, IfaceState(d, present=False)) for d in devs),
-                     RendererState(running, active, keyfiles))
+                     RendererState(running, active, keyfiles), *_host_part(lines))
 
 
-def read_state(node: RepairNode, devs: Iterable[str]) -> NodeState:
+def _host_part(lines: Sequence[str]) -> tuple[str | None, tuple[str, ...] | None]:
+    """ip_forward (after `H`) and the DOCKER-USER chain's lines (between `I` and `J`), where they were read."""
+    forwarding: str | None = None
+    docker_user: tuple[str, ...] | None = None
+    if "H" in lines:
+        at = lines.index("H")
+        word = lines[at + 1].strip() if at + 1 < len(lines) else ""
+        forwarding = word if word in ("0", "1") else None
+    if "I" in lines and "J" in lines[lines.index("I"):]:
+        start = lines.index("I") + 1
+        end = start + list(lines[start:]).index("J")
+        docker_user = tuple(r.strip() for r in lines[start:end] if r.strip())
+    return forwarding, docker_user
+
+
+def read_state(node: RepairNode, devs: Iterable[str], host: bool = False) -> NodeState:
     names = sorted({d for d in devs if _IFNAME.match(d)})
-    return parse_state(node.sh(state_command(names), timeout_s=30).stdout, names)
+    return parse_state(node.sh(state_command(names, host), timeout_s=30).stdout, names)
+
+
+def reads_host(state: NodeState) -> bool:
+    """Whether `state` holds the node's forwarding and DOCKER-USER chain (read for a run that changes them)."""
+    return state.forwarding is not None or state.docker_user is not None
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -218,13 +262,50 @@ def differences(before: NodeState, now: NodeState) -> list[str]:
         out.append(f"NetworkManager's active profiles {_listed(r1.nm_active)}, were {_listed(r0.nm_active)}")
     if r0.nm_keyfiles is not None and r1.nm_keyfiles is not None and r0.nm_keyfiles != r1.nm_keyfiles:
         out.append(f"{NM_KEYFILE_DIR} holds {_listed(r1.nm_keyfiles)}, held {_listed(r0.nm_keyfiles)}")
+    return out + _host_differences(before, now)
+
+
+def _host_differences(before: NodeState, now: NodeState) -> list[str]:
+    out: list[str] = []
+    if before.forwarding is not None and now.forwarding != before.forwarding:
+        out.append(f"net.ipv4.ip_forward {now.forwarding or 'unread'}, was {before.forwarding}")
+    if before.docker_user is not None and now.docker_user != before.docker_user:
+        out.append(f"DOCKER-USER holds {_listed(now.docker_user or ())}, held {_listed(before.docker_user)}")
     return out
+
+
+def _accept_rule(line: str) -> RuntimeOp | None:
+    """`-A DOCKER-USER -i IN -o OUT -j ACCEPT` (as `iptables -S` prints the rule linkcheck inserts) as its
+    operation."""
+    words = line.split()
+    if len(words) == 8 and words[:2] == ["-A", DOCKER_USER] and words[2] == "-i" and words[4] == "-o" \
+            and words[6:] == ["-j", "ACCEPT"]:
+        return RuntimeOp(ACCEPT_INSERT, value=words[3], via=words[5])
+    return None
+
+
+def _host_corrections(before: NodeState, now: NodeState) -> list[RuntimeOp]:
+    """ip_forward set back; an accept in DOCKER-USER that was not there removed, one that was put back."""
+    ops: list[RuntimeOp] = []
+    if before.forwarding is not None and now.forwarding not in (None, before.forwarding):
+        ops.append(RuntimeOp(FORWARD, value=before.forwarding))
+    if before.docker_user is not None and now.docker_user is not None:
+        for line in now.docker_user:
+            rule = _accept_rule(line)
+            if rule is not None and line not in before.docker_user:
+                ops.append(replace(rule, kind=ACCEPT_DELETE))
+        for line in before.docker_user:
+            rule = _accept_rule(line)
+            if rule is not None and line not in now.docker_user:
+                ops.append(rule)
+    return ops
 
 
 def corrections(before: NodeState, now: NodeState) -> list[RuntimeOp]:
     """The runtime operations that bring `now` back to `before`: an MTU set back, an address added back or one
-    that was not there removed, a static neighbour entry put back. Routes follow the addresses; NetworkManager
-    and the profiles are the renderer's to put back (its re-apply)."""
+    that was not there removed, a static neighbour entry put back, a route through a gateway that was not there
+    removed, ip_forward and the DOCKER-USER accepts as they were. Routes of an address follow the addresses;
+    NetworkManager and the profiles are the renderer's to put back (its re-apply)."""
     ops: list[RuntimeOp] = []
     for was in before.interfaces:
         cur = now.iface(was.dev)
@@ -238,6 +319,12 @@ def corrections(before: NodeState, now: NodeState) -> list[RuntimeOp]:
             if entry not in cur.neighbours:
                 ip, lladdr, nud = (entry.split() + ["", "", ""])[:3]
                 ops.append(RuntimeOp(NEIGH_SET, was.dev, ip, lladdr, nud))
+        old = {route_key(r) for r in was.routes}
+        for route in cur.routes:
+            dst, _, gateway = route_key(route).partition(" via ")
+            if route_key(route) not in old and gateway != "-":  # a route through a neighbour that was not there
+                ops.append(RuntimeOp(ROUTE_DEL, was.dev, dst, via=gateway))
+    ops += _host_corrections(before, now)
     valid = []
     for op in ops:
         try:
@@ -254,7 +341,7 @@ def wait_matching(node: RepairNode, before: NodeState, timeout_s: float | None =
     devs = [i.dev for i in before.interfaces]
     deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
     while True:
-        diff = differences(before, read_state(node, devs))
+        diff = differences(before, read_state(node, devs, reads_host(before)))
         if not diff or time.monotonic() >= deadline:
             return diff
         time.sleep(0.25)

@@ -21,7 +21,8 @@ class FileEdit(msgspec.Struct, frozen=True):
 
     kind: `netplan_set_mtu` (netdef, value), `netplan_replace_address` (old, new), `netplan_add_address` (netdef,
     new), `netplan_remove_address` (old), `netplan_new` (netdef, addresses, value = MTU or 0), `conf_drop_key`
-    (key), `conf_set_key` (key, new), `copy_from` (old = the file copied)."""
+    (key), `conf_set_key` (key, new), `copy_from` (old = the file copied), `netplan_add_route` (netdef, new = the
+    route's destination, old = its gateway)."""
 
     kind: str
     netdef: str = ""

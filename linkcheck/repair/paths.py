@@ -2,8 +2,9 @@
 
 A repair writes only these (repairs.md, "What each repair does"): a netplan file `/etc/netplan/NAME.yaml`, a
 NetworkManager keyfile `/etc/NetworkManager/system-connections/NAME` (copied from the same name under
-`/run/NetworkManager/system-connections/`), `/etc/nccl.conf` and the SSH user's `~/.nccl.conf`. A path is taken
-as written, never resolved: a name with `..` or `.`, an empty or doubled `/`, a control character or a second
+`/run/NetworkManager/system-connections/`), `/etc/nccl.conf`, the SSH user's `~/.nccl.conf` and, over a cluster,
+linkcheck's own forwarding drop-in `/etc/sysctl.d/60-linkcheck-forward.conf`. A path is taken as written, never
+resolved: a name with `..` or `.`, an empty or doubled `/`, a control character or a second
 level of folders is refused, so `/etc/netplan/../../etc/cron.d/x.yaml` or `system-connections/..` never passes.
 """
 
@@ -18,6 +19,9 @@ from linkcheck.repair.model import FileChange
 NETPLAN_DIR = "/etc/netplan"
 NM_ETC = "/etc/NetworkManager/system-connections"
 NM_RUN = "/run/NetworkManager/system-connections"
+# The drop-in a transit node's forwarding persists in (systemd-sysctl reads /etc/sysctl.d/*.conf at boot, sysctl.d(5));
+# the file name the rule's fix prints.
+SYSCTL_FORWARD_CONF = "/etc/sysctl.d/60-linkcheck-forward.conf"
 # One file name: printable, no `/`, not `.` or `..`, at most NAME_MAX bytes.
 _NAME = re.compile(r"[^/\x00-\x1f\x7f]{1,255}")
 
@@ -50,9 +54,11 @@ def repair_file_problem(path: str, manager: str | None = None, *, home: str | No
         kind = "NetworkManager"
     elif path == NCCL_CONF or (path == user_conf and (home is None or _plain_absolute(user_conf))):
         kind = "nccl"
+    elif path == SYSCTL_FORWARD_CONF:
+        kind = "sysctl"
     if kind is None:
         return (f"{ascii(path)} is not a file a repair may write ({NETPLAN_DIR}/NAME.yaml, {NM_ETC}/NAME, "
-                f"{NCCL_CONF}, ~/.nccl.conf)")
+                f"{NCCL_CONF}, ~/.nccl.conf, {SYSCTL_FORWARD_CONF})")
     if manager is not None and manager != kind:
         return f"{ascii(path)} is read by {kind}, not by {ascii(manager)}"
     return None

@@ -12,8 +12,9 @@ those roles (its pair view, cluster/cables.py, the node named first as `a`), its
 are, and the steps are named back after the cluster's nodes. A finding of one node (its own `NCCL_IB_HCA`) is
 planned with that node as `a` (the repair reads only that node's facts and files). A step two cables ask of one node
 (the reboot of the hot-plug state) is planned once; a node slow with every partner is rebooted alone, its cables'
-findings being its own. What `fix --apply` cannot take back (a cluster's forwarding, routes and firewall) is listed
-as not planned, with the finding's own fix.
+findings being its own. What only a cluster needs (forwarding on a transit node, routes to non-neighbours, a
+DOCKER-USER accept) is planned per node by repair/cluster_steps.py; what has no repair is listed as not planned,
+with the finding's own fix. The plan's state digest covers every node, whichever findings fire.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_function
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import NODE_CAUSE_RULE, ClusterCheck
 from linkcheck.parsers.netplan import parse_netplan
+from linkcheck.repair.cluster_steps import CLUSTER_RULES, cluster_node_plan
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import (
     NCCL_CONF,
@@ -608,21 +610,40 @@ PLANNERS: dict[str, Callable[[_Planner, Finding], None]] = {
 }
 
 
+def _node_state(name: str, node: NodeFacts, nf: NodeFiles) -> list[object]:
+    """What a node's steps are made from: its interfaces, neighbours, NCCL settings, runtime profiles and files."""
+    return [[name, node.hostname,
+             [(f.netdev, f.mac, f.mtu, list(f.ipv4), f.cage, f.bdf, list(f.fec_active or ()), f.rdma_dev)
+              for f in sorted(node.functions, key=lambda f: f.netdev)],
+             sorted((n.ip, n.dev or "", n.mac or "") for n in node.neighbours),
+             sorted(node.nccl.items()), sorted(node.nccl_sources.items()),
+             [(r.path, list(r.addresses)) for r in node.nm_runtime]],
+            sorted((p, text_sha256(t)) for p, t in nf.netplan.items()),
+            sorted((p, text_sha256(t)) for p, t in nf.nm_keyfiles.items()),
+            sorted((p, text_sha256(t) if t is not None else "") for p, t in nf.nccl_conf.items())]
+
+
 def state_sha256(link: LinkFacts, files: Mapping[str, NodeFiles]) -> str:
     """A digest of everything a plan is made from, so that a plan is applied only to the state it was made for."""
     parts: list[object] = []
     for name in ("a", "b"):
-        node = link.node(name)
-        parts.append([name, node.hostname,
-                      [(f.netdev, f.mac, f.mtu, list(f.ipv4), f.cage, f.bdf, list(f.fec_active or ()), f.rdma_dev)
-                       for f in sorted(node.functions, key=lambda f: f.netdev)],
-                      sorted((n.ip, n.dev or "", n.mac or "") for n in node.neighbours),
-                      sorted(node.nccl.items()), sorted(node.nccl_sources.items()),
-                      [(r.path, list(r.addresses)) for r in node.nm_runtime]])
-        nf = files.get(name, NodeFiles())
-        parts.append(sorted((p, text_sha256(t)) for p, t in nf.netplan.items()))
-        parts.append(sorted((p, text_sha256(t)) for p, t in nf.nm_keyfiles.items()))
-        parts.append(sorted((p, text_sha256(t) if t is not None else "") for p, t in nf.nccl_conf.items()))
+        parts += _node_state(name, link.node(name), files.get(name, NodeFiles()))
+    return hashlib.sha256(msgspec.json.encode(parts)).hexdigest()
+
+
+def cluster_state_sha256(check: ClusterCheck, bundle: Bundle) -> str:
+    """The cluster's: each node's state as a pair's digest reads it, with its routes and forwarding (what the
+    cluster's own steps are made from), whichever findings fire; so a saved cluster's plan is applied only to the
+    cluster and state it was made for, as a pair's is."""
+    parts: list[object] = []
+    for name in check.view.topology.nodes:
+        node = check.facts.nodes.get(name)
+        if node is None:
+            continue
+        parts += _node_state(name, node, node_files(bundle, name))
+        fwd = check.facts.forwarding.get(name)
+        parts.append([sorted((dst, dev or "") for dst, dev in node.routes),
+                      msgspec.to_builtins(fwd) if fwd is not None else None])
     return hashlib.sha256(msgspec.json.encode(parts)).hexdigest()
 
 
@@ -755,7 +776,6 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
     other findings listed as not planned with their fix. One node's steps stay in the order they were planned; a
     step two cables ask of one node is kept once."""
     plans: list[RepairPlan] = []
-    digests: list[str] = []
     for result in check.cables:
         now = firing(result.findings)
         if not now or "?" in result.test.nodes:  # a cage whose far end was not inspected plans nothing
@@ -763,9 +783,23 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
         if check.node_cause(result) is not None:  # the slow node's own repair (below) stands for its cables'
             continue
         shown_as = {f.finding_id: f"{f.finding_id} (cable {result.test.label})" for f in now}
-        plan = _plan_cable(bundle, result.test.nodes, result.link, now, shown_as)
-        plans.append(plan)
-        digests.append(plan.state_sha256)
+        plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as))
+    node_plans, skipped = _node_plans(check, bundle)
+    plans += node_plans
+    steps: dict[tuple[object, ...], Step] = {}
+    for plan in plans:
+        for step in plan.steps:
+            steps.setdefault(_same_step(step), step)
+    order = list(check.view.topology.nodes)
+    ordered = sorted(steps.values(), key=lambda s: order.index(s.node) if s.node in order else len(order))
+    return RepairPlan(steps=tuple(ordered), not_planned=(*(n for p in plans for n in p.not_planned), *skipped),
+                      state_sha256=cluster_state_sha256(check, bundle),
+                      notes=tuple(dict.fromkeys(n for p in plans for n in p.notes)))
+
+
+def _node_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], list[NotPlanned]]:
+    """The plans of the cluster's own findings, each of one node; the findings with no repair."""
+    plans: list[RepairPlan] = []
     skipped: list[NotPlanned] = []
     for f in firing(check.view.diagnosis.findings):
         node = f.subject[5:] if f.subject.startswith("node ") else None
@@ -775,20 +809,10 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
         elif f.rule_id in PLANNERS and node is not None and node in check.facts.nodes and other is not None:
             # A node's own setting reads only that node's facts and files: any other node completes the pair.
             link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
-            plan = _plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id})
-            plans.append(plan)
-            digests.append(plan.state_sha256)
+            plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}))
+        elif f.rule_id in CLUSTER_RULES and node is not None and node in check.facts.nodes:
+            plans.append(cluster_node_plan(check.facts, node, f, node_files(bundle, node)))
         elif f.explained_by is None:
             fix = f": see the finding's fix: {f.fix[0]}" if f.fix else ""
-            skipped.append(NotPlanned(f.finding_id, "no step `fix --apply` can take back (its commands change "
-                                      "addresses, MTU, FEC, neighbours and files, not sysctl, routes or iptables)"
-                                      + fix))
-    steps: dict[tuple[object, ...], Step] = {}
-    for plan in plans:
-        for step in plan.steps:
-            steps.setdefault(_same_step(step), step)
-    order = list(check.view.topology.nodes)
-    ordered = sorted(steps.values(), key=lambda s: order.index(s.node) if s.node in order else len(order))
-    digest = hashlib.sha256("".join(digests).encode()).hexdigest()
-    return RepairPlan(steps=tuple(ordered), not_planned=(*(n for p in plans for n in p.not_planned), *skipped),
-                      state_sha256=digest)
+            skipped.append(NotPlanned(f.finding_id, "no automatic repair" + fix))
+    return plans, skipped

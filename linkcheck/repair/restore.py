@@ -41,7 +41,7 @@ from linkcheck.repair.journal import (
     settled_state,
     write_command,
 )
-from linkcheck.repair.livestate import NodeState, corrections, new_keyfiles, read_state, wait_matching
+from linkcheck.repair.livestate import NodeState, corrections, new_keyfiles, read_state, reads_host, wait_matching
 from linkcheck.repair.node import ChangeFailed, RepairNode, first_line
 from linkcheck.repair.paths import NETPLAN_DIR
 from linkcheck.repair.renderer import interface_renderers, mgmt_disconnect_refusal
@@ -205,7 +205,7 @@ def put_back_verified(node: RepairNode, directory: str, j: Journal, say: Say) ->
     problems += removed[1]
     problems += reapply_renderer(node, j, removed=removed[0])
     problems += deactivate_new_profiles(node, j.before, say)
-    for op in corrections(j.before, read_state(node, devs)):
+    for op in corrections(j.before, read_state(node, devs, reads_host(j.before))):
         say(f"node {node.name}: {op.describe}")
         try:
             node.change(op)

@@ -26,6 +26,14 @@ FEC = "fec"
 FEC_SETTLE_S = 30
 NM_RELOAD = "nm_reload"
 REBOOT = "reboot"
+# What only a cluster needs (spark-link s.10): a node between two others routes IPv4 between its cables, a node
+# reaches a non-neighbour's subnet through a neighbour, and Docker's FORWARD DROP lets the cluster's own traffic by.
+FORWARD = "forward"  # sysctl -w net.ipv4.ip_forward=VALUE
+ROUTE_REPLACE = "route_replace"  # ip route replace SUBNET via GATEWAY dev DEV
+ROUTE_DEL = "route_del"  # only as an undo: the route a route_replace added, removed exactly
+ACCEPT_INSERT = "accept_insert"  # iptables -I DOCKER-USER -i IN -o OUT -j ACCEPT (two CX-7 interfaces)
+ACCEPT_DELETE = "accept_delete"  # only as an undo: that exact rule deleted
+DOCKER_USER = "DOCKER-USER"
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _MAC = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
@@ -38,13 +46,20 @@ class OpError(Exception):
 
 class RuntimeOp(msgspec.Struct, frozen=True):
     """One live change: kind, the interface, and its value (an MTU, an address with prefix, a neighbour's IP,
-    a FEC encoding); `lladdr` and `nud` only for a neighbour entry put back."""
+    a FEC encoding, ip_forward's 0 or 1, a route's destination subnet, an accept's input interface); `lladdr` and
+    `nud` only for a neighbour entry put back; `via` a route's gateway, or an accept's output interface."""
 
     kind: str
     dev: str = ""
     value: str = ""
     lladdr: str = ""
     nud: str = ""
+    via: str = ""
+
+    @property
+    def host(self) -> bool:
+        """A change of the node's routing or firewall rather than of one interface's own settings."""
+        return self.kind in (FORWARD, ROUTE_REPLACE, ROUTE_DEL, ACCEPT_INSERT, ACCEPT_DELETE)
 
     @property
     def describe(self) -> str:
@@ -67,7 +82,18 @@ class RuntimeOp(msgspec.Struct, frozen=True):
             return ["nmcli", "connection", "reload"]
         if self.kind == REBOOT:
             return ["systemctl", "reboot", "--no-block"]
+        if self.host:
+            return self._host_argv()
         raise OpError(f"unknown operation {self.kind!r}")
+
+    def _host_argv(self) -> list[str]:
+        if self.kind == FORWARD:
+            return ["sysctl", "-w", f"net.ipv4.ip_forward={self.value}"]
+        if self.kind in (ROUTE_REPLACE, ROUTE_DEL):
+            return ["ip", "route", "replace" if self.kind == ROUTE_REPLACE else "del", self.value, "via", self.via,
+                    "dev", self.dev]
+        return ["iptables", "-I" if self.kind == ACCEPT_INSERT else "-D", DOCKER_USER, "-i", self.value,
+                "-o", self.via, "-j", "ACCEPT"]
 
     def shell(self) -> str:
         """As run on a remote node: `sudo -n` (never a password prompt), every word quoted."""
@@ -98,6 +124,18 @@ def _ip(word: str) -> str:
     return word
 
 
+def _subnet(word: str) -> str:
+    """An IPv4 network as written, in its normal form (`198.19.12.0/24`): what `ip route` and `iptables -S` print
+    back, so that the exact rule or route can be found again."""
+    try:
+        net = ipaddress.IPv4Network(word)
+    except ValueError:
+        raise OpError(f"{word!r} is not an IPv4 subnet") from None
+    if str(net) != word or "/" not in word:
+        raise OpError(f"{word!r} is not an IPv4 subnet in its normal form")
+    return word
+
+
 def _ascii_number(word: str) -> bool:
     """ASCII digits only, five at most (`isdigit()` alone accepts `²`, which `int()` refuses)."""
     return word.isascii() and word.isdigit() and len(word) <= 5
@@ -124,7 +162,23 @@ def parse_op(command: str) -> RuntimeOp:
             return RuntimeOp(NM_RELOAD)
         case ["systemctl", "reboot", "--no-block"]:
             return RuntimeOp(REBOOT)
+    host = _host_op(words)
+    if host is not None:
+        return host
     raise OpError(f"not a command linkcheck plans: {command!r}")
+
+
+def _host_op(words: list[str]) -> RuntimeOp | None:
+    """A cluster's routing and firewall commands (forwarding, a route through a neighbour, a DOCKER-USER accept)."""
+    match words:
+        case ["sysctl", "-w", setting] if setting in ("net.ipv4.ip_forward=1", "net.ipv4.ip_forward=0"):
+            return RuntimeOp(FORWARD, value=setting[-1])
+        case ["ip", "route", "replace" | "del" as verb, subnet, "via", via, "dev", dev]:
+            return RuntimeOp(ROUTE_REPLACE if verb == "replace" else ROUTE_DEL, _dev(dev), _subnet(subnet),
+                             via=_ip(via))
+        case ["iptables", "-I" | "-D" as verb, "DOCKER-USER", "-i", dev_in, "-o", dev_out, "-j", "ACCEPT"]:
+            return RuntimeOp(ACCEPT_INSERT if verb == "-I" else ACCEPT_DELETE, value=_dev(dev_in), via=_dev(dev_out))
+    return None
 
 
 _NUD = {"permanent", "noarp", "reachable", "stale", "delay", "probe", "failed", "incomplete", "none"}

@@ -120,7 +120,7 @@ def _with(key: str, value: Any) -> str:
 @pytest.mark.parametrize(("key", "value", "reason"), [
     ("schema", "someone-else", "is not linkcheck-repair-journal"),
     ("run_id", OLD, "is not its folder's"),
-    ("node", "c", "neither a nor b"),
+    ("node", "c;reboot", "is not a node name"),
     ("state", "done", "is not one of"),
     ("runtime", [{"kind": "mtu", "dev": "eth0;reboot", "value": "9000"}], "not an interface name"),
     ("undo", [{"kind": "shell", "value": "curl x | sh"}], "unknown operation"),

@@ -84,7 +84,7 @@ def test_the_json_view() -> None:
         ("RING_SAME_PORT", "cable a:p0<->b:p0"), ("RING_SAME_PORT", "cable b:p1<->c:p1")}
 
 
-@pytest.mark.parametrize("command", [("bench", "latency"), ("fix",), ("collect",)], ids=" ".join)
+@pytest.mark.parametrize("command", [("bench", "latency"), ("collect",)], ids=" ".join)
 def test_a_pair_command_refuses_a_cluster_config_in_one_line(command: tuple[str, ...], cli: InProcessCli,
                                                              tmp_path: Path) -> None:
     """A linkcheck.yaml whose `cluster:` names three nodes: a command that serves a pair says so (exit 4) before

@@ -1,6 +1,7 @@
 """`fix` over a cluster's bundle: each cable planned as a pair's (the pair is the one-cable case), each node's own
-setting on that node, the cluster's network repairs named with their fix but not planned, and `--apply` refused in
-one line (exit 4) until the transaction serves a cluster."""
+setting on that node, the cluster's own repairs (forwarding, routes to non-neighbours, DOCKER-USER accepts) as steps
+the transaction applies, and `--apply` of a bundle refused in one line (exit 4) where the nodes named are of another
+layout."""
 
 from __future__ import annotations
 
@@ -9,9 +10,18 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.verify import load_trusted
+from linkcheck.cli.fix import _fix_nodes, _resolved
+from linkcheck.cluster.facts import accepts_forwarded
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.parsers.netfilter import IptRule
 from linkcheck.repair.plan import cluster_plan
+from linkcheck.repair.runtime import ACCEPT_INSERT, parse_op
 from tests.cluster import cluster_checks as cc
 from tests.cluster.cluster_checks import saved_bundle
 from tests.emulators.captures import node_captures
@@ -76,22 +86,65 @@ def test_a_copied_nccl_ib_hca_is_set_to_the_nodes_own(cli: InProcessCli, tmp_pat
     assert "+NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0" in str(persistent["diff"])
 
 
-def test_transit_repairs_are_named_with_their_fix_not_planned(cli: InProcessCli, tmp_path: Path) -> None:
+def test_transit_repairs_are_planned_as_steps_the_transaction_applies(cli: InProcessCli, tmp_path: Path) -> None:
+    """The ring of four with NCCL's sockets on the ring's addresses: every node lies between two others, does not
+    forward and has no route to the node opposite; each gets forwarding on (now and in linkcheck's drop-in) and
+    the route through the neighbour that shares a cable with both, as commands the transaction's grammar reads."""
     folder = saved_bundle(tmp_path / "bundle", "ring4-fabric-sockets")
     run = cli("fix", str(folder), "-o", str(tmp_path / "plan.json"))
-    assert "not planned: TRANSIT_FORWARDING_OFF:node b" in run.stdout
+    assert "node b: TRANSIT_FORWARDING_OFF:node b" in run.stdout
     saved = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))["plan"]
-    skipped = {n["finding"]: n["reason"] for n in saved["not_planned"]}
-    assert "sudo sysctl -w net.ipv4.ip_forward=1" in skipped["TRANSIT_FORWARDING_OFF:node b"]
-    assert "sudo ip route add" in skipped["NO_ROUTE_TO_NON_NEIGHBOUR:node a"]
-    assert not saved["steps"]
+    steps = {(s["node"], s["finding"].split(":")[0]): s for s in saved["steps"]}
+    assert set(steps) == {(n, r) for n in "abcd" for r in ("TRANSIT_FORWARDING_OFF", "NO_ROUTE_TO_NON_NEIGHBOUR")}
+    forward = steps[("b", "TRANSIT_FORWARDING_OFF")]
+    assert forward["runtime"] == ["sudo sysctl -w net.ipv4.ip_forward=1"]
+    assert forward["persistent"]["path"] == "/etc/sysctl.d/60-linkcheck-forward.conf"
+    assert "+net.ipv4.ip_forward=1" in forward["persistent"]["diff"]
+    # a reaches c's subnets through b, on a's cable to b (tests/lab/cluster.py ring4: a:p0 to b:p1, 192.168.10.x).
+    route = steps[("a", "NO_ROUTE_TO_NON_NEIGHBOUR")]
+    assert all(c.startswith("sudo ip route replace ") and " via 192.168.1" in c for c in route["runtime"])
+    kinds = {parse_op(c).kind for s in saved["steps"] for c in s["runtime"]}  # OpError for one it would refuse
+    assert kinds == {"forward", "route_replace"}
+    assert not [n for n in saved["not_planned"] if n["finding"].startswith(("TRANSIT_", "NO_ROUTE_"))]
+    # The route is persisted in the netplan definition of the interface it leaves by (netplan try commits it).
+    assert route["persistent"]["manager"] == "netplan" and "+          via: 192.168.10.2" in route["persistent"]["diff"]
 
 
-def test_apply_refuses_a_cluster_bundle_in_one_line(cli: InProcessCli) -> None:
-    run = cli("fix", "--apply", str(RING))
+def test_a_docker_forward_drop_is_answered_by_accepts_between_the_nodes_own_ports(tmp_path: Path) -> None:
+    """Docker's FORWARD DROP on a transit node with a DOCKER-USER chain: one exact accept per ordered pair of its
+    own addressed CX-7 interfaces (nothing else is let through), each removed by its exact rule on revert; the
+    accepts read back as the rule reads them: the finding then passes."""
+    chains = {"FORWARD": "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n",
+              "DOCKER-USER": "-N DOCKER-USER\n-A DOCKER-USER -j RETURN\n"}
+
+    def drop(name: str, model: Node) -> Node:
+        return dataclasses.replace(model, iptables=chains, ip_forward=True) if name == "b" else model
+
+    folder = saved_bundle(tmp_path / "bundle", "ring4-fabric-sockets", drop)
+    check = cluster_bundle(folder, load_playbooks(kind="all"))
+    plan = cluster_plan(check, load_trusted(folder))
+    accepts = [s for s in plan.steps if s.finding == "DOCKER_FORWARD_DROP:node b"]
+    assert [s.node for s in accepts] == ["b"]
+    ops = [parse_op(c) for c in accepts[0].runtime]
+    ports = {f.netdev for f in check.facts.nodes["b"].functions if f.ipv4}
+    assert {o.value for o in ops} == ports and len(ops) == 4 * 3 and all(o.value != o.via for o in ops)
+    assert all(o.kind == ACCEPT_INSERT for o in ops)
+    assert any("DOCKER-USER accepts are runtime only" in n for n in plan.notes)
+    # The chain as it reads once they are in: the rule that judges the finding takes it as accepting.
+    fwd = check.facts.forwarding["b"]
+    inserted = tuple(IptRule("DOCKER-USER", tuple(op.argv()[4:])) for op in ops)
+    assert not accepts_forwarded(fwd, sorted(ports))
+    # `iptables -I` puts them first in DOCKER-USER, before its RETURN.
+    assert accepts_forwarded(msgspec.structs.replace(fwd, forward_rules=(*inserted, *fwd.forward_rules)), sorted(ports))
+
+
+def test_apply_of_a_cluster_bundle_to_a_pair_is_refused_in_one_line(cli: InProcessCli, tmp_path: Path) -> None:
+    nodes = ["--node=a=root@198.18.255.1", "--node=b=root@198.18.255.2"]
+    run = cli("fix", "--apply", str(RING), *nodes, cwd=tmp_path)
     assert run.returncode == 4 and not run.stdout
-    assert run.stderr.count("\n") == 1 and "fix --apply serves a pair; this bundle holds 3 nodes (ring3)" in \
+    assert run.stderr.count("\n") == 1 and "this bundle holds 3 nodes (ring3) and the nodes named are a pair" in \
         run.stderr, run.stderr
+    assert not list(tmp_path.iterdir())  # no node contacted, no bundle folder
 
 
 def test_the_plan_is_saved_where_asked(cli: InProcessCli, tmp_path: Path) -> None:
@@ -101,13 +154,23 @@ def test_the_plan_is_saved_where_asked(cli: InProcessCli, tmp_path: Path) -> Non
     assert [s["node"] for s in saved["steps"]] == ["a", "b"]
 
 
-def test_a_live_cluster_is_refused_in_one_line_before_any_node_is_contacted(cli: InProcessCli, tmp_path: Path) -> None:
-    nodes = [f"--node={n}=root@198.18.255.{i}" for i, n in enumerate("abc", 1)]
-    for args in (("fix",), ("fix", "--apply"), ("fix", "--restore")):
-        run = cli(*args, *nodes, cwd=tmp_path)
-        assert run.returncode == 4 and not run.stdout, run.stderr
-        assert run.stderr.count("\n") == 1 and "serves a pair; over a cluster" in run.stderr, run.stderr
-    assert not list(tmp_path.iterdir())  # no bundle folder
+def test_live_nodes_are_a_cluster_from_the_sources_check_reads(tmp_path: Path) -> None:
+    """Three --node, or linkcheck.yaml's `cluster:` nodes: `fix` reaches a cluster (its hosts in their order, the
+    file's SSH options); two --node a pair."""
+    three = _resolved(None, [f"{n}=root@198.18.255.{i}" for i, n in enumerate("abc", 1)], (None, None, None))
+    target = _fix_nodes(three, None, None, accept=False)
+    assert target.hosts is not None and [h.name for h in target.hosts] == ["a", "b", "c"]
+    assert sorted(target.config.nodes) == ["a", "b", "c"]
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text('ssh: {connect_timeout_s: 7}\ncluster:\n  nodes:\n    a: "root@198.18.255.1"\n'
+                      '    b: "root@198.18.255.2"\n    c: "root@198.18.255.3"\n    d: "root@198.18.255.4"\n',
+                      encoding="utf-8")
+    configured = _fix_nodes(_resolved(config, None, (None, None, None)), config, None, accept=True)
+    assert configured.hosts is not None and len(configured.hosts) == 4
+    assert configured.config.ssh.connect_timeout_s == 7 and configured.config.ssh.accept_new_host_keys
+    pair = _fix_nodes(_resolved(None, ["a=root@198.18.255.1", "b=root@198.18.255.2"], (None, None, None)), None,
+                      ["a=root@198.18.255.1", "b=root@198.18.255.2"], accept=False)
+    assert pair.hosts is None and sorted(pair.config.nodes) == ["a", "b"]
 
 
 def test_a_cable_between_b_and_c_is_planned_on_b_and_c() -> None:

@@ -163,6 +163,10 @@ class Lab:
         state_dir = stage / "var-lib-linkcheck"
         state_dir.mkdir(parents=True, exist_ok=True)
         files = [*files, NodeFile("/var/lib/linkcheck", state_dir)]
+        # And its own, empty /etc/sysctl.d, where a cluster's `fix --apply` writes its forwarding drop-in.
+        sysctl_dir = stage / "etc-sysctl.d"
+        sysctl_dir.mkdir(parents=True, exist_ok=True)
+        files = [*files, NodeFile("/etc/sysctl.d", sysctl_dir)]
         mounts = traffic.root_ssh_mount_lines(node_dir)
         if node.nm_real:
             assert model_json is not None

@@ -29,7 +29,7 @@ from pathlib import Path
 from linkcheck.advise.model import Advice, Workload
 from linkcheck.app.advise import advise_bundle
 from linkcheck.app.fix import FixResult, fix_bundle
-from linkcheck.app.live import ClusterTraffic, LiveResult, TrafficRequest, run_live, save_cluster
+from linkcheck.app.live import LiveResult, TrafficRequest, run_live, save_cluster
 from linkcheck.app.live import check_cluster as _check_cluster
 from linkcheck.app.offline import configured_rules, judge_bundle
 from linkcheck.bench.latency import LatencyOptions
@@ -73,7 +73,7 @@ def check_cluster(nodes: Sequence[str], *, ssh: SshOptions | None = None, save_d
     rules = configured_rules(list(playbooks or []), None, kind="all")
     if len(nodes) < 3:
         raise UsageError(f"check_cluster takes 3 to 8 nodes, got {len(nodes)}; a pair's live check is run_live")
-    traffic = ClusterTraffic(rdma=rdma, nccl=nccl, latency=latency)
+    traffic = TrafficRequest(rdma=rdma, nccl=nccl, latency=latency)
     check, bundle, doc = _check_cluster(hosts, ssh or SshOptions(), rules, traffic)
     if save_dir is not None:
         save_cluster(bundle, doc, save_dir, anonymize=anonymize)

@@ -81,7 +81,9 @@ def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: 
 
 
 class TrafficRequest(msgspec.Struct, frozen=True):
-    """Which traffic tests to run after the inspection (None = skip that test).
+    """Which traffic tests to run after the inspection (None = skip that test), a pair's or a cluster's: the RDMA
+    rounds (over a cluster, per cable in the schedule's rounds), then NCCL (across every node), then the latency
+    test (ib_write_lat per path of every cable, the small all_reduce across every node).
 
     `repetitions` > 1 (`accept`) runs the RDMA rounds that many times, then NCCL and the latency test once; each
     repetition's captures carry their own `round` ids (`<round>-rep<n>`), so the facts keep them apart."""
@@ -90,6 +92,7 @@ class TrafficRequest(msgspec.Struct, frozen=True):
     nccl: NcclOptions | None = None
     repetitions: int = 1
     latency: LatencyOptions | None = None
+    command: str = "check"  # as a cluster's plan line names the run
 
 
 class LiveResult(msgspec.Struct, frozen=True):
@@ -237,20 +240,9 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
     return LiveResult(saved, outcome, interrupted)
 
 
-class ClusterTraffic(msgspec.Struct, frozen=True):
-    """What a cluster's run sends after the inspection: the RDMA rounds per cable (`repetitions` times: `accept`),
-    then NCCL across every node, then the latency test; nothing when all are None (inspection only)."""
-
-    rdma: RdmaOptions | None = None
-    nccl: NcclOptions | None = None
-    repetitions: int = 1
-    command: str = "check"  # as the plan line names the run
-    latency: LatencyOptions | None = None  # last: ib_write_lat per path of every cable, the all_reduce across all
-
-
 # The traffic to send, decided once the inspection has shown the cluster (`accept` picks its profile by the
 # layout); it may refuse (UsageError) before anything is sent.
-TrafficPlan = Callable[[ClusterFacts], ClusterTraffic]
+TrafficPlan = Callable[[ClusterFacts], TrafficRequest]
 
 
 class _Measured(msgspec.Struct):
@@ -260,7 +252,7 @@ class _Measured(msgspec.Struct):
 
 
 def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captures: list[Capture],
-             traffic: ClusterTraffic, rules: list[Rule], progress: Progress | None) -> _Measured:
+             traffic: TrafficRequest, rules: list[Rule], progress: Progress | None) -> _Measured:
     """The tests' rounds, `traffic.repetitions` times (each repetition's round ids its own); the first error or
     Ctrl-C ends the repetitions."""
     runnable = [p for p in planned if not p.refused]
@@ -285,7 +277,7 @@ def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captu
     return _Measured([judge_test(p, captures, rules, error, expected) for p in planned], error, interrupted)
 
 
-def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: ClusterTraffic) -> None:
+def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: TrafficRequest) -> None:
     """The run's plan once the schedule is known: the line, and the clock the live display counts down."""
     rdma, nccl = traffic.rdma, traffic.nccl
     if rdma is None:
@@ -307,7 +299,7 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
 
 
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
-                  traffic: ClusterTraffic | TrafficPlan, progress: Progress | None = None,
+                  traffic: TrafficRequest | TrafficPlan, progress: Progress | None = None,
                   expected: ExpectedCluster | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
     """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
     `traffic.nccl` is) and judge; with the bundle to save and its cluster record. `traffic` may be a plan that
@@ -321,7 +313,7 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         captures, errors = inspect_cluster(transports, ssh, hosts)
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
-        sent = traffic if isinstance(traffic, ClusterTraffic) else traffic(facts)
+        sent = traffic if isinstance(traffic, TrafficRequest) else traffic(facts)
         rdma, nccl, latency = sent.rdma, sent.nccl, sent.latency
         planned: list[Planned] = []
         if rdma is not None or latency is not None:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import msgspec
 import typer
 from msgspec.structs import replace
 
@@ -17,7 +18,6 @@ from linkcheck.accept.text import closing_line, cluster_acceptance_text
 from linkcheck.app.accept import run_accept, run_cluster_accept
 from linkcheck.app.init import write_cluster_config, write_initial_config
 from linkcheck.app.live import (
-    ClusterTraffic,
     LiveNodes,
     TrafficRequest,
     check_cluster,
@@ -178,26 +178,14 @@ def check(
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
     if report is not None and nodes.layout == "pair":
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
-    if nodes.layout == "cluster":
-        against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
-        rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
-            duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
-            else None
-        nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
-            max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
-        command = QUICK_COMMAND if quick else "check"
-        sent = ClusterTraffic(rdma, nccl, command=command,
-                              latency=_latency_options(port_base, nccl_binary) if latency else None)
-        _check_cluster(nodes, accept_new_host_keys, fmt, sent, report, (save, anonymize), against, prometheus,
-                       show_all, containers=checked_containers(container))
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
     if latency:
         options = _latency_options(port_base, nccl_binary)
         traffic = replace(traffic, latency=options) if traffic is not None else TrafficRequest(latency=options)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record(QUICK_COMMAND if quick else "check", baseline, prometheus), container)
+    _live(QUICK_COMMAND if quick else "check", nodes, traffic, _Run(
+        node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus, report, container))
 
 
 def bench_rdma(
@@ -208,14 +196,9 @@ def bench_rdma(
 ) -> None:
     """ib_write_bw on each path alone, then both at once, both directions; with counters before and after. Three or
     more --node (or linkcheck.yaml's `cluster:` nodes): every cable in rounds, as `check --bench` without NCCL."""
-    nodes = resolve_nodes(node or [], config=config)
-    if nodes.layout == "cluster":
-        _bench_over_cluster(nodes, (save, anonymize), accept_new_host_keys, fmt, show_all, ClusterTraffic(
-            RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base), command="bench rdma"),
-            baseline, prometheus)
-    traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record("bench rdma", baseline, prometheus))
+    _live("bench rdma", resolve_nodes(node or [], config=config),
+          _traffic(True, False, duration, size, qps, port_base, 0, None),
+          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
 def bench_nccl(
@@ -226,13 +209,9 @@ def bench_nccl(
 ) -> None:
     """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log. Three or more
     --node: across every node, one rank each, each rank's transport proven."""
-    nodes = resolve_nodes(node or [], config=config)
-    if nodes.layout == "cluster":
-        _bench_over_cluster(nodes, (save, anonymize), accept_new_host_keys, fmt, show_all, ClusterTraffic(
-            nccl=NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary), command="bench nccl"), baseline, prometheus)
-    traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record("bench nccl", baseline, prometheus))
+    _live("bench nccl", resolve_nodes(node or [], config=config),
+          _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary),
+          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
 def bench_latency(
@@ -244,22 +223,37 @@ def bench_latency(
     """The latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf 16-64 KiB
     across the nodes; what `linkcheck advise` reads. Same as `check --latency`. Three or more --node: every path of
     every cable, one run at a time, then the all_reduce across every node."""
-    options = _latency_options(port_base, nccl_binary)
-    nodes = resolve_nodes(node or [], config=config)
+    _live("bench latency", resolve_nodes(node or [], config=config),
+          TrafficRequest(latency=_latency_options(port_base, nccl_binary)),
+          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
+
+
+class _Run(msgspec.Struct, frozen=True):
+    """The options `check` and `bench` share, as given on the command line."""
+
+    node: list[str] | None
+    config: Path | None
+    save: Path | None
+    anonymize: bool
+    accept: bool
+    fmt: Format
+    show_all: bool
+    baseline: str | None
+    prometheus: Path | None
+    report: Path | None = None
+    container: list[str] | None = None
+
+
+def _live(command: str, nodes: LiveNodes, traffic: TrafficRequest | None, run: _Run) -> None:
+    """The live run of `check` and `bench rdma|nccl|latency`, its traffic request built once whatever the layout:
+    a cluster's check (every cable in the schedule's rounds, NCCL across every node), or the pair's."""
     if nodes.layout == "cluster":
-        _bench_over_cluster(nodes, (save, anonymize), accept_new_host_keys, fmt, show_all,
-                            ClusterTraffic(latency=options, command="bench latency"), baseline, prometheus)
-    traffic = TrafficRequest(latency=options)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record("bench latency", baseline, prometheus))
-
-
-def _bench_over_cluster(nodes: LiveNodes, save: tuple[Path | None, bool], accept: bool, fmt: Format, show_all: bool,
-                        traffic: ClusterTraffic, baseline: str | None, prometheus: Path | None) -> None:
-    """`bench rdma|nccl|latency` over a cluster: the cluster's check with that traffic alone (its rounds per cable,
-    NCCL across every node, or the latency test)."""
-    against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
-    _check_cluster(nodes, accept, fmt, traffic, None, save, against, prometheus, show_all)
+        against = cluster_baseline(run.baseline) if run.baseline else None  # refused before any node is touched
+        _check_cluster(nodes, run.accept, run.fmt, replace(traffic or TrafficRequest(), command=command), run.report,
+                       (run.save, run.anonymize), against, run.prometheus, run.show_all,
+                       containers=checked_containers(run.container))
+    _run_check(run.config, run.node, run.save, run.anonymize, run.accept, run.fmt, run.show_all, traffic,
+               run_record(command, run.baseline, run.prometheus), run.container)
 
 
 def accept(
@@ -361,7 +355,7 @@ def init(
         f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
 
 
-def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: ClusterTraffic, report: Path | None,
+def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest, report: Path | None,
                    save: tuple[Path | None, bool], baseline: ClusterBaseline | None = None,
                    prometheus: Path | None = None, show_all: bool = False,
                    containers: tuple[str, ...] = ()) -> None:

@@ -17,7 +17,8 @@ A live run takes a Config (`api.resolve_config(None, ["a=user@host-a", "b=user@h
 `api.load_config(path)`) and returns where the bundle was saved and its Outcome:
 `api.run_live(config, None, anonymize=False, diagnose=True, traffic=api.TrafficRequest(rdma=api.RdmaOptions()))`.
 Three to eight nodes: `api.check_cluster(["a=user@host-a", "b=user@host-b", "c=user@host-c"])` inspects them (with
-`rdma=api.RdmaOptions()` it measures every cable) and returns the ClusterCheck and where its bundle was saved.
+`rdma=api.RdmaOptions()` it measures every cable, with `latency=api.LatencyOptions()` runs the latency test) and
+returns the ClusterCheck and where its bundle was saved.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from pathlib import Path
 from linkcheck.advise.model import Advice, Workload
 from linkcheck.app.advise import advise_bundle
 from linkcheck.app.fix import FixResult, fix_bundle
-from linkcheck.app.live import ClusterTraffic, LiveResult, TrafficRequest, run_live, save_cluster
+from linkcheck.app.live import LiveResult, TrafficRequest, run_live, save_cluster
 from linkcheck.app.live import check_cluster as _check_cluster
 from linkcheck.app.offline import configured_rules, judge_bundle
+from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
 from linkcheck.cluster.hosts import cluster_hosts
@@ -41,10 +43,10 @@ from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.outcome import ClusterCheck, Outcome
 
 __all__ = [
-    "Advice", "ClusterCheck", "Config", "Diagnosis", "ExitCode", "Finding", "FixResult", "LinkcheckError",
-    "LiveResult", "NcclOptions", "Outcome", "RdmaOptions", "Severity", "SshOptions", "Status", "TrafficRequest",
-    "Verdict", "Workload", "advise_bundle", "check_cluster", "diagnose_bundle", "fix_bundle", "load_config",
-    "resolve_config", "run_live",
+    "Advice", "ClusterCheck", "Config", "Diagnosis", "ExitCode", "Finding", "FixResult", "LatencyOptions",
+    "LinkcheckError", "LiveResult", "NcclOptions", "Outcome", "RdmaOptions", "Severity", "SshOptions", "Status",
+    "TrafficRequest", "Verdict", "Workload", "advise_bundle", "check_cluster", "diagnose_bundle", "fix_bundle",
+    "load_config", "resolve_config", "run_live",
 ]
 
 
@@ -60,17 +62,19 @@ def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Con
 
 def check_cluster(nodes: Sequence[str], *, ssh: SshOptions | None = None, save_dir: Path | None = None,
                   rdma: RdmaOptions | None = None, nccl: NcclOptions | None = None,
-                  playbooks: list[Path] | None = None) -> tuple[ClusterCheck, Path | None]:
+                  playbooks: list[Path] | None = None, latency: LatencyOptions | None = None,
+                  anonymize: bool = False) -> tuple[ClusterCheck, Path | None]:
     """Three to eight nodes (`name=[user@]host[:port]`, as `--node` takes them; more than eight, a node named twice
     and fewer than three are refused as the command line refuses them) inspected at once, every cable
-    measured when `rdma` is given and NCCL run across every node when `nccl` is, then judged; the bundle is saved
-    in `save_dir` when one is given. Bad nodes raise a LinkcheckError (exit 4) before any node is contacted."""
+    measured when `rdma` is given, NCCL run across every node when `nccl` is and the latency test when `latency`
+    is, then judged; the bundle is saved in `save_dir` when one is given (anonymised with `anonymize`). Bad nodes
+    raise a LinkcheckError (exit 4) before any node is contacted."""
     hosts = cluster_hosts(nodes=list(nodes))
     rules = configured_rules(list(playbooks or []), None, kind="all")
     if len(nodes) < 3:
         raise UsageError(f"check_cluster takes 3 to 8 nodes, got {len(nodes)}; a pair's live check is run_live")
-    traffic = ClusterTraffic(rdma=rdma, nccl=nccl)
+    traffic = TrafficRequest(rdma=rdma, nccl=nccl, latency=latency)
     check, bundle, doc = _check_cluster(hosts, ssh or SshOptions(), rules, traffic)
     if save_dir is not None:
-        save_cluster(bundle, doc, save_dir)
+        save_cluster(bundle, doc, save_dir, anonymize=anonymize)
     return check, save_dir

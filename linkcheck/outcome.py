@@ -63,8 +63,11 @@ def cable_state(verdict: Verdict, link: LinkFacts) -> str:
     """What a test (a pair's one cable, or one of a cluster's) measured: `slow` only when its rules failed and a rate
     is below a healthy path's; a test that failed on configuration alone (an NCCL_IB_HCA that ib_write_bw does not
     read) with healthy rates is a pass for the traffic, its findings stay on its own report; nothing measured is
-    inconclusive."""
+    inconclusive. A test of the latency test alone (no rate) is `slow` when its rules failed, else a pass."""
     lowest = lowest_gbps(link)
+    if verdict is not Verdict.INCONCLUSIVE and lowest is None and any(r.typical_us is not None
+                                                                       for r in link.bench.latency):
+        return "slow" if verdict is Verdict.FAIL else "pass"
     if verdict is Verdict.INCONCLUSIVE or lowest is None:
         return "inconclusive"
     return "slow" if verdict is Verdict.FAIL and lowest < HEALTHY_PATH_MIN_GBPS else "pass"

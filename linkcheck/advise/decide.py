@@ -26,7 +26,7 @@ import msgspec
 
 from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Figure, FixFirst, Workload, headline
 from linkcheck.advise.published import published
-from linkcheck.facts.model import LinkFacts
+from linkcheck.facts.model import AllReduceRun, LatencyRun, LinkFacts
 from linkcheck.model import Finding, Status
 from linkcheck.values import byte_size, number, plain_number
 
@@ -96,9 +96,9 @@ def _throughput(link: LinkFacts, figs: _Figures) -> list[str]:
 Decode = tuple[float, str]  # the decode all-reduce's time (us), and how it was had
 
 
-def _allreduce(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None]:
-    """The measured small all_reduce: the reason, and its time at the decode payload (measured or interpolated)."""
-    run = link.bench.allreduce
+def _allreduce(run: AllReduceRun | None, figs: _Figures) -> tuple[list[str], Decode | None]:
+    """The measured small all_reduce (a pair's, or a cluster's across every node): the reason, and its time at the
+    decode payload (measured or interpolated)."""
     if run is None or not run.rows:
         return [], None
     for row in sorted(run.rows, key=lambda r: r.size_bytes):
@@ -125,7 +125,7 @@ def _measured(link: LinkFacts, figs: _Figures) -> tuple[list[str], Decode | None
         tail = (f" (published for a healthy pair: {figs.published('ib_write_lat_2b_us')} at 2 B, "
                 f"{figs.published('ib_write_lat_48k_us')} at 48 KB)") if link.bench.latency else ""
         out.append("the link measured: " + "; ".join(said) + tail)
-    reduce_reasons, decode = _allreduce(link, figs)
+    reduce_reasons, decode = _allreduce(link.bench.allreduce, figs)
     return out + reduce_reasons, decode, bool(link.bench.latency) or link.bench.allreduce is not None
 
 
@@ -361,12 +361,28 @@ HEADS_RULE = "vLLM: the attention heads must be divisible by the tensor parallel
 
 
 class Nodes(msgspec.Struct, frozen=True):
-    """What a cluster's advice reads besides its findings: how many nodes, the layout, and each cable's measured
-    rate with both twins at once (Gb/s, its slower direction; None where it was not measured)."""
+    """What a cluster's advice reads besides its findings: how many nodes, the layout, each cable's measured rate
+    with both twins at once (Gb/s, its slower direction; None where it was not measured), and the latency test:
+    each cable's ib_write_lat runs (by its label) and the small all_reduce across every node."""
 
     count: int
     layout: str
     cables: tuple[tuple[str, float | None], ...] = ()
+    latency: tuple[tuple[str, LatencyRun], ...] = ()
+    allreduce: AllReduceRun | None = None
+
+
+def _cable_latency(nodes: Nodes, figs: _Figures) -> list[str]:
+    """Each cable's measured ib_write_lat, as a reason, with the published figures of a healthy pair."""
+    said = []
+    for label, lat in nodes.latency:
+        if lat.typical_us is not None:
+            name = f"ib_write_lat {byte_size(lat.size_bytes)} on {lat.path_key} (cable {label})"
+            said.append(f"{name} {figs.add(Figure(name, lat.typical_us, 'us', 'measured', 'this bundle, t_typical'))}")
+    if not said:
+        return []
+    return ["the cables' latency measured: " + "; ".join(said) + f" (published for a healthy pair: "
+            f"{figs.published('ib_write_lat_2b_us')} at 2 B, {figs.published('ib_write_lat_48k_us')} at 48 KB)"]
 
 
 def _cables(nodes: Nodes, figs: _Figures) -> tuple[list[str], bool]:
@@ -448,18 +464,24 @@ def advise_cluster(nodes: Nodes, findings: Iterable[Finding], workload: Workload
     state = "degraded" if voiding else "healthy" if every else "not measured"
     need, usable, _, reasons = _memory(w, figs)
     fits_one = need <= usable
-    notes_out = [*notes, "the decode-sized all_reduce across the nodes is not measured in a cluster's bundle: the "
-                 "collective figures are the pair's published ones, scaled by linkcheck"]
+    latency = _cable_latency(nodes, figs)
+    reduce_reasons, decode = _allreduce(nodes.allreduce, figs)
+    measured += latency + reduce_reasons
+    latency_measured = bool(nodes.latency) or nodes.allreduce is not None
+    notes_out = list(notes)
+    if decode is None:
+        notes_out.append("the decode-sized all_reduce across the nodes is not measured in a cluster's bundle: the "
+                         "collective figures are the pair's published ones, scaled by linkcheck")
     if state == "not measured":
         notes_out.append("not every cable of this bundle was measured: a cross-node choice rests on the published "
                          "record alone (run `linkcheck check --quick` over every node first)")
     if need / n > usable:
         reasons.append(f"even split in {n} it needs {number(need / n)} GiB per node, more than the usable "
                        f"{number(usable)} GiB")
-        return Advice("does-not-fit", headline("does-not-fit", n), tuple(reasons + measured), state, False, w,
-                      tuple(figs.items.values()), voiding, notes=tuple(notes_out), nodes=n)
+        return Advice("does-not-fit", headline("does-not-fit", n), tuple(reasons + measured), state,
+                      latency_measured, w, tuple(figs.items.values()), voiding, notes=tuple(notes_out), nodes=n)
     scratch = _Figures()
-    estimate = _decode_estimate(w, None, scratch, nodes=n)
+    estimate = _decode_estimate(w, decode, scratch, nodes=n)
     choice, why = _cluster_choice(w, n, fits_one, estimate.speedup if estimate else None, figs)
     tp_ok, _ = _heads(w, n)
     if estimate is not None and tp_ok and (choice == "tensor-parallel" or not fits_one):
@@ -476,7 +498,7 @@ def advise_cluster(nodes: Nodes, findings: Iterable[Finding], workload: Workload
                        "the nodes: " + "; ".join(lead))
         if interim is None:
             notes_out.append("until the cluster is fixed the model cannot be served: it needs several nodes")
-        return Advice("fix-link-first", CHOICES["fix-link-first"], tuple(reasons), state, False, w,
+        return Advice("fix-link-first", CHOICES["fix-link-first"], tuple(reasons), state, latency_measured, w,
                       tuple(figs.items.values()), voiding, interim, choice, tuple(notes_out), n)
-    return Advice(choice, headline(choice, n), tuple(reasons), state, False, w, tuple(figs.items.values()), voiding,
-                  notes=tuple(notes_out), nodes=n)
+    return Advice(choice, headline(choice, n), tuple(reasons), state, latency_measured, w, tuple(figs.items.values()),
+                  voiding, notes=tuple(notes_out), nodes=n)

@@ -20,7 +20,7 @@ from msgspec.structs import replace
 from linkcheck.accept.evidence import acceptance_evidence, cluster_evidence
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, ClusterAcceptance, judge, judge_cluster
 from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
-from linkcheck.app.live import ClusterTraffic, TrafficRequest, check_cluster, run_live, save_cluster
+from linkcheck.app.live import TrafficRequest, check_cluster, run_live, save_cluster
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
@@ -131,19 +131,19 @@ class _Choice(msgspec.Struct):
     profile: Profile | None = None
     problem: str | None = None
 
-    def plan(self, facts: ClusterFacts) -> ClusterTraffic:
+    def plan(self, facts: ClusterFacts) -> TrafficRequest:
         lost = [f.subject for f in facts.topology.flagged("uninspected")]
         profile = choose_profile(self.given, facts.topology, lost)
         if profile is None:
             self.problem = (f"{', '.join(lost)} not inspected: the layout cannot be told, so no profile was chosen "
                             "and no traffic was sent; give --profile to run the tests that can run")
-            return ClusterTraffic()
+            return TrafficRequest()
         if self.duration_s is not None:  # the run's -D; the record's `standard` says whether it is weaker
             profile = replace(profile, test=replace(profile.test, duration_s=self.duration_s))
         self.profile = profile
         t = profile.test
-        return ClusterTraffic(RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
-                              NcclOptions(max_bytes=t.nccl_max_bytes), self.reps, "accept")
+        return TrafficRequest(RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
+                              NcclOptions(max_bytes=t.nccl_max_bytes), self.reps, command="accept")
 
     @property
     def reps(self) -> int:

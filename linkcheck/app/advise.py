@@ -50,14 +50,17 @@ def advise_bundle(path: Path, workload: Workload, *, playbooks: list[Path] | Non
 
 def cluster_nodes(check: ClusterCheck) -> Nodes:
     """The cluster as its advice reads it: its nodes, its layout, each first-pass test's rate with both twins at
-    once (the slower direction; None where not measured)."""
-    cables = []
+    once (the slower direction; None where not measured), and its latency test."""
+    cables, latency = [], []
+    allreduce = None
     for result in check.cables:
         if result.test.pass_no != FIRST_PASS:
             continue
         totals = [t for t in result.link.bench.totals("concurrent").values() if t is not None]
         cables.append((result.test.label, min(totals) if totals else None))
-    return Nodes(len(check.view.hosts), check.view.topology.layout, tuple(cables))
+        latency += [(result.test.label, run) for run in result.link.bench.latency]
+        allreduce = allreduce or result.link.bench.allreduce  # one run across every node, which each cable carries
+    return Nodes(len(check.view.hosts), check.view.topology.layout, tuple(cables), tuple(latency), allreduce)
 
 
 def cluster_findings(check: ClusterCheck) -> list[Finding]:

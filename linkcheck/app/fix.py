@@ -17,7 +17,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck import strict_json
-from linkcheck.app.live import ClusterTraffic, check_cluster, run_live, save_cluster
+from linkcheck.app.live import TrafficRequest, check_cluster, run_live, save_cluster
 from linkcheck.app.offline import configured_rules, judge_bundle
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.format import Bundle
@@ -139,7 +139,7 @@ def _inspect(target: FixNodes, save_dir: Path | None) -> _Inspected | None:
         return None if result.outcome is None else _Inspected(result.outcome, result.saved, result.interrupted)
     config = target.config
     rules = configured_rules([], config, kind="all")
-    check, bundle, doc = check_cluster(target.hosts, config.ssh, rules, ClusterTraffic(),
+    check, bundle, doc = check_cluster(target.hosts, config.ssh, rules, TrafficRequest(),
                                        expected=config.expected_cluster)
     saved = save_dir or default_save_dir()
     save_cluster(bundle, doc, saved)

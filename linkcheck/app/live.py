@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -24,14 +25,14 @@ from linkcheck.app.offline import CABLE_RULES, configured_rules, diagnose_facts,
 from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
 from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.guard import Progress, Schedule
-from linkcheck.bench.latency import LatencyOptions
+from linkcheck.bench.latency import LatencyOptions, run_cluster_latency
 from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths
 from linkcheck.bench.rounds import Planned, plan_cluster_rounds, run_cluster_rdma
 from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures, run_traffic
-from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.save_dir import default_save_dir
+from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
@@ -81,7 +82,9 @@ def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: 
 
 
 class TrafficRequest(msgspec.Struct, frozen=True):
-    """Which traffic tests to run after the inspection (None = skip that test).
+    """Which traffic tests to run after the inspection (None = skip that test), a pair's or a cluster's: the RDMA
+    rounds (over a cluster, per cable in the schedule's rounds), then NCCL (across every node), then the latency
+    test (ib_write_lat per path of every cable, the small all_reduce across every node).
 
     `repetitions` > 1 (`accept`) runs the RDMA rounds that many times, then NCCL and the latency test once; each
     repetition's captures carry their own `round` ids (`<round>-rep<n>`), so the facts keep them apart."""
@@ -90,6 +93,7 @@ class TrafficRequest(msgspec.Struct, frozen=True):
     nccl: NcclOptions | None = None
     repetitions: int = 1
     latency: LatencyOptions | None = None
+    command: str = "check"  # as a cluster's plan line names the run
 
 
 class LiveResult(msgspec.Struct, frozen=True):
@@ -179,12 +183,17 @@ def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> N
                                  latency_seconds(paths, len(latency.sizes), latency.allreduce) if latency else 0.0))
 
 
-def _to_save(bundle: Bundle, directory: Path | None, *, anonymize: bool) -> tuple[Bundle, Path]:
-    """The bundle as it will be saved (anonymized on request) and its folder."""
-    if anonymize:
-        bundle = anonymize_bundle(bundle)
-    target = directory or default_save_dir()
-    return replace(bundle, path=target), target
+def save_bundle(write: Callable[[Path], object], target: Path, *, anonymize: bool) -> None:
+    """Save a run's bundle into `target` with `write` (a pair's bundle, or a cluster's with its cluster.json); with
+    `anonymize`, the copy `linkcheck anonymize` makes of it instead, by the same code whatever the layout: the bundle
+    is first written to a private temporary folder (mode 0700), removed once the copy is made."""
+    if not anonymize:
+        write(target)
+        return
+    with tempfile.TemporaryDirectory(prefix="linkcheck-") as private:
+        real = Path(private) / "bundle"
+        write(real)
+        anonymize_any_saved(real, target)
 
 
 def _refuse_if_nothing_answered(bundle: Bundle) -> None:
@@ -222,29 +231,19 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
             bundle, interrupted = _traffic(transports, bundle, link, traffic, progress)
     finally:
         close_transports(transports)
-    saving, saved = _to_save(bundle, save_dir, anonymize=anonymize)
+    saved = save_dir or default_save_dir()
+    # First: a failed write is said before any verdict is shown. The report on screen keeps the real names: only
+    # what is saved is anonymised.
+    save_bundle(lambda target: write_bundle(replace(bundle, path=target), target), saved, anonymize=anonymize)
     if not diagnose or (interrupted and not bundle.captures):
-        write_bundle(saving, saved)
         return LiveResult(saved, None, interrupted)
-    write_bundle(saving, saved)  # first: a failed write is said before any verdict is shown
-    # The report on screen keeps the real names: only what is saved is anonymised.
     outcome = diagnose_facts(replace(bundle, path=saved), with_traffic(link, bundle.captures), rules, baseline)
     return LiveResult(saved, outcome, interrupted)
 
 
-class ClusterTraffic(msgspec.Struct, frozen=True):
-    """What a cluster's run sends after the inspection: the RDMA rounds per cable (`repetitions` times: `accept`),
-    then NCCL across every node; nothing when both are None (inspection only)."""
-
-    rdma: RdmaOptions | None = None
-    nccl: NcclOptions | None = None
-    repetitions: int = 1
-    command: str = "check"  # as the plan line names the run
-
-
 # The traffic to send, decided once the inspection has shown the cluster (`accept` picks its profile by the
 # layout); it may refuse (UsageError) before anything is sent.
-TrafficPlan = Callable[[ClusterFacts], ClusterTraffic]
+TrafficPlan = Callable[[ClusterFacts], TrafficRequest]
 
 
 class _Measured(msgspec.Struct):
@@ -254,7 +253,7 @@ class _Measured(msgspec.Struct):
 
 
 def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captures: list[Capture],
-             traffic: ClusterTraffic, rules: list[Rule], progress: Progress | None) -> _Measured:
+             traffic: TrafficRequest, rules: list[Rule], progress: Progress | None) -> _Measured:
     """The tests' rounds, `traffic.repetitions` times (each repetition's round ids its own); the first error or
     Ctrl-C ends the repetitions."""
     runnable = [p for p in planned if not p.refused]
@@ -279,7 +278,7 @@ def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captu
     return _Measured([judge_test(p, captures, rules, error, expected) for p in planned], error, interrupted)
 
 
-def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: ClusterTraffic) -> None:
+def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: TrafficRequest) -> None:
     """The run's plan once the schedule is known: the line, and the clock the live display counts down."""
     rdma, nccl = traffic.rdma, traffic.nccl
     if rdma is None:
@@ -301,13 +300,14 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
 
 
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
-                  traffic: ClusterTraffic | TrafficPlan, progress: Progress | None = None,
+                  traffic: TrafficRequest | TrafficPlan, progress: Progress | None = None,
                   expected: ExpectedCluster | None = None, baseline: ClusterBaseline | None = None,
-                  save: Path | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+                  save: Path | None = None, anonymize: bool = False) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
     """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
     `traffic.nccl` is) and judge, against `baseline` when one is given; with the bundle and its cluster record,
     saved to `save` (when given) before they are judged, so that a judgement refused (a baseline of another
-    cluster: BaselineError) loses no run. `traffic` may be a plan that decides from the inspected cluster."""
+    cluster: BaselineError) loses no run; the saved copy anonymised with `anonymize`. `traffic` may be a plan that
+    decides from the inspected cluster."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
     tests: list[CableTest] = []
@@ -317,11 +317,13 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         captures, errors = inspect_cluster(transports, ssh, hosts)
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
-        sent = traffic if isinstance(traffic, ClusterTraffic) else traffic(facts)
-        rdma, nccl = sent.rdma, sent.nccl
-        if rdma is not None:
+        sent = traffic if isinstance(traffic, TrafficRequest) else traffic(facts)
+        rdma, nccl, latency = sent.rdma, sent.nccl, sent.latency
+        planned: list[Planned] = []
+        if rdma is not None or latency is not None:
             tests = cable_tests(facts, schedule(facts.topology))
             planned = plan_tests(tests, errors)
+        if rdma is not None:
             if progress is not None:
                 _say_cluster_plan(progress, planned, sent)
             first = _measure(transports, planned, captures, sent, cable_rules, progress)
@@ -338,19 +340,32 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                                    {h.name: h.target.host for h in hosts})
             captures += run.captures
             nccl_error, interrupted = run.error, run.interrupted
+        latency_error: str | None = None
+        if latency is not None and not interrupted:
+            # Last, as on a pair: nothing else of ours is on any cable while a latency is measured.
+            paths = tuple(path for p in planned if not p.refused for path in p.paths)
+            measured = run_cluster_latency({h.name: transports[h.name] for h in hosts}, paths, facts, latency,
+                                           progress, {h.name: h.target.host for h in hosts})
+            captures += measured.captures
+            latency_error, interrupted = measured.error, measured.interrupted
     finally:
         close_transports(transports)
     doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
-                          _entries(tests), rdma is not None, error, interrupted, nccl is not None, nccl_error)
+                          _entries(tests), rdma is not None, error, interrupted, nccl is not None, nccl_error,
+                          latency is not None, latency_error)
     nodes = bundle_nodes(((h.name, str(h.target)) for h in hosts), captures)
     bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
     if save is not None:
-        save_cluster(bundle, doc, save)
+        save_cluster(bundle, doc, save, anonymize=anonymize)
     check = judge_cluster(hosts, captures, errors, doc, rules, expected, baseline)
     return replace(check, created=created), bundle, doc
 
 
-def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path) -> None:
-    """The cluster's bundle: every capture (inspection and traffic) and cluster.json, covered by `verify`."""
-    write_bundle(bundle, directory)
-    write_cluster(directory, doc)
+def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path, *, anonymize: bool = False) -> None:
+    """The cluster's bundle: every capture (inspection and traffic) and cluster.json, covered by `verify`; with
+    `anonymize`, its anonymised copy (`save_bundle`)."""
+    def write(target: Path) -> None:
+        write_bundle(bundle, target)
+        write_cluster(target, doc)
+
+    save_bundle(write, directory, anonymize=anonymize)

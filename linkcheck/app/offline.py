@@ -22,7 +22,7 @@ from linkcheck.baseline.store import ClusterBaseline, cluster_baseline, pair_bas
 from linkcheck.bench.rounds import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.cables import CableTest, pair_view, test_subnets
+from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subnets
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.record import ClusterDocument, is_cluster_bundle, load_cluster
@@ -84,13 +84,16 @@ def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Con
 
 # The pair's rules that judge one test's traffic: why a cable is slow, named per cable. The pair's other rules judge
 # a node's configuration, which the cluster's inspection and rules already cover once per node.
-CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL")
+# The latency rules judge a test's own ib_write_lat runs, and the small all_reduce across every node, as a pair's.
+CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL", "RDMA_LATENCY_HIGH",
+               "NCCL_ALLREDUCE_LATENCY_HIGH")
 
 
 def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule], error: str | None,
-                runs_expected: bool) -> CableResult:
-    """One test judged from its own captures. With traffic asked for (`runs_expected`), a test of which no run is
-    there is INCONCLUSIVE, never passed on its inspection alone: a missing measurement is never a passing one."""
+               runs_expected: bool, latency: tuple[bool, str | None] = (False, None)) -> CableResult:
+    """One test judged from its own captures. With traffic asked for (`runs_expected`), or the latency test
+    (`latency`: asked for, and why it stopped) of a first-pass test, a test of which no run is there is
+    INCONCLUSIVE, never passed on its inspection alone: a missing measurement is never a passing one."""
     test = planned.test
     if planned.refused:
         return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=planned.refused)
@@ -98,6 +101,10 @@ def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule],
     if runs_expected and not any(c.meta.get("kind") == "rdma" for c in own):
         return CableResult(test, test.link, Verdict.INCONCLUSIVE,
                            problem=error or "planned with traffic, but no run of it is there")
+    latency_asked, latency_error = latency
+    if latency_asked and test.pass_no == FIRST_PASS and not any(c.spec == "ib_write_lat" for c in own):
+        return CableResult(test, test.link, Verdict.INCONCLUSIVE,
+                           problem=latency_error or "planned with the latency test, but no run of it is there")
     link = with_traffic(test.link, own)
     diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
     problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
@@ -157,8 +164,9 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     for t in doc.tests:
         subnets, _ = test_subnets(facts.topology, Match(t.a, t.b, t.label))
         tests.append(CableTest(t.label, t.round, t.a, t.b, pair_view(facts, t.a, t.b, subnets), t.switched, t.pass_no))
-    results = [judge_test(p, captures, cable_rules, doc.traffic_error, doc.traffic) for p in plan_tests(tests, errors)]
-    if doc.traffic:
+    results = [judge_test(p, captures, cable_rules, doc.traffic_error, doc.traffic, (doc.latency, doc.latency_error))
+               for p in plan_tests(tests, errors)]
+    if doc.traffic or doc.latency:
         results += unreached(facts, errors)
     facts = with_nccl(replace(facts, tests=tuple(r.outcome() for r in results)), captures)
     if baseline is not None:
@@ -167,7 +175,8 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     # the cable rules they name as causes (which explain a cable's drift; their findings are the test's).
     view = judge_facts(hosts, facts, errors, rules)
     nccl_error = doc.nccl_error and f"NCCL across the nodes: {doc.nccl_error}"
-    traffic_error = "; ".join(e for e in (doc.traffic_error, nccl_error) if e) or None
+    latency_error = doc.latency_error and f"the latency test: {doc.latency_error}"
+    traffic_error = "; ".join(e for e in (doc.traffic_error, nccl_error, latency_error) if e) or None
     return ClusterCheck(view, facts, tuple(results), traffic_error, doc.interrupted, nccl_error=nccl_error)
 
 

@@ -1,4 +1,5 @@
-"""The latency test: ib_write_lat per path and message size, one run at a time, then the small all_reduce.
+"""The latency test: ib_write_lat per path and message size, one run at a time, then the small all_reduce; a pair's
+and a cluster's alike (a cluster's paths are every cable's, its all_reduce across every node).
 
 Latency must have the link to itself: a bandwidth round or another latency run beside it queues its messages
 behind theirs. So each run is one path, one size, one server and one client, started exactly as an ib_write_bw
@@ -17,14 +18,25 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Mapping
 
 import msgspec
 from msgspec.structs import replace
 
 from linkcheck.bench import remote
-from linkcheck.bench.nccl import mpirun_script, nccl_failure, run_mpirun
+from linkcheck.bench.guard import Progress, TrafficResult, run_guarded
+from linkcheck.bench.nccl import (
+    ClusterNcclPlan,
+    NcclOptions,
+    cluster_mpirun_script,
+    mpirun_script,
+    nccl_failure,
+    plan_cluster_nccl,
+    run_mpirun,
+)
 from linkcheck.bench.perftest import SERVER_EXIT_S, first_error, refuse_busy_ports, round_failure
 from linkcheck.bench.plan import BenchPath, PathEnd
+from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.errors import BenchError
 from linkcheck.model import Capture
 from linkcheck.transport.base import Transport
@@ -170,29 +182,85 @@ def run_latency_round(transports: dict[str, Transport], registry: remote.Process
         raise BenchError(failure)
 
 
-def allreduce_capture(paths: tuple[BenchPath, ...], options: LatencyOptions, run_id: str) -> tuple[str, Capture]:
-    """The mpirun script of the small all_reduce and the capture it will make (node a, rank 0's output)."""
-    iterations = f" -n {ALLREDUCE_ITERS} -w {ALLREDUCE_WARMUP}"
-    script = mpirun_script(paths, ALLREDUCE_MAX_BYTES, options.allreduce_binary, program=ALLREDUCE,
-                           min_bytes=ALLREDUCE_MIN_BYTES, iterations=iterations, json_report=False)
-    hcas = ",".join(sorted({p.a.rdma_dev for p in paths}))
-    meta = {"kind": KIND, "tool": ALLREDUCE, "min_bytes": str(ALLREDUCE_MIN_BYTES),
+class AllReduceJob(msgspec.Struct, frozen=True):
+    """The small all_reduce as it will run: its mpirun script, launched from the template's node (a pair's a, a
+    cluster's head), and the capture it will make."""
+
+    script: str
+    template: Capture
+
+
+_ITERATIONS = f" -n {ALLREDUCE_ITERS} -w {ALLREDUCE_WARMUP}"
+
+
+def _allreduce_meta(hcas: str, run_id: str) -> dict[str, str]:
+    return {"kind": KIND, "tool": ALLREDUCE, "min_bytes": str(ALLREDUCE_MIN_BYTES),
             "max_bytes": str(ALLREDUCE_MAX_BYTES), "hcas": hcas, "format": "text", "run_id": run_id}
-    return script, Capture("a", ALLREDUCE, script.splitlines()[-1], "", exit_status=None, arg="allreduce", meta=meta)
 
 
-def run_latency(transports: dict[str, Transport], registry: remote.ProcessRegistry, paths: tuple[BenchPath, ...],
-                runs: list[LatencyRun], options: LatencyOptions, sink: list[Capture]) -> None:
-    """Every ib_write_lat run one after another, then the all_reduce; stops at the first failure (BenchError)."""
+def pair_allreduce(paths: tuple[BenchPath, ...], options: LatencyOptions, run_id: str) -> AllReduceJob:
+    """The small all_reduce of a pair: its mpirun script and the capture it will make (node a, rank 0's output)."""
+    script = mpirun_script(paths, ALLREDUCE_MAX_BYTES, options.allreduce_binary, program=ALLREDUCE,
+                           min_bytes=ALLREDUCE_MIN_BYTES, iterations=_ITERATIONS, json_report=False)
+    meta = _allreduce_meta(",".join(sorted({p.a.rdma_dev for p in paths})), run_id)
+    return AllReduceJob(script, Capture("a", ALLREDUCE, script.splitlines()[-1], "", exit_status=None, arg="allreduce",
+                                        meta=meta))
+
+
+def cluster_allreduce(plan: ClusterNcclPlan, options: LatencyOptions, run_id: str) -> AllReduceJob:
+    """The small all_reduce across every node of a cluster: the ranks, addresses and NCCL settings of the cluster's
+    all_gather job (`plan_cluster_nccl`: the ring in cable order, each rank its own cabled HCAs), at the decode
+    sizes; the capture (the head's merged output) names the nodes as the all_gather's does."""
+    plan = replace(plan, max_bytes=ALLREDUCE_MAX_BYTES)
+    script = cluster_mpirun_script(plan, options.allreduce_binary, program=ALLREDUCE, min_bytes=ALLREDUCE_MIN_BYTES,
+                                   iterations=_ITERATIONS, json_report=False)
+    meta = {**_allreduce_meta(",".join(sorted({r.hca_setting for r in plan.ranks})), run_id),
+            "nodes": ",".join(r.node for r in plan.ranks), "layout": plan.layout}
+    return AllReduceJob(script, Capture(plan.head, ALLREDUCE, script.splitlines()[-1], "", exit_status=None,
+                                        arg="allreduce", meta=meta))
+
+
+def run_latency(transports: dict[str, Transport], registry: remote.ProcessRegistry, runs: list[LatencyRun],
+                options: LatencyOptions, sink: list[Capture], allreduce: AllReduceJob | None) -> None:
+    """Every ib_write_lat run one after another, then the all_reduce; stops at the first failure (BenchError). A
+    pair's and a cluster's alike: the runs name their nodes, the job its launching node."""
     for run in runs:
         run_latency_round(transports, registry, run, options, sink)
-    if options.allreduce:
-        script, template = allreduce_capture(paths, options, registry.run_id)
+    if allreduce is not None:
         first = len(sink)
-        run_mpirun(transports["a"], registry, script, template, options.allreduce_timeout_s, sink, None)
+        run_mpirun(transports[allreduce.template.node], registry, allreduce.script, allreduce.template,
+                   options.allreduce_timeout_s, sink, None)
         failure = nccl_failure(sink[first]) if len(sink) > first else None
         if failure:
             raise BenchError(failure)
+
+
+def run_cluster_latency(transports: dict[str, Transport], paths: tuple[BenchPath, ...], facts: ClusterFacts,
+                        options: LatencyOptions, progress: Progress | None = None,
+                        reach: Mapping[str, str] | None = None) -> TrafficResult:
+    """A cluster's latency test under one guard: ib_write_lat on every path of every cable (`paths`, keyed by
+    cable), one run at a time across the whole cluster as on a pair, then the small all_reduce across every node
+    (ranked and reached as the cluster's all_gather: `plan_cluster_nccl`). The first error stops it; every process
+    started is ended by PID on every node."""
+    shown = progress or Progress()
+
+    def body(registry: remote.ProcessRegistry, out: TrafficResult, flaps: list[str]) -> None:
+        runs = plan_latency(paths, options)
+        refuse_busy_latency(transports, runs)  # before anything is started
+        registry.prepare(60 + latency_budget_s(len(runs), options))
+        shown.latency_started(len(runs))
+        first = len(out.captures)
+        try:
+            job = None
+            if options.allreduce:  # refused (BenchError) when a node cannot take part: after the runs, never before
+                sizes = NcclOptions(max_bytes=ALLREDUCE_MAX_BYTES, binary=options.allreduce_binary)
+                plan = plan_cluster_nccl(facts, sizes, reach)
+                job = cluster_allreduce(plan, options, registry.run_id)
+            run_latency(transports, registry, runs, options, out.captures, job)
+        finally:
+            shown.latency_done(out.captures[first:])
+
+    return run_guarded(transports, body)
 
 
 def latency_budget_s(runs: int, options: LatencyOptions) -> float:

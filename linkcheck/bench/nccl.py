@@ -355,17 +355,18 @@ def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions,
 
 
 def cluster_mpirun_script(plan: ClusterNcclPlan, binary: str | None, *, program: str = "all_gather_perf",
-                          min_bytes: int = MIN_BYTES) -> str:
+                          min_bytes: int = MIN_BYTES, iterations: str = "", json_report: bool = True) -> str:
     """The shell script the head runs: the prelude and wire-up the pair's uses, then one mpirun with an app context
-    per rank."""
+    per rank; `program` from -b min_bytes to -e the plan's max_bytes (`iterations`: extra -n/-w flags), as the
+    pair's `mpirun_script`."""
     q = shlex.quote
     hosts = ",".join(f"{r.host}:1" for r in plan.ranks)
     subnets = ",".join(plan.subnets)
     common = " ".join(f"-x {q(f'{k}={v}')}" for k, v in plan.env)
-    args = f'"$exe" -b {int(min_bytes)} -e {int(plan.max_bytes)} -f 2 -g 1 $json'
+    args = f'"$exe" -b {int(min_bytes)} -e {int(plan.max_bytes)} -f 2 -g 1{iterations} $json'
     contexts = [f"-np 1 {common} -x {q('NCCL_IB_HCA=' + r.hca_setting)} {args}" for r in plan.ranks]
     return "\n".join([
-        *launch_prelude(program, binary, json_report=True),
+        *launch_prelude(program, binary, json_report),
         f"exec mpirun $root -H {q(hosts)} {wire_up(subnets)} " + " : ".join(contexts),
     ])
 

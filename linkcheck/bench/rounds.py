@@ -24,6 +24,7 @@ from msgspec.structs import replace
 
 from linkcheck.bench import remote, snapshot
 from linkcheck.bench.guard import Progress, TrafficResult, run_guarded
+from linkcheck.bench.latency import KIND as LATENCY
 from linkcheck.bench.perftest import (
     RoundContext,
     Servers,
@@ -34,7 +35,7 @@ from linkcheck.bench.perftest import (
     run_round,
 )
 from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, untested_paths
-from linkcheck.cluster.cables import CableTest, of_test_round
+from linkcheck.cluster.cables import FIRST_PASS, CableTest, of_test_round
 from linkcheck.errors import BenchError
 from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.model import DataPath, LinkFacts
@@ -253,14 +254,17 @@ def plan_cluster_rounds(planned: Sequence[Planned], options: RdmaOptions, ports:
 
 
 def captures_of(planned: Planned, captures: Sequence[Capture]) -> list[Capture]:
-    """The captures of one test: its runs (by path key, in its own schedule round), and the counters its two nodes
-    gave around those rounds."""
+    """The captures of one test: its runs (by path key, in its own schedule round), the counters its two nodes
+    gave around those rounds, and of a first-pass test its latency runs (by path key) with the small all_reduce
+    across every node (the one latency capture without a path: every cable carries it)."""
     runs = [c for c in captures if c.meta.get("kind") == "rdma" and c.meta.get("path") in planned.keys
             and of_test_round(c, planned.test.round)]
     rounds = {c.meta.get("round") for c in runs}
     snapshots = [c for c in captures if c.meta.get("kind") == "snapshot" and c.node in planned.test.nodes
                  and c.meta.get("round") in rounds]
-    return runs + snapshots
+    latency = [c for c in captures if c.meta.get("kind") == LATENCY and planned.test.pass_no == FIRST_PASS
+               and c.meta.get("path", "") in planned.keys | {""}]
+    return runs + snapshots + latency
 
 
 def _follow_ups(planned: Sequence[Planned], captures: list[Capture], options: RdmaOptions, ports: _Ports,

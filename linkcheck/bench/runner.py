@@ -11,7 +11,14 @@ from msgspec.structs import replace
 
 from linkcheck.bench import remote
 from linkcheck.bench.guard import Progress, TrafficResult, run_guarded
-from linkcheck.bench.latency import LatencyOptions, latency_budget_s, plan_latency, refuse_busy_latency, run_latency
+from linkcheck.bench.latency import (
+    LatencyOptions,
+    latency_budget_s,
+    pair_allreduce,
+    plan_latency,
+    refuse_busy_latency,
+    run_latency,
+)
 from linkcheck.bench.nccl import NcclOptions, run_nccl
 from linkcheck.bench.perftest import ToolInfo, refuse_busy
 from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, follow_ups, phases, plan_rounds
@@ -112,7 +119,8 @@ def _run(transports: dict[str, Transport], registry: remote.ProcessRegistry, lin
         progress.latency_started(len(lat_runs))
         first = len(out.captures)
         try:
-            run_latency(transports, registry, paths, lat_runs, latency, out.captures)
+            job = pair_allreduce(paths, latency, registry.run_id) if latency.allreduce else None
+            run_latency(transports, registry, lat_runs, latency, out.captures, job)
         finally:
             progress.latency_done(out.captures[first:])
 

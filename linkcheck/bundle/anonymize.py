@@ -469,7 +469,9 @@ class Anonymizer:
             every = f"(?i:{_alternatives(forms)})"
             # Where a name can only be a hostname: any name, tool words too.
             parts += [("hostat", rf"(?<=@){every}(?![\w-]|\.\w)"),
-                      ("hostnccl", rf"^{every}(?=:\d+:\d+ )"),
+                      # NCCL's prefix, at a line's start or right after the digits of another rank's line that
+                      # mpirun's merged output cut short ("...30435:3047spark-b:30433:30433 [0] NCCL INFO")
+                      ("hostnccl", rf"(?:^|(?<=\d)){every}(?=:\d+:\d+ )"),
                       ("hoston", rf"(?<= on ){every}(?=[ \t]+device\b)"),
                       ("hostlist", r"(?<=-H )[^\s,]+(?:,[^\s,]+)*|(?<=--host )[^\s,]+(?:,[^\s,]+)*")]
         free = [f for f in forms if not _tool_word(f)]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import msgspec
 import typer
 from msgspec.structs import replace
 
@@ -17,7 +18,6 @@ from linkcheck.accept.text import closing_line, cluster_acceptance_text
 from linkcheck.app.accept import run_accept, run_cluster_accept
 from linkcheck.app.init import write_cluster_config, write_initial_config
 from linkcheck.app.live import (
-    ClusterTraffic,
     LiveNodes,
     TrafficRequest,
     check_cluster,
@@ -176,28 +176,14 @@ def check(
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
     if report is not None and nodes.layout == "pair":
         raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
-    if nodes.layout == "cluster":
-        if latency or anonymize:
-            raise UsageError("over a cluster, check runs the inspection, the RDMA rounds per cable and NCCL across "
-                             "the nodes; --latency and --anonymize serve a pair (a saved cluster bundle: "
-                             "`linkcheck anonymize BUNDLE OUT`)")
-        against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
-        rdma = quick_options(size_bytes=size, qps=qps, port_base=port_base) if quick else RdmaOptions(
-            duration_s=duration or DEFAULT_DURATION_S, size_bytes=size, qps=qps, port_base=port_base) if bench \
-            else None
-        nccl = NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary) if bench else NcclOptions(
-            max_bytes=TRANSPORT_PROOF_BYTES, binary=nccl_binary, transport_only=True) if quick_nccl else None
-        _check_cluster(nodes, accept_new_host_keys, fmt, (rdma, nccl), report, save, against,
-                       QUICK_COMMAND if quick else "check", prometheus, show_all,
-                       containers=checked_containers(container))
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
     if latency:
         options = _latency_options(port_base, nccl_binary)
         traffic = replace(traffic, latency=options) if traffic is not None else TrafficRequest(latency=options)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record(QUICK_COMMAND if quick else "check", baseline, prometheus), container)
+    _live(QUICK_COMMAND if quick else "check", nodes, traffic, _Run(
+        node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus, report, container))
 
 
 def bench_rdma(
@@ -208,14 +194,9 @@ def bench_rdma(
 ) -> None:
     """ib_write_bw on each path alone, then both at once, both directions; with counters before and after. Three or
     more --node (or linkcheck.yaml's `cluster:` nodes): every cable in rounds, as `check --bench` without NCCL."""
-    nodes = resolve_nodes(node or [], config=config)
-    if nodes.layout == "cluster":
-        _bench_over_cluster("bench rdma", nodes, save, anonymize, accept_new_host_keys, fmt, show_all,
-                            RdmaOptions(duration_s=duration, size_bytes=size, qps=qps, port_base=port_base), None,
-                            baseline, prometheus)
-    traffic = _traffic(True, False, duration, size, qps, port_base, 0, None)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record("bench rdma", baseline, prometheus))
+    _live("bench rdma", resolve_nodes(node or [], config=config),
+          _traffic(True, False, duration, size, qps, port_base, 0, None),
+          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
 def bench_nccl(
@@ -226,13 +207,9 @@ def bench_nccl(
 ) -> None:
     """nccl-tests all_gather_perf across both nodes with mpirun; transport proven from the NCCL log. Three or more
     --node: across every node, one rank each, each rank's transport proven."""
-    nodes = resolve_nodes(node or [], config=config)
-    if nodes.layout == "cluster":
-        _bench_over_cluster("bench nccl", nodes, save, anonymize, accept_new_host_keys, fmt, show_all, None,
-                            NcclOptions(max_bytes=nccl_max_bytes, binary=nccl_binary), baseline, prometheus)
-    traffic = _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary)
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record("bench nccl", baseline, prometheus))
+    _live("bench nccl", resolve_nodes(node or [], config=config),
+          _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary),
+          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
 def bench_latency(
@@ -242,26 +219,39 @@ def bench_latency(
     prometheus: PrometheusOpt = None,
 ) -> None:
     """The latency test: ib_write_lat per path at 2 B and 48 KiB, one run at a time, then all_reduce_perf 16-64 KiB
-    across the nodes; what `linkcheck advise` reads. Same as `check --latency`. A pair's test: three or more
-    nodes are refused (exit 4)."""
-    if resolve_nodes(node or [], config=config).layout == "cluster":
-        raise UsageError("bench latency serves a pair: ib_write_lat per path and the small all_reduce are judged "
-                         "between two nodes; over a cluster, `linkcheck check --quick` measures every cable")
-    traffic = TrafficRequest(latency=_latency_options(port_base, nccl_binary))
-    _run_check(config, node, save, anonymize, accept_new_host_keys, fmt, show_all, traffic,
-               run_record("bench latency", baseline, prometheus))
+    across the nodes; what `linkcheck advise` reads. Same as `check --latency`. Three or more --node: every path of
+    every cable, one run at a time, then the all_reduce across every node."""
+    _live("bench latency", resolve_nodes(node or [], config=config),
+          TrafficRequest(latency=_latency_options(port_base, nccl_binary)),
+          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
-def _bench_over_cluster(command: str, nodes: LiveNodes, save: Path | None, anonymize: bool, accept: bool,
-                        fmt: Format, show_all: bool, rdma: RdmaOptions | None, nccl: NcclOptions | None,
-                        baseline: str | None, prometheus: Path | None) -> None:
-    """`bench rdma` or `bench nccl` over a cluster: the cluster's check with that traffic alone (its rounds per
-    cable, or NCCL across every node)."""
-    if anonymize:
-        raise UsageError(f"{command} --anonymize serves a pair; over a cluster, save the bundle, then "
-                         "`linkcheck anonymize BUNDLE OUT` writes its anonymised copy")
-    against = cluster_baseline(baseline) if baseline else None  # refused before any node is touched
-    _check_cluster(nodes, accept, fmt, (rdma, nccl), None, save, against, command, prometheus, show_all)
+class _Run(msgspec.Struct, frozen=True):
+    """The options `check` and `bench` share, as given on the command line."""
+
+    node: list[str] | None
+    config: Path | None
+    save: Path | None
+    anonymize: bool
+    accept: bool
+    fmt: Format
+    show_all: bool
+    baseline: str | None
+    prometheus: Path | None
+    report: Path | None = None
+    container: list[str] | None = None
+
+
+def _live(command: str, nodes: LiveNodes, traffic: TrafficRequest | None, run: _Run) -> None:
+    """The live run of `check` and `bench rdma|nccl|latency`, its traffic request built once whatever the layout:
+    a cluster's check (every cable in the schedule's rounds, NCCL across every node), or the pair's."""
+    if nodes.layout == "cluster":
+        against = cluster_baseline(run.baseline) if run.baseline else None  # refused before any node is touched
+        _check_cluster(nodes, run.accept, run.fmt, replace(traffic or TrafficRequest(), command=command), run.report,
+                       (run.save, run.anonymize), against, run.prometheus, run.show_all,
+                       containers=checked_containers(run.container))
+    _run_check(run.config, run.node, run.save, run.anonymize, run.accept, run.fmt, run.show_all, traffic,
+               run_record(command, run.baseline, run.prometheus), run.container)
 
 
 def accept(
@@ -363,36 +353,39 @@ def init(
         f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
 
 
-def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format,
-                   traffic: tuple[RdmaOptions | None, NcclOptions | None], report: Path | None,
-                   save: Path | None, baseline: ClusterBaseline | None = None, command: str = "check",
+def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest, report: Path | None,
+                   save: tuple[Path | None, bool], baseline: ClusterBaseline | None = None,
                    prometheus: Path | None = None, show_all: bool = False,
                    containers: tuple[str, ...] = ()) -> None:
-    """A cluster's check: inspection, topology, the rounds per cable when asked, the cluster's and the cables'
-    findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or JSON on stdout, a
-    Markdown report to `report`, the textfile to `prometheus`, the bundle saved, each test recorded in its pair's
-    history as `command`, the verdict's exit code."""
+    """A cluster's check: inspection, topology, the rounds per cable and the latency test when asked, the cluster's
+    and the cables' findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or
+    JSON on stdout, a Markdown report to `report`, the textfile to `prometheus`, the bundle saved (`save`: the
+    folder, and whether anonymised), each test recorded in its pair's history as `traffic.command`, the verdict's
+    exit code."""
     if report is not None:
         check_output_path(report, "--report")
     if prometheus is not None:
         check_textfile_path(prometheus)
-    target = checked_save(save)
-    rdma, nccl = traffic
+    target = checked_save(save[0])
+    rdma, nccl, latency, command = traffic.rdma, traffic.nccl, traffic.latency, traffic.command
     quiet_libraries()
     found = nodes.config
     hosts = tuple(replace(h, target=with_containers(h.target, containers)) for h in nodes.hosts())
     rules = configured_rules([], found, kind="all")
     if not FLAGS.quiet and fmt is Format.console:
-        say(f"checking {len(hosts)} nodes: " + ("inspection only" if rdma is None else
+        say(f"checking {len(hosts)} nodes: " + (("inspection only" if latency is None else "inspection")
+                                                if rdma is None else
             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
             + ("" if nccl is None else ", then all_gather_perf across every node"
-               + (" (the transport proof)" if nccl.transport_only else "")))
+               + (" (the transport proof)" if nccl.transport_only else ""))
+            + ("" if latency is None else ", then ib_write_lat per path of every cable, one run at a time, and "
+               "all_reduce_perf 16-64 KiB across every node"))
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not FLAGS.quiet else None
     try:
-        result, bundle, _ = check_cluster(hosts, ssh_options(found, accept), rules, ClusterTraffic(rdma, nccl),
-                                          progress, expected=found.expected_cluster if found else None,
-                                          baseline=baseline, save=target)
+        result, bundle, _ = check_cluster(hosts, ssh_options(found, accept), rules, traffic, progress,
+                                          expected=found.expected_cluster if found else None,
+                                          baseline=baseline, save=target, anonymize=save[1])
     except BaselineError:
         say(f"bundle saved to {target}")  # saved before it was judged: a baseline of another cluster stops here
         raise

@@ -17,7 +17,7 @@ from msgspec.structs import replace
 
 from linkcheck.bundle.anonymize import anonymize_saved, anonymize_saved_with
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster.record import CLUSTER, ClusterDocument, is_cluster_bundle, load_cluster, write_cluster
+from linkcheck.cluster.record import CLUSTER, is_cluster_bundle, load_cluster, write_cluster
 from linkcheck.model import Capture
 
 
@@ -57,13 +57,12 @@ def anonymize_cluster_saved(source: Path, target: Path, warn: Callable[[str], No
             value = value.replace(f"node {old}", f"node {new}")
         return anon.text(value)
 
-    write_cluster(target, ClusterDocument(
-        doc.schema, doc.schema_version,
-        hosts=tuple(replace(h, name=names[h.name], target=anon.map_target(h.target)) for h in doc.hosts),
+    write_cluster(target, replace(
+        doc, hosts=tuple(replace(h, name=names[h.name], target=anon.map_target(h.target)) for h in doc.hosts),
         tests=tuple(replace(t, label=_label(t.label, names), a=names.get(t.a, t.a), b=names.get(t.b, t.b))
                     for t in doc.tests),
-        traffic=doc.traffic, traffic_error=text(doc.traffic_error), interrupted=doc.interrupted, nccl=doc.nccl,
-        nccl_error=text(doc.nccl_error)))
+        traffic_error=text(doc.traffic_error), nccl_error=text(doc.nccl_error),
+        latency_error=text(doc.latency_error)))
     return manifest
 
 

@@ -65,6 +65,10 @@ class ClusterDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Why NCCL across the nodes did not run or finish: kept apart from `traffic_error` (the RDMA rounds'), so that it
     # never leaves a cable's own measurement inconclusive.
     nccl_error: str | None = None
+    # Whether the latency test was asked for (--latency, `bench latency`): ib_write_lat per path of every cable, then
+    # the small all_reduce across every node; and why it did not run or finish (kept apart as NCCL's is).
+    latency: bool = False
+    latency_error: str | None = None
 
 
 def cluster_json(doc: ClusterDocument) -> str:

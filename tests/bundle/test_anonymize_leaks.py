@@ -66,6 +66,16 @@ def test_hostname_that_is_a_tool_word_only_where_it_is_a_hostname() -> None:
     assert anon.captures[1].stdout == "node-b\n"
 
 
+def test_nccl_prefix_right_after_another_ranks_cut_line() -> None:
+    """mpirun merges every rank's output: a rank's line may stop mid-way and the next rank's prefix follow it on the
+    same line, after digits (its pid:tid), where no other hostname rule looks."""
+    out = _out(_bundle("spark-a:30435:3047spark-b:30433:30433 [0] NCCL INFO Bootstrap\n"))
+    assert out == "node-a:30435:3047node-b:30433:30433 [0] NCCL INFO Bootstrap\n"
+    # A hostname the tools print as a word is replaced there too, as at a line's start.
+    out = _out(_bundle("up:1:2 [0] NCCL INFO x\n3up:4:5 [0] NCCL INFO y\nlink 3up:4\n", host_b="up"))
+    assert out == "node-b:1:2 [0] NCCL INFO x\n3node-b:4:5 [0] NCCL INFO y\nlink 3up:4\n"
+
+
 def test_hostnames_in_paths_manifest_command_and_meta() -> None:
     bundle = _bundle("log at /var/log/nccl-spark-a.log and /home/nvidia/spark-b/run_1/\n",
                      command="cat /tmp/spark-a/out.txt", meta={"peer": "spark-b.lab.example.com", "host": "Spark-A"})

@@ -84,7 +84,7 @@ def test_the_json_view() -> None:
         ("RING_SAME_PORT", "cable a:p0<->b:p0"), ("RING_SAME_PORT", "cable b:p1<->c:p1")}
 
 
-@pytest.mark.parametrize("command", [("bench", "latency"), ("collect",)], ids=" ".join)
+@pytest.mark.parametrize("command", [("collect",)], ids=" ".join)
 def test_a_pair_command_refuses_a_cluster_config_in_one_line(command: tuple[str, ...], cli: InProcessCli,
                                                              tmp_path: Path) -> None:
     """A linkcheck.yaml whose `cluster:` names three nodes: a command that serves a pair says so (exit 4) before
@@ -94,7 +94,6 @@ def test_a_pair_command_refuses_a_cluster_config_in_one_line(command: tuple[str,
         encoding="utf-8")
     run = cli(*command, cwd=tmp_path)
     assert run.returncode == 4 and not run.stdout
-    said = "bench latency serves a pair" if command == ("bench", "latency") else \
-        "this command serves a pair; the file names a cluster of 3 nodes"
+    said = "this command serves a pair; the file names a cluster of 3 nodes"
     assert run.stderr.count("\n") == 1 and said in run.stderr, run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linkcheck.yaml"]  # no bundle folder

@@ -17,7 +17,8 @@ Scenarios, with what `infer_topology` must say of them (`expected`):
 - switch4: four nodes, cage p1 on the switch.
 - mixed: three nodes on the switch by p1, and a:p0 cabled straight to b:p0 as well.
 - ring3-hotplug: the ring of three with its a:p0<->b:p1 cable in the hot-plug state: both cages' twins run ~13 Gb/s
-  per path, sent or received (spark-link s.0: the NIC's state until a reboot); the other cables are healthy.
+  per path, sent or received (spark-link s.0: the NIC's state until a reboot), and ib_write_lat on them takes ~31 us at
+  48 KiB; the other cables are healthy.
 - switch4-slow-node: the switch of four with node c's cage in the hot-plug state: slow with every partner.
 - switch4-hca-copied: a on the switch by its p0 cage, b, c and d by p1; a's NCCL_IB_HCA names its own cabled
   HCAs and b's is a copy of a's (the head's setting copied to a worker cabled on the other cage).
@@ -153,6 +154,7 @@ def mixed() -> Cluster:
 
 
 HOTPLUG_GBPS = 13.3  # per path in the hot-plug state (spark-link s.0: 13-15 Gb/s)
+HOTPLUG_LATENCY_BASE_US = 1.52  # ib_write_lat's fixed cost in the hot-plug state (tests/emulators/scenarios.py)
 
 
 def ring3_hotplug() -> Cluster:
@@ -234,7 +236,10 @@ def cluster_models(cluster: Cluster) -> dict[str, Node]:
             node = with_function(node, fn.netdev, carrier=fn.cage in cages)
         slow = {fn.rdma_dev: gbps for fn in node.functions for (n, cage), gbps in cluster.slow.items()
                 if n == name and fn.cage == cage}
-        node = replace(node, perftest_rates={d: (g, g) for d, g in slow.items()}, perftest_caps=slow)
+        # A slow cage's ib_write_lat follows the same wire rate after the hot-plug state's fixed cost (1.52 us, as the
+        # pair's hotplug-degraded model): ~31 us at 48 KiB.
+        node = replace(node, perftest_rates={d: (g, g) for d, g in slow.items()}, perftest_caps=slow,
+                       latency_rates={d: (HOTPLUG_LATENCY_BASE_US, g) for d, g in slow.items()})
         models[name] = replace(node, nccl_env={**_nccl_env(cluster), **cluster.env.get(name, {})},
                                versions={**node.versions, "nccl": RING_NCCL})
     return {name: replace(m, neighbours=_neighbours(m, [o for o in models.values() if o is not m]))

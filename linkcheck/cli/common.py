@@ -156,8 +156,8 @@ def say_node_errors(outcome: Outcome) -> None:
 
 def emit(judged: Outcome | ClusterCheck, fmt: Format, show_all: bool, report: Path | None = None) -> None:
     """The report of a pair's diagnosis or a cluster's check on stdout as text (with the passed findings when
-    `show_all`) or JSON, or with --quiet only its verdict line on stderr; a cluster's Markdown report to `report`."""
-    if report is not None and isinstance(judged, ClusterCheck):
+    `show_all`) or JSON, or with --quiet only its verdict line on stderr; the Markdown report to `report`."""
+    if report is not None:
         write_output(report, render_markdown(judged), "--report")
         say(f"report written to {report}")
     if FLAGS.quiet:

@@ -90,9 +90,11 @@ LatencyOpt = Annotated[bool, typer.Option("--latency", help="Also run " + _LATEN
 
 def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
                fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord,
-               containers: list[str] | None = None) -> None:
-    """A pair's live run: inspection (and the traffic asked for), the bundle saved and diagnosed, the report, the
-    verdict's exit code."""
+               containers: list[str] | None = None, report: Path | None = None) -> None:
+    """A pair's live run: inspection (and the traffic asked for), the bundle saved and diagnosed, the report (and
+    the Markdown report to `report`, as over a cluster), the verdict's exit code."""
+    if report is not None:
+        check_output_path(report, "--report")  # refused before any node is touched
     cfg = live_config(config, node, accept, containers)
     save = checked_save(save)
     said = ""
@@ -111,7 +113,7 @@ def _run_check(config: Path | None, node: list[str] | None, save: Path | None, a
     say_node_errors(result.outcome)
     outcome = result.outcome
     finish(outcome, record)
-    emit(outcome, fmt, show_all)
+    emit(outcome, fmt, show_all, report)
     say(f"bundle saved to {result.saved}")
     raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
 
@@ -161,7 +163,8 @@ def check(
     prometheus: PrometheusOpt = None, latency: LatencyOpt = False,
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
     report: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--report", help="Over a cluster: also write the Markdown report (per-cable table, matrix) here.")] = None,
+        "--report", help="Also write the Markdown report here (over a cluster: with the per-cable table, matrix).")
+    ] = None,
     container: ContainerOpt = None,
 ) -> None:
     """Inspect both nodes over SSH (one round trip each, in parallel), save the bundle, diagnose it; --quick adds
@@ -174,8 +177,6 @@ def check(
     if quick_nccl and not quick:
         raise UsageError("--nccl goes with --quick (the transport proof); --bench already runs all_gather_perf")
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
-    if report is not None and nodes.layout == "pair":
-        raise UsageError("--report writes a cluster's report; for a pair: linkcheck report BUNDLE -f markdown")
     traffic = _traffic(True, True, duration or DEFAULT_DURATION_S, size, qps, port_base, nccl_max_bytes,
                        nccl_binary) if bench else _quick_traffic(size, qps, port_base, quick_nccl, nccl_binary) \
         if quick else None
@@ -251,7 +252,7 @@ def _live(command: str, nodes: LiveNodes, traffic: TrafficRequest | None, run: _
                        (run.save, run.anonymize), against, run.prometheus, run.show_all,
                        containers=checked_containers(run.container))
     _run_check(run.config, run.node, run.save, run.anonymize, run.accept, run.fmt, run.show_all, traffic,
-               run_record(command, run.baseline, run.prometheus), run.container)
+               run_record(command, run.baseline, run.prometheus), run.container, run.report)
 
 
 def accept(

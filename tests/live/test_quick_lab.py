@@ -45,6 +45,9 @@ class QuickRuns:
                                      nodes={"a": {"target": "a"}, "b": {"target": "b"}})
             self.saved[name] = work / "saved"
             args[name] = ("check", "--quick", *extra, "-c", str(config), "--save", str(self.saved[name]), "-f", fmt)
+            if name == "healthy":  # the Markdown report written beside the console's, as over a cluster
+                self.report = work / "report.md"
+                args[name] += ("--report", str(self.report))
         for name, argv in args.items():
             started[name] = live.start(*argv)
         self.results: dict[str, CliRun] = {}
@@ -94,6 +97,16 @@ def test_quick_tier_passes_a_healthy_pair_on_its_concurrent_rounds(runs: QuickRu
     assert run.stdout.count("not run: alone") == 4, run.stdout  # the console says what it skipped
     assert not [c for c in runs.manifest("healthy")["captures"] if c["meta"].get("kind") == "nccl"]
     assert run.duration_s < 60, run.duration_s  # three labs share two CPUs here; benchmarks/tiers.py times one
+
+
+def test_quick_tier_writes_the_pairs_markdown_report_when_asked(runs: QuickRuns, live: Live) -> None:
+    """`check --report FILE` over a pair writes the Markdown report `linkcheck report BUNDLE -f markdown` gives of
+    the bundle it saved, as it does over a cluster."""
+    run = runs.results["healthy"]
+    assert run.returncode == 0 and f"report written to {runs.report}" in run.stderr, run.describe()
+    offline = live.run("report", str(runs.saved["healthy"]), "-f", "markdown")
+    assert offline.returncode == 0, offline.describe()
+    assert runs.report.read_text(encoding="utf-8") == offline.stdout
 
 
 def _failing(run: CliRun) -> set[str]:

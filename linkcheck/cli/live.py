@@ -318,15 +318,28 @@ def accept(
 def collect(
     node: NodeOpt = None, config: ConfigOpt = None, save: SaveOpt = None, anonymize: AnonOpt = False,
     accept_new_host_keys: AcceptOpt = False, container: ContainerOpt = None,
+    hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
-    """Inspect both nodes and save the bundle without diagnosing (exit 3 if a node could not be read)."""
-    cfg = live_config(config, node, accept_new_host_keys, container)
-    result = run_live(cfg, checked_save(save), anonymize=anonymize, diagnose=False)
-    errors = load_bundle(result.saved).collection_errors
+    """Inspect the nodes and save the bundle without diagnosing (exit 3 if a node could not be read). Three or more
+    --node, --hostfile or --inventory (or linkcheck.yaml's `cluster:` nodes): every node of the cluster, its bundle
+    as `check` saves it without traffic, for `diagnose` later."""
+    nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
+    if nodes.layout == "cluster":
+        target = checked_save(save)
+        quiet_libraries()
+        hosts = tuple(replace(h, target=with_containers(h.target, checked_containers(container)))
+                      for h in nodes.hosts())
+        _, bundle, _ = check_cluster(hosts, ssh_options(nodes.config, accept_new_host_keys), [],
+                                     TrafficRequest(command="collect"), save=target, anonymize=anonymize)
+        errors, saved, interrupted = bundle.collection_errors, target, False
+    else:
+        cfg = live_config(config, node, accept_new_host_keys, container)
+        result = run_live(cfg, checked_save(save), anonymize=anonymize, diagnose=False)
+        errors, saved, interrupted = load_bundle(result.saved).collection_errors, result.saved, result.interrupted
     for error in errors.values():
         say(f"linkcheck: {error}")
-    say(f"bundle saved to {result.saved}")
-    raise typer.Exit(130 if result.interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
+    say(f"bundle saved to {saved}")
+    raise typer.Exit(130 if interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
 
 
 def init(
@@ -338,7 +351,7 @@ def init(
 ) -> None:
     """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml. With three
     or more --node, --hostfile or --inventory: every node of a cluster, and the cabling found (its cables and the
-    nodes on the switch), which topology and check then compare (CLUSTER_LINK_CHANGED)."""
+    nodes on the switch), which topology and check then compare (LINK_CHANGED)."""
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
     if nodes.layout == "cluster":
         quiet_libraries()

@@ -84,16 +84,3 @@ def test_the_json_view() -> None:
         ("RING_SAME_PORT", "cable a:p0<->b:p0"), ("RING_SAME_PORT", "cable b:p1<->c:p1")}
 
 
-@pytest.mark.parametrize("command", [("collect",)], ids=" ".join)
-def test_a_pair_command_refuses_a_cluster_config_in_one_line(command: tuple[str, ...], cli: InProcessCli,
-                                                             tmp_path: Path) -> None:
-    """A linkcheck.yaml whose `cluster:` names three nodes: a command that serves a pair says so (exit 4) before
-    contacting any node, instead of taking two of them for the pair or calling node a unconfigured."""
-    (tmp_path / "linkcheck.yaml").write_text(
-        'cluster:\n  nodes:\n    a: "root@198.18.255.1"\n    b: "root@198.18.255.2"\n    c: "root@198.18.255.3"\n',
-        encoding="utf-8")
-    run = cli(*command, cwd=tmp_path)
-    assert run.returncode == 4 and not run.stdout
-    said = "this command serves a pair; the file names a cluster of 3 nodes"
-    assert run.stderr.count("\n") == 1 and said in run.stderr, run.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["linkcheck.yaml"]  # no bundle folder

@@ -166,6 +166,27 @@ def test_init_records_the_cabling_and_a_later_topology_names_what_moved(lab_fact
     assert "recorded cables not found: a:p0<->b:p1" in changed[0]["message"]
 
 
+def test_collect_over_a_cluster_saves_the_bundle_diagnose_judges_as_check_did(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """`collect` with three --node saves the cluster's bundle as `check` saves it without traffic (every node's
+    inspection and cluster.json), judging nothing; `diagnose` on it gives what `check` gave of the same nodes."""
+    lab = lab_factory("ring3")
+    config = tmp_path / "lab.yaml"
+    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    nodes = ("--node=a", "--node=b", "--node=c", "-c", str(config))
+    collected = cli("collect", *nodes, "--save", str(tmp_path / "collected"), timeout=120)
+    assert collected.returncode == 0, collected.stderr
+    assert collected.stdout == "" and f"bundle saved to {tmp_path / 'collected'}" in collected.stderr
+    assert cli("verify", str(tmp_path / "collected")).returncode == 0
+    offline = cli("diagnose", str(tmp_path / "collected"), "-f", "json", timeout=120)
+    checked = cli("check", *nodes, "--save", str(tmp_path / "checked"), "-f", "json", timeout=120)
+    assert offline.returncode == checked.returncode == 0, (offline.stderr, checked.stderr)
+
+    def ids(run: str) -> list[tuple[str, str]]:
+        return sorted((f["id"], f["status"]) for f in json.loads(run)["findings"])
+    assert ids(offline.stdout) == ids(checked.stdout) and json.loads(offline.stdout)["layout"] == "ring3"
+
+
 def test_a_workers_nccl_ib_hca_copied_from_the_head_is_named(lab_factory: LabFactory, cli: InProcessCli,
                                                              tmp_path: Path) -> None:
     """On a switch with a cabled by p0 and the others by p1, b's NCCL_IB_HCA is a's: the HCAs of a cage b has

@@ -25,7 +25,11 @@ from linkcheck.transport.base import parse_target
 
 CLUSTER = "cluster.json"
 SCHEMA = "linkcheck-cluster"
-SCHEMA_VERSION = 1
+# 2 added the latency test (`latency`, `latency_error`); a version 1 record, written before, reads as one that asked
+# for no latency test (its two fields absent). An older linkcheck refuses a version 2 record by its version, in one
+# line, rather than by a field it does not know.
+SCHEMA_VERSION = 2
+READ_VERSIONS = (1, 2)
 MAX_CLUSTER_BYTES = 1 << 20
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=253)]
@@ -101,9 +105,13 @@ def saved_record(directory: Path) -> ClusterDocument | None:
 
 def _check(path: Path, doc: ClusterDocument) -> None:
     """What the schema cannot say: the schema's name and version, 2-8 distinct hosts, tests between them."""
-    if doc.schema != SCHEMA or doc.schema_version != SCHEMA_VERSION:
+    if doc.schema != SCHEMA or doc.schema_version not in READ_VERSIONS:
         raise BundleError(str(path), f"schema {doc.schema!r} version {doc.schema_version} is not "
-                          f"{SCHEMA} {SCHEMA_VERSION}", fix="a newer linkcheck wrote it, or it was edited")
+                          f"{SCHEMA} {' or '.join(map(str, READ_VERSIONS))}",
+                          fix="a newer linkcheck wrote it, or it was edited")
+    if doc.schema_version == 1 and (doc.latency or doc.latency_error is not None):
+        raise BundleError(str(path), "a version 1 record holds the latency test, which version 2 added",
+                          fix="a newer linkcheck wrote it, or it was edited")
     names = [h.name for h in doc.hosts]
     if not 2 <= len(names) <= MAX_NODES or len(set(names)) != len(names):
         raise BundleError(str(path), f"hosts: {len(names)} names, {len(set(names))} distinct (2 to {MAX_NODES} "

@@ -74,6 +74,8 @@ BAD_DOCS = {
     "a test of a node with itself": lambda d: {**d, "tests": [{"label": "a<->a", "round": 1, "a": "a", "b": "a"}]},
     "a negative round": lambda d: {**d, "tests": [{"label": "a<->b", "round": -1, "a": "a", "b": "b"}]},
     "hosts not a list": lambda d: {**d, "hosts": "a,b,c"},
+    "a version to come": lambda d: {**d, "schema_version": 3},
+    "version 1 with the latency test": lambda d: {**d, "schema_version": 1, "latency": True},
 }
 
 
@@ -86,6 +88,19 @@ def test_a_bad_cluster_record_is_one_line_and_exit_4(tmp_path: Path, cli: InProc
     assert run.returncode == 4, (case, run.stdout, run.stderr)
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert CLUSTER in lines[0] and "Traceback" not in run.stderr, lines
+
+
+def test_a_version_1_record_reads_as_one_without_the_latency_test(tmp_path: Path, cli: InProcessCli) -> None:
+    """Version 2 added the latency test; a record written before (version 1, no latency fields) is judged as the
+    version 2 record of the same run without them, and new records are written as version 2."""
+    folder, _ = _saved(tmp_path)
+    doc = json.loads((folder / CLUSTER).read_text(encoding="utf-8"))
+    assert doc["schema_version"] == 2 and doc["latency"] is False
+    now = cli("diagnose", str(folder), "-f", "json")
+    old = {k: v for k, v in doc.items() if k not in ("latency", "latency_error")}
+    _rewrite(folder, {**old, "schema_version": 1})
+    then = cli("diagnose", str(folder), "-f", "json")
+    assert then.returncode == now.returncode and then.stdout == now.stdout, then.stderr
 
 
 def test_an_edited_missing_or_odd_cluster_record_is_refused(tmp_path: Path, cli: InProcessCli) -> None:

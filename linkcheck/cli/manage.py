@@ -26,7 +26,9 @@ PathsOpt = Annotated[bool, typer.Option("--paths", help="Name each playbook by i
 def playbooks_list(playbook: PlaybookOpt = None, paths: PathsOpt = False) -> None:
     """List every rule: id, severity, scope and playbook on one line, its title under it."""
     rules = load_playbooks(playbook, kind="all")
-    lines = [f"{len(rules)} rules: id, severity, scope, playbook:line; the title under each", ""]
+    both = len(rules) - len({r.id for r in rules})  # a rule judging a pair and a cluster is listed in each layout
+    lines = [f"{len(rules) - both} rules ({both} of them in a pair's and a cluster's layout, listed in each): id, "
+             "severity, scope, playbook:line; the title under each", ""]
     for rule in rules:
         lines += [f"{rule.id}  {rule.severity.value}  {rule.scope}  {rule_source(rule, paths)}", f"  {rule.title}"]
     out_fitted("\n".join(lines))
@@ -49,7 +51,7 @@ def playbooks_validate(
 ) -> None:
     """Validate playbook files strictly (file:line on the first problem); the built-ins when none given."""
     rules = load_playbooks(paths, kind="all")
-    out(f"ok: {len(rules)} rules")
+    out(f"ok: {len({r.id for r in rules})} rules")
 
 
 def profiles_list() -> None:

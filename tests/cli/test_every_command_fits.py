@@ -71,7 +71,7 @@ def test_the_advice_fits(cli: InProcessCli, fixture: Path) -> None:
 
 def test_what_linkcheck_keeps_fits(cli: InProcessCli) -> None:
     listed = _fits(cli, "playbooks", "list")
-    assert str(ROOT) not in listed and listed.startswith(f"{len(load_playbooks(kind='all'))} rules")
+    assert str(ROOT) not in listed and listed.startswith(f"{len({r.id for r in load_playbooks(kind='all')})} rules")
     for rule in load_playbooks(kind="all"):
         assert str(ROOT) not in _fits(cli, "playbooks", "show", rule.id)
     assert str(ROOT) in cli("playbooks", "list", "--paths").stdout  # asked for

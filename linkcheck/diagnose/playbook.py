@@ -458,16 +458,18 @@ def parse_playbook_file(text: str, path: str) -> tuple[list[Rule], list[dict[str
             if not ID_RE.match(alias.strip()) or alias.strip() == r.id.strip():
                 raise file.refuse(f"alias '{alias.strip()}' must be an UPPER_SNAKE id other than the rule's own",
                                   ("rules", i), "aliases")
-        if isinstance(r.cluster, UnsetType):
+        if r.cluster_check is not None:
+            if r.check is None or r.scope not in (None, "pair"):
+                raise file.refuse("'cluster_check' belongs to a pair's named-check rule", ("rules", i), "cluster_check")
+            # The same check over every node of a cluster, under the rule's own id (a cluster's form of it was
+            # once a rule of its own, CLUSTER_<id>: that id is a former one, as a `cluster:` block's twins are).
+            named = replace(r, aliases=[*r.aliases, f"CLUSTER_{r.id.strip()}"], cluster_check=None)
+            rules += [_rule(file, named, i), _rule(file, replace(named, scope="cluster", check=r.cluster_check), i)]
+        elif isinstance(r.cluster, UnsetType):
             rules.append(_rule(file, r, i))
         else:
             pair, cluster = _layouts(file, r, i)
             rules += [_rule(file, pair, i), _rule(file, cluster, i, ("rules", i, "cluster"))]
-        if r.cluster_check is not None:
-            if r.check is None or r.scope not in (None, "pair"):
-                raise file.refuse("'cluster_check' belongs to a pair's named-check rule", ("rules", i), "cluster_check")
-            rules.append(_rule(file, replace(r, id=f"CLUSTER_{r.id.strip()}", scope="cluster", check=r.cluster_check,
-                                             cluster_check=None), i))
     return rules, entries
 
 

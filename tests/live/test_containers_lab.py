@@ -122,16 +122,16 @@ def test_a_ring_names_the_container_without_subnet_routing_and_a_node_without_an
     plain = cli("topology", *nodes, "-c", str(config), "-f", "json", timeout=120)
     inside = cli("topology", *nodes, "-c", str(config), "--container", "vllm", "-f", "json", timeout=120)
     before, after = json.loads(plain.stdout)["findings"], json.loads(inside.stdout)["findings"]
-    ours = ("CONTAINER", "CLUSTER_CONTAINER", "CLUSTER_NCCL_BUILD", "CLUSTER_NCCL_KNOWN", "CLUSTER_GPU")
+    ours = ("CONTAINER", "NCCL_BUILD", "NCCL_KNOWN", "GPU_WAITING")
     link = {(f["id"], f["subject"], f["status"]) for f in after if not f["id"].startswith(ours)}
     assert link == {(f["id"], f["subject"], f["status"]) for f in before}
     firing = {(f["id"], f["subject"]): f for f in after if f["status"] in ("warn", "fail")}
     routing = [k for k in firing if k[0] == "CONTAINER_NCCL_NO_SUBNET_ROUTING"]
     assert routing == [("CONTAINER_NCCL_NO_SUBNET_ROUTING", "container vllm on a")]
     assert firing[routing[0]]["status"] == "fail" and "2.30.4 predates" in firing[routing[0]]["message"]
-    build = firing[("CLUSTER_NCCL_BUILD_DIFFERS", "NCCL in container vllm")]["message"]
+    build = firing[("NCCL_BUILD_DIFFERS", "NCCL in container vllm")]["message"]
     assert SYSTEM_BUILD_ID in build and WHEEL_BUILD_ID in build and " c: " not in build
-    notes = [f for f in after if f["id"] == "CLUSTER_CONTAINER_NOT_READ" and f["status"] == "pass"
+    notes = [f for f in after if f["id"] == "CONTAINER_NOT_READ" and f["status"] == "pass"
              and f["subject"] == "container vllm on c"]
     assert notes and "no container engine" in notes[0]["message"]
     assert inside.returncode == 2 and plain.returncode in (0, 1), (plain.stderr, inside.stderr)

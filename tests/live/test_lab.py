@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,11 @@ def test_teardown_leaves_no_namespace_veth_or_process(tmp_path: Path) -> None:
     with Lab(_pair(), tmp_path / "lab") as lab:
         sleeper = lab.spawn("a", ["sleep", "300"])
         namespaces, host_links = lab.namespaces(), lab.host_links()
+        # nsenter joins the node's namespaces a moment after it starts (then execs the sleeper under its own PID):
+        # until then the node does not list it, so it is waited for, not raced.
+        deadline = time.monotonic() + 10
+        while sleeper.pid not in lab.pids("a") and time.monotonic() < deadline:
+            time.sleep(0.05)
         pids = lab.pids("a") + lab.pids("b")
         assert sleeper.pid in pids and len(pids) >= 5  # holders, sshds, the sleeper
         assert set(namespaces) <= _ip_names()[0]

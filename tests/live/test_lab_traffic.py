@@ -229,15 +229,18 @@ def test_client_before_server_is_refused_and_wrong_gid_prints_no_row(bench: Benc
 def test_concurrent_flows_get_the_concurrent_rate(bench: Bench) -> None:
     sent = {dev: bench.counter("a", dev, "port_xmit_data") for dev in (P1, P2)}
     p1, p2 = bench.next_port(), bench.next_port()
-    servers = [bench.start("b", "ib_write_bw " + FLAGS.format(dev=dev, port=p, d=2)) for dev, p in ((P1, p1), (P2, p2))]
+    # The flows count as concurrent when they overlap for more than half a run: -D 4 leaves the two clients, started
+    # one SSH call apart, 2 s to overlap on a loaded machine (-D 2 left 1 s, and a busy run missed it).
+    d = 4
+    servers = [bench.start("b", "ib_write_bw " + FLAGS.format(dev=dev, port=p, d=d)) for dev, p in ((P1, p1), (P2, p2))]
     bench.wait_listen("b", p1), bench.wait_listen("b", p2)
-    clients = [bench.start("a", "ib_write_bw " + FLAGS.format(dev=dev, port=p, d=2) + " " + ip)
+    clients = [bench.start("a", "ib_write_bw " + FLAGS.format(dev=dev, port=p, d=d) + " " + ip)
                for dev, p, ip in ((P1, p1, B_P1), (P2, p2, B_P2))]
     outs = [bench.wait(p) for p in clients + servers]
     assert [d.rc for d in outs] == [0, 0, 0, 0], [d.err for d in outs]
     assert [_row_gbps(d.out) for d in outs] == [98.03, 98.04, 98.03, 98.04]
     for dev, gbps in ((P1, 98.03), (P2, 98.04)):  # both twins carried their share
-        assert bench.counter("a", dev, "port_xmit_data") - sent[dev] == pytest.approx(gbps * 1e9 / 8 * 2 / 4, rel=0.1)
+        assert bench.counter("a", dev, "port_xmit_data") - sent[dev] == pytest.approx(gbps * 1e9 / 8 * d / 4, rel=0.1)
 
 
 @needs_lab

@@ -339,10 +339,11 @@ def test_degraded_scenarios_give_their_rates(scenario: str, tmp_path: Path, requ
         request.addfinalizer(bench.cleanup)
         p1, p2 = bench.next_port(), bench.next_port()
         flags = FLAGS if scenario == "hotplug-degraded" else FLAGS.replace(" --report_gbits", "")
-        servers = [bench.start("b", "ib_write_bw " + flags.format(dev=dev, port=p, d=2))
+        # -D 4: the two clients must overlap for half a run to be concurrent (as in the test above)
+        servers = [bench.start("b", "ib_write_bw " + flags.format(dev=dev, port=p, d=4))
                    for dev, p in ((P1, p1), (P2, p2))]
         bench.wait_listen("b", p1), bench.wait_listen("b", p2)
-        clients = [bench.start("a", "ib_write_bw " + flags.format(dev=dev, port=p, d=2) + " " + ip)
+        clients = [bench.start("a", "ib_write_bw " + flags.format(dev=dev, port=p, d=4) + " " + ip)
                    for dev, p, ip in ((P1, p1, B_P1), (P2, p2, B_P2))]
         outs = [bench.wait(p) for p in clients + servers]
         assert [d.rc for d in outs] == [0, 0, 0, 0], [d.err for d in outs]

@@ -469,9 +469,10 @@ class Anonymizer:
             every = f"(?i:{_alternatives(forms)})"
             # Where a name can only be a hostname: any name, tool words too.
             parts += [("hostat", rf"(?<=@){every}(?![\w-]|\.\w)"),
-                      # NCCL's prefix, at a line's start or right after the digits of another rank's line that
-                      # mpirun's merged output cut short ("...30435:3047spark-b:30433:30433 [0] NCCL INFO")
-                      ("hostnccl", rf"(?:^|(?<=\d)){every}(?=:\d+:\d+ )"),
+                      # NCCL's prefix wherever it stands: at a line's start, or glued to whatever another rank's
+                      # line had printed when mpirun's merged output cut it short ("...30435:3047spark-b:30433:30433
+                      # [0] NCCL INFO", "[send] vspark-c:6504:6504 [0] NCCL INFO")
+                      ("hostnccl", rf"{every}(?=:\d+:\d+ )"),
                       ("hoston", rf"(?<= on ){every}(?=[ \t]+device\b)"),
                       ("hostlist", r"(?<=-H )[^\s,]+(?:,[^\s,]+)*|(?<=--host )[^\s,]+(?:,[^\s,]+)*")]
         free = [f for f in forms if not _tool_word(f)]
@@ -514,12 +515,14 @@ class Anonymizer:
             if whole:
                 parts.insert(0, ("name", rf"(?<![\w.-])(?i:{_alternatives(whole)})(?![\w-]|\.\w)"))
             # Every alternative starts with one of these characters, and none right after a letter g-z
-            # but x (`enx<MAC>`): checked first, they skip most positions at once.
+            # but x (`enx<MAC>`): checked first, they skip most positions at once. NCCL's host:pid:tid prefix is
+            # the one exception: mpirun's merged output glues it to any text a cut line had printed ("[send] v").
             learned = itertools.chain(self.hosts, self.domains, self.users, self.serials, self.names)
             first = "".join(sorted({c for w in learned for c in (w[:1].lower(), w[:1].upper())} - set(_STARTS)))
-            alternatives = "|".join(f"(?P<{n}>{p})" for n, p in parts)
+            glued = "".join(f"(?P<{n}>{p})|" for n, p in parts if n == "hostnccl")
+            alternatives = "|".join(f"(?P<{n}>{p})" for n, p in parts if n != "hostnccl")
             self._compiled[key] = re.compile(
-                rf"(?<![G-Zg-wyz])(?=[{_STARTS}{re.escape(first)}])(?:{alternatives})", re.M)
+                rf"(?=[{_STARTS}{re.escape(first)}])(?:{glued}(?<![G-Zg-wyz])(?:{alternatives}))", re.M)
         return self._compiled[key]
 
     def text(self, text: str) -> str:

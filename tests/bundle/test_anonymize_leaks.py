@@ -74,6 +74,9 @@ def test_nccl_prefix_right_after_another_ranks_cut_line() -> None:
     # A hostname the tools print as a word is replaced there too, as at a line's start.
     out = _out(_bundle("up:1:2 [0] NCCL INFO x\n3up:4:5 [0] NCCL INFO y\nlink 3up:4\n", host_b="up"))
     assert out == "node-b:1:2 [0] NCCL INFO x\n3node-b:4:5 [0] NCCL INFO y\nlink 3up:4\n"
+    # ... or after whatever text the cut line had printed, a letter too
+    out = _out(_bundle("1[0] -> 2[0] [send] vspark-b:6504:6504 [0] NCCL INFO Bootstrap\n"))
+    assert out == "1[0] -> 2[0] [send] vnode-b:6504:6504 [0] NCCL INFO Bootstrap\n"
 
 
 def test_hostnames_in_paths_manifest_command_and_meta() -> None:

@@ -79,7 +79,9 @@ def test_check_latency_over_a_ring_measures_every_path_alone_and_names_the_hot_p
         low, high = by_round.get(c["meta"]["round"], (start, end))
         by_round[c["meta"]["round"]] = (min(low, start), max(high, end))
     ordered = sorted(by_round.values())
-    assert len(ordered) == 12 and all(a[1] <= b[0] + 0.05 for a, b in zip(ordered, ordered[1:], strict=False)), ordered
+    # A start is the node's exit time less `elapsed_s`, which runs until linkcheck saw the exit (its poll): it reads
+    # early by that lag, which a loaded machine stretches past 50 ms; half a second still tells runs side by side.
+    assert len(ordered) == 12 and all(a[1] <= b[0] + 0.5 for a, b in zip(ordered, ordered[1:], strict=False)), ordered
     # The small all_reduce ran once, across all three ranks, from the head.
     reduce = [c for c in _captures(bundle) if c["spec"] == "all_reduce_perf"]
     assert len(reduce) == 1 and reduce[0]["exit_status"] == 0 and reduce[0]["meta"]["nodes"] == "a,b,c", reduce

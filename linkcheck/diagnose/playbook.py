@@ -122,8 +122,8 @@ class _Rule(msgspec.Struct, forbid_unknown_fields=True):
     grades: list[_Grade] = []
     evidence: list[_Evidence] = []
     explained_by: list[str | _Explanation] = []
-    # A pair's named-check rule that also judges a cluster: the twin CLUSTER_<id>, with this cluster check and every
-    # text the same (one rule written once for 2-8 nodes).
+    # A pair's named-check rule that also judges a cluster: under the same id, with this cluster check and every
+    # text the same (its former cluster id CLUSTER_<id> an alias).
     cluster_check: Text | None = None
     # The same rule judged over a cluster (3-8 nodes, or a pair seen as a cluster of one cable): its own subjects and
     # condition, under this rule's id, title and mechanism (see _Layout).

@@ -13,7 +13,7 @@ are, and the steps are named back after the cluster's nodes. A finding of one no
 planned with that node as `a` (the repair reads only that node's facts and files). A step two cables ask of one node
 (the reboot of the hot-plug state) is planned once; a node slow with every partner is rebooted alone, its cables'
 findings being its own. What only a cluster needs (forwarding on a transit node, routes to non-neighbours, a
-DOCKER-USER accept) is planned per node by repair/cluster_steps.py; what has no repair is listed as not planned,
+DOCKER-USER accept) is planned per node by repair/transit.py; what has no repair is listed as not planned,
 with the finding's own fix. The plan's state digest covers every node, whichever findings fire.
 """
 
@@ -35,7 +35,6 @@ from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_function
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import NODE_CAUSE_RULE, ClusterCheck
 from linkcheck.parsers.netplan import parse_netplan
-from linkcheck.repair.cluster_steps import CLUSTER_RULES, cluster_node_plan
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import (
     NCCL_CONF,
@@ -68,6 +67,7 @@ from linkcheck.repair.renderer import (
     try_revert_note,
 )
 from linkcheck.repair.runtime import FEC_SETTLE_S
+from linkcheck.repair.transit import TRANSIT_RULES, transit_plan
 
 # The community layout's MTU (spark-link s.2.2; no NVIDIA playbook sets one: theirs show 1500); RoCE then negotiates
 # 4096 instead of 1024, worth ~3 % on the collective (spark-link s.3e)
@@ -810,8 +810,8 @@ def _node_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], 
             # A node's own setting reads only that node's facts and files: any other node completes the pair.
             link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
             plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}))
-        elif f.rule_id in CLUSTER_RULES and node is not None and node in check.facts.nodes:
-            plans.append(cluster_node_plan(check.facts, node, f, node_files(bundle, node)))
+        elif f.rule_id in TRANSIT_RULES and node is not None and node in check.facts.nodes:
+            plans.append(transit_plan(check.facts, node, f, node_files(bundle, node)))
         elif f.explained_by is None:
             fix = f": see the finding's fix: {f.fix[0]}" if f.fix else ""
             skipped.append(NotPlanned(f.finding_id, "no automatic repair" + fix))

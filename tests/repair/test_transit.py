@@ -16,7 +16,6 @@ from linkcheck.model import Status
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair.apply import ApplyOptions, ApplyRefused, preflight, undo_of
 from linkcheck.repair.checks import host_problems
-from linkcheck.repair.cluster_steps import cluster_node_plan
 from linkcheck.repair.edits import EditError, netplan_add_route
 from linkcheck.repair.files import NodeFiles
 from linkcheck.repair.livestate import corrections, differences, parse_state, state_command
@@ -33,6 +32,7 @@ from linkcheck.repair.runtime import (
     check_op,
     parse_op,
 )
+from linkcheck.repair.transit import transit_plan
 from linkcheck.transport.base import RemoteResult
 from tests.cluster.cluster_checks import saved_bundle
 
@@ -210,6 +210,6 @@ def test_a_route_is_kept_runtime_only_where_no_netplan_file_defines_the_interfac
     folder = saved_bundle(tmp_path / "bundle", "ring4-fabric-sockets")
     check = cluster_bundle(folder, load_playbooks(kind="all"))
     routes = [f for f in check.view.diagnosis.findings if f.finding_id == "NO_ROUTE_TO_NON_NEIGHBOUR:node a"]
-    plan = cluster_node_plan(check.facts, "a", routes[0], NodeFiles())
+    plan = transit_plan(check.facts, "a", routes[0], NodeFiles())
     assert plan.steps and all(s.persistent is None for s in plan.steps)
     assert plan.notes and all("runtime only (no netplan file defines enp1s0f0np0)" in n for n in plan.notes)

@@ -1,4 +1,5 @@
-"""The steps only a cluster needs, each one `fix --apply` applies and takes back with a read-back (repair/apply.py):
+"""The transit steps: what a node that carries other nodes' traffic needs (a ring of four or more, a mixed
+layout), each one `fix --apply` applies and takes back with a read-back (repair/apply.py):
 
 - TRANSIT_FORWARDING_OFF: `sysctl -w net.ipv4.ip_forward=1` now, and linkcheck's own drop-in
   /etc/sysctl.d/60-linkcheck-forward.conf for the next boot. Linux's Documentation/networking/ip-sysctl.rst:
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import shlex
+from shlex import quote as q
 
 from linkcheck.cluster.facts import ClusterFacts, missing_routes
 from linkcheck.facts.model import NodeFacts
@@ -46,11 +47,7 @@ DOCKER_NOTE = ("DOCKER-USER accepts are runtime only: a reboot loses them, and D
                "starts again (persist them with iptables-persistent, as the finding's fix says)")
 ROUTE_NOTE = ("persist it as a `routes:` item (to, via) under the interface in the node's netplan, as the finding's "
               "fix says")
-CLUSTER_RULES = ("TRANSIT_FORWARDING_OFF", "NO_ROUTE_TO_NON_NEIGHBOUR", "DOCKER_FORWARD_DROP")
-
-
-def q(value: object) -> str:
-    return shlex.quote(str(value))
+TRANSIT_RULES = ("TRANSIT_FORWARDING_OFF", "NO_ROUTE_TO_NON_NEIGHBOUR", "DOCKER_FORWARD_DROP")
 
 
 def _forwarding(node: str, finding: Finding, captured: str | None) -> Step | NotPlanned:
@@ -112,7 +109,8 @@ def _routes(facts: ClusterFacts, node: str, finding: Finding, files: NodeFiles) 
             notes.append(f"node {node}: the route to {missing.subnet} is runtime only ({change}): {ROUTE_NOTE}")
         touches = (TOUCH_INTERFACE + dev, *((TOUCH_FILE + change.path,) if isinstance(change, FileChange) else ()))
         steps.append(Step(node=node, finding=finding.finding_id,
-                          runtime=(f"sudo ip route replace {q(missing.subnet)} via {q(missing.via)} dev {q(dev)}",),
+                          runtime=(f"sudo ip route replace {q(missing.subnet)} via {q(str(missing.via))} "
+                                   f"dev {q(dev)}",),
                           persistent=change if isinstance(change, FileChange) else None,
                           verify=(f"ip route show {q(missing.subnet)}",), touches=touches))
     if not steps:
@@ -142,8 +140,8 @@ def _accepts(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlan
                 touches=tuple(TOUCH_INTERFACE + p for p in ports))
 
 
-def cluster_node_plan(facts: ClusterFacts, node: str, finding: Finding, files: NodeFiles) -> RepairPlan:
-    """The plan of one of a node's CLUSTER_RULES findings: its steps and what the plan must say of them, or why
+def transit_plan(facts: ClusterFacts, node: str, finding: Finding, files: NodeFiles) -> RepairPlan:
+    """The plan of one of a node's TRANSIT_RULES findings: its steps and what the plan must say of them, or why
     none is planned. `files`: the node's captured files (its netplan; the forwarding drop-in is not captured, so
     its diff is against no file, and `fix --apply` edits the node's own copy)."""
     notes: list[str] = []

@@ -6,15 +6,15 @@ their verdicts, its exit code (EXIT_CODES), a cluster's flagged cabling at least
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
 from linkcheck.bundle.format import Bundle
-from linkcheck.cluster.cables import CableTest
+from linkcheck.cluster.cables import CableTest, cable_tests
 from linkcheck.cluster.facts import ClusterFacts, TrafficOutcome
 from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.schedule import Schedule
+from linkcheck.cluster.schedule import Schedule, schedule
 from linkcheck.cluster.topology import Topology
 from linkcheck.diagnose.engine import EXIT_CODES, Diagnosis
 from linkcheck.diagnose.rule import Rule
@@ -56,6 +56,32 @@ class Outcome(msgspec.Struct, frozen=True):
     @property
     def exit_code(self) -> ExitCode:
         return self.diagnosis.exit_code
+
+    @property
+    def links(self) -> tuple[LinkFacts, ...]:
+        """The cables judged: the pair's one."""
+        return (self.link,)
+
+    @property
+    def baseline_name(self) -> str | None:
+        """The baseline it was judged against (`--baseline`), if any."""
+        return self.link.baseline.baseline.name if self.link.baseline else None
+
+    def statuses(self) -> dict[str, Status]:
+        """Each finding's status by its id."""
+        return {f.finding_id: f.status for f in self.diagnosis.findings}
+
+    def node_problems(self) -> list[str]:
+        """Collection errors first (unreachable, refused, truncated), then per node the fact groups missing."""
+        lines = [error for _, error in sorted(self.bundle.collection_errors.items())]
+        failed = set(self.bundle.collection_errors)
+        for node in (self.link.a, self.link.b):
+            if node.name in failed or not node.unavailable:
+                continue
+            reasons = "; ".join(f"{group}: {why}" for group, why in sorted(node.unavailable.items()))
+            lines.append(f"node {node.name}: some facts could not be gathered, the rules needing them are not "
+                         f"judged: {reasons}")
+        return lines
 
 
 
@@ -135,6 +161,9 @@ class ClusterCheck(msgspec.Struct, frozen=True):
     acceptance: dict[str, Any] | None = None
     nccl_error: str | None = None  # why NCCL across the nodes did not run or finish (also in `traffic_error`)
     created: str = ""  # when the bundle was collected (ISO 8601, as its manifest says); "" when not known
+    # What it was judged from (every node's captures and its runs' records), which its repairs and its history
+    # read, as a pair's Outcome carries its own; None only for a check made from captures alone (tests).
+    bundle: Bundle | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -149,9 +178,39 @@ class ClusterCheck(msgspec.Struct, frozen=True):
             return ExitCode.INTERRUPTED
         return flagged_exit_code(self.verdict, self.view.topology)
 
+    @property
+    def links(self) -> tuple[LinkFacts, ...]:
+        """Each cable's pair view (a switch's: each pair of nodes a test would join), the cluster's names kept: what
+        a node's changed interfaces are verified over."""
+        return tuple(t.link for t in cable_tests(self.facts, schedule(self.facts.topology)))
+
+    @property
+    def baseline_name(self) -> str | None:
+        """The baseline it was judged against (`--baseline`), if any."""
+        return self.facts.drift.baseline if self.facts.drift else None
+
+    def statuses(self) -> dict[str, Status]:
+        """Each finding's status by its id, a cable's findings with `(cable LABEL)` (two cables share path keys)."""
+        found = {f.finding_id: f.status for f in self.view.diagnosis.findings}
+        for cable in self.cables:
+            found |= {f"{f.finding_id} (cable {cable.test.label})": f.status for f in cable.findings}
+        return found
+
+    def node_problems(self) -> list[str]:
+        """Each node that could not be read, and why."""
+        return [f"node {name}: {error}" for name, error in sorted(self.view.errors.items())]
+
     def node_cause(self, result: CableResult) -> Finding | None:
         """The cluster finding that names one of the test's nodes slow with every partner: it explains the test's
         own findings (their fix is the node's)."""
         return next((f for f in self.view.diagnosis.findings if f.rule_id == NODE_CAUSE_RULE
                      and f.status in (Status.FAIL, Status.WARN)
                      and f.subject.removeprefix("node ") in result.test.nodes), None)
+
+
+Judged: TypeAlias = Outcome | ClusterCheck
+"""What one judging produced, the one module of records every reporter, repair and advice reads: a pair's
+`Outcome` (the bundle, its facts, the findings and the rules that judged them), and a cluster's `ClusterCheck` (the
+inspection's `ClusterView` and, with traffic, every test's `CableResult`). Both say their `verdict`, `exit_code`,
+`links`, `statuses()` and `node_problems()` the same way: the worst of their verdicts, its exit code (EXIT_CODES),
+a cluster's flagged cabling at least a warning."""

@@ -23,11 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import msgspec
+from msgspec.structs import replace
 
 from linkcheck.advise.model import CHOICES, DEFAULT_KV_KIB_PER_TOKEN, Advice, Figure, FixFirst, Workload, headline
 from linkcheck.advise.published import published
+from linkcheck.cluster.cables import FIRST_PASS
 from linkcheck.facts.model import AllReduceRun, LatencyRun, LinkFacts
 from linkcheck.model import Finding, Status
+from linkcheck.outcome import ClusterCheck, Judged
 from linkcheck.values import byte_size, number, plain_number
 
 GIB = 1 << 30
@@ -502,3 +505,33 @@ def advise_cluster(nodes: Nodes, findings: Iterable[Finding], workload: Workload
                       tuple(figs.items.values()), voiding, interim, choice, tuple(notes_out), n)
     return Advice(choice, headline(choice, n), tuple(reasons), state, latency_measured, w, tuple(figs.items.values()),
                   voiding, notes=tuple(notes_out), nodes=n)
+
+
+def advise_judged(judged: Judged, workload: Workload) -> Advice:
+    """The advice for a judged run: a pair's on its one link, a cluster's on its N nodes and every cable (each
+    cable's findings named with its label)."""
+    if isinstance(judged, ClusterCheck):
+        return advise_cluster(_cluster_nodes(judged), _cluster_findings(judged), workload)
+    return advise(judged.link, judged.diagnosis.findings, workload)
+
+
+def _cluster_nodes(check: ClusterCheck) -> Nodes:
+    """The cluster as its advice reads it: its nodes, its layout, each first-pass test's rate with both twins at
+    once (the slower direction; None where not measured), and its latency test."""
+    cables, latency = [], []
+    allreduce = None
+    for result in check.cables:
+        if result.test.pass_no != FIRST_PASS:
+            continue
+        totals = [t for t in result.link.bench.totals("concurrent").values() if t is not None]
+        cables.append((result.test.label, min(totals) if totals else None))
+        latency += [(result.test.label, run) for run in result.link.bench.latency]
+        allreduce = allreduce or result.link.bench.allreduce  # one run across every node, which each cable carries
+    return Nodes(len(check.view.hosts), check.view.topology.layout, tuple(cables), tuple(latency), allreduce)
+
+
+def _cluster_findings(check: ClusterCheck) -> list[Finding]:
+    """The cluster's findings and every test's, a test's subject named with its label (two cables share path
+    keys)."""
+    tests = [replace(f, subject=f"{f.subject} (cable {r.test.label})") for r in check.cables for f in r.findings]
+    return [*check.view.diagnosis.findings, *tests]

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from msgspec.structs import replace
-
-from linkcheck.advise.decide import Nodes, advise, advise_cluster
+from linkcheck.advise.decide import advise_judged
 from linkcheck.advise.model import Advice, Workload
 from linkcheck.app.offline import judge_bundle
-from linkcheck.cluster.cables import FIRST_PASS
 from linkcheck.config import Config
 from linkcheck.errors import ExitCode, InputFileError
-from linkcheck.model import Finding
-from linkcheck.outcome import ClusterCheck, Outcome
+from linkcheck.outcome import Judged
 from linkcheck.schema import YamlFile
 from linkcheck.yamlfile import parse_yaml_text, read_yaml_text
 
@@ -38,36 +34,12 @@ def load_workload(path: Path) -> Workload:
 
 
 def advise_bundle(path: Path, workload: Workload, *, playbooks: list[Path] | None = None,
-                  config: Config | None = None) -> tuple[Outcome | ClusterCheck, Advice]:
+                  config: Config | None = None) -> tuple[Judged, Advice]:
     """Diagnose the bundle (a bundle that `verify` rejects is refused, as for `diagnose`), then advise: a pair's
     on its link, a cluster's on its N nodes and every cable (each cable's findings named with its label)."""
     workload = workload.check()  # bad numbers are refused before the bundle is read
     judged = judge_bundle(path, playbooks, config)
-    if isinstance(judged, ClusterCheck):
-        return judged, advise_cluster(cluster_nodes(judged), cluster_findings(judged), workload)
-    return judged, advise(judged.link, judged.diagnosis.findings, workload)
-
-
-def cluster_nodes(check: ClusterCheck) -> Nodes:
-    """The cluster as its advice reads it: its nodes, its layout, each first-pass test's rate with both twins at
-    once (the slower direction; None where not measured), and its latency test."""
-    cables, latency = [], []
-    allreduce = None
-    for result in check.cables:
-        if result.test.pass_no != FIRST_PASS:
-            continue
-        totals = [t for t in result.link.bench.totals("concurrent").values() if t is not None]
-        cables.append((result.test.label, min(totals) if totals else None))
-        latency += [(result.test.label, run) for run in result.link.bench.latency]
-        allreduce = allreduce or result.link.bench.allreduce  # one run across every node, which each cable carries
-    return Nodes(len(check.view.hosts), check.view.topology.layout, tuple(cables), tuple(latency), allreduce)
-
-
-def cluster_findings(check: ClusterCheck) -> list[Finding]:
-    """The cluster's findings and every test's, a test's subject named with its label (two cables share path
-    keys)."""
-    tests = [replace(f, subject=f"{f.subject} (cable {r.test.label})") for r in check.cables for f in r.findings]
-    return [*check.view.diagnosis.findings, *tests]
+    return judged, advise_judged(judged, workload)
 
 
 def advice_exit_code(advice: Advice) -> ExitCode:

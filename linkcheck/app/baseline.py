@@ -8,12 +8,8 @@ from typing import TYPE_CHECKING
 
 from linkcheck.app.offline import judge_bundle
 from linkcheck.baseline import store
-from linkcheck.baseline.drift import cluster_snapshot
-from linkcheck.bundle.verify import load_trusted
+from linkcheck.baseline.drift import baseline_of
 from linkcheck.errors import BaselineError, UsageError
-from linkcheck.facts.snapshot import pair_id, snapshot_of
-from linkcheck.facts.snapshot_model import Baseline
-from linkcheck.outcome import ClusterCheck
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
@@ -38,17 +34,9 @@ def save_baseline(name: str, bundle: Path | None, *, force: bool, playbooks: lis
     judged = judge_bundle(path, playbooks, config, overridable=False)  # no --allow-unverified here
     verdict = judged.verdict.value
     if verdict != "pass" and not force:
-        whose = "cluster" if isinstance(judged, ClusterCheck) else "run"
-        raise UsageError(f"{path}: the {whose}'s verdict is {verdict}, not pass; a baseline is the known-good state "
+        raise UsageError(f"{path}: the run's verdict is {verdict}, not pass; a baseline is the known-good state "
                          "(fix the findings first, or pass --force to record it anyway)")
-    if isinstance(judged, ClusterCheck):  # a cluster's baseline holds every node and cable
-        captures = load_trusted(path, overridable=False).captures
-        state = store.new_cluster_baseline(name, cluster_snapshot(judged, captures, verdict), path,
-                                             judged.created, forced=verdict != "pass")
-        return store.save(state, overwrite=force), verdict
-    snapshot = snapshot_of(judged.bundle, judged.link, verdict)
-    baseline = store.new_baseline(name, snapshot, path, judged.bundle.created, forced=verdict != "pass")
-    return store.save(baseline, pair_id(snapshot.pair), overwrite=force), verdict
+    return store.save(baseline_of(name, judged, path), overwrite=force), verdict
 
 
 def list_text() -> tuple[str, list[BaselineError]]:
@@ -58,8 +46,7 @@ def list_text() -> tuple[str, list[BaselineError]]:
         return f"no {'readable ' if problems else ''}baselines in {store.baselines_dir()}", problems
     lines = [f"{'NAME':<24} {'PAIR':<40} {'CREATED':<26} {'VERDICT':<8} SOURCE"]
     for b in rows:
-        pair = (f"{b.snapshot.pair.a_hostname or '?'} + {b.snapshot.pair.b_hostname or '?'}"
-                if isinstance(b, Baseline) else store.describe_nodes(b))
+        pair = store.describe_nodes(b)
         verdict = b.snapshot.verdict + (" (forced)" if b.forced else "")
         lines.append(f"{b.name:<24} {pair:<40} {b.created:<26} {verdict:<8} {b.source_bundle}")
     return "\n".join(lines), problems

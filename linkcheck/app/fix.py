@@ -3,7 +3,7 @@ it node by node as a transaction and inspects the nodes again; `fix --restore` u
 
 One path for 2 to 8 nodes: a pair is a cluster of one cable. The nodes come from `FixNodes` (a pair's resolved
 config, or a cluster's hosts from the sources `check` reads); a pair is inspected as `check` inspects it, a cluster
-as `check` does without traffic; the plan is the pair's (`plan_for`) or the cluster's (`cluster_plan`), and each
+as `check` does without traffic; the plan is `plan_for`'s (the pair's planner per cable, and per node), and each
 node's transaction verifies its interfaces over the cable they are on (the pair's one, each of a cluster's)."""
 
 from __future__ import annotations
@@ -20,18 +20,14 @@ from linkcheck import strict_json
 from linkcheck.app.live import TrafficRequest, check_cluster, run_live, save_cluster
 from linkcheck.app.offline import configured_rules, judge_bundle
 from linkcheck.bundle.acceptance import add_files
-from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.save_dir import default_save_dir
-from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, open_transports
 from linkcheck.config import Config, SshOptions
 from linkcheck.errors import BundleError, ExitCode, LinkcheckError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Status
-from linkcheck.outcome import ClusterCheck, Outcome
+from linkcheck.outcome import Judged
 from linkcheck.repair.apply import (
     ApplyFailed,
     ApplyOptions,
@@ -44,7 +40,6 @@ from linkcheck.repair.apply import (
 from linkcheck.repair.journal import COMMITTED, JournalError
 from linkcheck.repair.model import RepairPlan
 from linkcheck.repair.node import LocalNode, RepairNode, ShellNode
-from linkcheck.repair.plan import cluster_plan
 from linkcheck.repair.record import REPAIR, write_repair
 from linkcheck.repair.restore import RestoreOutcome, report_unfinished, restore_node
 from linkcheck.repair.saved import plan_for
@@ -72,17 +67,11 @@ def cluster_nodes(found: Config | None, hosts: tuple[ClusterHost, ...], ssh: Ssh
     return FixNodes(config, hosts)
 
 
-def cluster_links(check: ClusterCheck) -> tuple[LinkFacts, ...]:
-    """Each cable's pair view (a switch's: each pair of nodes a test would join), the cluster's names kept: what a
-    node's changed interfaces are verified over."""
-    return tuple(t.link for t in cable_tests(check.facts, schedule(check.facts.topology)))
-
-
 class FixResult(msgspec.Struct, frozen=True):
     """The diagnosis (a pair's, or a cluster's check), the plan made from it, and where the plan was saved (or why
     it could not be)."""
 
-    outcome: Outcome | ClusterCheck
+    outcome: Judged
     plan: RepairPlan
     saved: Path | None
     save_problem: str | None = None
@@ -101,7 +90,7 @@ class FixResult(msgspec.Struct, frozen=True):
     @property
     def links(self) -> tuple[LinkFacts, ...]:
         """The cables the plan's changes are verified over: the pair's one, or each of the cluster's."""
-        return cluster_links(self.outcome) if isinstance(self.outcome, ClusterCheck) else (self.outcome.link,)
+        return self.outcome.links
 
 
 def _save(directory: Path, plan: RepairPlan) -> str | None:
@@ -119,16 +108,13 @@ def fix_bundle(path: Path, playbooks: list[Path] | None, config: Config | None, 
     its one-cable case; repair/plan.py). The bundle is left as it was given (a filed bundle stays as filed): the
     plan is saved only where asked (`fix BUNDLE -o FILE`)."""
     judged = judge_bundle(path, playbooks, config, allow_unverified=allow_unverified, warn=warn)
-    if isinstance(judged, ClusterCheck):  # planned per cable and per node: the nodes' own captures
-        return FixResult(judged, cluster_plan(judged, load_trusted(path, allow_unverified=allow_unverified)), None)
     return FixResult(judged, plan_for(judged), None)
 
 
 class _Inspected(msgspec.Struct, frozen=True):
-    outcome: Outcome | ClusterCheck
+    outcome: Judged
     saved: Path
     interrupted: bool = False
-    bundle: Bundle | None = None  # a cluster's, which its plan reads the nodes' files from
 
 
 def _inspect(target: FixNodes, save_dir: Path | None) -> _Inspected | None:
@@ -143,14 +129,7 @@ def _inspect(target: FixNodes, save_dir: Path | None) -> _Inspected | None:
                                        expected=config.expected_cluster)
     saved = save_dir or default_save_dir()
     save_cluster(bundle, doc, saved)
-    return _Inspected(check, saved, check.interrupted, bundle)
-
-
-def _plan(inspected: _Inspected) -> RepairPlan:
-    if isinstance(inspected.outcome, ClusterCheck):
-        assert inspected.bundle is not None  # a cluster's inspection keeps its bundle
-        return cluster_plan(inspected.outcome, inspected.bundle)
-    return plan_for(inspected.outcome)
+    return _Inspected(check, saved, check.interrupted)
 
 
 def fix_live(target: FixNodes, save_dir: Path | None) -> FixResult | None:
@@ -159,7 +138,7 @@ def fix_live(target: FixNodes, save_dir: Path | None) -> FixResult | None:
     inspected = _inspect(target, save_dir)
     if inspected is None:
         return None
-    plan = _plan(inspected)
+    plan = plan_for(inspected.outcome)
     return FixResult(inspected.outcome, plan, inspected.saved, _save(inspected.saved, plan), inspected.interrupted)
 
 
@@ -173,7 +152,7 @@ class ApplyResult(msgspec.Struct, frozen=True):
 
     before: FixResult
     outcomes: tuple[NodeOutcome, ...] = ()
-    after: Outcome | ClusterCheck | None = None
+    after: Judged | None = None
     after_saved: Path | None = None
     rebooted: tuple[str, ...] = ()
     journal_lines: tuple[str, ...] = ()
@@ -195,39 +174,24 @@ def _open_nodes(config: Config) -> tuple[dict[str, Transport], dict[str, RepairN
 def _fresh_matches(plan: RepairPlan, fresh: FixResult) -> None:
     """A bundle's plan is applied only to the nodes and the state it was made for (refused otherwise): a pair's
     plan names its two hostnames, and every plan carries its state's digest (a cluster's covers every node)."""
-    if isinstance(fresh.outcome, Outcome) and plan.hostnames != (None, None):
-        _same_pair(plan, fresh.outcome)
+    if plan.hostnames != (None, None) and tuple(plan.hostnames) != tuple(fresh.plan.hostnames):
+        raise ApplyRefused(f"the plan was made for {plan.hostnames[0]} and {plan.hostnames[1]}, these nodes are "
+                           f"{fresh.plan.hostnames[0]} and {fresh.plan.hostnames[1]}: refused, nothing changed",
+                           exit_code=ExitCode.BAD_INPUT,
+                           fix="run `linkcheck fix --apply` against the pair the bundle came from")
     if fresh.plan.state_sha256 != plan.state_sha256:
         raise ApplyRefused("the live state changed since the plan was made (its state digest differs): refused, "
                            "nothing changed", exit_code=ExitCode.BAD_INPUT,
                            fix="run `linkcheck fix --apply` without a bundle, for a plan of the state now")
 
 
-def _same_pair(plan: RepairPlan, fresh: Outcome) -> None:
-    live = (fresh.link.a.hostname, fresh.link.b.hostname)
-    if tuple(plan.hostnames) != live:
-        raise ApplyRefused(f"the plan was made for {plan.hostnames[0]} and {plan.hostnames[1]}, these nodes are "
-                           f"{live[0]} and {live[1]}: refused, nothing changed", exit_code=ExitCode.BAD_INPUT,
-                           fix="run `linkcheck fix --apply` against the pair the bundle came from")
-
-
-def statuses(outcome: Outcome | ClusterCheck) -> dict[str, Status]:
-    """Each finding's status by the id a plan names it by (a cluster's cable findings with `(cable LABEL)`)."""
-    if isinstance(outcome, Outcome):
-        return {f.finding_id: f.status for f in outcome.diagnosis.findings}
-    found = {f.finding_id: f.status for f in outcome.view.diagnosis.findings}
-    for cable in outcome.cables:
-        found |= {f"{f.finding_id} (cable {cable.test.label})": f.status for f in cable.findings}
-    return found
-
-
 FIXED, STILL_FIRING, NOT_JUDGED = "fixed", "still firing", "not judged again"
 
 
-def planned_findings(plan: RepairPlan, after: Outcome | ClusterCheck) -> list[tuple[str, str]]:
+def planned_findings(plan: RepairPlan, after: Judged) -> list[tuple[str, str]]:
     """Each finding the plan has a step for, as the inspection after the repair judges it: fixed (it passes now),
     still firing, or not judged again (the inspection sends no traffic: a throughput finding needs `check`)."""
-    now = statuses(after)
+    now = after.statuses()
     out = []
     for finding in dict.fromkeys(s.finding for s in plan.steps):
         status = now.get(finding)
@@ -242,10 +206,10 @@ def _record(result: ApplyResult, interrupted: str | None = None) -> None:
     if saved is None:
         return
 
-    def firing(outcome: Outcome | ClusterCheck | None) -> list[str] | None:
+    def firing(outcome: Judged | None) -> list[str] | None:
         if outcome is None:
             return None
-        return sorted(i for i, status in statuses(outcome).items() if status in (Status.WARN, Status.FAIL))
+        return sorted(i for i, status in outcome.statuses().items() if status in (Status.WARN, Status.FAIL))
 
     document = {
         "schema": "linkcheck-repair-apply", "schema_version": 1,

@@ -7,15 +7,13 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from linkcheck.baseline.history import already_recorded, append_cluster_run, append_run
+from linkcheck.baseline.history import append_cluster_run, append_judged
 from linkcheck.bundle.format import Bundle
-from linkcheck.bundle.verify import load_trusted
-from linkcheck.outcome import ClusterCheck
+from linkcheck.outcome import ClusterCheck, Judged
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
     from linkcheck.facts.snapshot_model import Baseline
-    from linkcheck.outcome import Outcome
 
 
 class RunRecord(msgspec.Struct, frozen=True):
@@ -28,24 +26,19 @@ class RunRecord(msgspec.Struct, frozen=True):
     history: bool = False  # an offline `diagnose` appends to the history only when asked (--record)
 
 
-def finish_run(outcome: Outcome, record: RunRecord) -> list[str]:
-    """Record a run diagnosed with the record's baseline in its facts (`diagnose_bundle` and `run_live` attach
-    it, so each run is diagnosed once): the history, the textfile; the lines to say on stderr about anything
-    that could not be recorded."""
+def finish_run(judged: Judged, record: RunRecord) -> list[str]:
+    """Record a run diagnosed with its baseline in its facts (`judge_bundle`, `run_live` and `check_cluster`
+    attach it, so each run is diagnosed once): the history (a pair's run, or each test of a cluster's in its
+    pair's), the textfile; the lines to say on stderr about anything that could not be recorded. An offline
+    `diagnose` of a bundle already there is the same run: it is not recorded twice."""
     problems: list[str] = []
     if record.command != "diagnose" or record.history:  # an old bundle is no new run unless the user says so
         try:
-            if record.command == "diagnose" and already_recorded(outcome):
-                return _textfile(outcome, record, problems)  # a bundle in the history already: not twice
-            append_run(outcome, record.command, record.baseline.name if record.baseline else None, record.acceptance)
+            append_judged(judged, record.command, record.acceptance, once=record.command == "diagnose")
         except OSError as exc:
             problems.append(_not_recorded(exc))
-    return _textfile(outcome, record, problems)
-
-
-def _textfile(outcome: Outcome, record: RunRecord, problems: list[str]) -> list[str]:
     if record.prometheus is not None:
-        write_textfile(record.prometheus, outcome)
+        write_textfile(record.prometheus, judged)
     return problems
 
 
@@ -60,14 +53,6 @@ def finish_cluster_run(check: ClusterCheck, bundle: Bundle, saved: Path, command
     except OSError as exc:
         return [_not_recorded(exc)]
     return []
-
-
-def record_saved_cluster(check: ClusterCheck, path: Path, baseline: str | None, *,
-                         allow_unverified: bool = False) -> list[str]:
-    """An offline `diagnose --record` of a cluster's bundle: each test in its pair's history under the bundle's
-    date, as its live run would have recorded it (never twice); the lines to say on stderr when it could not be."""
-    bundle = load_trusted(path, allow_unverified=allow_unverified)  # its runs' records, as judged just before
-    return finish_cluster_run(check, bundle, path, "diagnose", baseline)
 
 
 def _not_recorded(exc: OSError) -> str:

@@ -13,21 +13,29 @@ A node that one run could not inspect is not compared, nor are its cables.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.baseline.store import CableSnapshot, ClusterBaseline, ClusterSnapshot, NodeSnapshot
+from linkcheck.baseline.store import (
+    CableSnapshot,
+    ClusterBaseline,
+    ClusterSnapshot,
+    NodeSnapshot,
+    new_baseline,
+    new_cluster_baseline,
+)
 from linkcheck.cluster.cables import CableTest, cable_tests, of_test_round
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.errors import BaselineError
 from linkcheck.facts.drift import CableBaseline, CableDrift, ClusterDrift, NodeDrift, changes, node_differences
 from linkcheck.facts.model import LinkFacts, NodeFacts
-from linkcheck.facts.snapshot import snapshot_from
-from linkcheck.facts.snapshot_model import BaselineFacts, Fields, PairKey, Performance, Snapshot
+from linkcheck.facts.snapshot import snapshot_from, snapshot_of
+from linkcheck.facts.snapshot_model import Baseline, BaselineFacts, Fields, PairKey, Performance, Snapshot
 from linkcheck.model import Capture
-from linkcheck.outcome import CableResult, ClusterCheck
+from linkcheck.outcome import CableResult, ClusterCheck, Judged
 
 
 class CableView(msgspec.Struct, frozen=True):
@@ -210,3 +218,14 @@ def attach_cluster_baseline(facts: ClusterFacts, results: Sequence[CableResult],
     drift = ClusterDrift(baseline.name, baseline.created, tuple(nodes), tuple(_cable_drift(base, now, skipped)),
                          compared)
     return replace(facts, drift=drift)
+
+
+def baseline_of(name: str, judged: Judged, source: Path) -> Baseline | ClusterBaseline:
+    """The baseline a judged run gives (`forced` when its verdict is not pass): a pair's one cable and two nodes,
+    or a cluster's every node and cable (from the captures it was judged from)."""
+    verdict = judged.verdict.value
+    if isinstance(judged, ClusterCheck):
+        snap = cluster_snapshot(judged, judged.bundle.captures if judged.bundle else (), verdict)
+        return new_cluster_baseline(name, snap, source, judged.created, forced=verdict != "pass")
+    return new_baseline(name, snapshot_of(judged.bundle, judged.link, verdict), source, judged.bundle.created,
+                        forced=verdict != "pass")

@@ -20,7 +20,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -32,10 +32,8 @@ from linkcheck.errors import InputFileError, UsageError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.facts.snapshot import pair_id, pair_key, performance_of
 from linkcheck.model import Capture, Finding, Verdict
+from linkcheck.outcome import ClusterCheck, Judged, Outcome
 from linkcheck.safe_read import open_capped
-
-if TYPE_CHECKING:
-    from linkcheck.outcome import ClusterCheck, Outcome
 
 SCHEMA = "linkcheck-history"
 SCHEMA_VERSION = 1
@@ -193,6 +191,21 @@ def append_cluster_run(check: ClusterCheck, captures: Sequence[Capture], command
 
 def _same_folder(a: str, b: str) -> bool:
     return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def append_judged(judged: Judged, command: str, acceptance: str | None = None, *, once: bool = False) -> list[Path]:
+    """A judged run appended to its pairs' histories: a pair's one record, a cluster's one per test, each in the
+    history of that test's two nodes; the files written. With `once` (an offline `diagnose --record`), a run of
+    this very bundle already in a history is not written again."""
+    if isinstance(judged, ClusterCheck):
+        bundle = judged.bundle
+        if bundle is None or bundle.path is None:  # a check made from captures alone is no saved run
+            return []
+        return append_cluster_run(judged, bundle.captures, command, bundle.path, judged.created,
+                                  judged.baseline_name, once=once)
+    if once and already_recorded(judged):
+        return []
+    return [append_run(judged, command, judged.baseline_name, acceptance)]
 
 
 def already_recorded(outcome: Outcome) -> bool:

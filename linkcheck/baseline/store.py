@@ -575,16 +575,17 @@ def list_any() -> tuple[list[Baseline | ClusterBaseline], list[BaselineError]]:
     return baselines, problems
 
 
-def describe_nodes(baseline: ClusterBaseline) -> str:
-    """`ring3: a, b, c`: the layout and the nodes by name."""
-    return f"{baseline.snapshot.layout}: {', '.join(n.name for n in baseline.snapshot.nodes)}"
+def describe_nodes(baseline: Baseline | ClusterBaseline) -> str:
+    """Whose state it holds: a pair's two hostnames (`spark-a + spark-b`), a cluster's layout and its nodes by
+    name (`ring3: a, b, c`)."""
+    if isinstance(baseline, ClusterBaseline):
+        return f"{baseline.snapshot.layout}: {', '.join(n.name for n in baseline.snapshot.nodes)}"
+    pair = baseline.snapshot.pair
+    return f"{pair.a_hostname or '?'} + {pair.b_hostname or '?'}"
 
 
 def _described(baseline: Baseline | ClusterBaseline) -> str:
-    if isinstance(baseline, ClusterBaseline):
-        return f"a cluster's ({describe_nodes(baseline)})"
-    pair = baseline.snapshot.pair
-    return f"a pair's ({pair.a_hostname or '?'} + {pair.b_hostname or '?'})"
+    return f"a {'cluster' if isinstance(baseline, ClusterBaseline) else 'pair'}'s ({describe_nodes(baseline)})"
 
 
 def pair_baseline(name_or_file: str) -> Baseline:

@@ -21,12 +21,11 @@ from linkcheck.collect.specs import validate_container
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
 from linkcheck.errors import UsageError
 from linkcheck.integers import DECIMAL_RE, NumberError, ascii_int, bounded_decimal, bounded_int, quoted
-from linkcheck.outcome import ClusterCheck, Outcome
+from linkcheck.outcome import Judged
 from linkcheck.report.acceptance import judged_verdict
 from linkcheck.report.fit import fit
 from linkcheck.report.markdown import render_markdown
 from linkcheck.report.output import print_outcome
-from linkcheck.report.problems import node_problem_lines
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
@@ -139,22 +138,22 @@ def warn_unverified(line: str) -> None:
     say(f"linkcheck: {line}")
 
 
-def verdict_of(judged: Outcome | ClusterCheck) -> BundleVerdict:
+def verdict_of(judged: Judged) -> BundleVerdict:
     """The bundle's one verdict (its acceptance's, where it holds one): its line for -q, its exit code."""
     return judged_verdict(judged)
 
 
-def say_verdict(judged: Outcome | ClusterCheck) -> None:
+def say_verdict(judged: Judged) -> None:
     """The bundle's one verdict line (its acceptance's, where it holds one)."""
     say(verdict_of(judged).line)
 
 
-def say_node_errors(outcome: Outcome) -> None:
-    for line in node_problem_lines(outcome):
+def say_node_errors(judged: Judged) -> None:
+    for line in judged.node_problems():
         say(f"linkcheck: {line}")
 
 
-def emit(judged: Outcome | ClusterCheck, fmt: Format, show_all: bool, report: Path | None = None) -> None:
+def emit(judged: Judged, fmt: Format, show_all: bool, report: Path | None = None) -> None:
     """The report of a pair's diagnosis or a cluster's check on stdout as text (with the passed findings when
     `show_all`) or JSON, or with --quiet only its verdict line on stderr; the Markdown report to `report`."""
     if report is not None:
@@ -233,7 +232,7 @@ def run_record(command: str, baseline: str | None, prometheus: Path | None = Non
                      prometheus=prometheus, history=history)
 
 
-def finish(outcome: Outcome, record: RunRecord) -> None:
+def finish(judged: Judged, record: RunRecord) -> None:
     """The run, diagnosed with its baseline, recorded (textfile, history); what could not be recorded is said."""
-    for line in finish_run(outcome, record):
+    for line in finish_run(judged, record):
         say(f"linkcheck: {line}")

@@ -46,7 +46,6 @@ from linkcheck.cli.common import (
     warn_unverified,
 )
 from linkcheck.errors import ExitCode, UsageError
-from linkcheck.outcome import Outcome
 from linkcheck.repair.record import REPAIR, repair_json, steps_json
 from linkcheck.report.acceptance import judged_verdict
 from linkcheck.report.repair import plan_text_lines
@@ -115,7 +114,7 @@ def fix(
         live = fix_live(target, checked_save(save))
         if live is None:
             raise typer.Exit(130)
-        _say_node_errors(live)
+        say_node_errors(live.outcome)
         result = live
     if output is not None:
         write_output(output, repair_json(result.plan), "-o", "repair plan")
@@ -153,15 +152,6 @@ def _same_layout(bundle: Path, nodes: LiveNodes) -> None:
     if found is None and nodes.layout == "cluster":
         raise UsageError("fix --apply: this bundle holds a pair and the nodes named are a cluster: name the pair "
                          "the bundle came from")
-
-
-def _say_node_errors(result: FixResult) -> None:
-    """The nodes that could not be inspected, one line each."""
-    if isinstance(result.outcome, Outcome):
-        say_node_errors(result.outcome)
-        return
-    for name, error in sorted(result.outcome.view.errors.items()):
-        say(f"linkcheck: node {name}: {error}")
 
 
 def _show_plan(result: FixResult, fmt: Format) -> None:

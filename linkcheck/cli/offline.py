@@ -19,7 +19,7 @@ from linkcheck.advise.model import (
 )
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.offline import judge_bundle
-from linkcheck.app.runs import RunRecord, record_saved_cluster
+from linkcheck.app.runs import RunRecord
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.cli.common import (
     FLAGS,
@@ -42,13 +42,12 @@ from linkcheck.cli.common import (
 )
 from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.errors import ExitCode, UsageError
-from linkcheck.outcome import ClusterCheck
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_lines, record_to_json
 from linkcheck.report.advice import advice_html, advice_json, advice_markdown, advice_text
 from linkcheck.report.fit import fit
 from linkcheck.report.formats import renderer
-from linkcheck.report.prometheus import check_textfile_path, write_textfile
+from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.safe_text import shown
 from linkcheck.report.stdout import write_stdout
 from linkcheck.report.writer import check_output_path, is_stdout, write_output
@@ -76,15 +75,7 @@ def diagnose(
         check_textfile_path(prometheus)
     judged = judge_bundle(bundle, playbook, offline_config(config), baseline, allow_unverified=allow_unverified,
                           warn=warn_unverified)
-    if isinstance(judged, ClusterCheck):
-        if prometheus is not None:
-            write_textfile(prometheus, judged)
-        if record_run:
-            for line in record_saved_cluster(judged, bundle, baseline, allow_unverified=allow_unverified):
-                say(f"linkcheck: {line}")
-    elif baseline or prometheus or record_run:
-        against = judged.link.baseline.baseline if judged.link.baseline else None
-        finish(judged, RunRecord("diagnose", against, prometheus, history=record_run))
+    finish(judged, RunRecord("diagnose", prometheus=prometheus, history=record_run))
     emit(judged, fmt, show_all)
     raise typer.Exit(verdict_of(judged).exit_code)  # the acceptance's, where the bundle holds one
 

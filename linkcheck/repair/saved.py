@@ -14,11 +14,12 @@ from difflib import SequenceMatcher
 
 import msgspec
 
-from linkcheck.outcome import Outcome
+from linkcheck.errors import BundleError
+from linkcheck.outcome import ClusterCheck, Judged, Outcome
 from linkcheck.repair.files import node_files
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.paths import plan_path_problem
-from linkcheck.repair.plan import plan_repairs
+from linkcheck.repair.plan import cluster_plan, plan_repairs
 from linkcheck.repair.runtime import OpError, parse_op
 
 NOT_OURS = "plan in the bundle, not linkcheck's"
@@ -27,10 +28,15 @@ MAX_LISTED = 100
 _WIDTH = 160  # characters of one value shown
 
 
-def plan_for(outcome: Outcome) -> RepairPlan:
-    """The plan for a diagnosis: its findings, its facts and the files its bundle captured."""
-    files = {node: node_files(outcome.bundle, node) for node in ("a", "b")}
-    return plan_repairs(outcome.link, outcome.diagnosis.findings, files)
+def plan_for(judged: Judged) -> RepairPlan:
+    """The plan for a judged run, from its findings, its facts and the files its bundle captured: a pair's for its
+    one cable; a cluster's per cable (the pair's planner) and per node (repair/plan.py cluster_plan)."""
+    if isinstance(judged, ClusterCheck):
+        if judged.bundle is None:  # a check made from captures alone has no files to plan edits on
+            raise BundleError("cluster", "no bundle to plan from: judge the saved bundle (linkcheck fix BUNDLE)")
+        return cluster_plan(judged, judged.bundle)
+    files = {node: node_files(judged.bundle, node) for node in ("a", "b")}
+    return plan_repairs(judged.link, judged.diagnosis.findings, files)
 
 
 class SavedPlan(msgspec.Struct, frozen=True):

@@ -6,8 +6,6 @@ N x N matrix, the heatmap) are written where the record holds more than one cabl
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from linkcheck.outcome import Judged
 
-from linkcheck.outcome import ClusterCheck, Outcome
-
-Judged: TypeAlias = Outcome | ClusterCheck
+__all__ = ["Judged"]

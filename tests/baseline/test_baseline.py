@@ -182,9 +182,9 @@ def test_profile_name_with_a_newline_is_refused(tmp_path: Path) -> None:
 
 
 def _snapshot_baseline(name: str) -> object:
-    from linkcheck.app.baseline import snapshot_of
     from linkcheck.app.offline import diagnose_bundle
     from linkcheck.baseline.store import new_baseline
+    from linkcheck.facts.snapshot import snapshot_of
 
     outcome = diagnose_bundle(FIXTURES / "healthy")
     return new_baseline(name, snapshot_of(outcome.bundle, outcome.link, "pass"), None, "", False)

@@ -9,7 +9,6 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from linkcheck.app.fix import plan_for
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.model import Finding, Severity, Status
 from linkcheck.outcome import Outcome
@@ -18,6 +17,7 @@ from linkcheck.repair.edits import EditError, apply_edit, netplan_add_address, n
 from linkcheck.repair.files import NodeFiles, node_files, split_dump
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.plan import plan_repairs
+from linkcheck.repair.saved import plan_for
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.app.fix import NOT_JUDGED, STILL_FIRING, planned_findings, statuses
+from linkcheck.app.fix import NOT_JUDGED, STILL_FIRING, planned_findings
 from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.diagnose.playbook import load_playbooks
@@ -167,7 +167,7 @@ def test_each_planned_finding_is_judged_again_by_its_id(tmp_path: Path) -> None:
     plan = cluster_plan(check, load_trusted(folder))
     assert plan.state_sha256 and plan.steps
     assert {state for _, state in planned_findings(plan, check)} == {STILL_FIRING}  # nothing changed yet
-    now = statuses(check)
+    now = check.statuses()
     assert now["TRANSIT_FORWARDING_OFF:node b"] is Status.WARN
     stray = RepairPlan(steps=(Step("a", "LINK_HOTPLUG_DEGRADED:x (cable a:p0<->b:p1)", (), None, (), ()),))
     assert planned_findings(stray, check) == [("LINK_HOTPLUG_DEGRADED:x (cable a:p0<->b:p1)", NOT_JUDGED)]

@@ -35,7 +35,7 @@ from linkcheck.bundle.save_dir import default_save_dir
 from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
-from linkcheck.cluster.hosts import ClusterHost, cluster_hosts
+from linkcheck.cluster.hosts import SLURM_VAR, ClusterHost, cluster_hosts
 from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry, write_cluster
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
@@ -72,11 +72,16 @@ class LiveNodes(msgspec.Struct, frozen=True):
 
 
 def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: Path | None = None,
-                  group: str | None = None, config: Path | None = None) -> LiveNodes:
+                  group: str | None = None, config: Path | None = None,
+                  environ: Mapping[str, str] = os.environ) -> LiveNodes:
     """The one place a live run's layout is decided: a hostfile or inventory, three or more --node, or
-    linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster; otherwise the nodes are a pair's."""
+    linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster, and so does a Slurm allocation
+    ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml `nodes:` or `cluster:`);
+    otherwise the nodes are a pair's."""
     found = find_config(config)
-    cluster = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or (
+    named_by_config = found is not None and bool(found.nodes or found.cluster_nodes)
+    slurm = not node and not named_by_config and bool(environ.get(SLURM_VAR, "").strip())
+    cluster = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or slurm or (
         not node and found is not None and bool(found.cluster_nodes))
     return LiveNodes("cluster" if cluster else "pair", found, tuple(node), hostfile, inventory, group)
 

@@ -57,6 +57,26 @@ def test_a_live_runs_layout_comes_from_whichever_source_names_the_nodes(tmp_path
     assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], config=config).layout == "pair"
 
 
+def test_a_slurm_allocation_names_the_nodes_only_when_nothing_else_does(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside `salloc -N 4`, a bare `linkcheck check` checks the allocation's nodes; --node or a linkcheck.yaml that
+    names nodes (the pair's `nodes:` or a `cluster:`) is the user's own choice and wins over it."""
+    monkeypatch.chdir(tmp_path)  # no ./linkcheck.yaml
+    slurm = {"SLURM_JOB_NODELIST": "spark[01-04]"}
+    nodes = resolve_nodes([], environ=slurm)
+    assert nodes.layout == "cluster"
+    assert [h.name for h in nodes.hosts(slurm)] == ["spark01", "spark02", "spark03", "spark04"]
+    assert {h.origin for h in nodes.hosts(slurm)} == {"$SLURM_JOB_NODELIST"}
+    assert resolve_nodes([], environ={"SLURM_JOB_NODELIST": "  "}).layout == "pair"  # set but empty: not an allocation
+    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], environ=slurm).layout == "pair"
+    pair_config = tmp_path / "pair.yaml"
+    pair_config.write_text('nodes:\n  a: "root@198.18.9.1"\n  b: "root@198.18.9.2"\n')
+    assert resolve_nodes([], config=pair_config, environ=slurm).layout == "pair"
+    configured = resolve_nodes([], config=_config(tmp_path), environ=slurm)
+    assert [str(h.target) for h in configured.hosts(slurm)] == ["root@198.18.9.1", "root@198.18.9.2",
+                                                                "root@198.18.9.3"]
+
+
 def test_a_clusters_hosts_are_read_when_the_run_starts_not_when_its_layout_is_decided() -> None:
     """The command's own refusals (a profile of the other layout, a --report path) come first: the layout is told
     from which options are given, the hostfile read only when the run starts."""

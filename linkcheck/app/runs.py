@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from linkcheck.baseline.history import append_cluster_run, append_judged
-from linkcheck.bundle.format import Bundle
-from linkcheck.outcome import ClusterCheck, Judged
+from linkcheck.baseline.history import append_judged
+from linkcheck.outcome import Judged
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
@@ -40,19 +39,6 @@ def finish_run(judged: Judged, record: RunRecord) -> list[str]:
     if record.prometheus is not None:
         write_textfile(record.prometheus, judged)
     return problems
-
-
-def finish_cluster_run(check: ClusterCheck, bundle: Bundle, saved: Path, command: str,
-                       baseline: str | None = None) -> list[str]:
-    """Record a cluster's run (judged against the baseline named, if any) in the history of each test's pair (each
-    cable, or pair through the switch); the lines to say on stderr when that could not be done. An offline
-    `diagnose` of a bundle already there is the same run: its tests are not recorded twice."""
-    try:
-        append_cluster_run(check, bundle.captures, command, saved, bundle.created, baseline,
-                           once=command == "diagnose")
-    except OSError as exc:
-        return [_not_recorded(exc)]
-    return []
 
 
 def _not_recorded(exc: OSError) -> str:

@@ -25,7 +25,7 @@ from linkcheck.app.live import (
     run_live,
 )
 from linkcheck.app.offline import configured_rules
-from linkcheck.app.runs import RunRecord, finish_cluster_run
+from linkcheck.app.runs import RunRecord
 from linkcheck.baseline.store import ClusterBaseline, cluster_baseline
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
@@ -63,7 +63,7 @@ from linkcheck.cli.common import (
 )
 from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
 from linkcheck.report.progress import ConsoleProgress
-from linkcheck.report.prometheus import check_textfile_path, write_textfile
+from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.writer import check_output_path
 
 DEFAULT_DURATION_S = RdmaOptions().duration_s  # seconds per ib_write_bw run (-D) of --bench and `bench rdma`
@@ -397,7 +397,7 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not FLAGS.quiet else None
     try:
-        result, bundle, _ = check_cluster(hosts, ssh_options(found, accept), rules, traffic, progress,
+        result, _, _ = check_cluster(hosts, ssh_options(found, accept), rules, traffic, progress,
                                           expected=found.expected_cluster if found else None,
                                           baseline=baseline, save=target, anonymize=save[1])
     except BaselineError:
@@ -405,10 +405,7 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
         raise
     if baseline is not None:
         say(f"bundle saved to {target}")  # said first, as when the baseline is refused
-    for line in finish_cluster_run(result, bundle, target, command, baseline.name if baseline else None):
-        say(f"linkcheck: {line}")
-    if prometheus is not None:
-        write_textfile(prometheus, result)
+    finish(result, RunRecord(command, prometheus=prometheus))
     emit(result, fmt, show_all, report)
     if baseline is None:
         say(f"bundle saved to {target}")

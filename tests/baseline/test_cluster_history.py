@@ -11,7 +11,7 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.history import history_rows, history_text
-from linkcheck.app.runs import finish_cluster_run
+from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.baseline.history import append_cluster_run, history_dir, read_records
 from linkcheck.bundle.format import Bundle
 from linkcheck.outcome import ClusterCheck
@@ -84,7 +84,8 @@ def test_a_placeholder_for_a_node_not_inspected_is_no_pairs_run(tmp_path: Path) 
 def test_a_history_that_cannot_be_written_is_said_and_the_run_stands(tmp_path: Path, data_home: Path) -> None:
     data_home.mkdir(parents=True)
     (data_home / "linkcheck").write_text("a file where the data folder should be", encoding="utf-8")
-    lines = finish_cluster_run(_hot_ring(), Bundle(captures=[], created=CREATED), tmp_path / "bundle", "check")
+    saved = Bundle(captures=[], created=CREATED, path=tmp_path / "bundle")
+    lines = finish_run(replace(_hot_ring(), bundle=saved, created=CREATED), RunRecord("check"))
     assert len(lines) == 1 and lines[0].startswith("the run history was not recorded"), lines
     assert not history_dir().is_dir()
 

@@ -14,6 +14,7 @@ from linkcheck.outcome import ClusterCheck
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
+    from linkcheck.baseline.store import ClusterBaseline
     from linkcheck.facts.snapshot_model import Baseline
     from linkcheck.outcome import Outcome
 
@@ -22,7 +23,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     """What to do with a run's outcome besides the report: which command it was, the baseline to compare with."""
 
     command: str  # check | bench rdma | bench nccl | accept | diagnose
-    baseline: Baseline | None = None
+    baseline: Baseline | ClusterBaseline | None = None  # a cluster's is read for the pair's cable
     prometheus: Path | None = None
     acceptance: str | None = None  # an `accept` run's verdict (PASS, DEGRADED, FAIL, INCONCLUSIVE), kept beside
     history: bool = False  # an offline `diagnose` appends to the history only when asked (--record)

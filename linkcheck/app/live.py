@@ -217,7 +217,7 @@ def low_path_gbps(rules: list[Rule], default: float) -> float:
 
 def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
              traffic: TrafficRequest | None = None, progress: Progress | None = None,
-             baseline: Baseline | None = None) -> LiveResult:
+             baseline: Baseline | ClusterBaseline | None = None) -> LiveResult:
     """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks, against
     `baseline` when one is given (its drift rules then speak in that one diagnosis).
 
@@ -306,7 +306,7 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
 
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
                   traffic: TrafficRequest | TrafficPlan, progress: Progress | None = None,
-                  expected: ExpectedCluster | None = None, baseline: ClusterBaseline | None = None,
+                  expected: ExpectedCluster | None = None, baseline: Baseline | ClusterBaseline | None = None,
                   save: Path | None = None, anonymize: bool = False) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
     """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
     `traffic.nccl` is) and judge, against `baseline` when one is given; with the bundle and its cluster record,

@@ -17,8 +17,8 @@ from msgspec.structs import replace
 
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, judge_facts
-from linkcheck.baseline.drift import attach_cluster_baseline
-from linkcheck.baseline.store import ClusterBaseline, cluster_baseline, pair_baseline
+from linkcheck.baseline.drift import attach_cluster_baseline, for_pair
+from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.rounds import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
@@ -33,6 +33,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts, with_traffic
+from linkcheck.facts.snapshot import pair_key
 from linkcheck.model import Capture, Verdict
 from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.transport.base import parse_target
@@ -43,16 +44,18 @@ if TYPE_CHECKING:
 
 
 def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None,
-                      baseline: Baseline | None = None) -> Outcome:
+                      baseline: Baseline | ClusterBaseline | None = None) -> Outcome:
     return diagnose_facts(bundle, build_link_facts(bundle.captures, bundle.collection_errors, expected), rules,
                           baseline)
 
 
-def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule], baseline: Baseline | None = None) -> Outcome:
+def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule],
+                   baseline: Baseline | ClusterBaseline | None = None) -> Outcome:
     """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too), against
-    `baseline` when one is given: its drift rules then speak in this one diagnosis."""
+    `baseline` when one is given (a cluster's read for its cable between the pair's nodes): its drift rules then speak
+    in this one diagnosis."""
     if baseline is not None:
-        link = attach_baseline(bundle, link, baseline)
+        link = attach_baseline(bundle, link, for_pair(baseline, pair_key(link)))
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}
     return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors), tuple(rules))
@@ -71,7 +74,7 @@ def configured_rules(playbooks: list[Path], config: Config | None,
 
 
 def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
-                    baseline: Baseline | None = None, *, allow_unverified: bool = False,
+                    baseline: Baseline | ClusterBaseline | None = None, *, allow_unverified: bool = False,
                     warn: Callable[[str], None] | None = None, overridable: bool = True) -> Outcome:
     """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's, and
     against `baseline` when one is given. A bundle that `verify` rejects is refused (BundleError), or with
@@ -152,12 +155,12 @@ def unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]:
 
 def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
                   doc: ClusterDocument, rules: list[Rule], expected: ExpectedCluster | None = None,
-                  baseline: ClusterBaseline | None = None) -> ClusterCheck:
+                  baseline: Baseline | ClusterBaseline | None = None) -> ClusterCheck:
     """A cluster judged from its captures and its record: the facts, every planned test's results from its own
     captures, the unreached tests, `baseline` attached when one is given, then the cluster's rules over all of it in
     one diagnosis (with the drift rules: CLUSTER_DRIFT_* over the nodes and the cabling, the pair's DRIFT_* on each
     cable). The live check and a saved bundle both come here, so a bundle gives the verdict its run showed. A
-    baseline of another cluster is refused: BaselineError."""
+    baseline of another cluster, or a pair's whose nodes are not both in this one, is refused: BaselineError."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     facts = cluster_facts([h.name for h in hosts], captures, errors, expected)
     tests = []
@@ -182,7 +185,7 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
 
 def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,
                    warn: Callable[[str], None] | None = None, expected: ExpectedCluster | None = None,
-                   overridable: bool = True, baseline: ClusterBaseline | None = None) -> ClusterCheck:
+                   overridable: bool = True, baseline: Baseline | ClusterBaseline | None = None) -> ClusterCheck:
     """A saved cluster bundle judged again (against `baseline` when one is given): refused (exit 4) when `verify`
     rejects it, unless `allow_unverified`."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
@@ -199,15 +202,15 @@ def judge_bundle(path: Path, playbooks: list[Path] | None = None, config: Config
                  baseline: str | None = None, *, allow_unverified: bool = False,
                  warn: Callable[[str], None] | None = None, overridable: bool = True) -> Outcome | ClusterCheck:
     """A saved bundle judged as its run judged it, whatever its layout: a pair's Outcome, or a cluster's
-    ClusterCheck (a cluster's bundle holds cluster.json). `baseline` names the baseline to compare with (a pair's
-    for a pair, a cluster's for a cluster: the other kind is refused in one line, exit 4, before the bundle is
-    read). A bundle that `verify` rejects is refused (BundleError), or with `allow_unverified` judged without its
-    unverified files, each problem passed to `warn`; `overridable` as for `load_trusted`."""
+    ClusterCheck (a cluster's bundle holds cluster.json). `baseline` names the baseline to compare with, read before
+    the bundle: a pair's or a cluster's for either layout (a pair being the cluster of its one cable: see
+    baseline/drift.py `for_pair`, `for_cluster`). A bundle that `verify` rejects is refused (BundleError), or with
+    `allow_unverified` judged without its unverified files, each problem passed to `warn`; `overridable` as for
+    `load_trusted`."""
+    against = resolve_any(baseline) if baseline is not None else None
     if not is_cluster_bundle(path):  # the one place a saved bundle's layout is decided
-        against = pair_baseline(baseline) if baseline is not None else None
         return diagnose_bundle(path, playbooks, config, against, allow_unverified=allow_unverified, warn=warn,
                                overridable=overridable)
-    reference = cluster_baseline(baseline) if baseline is not None else None
     rules = configured_rules(list(playbooks or []), config, kind="all")
     return cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn, overridable=overridable,
-                          expected=config.expected_cluster if config else None, baseline=reference)
+                          expected=config.expected_cluster if config else None, baseline=against)

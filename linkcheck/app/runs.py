@@ -12,6 +12,7 @@ from linkcheck.outcome import Judged
 from linkcheck.report.prometheus import write_textfile
 
 if TYPE_CHECKING:
+    from linkcheck.baseline.store import ClusterBaseline
     from linkcheck.facts.snapshot_model import Baseline
 
 
@@ -19,7 +20,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     """What to do with a run's outcome besides the report: which command it was, the baseline to compare with."""
 
     command: str  # check | bench rdma | bench nccl | accept | diagnose
-    baseline: Baseline | None = None
+    baseline: Baseline | ClusterBaseline | None = None  # a cluster's is read for the pair's cable
     prometheus: Path | None = None
     acceptance: str | None = None  # an `accept` run's verdict (PASS, DEGRADED, FAIL, INCONCLUSIVE), kept beside
     history: bool = False  # an offline `diagnose` appends to the history only when asked (--record)

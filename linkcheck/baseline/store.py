@@ -584,29 +584,6 @@ def describe_nodes(baseline: Baseline | ClusterBaseline) -> str:
     return f"{pair.a_hostname or '?'} + {pair.b_hostname or '?'}"
 
 
-def _described(baseline: Baseline | ClusterBaseline) -> str:
-    return f"a {'cluster' if isinstance(baseline, ClusterBaseline) else 'pair'}'s ({describe_nodes(baseline)})"
-
-
-def pair_baseline(name_or_file: str) -> Baseline:
-    """The baseline a pair's run compares with; a cluster's is refused in one line (exit 4)."""
-    found = resolve_any(name_or_file)
-    if isinstance(found, ClusterBaseline):
-        raise BaselineError(found.path or found.name, f"baseline {found.name!r} is {_described(found)}, and this "
-                            "is a pair's run", fix="compare a pair with a pair's baseline (linkcheck baseline list)")
-    return found
-
-
-def cluster_baseline(name_or_file: str) -> ClusterBaseline:
-    """The baseline a cluster's run compares with; a pair's is refused in one line (exit 4)."""
-    found = resolve_any(name_or_file)
-    if not isinstance(found, ClusterBaseline):
-        raise BaselineError(found.path or found.name, f"baseline {found.name!r} is {_described(found)}, and this "
-                            "is a cluster's run", fix="compare a cluster with a cluster's baseline: linkcheck "
-                            "baseline save NAME CLUSTER_BUNDLE")
-    return found
-
-
 def cluster_id(snapshot: ClusterSnapshot) -> str:
     """A file-system name for the cluster: `cluster-`, its first node's hostname, how many others, and a digest of
     every node's identity."""

@@ -15,7 +15,7 @@ from msgspec.structs import replace
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_run
-from linkcheck.baseline.store import pair_baseline
+from linkcheck.baseline.store import resolve_any
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.collect.specs import validate_container
 from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
@@ -228,7 +228,7 @@ def run_record(command: str, baseline: str | None, prometheus: Path | None = Non
     baseline and the textfile's folder are checked before any work."""
     if prometheus is not None:
         check_textfile_path(prometheus)
-    return RunRecord(command, baseline=pair_baseline(baseline) if baseline is not None else None,
+    return RunRecord(command, baseline=resolve_any(baseline) if baseline is not None else None,
                      prometheus=prometheus, history=history)
 
 

@@ -26,7 +26,7 @@ from linkcheck.app.live import (
 )
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord
-from linkcheck.baseline.store import ClusterBaseline, cluster_baseline
+from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
@@ -62,6 +62,7 @@ from linkcheck.cli.common import (
     with_containers,
 )
 from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
+from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.writer import check_output_path
@@ -247,7 +248,7 @@ def _live(command: str, nodes: LiveNodes, traffic: TrafficRequest | None, run: _
     """The live run of `check` and `bench rdma|nccl|latency`, its traffic request built once whatever the layout:
     a cluster's check (every cable in the schedule's rounds, NCCL across every node), or the pair's."""
     if nodes.layout == "cluster":
-        against = cluster_baseline(run.baseline) if run.baseline else None  # refused before any node is touched
+        against = resolve_any(run.baseline) if run.baseline else None  # read before any node is touched
         _check_cluster(nodes, run.accept, run.fmt, replace(traffic or TrafficRequest(), command=command), run.report,
                        (run.save, run.anonymize), against, run.prometheus, run.show_all,
                        containers=checked_containers(run.container))
@@ -368,7 +369,7 @@ def init(
 
 
 def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest, report: Path | None,
-                   save: tuple[Path | None, bool], baseline: ClusterBaseline | None = None,
+                   save: tuple[Path | None, bool], baseline: Baseline | ClusterBaseline | None = None,
                    prometheus: Path | None = None, show_all: bool = False,
                    containers: tuple[str, ...] = ()) -> None:
     """A cluster's check: inspection, topology, the rounds per cable and the latency test when asked, the cluster's

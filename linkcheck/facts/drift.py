@@ -65,12 +65,13 @@ def node_differences(base: PairKey, now: PairKey, shown: str) -> list[str]:
 def pair_differences(base: PairKey, now: PairKey) -> list[str]:
     """Empty when `now` is the baseline's pair; else the identity fields that say it is another one."""
     out = _node_differences("a", base, now) + _node_differences("b", base, now)
-    if out and not _node_differences("a", base, _swapped(now)) + _node_differences("b", base, _swapped(now)):
+    if out and not _node_differences("a", base, swapped(now)) + _node_differences("b", base, swapped(now)):
         out.append("(nodes a and b are swapped relative to the baseline: give --node a/b as when it was saved)")
     return out
 
 
-def _swapped(key: PairKey) -> PairKey:
+def swapped(key: PairKey) -> PairKey:
+    """The same pair with its nodes a and b the other way round."""
     return PairKey(a_hostname=key.b_hostname, a_macs=key.b_macs, b_hostname=key.a_hostname, b_macs=key.a_macs,
                    cable_sn=key.cable_sn, a_machine_id=key.b_machine_id, b_machine_id=key.a_machine_id)
 

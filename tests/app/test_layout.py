@@ -28,11 +28,17 @@ def test_a_pairs_bundle_is_judged_as_a_pair_and_a_clusters_as_a_cluster() -> Non
     assert [h.name for h in cluster.view.hosts] == ["a", "b", "c"]
 
 
-def test_a_baseline_of_the_other_layout_is_refused_before_the_bundle_is_judged() -> None:
+def test_a_baseline_of_either_layout_is_read_for_either_layout() -> None:
+    # A pair being the cluster of its one cable: a pair's baseline is read for a cluster of its nodes, a cluster's for
+    # a pair of its nodes; this pair (dgx-spark-1 + dgx-spark-2) is not in the ring, so its baseline is refused.
     save_baseline("pair-good", FIXTURES / "healthy", force=False)
-    with pytest.raises(BaselineError, match="is a pair's.*this is a cluster's run"):
+    with pytest.raises(BaselineError, match="is a pair's .* not in this cluster"):
         judge_bundle(FIXTURES / "cluster-ring3-healthy", baseline="pair-good")
     assert isinstance(judge_bundle(FIXTURES / "healthy", baseline="pair-good"), Outcome)
+    save_baseline("ring-good", FIXTURES / "cluster-ring3-healthy", force=False)
+    pair = judge_bundle(FIXTURES / "real-hotplug-13g", baseline="ring-good")  # spark-a + spark-b, two of the ring's
+    assert isinstance(pair, Outcome) and pair.link.baseline is not None
+    assert pair.link.baseline.baseline.name == "ring-good"
 
 
 def _config(tmp_path: Path) -> Path:

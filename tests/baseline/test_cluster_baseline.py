@@ -1,6 +1,6 @@
 """A cluster's baseline: saved from a cluster's bundle, compared per cable by the pair's DRIFT_* rules and per node and
-cabling by CLUSTER_DRIFT_NODE and the cluster layouts of DRIFT_CONFIG and DRIFT_IDENTITY; a pair's baseline for a
-cluster (or the reverse) and hostile files are one line, exit 4."""
+cabling by CLUSTER_DRIFT_NODE and the cluster layouts of DRIFT_CONFIG and DRIFT_IDENTITY; hostile files are one line,
+exit 4 (a pair's baseline for a cluster and the reverse: test_baseline_across_layouts.py)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,9 @@ from linkcheck.baseline.drift import cluster_snapshot
 from linkcheck.baseline.store import (
     ClusterBaseline,
     ClusterSnapshot,
-    cluster_baseline,
     from_json,
     new_cluster_baseline,
-    pair_baseline,
+    resolve_any,
     to_json,
 )
 from linkcheck.diagnose import engine
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     from tests.conftest import InProcessCli
 
 ROOT = Path(__file__).resolve().parents[2]
-PAIR_BUNDLE = ROOT / "fixtures" / "healthy"
 FIRST = "a:p0<->b:p1"  # ring3's first cable
 
 
@@ -239,19 +237,6 @@ def test_save_then_diagnose_a_cluster_bundle_against_its_baseline(tmp_path: Path
     assert re.search(r"cable\.a\.serial APF\d+ -> APF26010099999", serial), serial
 
 
-def test_a_pair_baseline_for_a_cluster_and_the_reverse_are_one_line(tmp_path: Path, cli: InProcessCli) -> None:
-    cluster = _bundle(tmp_path, "cluster")
-    assert cli("baseline", "save", "pairbase", str(PAIR_BUNDLE)).returncode == 0
-    assert cli("baseline", "save", "ringbase", str(cluster)).returncode == 0
-    _one_line(cli("diagnose", str(cluster), "--baseline", "pairbase"), "pairbase", "a pair's", "cluster's run")
-    _one_line(cli("diagnose", str(PAIR_BUNDLE), "--baseline", "ringbase"), "ringbase", "a cluster's", "pair's run")
-    _one_line(cli("check", "--node", "a=x", "--node", "b=y", "--node", "c=z", "--baseline", "pairbase"), "a pair's")
-    with pytest.raises(BaselineError):
-        cluster_baseline("pairbase")
-    with pytest.raises(BaselineError):
-        pair_baseline("ringbase")
-
-
 def _file(tmp_path: Path) -> dict[str, object]:
     base = _baseline(checked(ring3()))
     return json.loads(strict_json.dumps(to_json(base)))
@@ -334,7 +319,7 @@ def test_a_clusters_drift_comes_from_its_one_diagnosis(monkeypatch: pytest.Monke
     tests = len(calls["test"])
     assert tests == 3 and len(calls["cluster"]) == 1
     calls["test"].clear(), calls["cluster"].clear()
-    against = cluster_bundle(FIXTURES / "cluster-ring3-hotplug", rules, baseline=cluster_baseline("ring"))
+    against = cluster_bundle(FIXTURES / "cluster-ring3-hotplug", rules, baseline=resolve_any("ring"))
     # No diagnosis more than without a baseline: the drift is judged in the cluster's one diagnosis.
     assert len(calls["test"]) == tests and len(calls["cluster"]) == 1
     drift = {(f.subject, f.explained_by) for f in calls["cluster"][0].findings

@@ -16,8 +16,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from typing import NamedTuple
 
+import msgspec
 import yaml
 
 from linkcheck.errors import ParseError
@@ -42,7 +42,7 @@ def _meaningful(line: str) -> bool:
     return bool(line.strip()) and not line.lstrip().startswith("#")
 
 
-class _Definition(NamedTuple):
+class _Definition(msgspec.Struct, frozen=True):
     """`ethernets: <netdef>:` in block style: its key's line, its body's indent, the line after its body, and its
     own keys (key node, value node) by name."""
 

@@ -9,15 +9,24 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.topology import cluster_facts, judge
-from linkcheck.cluster.facts import ClusterFacts, missing_routes, nccl_algo_ring_only, ring_recabling, transits
+from linkcheck.cluster.facts import (
+    ClusterFacts,
+    forward_ports,
+    missing_routes,
+    nccl_algo_ring_only,
+    ring_recabling,
+    transits,
+)
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config
 from linkcheck.diagnose.engine import Diagnosis, diagnose
+from linkcheck.diagnose.facts_schema import _docker_accept
 from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
@@ -153,6 +162,16 @@ def test_dockers_forward_drop_on_a_transit_node_presents_like_a_dead_cable() -> 
     status = {f.subject: f.status for f in result.findings if f.rule_id == "DOCKER_FORWARD_DROP"}
     assert status == {"node a": Status.SKIP, "node b": Status.FAIL, "node c": Status.PASS, "node d": Status.PASS}
 
+
+
+def test_dockers_accepts_for_two_ports_are_written_out_and_without_two_say_what_to_fill_in() -> None:
+    node = _facts(_routed(_models("ring4-fabric-sockets"))).nodes["b"]
+    two = msgspec.structs.replace(node, functions=tuple(f for f in node.functions if f.netdev.startswith("enp1s0f")))
+    assert forward_ports(two) == ["enp1s0f0np0", "enp1s0f1np1"]
+    assert _docker_accept(two) == ("sudo iptables -I DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT && "
+                                   "sudo iptables -I DOCKER-USER -i enp1s0f1np1 -o enp1s0f0np0 -j ACCEPT")
+    one = msgspec.structs.replace(node, functions=two.functions[:1])
+    assert _docker_accept(one).startswith("sudo iptables -I DOCKER-USER -i IN -o OUT -j ACCEPT for each ordered pair")
 
 def test_dockers_drop_on_a_node_that_routes_nothing_is_a_note() -> None:
     models = _models("ring3")

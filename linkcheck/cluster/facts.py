@@ -169,6 +169,20 @@ def accepts_forwarded(fwd: Forwarding, netdevs: Sequence[str]) -> bool:
     return decision is not None and decision[0] == "ACCEPT"
 
 
+def forward_ports(node: NodeFacts) -> list[str]:
+    """The node's addressed CX-7 netdevs (a link-local address alone does not count), sorted: what it routes between
+    as a transit node. DOCKER_FORWARD_DROP's fix and its repair accept each ordered pair of them in DOCKER-USER, by
+    interface: an accept by address decides only part of the traffic here (_PARTIAL)."""
+    return sorted(f.netdev for f in node.functions
+                  if any(not ipaddress.ip_interface(c).ip.is_link_local for c in f.ipv4))
+
+
+def docker_user_accept(verb: str, dev_in: str, dev_out: str) -> str:
+    """`sudo iptables VERB DOCKER-USER -i IN -o OUT -j ACCEPT` (-I inserts it, -C checks it); the interfaces are
+    shell words, quoted by the caller."""
+    return f"sudo iptables {verb} DOCKER-USER -i {dev_in} -o {dev_out} -j ACCEPT"
+
+
 class TrafficOutcome(msgspec.Struct, frozen=True):
     """How one traffic test of the cluster came out, as its pair diagnosis judged it: `pass`, `slow` (a throughput
     rule failed) or `inconclusive` (not measured, or the run stopped); the lowest rate any run of it measured, and

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterator, Mapping
+from itertools import permutations
 from typing import Any, cast
 
 from linkcheck.cluster.facts import (
@@ -16,7 +17,9 @@ from linkcheck.cluster.facts import (
     accepts_forwarded,
     cable_outcome,
     cabling_changes,
+    docker_user_accept,
     forward_decision,
+    forward_ports,
     hca_copy,
     missing_routes,
     nccl_algo_ring_only,
@@ -65,7 +68,8 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
     "cluster_node": {"name": "text", "hostname": "text", "ip_forward": "bool", "transit": "bool",
                      "transit_for": "text", "unreached": "text", "unreached_count": "number", "route_add": "text",
                      "forward_policy": "text", "forward_accepted": "bool", "forward_decided_by": "text",
-                     "docker_user": "bool", "sockets_on_fabric": "bool", "sockets_off_fabric": "bool",
+                     "docker_user": "bool", "docker_accept": "text", "sockets_on_fabric": "bool",
+                     "sockets_off_fabric": "bool",
                      "forward_rules": "text",
                      # NCCL on a ring: its library version, whether that is older than 2.30.7 (no subnet-aware
                      # routing), NCCL_IB_HCA against the node's own cabled HCAs and the other nodes', and whether
@@ -387,6 +391,22 @@ def _nccl_rank_values(run: ClusterNccl | None, name: str) -> dict[str, Any]:
             "nccl_foreign": ",".join(rank.foreign_devices) or None}
 
 
+def _docker_accept(node: NodeFacts) -> ShellText:
+    """The DOCKER-USER accepts that let the node route between its cables, as its repair inserts them: each ordered
+    pair of its addressed CX-7 ports by name (cluster/facts.py forward_ports), written out for one pair of ports and
+    as a loop over the ports for more."""
+    ports = forward_ports(node)
+    if len(ports) < 2:
+        return ShellText(f"{docker_user_accept('-I', 'IN', 'OUT')} for each ordered pair of its addressed CX-7 "
+                         "interfaces (fewer than two are addressed now)")
+    if len(ports) == 2:
+        return ShellText(" && ".join(docker_user_accept("-I", shlex.quote(i), shlex.quote(o))
+                                     for i, o in permutations(ports, 2)))
+    words = " ".join(shlex.quote(p) for p in ports)
+    accept = docker_user_accept("-I", '"$i"', '"$o"')
+    return ShellText(f'for i in {words}; do for o in {words}; do [ "$i" = "$o" ] || {accept}; done; done')
+
+
 def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
     # A node that was not inspected shows no cable: who lies between whom is then not known.
     whole = not facts.topology.incomplete
@@ -420,6 +440,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "forward_accepted": accepts_forwarded(fwd, netdevs) if known_firewall and fwd else None,
             "forward_decided_by": _decided_by(fwd, netdevs) if known_firewall and fwd else None,
             "docker_user": fwd.docker_user if fwd else None,
+            "docker_accept": _docker_accept(node),
             "forward_rules": "\n".join(" ".join(("-A", r.chain, *r.words)) for r in fwd.forward_rules)
             if known_firewall and fwd else None,
             "ring": ring, "ring_size": len(facts.topology.nodes) if ring else None,

@@ -23,7 +23,7 @@ FILE_HEADER_RE = re.compile(r"^==> (.+) <==$")
 GLIB_WARNING_RE = re.compile(r"^\*\* \(.*\): WARNING \*\*")
 BOOL_WORDS = {"true": True, "yes": True, "on": True, "y": True, "false": False, "no": False, "off": False,
               "n": False}
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # /run shadows /etc shadows /lib for the same file name.
 DIR_PRIORITY = {"/lib/netplan": 0, "/etc/netplan": 1, "/run/netplan": 2}
 
@@ -93,7 +93,7 @@ def _load(name: str | None, body: str) -> dict[str, Any]:
     """yaml.safe_load one file; returns its `network` mapping ({} for an empty file or `network: null`)."""
     where = f"{name}: " if name else ""
     try:  # libyaml's loader when PyYAML has it: the pure-Python one takes seconds per MB
-        doc = yaml.load(body, Loader=_SAFE_LOADER)  # a SafeLoader, C or Python
+        doc = yaml.load(body, Loader=SAFE_LOADER)  # a SafeLoader, C or Python
     except RecursionError:
         raise ParseError("netplan", f"{where}YAML nested too deeply") from None
     except UnicodeEncodeError:  # libyaml reads UTF-8: a lone surrogate cannot be encoded

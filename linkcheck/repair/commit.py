@@ -184,17 +184,35 @@ def save_originals(node: RepairNode, directory: str, files: list[FilePlan]) -> l
     return saved
 
 
+NOT_THROUGH_A_LINK = "it is now a symbolic link or not a plain file: not written through"
+
+
+def write_in_place(src: str, dst: str, mode: str) -> str:
+    """Shell (as root, in a subshell) that writes the file `src` into the file `dst` in place, for a `dst` that
+    cannot be renamed or removed (a file that is itself a mount point), never through a symbolic link: `dst` is
+    opened once, the open file is checked to be the plain file at the name (one lstat of the name: not a link, the
+    same device, inode and mode as the open file), and its mode and text are set through that open file
+    (/proc/self/fd/3), so a link placed at the name before, during or after the check is refused or not followed.
+    The arguments are shell words, quoted by the caller; `mode` is chmod's (an octal mode, or --reference=FILE)."""
+    return (f"( if [ -L {dst} ] || [ ! -f {dst} ] || ! exec 3<{dst} || "
+            f'[ "$(stat -c %d:%i:%f -- {dst})" != "$(stat -L -c %d:%i:%f /proc/self/fd/3)" ]; then '
+            f"echo {q(NOT_THROUGH_A_LINK)} >&2; exit 1; fi; "
+            f"chmod {mode} /proc/self/fd/3 && dd if={src} of=/proc/self/fd/3 status=none )")
+
+
 def install(node: RepairNode, f: FilePlan) -> None:
     """The new text to a temporary file beside the target, its mode and owner set, then renamed over it. A
     folder that is a symbolic link is refused (the file would land where the link points), and the rename
-    replaces what is at the name (`mv -T`), never moving into a folder a link there leads to."""
-    p = q(f.path)
+    replaces what is at the name (`mv -T`), never moving into a folder a link there leads to. A target that is
+    itself a mount point cannot be renamed over: its text is written in place (write_in_place), refused, and the
+    transaction put back, when a symbolic link is at the name by then."""
+    p, t = q(f.path), '"$t"'
     script = (f'set -e; umask 077; d=$(dirname {p}); if [ -L "$d" ] || [ ! -d "$d" ]; then '
               'echo "$d is not a plain folder (a symbolic link, or missing)" >&2; exit 1; fi; '
               f't=$(mktemp "$d/.linkcheck-XXXXXX"); base64 -d > "$t"; '
               f'chown {int(f.uid)}:{int(f.gid)} "$t"; chmod {q(f.new_mode)} "$t"; '
-              # A file that is itself a mount point cannot be renamed over: its text is written in place.
-              f'mv -fT "$t" {p} 2>/dev/null || {{ cat "$t" > {p}; chmod {q(f.new_mode)} {p}; rm -f "$t"; }}')
+              f'mv -fT "$t" {p} 2>/dev/null || {{ {write_in_place(t, p, q(f.new_mode))} || '
+              '{ rm -f "$t"; exit 1; }; rm -f "$t"; }')
     out = node.sh(_sudo_sh(script), stdin=_b64(f.after))
     if out.exit_status != 0:
         raise CommitError(f"node {node.name}: cannot install {f.path}: {first_line(out)}")
@@ -205,9 +223,11 @@ def restore_lines(directory: str, saved: list[SavedFile]) -> list[str]:
     lines = []
     for s in saved:
         if s.existed:
-            # --remove-destination: a link planted at the path since is replaced, never written through.
-            lines.append(f"cp -p --remove-destination {q(directory + '/' + s.saved_as)} {q(s.path)} || "
-                         f"cat {q(directory + '/' + s.saved_as)} > {q(s.path)}")
+            # --remove-destination: a link planted at the path since is replaced, never written through; a path
+            # that is a mount point cannot be removed, and gets the copy's text in place, never through a link.
+            copy = q(directory + "/" + s.saved_as)
+            lines.append(f"cp -p --remove-destination {copy} {q(s.path)} 2>/dev/null || "
+                         f"{write_in_place(copy, q(s.path), '--reference=' + copy)}")
         else:
             lines.append(f"rm -f {q(s.path)}")
     return lines

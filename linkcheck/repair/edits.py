@@ -1,6 +1,14 @@
 """Pure text edits of the files a repair changes: a netplan YAML file (block style, edited line by line so that
 comments, order and the other definitions stay as they are) and a KEY=VALUE file (nccl.conf). Each edit returns
 the new text, or raises EditError saying why it cannot be made safely: the plan then leaves that file to a person.
+
+A netplan file is read by the YAML parser netplan uses (libyaml, through PyYAML's C loader where it has one) to
+find the lines an edit touches, so that every way YAML lets a key be written is the same key: a comment after it,
+quoted ('e0': or "e0":), space before the colon, a tab after it. netplan takes a definition ID as any YAML scalar
+key under `ethernets:` (canonical/netplan src/parse.c, handle_network_type: `assert_valid_id` wants
+`^[[:alnum:][:punct:]]+$`, and no glob character `*[]?`). What libyaml refuses (a tab in the indentation, a second
+document) and what a line edit cannot change alone (flow style, anchors and aliases, a key written twice, a line
+break other than \\n) is refused with one line.
 """
 
 from __future__ import annotations
@@ -9,13 +17,17 @@ import difflib
 import re
 from collections.abc import Callable
 
+import msgspec
+import yaml
+
 from linkcheck.errors import ParseError
-from linkcheck.parsers.netplan import parse_netplan
+from linkcheck.parsers.netplan import SAFE_LOADER, parse_netplan
 from linkcheck.repair.model import FileEdit
 
-_ETHERNETS = re.compile(r"^(\s*)ethernets:\s*(#.*)?$")
-_KEY = re.compile(r"""^(\s*)(["']?)([^"':#\s][^"':#]*?)\2:(\s.*)?$""")
-_FLOW_LIST = re.compile(r"^(\s*addresses:\s*)\[(.*)\]\s*(#.*)?$")
+_FLOW_LIST = re.compile(r"""^(\s*(["']?)addresses\2\s*:\s*)\[(.*)\]\s*(#.*)?$""")
+# YAML line breaks that str.split("\n") does not split on: libyaml counts lines on them too.
+_OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+_NULL_TAG = "tag:yaml.org,2002:null"
 
 
 class EditError(Exception):
@@ -30,46 +42,132 @@ def _meaningful(line: str) -> bool:
     return bool(line.strip()) and not line.lstrip().startswith("#")
 
 
-def _netdef_block(lines: list[str], netdef: str) -> tuple[int, int, int]:
-    """(header line, body indent, end) of `ethernets: <netdef>:` in block style."""
-    eth = next((i for i, line in enumerate(lines) if _ETHERNETS.match(line)), None)
-    if eth is None:
-        raise EditError("no block-style 'ethernets:' mapping")
-    eth_indent = _indent(lines[eth])
-    for i in range(eth + 1, len(lines)):
-        line = lines[i]
-        if not _meaningful(line):
-            continue
-        if _indent(line) <= eth_indent:
-            break
-        m = _KEY.match(line)
-        if m and m.group(3) == netdef and not (m.group(4) or "").strip().lstrip("#"):
-            end = i + 1
-            while end < len(lines) and (not _meaningful(lines[end]) or _indent(lines[end]) > _indent(line)):
-                end += 1
-            while end > i + 1 and not lines[end - 1].strip():
-                end -= 1
-            body = [ln for ln in lines[i + 1:end] if _meaningful(ln)]
-            return i, _indent(body[0]) if body else _indent(line) + 2, end
-    raise EditError(f"no block-style definition of {netdef} under 'ethernets:'")
+class _Definition(msgspec.Struct, frozen=True):
+    """`ethernets: <netdef>:` in block style: its key's line, its body's indent, the line after its body, and its
+    own keys (key node, value node) by name."""
+
+    head: int
+    indent: int
+    end: int
+    keys: dict[str, list[tuple[yaml.Node, yaml.Node]]]
 
 
-def _key_line(lines: list[str], start: int, end: int, indent: int, key: str) -> int | None:
-    found = [i for i in range(start, end)
-             if _indent(lines[i]) == indent and re.match(rf"^\s*{re.escape(key)}:", lines[i])]
+def _compose(text: str) -> yaml.Node | None:
+    if _OTHER_BREAKS.search(text):
+        raise EditError("the file has line breaks other than \\n (CR, NEL, LS or PS)")
+    try:
+        return yaml.compose(text, Loader=SAFE_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        lines = text.split("\n")
+        if mark is not None and mark.line < len(lines) and "\t" in lines[mark.line][:mark.column + 1]:
+            problem = "a tab where YAML wants spaces (YAML indents with spaces only)"
+        raise EditError(f"not valid YAML{f' at line {mark.line + 1}' if mark else ''}: {problem}") from None
+    except (RecursionError, UnicodeEncodeError):  # nested past the stack; a lone surrogate libyaml cannot read
+        raise EditError("not YAML that can be read") from None
+
+
+def _aliased(root: yaml.Node) -> bool:
+    """A node reached twice: an anchor with an alias (an edit of one would change the other)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in node.value for n in pair)
+    return False
+
+
+def _named(mapping: yaml.Node, key: str) -> list[tuple[yaml.Node, yaml.Node]]:
+    if not isinstance(mapping, yaml.MappingNode):
+        return []
+    return [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and k.value == key]
+
+
+def _block_mapping(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.MappingNode) and not node.flow_style
+
+
+def _starts_line(lines: list[str], key: yaml.Node) -> bool:
+    """The key is the first thing on its line and ends there (not `? key`, not a key after `- `)."""
+    mark = key.start_mark
+    return key.end_mark.line == mark.line and mark.column == _indent(lines[mark.line])
+
+
+def _ethernets(lines: list[str]) -> yaml.Node:
+    """The file's block-style `network: ethernets:` mapping."""
+    root = _compose("\n".join(lines))
+    if root is not None and _aliased(root):
+        raise EditError("the file uses YAML anchors and aliases (&name, *name): a line edit could change both")
+    networks = _named(root, "network") if root is not None else []
+    if len(networks) != 1:
+        raise EditError("no single 'network:' mapping at the top")
+    ethernets = _named(networks[0][1], "ethernets")
+    if len(ethernets) != 1 or not _block_mapping(ethernets[0][1]):
+        raise EditError("no block-style 'ethernets:' mapping" if len(ethernets) < 2 else "'ethernets:' appears twice")
+    return ethernets[0][1]
+
+
+def _netdef_block(lines: list[str], netdef: str) -> _Definition:
+    found = _named(_ethernets(lines), netdef)
+    if len(found) > 1:
+        raise EditError(f"{netdef} is defined twice under 'ethernets:'")
+    if not found:
+        raise EditError(f"no block-style definition of {netdef} under 'ethernets:'")
+    key, body = found[0]
+    head = key.start_mark.line
+    empty = isinstance(body, yaml.ScalarNode) and body.tag == _NULL_TAG and not body.value
+    after = lines[head][key.end_mark.column:] if _starts_line(lines, key) else ""
+    if not (_block_mapping(body) or empty) or not re.fullmatch(r"\s*:(\s+#.*|\s*)", after):
+        raise EditError(f"no block-style definition of {netdef} under 'ethernets:' (its line holds more than its "
+                        "name and a comment)")
+    end = head + 1
+    while end < len(lines) and (not _meaningful(lines[end]) or _indent(lines[end]) > _indent(lines[head])):
+        end += 1
+    while end > head + 1 and not lines[end - 1].strip():
+        end -= 1
+    pairs = body.value if isinstance(body, yaml.MappingNode) else []
+    if any(not head < k.start_mark.line < end or not head < v.end_mark.line <= end for k, v in pairs):
+        raise EditError(f"the definition of {netdef} does not end where its indentation does")
+    keys: dict[str, list[tuple[yaml.Node, yaml.Node]]] = {}
+    for k, v in pairs:
+        if isinstance(k, yaml.ScalarNode):
+            keys.setdefault(k.value, []).append((k, v))
+    indent = pairs[0][0].start_mark.column if pairs else _indent(lines[head]) + 2
+    return _Definition(head, indent, end, keys)
+
+
+def _key_line(lines: list[str], block: _Definition, key: str) -> int | None:
+    """The line of the definition's own `key:`, None without one."""
+    found = block.keys.get(key, [])
     if len(found) > 1:
         raise EditError(f"'{key}:' appears twice in one definition")
-    return found[0] if found else None
+    if not found:
+        return None
+    if not _starts_line(lines, found[0][0]):
+        raise EditError(f"'{key}:' is not a key at the start of its own line")
+    line: int = found[0][0].start_mark.line
+    return line
 
 
 def netplan_set_mtu(text: str, netdef: str, mtu: int) -> str:
     lines = text.split("\n")
-    head, indent, end = _netdef_block(lines, netdef)
-    at = _key_line(lines, head + 1, end, indent, "mtu")
+    block = _netdef_block(lines, netdef)
+    at = _key_line(lines, block, "mtu")
     if at is None:
-        lines.insert(head + 1, f"{' ' * indent}mtu: {mtu}")
-    else:
-        lines[at] = f"{' ' * indent}mtu: {mtu}"
+        lines.insert(block.head + 1, f"{' ' * block.indent}mtu: {mtu}")
+        return "\n".join(lines)
+    value = block.keys["mtu"][0][1]
+    if not isinstance(value, yaml.ScalarNode) or value.start_mark.line != at or value.end_mark.line != at:
+        raise EditError("'mtu:' is not a value on its own line")
+    comment = lines[at][value.end_mark.column:]  # a comment after the value stays
+    lines[at] = f"{' ' * block.indent}mtu: {mtu}" + (comment if comment.strip().startswith("#") else "")
     return "\n".join(lines)
 
 
@@ -93,7 +191,7 @@ def netplan_remove_address(text: str, old: str) -> str:
     line = lines[hits[0]]
     flow = _FLOW_LIST.match(line)
     if flow:
-        items = [i.strip() for i in flow.group(2).split(",") if i.strip() and i.strip().strip("\"'") != old]
+        items = [i.strip() for i in flow.group(3).split(",") if i.strip() and i.strip().strip("\"'") != old]
         lines[hits[0]] = f"{flow.group(1)}[{', '.join(items)}]"
     elif re.match(rf"^\s*-\s*[\"']?{re.escape(old)}[\"']?\s*(#.*)?$", line):
         del lines[hits[0]]
@@ -102,22 +200,47 @@ def netplan_remove_address(text: str, old: str) -> str:
     return "\n".join(lines)
 
 
+def _block_items(lines: list[str], value: yaml.Node, end: int, key: str) -> tuple[int, int]:
+    """(column of its dashes, its last line) of the block list `key:` holds, within its definition (before `end`)."""
+    if not isinstance(value, yaml.SequenceNode) or value.flow_style:
+        raise EditError(f"'{key}:' is not a block list")
+    if not value.value:
+        raise EditError(f"'{key}:' holds no block list item")
+    first = value.value[0].start_mark.line
+    dash = _indent(lines[first])
+    last = first
+    for i in range(first + 1, end):
+        if not _meaningful(lines[i]):
+            continue
+        if _indent(lines[i]) > dash or (_indent(lines[i]) == dash and re.match(r"-(\s|$)", lines[i][dash:])):
+            last = i
+        else:
+            break
+    if not re.match(r"-(\s|$)", lines[first][dash:]) or value.value[-1].start_mark.line > last:
+        raise EditError(f"'{key}:' is not a block list of one item a line")
+    return dash, last
+
+
 def netplan_add_address(text: str, netdef: str, new: str) -> str:
     lines = text.split("\n")
-    head, indent, end = _netdef_block(lines, netdef)
-    at = _key_line(lines, head + 1, end, indent, "addresses")
+    block = _netdef_block(lines, netdef)
+    at = _key_line(lines, block, "addresses")
     if at is None:
-        lines.insert(head + 1, f"{' ' * indent}addresses: [{new}]")
+        lines.insert(block.head + 1, f"{' ' * block.indent}addresses: [{new}]")
         return "\n".join(lines)
-    flow = _FLOW_LIST.match(lines[at])
-    if flow:
-        items = [i.strip() for i in flow.group(2).split(",") if i.strip()]
-        lines[at] = f"{flow.group(1)}[{', '.join([*items, new])}]"
+    value = block.keys["addresses"][0][1]
+    if isinstance(value, yaml.SequenceNode) and value.flow_style:
+        flow = _FLOW_LIST.match(lines[at])
+        if flow is None or value.end_mark.line != at:
+            raise EditError("'addresses:' is a flow list over more than one line")
+        items = [i.strip() for i in flow.group(3).split(",") if i.strip()]
+        comment = f"  {flow.group(4)}" if flow.group(4) else ""
+        lines[at] = f"{flow.group(1)}[{', '.join([*items, new])}]{comment}"
         return "\n".join(lines)
-    rows = [i for i in range(at + 1, end) if re.match(r"^\s*-\s", lines[i]) and _indent(lines[i]) >= indent]
-    if not rows or lines[at].split(":", 1)[1].strip():
+    if not isinstance(value, yaml.SequenceNode):
         raise EditError("'addresses:' is neither a flow list nor a block list")
-    lines.insert(rows[-1] + 1, f"{' ' * _indent(lines[rows[-1]])}- {new}")
+    dash, last = _block_items(lines, value, block.end, "addresses")
+    lines.insert(last + 1, f"{' ' * dash}- {new}")
     return "\n".join(lines)
 
 
@@ -125,26 +248,19 @@ def netplan_add_route(text: str, netdef: str, to: str, via: str) -> str:
     """A `routes:` item `{to, via}` in the definition (netplan's routes: "to", "via"), a block list made where it
     has none; a flow-style `routes:`, or one that already routes `to`, is left to a person."""
     lines = text.split("\n")
-    head, indent, end = _netdef_block(lines, netdef)
-    at = _key_line(lines, head + 1, end, indent, "routes")
+    block = _netdef_block(lines, netdef)
+    at = _key_line(lines, block, "routes")
+    indent = block.indent
     if at is None:
-        lines[head + 1:head + 1] = [f"{' ' * indent}routes:", f"{' ' * (indent + 2)}- to: {to}",
-                                    f"{' ' * (indent + 4)}via: {via}"]
+        lines[block.head + 1:block.head + 1] = [f"{' ' * indent}routes:", f"{' ' * (indent + 2)}- to: {to}",
+                                                f"{' ' * (indent + 4)}via: {via}"]
         return "\n".join(lines)
-    if lines[at].split(":", 1)[1].split("#", 1)[0].strip():
-        raise EditError("'routes:' is not a block list")
-    block = at + 1
-    while block < end and (not _meaningful(lines[block]) or _indent(lines[block]) > indent):
-        block += 1
-    items = [i for i in range(at + 1, block) if re.match(r"^\s*-\s", lines[i])]
-    if not items:
-        raise EditError("'routes:' holds no block list item")
-    same = re.compile(rf"^\s*(-\s*)?to:\s*[\"']?{re.escape(to)}[\"']?\s*(#.*)?$")
-    if any(same.match(lines[i]) for i in range(at + 1, block)):
+    value = block.keys["routes"][0][1]
+    dash, last = _block_items(lines, value, block.end, "routes")
+    if any(k.value == "to" and isinstance(v, yaml.ScalarNode) and v.value == to
+           for item in value.value if isinstance(item, yaml.MappingNode) for k, v in item.value):
         raise EditError(f"a route to {to} is there already")
-    item = _indent(lines[items[0]])
-    last = max(i for i in range(at + 1, block) if _meaningful(lines[i]))
-    lines[last + 1:last + 1] = [f"{' ' * item}- to: {to}", f"{' ' * (item + 2)}via: {via}"]
+    lines[last + 1:last + 1] = [f"{' ' * dash}- to: {to}", f"{' ' * (dash + 2)}via: {via}"]
     return "\n".join(lines)
 
 

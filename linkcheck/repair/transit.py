@@ -34,7 +34,7 @@ import ipaddress
 import itertools
 from shlex import quote as q
 
-from linkcheck.cluster.facts import ClusterFacts, missing_routes
+from linkcheck.cluster.facts import ClusterFacts, docker_user_accept, forward_ports, missing_routes
 from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding
 from linkcheck.repair.edits import EditError, apply_edit, unified_diff
@@ -127,16 +127,15 @@ def _accepts(facts: ClusterFacts, node: str, finding: Finding) -> Step | NotPlan
     if fwd is None or fwd.docker_user is not True:
         return NotPlanned(finding.finding_id, f"node {node}: there is no DOCKER-USER chain to accept in (the "
                           "FORWARD chain's own rules are Docker's, rebuilt when it restarts)")
-    ports = sorted(f.netdev for f in facts.nodes[node].functions
-                   if any(not ipaddress.ip_interface(c).ip.is_link_local for c in f.ipv4))
+    ports = forward_ports(facts.nodes[node])
     pairs = list(itertools.permutations(ports, 2))
     if not pairs:
         return NotPlanned(finding.finding_id, f"node {node}: fewer than two addressed CX-7 interfaces to route "
                           "between")
     return Step(node=node, finding=finding.finding_id,
-                runtime=tuple(f"sudo iptables -I DOCKER-USER -i {q(i)} -o {q(o)} -j ACCEPT" for i, o in pairs),
+                runtime=tuple(docker_user_accept("-I", q(i), q(o)) for i, o in pairs),
                 persistent=None,
-                verify=tuple(f"sudo iptables -C DOCKER-USER -i {q(i)} -o {q(o)} -j ACCEPT" for i, o in pairs),
+                verify=tuple(docker_user_accept("-C", q(i), q(o)) for i, o in pairs),
                 touches=tuple(TOUCH_INTERFACE + p for p in ports))
 
 

@@ -5,22 +5,34 @@ that has it, naming its subject, and stays silent on the healthy one."""
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.topology import cluster_facts, judge
-from linkcheck.cluster.facts import missing_routes, nccl_algo_ring_only, ring_recabling, transits
+from linkcheck.cluster.facts import (
+    ClusterFacts,
+    forward_ports,
+    missing_routes,
+    nccl_algo_ring_only,
+    ring_recabling,
+    transits,
+)
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config
 from linkcheck.diagnose.engine import Diagnosis, diagnose
+from linkcheck.diagnose.facts_schema import _docker_accept
 from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.parsers.netfilter import parse_iptables_s
+from linkcheck.repair.cluster_steps import cluster_node_plan
+from linkcheck.repair.files import NodeFiles
 from linkcheck.report.topology import view_text
 from tests.emulators.build import with_function
 from tests.emulators.captures import node_captures
@@ -62,9 +74,13 @@ def _captures(models: dict[str, Node]) -> list[object]:
     return [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
 
 
-def _diagnose(models: dict[str, Node]) -> Diagnosis:
+def _facts(models: dict[str, Node]) -> ClusterFacts:
     captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
-    return diagnose(cluster_facts(list(models), captures, {}), RULES)
+    return cluster_facts(list(models), captures, {})
+
+
+def _diagnose(models: dict[str, Node]) -> Diagnosis:
+    return diagnose(_facts(models), RULES)
 
 
 def _firing(diagnosis: Diagnosis) -> dict[tuple[str, str], Finding]:
@@ -133,12 +149,29 @@ def test_dockers_forward_drop_on_a_transit_node_presents_like_a_dead_cable() -> 
     assert set(firing) == {("CLUSTER_LAYOUT_UNSUPPORTED", "cluster"), ("DOCKER_FORWARD_DROP", "node b")}
     drop = firing[("DOCKER_FORWARD_DROP", "node b")]
     assert drop.status is Status.FAIL and "dead cable" in drop.message and "a<->c" in drop.message
-    assert "DOCKER-USER -i enp1s0f+ -j ACCEPT" in drop.fix[0]
+    # The fix names the node's own ports and accepts what its repair inserts, rule for rule: its loop, run with a
+    # sudo that prints its command, prints the repair's commands.
+    head, loop = drop.fix[0].split(": ", 1)
+    assert head == "on node b, for each ordered pair of its addressed CX-7 ports, as fix --apply does"
+    (step,) = cluster_node_plan(_facts(models), "b", drop, NodeFiles()).steps
+    shown = subprocess.run(["sh", "-c", f'sudo() {{ echo "sudo $*"; }}; {loop}'], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    assert len(shown) == 12 and sorted(shown) == sorted(step.runtime)
     assert [e.value for e in drop.evidence][0] == "DROP"
     # c accepts its CX-7 interfaces in DOCKER-USER, d's policy accepts: both pass; a has no iptables: a skip.
     status = {f.subject: f.status for f in result.findings if f.rule_id == "DOCKER_FORWARD_DROP"}
     assert status == {"node a": Status.SKIP, "node b": Status.FAIL, "node c": Status.PASS, "node d": Status.PASS}
 
+
+
+def test_dockers_accepts_for_two_ports_are_written_out_and_without_two_say_what_to_fill_in() -> None:
+    node = _facts(_routed(_models("ring4-fabric-sockets"))).nodes["b"]
+    two = msgspec.structs.replace(node, functions=tuple(f for f in node.functions if f.netdev.startswith("enp1s0f")))
+    assert forward_ports(two) == ["enp1s0f0np0", "enp1s0f1np1"]
+    assert _docker_accept(two) == ("sudo iptables -I DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT && "
+                                   "sudo iptables -I DOCKER-USER -i enp1s0f1np1 -o enp1s0f0np0 -j ACCEPT")
+    one = msgspec.structs.replace(node, functions=two.functions[:1])
+    assert _docker_accept(one).startswith("sudo iptables -I DOCKER-USER -i IN -o OUT -j ACCEPT for each ordered pair")
 
 def test_dockers_drop_on_a_node_that_routes_nothing_is_a_note() -> None:
     models = _models("ring3")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -73,10 +73,14 @@ RING4_LAB_ROUTES = {"a": ("198.19.12.0/24", "198.19.10.2"), "b": ("198.19.14.0/2
                     "c": ("198.19.10.0/24", "198.19.12.2"), "d": ("198.19.12.0/24", "198.19.14.3")}
 
 
-def _firing(cli: InProcessCli, config: Path) -> set[tuple[str, str]]:
+def _fired(cli: InProcessCli, config: Path) -> list[dict[str, Any]]:
     run = cli("topology", *(f"--node={n}" for n in "abcd"), "-c", str(config), "-f", "json", timeout=120)
     assert run.returncode in (1, 2), run.stderr
-    return {(f["id"], f["subject"]) for f in json.loads(run.stdout)["findings"] if f["status"] in ("warn", "fail")}
+    return [f for f in json.loads(run.stdout)["findings"] if f["status"] in ("warn", "fail")]
+
+
+def _firing(cli: InProcessCli, config: Path) -> set[tuple[str, str]]:
+    return {(f["id"], f["subject"]) for f in _fired(cli, config)}
 
 
 def test_a_ring_of_four_needs_forwarding_and_routes_on_its_transit_nodes(lab_factory: LabFactory,
@@ -119,7 +123,8 @@ def test_dockers_forward_drop_on_a_transit_node_looks_like_a_dead_cable_and_is_n
         lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
     """Real netfilter in each node's namespace: on the ring of four with forwarding and routes in place, Docker's
     FORWARD policy DROP with an empty DOCKER-USER on node b stops a's traffic to c as a dead cable would, and
-    DOCKER_FORWARD_DROP names b; the rule's own fix (accept the CX-7 interfaces in DOCKER-USER) brings it back."""
+    DOCKER_FORWARD_DROP names b; the rule's own fix (accept each ordered pair of its CX-7 interfaces in DOCKER-USER,
+    by name) brings it back."""
     lab = lab_factory("ring4-fabric-sockets")
     config = tmp_path / "linkcheck.yaml"
     config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
@@ -132,12 +137,15 @@ def test_dockers_forward_drop_on_a_transit_node_looks_like_a_dead_cable_and_is_n
         done = lab.exec("b", ["iptables", *argv])
         assert done.returncode == 0, done.stderr
     assert lab.exec("a", ["ping", "-c", "1", "-W", "1", "198.19.12.3"]).returncode != 0  # as if the cable were dead
-    firing = _firing(cli, config)
-    assert ("DOCKER_FORWARD_DROP", "node b") in firing
-    assert {s for r, s in firing if r == "DOCKER_FORWARD_DROP"} == {"node b"}
-    # The fix the finding prints, run as it says.
-    for twin in ("enp1s0f+", "enP2p1s0f+"):
-        assert lab.exec("b", ["iptables", "-I", "DOCKER-USER", "-i", twin, "-j", "ACCEPT"]).returncode == 0
+    drops = [f for f in _fired(cli, config) if f["id"] == "DOCKER_FORWARD_DROP"]
+    assert [f["subject"] for f in drops] == ["node b"]
+    # The fix the finding prints, run as it says (the lab node's sudo runs the command).
+    head, command = drops[0]["fix"][0].split(": ", 1)
+    assert head.startswith("on node b")
+    done = lab.exec("b", ["sh", "-c", command])
+    assert done.returncode == 0, done.stderr
+    accepts = [r for r in lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout.splitlines() if "ACCEPT" in r]
+    assert len(accepts) == 12 and all(" -i en" in r and " -o en" in r for r in accepts), accepts
     assert lab.exec("a", ["ping", "-c", "1", "-W", "2", "198.19.12.3"]).returncode == 0
     assert not any(r == "DOCKER_FORWARD_DROP" for r, _ in _firing(cli, config))
 

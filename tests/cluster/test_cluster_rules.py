@@ -31,8 +31,8 @@ from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.parsers.netfilter import parse_iptables_s
-from linkcheck.repair.cluster_steps import cluster_node_plan
 from linkcheck.repair.files import NodeFiles
+from linkcheck.repair.transit import transit_plan
 from linkcheck.report.topology import view_text
 from tests.emulators.build import with_function
 from tests.emulators.captures import node_captures
@@ -153,7 +153,7 @@ def test_dockers_forward_drop_on_a_transit_node_presents_like_a_dead_cable() -> 
     # sudo that prints its command, prints the repair's commands.
     head, loop = drop.fix[0].split(": ", 1)
     assert head == "on node b, for each ordered pair of its addressed CX-7 ports, as fix --apply does"
-    (step,) = cluster_node_plan(_facts(models), "b", drop, NodeFiles()).steps
+    (step,) = transit_plan(_facts(models), "b", drop, NodeFiles()).steps
     shown = subprocess.run(["sh", "-c", f'sudo() {{ echo "sudo $*"; }}; {loop}'], capture_output=True, text=True,
                            check=True).stdout.splitlines()
     assert len(shown) == 12 and sorted(shown) == sorted(step.runtime)

@@ -1,0 +1,79 @@
+"""A pair is the cluster of its one cable: two nodes named by a hostfile (or an inventory, or a Slurm allocation)
+run the cluster's check, and it judges their cable as the pair's own check judges it.
+
+On the lab's pair: the healthy one passes as a layout `pair` with one cable, in one round; with node a's cable
+hot-plugged (13-15 Gb/s per path), the cluster's check and the pair's own `check --quick` fail on the same rules
+(LINK_HOTPLUG_DEGRADED), and the saved bundle is read offline (`diagnose`, `fix`, `advise`) as the cluster of one
+cable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+    from tests.lab import Lab
+    from tests.lab.pytest_plugin import LabFactory
+
+pytestmark = [pytest.mark.lab,  # builds the two-node lab
+              pytest.mark.xdist_group("pair-as-one-cable")]
+
+
+def _config(lab: Lab, path: Path, nodes: str = "") -> Path:
+    path.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n{nodes}", encoding="utf-8")
+    return path
+
+
+def _hostfile(path: Path) -> Path:
+    path.write_text("a slots=1\nb slots=1\n", encoding="utf-8")  # the lab's ssh_config reaches each by its name
+    return path
+
+
+def _raised(findings: list[dict[str, Any]]) -> set[str]:
+    return {f["id"] for f in findings if f["status"] in ("fail", "warn")}
+
+
+def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(lab_factory: LabFactory, cli: InProcessCli,
+                                                                 tmp_path: Path) -> None:
+    lab = lab_factory("healthy")
+    run = cli("check", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(_config(lab, tmp_path / "c.yaml")),
+              "--quick", "-f", "json", "--save", str(tmp_path / "saved"), timeout=300)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["layout"] == "pair" and [n["name"] for n in data["nodes"]] == ["a", "b"]
+    assert [(c["a"], c["b"]) for c in data["cables"]] == [("a", "b")] and len(data["schedule"]["rounds"]) == 1
+    (test,) = data["tests"]
+    assert test["state"] == "pass" and test["lowest_gbps"] > 80 and not _raised(test["findings"])
+    # Offline, the saved bundle is the cluster of one cable: the same verdict, nothing to repair, advice for two.
+    again = cli("diagnose", str(tmp_path / "saved"), "-f", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["verdict"] == data["verdict"]
+    fix = cli("fix", str(tmp_path / "saved"))
+    assert fix.returncode == 0 and "Nothing to repair." in fix.stdout, fix.stdout + fix.stderr
+    advice = cli("advise", str(tmp_path / "saved"), "--model-gib", "60", "--concurrency", "4")
+    said = " ".join(advice.stdout.split())  # the console wraps its lines
+    assert advice.returncode == 0 and said.startswith("ADVICE: one resident per node"), advice.stdout + advice.stderr
+    assert "tensor parallel across 2" in said and "the cables measured: a:p1<->b:p1" in said, said
+
+
+def test_a_hot_plugged_pair_fails_on_the_same_rules_as_one_cable_and_as_a_pair(lab_factory: LabFactory,
+                                                                               cli: InProcessCli,
+                                                                               tmp_path: Path) -> None:
+    lab = lab_factory("hotplug-degraded")
+    config = _config(lab, tmp_path / "c.yaml")
+    cable = cli("check", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(config), "--quick", "-f", "json",
+                "--save", str(tmp_path / "cable"), timeout=300)
+    assert cable.returncode == 2, cable.stderr
+    (test,) = json.loads(cable.stdout)["tests"]
+    pair = cli("check", "--node", "a=a", "--node", "b=b", "-c", str(config), "--quick", "-f", "json",
+               "--save", str(tmp_path / "pair"), timeout=300)
+    assert pair.returncode == 2, pair.stderr
+    assert test["state"] == "slow" and test["lowest_gbps"] < 20
+    assert _raised(test["findings"]) == _raised(json.loads(pair.stdout)["findings"]) == {"LINK_HOTPLUG_DEGRADED"}
+    # Its repair is planned on the cable as the pair's is: node a's reboot, only with --allow-reboot.
+    fix = cli("fix", str(tmp_path / "cable"))
+    assert fix.returncode == 2 and "LINK_HOTPLUG_DEGRADED" in fix.stdout and "node a" in fix.stdout, fix.stdout

@@ -101,15 +101,22 @@ def plan_line(command: str, *, paths: int = 2, duration_s: int | None = None, re
     if nccl_max_bytes is not None:
         parts.append(f"all_gather_perf up to {_size(nccl_max_bytes)} (~{nccl_seconds(nccl_max_bytes):.0f} s)")
     if latency:
-        parts.append(f"{paths * LATENCY_SIZES} ib_write_lat runs one at a time (2 B and 48 KiB per path) and "
-                     f"all_reduce_perf 16-64 KiB (~{latency_seconds(paths):.0f} s)")
+        parts.append(latency_part(paths))
     return f"linkcheck {command}: planned wall time ~{_human(total)} ({', '.join(parts)})"
 
 
+def latency_part(paths: int, across: str = "") -> str:
+    """The latency test as a plan line says it, a pair's and a cluster's (`across`: where the all_reduce runs)."""
+    return (f"{paths * LATENCY_SIZES} ib_write_lat runs one at a time (2 B and 48 KiB per path) and "
+            f"all_reduce_perf 16-64 KiB{across} (~{latency_seconds(paths):.0f} s)")
+
+
 def cluster_plan_line(command: str, *, tests: int, rounds: int, duration_s: int, repetitions: int = 1,
-                      nccl_max_bytes: int | None = None, adaptive: bool = False) -> str:
+                      nccl_max_bytes: int | None = None, adaptive: bool = False,
+                      latency_paths: int | None = None) -> str:
     """A cluster run's plan, said once the inspection has shown the schedule: `rounds` ib_write_bw rounds per
-    repetition (the tests of a schedule round side by side), then NCCL across every node once."""
+    repetition (the tests of a schedule round side by side), then NCCL across every node once, then (`latency_paths`:
+    the paths of every cable) the latency test once, as a pair's plan says it."""
     total = INSPECTION_S + repetitions * rounds_seconds(rounds, duration_s)
     reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
     shape = " (all paths at once; each path alone only where one is low)" if adaptive else ""
@@ -118,6 +125,9 @@ def cluster_plan_line(command: str, *, tests: int, rounds: int, duration_s: int,
         total += nccl_seconds(nccl_max_bytes)
         parts.append(f"all_gather_perf across every node up to {_size(nccl_max_bytes)} "
                      f"(~{nccl_seconds(nccl_max_bytes):.0f} s)")
+    if latency_paths is not None:
+        total += latency_seconds(latency_paths)
+        parts.append(latency_part(latency_paths, " across every node"))
     return f"linkcheck {command}: planned wall time ~{_human(total)} after the inspection ({', '.join(parts)})"
 
 

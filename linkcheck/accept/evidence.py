@@ -55,11 +55,12 @@ def _cable_ends(link: LinkFacts) -> list[dict[str, Any]]:
 
 
 def _runs(captures: list[Capture]) -> list[dict[str, Any]]:
-    """Every traffic process as it was started: node, tool, role, round and the exact command line."""
+    """Every traffic process as it was started: node, tool, role, round and the exact command line; the latency
+    test's too (each ib_write_lat run, its round `lat-<n>-<size>`, and the small all_reduce), where it ran."""
     out = []
     for cap in captures:
         kind = cap.meta.get("kind")
-        if kind not in ("rdma", "nccl") or cap.meta.get("format") == "json" or cap.spec == "nccl_log":
+        if kind not in ("rdma", "nccl", "latency") or cap.meta.get("format") == "json" or cap.spec == "nccl_log":
             continue  # the JSON reports are read back with `cat`; the NCCL log is the table's own run
         out.append({"node": cap.node, "tool": cap.spec, "role": cap.meta.get("role"), "mode": cap.meta.get("mode"),
                     "direction": cap.meta.get("direction"), "round": cap.meta.get("round"),

@@ -130,11 +130,17 @@ def marked_rows(doc: dict[str, Any]) -> list[list[str]]:
     return out
 
 
+# The latency test as the profile and the record's readers name it (bench/latency.py: SIZES, the all_reduce's band).
+LATENCY_TEST = "the latency test (ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)"
+
+
 def headline(doc: dict[str, Any]) -> str:
     p = doc.get("profile", {})
-    reps = doc.get("test", {}).get("repetitions")
+    test = doc.get("test") or {}
+    latency = ", with the latency test" if test.get("latency") is True else ""
     return (f"acceptance: {doc.get('verdict')} exit {doc.get('exit_code')} (profile {p.get('name')}, sha256 "
-            f"{str(p.get('sha256', ''))[:16]}..., {reps} repetitions)" + (" NON-STANDARD" if non_standard(doc) else ""))
+            f"{str(p.get('sha256', ''))[:16]}..., {test.get('repetitions')} repetitions{latency})"
+            + (" NON-STANDARD" if non_standard(doc) else ""))
 
 
 def closing_line(doc: dict[str, Any]) -> str:
@@ -224,8 +230,7 @@ def describe_profile(profile: Any) -> str:
              f"test: {t.repetitions} repetitions of ib_write_bw -D {t.duration_s} -s {byte_size(t.size_bytes)} -q "
              f"{t.qps} (each path alone and both at once, both directions); all_gather_perf up to "
              f"{byte_size(t.nccl_max_bytes)}"
-             + ("; the latency test (ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)"
-                if getattr(t, "latency", False) else ""),
+             + (f"; {LATENCY_TEST}" if getattr(t, "latency", False) else ""),
              ""]
     if profile.require:
         lines += [f"required rules (a skip is INCONCLUSIVE): {', '.join(profile.require)}", ""]

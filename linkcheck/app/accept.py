@@ -1,6 +1,6 @@
-"""`linkcheck accept`: a live run planned from the profile (inspection, the RDMA rounds repeated, NCCL once),
-diagnosed with the configured playbooks, judged against the profile, the acceptance saved into the bundle; a pair's
-(`run_accept`) or a cluster's (`run_cluster_accept`).
+"""`linkcheck accept`: a live run planned from the profile (inspection, the RDMA rounds repeated, NCCL once, the
+latency test once where the profile asks for it), diagnosed with the configured playbooks, judged against the
+profile, the acceptance saved into the bundle; a pair's (`run_accept`) or a cluster's (`run_cluster_accept`).
 
 Over a cluster the profile is chosen once the inspection has shown the layout: the one given (`--profile`), which
 must accept that layout, or the built-in profile of the layout. A profile for another layout is refused before any
@@ -48,10 +48,12 @@ class AcceptRun(msgspec.Struct, frozen=True):
 
 
 def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
+    """What an acceptance sends, a pair's and a cluster's alike: the profile's RDMA rounds `repetitions` times, NCCL
+    once, then (`latency: true`) the latency test once."""
     t = profile.test
     return TrafficRequest(rdma=RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
                           nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions,
-                          latency=LatencyOptions() if t.latency else None)
+                          latency=LatencyOptions() if t.latency else None, command="accept")
 
 
 def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,
@@ -141,9 +143,7 @@ class _Choice(msgspec.Struct):
         if self.duration_s is not None:  # the run's -D; the record's `standard` says whether it is weaker
             profile = replace(profile, test=replace(profile.test, duration_s=self.duration_s))
         self.profile = profile
-        t = profile.test
-        return TrafficRequest(RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
-                              NcclOptions(max_bytes=t.nccl_max_bytes), self.reps, command="accept")
+        return traffic_request(profile, self.reps)
 
     @property
     def reps(self) -> int:

@@ -27,7 +27,7 @@ from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions, run_cluster_latency
 from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
-from linkcheck.bench.plan import RdmaOptions, bench_paths
+from linkcheck.bench.plan import BenchPath, RdmaOptions, bench_paths
 from linkcheck.bench.rounds import Planned, plan_cluster_rounds, run_cluster_rdma
 from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures, run_traffic
 from linkcheck.bundle.format import Bundle, write_bundle
@@ -284,20 +284,29 @@ def _measure(transports: dict[str, Transport], planned: Sequence[Planned], captu
 
 
 def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: TrafficRequest) -> None:
-    """The run's plan once the schedule is known: the line, and the clock the live display counts down."""
-    rdma, nccl = traffic.rdma, traffic.nccl
+    """The run's plan once the schedule is known: the line, and the clock the live display counts down. The latency
+    test's paths are those it will measure: every path of the first pass's tests (`latency_paths`)."""
+    rdma, nccl, latency = traffic.rdma, traffic.nccl, traffic.latency
     if rdma is None:
         return
     runnable = [p for p in planned if not p.refused]
     rounds = len(plan_cluster_rounds(runnable, rdma, modes=("concurrent",) if rdma.adaptive else None))
     nccl_bytes = nccl.max_bytes if nccl is not None else None
+    paths = len(latency_paths(planned))
     progress.note(cluster_plan_line(traffic.command, tests=len(runnable), rounds=rounds, duration_s=rdma.duration_s,
                                     repetitions=traffic.repetitions, nccl_max_bytes=nccl_bytes,
-                                    adaptive=rdma.adaptive))
+                                    adaptive=rdma.adaptive, latency_paths=paths if latency is not None else None))
     if rounds:
         progress.plan_known(Schedule(0, nccl_bytes, rounds * traffic.repetitions,
                                      rounds_seconds(rounds, rdma.duration_s) / rounds,
-                                     nccl_seconds(nccl_bytes) if nccl_bytes is not None else 0.0))
+                                     nccl_seconds(nccl_bytes) if nccl_bytes is not None else 0.0,
+                                     latency_seconds(paths, len(latency.sizes), latency.allreduce)
+                                     if latency is not None else 0.0))
+
+
+def latency_paths(planned: Sequence[Planned]) -> tuple[BenchPath, ...]:
+    """The paths the latency test measures: every path of every test that can run (a test refused has none)."""
+    return tuple(path for p in planned if not p.refused for path in p.paths)
 
 
 def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
@@ -348,9 +357,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         latency_error: str | None = None
         if latency is not None and not interrupted:
             # Last, as on a pair: nothing else of ours is on any cable while a latency is measured.
-            paths = tuple(path for p in planned if not p.refused for path in p.paths)
-            measured = run_cluster_latency({h.name: transports[h.name] for h in hosts}, paths, facts, latency,
-                                           progress, {h.name: h.target.host for h in hosts})
+            measured = run_cluster_latency({h.name: transports[h.name] for h in hosts}, latency_paths(planned), facts,
+                                           latency, progress, {h.name: h.target.host for h in hosts})
             captures += measured.captures
             latency_error, interrupted = measured.error, measured.interrupted
     finally:

@@ -96,7 +96,8 @@ def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule],
                runs_expected: bool, latency: tuple[bool, str | None] = (False, None)) -> CableResult:
     """One test judged from its own captures. With traffic asked for (`runs_expected`), or the latency test
     (`latency`: asked for, and why it stopped) of a first-pass test, a test of which no run is there is
-    INCONCLUSIVE, never passed on its inspection alone: a missing measurement is never a passing one."""
+    INCONCLUSIVE, never passed on its inspection alone: a missing measurement is never a passing one. So is a
+    first-pass test whose latency runs did not all answer (one failed, or a path has none): the test stopped there."""
     test = planned.test
     if planned.refused:
         return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=planned.refused)
@@ -108,10 +109,20 @@ def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule],
     if latency_asked and test.pass_no == FIRST_PASS and not any(c.spec == "ib_write_lat" for c in own):
         return CableResult(test, test.link, Verdict.INCONCLUSIVE,
                            problem=latency_error or "planned with the latency test, but no run of it is there")
+    if latency_asked and test.pass_no == FIRST_PASS and not _latency_answered(planned, own):
+        return CableResult(test, test.link, Verdict.INCONCLUSIVE,
+                           problem=latency_error or "its latency test did not answer on every path")
     link = with_traffic(test.link, own)
     diagnosis = diagnose(link, rules, collection_errors={"bench": error} if error else None)
     problem = error if diagnosis.verdict is Verdict.INCONCLUSIVE else None
     return CableResult(test, link, diagnosis.verdict, diagnosis.findings, problem, tuple(own))
+
+
+def _latency_answered(planned: Planned, own: Sequence[Capture]) -> bool:
+    """Every path of the test has an ib_write_lat client run, and none of its runs failed."""
+    runs = [c for c in own if c.spec == "ib_write_lat"]
+    clients = {c.meta.get("path") for c in runs if c.meta.get("role") == "client"}
+    return planned.keys <= clients and not any(c.skipped or c.exit_status != 0 for c in runs)
 
 
 def plan_tests(tests: Sequence[CableTest], errors: dict[str, str]) -> list[Planned]:

@@ -169,7 +169,9 @@ def run_latency_round(transports: dict[str, Transport], registry: remote.Process
             remote.kill(transport, server.proc)
             result = remote.collect_output(transport, server.proc)
             sink.append(replace(server.template, stdout=result.stdout, stderr=result.stderr,
-                                                skipped=problem))
+                                exit_status=result.exit_status, skipped=problem))
+            if result.exit_status == NOT_FOUND:
+                raise not_found(server.proc.node)
             said = first_error(result)
             problem += f" ({said})" if said else ""
         raise BenchError(f"node {server.proc.node}: {problem}")
@@ -177,9 +179,22 @@ def run_latency_round(transports: dict[str, Transport], registry: remote.Process
     client = _start(transports, registry, run, "client", options)
     _finish(transports, registry, client, options.run_timeout_s, started, sink)
     _finish(transports, registry, server, SERVER_EXIT_S, started, sink)
+    missing = next((c.node for c in sink[first:] if c.exit_status == NOT_FOUND), None)
+    if missing is not None:
+        raise not_found(missing)
     failure = round_failure(sink[first:], TOOL)
     if failure:
         raise BenchError(failure)
+
+
+# The exit status of a program that is not on the node's PATH: `timeout`, which starts every run there, exits 127
+# when it cannot find its command (GNU coreutils' timeout(1), as a POSIX shell does for a command not found).
+NOT_FOUND = 127
+
+
+def not_found(node: str) -> BenchError:
+    """ib_write_lat is not installed on `node`: said as a pair's missing ib_write_bw is (bench/runner.py)."""
+    return BenchError(f"node {node}: {TOOL} not found", fix="sudo apt-get install perftest")
 
 
 class AllReduceJob(msgspec.Struct, frozen=True):

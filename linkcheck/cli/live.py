@@ -393,8 +393,7 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
             + ("" if nccl is None else ", then all_gather_perf across every node"
                + (" (the transport proof)" if nccl.transport_only else ""))
-            + ("" if latency is None else ", then ib_write_lat per path of every cable, one run at a time, and "
-               "all_reduce_perf 16-64 KiB across every node"))
+            + ("" if latency is None else _CLUSTER_LATENCY))
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not FLAGS.quiet else None
     try:
@@ -413,6 +412,11 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
     raise typer.Exit(int(result.exit_code))
 
 
+# What a cluster's run says of its latency test before the inspection, `check --latency`'s and `accept`'s alike.
+_CLUSTER_LATENCY = (", then ib_write_lat per path of every cable, one run at a time, and all_reduce_perf 16-64 KiB "
+                    "across every node")
+
+
 def _accept_cluster(nodes: LiveNodes, accept: bool, fmt: Format, show_all: bool,
                     chosen: tuple[Profile | None, int | None, int | None], save: Path | None) -> None:
     """A cluster's acceptance: the run of `check --bench` with the profile's test, repeated, judged by the profile
@@ -426,13 +430,15 @@ def _accept_cluster(nodes: LiveNodes, accept: bool, fmt: Format, show_all: bool,
     if not FLAGS.quiet and fmt is Format.console:
         say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
             + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "
-            "all_gather_perf across every node")
+            "all_gather_perf across every node" + (_CLUSTER_LATENCY if given and given.test.latency else ""))
     progress = ConsoleProgress.on_stderr() if fmt is Format.console and not FLAGS.quiet else None
     run = run_cluster_accept(hosts, ssh_options(found, accept), rules, given, repetitions, duration, target,
                              progress, found.expected_cluster if found else None)
     if run.acceptance is None:
         say(f"bundle saved to {run.saved}")
         raise LinkcheckError(run.problem or "no profile was chosen")
+    if run.check.traffic_error:  # as a pair's acceptance says its stopped traffic test (say_node_errors)
+        say(f"linkcheck: {run.check.traffic_error}")
     if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
         say(closing_line(run.record))
     else:

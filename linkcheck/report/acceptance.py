@@ -9,7 +9,7 @@ from typing import Any
 from msgspec.structs import replace
 
 from linkcheck.accept.record import bundle_acceptance
-from linkcheck.accept.text import check_tests, margin_cell, threshold_cell
+from linkcheck.accept.text import LATENCY_TEST, check_tests, margin_cell, threshold_cell
 from linkcheck.accept.text import runs as runs  # the statistics' cells, for the writers that take their parts here
 from linkcheck.accept.text import statistic as statistic
 from linkcheck.accept.text import unit as unit
@@ -108,7 +108,7 @@ def summary(check: dict[str, Any]) -> str:
 def parameters(doc: dict[str, Any], largest_bytes: int | None = None) -> str:
     """How the pair (or the cluster) was tested: repetitions, ib_write_bw's -D, -s and -q, all_gather_perf's largest
     message: the one the sweep reached (the record's, or `largest_bytes` from the bundle's own run for a record
-    written before it kept it) where it differs from the profile's."""
+    written before it kept it) where it differs from the profile's; the latency test where it ran."""
     test = doc.get("test") or {}
     rdma, nccl = test.get("rdma") or {}, test.get("nccl") or {}
     parts = [f"{test.get('repetitions', '?')} repetitions"]
@@ -124,6 +124,8 @@ def parameters(doc: dict[str, Any], largest_bytes: int | None = None) -> str:
                          f"all_gather_perf up to {byte_size(reached)} (the profile asks {byte_size(asked)})")
         else:
             parts.append(f"all_gather_perf up to {byte_size(asked)}")
+    if test.get("latency") is True:
+        parts.append(LATENCY_TEST)
     return ", ".join(parts)
 
 

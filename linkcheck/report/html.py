@@ -42,7 +42,9 @@ from linkcheck.report.tables import (
     DIRECTIONS,
     LATENCY_HEADER,
     TRAFFIC_HEADER,
+    LatencyRow,
     cited,
+    cluster_latency_rows,
     direction_gbps,
     evidence_lines,
     latency_rows,
@@ -137,9 +139,9 @@ def _traffic(outcome: Outcome) -> str:
     return "".join(parts) or '<h2>Traffic</h2><p class="muted">No traffic test in this bundle.</p>'
 
 
-def _latency(outcome: Outcome) -> str:
-    """The latency test's figures, each labelled measured, beside the published healthy figure (none: nothing)."""
-    rows = latency_rows(outcome.link)
+def _latency(rows: list[LatencyRow]) -> str:
+    """The latency test's figures, each labelled measured, beside the published healthy figure (none: nothing); a
+    pair's (`latency_rows`) or a cluster's (`cluster_latency_rows`)."""
     if not rows:
         return ""
     cells = [[f"<td>{h(what)}</td>", f'<td class="num">{h(value)}</td>', f"<td>{h(kind)}</td>", f"<td>{h(ref)}</td>"]
@@ -357,7 +359,7 @@ def _pair(outcome: Outcome) -> tuple[str, str]:
                             f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
                             f"linkcheck {h(bundle.tool_version or '?')}</p>")
     body = (header + summary_box(summary) + _acceptance(outcome) + _repair(outcome) + _nodes(outcome)
-            + _traffic(outcome) + _latency(outcome) + _plots(outcome) + _findings(outcome))
+            + _traffic(outcome) + _latency(latency_rows(outcome.link)) + _plots(outcome) + _findings(outcome))
     return (f"linkcheck: {decided.word.upper()} {outcome.link.a.hostname or '?'} / "
             f"{outcome.link.b.hostname or '?'}"), body
 
@@ -607,7 +609,7 @@ def _acceptance_checks(doc: dict[str, Any]) -> str:
 
 def _cluster(check: ClusterCheck) -> tuple[str, str]:
     """The cluster check's page title and body: the verdict, the summary, the acceptance, problems, the layout and its
-    rounds, the heatmap and the per-test table, the cluster's findings and each test's."""
+    rounds, the heatmap and the per-test table, the latency test's figures, the cluster's findings and each test's."""
     decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
     topo = check.view.topology
     summary = acc.cluster_summary(check)
@@ -617,5 +619,5 @@ def _cluster(check: ClusterCheck) -> tuple[str, str]:
     body += _problems(check) + _layout(check)
     if check.cables:
         body += _heatmap(check) + _tests(check)
-    body += _cluster_findings(check) + _test_findings(check)
+    body += _latency(cluster_latency_rows(check)) + _cluster_findings(check) + _test_findings(check)
     return f"linkcheck cluster: {decided.word.upper()} {topo.layout}, {', '.join(topo.nodes)}", body

@@ -34,9 +34,11 @@ from linkcheck.report.tables import (
     CABLE_HEADER,
     LATENCY_HEADER,
     TRAFFIC_HEADER,
+    LatencyRow,
     cable_finding_lines,
     cable_rows,
     cited,
+    cluster_latency_rows,
     cluster_nccl_text,
     evidence_lines,
     latency_rows,
@@ -116,9 +118,9 @@ def _traffic(outcome: Outcome) -> list[str]:
     return lines
 
 
-def _latency(outcome: Outcome) -> list[str]:
-    """The latency test's figures, each labelled measured, beside the published healthy figure (none: no section)."""
-    rows = latency_rows(outcome.link)
+def _latency(rows: list[LatencyRow]) -> list[str]:
+    """The latency test's figures, each labelled measured, beside the published healthy figure (none: no section); a
+    pair's (`latency_rows`) or a cluster's (`cluster_latency_rows`)."""
     if not rows:
         return []
     lines = ["## Latency", "", _row(list(LATENCY_HEADER)), _row(["---", "---:", "---", "---"])]
@@ -256,7 +258,7 @@ def _pair(outcome: Outcome) -> list[str]:
               f"linkcheck {md(bundle.tool_version or '?')})", ""]
     lines += summary_section(summary)
     lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _nccl_loaded(outcome)
-    lines += _traffic(outcome) + _latency(outcome)
+    lines += _traffic(outcome) + _latency(latency_rows(outcome.link))
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
     printed: set[str] = set()
@@ -275,7 +277,7 @@ def _pair(outcome: Outcome) -> list[str]:
 
 def _cluster(check: ClusterCheck) -> list[str]:
     """A cluster's report: verdict, layout, the summary, the acceptance, the per-cable table and the matrix, the NCCL
-    run across the nodes, the findings."""
+    run across the nodes, the latency test's figures, the findings."""
     topo = check.view.topology
     summary = acc.cluster_summary(check)
     out = _head(f"linkcheck cluster check: {summary.verdict_word.upper()}", summary)
@@ -295,6 +297,7 @@ def _cluster(check: ClusterCheck) -> list[str]:
     nccl = cluster_nccl_text(check)
     if nccl:
         out += ["## NCCL across the nodes", "", md(nccl), ""]
+    out += _latency(cluster_latency_rows(check))
     if findings:
         out += ["## Findings", "", *findings, ""]
     return out

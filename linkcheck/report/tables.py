@@ -286,12 +286,27 @@ def _published_us(key: str) -> str:
     return f"{plain_number(fig.value)} us ({fig.source})"
 
 
-def latency_rows(link: LinkFacts) -> list[tuple[str, str, str, str]]:
+LatencyRow = tuple[str, str, str, str]
+
+
+def latency_rows(link: LinkFacts) -> list[LatencyRow]:
     """(measurement, value, kind, the published healthy figure) per ib_write_lat run and all_reduce size; empty
     when the bundle has no latency test."""
-    bench = link.bench
+    return _lat_rows(link) + _allreduce_rows(link)
+
+
+def cluster_latency_rows(check: ClusterCheck) -> list[LatencyRow]:
+    """A cluster's latency test as `latency_rows` says a pair's: every first-pass test's ib_write_lat runs (each
+    path names its cable's nodes), then the one all_reduce across every node, which every such test carries."""
+    first = [r.link for r in check.cables if r.test.pass_no == 1]
+    rows = [row for link in first for row in _lat_rows(link)]
+    reduce = next((link for link in first if link.bench.allreduce is not None), None)
+    return rows + (_allreduce_rows(reduce) if reduce is not None else [])
+
+
+def _lat_rows(link: LinkFacts) -> list[LatencyRow]:
     rows = []
-    for run in bench.latency:
+    for run in link.bench.latency:
         what = f"ib_write_lat {byte_size(run.size_bytes)}, {run.path_key} (client {run.client_node})"
         ref = _published_us("ib_write_lat_2b_us") if run.size_bytes <= 64 else \
             _published_us("ib_write_lat_48k_us") if 32768 <= run.size_bytes <= 65536 else "-"
@@ -300,7 +315,12 @@ def latency_rows(link: LinkFacts) -> list[tuple[str, str, str, str]]:
         else:
             p99 = f" (99%: {_us(run.p99_us)})" if run.p99_us is not None else ""
             rows.append((what, _us(run.typical_us) + p99, "measured: this bundle, t_typical", ref))
-    reduce = bench.allreduce
+    return rows
+
+
+def _allreduce_rows(link: LinkFacts) -> list[LatencyRow]:
+    rows: list[LatencyRow] = []
+    reduce = link.bench.allreduce
     if reduce is not None:
         transport = f", transport {reduce.network}" if reduce.network else ""
         for row in reduce.rows:

@@ -4,29 +4,53 @@ them (tests/cluster/cluster_checks.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
 from msgspec.structs import replace
 
+from linkcheck.accept.budget import cluster_plan_line, latency_seconds, plan_line, planned_seconds
 from linkcheck.accept.evidence import cluster_evidence
-from linkcheck.accept.judge import CLUSTER_CHECKS, AcceptVerdict, judge_cluster
+from linkcheck.accept.judge import CLUSTER_CHECKS, AcceptVerdict, judge, judge_cluster
 from linkcheck.accept.profile import ProfileError, layout_profile, parse_profile, resolve_profile
 from linkcheck.accept.record import AcceptanceRecord
 from linkcheck.accept.standard import standard_record
-from linkcheck.accept.text import cluster_acceptance_text
-from linkcheck.app.accept import choose_profile
-from linkcheck.app.offline import unreached
+from linkcheck.accept.text import cluster_acceptance_text, describe_profile
+from linkcheck.app.accept import _Choice, choose_profile, traffic_request
+from linkcheck.app.live import save_cluster
+from linkcheck.app.offline import diagnose_bundle, unreached
+from linkcheck.app.offline import judge_cluster as offline_cluster
 from linkcheck.app.topology import cluster_facts
+from linkcheck.bench.latency import LatencyOptions
+from linkcheck.bundle.acceptance import write_acceptance
+from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.cluster.cables import cable_tests
+from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.nccl import ClusterNccl
+from linkcheck.cluster.record import SCHEMA_VERSION as CLUSTER_VERSION
+from linkcheck.cluster.record import ClusterDocument, load_cluster
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import UsageError
+from linkcheck.model import Capture, Status
 from linkcheck.outcome import ClusterCheck
-from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, ONE_PCIE, checked, judged, measured, slow_node, switch
+from linkcheck.report.markdown import md
+from linkcheck.transport.base import parse_target
+from tests.cluster.cluster_checks import (
+    HEALTHY,
+    HOTPLUG,
+    ONE_PCIE,
+    checked,
+    judged,
+    latency_captures,
+    measured,
+    slow_node,
+    switch,
+)
 from tests.emulators.captures import node_captures
 from tests.lab.cluster import cluster_models, ring3, ring4
 
@@ -34,6 +58,8 @@ if TYPE_CHECKING:
     from tests.conftest import InProcessCli
 
 RING = resolve_profile("dgx-spark-ring3")
+PAIR = resolve_profile("dgx-spark-pair")
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SWITCH = resolve_profile("dgx-spark-switch")
 FIRST = "a:p0<->b:p1"
 
@@ -190,11 +216,141 @@ def test_the_profile_is_the_one_of_the_layout_the_nodes_show() -> None:
     assert choose_profile(SWITCH, ring, ["c"]) is SWITCH and choose_profile(None, ring, ["c"]) is None
 
 
-def test_the_latency_test_is_a_pair_s_only() -> None:
-    text = RING.text.replace("  nccl: {max_bytes: 17179869184}", "  nccl: {max_bytes: 17179869184}\n  latency: true")
-    assert text != RING.text
-    with pytest.raises(ProfileError, match="'latency' runs on a pair only"):
-        parse_profile(text, "site.yaml")
+LATENCY_RING = parse_profile(RING.text.replace("  nccl: {max_bytes: 17179869184}",
+                                               "  nccl: {max_bytes: 17179869184}\n  latency: true"), "site.yaml")
+RING_BUNDLE = FIXTURES / "cluster-ring3-healthy"
+# That ring was recorded by `check --quick`, which runs each path alone only where one is low: judged without the
+# alone check, every other check of the ring's profile has its measurements.
+QUICK_RING = replace(LATENCY_RING, checks=tuple(c for c in LATENCY_RING.checks if c.id != "rdma_alone_gbps"))
+# The small all_reduce as the lab's pair recorded it (2 ranks): a stand-in for the ring's own run across its three
+# nodes, which prints the same table; the latency rules read its sizes, times and transport, not its rank count.
+ALLREDUCE_BUNDLE = FIXTURES / "healthy-latency-lab"
+C_LACKS_LAT = "traffic test stopped: node c: ib_write_lat not found (fix: sudo apt-get install perftest)"
+
+
+def _allreduce() -> Capture:
+    found = next(c for c in load_bundle(ALLREDUCE_BUNDLE).captures if c.spec == "all_reduce_perf")
+    return replace(found, meta={**found.meta, "nodes": "a,b,c", "layout": "ring3"})
+
+
+def _latency_run(slow_us: float = 8.8, lost: str | None = None) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+    """The recorded healthy ring with the latency test after its rounds, judged as `accept` judges its run: every
+    path of every cable at 2 B and 48 KiB (the a-b cable's 48 KiB runs at `slow_us`), the all_reduce across the
+    nodes; with `lost`, that node lacks ib_write_lat: the test stopped at its first run, before the all_reduce."""
+    bundle, doc = load_bundle(RING_BUNDLE), load_cluster(RING_BUNDLE)
+    hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin) for h in doc.hosts]
+    facts = cluster_facts([h.name for h in hosts], [c for c in bundle.captures if not c.meta], {})
+    latency = [*latency_captures(cable_tests(facts, schedule(facts.topology)), slow_us), _allreduce()]
+    if lost is not None:  # the runs before its first, then its server that never listened (exit 127, as recorded)
+        first = next(c for c in latency if c.node == lost)
+        said = "timeout: failed to run command 'ib_write_lat': No such file or directory"
+        refused = replace(first, stdout="", stderr=said, exit_status=127,
+                          skipped=f"ib_write_lat server on {lost} exited before listening")
+        latency = [*latency[:latency.index(first) - 1], refused]  # its client (the one before) never started
+    doc = replace(doc, schema_version=CLUSTER_VERSION, latency=True, latency_error=C_LACKS_LAT if lost else None)
+    bundle = replace(bundle, path=None, captures=[*bundle.captures, *latency])
+    check = offline_cluster(hosts, bundle.captures, {}, doc, load_playbooks(kind="all"))
+    return _with_nccl(check), bundle, doc
+
+
+def _record(check: ClusterCheck, bundle: Bundle) -> dict[str, Any]:
+    acceptance = judge_cluster(check, QUICK_RING, 1)
+    return {**acceptance.to_dict(), "evidence": cluster_evidence(check, bundle.captures, bundle.created, None)}
+
+
+def test_a_cluster_profile_asks_for_the_latency_test_and_the_run_sends_the_pairs_request() -> None:
+    assert LATENCY_RING.test.latency and LATENCY_RING.layout == "ring3"
+    assert "the latency test (ib_write_lat per path" in describe_profile(LATENCY_RING)
+    facts = checked(ring3()).facts
+    # The cluster's run asks for what a pair's asks for with the same profile, -D and repetitions included.
+    sent = _Choice(LATENCY_RING, 1, 2).plan(facts)
+    shortened = replace(LATENCY_RING, test=replace(LATENCY_RING.test, duration_s=2))
+    assert sent == traffic_request(shortened, 1) and sent.latency == LatencyOptions() and sent.command == "accept"
+    assert _Choice(None, None, None).plan(facts).latency is None  # the built-in ring profile does not ask for it
+    # A profile asking for it is no weaker than the standard: it runs more.
+    assert standard_record(LATENCY_RING, 3)["non_standard"] is False
+
+
+def test_the_clusters_plan_line_says_the_latency_test_as_a_pairs_does() -> None:
+    bare = cluster_plan_line("accept", tests=3, rounds=9, duration_s=2, nccl_max_bytes=1 << 34)
+    line = cluster_plan_line("accept", tests=3, rounds=9, duration_s=2, nccl_max_bytes=1 << 34, latency_paths=6)
+    said = ("12 ib_write_lat runs one at a time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB across every "
+            "node (~20 s)")
+    assert said in line and said not in bare
+    assert planned_seconds(paths=6, latency=True) - planned_seconds(paths=6) == latency_seconds(6) == 20.0
+    pair = plan_line("accept", paths=2, duration_s=10, latency=True)
+    assert "4 ib_write_lat runs one at a time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB (~8 s)" in pair
+
+
+def test_every_cable_is_judged_on_its_latency_runs_by_the_pairs_latency_rules() -> None:
+    healthy, bundle, _ = _latency_run()
+    for result in healthy.cables:  # each cable: its four ib_write_lat runs and the all_reduce, all passing
+        judged_by = [(f.rule_id, f.status) for f in result.findings if "LATENCY" in f.rule_id]
+        assert sorted(judged_by) == [("NCCL_ALLREDUCE_LATENCY_HIGH", Status.PASS),
+                                     *[("RDMA_LATENCY_HIGH", Status.PASS)] * 4], result.test.label
+    record = _record(healthy, bundle)
+    assert record["verdict"] == "PASS" and record["test"]["latency"] is True
+    # The evidence names every latency process: 12 runs, client and server, and the all_reduce.
+    runs = [r for r in record["evidence"]["runs"] if r["tool"] in ("ib_write_lat", "all_reduce_perf")]
+    assert len([r for r in runs if r["tool"] == "ib_write_lat"]) == 24 and runs[-1]["tool"] == "all_reduce_perf"
+    assert {r["round"] for r in runs if r["tool"] == "ib_write_lat"} == {f"lat-{n}-{s}" for n in range(12)
+                                                                        for s in (2, 49152) if (n % 2 == 0) == (s == 2)}
+
+    slow, bundle, _ = _latency_run(slow_us=31.0)  # the hot-plug state's 48 KiB write (RDMA_LATENCY_HIGH fails at 26)
+    acceptance = judge_cluster(slow, QUICK_RING, 1)
+    assert acceptance.verdict is AcceptVerdict.FAIL
+    assert {t.label: t.verdict.value for t in acceptance.tests} == {FIRST: "FAIL", "b:p0<->c:p1": "PASS",
+                                                                    "a:p1<->c:p0": "PASS"}
+    failed = [f for f in acceptance.to_dict()["diagnosis"]["findings"] if f["id"] == "RDMA_LATENCY_HIGH"]
+    assert len(failed) == 2 and all(f["status"] == "fail" and f["subject"].startswith(f"{FIRST} ")
+                                    and f["subject"].endswith("ib_write_lat 48 KiB") for f in failed), failed
+    # As a pair's acceptance counts the same finding: its diagnosis' failure fails it.
+    pair = diagnose_bundle(FIXTURES / "hotplug-latency")
+    pair_profile = replace(PAIR, test=replace(PAIR.test, latency=True))
+    pair_acceptance = judge(pair.link, pair.diagnosis, pair_profile, 1)
+    assert ("RDMA_LATENCY_HIGH", "fail") in {(r, s) for r, s, _ in pair_acceptance.findings}
+    assert pair_acceptance.verdict is AcceptVerdict.FAIL
+
+
+def test_a_node_without_ib_write_lat_leaves_the_acceptance_inconclusive_saying_why() -> None:
+    lost, bundle, _ = _latency_run(lost="c")
+    acceptance = judge_cluster(lost, QUICK_RING, 1)
+    assert acceptance.verdict is AcceptVerdict.INCONCLUSIVE
+    # The cable measured before the test stopped is judged on its runs; the two with node c never pass.
+    assert {t.label: (t.verdict.value, t.problem) for t in acceptance.tests} == {
+        FIRST: ("PASS", None), "b:p0<->c:p1": ("INCONCLUSIVE", C_LACKS_LAT),
+        "a:p1<->c:p0": ("INCONCLUSIVE", C_LACKS_LAT)}
+    assert f"the traffic test stopped: the latency test: {C_LACKS_LAT}" in acceptance.notes
+    record = msgspec.json.decode(msgspec.json.encode(_record(lost, bundle)), type=AcceptanceRecord)
+    assert record.verdict == "INCONCLUSIVE" and record.test is not None and record.test.latency is True
+
+
+def test_the_saved_clusters_reports_show_its_latency_and_the_acceptance_that_judged_it(
+        tmp_path: Path, cli: InProcessCli) -> None:
+    check, bundle, doc = _latency_run(slow_us=31.0)
+    save_cluster(bundle, doc, tmp_path / "run")
+    write_acceptance(tmp_path / "run", _record(check, bundle), LATENCY_RING.text)
+    assert cli("verify", str(tmp_path / "run")).returncode == 0
+    markdown = cli("report", str(tmp_path / "run"), "-f", "markdown")
+    assert markdown.returncode == 2, markdown.stderr
+    text = markdown.stdout
+    assert md("Test: 1 repetitions, ib_write_bw -D 10 -s 1 MiB -q 1, all_gather_perf up to 16 GiB, the latency test "
+              "(ib_write_lat per path at 2 B and 48 KiB, all_reduce_perf 16-64 KiB)") in text
+    assert "1 repetitions, with the latency test)" in text  # the acceptance's headline
+    latency = text[text.index("## Latency"):].split("\n## ")[0]
+    rows = [line for line in latency.splitlines() if line.startswith(f"| {md('ib_write_lat')}")]
+    assert len(rows) == 12 and sum("| 31 us" in row for row in rows) == 2, latency
+    slow = [row.replace("\\", "") for row in rows if "| 31 us" in row]  # unescaped: the a-b cable's 48 KiB runs
+    assert all("48 KiB, a:" in row and "<->b:" in row for row in slow), slow
+    assert latency.count(f"| {md('all_reduce_perf')}") == 3  # 16, 32 and 64 KiB, once for the cluster
+    assert f"finding FAIL {md('RDMA_LATENCY_HIGH')} {md(FIRST)}" in text
+    data = json.loads(cli("report", str(tmp_path / "run"), "-f", "json").stdout)
+    assert data["acceptance"]["test"]["latency"] is True and data["acceptance"]["verdict"] == "FAIL"
+    judged_by = {t["label"]: {f["status"] for f in t["findings"] if f["id"] == "RDMA_LATENCY_HIGH"}
+                 for t in data["tests"]}
+    assert judged_by == {FIRST: {"pass", "fail"}, "b:p0<->c:p1": {"pass"}, "a:p1<->c:p0": {"pass"}}
+    html = cli("report", str(tmp_path / "run"), "-f", "html")
+    assert html.returncode == 2 and "<h2>Latency</h2>" in html.stdout
 
 
 def test_a_cluster_profile_for_two_nodes_and_a_bad_hostfile_are_refused_before_any_node(

@@ -15,10 +15,11 @@ from unittest.mock import patch
 from msgspec.structs import replace
 
 from linkcheck.app.live import save_cluster
-from linkcheck.app.offline import CABLE_RULES, judge_cluster
+from linkcheck.app.offline import CABLE_RULES, judge_cluster, plan_tests
 from linkcheck.app.topology import cluster_facts, judge_facts
 from linkcheck.baseline.drift import attach_cluster_baseline
 from linkcheck.baseline.store import ClusterBaseline
+from linkcheck.bench.latency import LatencyOptions, lat_meta, plan_latency
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts
@@ -30,9 +31,10 @@ from linkcheck.config import NodeTarget
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
-from linkcheck.model import Verdict
+from linkcheck.model import Capture, Verdict
 from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.report.console import print_console
+from tests.emulators.bench_perftest import PerftestRun, render_ib_write_lat
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node
 from tests.lab.cluster import CLUSTER_SCENARIOS, Cluster, cluster_models, switch_by_cage
@@ -128,3 +130,22 @@ def console_text(check: ClusterCheck, show_all: bool = False) -> str:
     with patch.dict(os.environ, {"COLUMNS": "10000"}), redirect_stdout(out):
         print_console(check, show_all=show_all)
     return out.getvalue()
+
+
+def latency_captures(tests: Sequence[CableTest], slow_us: float) -> list[Capture]:
+    """ib_write_lat on every path of every cable as the latency test records it (the emulator's output), the 48 KiB
+    runs of the cable between a and b at `slow_us`, the others at the published healthy 1.47 and 8.8 us."""
+    planned = plan_tests(tests, {})
+    runs = plan_latency(tuple(p for t in planned for p in t.paths), LatencyOptions(port_base=31000))
+    caps = []
+    for run in runs:
+        healthy = 1.47 if run.size_bytes == 2 else 8.8
+        us = slow_us if run.size_bytes > 2 and run.path.key.startswith("a:") and "b:" in run.path.key else healthy
+        for role in ("client", "server"):
+            end = run.ends()[0 if role == "client" else 1]
+            out, _, _ = render_ib_write_lat(PerftestRun(role, end.rdma_dev, end.gid_index, "::ffff:1.2.3.4",
+                                                        "::ffff:1.2.3.5", 0.0, size_bytes=run.size_bytes,
+                                                        iterations=1000), us)
+            caps.append(Capture(end.node, "ib_write_lat", "ib_write_lat ...", out, "", 0,
+                                meta=lat_meta(run, role, "r1")))
+    return caps

@@ -13,7 +13,7 @@ from msgspec.structs import replace
 from linkcheck.app.live import save_cluster
 from linkcheck.app.offline import judge_cluster, plan_tests
 from linkcheck.app.topology import cluster_facts
-from linkcheck.bench.latency import LatencyOptions, cluster_allreduce, lat_meta, plan_latency
+from linkcheck.bench.latency import LatencyOptions, cluster_allreduce
 from linkcheck.bench.nccl import NcclOptions, plan_cluster_nccl
 from linkcheck.bench.rounds import captures_of
 from linkcheck.bundle.format import load_bundle
@@ -26,7 +26,7 @@ from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture, Status, Verdict
 from linkcheck.transport.base import parse_target
-from tests.emulators.bench_perftest import PerftestRun, render_ib_write_lat
+from tests.cluster.cluster_checks import latency_captures
 
 RING = Path(__file__).resolve().parents[2] / "fixtures" / "cluster-ring3-healthy"
 RULES = load_playbooks(kind="all")
@@ -42,24 +42,6 @@ def _ring() -> tuple[list[ClusterHost], list[Capture], list[CableTest]]:
     return hosts, inspection, cable_tests(facts, schedule(facts.topology))
 
 
-def _latency_captures(tests: list[CableTest], slow_us: float) -> list[Capture]:
-    """ib_write_lat on every path of every cable, the 48 KiB runs of SLOW at `slow_us`, the others healthy."""
-    planned = plan_tests(tests, {})
-    runs = plan_latency(tuple(p for t in planned for p in t.paths), LatencyOptions(port_base=31000))
-    caps = []
-    for run in runs:
-        healthy = 1.47 if run.size_bytes == 2 else 8.8
-        us = slow_us if run.size_bytes > 2 and run.path.key.startswith("a:") and "b:" in run.path.key else healthy
-        for role in ("client", "server"):
-            end = run.ends()[0 if role == "client" else 1]
-            out, _, _ = render_ib_write_lat(PerftestRun(role, end.rdma_dev, end.gid_index, "::ffff:1.2.3.4",
-                                                        "::ffff:1.2.3.5", 0.0, size_bytes=run.size_bytes,
-                                                        iterations=1000), us)
-            caps.append(Capture(end.node, "ib_write_lat", "ib_write_lat ...", out, "", 0,
-                                meta=lat_meta(run, role, "r1")))
-    return caps
-
-
 def _doc(tests: list[CableTest], error: str | None = None) -> ClusterDocument:
     """The ring's record as a run of the latency test alone writes it: the tests planned, no RDMA rounds."""
     saved = load_cluster(RING)
@@ -70,7 +52,7 @@ def _doc(tests: list[CableTest], error: str | None = None) -> ClusterDocument:
 def test_each_cable_is_judged_on_its_own_latency_runs() -> None:
     hosts, inspection, tests = _ring()
     assert {t.label for t in tests} == {SLOW, "a:p1<->c:p0", "b:p0<->c:p1"}
-    check = judge_cluster(hosts, inspection + _latency_captures(tests, 31.0), {}, _doc(tests), RULES)
+    check = judge_cluster(hosts, inspection + latency_captures(tests, 31.0), {}, _doc(tests), RULES)
     for result in check.cables:
         lat = [f for f in result.findings if f.rule_id == "RDMA_LATENCY_HIGH"]
         assert len(lat) == 4, (result.test.label, lat)  # its own two paths at two sizes, no other cable's
@@ -85,7 +67,7 @@ def test_each_cable_is_judged_on_its_own_latency_runs() -> None:
 
 def test_a_cable_planned_with_the_latency_test_but_without_its_runs_is_inconclusive() -> None:
     hosts, inspection, tests = _ring()
-    captures = [c for c in _latency_captures(tests, 8.8) if not c.meta["path"].startswith("b:")]
+    captures = [c for c in latency_captures(tests, 8.8) if not c.meta["path"].startswith("b:")]
     check = judge_cluster(hosts, inspection + captures, {}, _doc(tests, "node b: ib_write_lat exited 1"), RULES)
     states = {r.test.label: (r.verdict, r.problem) for r in check.cables}
     assert states["b:p0<->c:p1"] == (Verdict.INCONCLUSIVE, "node b: ib_write_lat exited 1")
@@ -97,11 +79,29 @@ def test_a_cable_planned_with_the_latency_test_but_without_its_runs_is_inconclus
         "planned with the latency test, but no run of it is there")
 
 
+def test_a_cable_whose_latency_runs_did_not_all_answer_is_inconclusive() -> None:
+    """The test stops at a node without ib_write_lat: its server's run (exit 127) is that cable's only one."""
+    hosts, inspection, tests = _ring()
+    captures = latency_captures(tests, 8.8)
+    first = next(i for i, c in enumerate(captures) if c.node == "c")  # a server: its client is the one before
+    refused = replace(captures[first], stdout="", exit_status=127, skipped="ib_write_lat server on c exited before "
+                      "listening")
+    check = judge_cluster(hosts, inspection + [*captures[:first - 1], refused], {},
+                          _doc(tests, "node c: ib_write_lat not found"), RULES)
+    states = {r.test.label: (r.verdict, r.problem) for r in check.cables}
+    lost = (Verdict.INCONCLUSIVE, "node c: ib_write_lat not found")
+    assert states == {SLOW: (Verdict.PASS, None), "b:p0<->c:p1": lost, "a:p1<->c:p0": lost}
+    # Without an error said, a failed run is still never a pass.
+    again = judge_cluster(hosts, inspection + [*captures[:first - 1], refused], {}, _doc(tests), RULES)
+    assert next(r for r in again.cables if r.test.label == "b:p0<->c:p1").problem == (
+        "its latency test did not answer on every path")
+
+
 def test_the_all_reduce_across_every_node_is_each_first_pass_cables_and_never_anothers_run() -> None:
     _, inspection, tests = _ring()
     planned = plan_tests(tests, {})
     reduce = Capture("a", "all_reduce_perf", "mpirun ...", "", meta={"kind": "latency", "tool": "all_reduce_perf"})
-    captures = _latency_captures(tests, 8.8) + [reduce]
+    captures = latency_captures(tests, 8.8) + [reduce]
     for p in planned:
         own = [c for c in captures_of(p, captures) if c.meta.get("kind") == "latency"]
         assert reduce in own and all(c.meta.get("path") in p.keys for c in own if c is not reduce)

@@ -4,12 +4,15 @@ schedule's rounds, repeated, and the emulated all_gather_perf across the three n
 A copy of dgx-spark-ring3 with 1 s rounds judges the runs. The healthy ring is accepted with every test and the
 NCCL checks passing, the record covered by `verify`; a ring with a hot-plugged cable fails on that cable alone; a
 profile written for a switch is refused before any traffic; a node that cannot be inspected leaves the acceptance
-inconclusive, with the tests it is not in still measured.
+inconclusive, with the tests it is not in still measured. The copy with `latency: true` runs the latency test once,
+on every path of every cable, and judges each cable by it; a node without ib_write_lat leaves it inconclusive, said
+in one line.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +21,7 @@ import pytest
 from linkcheck.accept.profile import BUILTIN_DIR
 from tests.lab.lab import Lab
 from tests.lab.pytest_plugin import LabFactory
+from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -28,12 +32,17 @@ NODES = ("--node=a", "--node=b", "--node=c")
 RING = ["a:p0<->b:p1", "a:p1<->c:p0", "b:p0<->c:p1"]
 
 
-def _setup(lab: Lab, tmp_path: Path, repetitions: int) -> tuple[Path, Path]:
+def _setup(lab: Lab, tmp_path: Path, repetitions: int, latency: bool = False) -> tuple[Path, Path]:
+    """linkcheck.yaml for the lab, and a copy of dgx-spark-ring3 with 1 s rounds, `repetitions` and, with `latency`,
+    `latency: true` (as a user would add it to the copy)."""
     config = tmp_path / "linkcheck.yaml"
     config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
     text = (BUILTIN_DIR / "dgx-spark-ring3.yaml").read_text(encoding="utf-8")
     short = text.replace("rdma: {duration_s: 10,", "rdma: {duration_s: 1,").replace(
         "repetitions: 3 ", f"repetitions: {repetitions} ")
+    if latency:
+        short = short.replace("  nccl: {max_bytes: 17179869184}", "  nccl: {max_bytes: 17179869184}\n  latency: true")
+        assert "  latency: true" in short
     assert short.count("duration_s: 1,") == 1 and f"repetitions: {repetitions} " in short
     profile = tmp_path / "ring3-lab.yaml"
     profile.write_text(short, encoding="utf-8")
@@ -98,3 +107,72 @@ def test_a_ring_with_a_hot_plugged_cable_fails_on_that_cable_alone(lab_factory: 
     assert ("rdma_concurrent_total_gbps", "a:p0<->b:p1") in failed
     assert {subject for _, subject in failed} == {"a:p0<->b:p1"}, failed
     assert ("LINK_HOTPLUG_DEGRADED", "fail") in {(f["id"], f["status"]) for f in record["diagnosis"]["findings"]}
+
+
+def _latency_runs(saved: Path) -> list[dict[str, Any]]:
+    data = json.loads((saved / "manifest.json").read_text(encoding="utf-8"))
+    return [c for c in data["captures"] if c["meta"].get("kind") == "latency"]
+
+
+def test_a_profiles_latency_test_runs_on_every_cable_and_the_acceptance_judges_it(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """A copy of the ring's profile with `latency: true` over the hot-plugged ring: after the rounds and NCCL, every
+    path of every cable at 2 B and 48 KiB and the all_reduce across the three nodes, once; the hot-plugged cable's
+    48 KiB writes fail RDMA_LATENCY_HIGH in the acceptance, as a pair's acceptance counts that finding."""
+    lab = lab_factory("ring3-hotplug")
+    config, profile = _setup(lab, tmp_path, repetitions=1, latency=True)
+    saved = tmp_path / "latency"
+    run = cli("accept", *NODES, "-c", str(config), "--save", str(saved), "--profile", str(profile), timeout=400)
+    assert run.returncode == 2, run.stdout + run.stderr
+    # Said before the run and once the schedule is known, as a pair's plan says it (the console wraps long lines).
+    said = " ".join(run.stderr.split())
+    assert "then ib_write_lat per path of every cable, one run at a time" in said, run.stderr
+    assert ("12 ib_write_lat runs one at a time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB across "
+            "every node") in said, run.stderr
+    assert "with the latency test)" in run.stdout and "ACCEPTANCE: FAIL" in run.stdout
+    lat = [c for c in _latency_runs(saved) if c["spec"] == "ib_write_lat"]
+    clients = [c for c in lat if c["meta"]["role"] == "client"]
+    # Every path of every cable at both sizes, once (not per repetition), each answered.
+    assert len(clients) == 12 and len(lat) == 24 and all(c["exit_status"] == 0 for c in lat), lat
+    assert {c["meta"]["path"].split("<->")[0].split(":")[0] + c["meta"]["path"].split("<->")[1].split(":")[0]
+            for c in clients} == {"ab", "bc", "ac"}
+    reduce = [c for c in _latency_runs(saved) if c["spec"] == "all_reduce_perf"]
+    assert len(reduce) == 1 and reduce[0]["exit_status"] == 0 and reduce[0]["meta"]["nodes"] == "a,b,c"
+    record = json.loads((saved / "acceptance.json").read_text(encoding="utf-8"))
+    assert record["test"]["latency"] is True and record["verdict"] == "FAIL"
+    failing = [f for f in record["diagnosis"]["findings"] if f["id"] == "RDMA_LATENCY_HIGH"]
+    assert len(failing) == 2 and all(f["status"] == "fail" and f["subject"].startswith("a:p0<->b:p1 ")
+                                     and f["subject"].endswith("ib_write_lat 48 KiB") for f in failing), failing
+    runs = [r for r in record["evidence"]["runs"] if r["tool"] in ("ib_write_lat", "all_reduce_perf")]
+    assert len(runs) == 25, runs  # every latency process, as the bundle recorded its command line
+    assert cli("verify", str(saved)).returncode == 0
+    # The saved bundle's report shows the figures beside the acceptance that judged them.
+    report = json.loads(cli("report", str(saved), "-f", "json").stdout)
+    assert report["acceptance"]["test"]["latency"] is True
+    judged = {t["label"]: {f["status"] for f in t["findings"] if f["id"] == "RDMA_LATENCY_HIGH"}
+              for t in report["tests"]}
+    assert judged == {"a:p0<->b:p1": {"pass", "fail"}, "a:p1<->c:p0": {"pass"}, "b:p0<->c:p1": {"pass"}}, judged
+    assert "## Latency" in cli("report", str(saved), "-f", "markdown").stdout
+    assert all(lab.running(n, "ib_write_lat", "all_reduce_perf", "mpirun") == [] for n in lab.nodes)
+
+
+def test_a_node_without_ib_write_lat_leaves_the_acceptance_inconclusive_in_one_line(
+        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    specs = specs_for_scenario("ring3", tmp_path / "models")
+    lab = lab_factory([replace(s, missing_tools=frozenset({"ib_write_lat"})) if s.name == "c" else s for s in specs])
+    config, profile = _setup(lab, tmp_path, repetitions=1, latency=True)
+    code, record, err = _accept(cli, config, tmp_path / "no-lat", "--profile", str(profile))
+    assert code == 3 and record["verdict"] == "INCONCLUSIVE", err
+    # One line naming the node, the tool and the fix, as a pair's missing ib_write_bw is said.
+    said = [line for line in err.splitlines() if "ib_write_lat" in line]
+    assert said == ["linkcheck: the latency test: traffic test stopped: node c: ib_write_lat not found (fix: sudo "
+                    "apt-get install perftest)"], err
+    assert "Traceback" not in err
+    # The cable measured before the test stopped keeps its verdict; the two with node c never pass.
+    verdicts = _verdicts(record)
+    assert verdicts.pop("a:p0<->b:p1") == "PASS" and set(verdicts.values()) == {"INCONCLUSIVE"}, record["cluster"]
+    assert any(n.startswith("the traffic test stopped: the latency test: traffic test stopped: node c: ib_write_lat "
+                            "not found") for n in record["notes"]), record["notes"]
+    server = [c for c in _latency_runs(tmp_path / "no-lat") if c["node"] == "c"]
+    assert [c["exit_status"] for c in server] == [127], server  # recorded as the node answered
+    assert all(lab.running(n, "ib_write_lat", "all_reduce_perf", "mpirun") == [] for n in lab.nodes)

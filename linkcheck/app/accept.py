@@ -20,7 +20,7 @@ from msgspec.structs import replace
 from linkcheck.accept.evidence import acceptance_evidence, cluster_evidence
 from linkcheck.accept.judge import Acceptance, AcceptVerdict, ClusterAcceptance, judge, judge_cluster
 from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
-from linkcheck.app.live import TrafficRequest, check_cluster, run_live, save_cluster
+from linkcheck.app.live import TrafficRequest, check_cluster, run_live
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
@@ -155,8 +155,7 @@ def run_cluster_accept(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: lis
                        progress: Progress | None = None, expected: ExpectedCluster | None = None) -> ClusterAcceptRun:
     """Inspect, choose the profile, run the traffic, save the bundle, judge; the acceptance joins the bundle."""
     choice = _Choice(profile, repetitions, duration_s)
-    check, bundle, doc = check_cluster(hosts, ssh, rules, choice.plan, progress, expected)
-    save_cluster(bundle, doc, save_dir)
+    check, bundle, _ = check_cluster(hosts, ssh, rules, choice.plan, progress, expected, save=save_dir)
     if choice.profile is None:
         return ClusterAcceptRun(save_dir, check, None, problem=choice.problem)
     acceptance = judge_cluster(check, choice.profile, choice.reps)

@@ -176,11 +176,15 @@ def append_run(outcome: Outcome, command: str, baseline: str | None, acceptance:
 
 
 def append_cluster_run(check: ClusterCheck, captures: Sequence[Capture], command: str, bundle: Path,
-                       created: str, baseline: str | None = None, *, once: bool = False) -> list[Path]:
-    """Each of the cluster run's tests appended to its pair's history; the files written. With `once` (an offline
-    `diagnose --record`), a test whose pair's history already holds this very bundle is not written again."""
+                       created: str, baseline: str | None = None, *, once: bool = False,
+                       acceptance: str | None = None) -> list[Path]:
+    """Each of the cluster run's tests appended to its pair's history (an `accept` run's acceptance verdict beside
+    each, as a pair's run keeps its own); the files written. With `once` (an offline `diagnose --record`), a test
+    whose pair's history already holds this very bundle is not written again."""
     paths = []
     for record in cable_records(check, captures, command, bundle, created, baseline):
+        if acceptance is not None:
+            record["acceptance"] = acceptance
         path = history_dir() / f"{record['pair']}.jsonl"
         if once and _holds_bundle(path, str(bundle), created):
             continue
@@ -202,7 +206,7 @@ def append_judged(judged: Judged, command: str, acceptance: str | None = None, *
         if bundle is None or bundle.path is None:  # a check made from captures alone is no saved run
             return []
         return append_cluster_run(judged, bundle.captures, command, bundle.path, judged.created,
-                                  judged.baseline_name, once=once)
+                                  judged.baseline_name, once=once, acceptance=acceptance)
     if once and already_recorded(judged):
         return []
     return [append_run(judged, command, judged.baseline_name, acceptance)]

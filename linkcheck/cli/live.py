@@ -439,6 +439,7 @@ def _accept_cluster(nodes: LiveNodes, accept: bool, fmt: Format, show_all: bool,
         raise LinkcheckError(run.problem or "no profile was chosen")
     if run.check.traffic_error:  # as a pair's acceptance says its stopped traffic test (say_node_errors)
         say(f"linkcheck: {run.check.traffic_error}")
+    finish(run.check, RunRecord("accept", acceptance=run.acceptance.verdict.value))  # the history, as a pair's
     if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
         say(closing_line(run.record))
     else:

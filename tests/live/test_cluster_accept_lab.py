@@ -107,6 +107,13 @@ def test_a_ring_with_a_hot_plugged_cable_fails_on_that_cable_alone(lab_factory: 
     assert ("rdma_concurrent_total_gbps", "a:p0<->b:p1") in failed
     assert {subject for _, subject in failed} == {"a:p0<->b:p1"}, failed
     assert ("LINK_HOTPLUG_DEGRADED", "fail") in {(f["id"], f["status"]) for f in record["diagnosis"]["findings"]}
+    # Each test is in its two nodes' history with the acceptance's verdict beside it, as a pair's accept run is.
+    log = cli("history", "-f", "json")
+    assert log.returncode == 0, log.stderr
+    rows = json.loads(log.stdout)
+    assert {r["cable"] for r in rows} == set(_verdicts(record)) and {r["command"] for r in rows} == {"accept"}, rows
+    assert {r["acceptance"] for r in rows} == {"FAIL"}, rows
+    assert [r["verdict"] for r in rows if r["cable"] == "a:p0<->b:p1"] == ["fail"], rows
 
 
 def _latency_runs(saved: Path) -> list[dict[str, Any]]:

@@ -120,7 +120,8 @@ def cluster_plan_line(command: str, *, tests: int, rounds: int, duration_s: int,
     total = INSPECTION_S + repetitions * rounds_seconds(rounds, duration_s)
     reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
     shape = " (all paths at once; each path alone only where one is low)" if adaptive else ""
-    parts = [f"{tests} tests in {rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}"]
+    counted = f"{tests} test" + ("s" if tests != 1 else "")  # a pair named by a hostfile is one test
+    parts = [f"{counted} in {rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}"]
     if nccl_max_bytes is not None:
         total += nccl_seconds(nccl_max_bytes)
         parts.append(f"all_gather_perf across every node up to {_size(nccl_max_bytes)} "

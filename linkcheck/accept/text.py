@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from linkcheck.values import aligned, byte_size, signed, text
@@ -150,7 +151,24 @@ def closing_line(doc: dict[str, Any]) -> str:
     checks = [c for c in doc.get("checks") or [] if isinstance(c, dict)]
     count = sum(1 for c in checks if str(c.get("status")) == verdict)
     weaker = " NON-STANDARD" if non_standard(doc) else ""
-    return f"ACCEPTANCE: {verdict} ({count} of {len(checks)} checks){weaker} exit {doc.get('exit_code')}"
+    return (f"ACCEPTANCE: {verdict} ({count} of {len(checks)} checks{_deciding_findings(doc, count)}){weaker} "
+            f"exit {doc.get('exit_code')}")
+
+
+# A rule's id as playbooks spell it; anything else in a saved record is not named on the terminal.
+_RULE_ID = re.compile(r"[A-Z][A-Z0-9_]{0,79}")
+
+
+def _deciding_findings(doc: dict[str, Any], count: int) -> str:
+    """`; by the findings RDMA_LATENCY_HIGH, ...` when no check has the verdict's status and the diagnosis' findings
+    gave it (a failing rule fails the acceptance, a warning degrades it): `0 of 56 checks` alone reads as a pass."""
+    status = {"FAIL": "fail", "DEGRADED": "warn"}.get(str(doc.get("verdict")))
+    diagnosis = doc.get("diagnosis")
+    if count or status is None or not isinstance(diagnosis, dict):
+        return ""
+    ids = [str(f.get("id")) for f in diagnosis.get("findings") or []
+           if isinstance(f, dict) and f.get("status") == status and _RULE_ID.fullmatch(str(f.get("id")))]
+    return f"; by the findings {', '.join(dict.fromkeys(ids))}" if ids else ""
 
 
 def non_standard(doc: dict[str, Any]) -> list[str] | None:

@@ -37,6 +37,8 @@ from pathlib import Path
 from linkcheck.cluster.nccl import RING_ENV
 from tests.emulators.build import gb10_node, with_function
 from tests.emulators.node import Cable, Neighbour, Node
+from tests.lab.errors import LabError
+from tests.lab.lab import Lab
 from tests.lab.scenario import Wiring, specs_from_models
 from tests.lab.spec import LabNodeSpec
 
@@ -256,3 +258,32 @@ def cluster_specs(name: str, model_dir: Path) -> list[LabNodeSpec]:
         paths[node].write_text(model.to_json(), encoding="utf-8")
     wiring: Wiring = cluster.wiring
     return specs_from_models(paths, wiring)
+
+
+# The ring of four's routes (tests/cluster/test_cluster_rules.py RING4_ROUTES) at the lab's addresses: each node
+# reaches the node it shares no cable with through the one between them.
+RING4_LAB_ROUTES = {"a": ("198.19.12.0/24", "198.19.10.2"), "b": ("198.19.14.0/24", "198.19.12.3"),
+                    "c": ("198.19.10.0/24", "198.19.12.2"), "d": ("198.19.12.0/24", "198.19.14.3")}
+RING4_C_FROM_A = "198.19.12.3"  # c's address on its cable to b: a reaches it only through b
+
+
+def route_ring4(lab: Lab) -> None:
+    """Forwarding on and RING4_LAB_ROUTES in every node of a ring of four (ring4, ring4-fabric-sockets): a fresh
+    namespace has neither, so only then does a reach c through b."""
+    for node, (subnet, via) in RING4_LAB_ROUTES.items():
+        _must(lab, node, ["sysctl", "-w", "net.ipv4.ip_forward=1"])
+        _must(lab, node, ["ip", "route", "add", subnet, "via", via])
+
+
+def docker_forward_drop(lab: Lab, node: str) -> None:
+    """What Docker leaves in a node's netfilter, with the real iptables: the FORWARD policy DROP and a jump to an
+    empty DOCKER-USER chain."""
+    for argv in (["-N", "DOCKER-USER"], ["-A", "DOCKER-USER", "-j", "RETURN"], ["-A", "FORWARD", "-j", "DOCKER-USER"],
+                 ["-P", "FORWARD", "DROP"]):
+        _must(lab, node, ["iptables", *argv])
+
+
+def _must(lab: Lab, node: str, argv: list[str]) -> None:
+    done = lab.exec(node, argv)
+    if done.returncode != 0:
+        raise LabError(f"node {node}: `{' '.join(argv)}` exited {done.returncode}: {done.stderr.strip()}")

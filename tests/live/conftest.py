@@ -2,7 +2,8 @@
 
 The CLI runs as a subprocess (`python -m linkcheck.cli`) with its own HOME and without an ssh-agent, so
 nothing in this machine's ~/.ssh can make a live test pass or fail. The lab's `lab_factory` fixture is
-re-exported here so every live test module can use it.
+re-exported here so every live test module can use it; `cluster_factory` builds a lab with what aims linkcheck at
+all its nodes (a linkcheck.yaml, the --node arguments, linkcheck's own transports).
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from linkcheck.collect.collector import close_transports, open_transports
+from linkcheck.transport.base import NodeTarget, Transport
 from tests.lab import Lab
-from tests.lab.pytest_plugin import lab_factory, lab_pool, lab_skip_reason  # noqa: F401 - lab_factory is a fixture
+from tests.lab.pytest_plugin import LabFactory, lab_factory, lab_pool, lab_skip_reason  # noqa: F401 - fixture
+from tests.lab.spec import LabNodeSpec
 
 REPO = Path(__file__).resolve().parents[2]
 SAVED_LINE = "bundle saved to "
@@ -177,3 +182,51 @@ def module_lab_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cal
     if reason:
         pytest.skip(reason)
     yield from lab_pool(lambda: tmp_path_factory.mktemp("lab"))
+
+
+@dataclass(frozen=True)
+class ClusterLab:
+    """A running lab as linkcheck is aimed at it: every node by its ssh_config name, and a linkcheck.yaml naming the
+    lab's ssh_config and known_hosts (a pair is a cluster of one cable)."""
+
+    lab: Lab
+    config: Path
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.lab.nodes)
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """linkcheck's arguments for the whole lab: each node by `--node`, then `-c` the config."""
+        return (*(f"--node={n}" for n in self.names), "-c", str(self.config))
+
+    @contextmanager
+    def transports(self) -> Iterator[dict[str, Transport]]:
+        """linkcheck's own transports to every node, through the lab's SSH files; closed at the end."""
+        transports = open_transports([NodeTarget(name=n, host=n) for n in self.names], known_hosts=self.lab.known_hosts,
+                                     ssh_config=self.lab.ssh_config, connect_timeout_s=10)
+        try:
+            yield transports
+        finally:
+            close_transports(transports)
+
+    def assert_none_running(self, *tools: str) -> None:
+        """No process running one of `tools` is left on any node."""
+        left = {n: self.lab.running(n, *tools) for n in self.names}
+        assert not any(left.values()), left
+
+
+ClusterFactory = Callable[..., ClusterLab]
+
+
+@pytest.fixture
+def cluster_factory(lab_factory: LabFactory, live: Live) -> ClusterFactory:  # noqa: F811 - the imported fixture
+    """make(nodes_or_scenario, **lab_options) -> ClusterLab: lab_factory's lab (torn down when the test ends) and its
+    linkcheck.yaml, beside the lab's work directory."""
+
+    def make(nodes: Sequence[LabNodeSpec] | str, **options: Any) -> ClusterLab:
+        lab = lab_factory(nodes, **options)
+        return ClusterLab(lab, live.lab_config(lab, lab.workdir.parent / "linkcheck.yaml"))
+
+    return make

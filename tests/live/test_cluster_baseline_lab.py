@@ -18,20 +18,12 @@ from linkcheck.baseline.drift import cluster_snapshot
 from linkcheck.baseline.store import new_cluster_baseline
 from tests.cluster.cluster_checks import checked
 from tests.lab.cluster import ring3
-from tests.lab.lab import Lab
-from tests.lab.pytest_plugin import LabFactory
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
+    from tests.live.conftest import ClusterFactory
 
 pytestmark = pytest.mark.lab
-
-NODES = ("--node=a", "--node=b", "--node=c")
-
-
-def _config(lab: Lab, path: Path) -> Path:
-    path.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
-    return path
 
 
 def _findings(data: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -41,21 +33,18 @@ def _findings(data: dict[str, Any]) -> list[tuple[str, ...]]:
     return sorted(out)
 
 
-def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_factory: LabFactory, cli: InProcessCli,
-                                                                        tmp_path: Path) -> None:
-    healthy = lab_factory("ring3")
-    config = _config(healthy, tmp_path / "healthy.yaml")
-    run = cli("check", *NODES, "-c", str(config), "--quick", "-f", "json", "--save", str(tmp_path / "good"),
-              timeout=300)
+def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(cluster_factory: ClusterFactory,
+                                                                        cli: InProcessCli, tmp_path: Path) -> None:
+    healthy = cluster_factory("ring3")
+    run = cli("check", *healthy.args, "--quick", "-f", "json", "--save", str(tmp_path / "good"), timeout=300)
     assert run.returncode == 0, run.stderr
     saved = cli("baseline", "save", "ring", str(tmp_path / "good"))
     assert saved.returncode == 0, saved.stderr
-    healthy.down()
+    healthy.lab.down()
 
-    hot = lab_factory("ring3-hotplug")
-    config = _config(hot, tmp_path / "hot.yaml")
+    hot = cluster_factory("ring3-hotplug")
     prom = tmp_path / "linkcheck.prom"
-    run = cli("check", *NODES, "-c", str(config), "--quick", "-f", "json", "--save", str(tmp_path / "later"),
+    run = cli("check", *hot.args, "--quick", "-f", "json", "--save", str(tmp_path / "later"),
               "--baseline", "ring", "--prometheus-textfile", str(prom), timeout=300)
     assert run.returncode == 2, run.stderr
     states = {line.split('test="')[1].split('"')[0]: line.split('state="')[1].split('"')[0]
@@ -88,8 +77,7 @@ def test_a_hot_plugged_cable_is_named_as_drift_from_the_rings_baseline(lab_facto
         for i, n in enumerate(snap.nodes)))
     store.save(new_cluster_baseline("other", others, None, "2026-12-01T10:00:00+00:00", forced=False),
                overwrite=False)
-    refused = cli("check", *NODES, "-c", str(config), "--save", str(tmp_path / "refused"), "--baseline", "other",
-                  timeout=300)
+    refused = cli("check", *hot.args, "--save", str(tmp_path / "refused"), "--baseline", "other", timeout=300)
     lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
     assert refused.returncode == 4 and "another cluster" in lines[-1] and "Traceback" not in refused.stderr, lines
     assert f"bundle saved to {tmp_path / 'refused'}" in refused.stderr

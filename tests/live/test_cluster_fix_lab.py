@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.lab.pytest_plugin import LabFactory
+from tests.lab.cluster import RING4_C_FROM_A, docker_forward_drop, route_ring4
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
     from tests.lab import Lab
+    from tests.live.conftest import ClusterFactory, ClusterLab
 
 pytestmark = pytest.mark.lab  # builds a lab of four nodes
 
 NODES = "abcd"
 DROP_IN = "/etc/sysctl.d/60-linkcheck-forward.conf"
-C_FROM_A = "198.19.12.3"  # c's address on its cable to b: a reaches it only through b
 
 
 def _state(lab: Lab, node: str) -> tuple[str, list[str], str, str]:
@@ -40,21 +40,20 @@ def _state(lab: Lab, node: str) -> tuple[str, list[str], str, str]:
         netplan
 
 
-def _run(cli: InProcessCli, config: Path, *args: str) -> tuple[int, str]:
-    run = cli("fix", *args, *(f"--node={n}" for n in NODES), "-c", str(config), timeout=300)
+def _run(cli: InProcessCli, cluster: ClusterLab, *args: str) -> tuple[int, str]:
+    run = cli("fix", *args, *cluster.args, timeout=300)
     return run.returncode, run.stdout + run.stderr
 
 
 def test_fix_apply_turns_forwarding_on_and_routes_through_the_ring_and_restore_puts_it_back(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
-    lab = lab_factory("ring4-fabric-sockets")
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    cluster = cluster_factory("ring4-fabric-sockets")
+    lab = cluster.lab
     before = {n: _state(lab, n) for n in NODES}
     assert all(s[0] == "0" and s[2] == "absent\n" for s in before.values())
-    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", RING4_C_FROM_A]).returncode != 0
 
-    code, said = _run(cli, config, "--apply", "--save", str(tmp_path / "fix"))
+    code, said = _run(cli, cluster, "--apply", "--save", str(tmp_path / "fix"))
     # The ring of four stays an undocumented layout (CLUSTER_LAYOUT_UNSUPPORTED warns): exit 1, every repair fixed.
     assert code == 1, said
     for n in NODES:
@@ -70,43 +69,33 @@ def test_fix_apply_turns_forwarding_on_and_routes_through_the_ring_and_restore_p
         # Each route also in the interface's netplan definition (committed through netplan try), mode 600 kept.
         assert all(f"- to: {r.split()[0]}" in netplan and f"via: {r.split()[1]}" in netplan for r in added), netplan
         assert " 600\n" in netplan and "routes:" not in before[n][3]
-    ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", C_FROM_A])
+    ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", RING4_C_FROM_A])
     assert ping.returncode == 0, ping.stdout + ping.stderr  # a reaches c through b
     record = json.loads((tmp_path / "fix" / "apply.json").read_text(encoding="utf-8"))
     assert [o["node"] for o in record["nodes"]] == list(NODES)
     assert set(record["after"]["planned"].values()) == {"fixed"}
 
-    code, said = _run(cli, config, "--restore")
+    code, said = _run(cli, cluster, "--restore")
     assert code == 0, said
     assert all(f"node {n}: run " in said and "live state as before the run" in said for n in NODES), said
     assert {n: _state(lab, n) for n in NODES} == before
-    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
-
-
-# The ring of four's routes through the node between (tests/live/test_cluster_lab.py RING4_LAB_ROUTES).
-RING4_LAB_ROUTES = {"a": ("198.19.12.0/24", "198.19.10.2"), "b": ("198.19.14.0/24", "198.19.12.3"),
-                    "c": ("198.19.10.0/24", "198.19.12.2"), "d": ("198.19.12.0/24", "198.19.14.3")}
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", RING4_C_FROM_A]).returncode != 0
 
 
 def test_fix_apply_accepts_the_rings_own_subnets_in_docker_user_on_the_node_that_drops_them_only(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
     """Real netfilter in b's namespace: forwarding and routes in place, Docker's FORWARD policy DROP with an empty
     DOCKER-USER on b stops a's traffic to c. `fix --apply` changes b alone (its exact accepts between its own CX-7
     ports), the others are never touched; `--restore` deletes exactly those rules and reads the chain back as it
     was."""
-    lab = lab_factory("ring4-fabric-sockets")
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
-    for node, (subnet, via) in RING4_LAB_ROUTES.items():
-        assert lab.exec(node, ["sysctl", "-w", "net.ipv4.ip_forward=1"]).returncode == 0
-        assert lab.exec(node, ["ip", "route", "add", subnet, "via", via]).returncode == 0
-    for argv in (["-N", "DOCKER-USER"], ["-A", "DOCKER-USER", "-j", "RETURN"], ["-A", "FORWARD", "-j", "DOCKER-USER"],
-                 ["-P", "FORWARD", "DROP"]):
-        assert lab.exec("b", ["iptables", *argv]).returncode == 0
+    cluster = cluster_factory("ring4-fabric-sockets")
+    lab = cluster.lab
+    route_ring4(lab)
+    docker_forward_drop(lab, "b")
     chain = lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout
-    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", RING4_C_FROM_A]).returncode != 0
 
-    code, said = _run(cli, config, "--apply", "--save", str(tmp_path / "fix"))
+    code, said = _run(cli, cluster, "--apply", "--save", str(tmp_path / "fix"))
     assert code == 1, said  # CLUSTER_LAYOUT_UNSUPPORTED still warns
     assert "node b: committed" in said and "after the repair: DOCKER_FORWARD_DROP:node b: fixed" in said, said
     assert not any(f"node {n}: committed" in said for n in "acd"), said
@@ -114,28 +103,27 @@ def test_fix_apply_accepts_the_rings_own_subnets_in_docker_user_on_the_node_that
     accepts = [r for r in lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout.splitlines() if "ACCEPT" in r]
     assert len(accepts) == 12 and all(r.startswith("-A DOCKER-USER -i en") and " -o en" in r for r in accepts), \
         accepts  # b's four addressed CX-7 ports, each ordered pair once
-    ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", C_FROM_A])
+    ping = lab.exec("a", ["ping", "-c", "1", "-W", "2", RING4_C_FROM_A])
     assert ping.returncode == 0, ping.stdout + ping.stderr
 
-    code, said = _run(cli, config, "--restore")
+    code, said = _run(cli, cluster, "--restore")
     assert code == 0 and "node b: run " in said and "live state as before the run" in said, said
     assert "node a: nothing to restore" in said, said
     assert lab.exec("b", ["iptables", "-S", "DOCKER-USER"]).stdout == chain
-    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", C_FROM_A]).returncode != 0
+    assert lab.exec("a", ["ping", "-c", "1", "-W", "1", RING4_C_FROM_A]).returncode != 0
 
 
 def test_a_node_that_cannot_be_changed_puts_back_the_nodes_committed_before_it(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
     """A forced failure: on node c the forwarding drop-in's path is a symbolic link, which a repair never writes
     through. a and b, committed before c, are put back (their journals' files and runtime change undone, their live
     state read back as before), c is left as it was, d is never touched: every node reads as before the run."""
-    lab = lab_factory("ring4-fabric-sockets")
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+    cluster = cluster_factory("ring4-fabric-sockets")
+    lab = cluster.lab
     assert lab.exec("c", ["ln", "-s", "/nonexistent-target", DROP_IN]).returncode == 0
     before = {n: _state(lab, n) for n in NODES}
 
-    code, said = _run(cli, config, "--apply", "--save", str(tmp_path / "fix"))
+    code, said = _run(cli, cluster, "--apply", "--save", str(tmp_path / "fix"))
     assert code == 2, said
     assert "node c: not applied;" in said and "is a symbolic link" in said, said
     for n in "ab":

@@ -14,24 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.lab.lab import Lab
-from tests.lab.pytest_plugin import LabFactory
-
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
+    from tests.live.conftest import ClusterFactory
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (openmpi-bin)")]
 
-NODES = ("--node=a", "--node=b", "--node=c")
 CABLES = {"a:p0<->b:p1", "a:p1<->c:p0", "b:p0<->c:p1"}
 LATENCY_RULES = ("RDMA_LATENCY_HIGH", "NCCL_ALLREDUCE_LATENCY_HIGH")
-
-
-def _config(lab: Lab, tmp_path: Path) -> Path:
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
-    return config
+OURS = ("ib_write_lat", "all_reduce_perf", "mpirun")  # what a latency run starts on a node
 
 
 def _captures(bundle: Path) -> list[dict[str, Any]]:
@@ -45,18 +37,11 @@ def _latency_findings(data: dict[str, Any]) -> dict[str, set[tuple[str, str, str
             for t in data["tests"]}
 
 
-def _no_process_left(lab: Lab) -> None:
-    for name in lab.nodes:
-        for tool in ("ib_write_lat", "all_reduce_perf", "mpirun"):
-            assert lab.running(name, tool) == [], (name, tool)
-
-
 def test_check_latency_over_a_ring_measures_every_path_alone_and_names_the_hot_plugged_cable(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
-    lab = lab_factory("ring3-hotplug")
-    config = _config(lab, tmp_path)
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    ring = cluster_factory("ring3-hotplug")
     bundle = tmp_path / "bundle"
-    run = cli("check", *NODES, "-c", str(config), "--latency", "-f", "json", "--save", str(bundle), timeout=300)
+    run = cli("check", *ring.args, "--latency", "-f", "json", "--save", str(bundle), timeout=300)
     assert run.stdout, run.stderr
     data = json.loads(run.stdout)
     assert run.returncode == 2, (data["traffic_error"], [(t["label"], t["state"], t["problem"]) for t in data["tests"]])
@@ -96,7 +81,7 @@ def test_check_latency_over_a_ring_measures_every_path_alone_and_names_the_hot_p
         assert len([r for r, _, _ in found[label] if r == "RDMA_LATENCY_HIGH"]) == 4, found[label]
     # The all_reduce across the nodes, healthy, passes on every cable that carries it.
     assert all(("NCCL_ALLREDUCE_LATENCY_HIGH", "pass", "all_reduce small messages") in fs for fs in found.values())
-    _no_process_left(lab)
+    ring.assert_none_running(*OURS)
     # Offline, the saved bundle says what the check said; advise reads the measured latency.
     assert cli("verify", str(bundle)).returncode == 0
     again = cli("diagnose", str(bundle), "-f", "json")
@@ -109,11 +94,10 @@ def test_check_latency_over_a_ring_measures_every_path_alone_and_names_the_hot_p
 
 
 def test_bench_latency_anonymize_over_a_ring_saves_the_copy_anonymize_makes(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
-    lab = lab_factory("ring3")
-    config = _config(lab, tmp_path)
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    ring = cluster_factory("ring3")
     saved = tmp_path / "anon"
-    run = cli("bench", "latency", *NODES, "-c", str(config), "--anonymize", "-f", "json", "--save", str(saved),
+    run = cli("bench", "latency", *ring.args, "--anonymize", "-f", "json", "--save", str(saved),
               timeout=300)
     assert run.stdout, run.stderr
     data = json.loads(run.stdout)
@@ -122,7 +106,7 @@ def test_bench_latency_anonymize_over_a_ring_saves_the_copy_anonymize_makes(
     assert {t["label"] for t in data["tests"]} == CABLES and {t["state"] for t in data["tests"]} == {"pass"}
     assert cli("verify", str(saved)).returncode == 0
     text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in saved.rglob("*") if p.is_file())
-    for name in lab.nodes:
+    for name in ring.names:
         assert f"spark-{name}" not in text
     assert "198.18." not in text  # the lab's addresses, the data subnets and every target
     record = json.loads((saved / "cluster.json").read_text(encoding="utf-8"))
@@ -136,4 +120,4 @@ def test_bench_latency_anonymize_over_a_ring_saves_the_copy_anonymize_makes(
     assert sorted((t["state"], t["verdict"]) for t in judged["tests"]) == sorted(
         (t["state"], t["verdict"]) for t in data["tests"]), judged["tests"]
     assert [len(_latency_findings(judged)[t]) for t in sorted(_latency_findings(judged))] == [5, 5, 5]
-    _no_process_left(lab)
+    ring.assert_none_running(*OURS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pytest
 from msgspec.structs import replace
@@ -18,33 +19,30 @@ from linkcheck.app.topology import cluster_facts
 from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, plan_meta, run_cluster_nccl
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
-from linkcheck.collect.collector import close_transports, collect, open_transports
+from linkcheck.collect.collector import collect
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture, Status, Verdict
-from linkcheck.transport.base import NodeTarget, Transport
-from tests.lab.lab import Lab
-from tests.lab.pytest_plugin import LabFactory
+from linkcheck.transport.base import Transport
+
+if TYPE_CHECKING:
+    from tests.live.conftest import ClusterFactory, ClusterLab
 
 pytestmark = pytest.mark.lab
 
 RULES = load_playbooks(kind="cluster")
 NCCL_RULES = {"NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW"}
 OPTIONS = NcclOptions(max_bytes=1 << 30, timeout_s=120)
+RANKS = ("all_gather_perf", "orted")  # what a cluster's NCCL run starts on a node
 
 
 @contextmanager
-def _cluster(lab: Lab) -> Iterator[tuple[dict[str, Transport], ClusterFacts]]:
-    names = sorted(lab.nodes)
-    transports = open_transports([NodeTarget(name=n, host=n) for n in names], known_hosts=lab.known_hosts,
-                                 ssh_config=lab.ssh_config, connect_timeout_s=10)
-    try:
+def _cluster(cluster: ClusterLab) -> Iterator[tuple[dict[str, Transport], ClusterFacts]]:
+    with cluster.transports() as transports:
         result = collect(transports, timeout_s=90, specs=SPECS + CLUSTER_SPECS)
         assert result.errors == {}
-        yield transports, cluster_facts(names, result.captures, {})
-    finally:
-        close_transports(transports)
+        yield transports, cluster_facts(cluster.names, result.captures, {})
 
 
 def _judge(facts: ClusterFacts, captures: list[Capture]) -> tuple[ClusterFacts, Diagnosis]:
@@ -56,14 +54,9 @@ def _fired(diagnosis: Diagnosis) -> set[tuple[str, str]]:
     return {(f.rule_id, f.subject) for f in diagnosis.findings if f.status in (Status.WARN, Status.FAIL)}
 
 
-def _no_rank_left(lab: Lab) -> None:
-    for name in lab.nodes:
-        assert lab.running(name, "all_gather_perf", "orted") == [], name
-
-
-def test_a_healthy_ring_of_three_runs_nccl_over_ib_on_every_rank(lab_factory: LabFactory) -> None:
-    lab = lab_factory("ring3")
-    with _cluster(lab) as (transports, facts):
+def test_a_healthy_ring_of_three_runs_nccl_over_ib_on_every_rank(cluster_factory: ClusterFactory) -> None:
+    ring = cluster_factory("ring3")
+    with _cluster(ring) as (transports, facts):
         assert facts.topology.layout == "ring3"
         result = run_cluster_nccl(transports, facts, OPTIONS)
     assert result.error is None, result.error
@@ -85,12 +78,12 @@ def test_a_healthy_ring_of_three_runs_nccl_over_ib_on_every_rank(lab_factory: La
     # list rank 0 alone).
     assert [ln.split()[8] for ln in main.stdout.splitlines() if ln.startswith("#  Rank")] == [
         "spark-a", "spark-b", "spark-c"]
-    _no_rank_left(lab)
+    ring.assert_none_running(*RANKS)
 
 
-def test_a_worker_with_the_heads_nccl_ib_hca_is_named(lab_factory: LabFactory) -> None:
-    lab = lab_factory("switch3-hca-copied")
-    with _cluster(lab) as (transports, facts):
+def test_a_worker_with_the_heads_nccl_ib_hca_is_named(cluster_factory: ClusterFactory) -> None:
+    switch = cluster_factory("switch3-hca-copied")
+    with _cluster(switch) as (transports, facts):
         # linkcheck's own run hands each rank its node's cabled HCAs: b's are p0's, whatever b's environment says.
         result = run_cluster_nccl(transports, facts, OPTIONS)
         assert result.error is None, result.error
@@ -106,7 +99,7 @@ def test_a_worker_with_the_heads_nccl_ib_hca_is_named(lab_factory: LabFactory) -
         plan = plan_cluster_nccl(facts, OPTIONS)
         copied = replace(plan, ranks=tuple(replace(r, hcas=plan.ranks[0].hcas) for r in plan.ranks))
         script = cluster_mpirun_script(copied, None)
-        run = lab.ssh("a", f"cd /tmp && sh -c {shlex.quote(script)}", timeout=120)
+        run = switch.lab.ssh("a", f"cd /tmp && sh -c {shlex.quote(script)}", timeout=120)
         cap = Capture("a", "all_gather_perf", script.splitlines()[-1], run.stdout, run.stderr, run.returncode,
                       arg="cluster-nccl", meta=plan_meta(copied, "copied", OPTIONS))
     judged, diagnosis = _judge(facts, [cap])
@@ -116,4 +109,4 @@ def test_a_worker_with_the_heads_nccl_ib_hca_is_named(lab_factory: LabFactory) -
     fired = {f for f in _fired(diagnosis) if f[0] in NCCL_RULES}
     assert ("NCCL_SOCKET_FALLBACK", "node b") in fired
     assert {s for r, s in fired if r == "NCCL_SOCKET_FALLBACK"} == {"node b"}
-    _no_rank_left(lab)
+    switch.assert_none_running(*RANKS)

@@ -12,26 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.lab.lab import Lab
-from tests.lab.pytest_plugin import LabFactory
-
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
+    from tests.live.conftest import ClusterFactory
 
 pytestmark = pytest.mark.lab
 
 HEALTHY_TOTAL_GBPS = 180  # both twins at once: ~196 Gb/s on a healthy cable (the lab's model: 2 x 98)
 
 
-def _config(lab: Lab, tmp_path: Path) -> Path:
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
-    return config
-
-
-def _check(cli: InProcessCli, config: Path, *nodes_args: str) -> tuple[int, dict[str, Any]]:
-    save = config.parent / f"bundle-{len(list(config.parent.glob('bundle-*')))}"
-    run = cli("check", *nodes_args, "-c", str(config), "--quick", "-f", "json", "--save", str(save), timeout=300)
+def _check(cli: InProcessCli, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    """`check --quick` of the nodes `args` name, its bundle saved as tmp_path's next bundle-N."""
+    save = tmp_path / f"bundle-{len(list(tmp_path.glob('bundle-*')))}"
+    run = cli("check", *args, "--quick", "-f", "json", "--save", str(save), timeout=300)
     assert run.stdout, run.stderr
     return run.returncode, json.loads(run.stdout)
 
@@ -43,16 +36,10 @@ def _fired(data: dict[str, Any]) -> set[tuple[str, str]]:
                   if f["status"] in ("warn", "fail")}
 
 
-def _no_process_left(lab: Lab) -> None:
-    for name in lab.nodes:
-        assert lab.running(name, "ib_write_bw") == [], name
-
-
 def test_a_healthy_ring_of_three_passes_and_an_unreachable_node_leaves_only_its_cables_inconclusive(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
-    lab = lab_factory("ring3")
-    config = _config(lab, tmp_path)
-    code, data = _check(cli, config, "--node=a", "--node=b", "--node=c")
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    ring = cluster_factory("ring3")
+    code, data = _check(cli, tmp_path, *ring.args)
     assert code == 0, _fired(data)
     assert data["verdict"] == "pass" and data["layout"] == "ring3"
     assert sorted(t["label"] for t in data["tests"]) == ["a:p0<->b:p1", "a:p1<->c:p0", "b:p0<->c:p1"]
@@ -64,10 +51,10 @@ def test_a_healthy_ring_of_three_passes_and_an_unreachable_node_leaves_only_its_
         assert {(r["mode"], r["direction"]) for r in test["runs"]} == {
             ("concurrent", f"{test['a']}->{test['b']}"), ("concurrent", f"{test['b']}->{test['a']}")}
     assert all(data["matrix"][x][y] > HEALTHY_TOTAL_GBPS for x in "abc" for y in "abc" if x != y)
-    _no_process_left(lab)
+    ring.assert_none_running("ib_write_bw")
 
-    lab.stop_sshd("c")
-    code, data = _check(cli, config, "--node=a", "--node=b", "--node=c")
+    ring.lab.stop_sshd("c")
+    code, data = _check(cli, tmp_path, *ring.args)
     assert code == 3
     states = {t["label"]: t["state"] for t in data["tests"]}
     # The cables to c are not known without c: each cage of a and b whose subnets nobody else holds is one.
@@ -76,12 +63,12 @@ def test_a_healthy_ring_of_three_passes_and_an_unreachable_node_leaves_only_its_
     assert next(n for n in data["nodes"] if n["name"] == "c")["error"]
 
 
-def test_a_healthy_switch_of_four_from_a_hostfile_passes_every_pair(lab_factory: LabFactory, cli: InProcessCli,
-                                                                      tmp_path: Path) -> None:
-    lab = lab_factory("switch4")
+def test_a_healthy_switch_of_four_from_a_hostfile_passes_every_pair(cluster_factory: ClusterFactory,
+                                                                      cli: InProcessCli, tmp_path: Path) -> None:
+    switch = cluster_factory("switch4")
     hostfile = tmp_path / "hosts"
     hostfile.write_text("# the lab's nodes by their ssh_config names\na slots=1\nb slots=1\nc\nd\n", encoding="utf-8")
-    code, data = _check(cli, _config(lab, tmp_path), "--hostfile", str(hostfile))
+    code, data = _check(cli, tmp_path, "--hostfile", str(hostfile), "-c", str(switch.config))
     assert code == 0, _fired(data)
     assert data["layout"] == "switch"
     assert sorted(tuple(sorted((t["a"], t["b"]))) for t in data["tests"]) == [
@@ -91,13 +78,13 @@ def test_a_healthy_switch_of_four_from_a_hostfile_passes_every_pair(lab_factory:
         nodes = [n for t in data["tests"] if t["round"] == rnd for n in (t["a"], t["b"])]
         assert len(nodes) == len(set(nodes)) == 4
     assert all(t["state"] == "pass" and t["pass"] == 1 for t in data["tests"])
-    _no_process_left(lab)
+    switch.assert_none_running("ib_write_bw")
 
 
-def test_a_hot_plugged_ring_cable_is_named_on_that_cable_alone(lab_factory: LabFactory, cli: InProcessCli,
-                                                               tmp_path: Path) -> None:
-    lab = lab_factory("ring3-hotplug")
-    code, data = _check(cli, _config(lab, tmp_path), "--node=a", "--node=b", "--node=c")
+def test_a_hot_plugged_ring_cable_is_named_on_that_cable_alone(cluster_factory: ClusterFactory,
+                                                               cli: InProcessCli, tmp_path: Path) -> None:
+    ring = cluster_factory("ring3-hotplug")
+    code, data = _check(cli, tmp_path, *ring.args)
     assert code == 2, (data["traffic_error"], [(t["label"], t["state"], t["problem"]) for t in data["tests"]])
     fired = _fired(data)
     assert {r for r, where in fired} == {"LINK_HOTPLUG_DEGRADED"}
@@ -107,7 +94,7 @@ def test_a_hot_plugged_ring_cable_is_named_on_that_cable_alone(lab_factory: LabF
     # The quick tier ran each slow path alone too (one alone round per low path tells the trap).
     assert any(r["mode"] == "alone" for r in slow["runs"])
     assert all(t["state"] == "pass" for t in data["tests"] if t["label"] != "a:p0<->b:p1")
-    _no_process_left(lab)
+    ring.assert_none_running("ib_write_bw")
     # The saved bundle, judged again offline, says exactly what the check said.
     bundle = tmp_path / "bundle-0"
     assert cli("verify", str(bundle)).returncode == 0
@@ -115,10 +102,10 @@ def test_a_hot_plugged_ring_cable_is_named_on_that_cable_alone(lab_factory: LabF
     assert again.returncode == 2 and json.loads(again.stdout) == data
 
 
-def test_the_second_pass_names_the_node_slow_with_every_partner(lab_factory: LabFactory, cli: InProcessCli,
-                                                                tmp_path: Path) -> None:
-    lab = lab_factory("switch4-slow-node")
-    code, data = _check(cli, _config(lab, tmp_path), "--node=a", "--node=b", "--node=c", "--node=d")
+def test_the_second_pass_names_the_node_slow_with_every_partner(cluster_factory: ClusterFactory,
+                                                                cli: InProcessCli, tmp_path: Path) -> None:
+    switch = cluster_factory("switch4-slow-node")
+    code, data = _check(cli, tmp_path, *switch.args)
     assert code == 2
     fired = {(f["id"], f["subject"]) for f in data["findings"] if f["status"] == "fail"}
     assert fired == {("NODE_SLOW_WITH_EVERY_PARTNER", "node c")}
@@ -128,20 +115,19 @@ def test_the_second_pass_names_the_node_slow_with_every_partner(lab_factory: Lab
     again = [t for t in data["tests"] if t["pass"] == 2]
     assert len(again) == 1 and "c" in (again[0]["a"], again[0]["b"]) and again[0]["state"] == "slow"
     assert again[0]["round"] > max(t["round"] for t in first)
-    _no_process_left(lab)
+    switch.assert_none_running("ib_write_bw")
 
 
-def test_bench_rdma_over_a_ring_measures_every_cable_as_the_clusters_check(lab_factory: LabFactory,
+def test_bench_rdma_over_a_ring_measures_every_cable_as_the_clusters_check(cluster_factory: ClusterFactory,
                                                                            cli: InProcessCli, tmp_path: Path) -> None:
     """`bench rdma` with three --node: the cluster's rounds per cable (no NCCL), the hot-plugged cable named alone
     (`bench latency` over a cluster: tests/live/test_cluster_latency_lab.py)."""
-    lab = lab_factory("ring3-hotplug")
-    config = _config(lab, tmp_path)
-    run = cli("bench", "rdma", "--node=a", "--node=b", "--node=c", "-c", str(config), "--duration", "2",
+    ring = cluster_factory("ring3-hotplug")
+    run = cli("bench", "rdma", *ring.args, "--duration", "2",
               "-f", "json", "--save", str(tmp_path / "bench"), timeout=300)
     data = json.loads(run.stdout)
     assert run.returncode == 2, run.stderr
     assert {t["label"] for t in data["tests"]} == {"a:p0<->b:p1", "b:p0<->c:p1", "a:p1<->c:p0"}
     assert {(r, where) for r, where in _fired(data)} == {("LINK_HOTPLUG_DEGRADED", "a:p0<->b:p1")}
     assert data["nccl"] is None  # bench rdma: no NCCL run
-    _no_process_left(lab)
+    ring.assert_none_running("ib_write_bw")

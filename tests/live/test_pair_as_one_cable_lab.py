@@ -17,16 +17,10 @@ import pytest
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
-    from tests.lab import Lab
-    from tests.lab.pytest_plugin import LabFactory
+    from tests.live.conftest import ClusterFactory
 
 pytestmark = [pytest.mark.lab,  # builds the two-node lab
               pytest.mark.xdist_group("pair-as-one-cable")]
-
-
-def _config(lab: Lab, path: Path, nodes: str = "") -> Path:
-    path.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n{nodes}", encoding="utf-8")
-    return path
 
 
 def _hostfile(path: Path) -> Path:
@@ -38,11 +32,11 @@ def _raised(findings: list[dict[str, Any]]) -> set[str]:
     return {f["id"] for f in findings if f["status"] in ("fail", "warn")}
 
 
-def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(lab_factory: LabFactory, cli: InProcessCli,
+def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(cluster_factory: ClusterFactory, cli: InProcessCli,
                                                                  tmp_path: Path) -> None:
-    lab = lab_factory("healthy")
-    run = cli("check", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(_config(lab, tmp_path / "c.yaml")),
-              "--quick", "-f", "json", "--save", str(tmp_path / "saved"), timeout=300)
+    lab = cluster_factory("healthy")
+    run = cli("check", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(lab.config), "--quick", "-f",
+              "json", "--save", str(tmp_path / "saved"), timeout=300)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert data["layout"] == "pair" and [n["name"] for n in data["nodes"]] == ["a", "b"]
@@ -60,11 +54,10 @@ def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(lab_factory: Lab
     assert "tensor parallel across 2" in said and "the cables measured: a:p1<->b:p1" in said, said
 
 
-def test_a_hot_plugged_pair_fails_on_the_same_rules_as_one_cable_and_as_a_pair(lab_factory: LabFactory,
+def test_a_hot_plugged_pair_fails_on_the_same_rules_as_one_cable_and_as_a_pair(cluster_factory: ClusterFactory,
                                                                                cli: InProcessCli,
                                                                                tmp_path: Path) -> None:
-    lab = lab_factory("hotplug-degraded")
-    config = _config(lab, tmp_path / "c.yaml")
+    config = cluster_factory("hotplug-degraded").config
     cable = cli("check", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(config), "--quick", "-f", "json",
                 "--save", str(tmp_path / "cable"), timeout=300)
     assert cable.returncode == 2, cable.stderr

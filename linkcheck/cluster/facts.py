@@ -18,12 +18,12 @@ from typing import Literal
 
 import msgspec
 
-from linkcheck.cluster.nccl import ClusterNccl, cabled_hcas, cluster_nccl_facts
 from linkcheck.cluster.topology import Cable, Topology
 from linkcheck.errors import ParseError
 from linkcheck.facts.drift import ClusterDrift
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.nccl_hca import select_hcas
+from linkcheck.facts.nccl_ranks import ClusterNccl, cabled_hcas, cluster_nccl_facts
 from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
 from linkcheck.parsers.lldp import LldpNeighbour, lldpd_unreachable, parse_lldpctl_json

@@ -31,7 +31,6 @@ from linkcheck.cluster.facts import (
     swap_partner,
     transits,
 )
-from linkcheck.cluster.nccl import RING_ENV, ClusterNccl
 from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
@@ -46,6 +45,7 @@ from linkcheck.facts.model import (
     NodeFacts,
 )
 from linkcheck.facts.nccl_hca import gid_index_in_effect, nccl_functions, select_hcas, unset_command
+from linkcheck.facts.nccl_ranks import RING_ENV, ClusterNccl
 from linkcheck.values import byte_size
 
 # The scopes of a cluster's rules and the facts each one has: fact -> number | bool | text | other, per scope.
@@ -461,7 +461,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
 
 
 def _ring_settings(settings: Mapping[str, str], sources: Mapping[str, str]) -> dict[str, Any]:
-    """NVIDIA's ring settings (linkcheck.cluster.nccl.RING_ENV) the node's NCCL settings lack, each as it is
+    """NVIDIA's ring settings (linkcheck.facts.nccl_ranks.RING_ENV) the node's NCCL settings lack, each as it is
     (`NCCL_IB_MERGE_NICS is not set`, `NCCL_NET_PLUGIN=libnccl-net.so (environment)`)."""
     lacking = []
     for name, value in RING_ENV:

@@ -21,10 +21,10 @@ from linkcheck.app.accept import choose_profile
 from linkcheck.app.offline import unreached
 from linkcheck.app.topology import cluster_facts
 from linkcheck.cluster.cables import cable_tests
-from linkcheck.cluster.nccl import ClusterNccl
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.errors import UsageError
+from linkcheck.facts.nccl_ranks import ClusterNccl
 from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import HEALTHY, HOTPLUG, ONE_PCIE, checked, judged, measured, slow_node, switch
 from tests.emulators.captures import node_captures

@@ -10,16 +10,10 @@ from itertools import permutations
 from typing import Any, cast
 
 from linkcheck.cluster.facts import (
-    CLUSTER_GROUPS,
     SUBNET_ROUTING_NCCL,
     ClusterFacts,
-    Forwarding,
-    accepts_forwarded,
     cable_outcome,
     cabling_changes,
-    docker_user_accept,
-    forward_decision,
-    forward_ports,
     hca_copy,
     missing_routes,
     nccl_algo_ring_only,
@@ -34,6 +28,14 @@ from linkcheck.cluster.facts import (
 from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
+from linkcheck.facts.forwarding_facts import (
+    CLUSTER_GROUPS,
+    Forwarding,
+    accepts_forwarded,
+    docker_user_accept,
+    forward_decision,
+    forward_ports,
+)
 from linkcheck.facts.model import (
     NODE_GROUPS,
     AllReduceRun,

@@ -1,4 +1,4 @@
-"""Shared value types that cross module boundaries: captures, findings, statuses."""
+"""Shared value types that cross module boundaries: captures, findings, statuses, the most nodes a check holds."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+
+# NVIDIA documents a pair, a ring of three, and a switch (its helper stops at four); owners run up to eight nodes on a
+# switch, the most a cluster check is planned for (docs/cluster.md): the most nodes named, or a bundle's record holds.
+MAX_NODES = 8
 
 
 class Status(str, enum.Enum):

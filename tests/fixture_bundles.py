@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.bundle.run_record import is_cluster_bundle
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 _ALL = sorted(p.parent for p in FIXTURE_DIR.glob("*/manifest.json"))

@@ -30,13 +30,13 @@ from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
 from linkcheck.bench.plan import BenchPath, RdmaOptions, bench_paths
 from linkcheck.bench.rounds import Planned, plan_cluster_rounds, run_cluster_rdma
 from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures, run_traffic
+from linkcheck.bundle.anonymize_saved import anonymize_any_saved
 from linkcheck.bundle.format import Bundle, write_bundle
+from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry, write_cluster
 from linkcheck.bundle.save_dir import default_save_dir
-from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import SLURM_VAR, ClusterHost, cluster_hosts
-from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry, write_cluster
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.config import Config, SshOptions, find_config

@@ -21,11 +21,11 @@ from linkcheck.baseline.drift import attach_cluster_baseline, for_pair
 from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.rounds import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.run_record import ClusterDocument, is_cluster_bundle, load_cluster
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subnets
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
 from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.record import ClusterDocument, is_cluster_bundle, load_cluster
 from linkcheck.cluster.schedule import Match
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds

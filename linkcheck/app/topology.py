@@ -13,10 +13,10 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
+from linkcheck.bundle.run_record import saved_record
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, forwarding, lldp_neighbours
-from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.record import saved_hosts, saved_record
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, lldp_neighbours
+from linkcheck.cluster.hosts import ClusterHost, saved_hosts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
 from linkcheck.collect.collector import close_transports, collect, open_transports
@@ -26,6 +26,7 @@ from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.build import build_node_facts
+from linkcheck.facts.forwarding_facts import forwarding
 from linkcheck.facts.model import NODE_GROUPS
 from linkcheck.model import Capture
 from linkcheck.outcome import ClusterView

@@ -45,10 +45,10 @@ from linkcheck.bench import remote
 from linkcheck.bench.guard import Progress, TrafficResult, run_guarded
 from linkcheck.bench.plan import BenchPath
 from linkcheck.cluster.facts import ClusterFacts, neighbours, ring_order
-from linkcheck.cluster.nccl import HCA_KEY, HOST_KEY, KIND, RING_ENV, cabled_hcas
 from linkcheck.collect.specs import validate_name
 from linkcheck.errors import BenchError
 from linkcheck.facts.model import LinkFacts, NodeFacts
+from linkcheck.facts.nccl_ranks import HCA_KEY, HOST_KEY, KIND, RING_ENV, cabled_hcas
 from linkcheck.model import Capture
 from linkcheck.transport.base import Transport
 

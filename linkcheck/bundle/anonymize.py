@@ -25,18 +25,13 @@ import itertools
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from msgspec.structs import replace
 
-from linkcheck.bundle.acceptance import ACCEPTANCE, MAX_ACCEPTANCE_BYTES, PROFILE_COPY, add_files
-from linkcheck.bundle.format import Bundle, read_manifest, write_bundle
-from linkcheck.bundle.verify import load_trusted
-from linkcheck.errors import BundleError
+from linkcheck.bundle.format import Bundle
 from linkcheck.model import Capture
 from linkcheck.parsers._eeprom import CMIS_ASCII, CMIS_IDS, SFF8636_ASCII, SFF8636_IDS
-from linkcheck.safe_read import read_capped
 
 _H = "[0-9A-Fa-f]"
 _SN_LABELS = (r'(?i:Vendor SN[ \t]*:[ \t]*|\[SN\] Serial number:[ \t]*|"vendor_sn":[ \t]*"'
@@ -731,10 +726,10 @@ def _sorted_captures(bundle: Bundle) -> list[Capture]:
 
 def anonymize_bundle(bundle: Bundle) -> Bundle:
     """A new bundle whose hostnames, users, IPs, MACs, GUIDs and serials are consistent fakes."""
-    return _anonymized(bundle)[0]
+    return learn_and_anonymize(bundle)[0]
 
 
-def _anonymized(bundle: Bundle, extra_texts: tuple[str, ...] = ()) -> tuple[Bundle, Anonymizer]:
+def learn_and_anonymize(bundle: Bundle, extra_texts: tuple[str, ...] = ()) -> tuple[Bundle, Anonymizer]:
     """anonymize_bundle, and the Anonymizer that learned it (and `extra_texts`, the bundle's other files), for
     those other files to get the same fakes."""
     scout = Anonymizer()  # finds the /16s the bundle holds, so that no fake address equals a real one
@@ -759,52 +754,3 @@ def _anonymized(bundle: Bundle, extra_texts: tuple[str, ...] = ()) -> tuple[Bund
         problems=[anon.text(p) for p in bundle.problems],
         path=None,
     ), anon
-
-
-def _acceptance_text(anon: Anonymizer, text: str) -> str:
-    """acceptance.json anonymised as text in one pass (its labels, `"serial": "..."`, find the values), and kept
-    only when it is still the same JSON shape; else each string value is anonymised on its own."""
-    new = anon.text(text)
-    try:
-        json.loads(new)
-    except ValueError:
-        return json.dumps(anon.value(json.loads(text)), indent=2) + "\n"
-    return new
-
-
-def anonymize_saved(source: Path, target: Path, warn: Callable[[str], None] | None = None) -> Path:
-    """Anonymise the bundle saved in `source` into `target` (absent or empty); returns the new manifest.
-
-    A bundle that `verify` rejects is refused: its captures would be written as skipped ones (the evidence of
-    what changed lost), or a changed file written into a copy that verifies as intact. The acceptance record
-    (acceptance.json and its profile) is anonymised with the same fakes and kept; any other file of the table
-    that is not a capture is named through `warn`, not copied."""
-    return anonymize_saved_with(source, target, warn)[0]
-
-
-def anonymize_saved_with(source: Path, target: Path, warn: Callable[[str], None] | None = None, *,
-                         renamed: Callable[[Bundle], Bundle] | None = None, own: frozenset[str] = frozenset()
-                         ) -> tuple[Path, Anonymizer]:
-    """anonymize_saved, the bundle first given to `renamed` (a cluster's nodes are named after their hosts: they
-    are renamed before anything is faked), the files in `own` left to the caller (neither copied nor named); with
-    the Anonymizer that learned the bundle, for the caller's own files to get the same fakes."""
-    bundle = load_trusted(source, overridable=False)  # `anonymize` has no --allow-unverified
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise BundleError(str(target), "exists and is not an empty folder", fix="choose a new output folder")
-    base = bundle.path or source
-    listed = set(read_manifest(base).get("files", {}))
-    captured = {rel for rel in listed if "/" in rel}  # captures live in the nodes' folders
-    extras: dict[str, str] = {}
-    for rel in sorted(listed - captured - own):
-        if rel in (ACCEPTANCE, PROFILE_COPY):
-            extras[rel] = read_capped(base / rel, MAX_ACCEPTANCE_BYTES).decode("utf-8", errors="replace")
-        elif warn is not None:
-            warn(f"{rel}: not a capture or the acceptance record; not copied into the anonymised bundle")
-    if renamed is not None:
-        bundle = renamed(bundle)
-    anonymized, anon = _anonymized(bundle, tuple(extras.values()))
-    manifest = write_bundle(anonymized, target)
-    if extras:
-        add_files(target, {rel: _acceptance_text(anon, text) if rel == ACCEPTANCE else anon.text(text)
-                           for rel, text in extras.items()})
-    return manifest, anon

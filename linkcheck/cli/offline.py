@@ -20,6 +20,7 @@ from linkcheck.advise.model import (
 from linkcheck.app.advise import Workload, advice_exit_code, advise_bundle, load_workload
 from linkcheck.app.offline import judge_bundle
 from linkcheck.app.runs import RunRecord
+from linkcheck.bundle.anonymize_saved import anonymize_any_saved
 from linkcheck.bundle.verify import verify_bundle
 from linkcheck.cli.common import (
     FLAGS,
@@ -40,7 +41,6 @@ from linkcheck.cli.common import (
     verdict_of,
     warn_unverified,
 )
-from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.errors import ExitCode, UsageError
 from linkcheck.parsers import PARSERS
 from linkcheck.parsers.parse_file import parse_file, record_lines, record_to_json

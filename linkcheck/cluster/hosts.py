@@ -1,5 +1,5 @@
 """Where the nodes of a cluster are: repeated `--node`, an OpenMPI hostfile, an Ansible inventory (INI or YAML) or
-Slurm's `$SLURM_JOB_NODELIST`.
+Slurm's `$SLURM_JOB_NODELIST`; and the nodes a saved bundle names.
 
 linkcheck depends on none of those tools: each source is parsed here from its text. One source per run; a node
 named twice, or two names for one address, is refused, since a node takes part in at most one test at a time and
@@ -15,12 +15,14 @@ from pathlib import Path
 
 import msgspec
 
+from linkcheck.bundle.run_record import is_cluster_bundle, load_cluster
 from linkcheck.cluster.hostlist import MAX_HOSTS, HostRangeError, expand_hostlist
 from linkcheck.cluster.inventory import InventoryHost, parse_inventory
 from linkcheck.errors import ConfigError
 from linkcheck.integers import NumberError, ascii_int, bounded_int, quoted
+from linkcheck.model import MAX_NODES
 from linkcheck.safe_read import read_capped
-from linkcheck.transport.base import NodeTarget, parse_node_target
+from linkcheck.transport.base import NodeTarget, parse_node_target, parse_target
 
 MAX_HOST_FILE_BYTES = 1 << 20
 SLURM_VAR = "SLURM_JOB_NODELIST"
@@ -199,9 +201,14 @@ def read_inventory(path: Path, group: str | None = None) -> tuple[ClusterHost, .
     return hosts_from_inventory(parse_inventory(_read(path), str(path), group), str(path))
 
 
-# NVIDIA documents a pair, a ring of three, and a switch (its helper stops at four); owners run up to eight nodes on a
-# switch, the most a cluster check is planned for (docs/cluster.md).
-MAX_NODES = 8
+def saved_hosts(directory: Path, nodes: Mapping[str, Mapping[str, object]]) -> tuple[ClusterHost, ...]:
+    """The nodes a saved bundle names, as the bundle says what it is: a cluster's as its cluster.json names them
+    (their order and origin), a pair's as its manifest does (`nodes`)."""
+    if is_cluster_bundle(directory):
+        return tuple(ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle")
+                     for h in load_cluster(directory).hosts)
+    return tuple(ClusterHost(parse_target(str(node.get("target") or name), name=name), "the bundle")
+                 for name, node in nodes.items())
 
 
 def _counted(source: str, hosts: tuple[ClusterHost, ...]) -> tuple[ClusterHost, ...]:

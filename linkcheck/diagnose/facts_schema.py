@@ -10,16 +10,10 @@ from itertools import permutations
 from typing import Any, cast
 
 from linkcheck.cluster.facts import (
-    CLUSTER_GROUPS,
     SUBNET_ROUTING_NCCL,
     ClusterFacts,
-    Forwarding,
-    accepts_forwarded,
     cable_outcome,
     cabling_changes,
-    docker_user_accept,
-    forward_decision,
-    forward_ports,
     hca_copy,
     missing_routes,
     nccl_algo_ring_only,
@@ -31,10 +25,17 @@ from linkcheck.cluster.facts import (
     swap_partner,
     transits,
 )
-from linkcheck.cluster.nccl import RING_ENV, ClusterNccl
 from linkcheck.cluster.topology import Cable
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
+from linkcheck.facts.forwarding_facts import (
+    CLUSTER_GROUPS,
+    Forwarding,
+    accepts_forwarded,
+    docker_user_accept,
+    forward_decision,
+    forward_ports,
+)
 from linkcheck.facts.model import (
     NODE_GROUPS,
     AllReduceRun,
@@ -46,6 +47,7 @@ from linkcheck.facts.model import (
     NodeFacts,
 )
 from linkcheck.facts.nccl_hca import gid_index_in_effect, nccl_functions, select_hcas, unset_command
+from linkcheck.facts.nccl_ranks import RING_ENV, ClusterNccl
 from linkcheck.values import byte_size
 
 # The scopes of a cluster's rules and the facts each one has: fact -> number | bool | text | other, per scope.
@@ -461,7 +463,7 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
 
 
 def _ring_settings(settings: Mapping[str, str], sources: Mapping[str, str]) -> dict[str, Any]:
-    """NVIDIA's ring settings (linkcheck.cluster.nccl.RING_ENV) the node's NCCL settings lack, each as it is
+    """NVIDIA's ring settings (linkcheck.facts.nccl_ranks.RING_ENV) the node's NCCL settings lack, each as it is
     (`NCCL_IB_MERGE_NICS is not set`, `NCCL_NET_PLUGIN=libnccl-net.so (environment)`)."""
     lacking = []
     for name, value in RING_ENV:

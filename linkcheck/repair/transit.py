@@ -16,7 +16,8 @@ layout), each one `fix --apply` applies and takes back with a read-back (repair/
   addressed CX-7 interfaces: what it routes from one of its cables to another (ports that carry the cluster's own
   subnets only), and nothing else; its undo deletes that exact rule (`iptables -D` with the same words). By its
   interfaces, not its addresses: the rule that judges the finding reads an address match as deciding only part of
-  the traffic (cluster/facts.py `_PARTIAL`), so an accept by subnet would leave it firing while traffic passes.
+  the traffic (facts/forwarding_facts.py `_PARTIAL`), so an accept by subnet would leave it firing while traffic
+  passes.
   docs.docker.com (engine/network/firewall-iptables): DOCKER-USER is "A placeholder for user-defined rules that
   will be processed before rules in the DOCKER-FORWARD and DOCKER chains"; moby libnetwork firewall_linux.go
   (arrangeUserFilterRule) creates the chain, its RETURN rule and the jump from FORWARD when Docker starts, and
@@ -34,7 +35,8 @@ import ipaddress
 import itertools
 from shlex import quote as q
 
-from linkcheck.cluster.facts import ClusterFacts, docker_user_accept, forward_ports, missing_routes
+from linkcheck.cluster.facts import ClusterFacts, missing_routes
+from linkcheck.facts.forwarding_facts import docker_user_accept, forward_ports
 from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding
 from linkcheck.repair.edits import EditError, apply_edit, unified_diff

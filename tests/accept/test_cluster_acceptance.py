@@ -27,15 +27,15 @@ from linkcheck.app.topology import cluster_facts
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bundle.acceptance import write_acceptance
 from linkcheck.bundle.format import Bundle, load_bundle
+from linkcheck.bundle.run_record import SCHEMA_VERSION as CLUSTER_VERSION
+from linkcheck.bundle.run_record import ClusterDocument, load_cluster
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.nccl import ClusterNccl
-from linkcheck.cluster.record import SCHEMA_VERSION as CLUSTER_VERSION
-from linkcheck.cluster.record import ClusterDocument, load_cluster
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import UsageError
+from linkcheck.facts.nccl_ranks import ClusterNccl
 from linkcheck.model import Capture, Status
 from linkcheck.outcome import ClusterCheck
 from linkcheck.report.markdown import md

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from linkcheck.app.offline import judge_cluster
+from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry
 from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.hosts import NODE_NAME_RE, parse_hostfile, parse_node_values, parse_slurm_nodelist
 from linkcheck.cluster.inventory import parse_inventory
-from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config

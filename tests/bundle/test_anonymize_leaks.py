@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.bundle.anonymize import Anonymizer, anonymize_bundle, anonymize_saved
+from linkcheck.bundle.anonymize import Anonymizer, anonymize_bundle
+from linkcheck.bundle.anonymize_saved import anonymize_any_saved
 from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.errors import BundleError
 from linkcheck.model import Capture
@@ -201,7 +202,7 @@ def _files(directory: Path) -> dict[str, str]:
 
 
 def test_anonymize_saved_writes_a_valid_bundle(tmp_path: Path) -> None:
-    manifest = anonymize_saved(HEALTHY, tmp_path / "out")
+    manifest = anonymize_any_saved(HEALTHY, tmp_path / "out")
     data = json.loads(manifest.read_text())
     for rel, digest in data["files"].items():
         assert hashlib.sha256((tmp_path / "out" / rel).read_bytes()).hexdigest() == digest
@@ -217,11 +218,11 @@ def test_anonymize_saved_refuses_changed_bundles_and_full_folders(tmp_path: Path
     shutil.copytree(HEALTHY, copy)
     (copy / "a" / "hostname.stdout").write_text("changed\n")
     with pytest.raises(BundleError, match="sha256"):
-        anonymize_saved(copy, tmp_path / "out")
+        anonymize_any_saved(copy, tmp_path / "out")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("")
     with pytest.raises(BundleError, match="not an empty folder"):
-        anonymize_saved(HEALTHY, tmp_path / "full")
+        anonymize_any_saved(HEALTHY, tmp_path / "full")
     assert not (tmp_path / "out").exists()
 
 

@@ -21,10 +21,10 @@ from linkcheck.baseline.drift import attach_cluster_baseline
 from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.latency import LatencyOptions, lat_meta, plan_latency
 from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost, parse_node_values
-from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import NodeTarget

@@ -14,8 +14,8 @@ from linkcheck.app.live import save_cluster
 from linkcheck.app.offline import cluster_bundle, judge_cluster
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.run_record import CLUSTER, SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry, cluster_json
 from linkcheck.cluster.hosts import parse_node_values
-from linkcheck.cluster.record import CLUSTER, SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry, cluster_json
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.report.json_report import render_json

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from linkcheck.cluster.facts import accepts_forwarded, forward_decision, forwarding
+from linkcheck.facts.forwarding_facts import accepts_forwarded, forward_decision, forwarding
 from linkcheck.model import Capture
 from linkcheck.parsers.netfilter import parse_iptables_s
 

@@ -16,9 +16,9 @@ from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cli.fix import _fix_nodes, _resolved
-from linkcheck.cluster.facts import accepts_forwarded
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.facts.forwarding_facts import accepts_forwarded
 from linkcheck.parsers.netfilter import IptRule
 from linkcheck.repair.plan import cluster_plan
 from linkcheck.repair.runtime import ACCEPT_INSERT, parse_op

@@ -16,12 +16,12 @@ from linkcheck.app.topology import cluster_facts
 from linkcheck.bench.latency import LatencyOptions, cluster_allreduce
 from linkcheck.bench.nccl import NcclOptions, plan_cluster_nccl
 from linkcheck.bench.rounds import captures_of
+from linkcheck.bundle.anonymize_saved import anonymize_any_saved
 from linkcheck.bundle.format import load_bundle
+from linkcheck.bundle.run_record import ClusterDocument, load_cluster
 from linkcheck.bundle.verify import verify_bundle
-from linkcheck.cluster.anonymize import anonymize_any_saved
 from linkcheck.cluster.cables import CableTest, cable_tests
 from linkcheck.cluster.hosts import ClusterHost
-from linkcheck.cluster.record import ClusterDocument, load_cluster
 from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Capture, Status, Verdict

@@ -13,11 +13,11 @@ from msgspec.structs import replace
 from linkcheck.app.topology import cluster_facts
 from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, plan_meta
 from linkcheck.cluster.facts import ClusterFacts, with_nccl
-from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.errors import BenchError
+from linkcheck.facts.nccl_ranks import KIND, cluster_nccl_facts
 from linkcheck.model import Capture, Status, Verdict
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from tests.emulators.bench_nccl import NcclTestsRun, busbw_curve, render_all_gather_perf

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from linkcheck.cluster.nccl import RING_ENV
+from linkcheck.facts.nccl_ranks import RING_ENV
 from tests.emulators.build import gb10_node, with_function
 from tests.emulators.node import Cable, Neighbour, Node
 from tests.lab.errors import LabError

@@ -18,11 +18,11 @@ from msgspec.structs import replace
 from linkcheck.app.topology import cluster_facts
 from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, plan_meta, run_cluster_nccl
 from linkcheck.cluster.facts import ClusterFacts
-from linkcheck.cluster.nccl import KIND, cluster_nccl_facts
 from linkcheck.collect.collector import collect
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import Diagnosis, diagnose
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.facts.nccl_ranks import KIND, cluster_nccl_facts
 from linkcheck.model import Capture, Status, Verdict
 from linkcheck.transport.base import Transport
 

@@ -25,8 +25,8 @@ from linkcheck.app.live import save_cluster
 from linkcheck.app.offline import judge_cluster
 from linkcheck.bundle.acceptance import ACCEPTANCE, write_acceptance
 from linkcheck.bundle.format import Bundle
+from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.cluster.hosts import parse_node_values
-from linkcheck.cluster.record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.outcome import ClusterCheck

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from linkcheck.app.offline import cluster_bundle, diagnose_bundle
-from linkcheck.cluster.record import is_cluster_bundle
+from linkcheck.bundle.run_record import is_cluster_bundle
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.report.prometheus import render_prometheus
 

@@ -10,7 +10,6 @@ its model, only when the manifest vouches for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -19,9 +18,8 @@ import msgspec
 from linkcheck import strict_json
 from linkcheck.bundle.acceptance import add_files, read_added_file
 from linkcheck.bundle.format import MANIFEST
-from linkcheck.cluster.hosts import MAX_NODES, ClusterHost
 from linkcheck.errors import BundleError
-from linkcheck.transport.base import parse_target
+from linkcheck.model import MAX_NODES
 
 CLUSTER = "cluster.json"
 SCHEMA = "linkcheck-cluster"
@@ -86,16 +84,6 @@ def write_cluster(directory: Path, doc: ClusterDocument) -> None:
 def is_cluster_bundle(directory: Path) -> bool:
     """Whether the folder holds a cluster.json (vouched for or not: `load_cluster` says which)."""
     return (directory / CLUSTER).exists() or (directory / CLUSTER).is_symlink()
-
-
-def saved_hosts(directory: Path, nodes: Mapping[str, Mapping[str, object]]) -> tuple[ClusterHost, ...]:
-    """The nodes a saved bundle names, as the bundle says what it is: a cluster's as its cluster.json names them
-    (their order and origin), a pair's as its manifest does (`nodes`)."""
-    if is_cluster_bundle(directory):
-        return tuple(ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle")
-                     for h in load_cluster(directory).hosts)
-    return tuple(ClusterHost(parse_target(str(node.get("target") or name), name=name), "the bundle")
-                 for name, node in nodes.items())
 
 
 def saved_record(directory: Path) -> ClusterDocument | None:

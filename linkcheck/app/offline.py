@@ -25,7 +25,7 @@ from linkcheck.bundle.run_record import ClusterDocument, is_cluster_bundle, load
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subnets
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
-from linkcheck.cluster.hosts import ClusterHost
+from linkcheck.cluster.hosts import ClusterHost, recorded_hosts
 from linkcheck.cluster.schedule import Match
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
@@ -36,7 +36,6 @@ from linkcheck.facts.pair import build_link_facts, with_traffic
 from linkcheck.facts.snapshot import pair_key
 from linkcheck.model import Capture, Verdict
 from linkcheck.outcome import CableResult, ClusterCheck, Outcome
-from linkcheck.transport.base import parse_target
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
@@ -201,7 +200,7 @@ def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = Fa
     rejects it, unless `allow_unverified`."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
     doc = load_cluster(path)
-    hosts = [ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts]
+    hosts = recorded_hosts(doc)
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
     check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected, baseline)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from linkcheck.bundle.run_record import is_cluster_bundle, load_cluster
+from linkcheck.bundle.run_record import ClusterDocument, is_cluster_bundle, load_cluster
 from linkcheck.cluster.hostlist import MAX_HOSTS, HostRangeError, expand_hostlist
 from linkcheck.cluster.inventory import InventoryHost, parse_inventory
 from linkcheck.errors import ConfigError
@@ -201,12 +201,16 @@ def read_inventory(path: Path, group: str | None = None) -> tuple[ClusterHost, .
     return hosts_from_inventory(parse_inventory(_read(path), str(path), group), str(path))
 
 
+def recorded_hosts(doc: ClusterDocument) -> tuple[ClusterHost, ...]:
+    """The nodes a cluster's record (cluster.json) names, in its order, each from where it was named."""
+    return tuple(ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts)
+
+
 def saved_hosts(directory: Path, nodes: Mapping[str, Mapping[str, object]]) -> tuple[ClusterHost, ...]:
     """The nodes a saved bundle names, as the bundle says what it is: a cluster's as its cluster.json names them
     (their order and origin), a pair's as its manifest does (`nodes`)."""
     if is_cluster_bundle(directory):
-        return tuple(ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle")
-                     for h in load_cluster(directory).hosts)
+        return recorded_hosts(load_cluster(directory))
     return tuple(ClusterHost(parse_target(str(node.get("target") or name), name=name), "the bundle")
                  for name, node in nodes.items())
 

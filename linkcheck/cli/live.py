@@ -279,9 +279,6 @@ def accept(
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
     if nodes.layout == "cluster":
         given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node
-        if given is not None and not given.cluster:
-            raise UsageError(f"profile {given.name} accepts a pair (layout: pair); three or more nodes are a "
-                             "cluster", fix="--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
         _accept_cluster(nodes, accept_new_host_keys, fmt, show_all, (given, repetitions, duration), save)
     prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
     if prof.cluster:
@@ -421,12 +418,15 @@ def _accept_cluster(nodes: LiveNodes, accept: bool, fmt: Format, show_all: bool,
                     chosen: tuple[Profile | None, int | None, int | None], save: Path | None) -> None:
     """A cluster's acceptance: the run of `check --bench` with the profile's test, repeated, judged by the profile
     of the layout; the acceptance on stdout and in the saved bundle, its verdict's exit code."""
+    hosts = nodes.hosts()
+    given, repetitions, duration = chosen
+    if given is not None and not given.cluster and len(hosts) != 2:  # two nodes named so are the cluster of a cable
+        raise UsageError(f"profile {given.name} accepts a pair (layout: pair); these are {len(hosts)} nodes",
+                         fix="--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
     target = checked_save(save)
     quiet_libraries()
     found = nodes.config
-    hosts = nodes.hosts()
     rules = configured_rules([], found, kind="all")
-    given, repetitions, duration = chosen
     if not FLAGS.quiet and fmt is Format.console:
         say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
             + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "

@@ -70,3 +70,17 @@ def test_a_hot_plugged_pair_fails_on_the_same_rules_as_one_cable_and_as_a_pair(c
     # Its repair is planned on the cable as the pair's is: node a's reboot, only with --allow-reboot.
     fix = cli("fix", str(tmp_path / "cable"))
     assert fix.returncode == 2 and "LINK_HOTPLUG_DEGRADED" in fix.stdout and "node a" in fix.stdout, fix.stdout
+
+
+def test_two_nodes_named_by_a_hostfile_are_accepted_by_the_pairs_profile(cluster_factory: ClusterFactory,
+                                                                          cli: InProcessCli, tmp_path: Path) -> None:
+    """The layout the nodes show chooses the profile: `pair`, dgx-spark-pair, given or not; judged on its one cable."""
+    lab = cluster_factory("healthy")
+    for name, given in (("chosen", ()), ("given", ("--profile", "dgx-spark-pair"))):
+        run = cli("accept", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(lab.config), *given,
+                  "--duration", "1", "--repetitions", "1", "-f", "json", "--save", str(tmp_path / name), timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        record = json.loads(run.stdout)
+        assert record["verdict"] == "PASS" and record["profile"]["name"] == "dgx-spark-pair", record["profile"]
+        assert {c["subject"].split(" ")[0] for c in record["checks"] if c["id"] == "rdma_concurrent_total_gbps"} == {
+            "a:p1<->b:p1"}, record["checks"]

@@ -358,9 +358,9 @@ def test_a_cluster_profile_for_two_nodes_and_a_bad_hostfile_are_refused_before_a
     two = cli("accept", "--profile", "dgx-spark-ring3", "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.1:9")
     assert two.returncode == 4 and "accepts a cluster (layout: ring3)" in two.stderr, two.stderr
     assert "--profile dgx-spark-pair" in two.stderr
-    pair = cli("accept", "--profile", "dgx-spark-pair", "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.1:9",
-               "--node", "c=127.0.0.1:9")
-    assert pair.returncode == 4 and "accepts a pair (layout: pair)" in pair.stderr, pair.stderr
+    pair = cli("accept", "--profile", "dgx-spark-pair", "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.2:9",
+               "--node", "c=127.0.0.3:9")
+    assert pair.returncode == 4 and "accepts a pair (layout: pair); these are 3 nodes" in pair.stderr, pair.stderr
     missing = cli("accept", "--hostfile", str(tmp_path / "no-such-hostfile"))
     assert missing.returncode == 4 and "no-such-hostfile" in missing.stderr and "Traceback" not in missing.stderr
     bad = tmp_path / "site.yaml"

@@ -117,11 +117,12 @@ def cluster_plan_line(command: str, *, tests: int, rounds: int, duration_s: int,
     """A cluster run's plan, said once the inspection has shown the schedule: `rounds` ib_write_bw rounds per
     repetition (the tests of a schedule round side by side), then NCCL across every node once, then (`latency_paths`:
     the paths of every cable) the latency test once, as a pair's plan says it."""
-    total = INSPECTION_S + repetitions * rounds_seconds(rounds, duration_s)
+    total = INSPECTION_S + (repetitions * rounds_seconds(rounds, duration_s) if rounds else 0.0)
     reps = f" x {repetitions} repetitions" if repetitions > 1 else ""
     shape = " (all paths at once; each path alone only where one is low)" if adaptive else ""
     counted = f"{tests} test" + ("s" if tests != 1 else "")  # a pair named by a hostfile is one test
-    parts = [f"{counted} in {rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}"]
+    # No rounds: the latency test alone (`bench latency`, `check --latency` without --quick or --bench).
+    parts = [f"{counted} in {rounds} ib_write_bw rounds of {duration_s} s{shape}{reps}"] if rounds else []
     if nccl_max_bytes is not None:
         total += nccl_seconds(nccl_max_bytes)
         parts.append(f"all_gather_perf across every node up to {_size(nccl_max_bytes)} "

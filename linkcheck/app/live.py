@@ -287,18 +287,20 @@ def _say_cluster_plan(progress: Progress, planned: Sequence[Planned], traffic: T
     """The run's plan once the schedule is known: the line, and the clock the live display counts down. The latency
     test's paths are those it will measure: every path of the first pass's tests (`latency_paths`)."""
     rdma, nccl, latency = traffic.rdma, traffic.nccl, traffic.latency
-    if rdma is None:
+    if rdma is None and latency is None:
         return
     runnable = [p for p in planned if not p.refused]
-    rounds = len(plan_cluster_rounds(runnable, rdma, modes=("concurrent",) if rdma.adaptive else None))
+    rounds = len(plan_cluster_rounds(runnable, rdma, modes=("concurrent",) if rdma.adaptive else None)) if rdma else 0
+    duration_s = rdma.duration_s if rdma else 0
     nccl_bytes = nccl.max_bytes if nccl is not None else None
     paths = len(latency_paths(planned))
-    progress.note(cluster_plan_line(traffic.command, tests=len(runnable), rounds=rounds, duration_s=rdma.duration_s,
+    progress.note(cluster_plan_line(traffic.command, tests=len(runnable), rounds=rounds, duration_s=duration_s,
                                     repetitions=traffic.repetitions, nccl_max_bytes=nccl_bytes,
-                                    adaptive=rdma.adaptive, latency_paths=paths if latency is not None else None))
-    if rounds:
+                                    adaptive=rdma is not None and rdma.adaptive,
+                                    latency_paths=paths if latency is not None else None))
+    if rounds or latency is not None:
         progress.plan_known(Schedule(0, nccl_bytes, rounds * traffic.repetitions,
-                                     rounds_seconds(rounds, rdma.duration_s) / rounds,
+                                     rounds_seconds(rounds, duration_s) / rounds if rounds else 0.0,
                                      nccl_seconds(nccl_bytes) if nccl_bytes is not None else 0.0,
                                      latency_seconds(paths, len(latency.sizes), latency.allreduce)
                                      if latency is not None else 0.0))
@@ -337,9 +339,9 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         if rdma is not None or latency is not None:
             tests = cable_tests(facts, schedule(facts.topology))
             planned = plan_tests(tests, errors)
+        if progress is not None:
+            _say_cluster_plan(progress, planned, sent)
         if rdma is not None:
-            if progress is not None:
-                _say_cluster_plan(progress, planned, sent)
             first = _measure(transports, planned, captures, sent, cable_rules, progress)
             error, interrupted = first.error, first.interrupted
             slow = {r.test.label for r in first.results if r.state == "slow"}

@@ -392,7 +392,8 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
                + (" (the transport proof)" if nccl.transport_only else ""))
             + ("" if latency is None else _CLUSTER_LATENCY))
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
-    progress = ConsoleProgress.on_stderr() if rdma is not None and fmt is Format.console and not FLAGS.quiet else None
+    measures = rdma is not None or latency is not None
+    progress = ConsoleProgress.on_stderr() if measures and fmt is Format.console and not FLAGS.quiet else None
     try:
         result, _, _ = check_cluster(hosts, ssh_options(found, accept), rules, traffic, progress,
                                           expected=found.expected_cluster if found else None,

@@ -280,6 +280,9 @@ def test_the_clusters_plan_line_says_the_latency_test_as_a_pairs_does() -> None:
     assert planned_seconds(paths=6, latency=True) - planned_seconds(paths=6) == latency_seconds(6) == 20.0
     pair = plan_line("accept", paths=2, duration_s=10, latency=True)
     assert "4 ib_write_lat runs one at a time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB (~8 s)" in pair
+    # The latency test alone (`bench latency`): no round is said, and the time is the inspection's and its own.
+    alone = cluster_plan_line("bench latency", tests=3, rounds=0, duration_s=0, latency_paths=6)
+    assert alone == f"linkcheck bench latency: planned wall time ~21 s after the inspection ({said})", alone
 
 
 def test_every_cable_is_judged_on_its_latency_runs_by_the_pairs_latency_rules() -> None:

@@ -121,3 +121,18 @@ def test_bench_latency_anonymize_over_a_ring_saves_the_copy_anonymize_makes(
         (t["state"], t["verdict"]) for t in data["tests"]), judged["tests"]
     assert [len(_latency_findings(judged)[t]) for t in sorted(_latency_findings(judged))] == [5, 5, 5]
     ring.assert_none_running(*OURS)
+
+
+def test_bench_latency_over_a_ring_says_its_plan_and_its_progress(cluster_factory: ClusterFactory,
+                                                                   cli: InProcessCli, tmp_path: Path) -> None:
+    """On the console the latency test alone says its planned wall time once the schedule is known, as a pair's
+    `bench latency` does, then its runs as they go."""
+    ring = cluster_factory("ring3")
+    run = cli("bench", "latency", *ring.args, "--save", str(tmp_path / "saved"), timeout=300)
+    said = " ".join(run.stderr.split())  # the console wraps its lines
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("linkcheck bench latency: planned wall time ~21 s after the inspection (12 ib_write_lat runs one at a "
+            "time (2 B and 48 KiB per path) and all_reduce_perf 16-64 KiB across every node (~20 s))") in said, said
+    assert "latency: 12 ib_write_lat runs one at a time" in said and "latency: 12 of 12 ib_write_lat runs done" in said
+    assert "ib_write_bw" not in said, said  # no round is planned or said
+    ring.assert_none_running(*OURS)

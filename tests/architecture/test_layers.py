@@ -148,3 +148,26 @@ def test_one_kind_of_record() -> None:
                         decorators & {"dataclass", "dataclasses.dataclass"}:
                     others.append(f"{module}.{node.name}")
     assert others == []
+
+
+
+def _asks_record(tree: ast.AST) -> list[int]:
+    """The lines of each `isinstance(x, ...)` whose classes name a pair's Outcome or a cluster's ClusterCheck."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and len(node.args) == 2
+            and {"Outcome", "ClusterCheck"} & {ast.unparse(n) for n in ast.walk(node.args[1])}]
+
+
+def test_no_command_asks_which_record_it_holds() -> None:
+    """cli/ and app/ read a judged run through its one face (outcome.py `Judged`: verdict, exit code, links,
+    statuses, node problems, baseline, bundle); telling a pair's Outcome from a cluster's ClusterCheck is left to the
+    library entries that read either (plan_for, advise_judged, baseline_of, append_judged, the writers)."""
+    asked = [f"{module}:{line}" for module, path in MODULES.items() if _room(module) in ("cli", "app")
+             for line in _asks_record(ast.parse(path.read_text()))]
+    assert asked == []
+
+
+def test_the_record_check_sees_an_isinstance_on_a_record() -> None:
+    assert _asks_record(ast.parse("if isinstance(judged, (Outcome, int)):\n    pass\n")) == [1]
+    assert _asks_record(ast.parse("x = 1\nok = isinstance(j, ClusterCheck)\n")) == [2]
+    assert _asks_record(ast.parse("if isinstance(value, str):\n    pass\n")) == []

@@ -160,10 +160,14 @@ class ClusterCheck(msgspec.Struct, frozen=True):
     # the one there is not shown; None when there is none.
     acceptance: dict[str, Any] | None = None
     nccl_error: str | None = None  # why NCCL across the nodes did not run or finish (also in `traffic_error`)
-    created: str = ""  # when the bundle was collected (ISO 8601, as its manifest says); "" when not known
     # What it was judged from (every node's captures and its runs' records), which its repairs and its history
     # read, as a pair's Outcome carries its own; None only for a check made from captures alone (tests).
     bundle: Bundle | None = None
+
+    @property
+    def created(self) -> str:
+        """When the bundle was collected (ISO 8601, as its manifest says); "" when not known."""
+        return self.bundle.created if self.bundle is not None else ""
 
     @property
     def verdict(self) -> Verdict:

@@ -374,7 +374,7 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         save_cluster(bundle, doc, save, anonymize=anonymize)
     check = judge_cluster(hosts, captures, errors, doc, rules, expected, baseline)
     saved = bundle if save is None else replace(bundle, path=save)  # the folder its history names
-    return replace(check, created=created, bundle=saved), bundle, doc
+    return replace(check, bundle=saved), bundle, doc
 
 
 def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path, *, anonymize: bool = False) -> None:

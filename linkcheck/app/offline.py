@@ -204,8 +204,7 @@ def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = Fa
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
     check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected, baseline)
-    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), created=bundle.created,
-                   bundle=bundle)
+    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), bundle=bundle)
 
 
 def judge_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,

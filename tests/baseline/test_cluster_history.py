@@ -85,7 +85,7 @@ def test_a_history_that_cannot_be_written_is_said_and_the_run_stands(tmp_path: P
     data_home.mkdir(parents=True)
     (data_home / "linkcheck").write_text("a file where the data folder should be", encoding="utf-8")
     saved = Bundle(captures=[], created=CREATED, path=tmp_path / "bundle")
-    lines = finish_run(replace(_hot_ring(), bundle=saved, created=CREATED), RunRecord("check"))
+    lines = finish_run(replace(_hot_ring(), bundle=saved), RunRecord("check"))
     assert len(lines) == 1 and lines[0].startswith("the run history was not recorded"), lines
     assert not history_dir().is_dir()
 

@@ -54,6 +54,14 @@ def _standin(bin_dir: Path, name: str, text: str) -> None:
     (bin_dir / name).chmod(0o755)
 
 
+def _file(path: Path, text: str, mode: int = 0o644) -> Path:
+    """A file of `text` at `path` (its folder made), with `mode`."""
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
 def _plan(path: Path, text: str = "network:\n  version: 2\n") -> FilePlan:
     return FilePlan(str(path), "netplan", True, "644", os.getuid(), os.getgid(), path.read_bytes(), text, "600")
 
@@ -64,10 +72,7 @@ def _leftovers(folder: Path) -> list[str]:
 
 def test_a_file_that_cannot_be_renamed_over_gets_its_text_in_place(tmp_path: Path) -> None:
     _standin(tmp_path / "bin", "mv", BUSY)
-    target = tmp_path / "etc" / "40-cx7.yaml"
-    target.parent.mkdir()
-    target.write_text("old\n")
-    target.chmod(0o644)
+    target = _file(tmp_path / "etc" / "40-cx7.yaml", "old\n")
     inode = target.stat().st_ino
     install(_Here(tmp_path / "bin"), _plan(target))
     assert target.read_text() == "network:\n  version: 2\n" and target.stat().st_ino == inode
@@ -77,12 +82,8 @@ def test_a_file_that_cannot_be_renamed_over_gets_its_text_in_place(tmp_path: Pat
 @pytest.mark.parametrize("planted", ["link", "swapped"])
 def test_a_link_at_the_name_when_the_rename_fails_is_refused_not_written_through(tmp_path: Path,
                                                                                 planted: str) -> None:
-    victim = tmp_path / "victim"
-    victim.write_text("not ours\n")
-    victim.chmod(0o644)
-    target = tmp_path / "etc" / "40-cx7.yaml"
-    target.parent.mkdir()
-    target.write_text("old\n")
+    victim = _file(tmp_path / "victim", "not ours\n")
+    target = _file(tmp_path / "etc" / "40-cx7.yaml", "old\n")
     if planted == "link":  # the rename fails and a link is at the name by then
         _standin(tmp_path / "bin", "mv", f"#!/bin/sh\nln -sfn {shlex.quote(str(victim))} \"$3\"\n" + FAILS)
     else:  # the name is a plain file when opened and another one (here a link) when checked: the open one is not it
@@ -128,12 +129,8 @@ def _can_bind_mount() -> bool:
 
 @pytest.mark.skipif(not _can_bind_mount(), reason="a bind mount needs root and a mount namespace of its own")
 def test_a_real_mount_point_is_written_in_place(tmp_path: Path) -> None:
-    bound = tmp_path / "bound"
-    bound.write_text("old\n")
-    bound.chmod(0o644)
-    target = tmp_path / "etc" / "40-cx7.yaml"
-    target.parent.mkdir()
-    target.write_text("under the mount\n")
+    bound = _file(tmp_path / "bound", "old\n")
+    target = _file(tmp_path / "etc" / "40-cx7.yaml", "under the mount\n")
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             f'mount --bind {shlex.quote(str(bound))} {shlex.quote(str(target))} && exec "$@"', "-"]
     (tmp_path / "bin").mkdir()

@@ -1,8 +1,14 @@
-"""Regenerate the cluster fixtures: `linkcheck check --quick` run against the lab's clusters of three and four nodes.
+"""Regenerate the cluster fixtures: `linkcheck check --quick` run against the lab's clusters of two, three and four
+nodes.
 
 Each fixture is the bundle `check --node=a --node=b ... --quick` saved against a cluster scenario of
 tests/lab/cluster.py (real sshd per node in its own network namespace, the emulated ib_write_bw running its -D 4
-between the namespaces in the schedule's rounds), plus expected.yaml and PROVENANCE.md:
+between the namespaces in the schedule's rounds), plus expected.yaml and PROVENANCE.md. A pair is the cluster of its
+one cable when a hostfile names its two nodes (`--hostfile`: two --node are the pair's own check), run against the
+pair scenario of tests/emulators/scenarios.py:
+
+    cluster-pair-hotplug           lab scenario `hotplug-degraded`   verdict fail, exit 2: the one cable at the
+                                                                     hot-plug rate (LINK_HOTPLUG_DEGRADED)
 
     cluster-ring3-healthy          lab scenario `ring3`              verdict pass, exit 0
     cluster-ring3-hotplug          lab scenario `ring3-hotplug`      verdict fail, exit 2: cable a:p0<->b:p1 at the
@@ -48,6 +54,12 @@ ARGS = ("check", "--quick")
 # not stated may fire too (on a slow node's tests, the per-cable hot-plug rule): the key finding is what a fixture
 # stands for, so its expectation does not move with the cluster's other rules.
 FIXTURES: dict[str, dict[str, Any]] = {
+    "cluster-pair-hotplug": {
+        "scenario": "hotplug-degraded", "nodes": "ab", "exit": 2, "verdict": "fail", "layout": "pair",
+        "findings": {"LINK_HOTPLUG_DEGRADED": "fail"}, "subjects": {"LINK_HOTPLUG_DEGRADED": ["a:p1<->b:p1"]},
+        "description": "Two nodes named by a hostfile, checked as the cluster of their one cable: node a's NIC came "
+                       "up through the hot-plug path, so both paths of the cable run ~13 Gb/s (the pair's own "
+                       "fixture: hotplug-degraded)."},
     "cluster-ring3-healthy": {
         "scenario": "ring3", "nodes": "abc", "exit": 0, "verdict": "pass", "layout": "ring3",
         "findings": {}, "subjects": {},
@@ -74,15 +86,21 @@ def _config(lab: Lab, work: Path) -> Path:
     return config
 
 
-def _command(name: str) -> list[str]:
-    return [*ARGS, *(f"--node={n}" for n in FIXTURES[name]["nodes"])]
+HOSTFILE = "hosts"  # a pair's two nodes, one per line, in the run's folder: `--node` twice is the pair's own check
+
+
+def _command(name: str, hostfile: str = HOSTFILE) -> list[str]:
+    nodes = FIXTURES[name]["nodes"]
+    return [*ARGS, f"--hostfile={hostfile}"] if len(nodes) == 2 else [*ARGS, *(f"--node={n}" for n in nodes)]
 
 
 def _run(name: str, work: Path) -> Path:
     want = FIXTURES[name]
     saved = work / "saved"
+    (work / HOSTFILE).write_text("".join(f"{n}\n" for n in want["nodes"]), encoding="utf-8")
     with Lab(specs_for_scenario(want["scenario"], work / "models"), work / "lab") as lab:
-        proc = _linkcheck(*_command(name), "-c", str(_config(lab, work)), "--save", str(saved), "-f", "json")
+        proc = _linkcheck(*_command(name, str(work / HOSTFILE)), "-c", str(_config(lab, work)), "--save", str(saved),
+                          "-f", "json")
     if proc.returncode != want["exit"]:
         raise SystemExit(f"{name}: check exit {proc.returncode}, expected {want['exit']}\n{proc.stderr}")
     return saved
@@ -100,20 +118,27 @@ def _check(name: str, bundle: Path) -> None:
     check_filed(name, bundle)
 
 
+def _scenario(name: str) -> str:
+    """Where the fixture's lab scenario is defined: a pair's among the emulator's, a cluster's in the lab's."""
+    want = FIXTURES[name]
+    if len(want["nodes"]) == 2:
+        return f"pair scenario `{want['scenario']}` of tests/emulators/scenarios.py"
+    return f"cluster scenario `{want['scenario']}` of tests/lab/cluster.py"
+
+
 def expected_yaml(name: str) -> str:
     """expected.yaml in the pair fixtures' form, plus the layout: what tests/scenarios judges the bundle by."""
     want = FIXTURES[name]
     expected = {
         "scenario": name, "origin": "synthetic", "layout": want["layout"],
-        "description": f"`linkcheck {' '.join(_command(name))}` against the lab's cluster scenario "
-                       f"{want['scenario']} (emulated tools, not hardware). {want['description']}",
+        "description": f"`linkcheck {' '.join(_command(name))}` against the lab's {_scenario(name)} (emulated "
+                       f"tools, not hardware). {want['description']}",
         "verdict": want["verdict"], "findings": want["findings"], "subjects": want["subjects"],
     }
     return yaml.safe_dump(expected, sort_keys=False, width=100)
 
 
 def _write(name: str, saved: Path) -> Path:
-    want = FIXTURES[name]
     target = replace_fixture(name, saved)
     command = " ".join(_command(name))
     (target / "expected.yaml").write_text(expected_yaml(name))
@@ -124,7 +149,7 @@ def _write(name: str, saved: Path) -> Path:
         f"Made by `scripts/make_cluster_fixtures.py {name}` on {dt.date.today().isoformat()} (bundle created "
         f"{manifest.get('created')}, linkcheck {manifest.get('tool_version')}): "
         f"`linkcheck {command} -c linkcheck.yaml --save BUNDLE -f json` against the lab (tests/lab) built from the "
-        f"cluster scenario `{want['scenario']}` of tests/lab/cluster.py, the linkcheck.yaml naming the lab's "
+        f"{_scenario(name)}, the linkcheck.yaml naming the lab's "
         "ssh_config and known_hosts, saved as `check` saves it. Each node is a network namespace with its own real "
         "sshd, kernel network stack and sysfs tree from the GB10 emulator's model; the tools that need the hardware "
         "are the emulators of tests/emulators: ib_write_bw runs its -D 4 seconds for real between the nodes' "

@@ -51,6 +51,7 @@ from linkcheck.report.tables import (
     nccl_text,
     not_run_lines,
     pin_text,
+    shows_matrix,
     source_numbers,
     traffic_rows,
     verdict_line,
@@ -302,8 +303,9 @@ def _cluster_text(check: ClusterCheck, show_all: bool = False) -> str:
     if check.cables:
         lines += ["", "tests (Gb/s, both twins at once; a is the first node named):",
                   *aligned([list(CABLE_HEADER), *cable_rows(check)])]
-        head, rows = matrix_rows(check)
-        lines += ["", "matrix (Gb/s from row to column, both twins at once):", *aligned([head, *rows])]
+        if shows_matrix(check):
+            head, rows = matrix_rows(check)
+            lines += ["", "matrix (Gb/s from row to column, both twins at once):", *aligned([head, *rows])]
         lines += cable_finding_lines(check, show_all)
     nccl = cluster_nccl_text(check)
     lines += ["", f"nccl: {nccl}"] if nccl else []

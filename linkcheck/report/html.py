@@ -54,6 +54,7 @@ from linkcheck.report.tables import (
     nccl_text,
     node_rows,
     not_run_lines,
+    shows_matrix,
     source_numbers,
     stages,
     traffic_rows,
@@ -618,6 +619,6 @@ def _cluster(check: ClusterCheck) -> tuple[str, str]:
     body = header + summary_box(summary) + acceptance_section(check.acceptance, acc.parameters, _acceptance_checks)
     body += _problems(check) + _layout(check)
     if check.cables:
-        body += _heatmap(check) + _tests(check)
+        body += (_heatmap(check) if shows_matrix(check) else "") + _tests(check)
     body += _latency(cluster_latency_rows(check)) + _cluster_findings(check) + _test_findings(check)
     return f"linkcheck cluster: {decided.word.upper()} {topo.layout}, {', '.join(topo.nodes)}", body

@@ -46,6 +46,7 @@ from linkcheck.report.tables import (
     nccl_text,
     node_rows,
     not_run_lines,
+    shows_matrix,
     source_numbers,
     traffic_rows,
 )
@@ -285,7 +286,9 @@ def _cluster(check: ClusterCheck) -> list[str]:
             f"{md(topo.standing)}.", ""]
     out += summary_section(summary)
     out += acceptance_section(check.acceptance, acc.parameters, _cluster_checks)
-    for head, rows, title in ((list(CABLE_HEADER), cable_rows(check), "Tests"), (*matrix_rows(check), "Matrix")):
+    tables = [(list(CABLE_HEADER), cable_rows(check), "Tests")]
+    tables += [(*matrix_rows(check), "Matrix")] if shows_matrix(check) else []
+    for head, rows, title in tables:
         if not rows:
             continue
         out += [f"## {title}", "", "| " + " | ".join(md(h) for h in head) + " |",

@@ -381,6 +381,12 @@ def cable_rows(check: ClusterCheck) -> list[list[str]]:
              named_rules(r) or (r.problem or "")] for r in check.cables]
 
 
+def shows_matrix(check: ClusterCheck) -> bool:
+    """Whether a report draws the N x N matrix (the heatmap): between three nodes or more. Between two it would only
+    repeat their one test's two directions, which the per-test table already gives (a pair is one cable)."""
+    return len(check.view.topology.nodes) > 2
+
+
 def matrix_rows(check: ClusterCheck) -> tuple[list[str], list[list[str]]]:
     """The N x N matrix as text: its header (`from \\ to`, then each node) and a row per node, `-` on the diagonal,
     empty where no test joined the two."""

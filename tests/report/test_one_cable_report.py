@@ -1,0 +1,36 @@
+"""A pair checked as the cluster of its one cable (fixtures/cluster-pair-hotplug, two nodes named by a hostfile):
+its reports give the cable's test and its findings, and no N x N matrix or heatmap, which between two nodes would
+only repeat the test's two directions; a ring of three keeps them."""
+
+from __future__ import annotations
+
+from html import unescape
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.fixture_bundles import FIXTURE_DIR
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
+PAIR = FIXTURE_DIR / "cluster-pair-hotplug"
+RING = FIXTURE_DIR / "cluster-ring3-hotplug"
+# What marks the matrix in each format, and what marks the per-test table.
+MARKS = {"console": ("matrix (Gb/s", "tests (Gb/s"), "markdown": ("## Matrix", "## Tests"),
+         "html": ('class="heatmap"', "LINK_HOTPLUG_DEGRADED")}
+
+
+def _report(cli: InProcessCli, bundle: object, fmt: str) -> str:
+    args = ("diagnose", str(bundle)) if fmt == "console" else ("report", str(bundle), "-f", fmt)
+    run = cli(*args)
+    assert run.returncode == 2, run.stdout + run.stderr  # both fail: a cable at the hot-plug rate
+    return unescape(run.stdout).replace("\\", "")  # the label as written, whatever the format escapes
+
+
+@pytest.mark.parametrize("fmt", sorted(MARKS))
+def test_one_cable_has_its_test_and_no_matrix_while_a_ring_has_both(cli: InProcessCli, fmt: str) -> None:
+    matrix, test = MARKS[fmt]
+    pair, ring = _report(cli, PAIR, fmt), _report(cli, RING, fmt)
+    assert test in pair and "a:p1<->b:p1" in pair and matrix not in pair
+    assert test in ring and matrix in ring

@@ -75,13 +75,17 @@ def run_record(outcome: Outcome, command: str, baseline: str | None) -> dict[str
             "bundle": str(bundle.path or ""), "bundle_created": bundle.created}
 
 
-def cable_records(check: ClusterCheck, captures: Sequence[Capture], command: str, bundle: Path,
-                  created: str, baseline: str | None = None) -> list[dict[str, Any]]:
+def cable_records(check: ClusterCheck, command: str) -> list[dict[str, Any]]:
     """What a cluster's run adds: one record per test it scheduled (each cable, or pair through the switch), for
-    the history of that test's two nodes, naming the test (`cable`) and the cluster's size (`cluster_nodes`). A
-    test that never had a second node (a placeholder for a node not inspected) is no pair's run."""
-    return [{**_record(r.link, r.findings, r.verdict, captures, command, baseline), "bundle": str(bundle),
-             "bundle_created": created, "cable": r.test.label, "cluster_nodes": len(check.view.hosts)}
+    the history of that test's two nodes, naming the test (`cable`) and the cluster's size (`cluster_nodes`), with
+    the bundle it was judged from (its folder and collection time). A test that never had a second node (a
+    placeholder for a node not inspected) is no pair's run; a check made from captures alone is no saved run."""
+    bundle = check.bundle
+    if bundle is None or bundle.path is None:
+        return []
+    return [{**_record(r.link, r.findings, r.verdict, bundle.captures, command, check.baseline_name),
+             "bundle": str(bundle.path), "bundle_created": bundle.created, "cable": r.test.label,
+             "cluster_nodes": len(check.view.hosts)}
             for r in check.cables if r.test.round > 0]
 
 
@@ -175,18 +179,17 @@ def append_run(outcome: Outcome, command: str, baseline: str | None, acceptance:
     return path
 
 
-def append_cluster_run(check: ClusterCheck, captures: Sequence[Capture], command: str, bundle: Path,
-                       created: str, baseline: str | None = None, *, once: bool = False,
+def append_cluster_run(check: ClusterCheck, command: str, *, once: bool = False,
                        acceptance: str | None = None) -> list[Path]:
     """Each of the cluster run's tests appended to its pair's history (an `accept` run's acceptance verdict beside
     each, as a pair's run keeps its own); the files written. With `once` (an offline `diagnose --record`), a test
     whose pair's history already holds this very bundle is not written again."""
     paths = []
-    for record in cable_records(check, captures, command, bundle, created, baseline):
+    for record in cable_records(check, command):
         if acceptance is not None:
             record["acceptance"] = acceptance
         path = history_dir() / f"{record['pair']}.jsonl"
-        if once and _holds_bundle(path, str(bundle), created):
+        if once and _holds_bundle(path, record["bundle"], record["bundle_created"]):
             continue
         append_line(path, record)
         paths.append(path)
@@ -202,11 +205,7 @@ def append_judged(judged: Judged, command: str, acceptance: str | None = None, *
     history of that test's two nodes; the files written. With `once` (an offline `diagnose --record`), a run of
     this very bundle already in a history is not written again."""
     if isinstance(judged, ClusterCheck):
-        bundle = judged.bundle
-        if bundle is None or bundle.path is None:  # a check made from captures alone is no saved run
-            return []
-        return append_cluster_run(judged, bundle.captures, command, bundle.path, judged.created,
-                                  judged.baseline_name, once=once, acceptance=acceptance)
+        return append_cluster_run(judged, command, once=once, acceptance=acceptance)
     if once and already_recorded(judged):
         return []
     return [append_run(judged, command, judged.baseline_name, acceptance)]

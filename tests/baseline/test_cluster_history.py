@@ -36,9 +36,14 @@ def _hot_ring() -> ClusterCheck:
     return checked(ring3(), lambda test: (13.3, 13.3) if test.label == FIRST else (98.01, 98.01))
 
 
+def _saved(check: ClusterCheck, folder: Path) -> ClusterCheck:
+    """The check as judged from a bundle saved in `folder`, collected at CREATED."""
+    return replace(check, bundle=Bundle(captures=[], created=CREATED, path=folder))
+
+
 def test_each_cable_of_a_ring_is_a_record_in_its_pairs_history(tmp_path: Path) -> None:
-    check = _hot_ring()
-    written = append_cluster_run(check, [], "check --quick", tmp_path / "bundle", CREATED)
+    check = _saved(_hot_ring(), tmp_path / "bundle")
+    written = append_cluster_run(check, "check --quick")
     assert len(written) == 3 and len(set(written)) == 3  # a ring of three: three pairs of nodes, a file each
     records = {r["cable"]: r for path in written for r in read_records(path)}
     assert set(records) == {r.test.label for r in check.cables}
@@ -52,7 +57,7 @@ def test_each_cable_of_a_ring_is_a_record_in_its_pairs_history(tmp_path: Path) -
 
 
 def test_the_log_names_the_test_of_each_row(tmp_path: Path) -> None:
-    append_cluster_run(_hot_ring(), [], "check --quick", tmp_path / "bundle", CREATED)
+    append_cluster_run(_saved(_hot_ring(), tmp_path / "bundle"), "check --quick")
     rows = history_rows()
     assert sorted(r["cable"] for r in rows) == sorted(r.test.label for r in _hot_ring().cables)
     hot = next(r for r in rows if r["cable"] == FIRST)
@@ -67,7 +72,7 @@ def test_the_log_names_the_test_of_each_row(tmp_path: Path) -> None:
 def test_a_switch_records_each_pair_it_measured_second_passes_included(tmp_path: Path) -> None:
     check = switch("abcd", slow_node("c"))
     assert any(r.test.pass_no > 1 for r in check.cables)  # c met again with other partners
-    append_cluster_run(check, [], "check", tmp_path / "bundle", CREATED)
+    append_cluster_run(_saved(check, tmp_path / "bundle"), "check")
     rows = history_rows()
     assert len(rows) == len([r for r in check.cables if r.test.round > 0]) >= 4
     assert all("<->" in str(r["cable"]) for r in rows)
@@ -77,15 +82,21 @@ def test_a_placeholder_for_a_node_not_inspected_is_no_pairs_run(tmp_path: Path) 
     check = _hot_ring()
     first = check.cables[0]
     placeholder = replace(first, test=replace(first.test, label="a:p1<->?", round=0, b="?"))
-    append_cluster_run(replace(check, cables=(*check.cables, placeholder)), [], "check", tmp_path / "b", CREATED)
+    append_cluster_run(_saved(replace(check, cables=(*check.cables, placeholder)), tmp_path / "b"), "check")
     assert "a:p1<->?" not in {r["cable"] for r in history_rows()} and len(history_rows()) == 3
+
+
+def test_a_check_without_a_saved_bundle_is_no_run_of_the_history(tmp_path: Path) -> None:
+    check = _hot_ring()
+    assert check.bundle is None and append_cluster_run(check, "check") == []
+    unsaved = replace(check, bundle=Bundle(captures=[], created=CREATED))  # collected, never saved
+    assert append_cluster_run(unsaved, "check") == [] and not history_dir().exists()
 
 
 def test_a_history_that_cannot_be_written_is_said_and_the_run_stands(tmp_path: Path, data_home: Path) -> None:
     data_home.mkdir(parents=True)
     (data_home / "linkcheck").write_text("a file where the data folder should be", encoding="utf-8")
-    saved = Bundle(captures=[], created=CREATED, path=tmp_path / "bundle")
-    lines = finish_run(replace(_hot_ring(), bundle=saved), RunRecord("check"))
+    lines = finish_run(_saved(_hot_ring(), tmp_path / "bundle"), RunRecord("check"))
     assert len(lines) == 1 and lines[0].startswith("the run history was not recorded"), lines
     assert not history_dir().is_dir()
 
@@ -107,6 +118,17 @@ def test_diagnose_record_of_a_cluster_bundle_records_each_test_once(tmp_path: Pa
     assert {r["bundle_created"] for r in read_records_all()} == {created}
     hot = [r for r in rows if r["verdict"] == "fail"]
     assert len(hot) == 1 and all(v < 20.0 for v in hot[0]["path_min_gbps"].values())  # the hot-plugged cable
+
+
+def test_a_cluster_run_judged_against_a_baseline_names_it_in_each_record(tmp_path: Path, cli: InProcessCli) -> None:
+    assert cli("baseline", "save", "ring", str(FIXTURES / "cluster-ring3-healthy")).returncode == 0
+    bundle = tmp_path / "ring"
+    shutil.copytree(FIXTURES / "cluster-ring3-hotplug", bundle)
+    result = cli("diagnose", str(bundle), "--baseline", "ring", "--record", "-f", "json")
+    assert result.returncode == 2, result.stderr
+    records = read_records_all()
+    assert len(records) == 3 and {r["baseline"] for r in records} == {"ring"}, records
+    assert {r["bundle"] for r in records} == {str(bundle)}
 
 
 def read_records_all() -> list[dict[str, object]]:

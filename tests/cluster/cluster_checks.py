@@ -27,13 +27,13 @@ from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost, parse_node_values
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
-from linkcheck.config import NodeTarget
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
 from linkcheck.model import Capture, Verdict
 from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.report.console import print_console
+from linkcheck.transport.base import NodeTarget
 from tests.emulators.bench_perftest import PerftestRun, render_ib_write_lat
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node

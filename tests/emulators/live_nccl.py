@@ -182,9 +182,10 @@ def _gather(job: Job, me: dict[str, Any], conns: list[LineConn]) -> tuple[list[d
         reply = conns[0].read_json() if conns[0].send_json(me) else None
         return (list(reply["ranks"]), conns) if reply is not None else None
     hellos = [c.read_json() for c in conns]
-    if any(h is None for h in hellos):
+    said = [h for h in hellos if h is not None]
+    if len(said) < len(hellos):
         return None
-    ordered = sorted(zip(hellos, conns, strict=True), key=lambda hc: int(hc[0]["rank"]))
+    ordered = sorted(zip(said, conns, strict=True), key=lambda hc: int(hc[0]["rank"]))
     ranks = [me, *(h for h, _ in ordered)]
     peers = [c for _, c in ordered]
     if not all(c.send_json({"ranks": ranks}) for c in peers):

@@ -108,11 +108,11 @@ def parse_args(argv: Iterable[str]) -> dict[str, str]:
 def watch(devices: Mapping[str, str], root: Path = SYSFS) -> None:
     with IPRoute() as ipr:
         ipr.bind(groups=RTMGRP_IPV4_IFADDR)
-        names = {}
-        for netdev in devices:
-            found = ipr.link_lookup(ifname=netdev)
+        names: dict[int, str] = {}  # ifindex -> the watched netdev
+        for name in devices:
+            found = ipr.link_lookup(ifname=name)
             if found:
-                names[int(found[0])] = netdev
+                names[int(found[0])] = name
         print(READY, flush=True)
         while True:
             for msg in ipr.get():

@@ -19,24 +19,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from linkcheck.accept.profile import BUILTIN_DIR
-from tests.lab.lab import Lab
-from tests.lab.pytest_plugin import LabFactory
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
+    from tests.live.conftest import ClusterFactory, ClusterLab
 
 pytestmark = pytest.mark.lab
 
-NODES = ("--node=a", "--node=b", "--node=c")
 RING = ["a:p0<->b:p1", "a:p1<->c:p0", "b:p0<->c:p1"]
 
 
-def _setup(lab: Lab, tmp_path: Path, repetitions: int, latency: bool = False) -> tuple[Path, Path]:
-    """linkcheck.yaml for the lab, and a copy of dgx-spark-ring3 with 1 s rounds, `repetitions` and, with `latency`,
-    `latency: true` (as a user would add it to the copy)."""
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+def _profile(tmp_path: Path, repetitions: int, latency: bool = False) -> Path:
+    """A copy of dgx-spark-ring3 with 1 s rounds, `repetitions` and, with `latency`, `latency: true` (as a user would
+    add it to the copy)."""
     text = (BUILTIN_DIR / "dgx-spark-ring3.yaml").read_text(encoding="utf-8")
     short = text.replace("rdma: {duration_s: 10,", "rdma: {duration_s: 1,").replace(
         "repetitions: 3 ", f"repetitions: {repetitions} ")
@@ -46,11 +42,11 @@ def _setup(lab: Lab, tmp_path: Path, repetitions: int, latency: bool = False) ->
     assert short.count("duration_s: 1,") == 1 and f"repetitions: {repetitions} " in short
     profile = tmp_path / "ring3-lab.yaml"
     profile.write_text(short, encoding="utf-8")
-    return config, profile
+    return profile
 
 
-def _accept(cli: InProcessCli, config: Path, save: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    run = cli("accept", *NODES, "-c", str(config), "-f", "json", "--save", str(save), *args, timeout=400)
+def _accept(cli: InProcessCli, cluster: ClusterLab, save: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    run = cli("accept", *cluster.args, "-f", "json", "--save", str(save), *args, timeout=400)
     return run.returncode, json.loads(run.stdout) if run.stdout.strip() else {}, run.stderr
 
 
@@ -59,11 +55,12 @@ def _verdicts(record: dict[str, Any]) -> dict[str, str]:
 
 
 def test_a_healthy_ring_is_accepted_and_a_lost_node_leaves_it_inconclusive(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
-    lab = lab_factory("ring3")
-    config, profile = _setup(lab, tmp_path, repetitions=2)
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    cluster = cluster_factory("ring3")
+    lab = cluster.lab
+    profile = _profile(tmp_path, repetitions=2)
 
-    code, record, err = _accept(cli, config, tmp_path / "healthy", "--profile", str(profile))
+    code, record, err = _accept(cli, cluster, tmp_path / "healthy", "--profile", str(profile))
     assert code == 0, (err, [c for c in record.get("checks", []) if c["status"] != "PASS"])
     assert record["verdict"] == "PASS" and record["cluster"]["layout"] == "ring3"
     assert _verdicts(record) == dict.fromkeys(RING, "PASS")
@@ -79,28 +76,28 @@ def test_a_healthy_ring_is_accepted_and_a_lost_node_leaves_it_inconclusive(
     assert verify.returncode == 0, verify.stdout + verify.stderr
     serials = {(e["test"], e["serial"]) for e in saved["evidence"]["cable"]}
     assert len(serials) == 3 and {t for t, _ in serials} == set(RING)
-    assert all(lab.running(n, "ib_write_bw", "all_gather_perf") == [] for n in lab.nodes)
+    cluster.assert_none_running("ib_write_bw", "all_gather_perf")
 
     # A profile for a switch is refused once the nodes show a ring, before any traffic.
-    code, _, err = _accept(cli, config, tmp_path / "switch", "--profile", "dgx-spark-switch")
+    code, _, err = _accept(cli, cluster, tmp_path / "switch", "--profile", "dgx-spark-switch")
     assert code == 4 and "the nodes show a ring of 3" in err and "--profile dgx-spark-ring3" in err, err
     assert not (tmp_path / "switch").exists()
 
     lab.stop_sshd("c")
-    code, _, err = _accept(cli, config, tmp_path / "lost")
+    code, _, err = _accept(cli, cluster, tmp_path / "lost")
     assert code == 3 and "c not inspected" in err and "give --profile" in err, err
-    code, record, err = _accept(cli, config, tmp_path / "lost-given", "--profile", str(profile), "-r", "1")
+    code, record, err = _accept(cli, cluster, tmp_path / "lost-given", "--profile", str(profile), "-r", "1")
     assert code == 3 and record["verdict"] == "INCONCLUSIVE", err
     verdicts = _verdicts(record)
     assert verdicts.pop("a:p0<->b:p1") == "PASS" and set(verdicts.values()) == {"INCONCLUSIVE"}, record["cluster"]
     assert any("node c was not inspected" in n for n in record["notes"])
 
 
-def test_a_ring_with_a_hot_plugged_cable_fails_on_that_cable_alone(lab_factory: LabFactory, cli: InProcessCli,
-                                                                     tmp_path: Path) -> None:
-    lab = lab_factory("ring3-hotplug")
-    config, profile = _setup(lab, tmp_path, repetitions=1)
-    code, record, err = _accept(cli, config, tmp_path / "hotplug", "--profile", str(profile))
+def test_a_ring_with_a_hot_plugged_cable_fails_on_that_cable_alone(cluster_factory: ClusterFactory,
+                                                                     cli: InProcessCli, tmp_path: Path) -> None:
+    cluster = cluster_factory("ring3-hotplug")
+    profile = _profile(tmp_path, repetitions=1)
+    code, record, err = _accept(cli, cluster, tmp_path / "hotplug", "--profile", str(profile))
     assert code == 2, err
     assert _verdicts(record) == {"a:p0<->b:p1": "FAIL", "a:p1<->c:p0": "PASS", "b:p0<->c:p1": "PASS"}
     failed = {(c["id"], c["subject"].split(" ")[0]) for c in record["checks"] if c["status"] == "FAIL"}
@@ -122,14 +119,14 @@ def _latency_runs(saved: Path) -> list[dict[str, Any]]:
 
 
 def test_a_profiles_latency_test_runs_on_every_cable_and_the_acceptance_judges_it(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
     """A copy of the ring's profile with `latency: true` over the hot-plugged ring: after the rounds and NCCL, every
     path of every cable at 2 B and 48 KiB and the all_reduce across the three nodes, once; the hot-plugged cable's
     48 KiB writes fail RDMA_LATENCY_HIGH in the acceptance, as a pair's acceptance counts that finding."""
-    lab = lab_factory("ring3-hotplug")
-    config, profile = _setup(lab, tmp_path, repetitions=1, latency=True)
+    cluster = cluster_factory("ring3-hotplug")
+    profile = _profile(tmp_path, repetitions=1, latency=True)
     saved = tmp_path / "latency"
-    run = cli("accept", *NODES, "-c", str(config), "--save", str(saved), "--profile", str(profile), timeout=400)
+    run = cli("accept", *cluster.args, "--save", str(saved), "--profile", str(profile), timeout=400)
     assert run.returncode == 2, run.stdout + run.stderr
     # Said before the run and once the schedule is known, as a pair's plan says it (the console wraps long lines).
     said = " ".join(run.stderr.split())
@@ -160,15 +157,16 @@ def test_a_profiles_latency_test_runs_on_every_cable_and_the_acceptance_judges_i
               for t in report["tests"]}
     assert judged == {"a:p0<->b:p1": {"pass", "fail"}, "a:p1<->c:p0": {"pass"}, "b:p0<->c:p1": {"pass"}}, judged
     assert "## Latency" in cli("report", str(saved), "-f", "markdown").stdout
-    assert all(lab.running(n, "ib_write_lat", "all_reduce_perf", "mpirun") == [] for n in lab.nodes)
+    cluster.assert_none_running("ib_write_lat", "all_reduce_perf", "mpirun")
 
 
 def test_a_node_without_ib_write_lat_leaves_the_acceptance_inconclusive_in_one_line(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
     specs = specs_for_scenario("ring3", tmp_path / "models")
-    lab = lab_factory([replace(s, missing_tools=frozenset({"ib_write_lat"})) if s.name == "c" else s for s in specs])
-    config, profile = _setup(lab, tmp_path, repetitions=1, latency=True)
-    code, record, err = _accept(cli, config, tmp_path / "no-lat", "--profile", str(profile))
+    cluster = cluster_factory([replace(s, missing_tools=frozenset({"ib_write_lat"})) if s.name == "c" else s
+                               for s in specs])
+    profile = _profile(tmp_path, repetitions=1, latency=True)
+    code, record, err = _accept(cli, cluster, tmp_path / "no-lat", "--profile", str(profile))
     assert code == 3 and record["verdict"] == "INCONCLUSIVE", err
     # One line naming the node, the tool and the fix, as a pair's missing ib_write_bw is said.
     said = [line for line in err.splitlines() if "ib_write_lat" in line]
@@ -182,4 +180,4 @@ def test_a_node_without_ib_write_lat_leaves_the_acceptance_inconclusive_in_one_l
                             "not found") for n in record["notes"]), record["notes"]
     server = [c for c in _latency_runs(tmp_path / "no-lat") if c["node"] == "c"]
     assert [c["exit_status"] for c in server] == [127], server  # recorded as the node answered
-    assert all(lab.running(n, "ib_write_lat", "all_reduce_perf", "mpirun") == [] for n in lab.nodes)
+    cluster.assert_none_running("ib_write_lat", "all_reduce_perf", "mpirun")

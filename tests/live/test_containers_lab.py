@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from linkcheck.collect.collector import close_transports, collect, open_transports
+from linkcheck.collect.collector import collect
 from linkcheck.facts.build import build_node_facts
-from linkcheck.transport.base import NodeTarget
 from tests.lab import containers
 from tests.lab.containers import (
     SYSTEM_BUILD_ID,
@@ -24,17 +23,17 @@ from tests.lab.containers import (
     gpu_standin,
     serving_containers,
 )
-from tests.lab.pytest_plugin import LabFactory
 from tests.lab.scenario import specs_for_scenario
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
+    from tests.live.conftest import ClusterFactory, ClusterLab, Live
 
 pytestmark = pytest.mark.lab
 
 
 @pytest.fixture
-def serving_pair(lab_factory: LabFactory, tmp_path: Path):  # type: ignore[no-untyped-def]
+def serving_pair(cluster_factory: ClusterFactory, tmp_path: Path) -> ClusterLab:
     reason = containers.skip_reason()
     if reason:
         pytest.skip(reason)
@@ -42,18 +41,14 @@ def serving_pair(lab_factory: LabFactory, tmp_path: Path):  # type: ignore[no-un
     specs = [dataclasses.replace(s, containers=serving_containers(s.name),
                                  extra_tools={**s.extra_tools, "nvidia-smi": gpus[s.name]})
              for s in specs_for_scenario("healthy", tmp_path / "models")]
-    return lab_factory(specs)
+    return cluster_factory(specs)
 
 
-def test_containers_of_a_pair_are_read_in_the_one_round_trip(serving_pair) -> None:  # type: ignore[no-untyped-def]
-    lab = serving_pair
-    names = sorted(lab.nodes)
-    transports = open_transports([NodeTarget(name=n, host=n) for n in names], known_hosts=lab.known_hosts,
-                                 ssh_config=lab.ssh_config, connect_timeout_s=10)
-    try:
+def test_containers_of_a_pair_are_read_in_the_one_round_trip(serving_pair: ClusterLab) -> None:
+    lab = serving_pair.lab
+    names = serving_pair.names
+    with serving_pair.transports() as transports:
         result = collect(transports, timeout_s=90, containers={n: ("vllm", "old", "nope") for n in names})
-    finally:
-        close_transports(transports)
     assert result.errors == {}
     facts = {n: build_node_facts(n, [c for c in result.captures if c.node == n]) for n in names}
     views = {n: {v.container: v for v in facts[n].containers} for n in names}
@@ -73,11 +68,9 @@ def test_containers_of_a_pair_are_read_in_the_one_round_trip(serving_pair) -> No
 
 
 def test_check_names_the_builds_the_stale_conf_the_known_bad_version_and_the_waiting_rank(
-        serving_pair, cli: InProcessCli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    lab = serving_pair
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"nodes:\n  a: a\n  b: {{target: b, containers: [old]}}\n"
-                      f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
+        serving_pair: ClusterLab, live: Live, cli: InProcessCli, tmp_path: Path) -> None:
+    config = live.lab_config(serving_pair.lab, tmp_path / "linkcheck.yaml",
+                             nodes={"a": "a", "b": {"target": "b", "containers": ["old"]}})
     run = cli("check", "-c", str(config), "--container", "vllm", "--save", str(tmp_path / "bundle"), "-f", "json",
               timeout=120)
     assert run.returncode == 1, run.stderr
@@ -100,7 +93,7 @@ def test_check_names_the_builds_the_stale_conf_the_known_bad_version_and_the_wai
 
 
 def test_a_ring_names_the_container_without_subnet_routing_and_a_node_without_an_engine_keeps_its_verdict(
-        lab_factory: LabFactory, cli: InProcessCli, tmp_path: Path) -> None:
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
     """A ring of three: a's container loads NCCL 2.30.4 (no NCCL_IB_SUBNET_AWARE_ROUTING), b's a wheel's 2.30.7 told
     to use it, c has no container engine at all. topology --container vllm names a's container and only it, notes c,
     and leaves every finding about the cables as the same run without --container has them."""
@@ -115,12 +108,9 @@ def test_a_ring_names_the_container_without_subnet_routing_and_a_node_without_an
     specs = [dataclasses.replace(s, containers=on.get(s.name, ()),
                                  missing_tools=s.missing_tools | ({"podman", "docker"} if s.name == "c" else set()))
              for s in specs_for_scenario("ring3", tmp_path / "models")]
-    lab = lab_factory(specs)
-    config = tmp_path / "linkcheck.yaml"
-    config.write_text(f"ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n", encoding="utf-8")
-    nodes = [f"--node={n}" for n in "abc"]
-    plain = cli("topology", *nodes, "-c", str(config), "-f", "json", timeout=120)
-    inside = cli("topology", *nodes, "-c", str(config), "--container", "vllm", "-f", "json", timeout=120)
+    cluster = cluster_factory(specs)
+    plain = cli("topology", *cluster.args, "-f", "json", timeout=120)
+    inside = cli("topology", *cluster.args, "--container", "vllm", "-f", "json", timeout=120)
     before, after = json.loads(plain.stdout)["findings"], json.loads(inside.stdout)["findings"]
     ours = ("CONTAINER", "NCCL_BUILD", "NCCL_KNOWN", "GPU_WAITING")
     link = {(f["id"], f["subject"], f["status"]) for f in after if not f["id"].startswith(ours)}

@@ -1,8 +1,9 @@
 """Benchmark: each tier's wall time on the healthy lab, beside the wall time it plans and the floor of its traffic.
 
-Layouts (`--layout`, repeatable; all three by default), each a healthy lab built once: `pair` (two nodes on one
-cable, tests.emulators.scenarios `healthy`), `ring3` (NVIDIA's ring of three) and `switch4` (four nodes on a switch),
-the last two tests/lab/cluster.py's CLUSTER_SCENARIOS, run over `--node` as a user names them.
+Layouts (`--layout`, repeatable; all four by default), each a healthy lab built once: `pair` (two nodes on one
+cable, tests.emulators.scenarios `healthy`, named by linkcheck.yaml's `nodes:`), `cable` (the same pair named by a
+hostfile: the cluster of its one cable), `ring3` (NVIDIA's ring of three) and `switch4` (four nodes on a switch), the
+last two tests/lab/cluster.py's CLUSTER_SCENARIOS, run over `--node` as a user names them.
 
 Tiers: `check` (inspection only), `check --quick` (inspection, ib_write_bw -D 4 with both paths at once in each
 direction; a path alone only where it is low, which on a healthy lab is never; on a cluster, per schedule round with
@@ -20,7 +21,7 @@ output says so. Each tier runs `--runs` times (median and range shown); every ru
 process, start-up included. Needs root (the lab); run it with no other lab
 running (they share the CPUs), from the repository root:
 
-    python benchmarks/tiers.py [--layout pair|ring3|switch4]... [--runs N] [--accept-duration S]
+    python benchmarks/tiers.py [--layout pair|cable|ring3|switch4]... [--runs N] [--accept-duration S]
         [--accept-repetitions N] [--no-accept] [--keep DIR]
 
 `--keep DIR` works in DIR (a new directory) and leaves every run's saved bundle there
@@ -54,7 +55,7 @@ from tests.lab.scenario import specs_for_scenario  # noqa: E402
 
 PLAN_RE = re.compile(r"planned wall time ~([\d.]+) (s|min)")
 # Layout -> the lab scenario it is built from.
-LAYOUTS = {"pair": "healthy", "ring3": "ring3", "switch4": "switch4"}
+LAYOUTS = {"pair": "healthy", "cable": "healthy", "ring3": "ring3", "switch4": "switch4"}
 FLOOR_RATIO = 1.25  # a traffic tier's wall time within 1.25x of its floor
 PLAN_TOLERANCE = 0.10  # and within 10 % of the plan it said
 
@@ -170,8 +171,12 @@ def _layout(layout: str, work: Path, env: dict[str, str], options: argparse.Name
         nodes = "" if not pair else "nodes: {a: {target: a}, b: {target: b}}\n"
         config.write_text(f"{nodes}ssh: {{config: {lab.ssh_config}, known_hosts: {lab.known_hosts}}}\n",
                           encoding="utf-8")
-        # A pair's nodes come from linkcheck.yaml; a cluster's are named as a user names them, one --node each.
-        common = ["-c", str(config)] + ([] if pair else [f"--node={n}" for n in names])
+        # A pair's nodes come from linkcheck.yaml; a cluster's are named as a user names them, one --node each; the
+        # cluster of one cable's by a hostfile (two --node are the pair's).
+        hostfile = work / "hosts"
+        hostfile.write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+        common = ["-c", str(config)] + ([] if pair else ["--hostfile", str(hostfile)] if layout == "cable"
+                                        else [f"--node={n}" for n in names])
         # A first inspection of this lab, not timed: every node's sshd and first answers warmed up, the bytecode of
         # every module the layout's check loads written.
         warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -195,7 +200,7 @@ def _layout(layout: str, work: Path, env: dict[str, str], options: argparse.Name
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layout", action="append", choices=list(LAYOUTS),
-                        help="a layout to measure (repeatable; default: all three, one after another)")
+                        help="a layout to measure (repeatable; default: all four, one after another)")
     parser.add_argument("--runs", type=int, default=3, help="runs per tier (accept: once unless --accept-runs)")
     parser.add_argument("--accept-runs", type=int, default=1)
     parser.add_argument("--accept-duration", type=int, default=None, help="-D of accept's rounds (reduced run)")

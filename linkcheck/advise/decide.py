@@ -509,10 +509,28 @@ def advise_cluster(nodes: Nodes, findings: Iterable[Finding], workload: Workload
 
 def advise_judged(judged: Judged, workload: Workload) -> Advice:
     """The advice for a judged run: a pair's on its one link, a cluster's on its N nodes and every cable (each
-    cable's findings named with its label)."""
+    cable's findings named with its label). Two nodes on one cable are a pair however they were named (a hostfile
+    runs them as the cluster of that cable): their advice is the pair's, on that cable, which the published pair
+    figures speak to directly."""
     if isinstance(judged, ClusterCheck):
-        return advise_cluster(_cluster_nodes(judged), _cluster_findings(judged), workload)
+        cable = _one_cable(judged)
+        if cable is None:
+            return advise_cluster(_cluster_nodes(judged), _cluster_findings(judged), workload)
+        link, findings = cable
+        return advise(link, [*judged.view.diagnosis.findings, *findings], workload)
     return advise(judged.link, judged.diagnosis.findings, workload)
+
+
+def _one_cable(check: ClusterCheck) -> tuple[LinkFacts, tuple[Finding, ...]] | None:
+    """A cluster of two nodes and one cable: that cable's pair view (with its traffic where it was measured) and its
+    findings; None for any other cluster (three nodes or more, or two joined by two cables)."""
+    if len(check.view.hosts) != 2:
+        return None
+    measured = [r for r in check.cables if r.test.pass_no == FIRST_PASS]
+    if len(measured) == 1:
+        return measured[0].link, measured[0].findings
+    links = check.links
+    return (links[0], ()) if not measured and len(links) == 1 else None
 
 
 def _cluster_nodes(check: ClusterCheck) -> Nodes:

@@ -43,15 +43,16 @@ def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(cluster_factory:
     assert [(c["a"], c["b"]) for c in data["cables"]] == [("a", "b")] and len(data["schedule"]["rounds"]) == 1
     (test,) = data["tests"]
     assert test["state"] == "pass" and test["lowest_gbps"] > 80 and not _raised(test["findings"])
-    # Offline, the saved bundle is the cluster of one cable: the same verdict, nothing to repair, advice for two.
+    # Offline, the saved bundle is the cluster of one cable: the same verdict, nothing to repair, the pair's advice
+    # on its measured cable.
     again = cli("diagnose", str(tmp_path / "saved"), "-f", "json")
     assert again.returncode == 0 and json.loads(again.stdout)["verdict"] == data["verdict"]
     fix = cli("fix", str(tmp_path / "saved"))
     assert fix.returncode == 0 and "Nothing to repair." in fix.stdout, fix.stdout + fix.stderr
     advice = cli("advise", str(tmp_path / "saved"), "--model-gib", "60", "--concurrency", "4")
     said = " ".join(advice.stdout.split())  # the console wraps its lines
-    assert advice.returncode == 0 and said.startswith("ADVICE: one resident per node"), advice.stdout + advice.stderr
-    assert "tensor parallel across 2" in said and "the cables measured: a:p1<->b:p1" in said, said
+    assert advice.returncode == 0 and said.startswith("ADVICE: one model across both, tensor parallel"), said
+    assert "link: healthy" in said and "the link measured: both paths at once" in said, said
 
 
 def test_a_hot_plugged_pair_fails_on_the_same_rules_as_one_cable_and_as_a_pair(cluster_factory: ClusterFactory,

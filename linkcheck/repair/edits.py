@@ -183,18 +183,50 @@ def netplan_replace_address(text: str, old: str, new: str) -> str:
     return pattern.sub(new, text)
 
 
+def _flow_addresses(lines: list[str], at: int) -> yaml.SequenceNode | None:
+    """The flow-style `addresses:` list that holds line `at`, None when none does."""
+    root = _compose("\n".join(lines))
+    stack, seen = ([root] if root is not None else []), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if (isinstance(key, yaml.ScalarNode) and key.value == "addresses"
+                        and isinstance(value, yaml.SequenceNode) and value.flow_style
+                        and value.start_mark.line <= at <= value.end_mark.line):
+                    return value
+                stack.append(value)
+    return None
+
+
 def netplan_remove_address(text: str, old: str) -> str:
+    """The file without the address `old`: its item taken out of a flow-style `addresses:` list on one line (the
+    other items, as written, and the rest of the line, its comment included, kept), or its block list item's line
+    removed. The items are the ones libyaml reads, so a `#` inside a quoted scalar or glued to an address is never
+    taken for a comment."""
     lines = text.split("\n")
     hits = [i for i, line in enumerate(lines) if _token(line, old).search(line)]
     if len(hits) != 1:
         raise EditError(f"{old} appears on {len(hits)} lines of the file (exactly one is edited)")
-    line = lines[hits[0]]
-    flow = _FLOW_LIST.match(line)
-    if flow:
-        items = [i.strip() for i in flow.group(3).split(",") if i.strip() and i.strip().strip("\"'") != old]
-        lines[hits[0]] = f"{flow.group(1)}[{', '.join(items)}]"
-    elif re.match(rf"^\s*-\s*[\"']?{re.escape(old)}[\"']?\s*(#.*)?$", line):
-        del lines[hits[0]]
+    at = hits[0]
+    line = lines[at]
+    flow = _flow_addresses(lines, at)
+    if flow is not None:
+        if flow.start_mark.line != flow.end_mark.line:
+            raise EditError("'addresses:' is a flow list over more than one line")
+        items = flow.value
+        kept = [i for i in items if not (isinstance(i, yaml.ScalarNode) and i.value == old)]
+        if len(kept) == len(items):
+            raise EditError(f"{old} is not an item of the 'addresses:' list on its line")
+        written = ", ".join(line[i.start_mark.column:i.end_mark.column] for i in kept)
+        lines[at] = f"{line[:flow.start_mark.column]}[{written}]{line[flow.end_mark.column:]}"
+    elif re.match(rf"^\s*-\s+([\"']?){re.escape(old)}\1(\s+#.*|\s*)$", line):
+        del lines[at]
     else:
         raise EditError(f"{old} is not a list item of its own")
     return "\n".join(lines)

@@ -24,7 +24,6 @@ from linkcheck.errors import ParseError
 from linkcheck.parsers.netplan import SAFE_LOADER, parse_netplan
 from linkcheck.repair.model import FileEdit
 
-_FLOW_LIST = re.compile(r"""^(\s*(["']?)addresses\2\s*:\s*)\[(.*)\]\s*(#.*)?$""")
 # YAML line breaks that str.split("\n") does not split on: libyaml counts lines on them too.
 _OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 _NULL_TAG = "tag:yaml.org,2002:null"
@@ -204,6 +203,16 @@ def _flow_addresses(lines: list[str], at: int) -> yaml.SequenceNode | None:
     return None
 
 
+def _written(line: str, node: yaml.Node) -> str:
+    """A flow list's item as its line writes it (quotes and all)."""
+    return line[node.start_mark.column:node.end_mark.column]
+
+
+def _flow_line(line: str, flow: yaml.Node, items: list[str]) -> str:
+    """The line with its one-line flow list holding `items`, and the rest of the line (its comment) as it was."""
+    return f"{line[:flow.start_mark.column]}[{', '.join(items)}]{line[flow.end_mark.column:]}"
+
+
 def netplan_remove_address(text: str, old: str) -> str:
     """The file without the address `old`: its item taken out of a flow-style `addresses:` list on one line (the
     other items, as written, and the rest of the line, its comment included, kept), or its block list item's line
@@ -223,8 +232,7 @@ def netplan_remove_address(text: str, old: str) -> str:
         kept = [i for i in items if not (isinstance(i, yaml.ScalarNode) and i.value == old)]
         if len(kept) == len(items):
             raise EditError(f"{old} is not an item of the 'addresses:' list on its line")
-        written = ", ".join(line[i.start_mark.column:i.end_mark.column] for i in kept)
-        lines[at] = f"{line[:flow.start_mark.column]}[{written}]{line[flow.end_mark.column:]}"
+        lines[at] = _flow_line(line, flow, [_written(line, i) for i in kept])
     elif re.match(rf"^\s*-\s+([\"']?){re.escape(old)}\1(\s+#.*|\s*)$", line):
         del lines[at]
     else:
@@ -262,12 +270,9 @@ def netplan_add_address(text: str, netdef: str, new: str) -> str:
         return "\n".join(lines)
     value = block.keys["addresses"][0][1]
     if isinstance(value, yaml.SequenceNode) and value.flow_style:
-        flow = _FLOW_LIST.match(lines[at])
-        if flow is None or value.end_mark.line != at:
+        if value.start_mark.line != at or value.end_mark.line != at:
             raise EditError("'addresses:' is a flow list over more than one line")
-        items = [i.strip() for i in flow.group(3).split(",") if i.strip()]
-        comment = f"  {flow.group(4)}" if flow.group(4) else ""
-        lines[at] = f"{flow.group(1)}[{', '.join([*items, new])}]{comment}"
+        lines[at] = _flow_line(lines[at], value, [*(_written(lines[at], i) for i in value.value), new])
         return "\n".join(lines)
     if not isinstance(value, yaml.SequenceNode):
         raise EditError("'addresses:' is neither a flow list nor a block list")

@@ -142,6 +142,23 @@ def test_an_address_leaves_a_flow_list_and_the_line_keeps_its_comment(line: str,
     assert _eth(removed, "enp1s0f0np0") == _eth(text, "enp1s0f0np0")
 
 
+@pytest.mark.parametrize(("line", "after"), [
+    ("      addresses: [192.168.101.10/24]  # see [1]",
+     "      addresses: [192.168.101.10/24, 192.168.101.20/24]  # see [1]"),
+    ("      addresses: [192.168.101.10/24]# glued to the bracket",
+     "      addresses: [192.168.101.10/24, 192.168.101.20/24]# glued to the bracket"),
+    ("      addresses: [{\"192.168.101.12/24\": {label: \"cx7 #2\"}}]  # on the cable",
+     "      addresses: [{\"192.168.101.12/24\": {label: \"cx7 #2\"}}, 192.168.101.20/24]  # on the cable"),
+    ("      addresses: []  # none yet", "      addresses: [192.168.101.20/24]  # none yet"),
+    (_FLOW_LINE, "      addresses: [192.168.101.10/24, 192.168.101.20/24]"),
+])
+def test_an_address_joins_a_flow_list_and_the_line_keeps_its_comment(line: str, after: str) -> None:
+    text = COMMENTED.replace(_FLOW_LINE, line)
+    added = netplan_add_address(text, "enp1s0f1np1", "192.168.101.20/24")
+    assert added == text.replace(line, after)
+    assert _eth(added, "enp1s0f1np1")["addresses"][-1] == "192.168.101.20/24"
+
+
 @pytest.mark.parametrize(("old", "gone"), [("192.168.100.10/24", "# spark-a"), ("192.168.100.11/24", "# spare")])
 def test_an_address_leaves_a_block_list_with_its_own_comment_and_no_other(old: str, gone: str) -> None:
     text = COMMENTED.replace("        - 192.168.100.10/24   # spark-a\n",

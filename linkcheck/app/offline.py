@@ -17,7 +17,8 @@ from msgspec.structs import replace
 
 from linkcheck.accept.record import bundle_acceptance
 from linkcheck.app.topology import cluster_facts, judge_facts
-from linkcheck.baseline.drift import attach_cluster_baseline, for_pair
+from linkcheck.baseline.across_layouts import for_pair
+from linkcheck.baseline.drift import attach_cluster_baseline
 from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.rounds import Planned, captures_of, plan_test
 from linkcheck.bundle.format import Bundle
@@ -213,9 +214,9 @@ def judge_bundle(path: Path, playbooks: list[Path] | None = None, config: Config
     """A saved bundle judged as its run judged it, whatever its layout: a pair's Outcome, or a cluster's
     ClusterCheck (a cluster's bundle holds cluster.json). `baseline` names the baseline to compare with, read before
     the bundle: a pair's or a cluster's for either layout (a pair being the cluster of its one cable: see
-    baseline/drift.py `for_pair`, `for_cluster`). A bundle that `verify` rejects is refused (BundleError), or with
-    `allow_unverified` judged without its unverified files, each problem passed to `warn`; `overridable` as for
-    `load_trusted`."""
+    baseline/across_layouts.py `for_pair`, `for_cluster`). A bundle that `verify` rejects is refused (BundleError),
+    or with `allow_unverified` judged without its unverified files, each problem passed to `warn`; `overridable` as
+    for `load_trusted`."""
     against = resolve_any(baseline) if baseline is not None else None
     if not is_cluster_bundle(path):  # the one place a saved bundle's layout is decided
         return diagnose_bundle(path, playbooks, config, against, allow_unverified=allow_unverified, warn=warn,

@@ -15,7 +15,7 @@ from msgspec.structs import replace
 
 from linkcheck.bundle.run_record import saved_record
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, lldp_neighbours
+from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import ClusterHost, saved_hosts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import infer_topology
@@ -27,6 +27,7 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.build import build_node_facts
 from linkcheck.facts.forwarding_facts import forwarding
+from linkcheck.facts.lldp_facts import lldp_neighbours
 from linkcheck.facts.model import NODE_GROUPS
 from linkcheck.model import Capture
 from linkcheck.outcome import ClusterView

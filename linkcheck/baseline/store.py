@@ -81,6 +81,24 @@ class NodeSnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     configuration: Fields = msgspec.field(default_factory=dict)
     unknown: tuple[str, ...] = ()  # key prefixes this run could not read
 
+    def pair_key(self) -> PairKey:
+        """The node as node a of a pair's key, so that the pair's test of identity applies."""
+        return PairKey(a_hostname=self.hostname, a_macs=self.macs, b_hostname=None, b_macs=(), cable_sn=None,
+                       a_machine_id=self.machine_id)
+
+    def who(self) -> str:
+        """Who the node is, as a finding or a refusal names it: hostname, machine id, ConnectX-7 MACs."""
+        who = f"hostname {self.hostname or '?'}"
+        who += f", machine id {self.machine_id}" if self.machine_id else ""
+        return who + f", ConnectX-7 MACs {', '.join(self.macs) or 'none'}"
+
+
+def without_nodes(fields: Fields, nodes: tuple[str, str]) -> Fields:
+    """The fields of a pair's snapshot that a cluster's cable keeps: not a node's own (`a.kernel`, `a.nccl.X`,
+    `a.hostname`), which the cluster keeps once per node."""
+    prefixes = tuple(f"{n}." for n in nodes)
+    return {k: v for k, v in fields.items() if not k.startswith(prefixes)}
+
 
 class CableSnapshot(msgspec.Struct, frozen=True):
     """One cable (or test through the switch) by its label and nodes, with the pair's snapshot of that cable."""

@@ -12,42 +12,18 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from linkcheck.cluster.topology import Cable, Topology
-from linkcheck.errors import ParseError
 from linkcheck.facts.drift import ClusterDrift
 from linkcheck.facts.forwarding_facts import CLUSTER_GROUPS, Forwarding
 from linkcheck.facts.model import NodeFacts
 from linkcheck.facts.nccl_hca import select_hcas
 from linkcheck.facts.nccl_ranks import ClusterNccl, cabled_hcas, cluster_nccl_facts
-from linkcheck.facts.sources import NodeSources
 from linkcheck.model import Capture
-from linkcheck.parsers.lldp import LldpNeighbour, lldpd_unreachable, parse_lldpctl_json
-
-
-def lldp_neighbours(name: str, captures: Sequence[Capture]) -> tuple[tuple[LldpNeighbour, ...], str | None]:
-    """The node's LLDP neighbours (`lldpctl -f json`), and why none could be read: lldpctl not installed, lldpd not
-    running or its socket closed to the user, output that does not parse. LLDP is optional: the topology is inferred
-    without it, and uses it where it is there."""
-    src = NodeSources(name, list(captures))
-    cap = src.capture("lldp")
-    if cap is None or cap.skipped:
-        return (), src.reason("lldp")
-    if cap.exit_status == 127:
-        return (), "lldp: lldpctl is not installed (lldpd is optional; the topology is the addressing's)"
-    if cap.exit_status != 0:
-        refused = lldpd_unreachable(cap.stderr)
-        first = (cap.stderr.strip().splitlines() or ["no message"])[0][:160]
-        return (), refused.reason if refused is not None else f"lldp: exit {cap.exit_status}: {first}"
-    try:
-        return parse_lldpctl_json(cap.stdout).neighbours, None
-    except ParseError as exc:
-        return (), exc.reason
 
 
 class TrafficOutcome(msgspec.Struct, frozen=True):
@@ -255,26 +231,6 @@ def _cage(cable: Cable, node: str) -> str | None:
     return cable.a_cage if cable.a == node else cable.b_cage
 
 
-# NCCL_IB_SUBNET_AWARE_ROUTING, which a ring needs (each cable is its own /24: NCCL must pick, per peer, the
-# device on the subnet that peer shares), exists from this NCCL on; 2.30.4-1 lacks it.
-SUBNET_ROUTING_NCCL = (2, 30, 7)
-# The X.Y.Z that starts a version: a library's file name gives it bare, a package or a log may add `-1`, `+cuda13`.
-_VERSION = re.compile(r"\s*(\d+(?:\.\d+)+)")
-
-
-def nccl_before(version: str | None, first: tuple[int, ...]) -> bool | None:
-    """Whether an NCCL version (`2.30.4`, `2.30.4-1`) is older than `first`; None when it is unknown or does not
-    start with X.Y (text a node gave is data: never guessed at).
-
-    >>> nccl_before("2.30.4", (2, 30, 7)), nccl_before("2.30.7-1", (2, 30, 7)), nccl_before("n/a", (2, 30, 7))
-    (True, False, None)
-    """
-    m = _VERSION.match(version) if version is not None else None
-    if m is None:
-        return None
-    return tuple(int(p) for p in m.group(1).split(".")) < first
-
-
 class HcaCopy(msgspec.Struct, frozen=True):
     """A node's NCCL_IB_HCA judged against its own cabling and the others': the devices it selects that are not
     on the node's cabled cages, its own cabled devices, and the other nodes whose cabled devices it selects
@@ -305,50 +261,6 @@ def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
         if other_name != name and theirs and set(select_hcas(setting, devices)) == set(theirs):
             fits.append(other_name)
     return HcaCopy(foreign=foreign, own=own, fits=tuple(fits))
-
-
-def nccl_algo_ring_only(value: str | None) -> bool:
-    """Whether NCCL_ALGO leaves NCCL only its Ring algorithm: `Ring` (any case), or `^` excluding Tree and PAT
-    at least. Unset, another list, or the per-collective form (`allreduce:ring;...`, where the collectives it
-    does not name keep every algorithm) is not."""
-    if value is None or ":" in value or ";" in value:
-        return False
-    spec = value.strip().lower()
-    names = {n.strip() for n in spec.lstrip("^").split(",") if n.strip()}
-    if spec.startswith("^"):
-        return {"tree", "pat"} <= names and "ring" not in names
-    return names == {"ring"}
-
-
-def sockets_on_fabric(node: NodeFacts) -> bool | None:
-    """Whether NCCL's sockets (bootstrap, and the socket transport) use the node's CX-7 addresses: True when its
-    NCCL_SOCKET_IFNAME selects an addressed CX-7 netdev, False when it selects none, None when it is not set.
-
-    NVIDIA/nccl 5067397 `src/misc/socket.cc` 196-220 (ncclFindInterfaces): a NCCL_SOCKET_IFNAME longer than one
-    character is matched by ncclOsFindInterfaces with matchIfList's syntax (prefix, `=` exact, `^` exclude), the same
-    as NCCL_IB_HCA's; unset, NCCL takes `ib*` interfaces, else the first other than docker, lo and virbr in
-    getifaddrs order, which the inspection cannot tell. NVIDIA's launcher sets NCCL_SOCKET_IFNAME=enP7s7, the
-    management port (`spark_cluster_setup.py` 256)."""
-    value = node.nccl.get("NCCL_SOCKET_IFNAME")
-    if value is None or len(value.strip()) <= 1:
-        return None
-    addressed = [f.netdev for f in node.functions if f.ipv4]
-    selected = bool(select_hcas(value, addressed))
-    # An exclusion (`^docker,lo`) that leaves CX-7 netdevs in leaves the choice to getifaddrs' order: unknown.
-    return None if selected and value.strip().startswith("^") else selected
-
-
-def runtime_connect_off(settings: Mapping[str, str]) -> str | None:
-    """The setting that turns NCCL's runtime connect off (`NCCL_RUNTIME_CONNECT=0`, `NCCL_CUMEM_ENABLE=0`), or None.
-
-    NVIDIA/nccl 5067397 src/init.cc 1552: `comm->runtimeConn = comm->cuMemSupport && ncclParamRuntimeConnect()`;
-    without it Ring, Tree and PAT are connected at init (1553-1570). src/misc/cudawrap.cc 47-51: NCCL_CUMEM_ENABLE
-    >= 0 decides cuMem outright. NCCL reads an integer only when set and non-empty (src/misc/param.cc)."""
-    for name in ("NCCL_RUNTIME_CONNECT", "NCCL_CUMEM_ENABLE"):
-        value = (settings.get(name) or "").strip()
-        if value and value.lstrip("+-").isdigit() and int(value) == 0:
-            return f"{name}={value}"
-    return None
 
 
 class Partners(msgspec.Struct, frozen=True):

@@ -10,18 +10,13 @@ from itertools import permutations
 from typing import Any, cast
 
 from linkcheck.cluster.facts import (
-    SUBNET_ROUTING_NCCL,
     ClusterFacts,
     cable_outcome,
     cabling_changes,
     hca_copy,
     missing_routes,
-    nccl_algo_ring_only,
-    nccl_before,
     partners,
     ring_recabling,
-    runtime_connect_off,
-    sockets_on_fabric,
     swap_partner,
     transits,
 )
@@ -46,7 +41,17 @@ from linkcheck.facts.model import (
     NcclRun,
     NodeFacts,
 )
-from linkcheck.facts.nccl_hca import gid_index_in_effect, nccl_functions, select_hcas, unset_command
+from linkcheck.facts.nccl_hca import (
+    SUBNET_ROUTING_NCCL,
+    gid_index_in_effect,
+    nccl_algo_ring_only,
+    nccl_before,
+    nccl_functions,
+    runtime_connect_off,
+    select_hcas,
+    sockets_on_fabric,
+    unset_command,
+)
 from linkcheck.facts.nccl_ranks import RING_ENV, ClusterNccl
 from linkcheck.values import byte_size
 

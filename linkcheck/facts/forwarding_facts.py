@@ -148,4 +148,4 @@ def forward_ports(node: NodeFacts) -> list[str]:
 def docker_user_accept(verb: str, dev_in: str, dev_out: str) -> str:
     """`sudo iptables VERB DOCKER-USER -i IN -o OUT -j ACCEPT` (-I inserts it, -C checks it); the interfaces are
     shell words, quoted by the caller."""
-    return f"sudo iptables {verb} DOCKER-USER -i {dev_in} -o {dev_out} -j ACCEPT"
+    return f"sudo iptables {verb} {DOCKER_USER} -i {dev_in} -o {dev_out} -j ACCEPT"

@@ -1,11 +1,13 @@
 """NCCL settings as NCCL reads them: which RDMA devices NCCL_IB_HCA selects (prefix match, '=' exact, '^'
 exclude), the addressed twins NCCL uses, the integer an NCCL parameter's text gives, the RoCE GID index NCCL uses,
-and how a setting is removed where it is set."""
+how a setting is removed where it is set, whether an NCCL version predates a feature, and what NCCL_ALGO,
+NCCL_SOCKET_IFNAME and the runtime-connect settings leave NCCL (a cluster's rules judge those per node)."""
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -128,3 +130,67 @@ def gid_index_in_effect(node: NodeFacts) -> GidInEffect:
     if value is None or (value < 0 and auto):
         return GidInEffect(None, source, False, auto, parsed is not None)
     return GidInEffect(value, source, True, auto, parsed is not None)
+
+
+# NCCL_IB_SUBNET_AWARE_ROUTING, which a ring needs (each cable is its own /24: NCCL must pick, per peer, the
+# device on the subnet that peer shares), exists from this NCCL on; 2.30.4-1 lacks it.
+SUBNET_ROUTING_NCCL = (2, 30, 7)
+# The X.Y.Z that starts a version: a library's file name gives it bare, a package or a log may add `-1`, `+cuda13`.
+_VERSION = re.compile(r"\s*(\d+(?:\.\d+)+)")
+
+
+def nccl_before(version: str | None, first: tuple[int, ...]) -> bool | None:
+    """Whether an NCCL version (`2.30.4`, `2.30.4-1`) is older than `first`; None when it is unknown or does not
+    start with X.Y (text a node gave is data: never guessed at).
+
+    >>> nccl_before("2.30.4", (2, 30, 7)), nccl_before("2.30.7-1", (2, 30, 7)), nccl_before("n/a", (2, 30, 7))
+    (True, False, None)
+    """
+    m = _VERSION.match(version) if version is not None else None
+    if m is None:
+        return None
+    return tuple(int(p) for p in m.group(1).split(".")) < first
+
+
+def nccl_algo_ring_only(value: str | None) -> bool:
+    """Whether NCCL_ALGO leaves NCCL only its Ring algorithm: `Ring` (any case), or `^` excluding Tree and PAT
+    at least. Unset, another list, or the per-collective form (`allreduce:ring;...`, where the collectives it
+    does not name keep every algorithm) is not."""
+    if value is None or ":" in value or ";" in value:
+        return False
+    spec = value.strip().lower()
+    names = {n.strip() for n in spec.lstrip("^").split(",") if n.strip()}
+    if spec.startswith("^"):
+        return {"tree", "pat"} <= names and "ring" not in names
+    return names == {"ring"}
+
+
+def sockets_on_fabric(node: NodeFacts) -> bool | None:
+    """Whether NCCL's sockets (bootstrap, and the socket transport) use the node's CX-7 addresses: True when its
+    NCCL_SOCKET_IFNAME selects an addressed CX-7 netdev, False when it selects none, None when it is not set.
+
+    NVIDIA/nccl 5067397 `src/misc/socket.cc` 196-220 (ncclFindInterfaces): a NCCL_SOCKET_IFNAME longer than one
+    character is matched by ncclOsFindInterfaces with matchIfList's syntax (prefix, `=` exact, `^` exclude), the same
+    as NCCL_IB_HCA's; unset, NCCL takes `ib*` interfaces, else the first other than docker, lo and virbr in
+    getifaddrs order, which the inspection cannot tell. NVIDIA's launcher sets NCCL_SOCKET_IFNAME=enP7s7, the
+    management port (`spark_cluster_setup.py` 256)."""
+    value = node.nccl.get("NCCL_SOCKET_IFNAME")
+    if value is None or len(value.strip()) <= 1:
+        return None
+    addressed = [f.netdev for f in node.functions if f.ipv4]
+    selected = bool(select_hcas(value, addressed))
+    # An exclusion (`^docker,lo`) that leaves CX-7 netdevs in leaves the choice to getifaddrs' order: unknown.
+    return None if selected and value.strip().startswith("^") else selected
+
+
+def runtime_connect_off(settings: Mapping[str, str]) -> str | None:
+    """The setting that turns NCCL's runtime connect off (`NCCL_RUNTIME_CONNECT=0`, `NCCL_CUMEM_ENABLE=0`), or None.
+
+    NVIDIA/nccl 5067397 src/init.cc 1552: `comm->runtimeConn = comm->cuMemSupport && ncclParamRuntimeConnect()`;
+    without it Ring, Tree and PAT are connected at init (1553-1570). src/misc/cudawrap.cc 47-51: NCCL_CUMEM_ENABLE
+    >= 0 decides cuMem outright. NCCL reads an integer only when set and non-empty (src/misc/param.cc)."""
+    for name in ("NCCL_RUNTIME_CONNECT", "NCCL_CUMEM_ENABLE"):
+        value = (settings.get(name) or "").strip()
+        if value and value.lstrip("+-").isdigit() and int(value) == 0:
+            return f"{name}={value}"
+    return None

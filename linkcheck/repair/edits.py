@@ -24,7 +24,6 @@ from linkcheck.errors import ParseError
 from linkcheck.parsers.netplan import SAFE_LOADER, parse_netplan
 from linkcheck.repair.model import FileEdit
 
-_FLOW_LIST = re.compile(r"""^(\s*(["']?)addresses\2\s*:\s*)\[(.*)\]\s*(#.*)?$""")
 # YAML line breaks that str.split("\n") does not split on: libyaml counts lines on them too.
 _OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 _NULL_TAG = "tag:yaml.org,2002:null"
@@ -183,18 +182,59 @@ def netplan_replace_address(text: str, old: str, new: str) -> str:
     return pattern.sub(new, text)
 
 
+def _flow_addresses(lines: list[str], at: int) -> yaml.SequenceNode | None:
+    """The flow-style `addresses:` list that holds line `at`, None when none does."""
+    root = _compose("\n".join(lines))
+    stack, seen = ([root] if root is not None else []), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if (isinstance(key, yaml.ScalarNode) and key.value == "addresses"
+                        and isinstance(value, yaml.SequenceNode) and value.flow_style
+                        and value.start_mark.line <= at <= value.end_mark.line):
+                    return value
+                stack.append(value)
+    return None
+
+
+def _written(line: str, node: yaml.Node) -> str:
+    """A flow list's item as its line writes it (quotes and all)."""
+    return line[node.start_mark.column:node.end_mark.column]
+
+
+def _flow_line(line: str, flow: yaml.Node, items: list[str]) -> str:
+    """The line with its one-line flow list holding `items`, and the rest of the line (its comment) as it was."""
+    return f"{line[:flow.start_mark.column]}[{', '.join(items)}]{line[flow.end_mark.column:]}"
+
+
 def netplan_remove_address(text: str, old: str) -> str:
+    """The file without the address `old`: its item taken out of a flow-style `addresses:` list on one line (the
+    other items, as written, and the rest of the line, its comment included, kept), or its block list item's line
+    removed. The items are the ones libyaml reads, so a `#` inside a quoted scalar or glued to an address is never
+    taken for a comment."""
     lines = text.split("\n")
     hits = [i for i, line in enumerate(lines) if _token(line, old).search(line)]
     if len(hits) != 1:
         raise EditError(f"{old} appears on {len(hits)} lines of the file (exactly one is edited)")
-    line = lines[hits[0]]
-    flow = _FLOW_LIST.match(line)
-    if flow:
-        items = [i.strip() for i in flow.group(3).split(",") if i.strip() and i.strip().strip("\"'") != old]
-        lines[hits[0]] = f"{flow.group(1)}[{', '.join(items)}]"
-    elif re.match(rf"^\s*-\s*[\"']?{re.escape(old)}[\"']?\s*(#.*)?$", line):
-        del lines[hits[0]]
+    at = hits[0]
+    line = lines[at]
+    flow = _flow_addresses(lines, at)
+    if flow is not None:
+        if flow.start_mark.line != flow.end_mark.line:
+            raise EditError("'addresses:' is a flow list over more than one line")
+        items = flow.value
+        kept = [i for i in items if not (isinstance(i, yaml.ScalarNode) and i.value == old)]
+        if len(kept) == len(items):
+            raise EditError(f"{old} is not an item of the 'addresses:' list on its line")
+        lines[at] = _flow_line(line, flow, [_written(line, i) for i in kept])
+    elif re.match(rf"^\s*-\s+([\"']?){re.escape(old)}\1(\s+#.*|\s*)$", line):
+        del lines[at]
     else:
         raise EditError(f"{old} is not a list item of its own")
     return "\n".join(lines)
@@ -230,12 +270,9 @@ def netplan_add_address(text: str, netdef: str, new: str) -> str:
         return "\n".join(lines)
     value = block.keys["addresses"][0][1]
     if isinstance(value, yaml.SequenceNode) and value.flow_style:
-        flow = _FLOW_LIST.match(lines[at])
-        if flow is None or value.end_mark.line != at:
+        if value.start_mark.line != at or value.end_mark.line != at:
             raise EditError("'addresses:' is a flow list over more than one line")
-        items = [i.strip() for i in flow.group(3).split(",") if i.strip()]
-        comment = f"  {flow.group(4)}" if flow.group(4) else ""
-        lines[at] = f"{flow.group(1)}[{', '.join([*items, new])}]{comment}"
+        lines[at] = _flow_line(lines[at], value, [*(_written(lines[at], i) for i in value.value), new])
         return "\n".join(lines)
     if not isinstance(value, yaml.SequenceNode):
         raise EditError("'addresses:' is neither a flow list nor a block list")

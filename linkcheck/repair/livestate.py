@@ -34,13 +34,13 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
+from linkcheck.facts.forwarding_facts import DOCKER_USER
 from linkcheck.repair.node import RepairNode
 from linkcheck.repair.runtime import (
     ACCEPT_DELETE,
     ACCEPT_INSERT,
     ADDR_ADD,
     ADDR_DEL,
-    DOCKER_USER,
     FORWARD,
     MTU,
     NEIGH_SET,

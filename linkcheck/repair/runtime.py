@@ -14,6 +14,8 @@ import shlex
 
 import msgspec
 
+from linkcheck.facts.forwarding_facts import DOCKER_USER
+
 MTU = "mtu"
 ADDR_ADD = "addr_add"
 ADDR_DEL = "addr_del"
@@ -33,7 +35,6 @@ ROUTE_REPLACE = "route_replace"  # ip route replace SUBNET via GATEWAY dev DEV
 ROUTE_DEL = "route_del"  # only as an undo: the route a route_replace added, removed exactly
 ACCEPT_INSERT = "accept_insert"  # iptables -I DOCKER-USER -i IN -o OUT -j ACCEPT (two CX-7 interfaces)
 ACCEPT_DELETE = "accept_delete"  # only as an undo: that exact rule deleted
-DOCKER_USER = "DOCKER-USER"
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _MAC = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
@@ -176,7 +177,8 @@ def _host_op(words: list[str]) -> RuntimeOp | None:
         case ["ip", "route", "replace" | "del" as verb, subnet, "via", via, "dev", dev]:
             return RuntimeOp(ROUTE_REPLACE if verb == "replace" else ROUTE_DEL, _dev(dev), _subnet(subnet),
                              via=_ip(via))
-        case ["iptables", "-I" | "-D" as verb, "DOCKER-USER", "-i", dev_in, "-o", dev_out, "-j", "ACCEPT"]:
+        case ["iptables", "-I" | "-D" as verb, chain, "-i", dev_in, "-o", dev_out,
+              "-j", "ACCEPT"] if chain == DOCKER_USER:
             return RuntimeOp(ACCEPT_INSERT if verb == "-I" else ACCEPT_DELETE, value=_dev(dev_in), via=_dev(dev_out))
     return None
 

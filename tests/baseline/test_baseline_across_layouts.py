@@ -1,8 +1,8 @@
 """A pair is the cluster of its one cable: a pair's baseline given to a cluster's run is read as the cluster of its two
 nodes and one cable (the cable judged by the pair's DRIFT_* rules, the run's other nodes new), and a cluster's
 baseline given to a pair's run is read for its cable between the pair's two nodes. One conversion
-(baseline/drift.py `pair_as_cluster`, `cable_as_pair`) serves both ways; a pair whose nodes are not both in the
-cluster, or a cluster's baseline with no cable between the pair's nodes, is one line, exit 4."""
+(baseline/across_layouts.py `pair_as_cluster`, `cable_as_pair`) serves both ways; a pair whose nodes are not both in
+the cluster, or a cluster's baseline with no cable between the pair's nodes, is one line, exit 4."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from linkcheck.app.baseline import save_baseline
 from linkcheck.app.offline import judge_bundle
 from linkcheck.baseline import store
-from linkcheck.baseline.drift import cable_as_pair, for_cluster, for_pair, pair_as_cluster
+from linkcheck.baseline.across_layouts import cable_as_pair, for_cluster, for_pair, pair_as_cluster
 from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.collect.specs import SPECS

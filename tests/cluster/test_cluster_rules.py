@@ -14,7 +14,7 @@ import pytest
 
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.topology import cluster_facts, judge
-from linkcheck.cluster.facts import ClusterFacts, missing_routes, nccl_algo_ring_only, ring_recabling, transits
+from linkcheck.cluster.facts import ClusterFacts, missing_routes, ring_recabling, transits
 from linkcheck.cluster.hosts import parse_node_values
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.config import load_config
@@ -23,6 +23,7 @@ from linkcheck.diagnose.facts_schema import _docker_accept
 from linkcheck.diagnose.playbook import PlaybookError, load_playbooks
 from linkcheck.errors import ExitCode
 from linkcheck.facts.forwarding_facts import forward_ports
+from linkcheck.facts.nccl_hca import nccl_algo_ring_only
 from linkcheck.model import Finding, Severity, Status, Verdict
 from linkcheck.parsers.netfilter import parse_iptables_s
 from linkcheck.repair.files import NodeFiles

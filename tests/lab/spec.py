@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from linkcheck.model import MAX_NODES  # a lab is at most the largest cluster linkcheck checks
 from tests.lab.addresses import map_cidr, require_lab_cidr
 from tests.lab.containers import ContainerSpec
 from tests.lab.errors import LabError
@@ -19,7 +20,6 @@ SWITCH_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")  # the bridge is br-<name>:
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 TOOL_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
-MAX_NODES = 8
 # Binaries the lab runs inside a node's mount namespace; hiding them would break the node, not the test.
 LAB_NEEDS = frozenset(
     {"sh", "sleep", "sshd", "mount", "cp", "mkdir", "env", "python3", "python", os.path.basename(sys.executable)}

@@ -22,7 +22,14 @@ from hypothesis import strategies as st
 from linkcheck.app.fix import plan_for
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.parsers.netplan import SAFE_LOADER, parse_netplan
-from linkcheck.repair.edits import EditError, check_netplan, netplan_add_address, netplan_add_route, netplan_set_mtu
+from linkcheck.repair.edits import (
+    EditError,
+    check_netplan,
+    netplan_add_address,
+    netplan_add_route,
+    netplan_remove_address,
+    netplan_set_mtu,
+)
 from linkcheck.repair.files import node_files
 from linkcheck.repair.plan import plan_repairs
 
@@ -95,6 +102,86 @@ def test_an_address_goes_into_the_addresses_list_not_a_routes_list_after_it() ->
     eth = _eth(added, "enp1s0f0np0")
     assert eth["addresses"] == ["192.168.100.10/24", "192.168.100.20/24"]
     assert eth["routes"] == [{"to": "10.0.0.0/8", "via": "192.168.100.1"}]
+
+
+# libyaml, which netplan parses with, starts a comment at a `#` it meets between tokens (yaml/libyaml 840b65c
+# src/scanner.c 1945-1959, yaml_parser_scan_to_next_token), which is after blanks or a flow indicator such as `]`;
+# inside a plain scalar only a `#` after a blank ends it (3433-3436, yaml_parser_scan_plain_scalar), and a quoted
+# scalar holds a `#` as text. An address taken out of a flow list leaves the rest of its line as it was.
+_FLOW_LINE = "      addresses: [192.168.101.10/24]"
+
+
+@pytest.mark.parametrize(("line", "old", "after", "addresses"), [
+    ("      addresses: [192.168.101.10/24, 192.168.101.11/24]  # both cages", "192.168.101.11/24",
+     "      addresses: [192.168.101.10/24]  # both cages", ["192.168.101.10/24"]),
+    ("      addresses: [192.168.101.10/24, 192.168.101.11/24]  # both cages", "192.168.101.10/24",
+     "      addresses: [192.168.101.11/24]  # both cages", ["192.168.101.11/24"]),
+    ("      addresses: [192.168.101.10/24]  # the only one", "192.168.101.10/24",
+     "      addresses: []  # the only one", []),
+    ("      addresses: [192.168.101.10/24, 192.168.101.11/24]  # see [1], [2]", "192.168.101.11/24",
+     "      addresses: [192.168.101.10/24]  # see [1], [2]", ["192.168.101.10/24"]),
+    ("      addresses: [192.168.101.10/24, 192.168.101.11/24]# glued to the bracket", "192.168.101.11/24",
+     "      addresses: [192.168.101.10/24]# glued to the bracket", ["192.168.101.10/24"]),
+    ("      'addresses': [\"192.168.101.10/24\", '192.168.101.11/24']  # quoted", "192.168.101.10/24",
+     "      'addresses': ['192.168.101.11/24']  # quoted", ["192.168.101.11/24"]),
+    # A `#` inside a quoted scalar is the label's text, not a comment (netplan takes a label as any scalar:
+    # canonical/netplan src/parse.c handle_address_option_label).
+    ("      addresses: [192.168.101.10/24, {\"192.168.101.12/24\": {label: \"cx7 #2\"}}]  # on the cable",
+     "192.168.101.10/24",
+     "      addresses: [{\"192.168.101.12/24\": {label: \"cx7 #2\"}}]  # on the cable",
+     [{"192.168.101.12/24": {"label": "cx7 #2"}}]),
+    ("      addresses: [192.168.101.10/24, 192.168.101.11/24]", "192.168.101.11/24",
+     "      addresses: [192.168.101.10/24]", ["192.168.101.10/24"]),
+])
+def test_an_address_leaves_a_flow_list_and_the_line_keeps_its_comment(line: str, old: str, after: str,
+                                                                       addresses: list[Any]) -> None:
+    text = COMMENTED.replace(_FLOW_LINE, line)
+    removed = netplan_remove_address(text, old)
+    assert removed == text.replace(line, after)  # that line alone changes
+    assert _eth(removed, "enp1s0f1np1")["addresses"] == addresses
+    assert _eth(removed, "enp1s0f0np0") == _eth(text, "enp1s0f0np0")
+
+
+@pytest.mark.parametrize(("line", "after"), [
+    ("      addresses: [192.168.101.10/24]  # see [1]",
+     "      addresses: [192.168.101.10/24, 192.168.101.20/24]  # see [1]"),
+    ("      addresses: [192.168.101.10/24]# glued to the bracket",
+     "      addresses: [192.168.101.10/24, 192.168.101.20/24]# glued to the bracket"),
+    ("      addresses: [{\"192.168.101.12/24\": {label: \"cx7 #2\"}}]  # on the cable",
+     "      addresses: [{\"192.168.101.12/24\": {label: \"cx7 #2\"}}, 192.168.101.20/24]  # on the cable"),
+    ("      addresses: []  # none yet", "      addresses: [192.168.101.20/24]  # none yet"),
+    (_FLOW_LINE, "      addresses: [192.168.101.10/24, 192.168.101.20/24]"),
+])
+def test_an_address_joins_a_flow_list_and_the_line_keeps_its_comment(line: str, after: str) -> None:
+    text = COMMENTED.replace(_FLOW_LINE, line)
+    added = netplan_add_address(text, "enp1s0f1np1", "192.168.101.20/24")
+    assert added == text.replace(line, after)
+    assert _eth(added, "enp1s0f1np1")["addresses"][-1] == "192.168.101.20/24"
+
+
+@pytest.mark.parametrize(("old", "gone"), [("192.168.100.10/24", "# spark-a"), ("192.168.100.11/24", "# spare")])
+def test_an_address_leaves_a_block_list_with_its_own_comment_and_no_other(old: str, gone: str) -> None:
+    text = COMMENTED.replace("        - 192.168.100.10/24   # spark-a\n",
+                             "        - 192.168.100.10/24   # spark-a\n        - 192.168.100.11/24  # spare\n")
+    removed = netplan_remove_address(text, old)
+    assert _eth(removed, "enp1s0f0np0")["addresses"] == [a for a in ("192.168.100.10/24", "192.168.100.11/24")
+                                                         if a != old]
+    assert _comments(removed) == [c for c in _comments(text) if c != gone]
+
+
+@pytest.mark.parametrize(("line", "lines", "says"), [
+    # `#` right after the address is part of the scalar (`192.168.100.11/24#spare`): not the address asked for.
+    ("        - 192.168.100.10/24   # spark-a",
+     "        - 192.168.100.10/24   # spark-a\n        - 192.168.100.11/24#spare", "not a list item of its own"),
+    (_FLOW_LINE, "      addresses: [192.168.101.10/24]  # was 192.168.100.11/24",
+     "not an item of the 'addresses:' list"),
+    (_FLOW_LINE, "      addresses: [192.168.101.10/24,\n        192.168.100.11/24]", "over more than one line"),
+])
+def test_an_address_that_is_not_an_item_of_its_own_line_is_refused(line: str, lines: str, says: str) -> None:
+    text = COMMENTED.replace(line, lines)
+    with pytest.raises(EditError, match=re.escape(says)) as refused:
+        netplan_remove_address(text, "192.168.100.11/24")
+    assert "\n" not in str(refused.value)
 
 
 @pytest.mark.parametrize(("text", "says"), [

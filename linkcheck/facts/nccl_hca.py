@@ -188,9 +188,14 @@ def runtime_connect_off(settings: Mapping[str, str]) -> str | None:
 
     NVIDIA/nccl 5067397 src/init.cc 1552: `comm->runtimeConn = comm->cuMemSupport && ncclParamRuntimeConnect()`;
     without it Ring, Tree and PAT are connected at init (1553-1570). src/misc/cudawrap.cc 47-51: NCCL_CUMEM_ENABLE
-    >= 0 decides cuMem outright. NCCL reads an integer only when set and non-empty (src/misc/param.cc)."""
+    >= 0 decides cuMem outright. NCCL reads an integer only when set and non-empty, as strtoll does (`nccl_int`):
+    `0x0`, `00` and a value no digit starts are 0 too.
+
+    >>> [runtime_connect_off({"NCCL_RUNTIME_CONNECT": v}) for v in ("0", " 0x0", "1", "", "off")]
+    ['NCCL_RUNTIME_CONNECT=0', 'NCCL_RUNTIME_CONNECT=0x0', None, None, 'NCCL_RUNTIME_CONNECT=off']
+    """
     for name in ("NCCL_RUNTIME_CONNECT", "NCCL_CUMEM_ENABLE"):
-        value = (settings.get(name) or "").strip()
-        if value and value.lstrip("+-").isdigit() and int(value) == 0:
-            return f"{name}={value}"
+        value = settings.get(name)
+        if nccl_int(value) == 0:
+            return f"{name}={(value or '').strip()}"
     return None

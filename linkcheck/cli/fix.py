@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from msgspec.structs import replace
 
 from linkcheck.app.fix import (
     ApplyOptions,
@@ -141,17 +142,23 @@ def _fix_nodes(nodes: LiveNodes, config: Path | None, node: list[str] | None, ac
     return cluster_nodes(nodes.config, nodes.hosts(), ssh_options(nodes.config, accept))
 
 
-def _same_layout(bundle: Path, nodes: LiveNodes) -> None:
-    """A bundle's plan goes to nodes of its own layout: a cluster's plan to a cluster's nodes, a pair's to a pair
-    (one line, exit 4, before any node is contacted)."""
+def _same_layout(bundle: Path, nodes: LiveNodes) -> LiveNodes:
+    """The nodes as the bundle's plan needs them, or one line (exit 4) before any node is contacted. A cluster's plan
+    (the cluster of one cable's too) goes to its hosts, named by any source a cluster's are, or by `--node NAME=HOST`
+    for each, two included; a pair's own plan to the pair it came from, its nodes a and b."""
     found = bundle_layout(bundle)
     if found is not None and nodes.layout == "pair":
-        raise UsageError(f"fix --apply: this bundle holds {found[0]} nodes ({found[1]}) and the nodes named are a "
-                         "pair: name the cluster's nodes (three or more --node, --hostfile, --inventory or "
-                         "linkcheck.yaml's cluster:)")
+        if len(nodes.node) == found[0]:  # each of the bundle's nodes named by --node: the cluster's hosts
+            return replace(nodes, layout="cluster")
+        named = f"{len(nodes.node)} --node" if nodes.node else "linkcheck.yaml's `nodes:` (a pair)"
+        raise UsageError(f"fix --apply: this bundle holds a cluster's check of {found[0]} nodes ({found[1]}) and "
+                         f"the nodes named are {named}: name the nodes its check named (--node NAME=HOST for each, "
+                         "--hostfile, --inventory or linkcheck.yaml's `cluster:`)")
     if found is None and nodes.layout == "cluster":
-        raise UsageError("fix --apply: this bundle holds a pair and the nodes named are a cluster: name the pair "
-                         "the bundle came from")
+        raise UsageError("fix --apply: this bundle holds a pair's own check (nodes a and b) and the nodes are named as "
+                         "a cluster's: name the pair it came from (--node a=HOST --node b=HOST, or linkcheck.yaml's "
+                         "`nodes:`)")
+    return nodes
 
 
 def _show_plan(result: FixResult, fmt: Format) -> None:
@@ -184,7 +191,7 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
                            allow_nm_disconnect=allow_nm_disconnect)
     nodes = _resolved(config, node, hosts)
     if bundle is not None:
-        _same_layout(bundle, nodes)
+        nodes = _same_layout(bundle, nodes)
     target = _fix_nodes(nodes, config, node, accept)
     if restore:
         outcomes = restore_fix(target.config, options, lambda line: say(f"linkcheck: {line}"))

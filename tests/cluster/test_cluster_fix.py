@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+import pytest
 
 from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.format import Bundle
@@ -142,9 +143,29 @@ def test_apply_of_a_cluster_bundle_to_a_pair_is_refused_in_one_line(cli: InProce
     nodes = ["--node=a=root@198.18.255.1", "--node=b=root@198.18.255.2"]
     run = cli("fix", "--apply", str(RING), *nodes, cwd=tmp_path)
     assert run.returncode == 4 and not run.stdout
-    assert run.stderr.count("\n") == 1 and "this bundle holds 3 nodes (ring3) and the nodes named are a pair" in \
-        run.stderr, run.stderr
+    assert run.stderr.count("\n") == 1 and "this bundle holds a cluster's check of 3 nodes (ring3) and the nodes " \
+        "named are 2 --node" in run.stderr, run.stderr
     assert not list(tmp_path.iterdir())  # no node contacted, no bundle folder
+
+
+@pytest.mark.parametrize("named", [
+    ("--hostfile", "HOSTS"),  # the pair's own bundle, its two nodes named as a cluster's (they are a, b there)
+    ("CONFIG",),  # the cluster of one cable's bundle, linkcheck.yaml naming a pair
+])
+def test_apply_to_nodes_named_otherwise_than_the_bundles_check_is_refused_in_one_line(
+        cli: InProcessCli, tmp_path: Path, named: tuple[str, ...]) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("root@198.18.255.1\nroot@198.18.255.2\n", encoding="utf-8")
+    config = tmp_path / "linkcheck.yaml"
+    config.write_text("nodes: {a: {target: root@198.18.255.1}, b: {target: root@198.18.255.2}}\n", encoding="utf-8")
+    bundle, args = ((FIXTURE_DIR / "hotplug-degraded", ["--hostfile", str(hosts)]) if named[0] == "--hostfile" else
+                    (FIXTURE_DIR / "cluster-pair-hotplug", ["-c", str(config)]))
+    run = cli("fix", "--apply", str(bundle), *args, cwd=tmp_path)
+    assert run.returncode == 4 and not run.stdout and run.stderr.count("\n") == 1, run.stderr
+    said = ("a pair's own check (nodes a and b) and the nodes are named as a cluster's" if named[0] == "--hostfile"
+            else "a cluster's check of 2 nodes (pair) and the nodes named are linkcheck.yaml's `nodes:`")
+    assert said in run.stderr, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hosts", "linkcheck.yaml"]  # no node contacted
 
 
 def test_the_plan_is_saved_where_asked(cli: InProcessCli, tmp_path: Path) -> None:

@@ -232,12 +232,15 @@ def _cluster(path: Path, data: Any, section: _Cluster | None) -> tuple[tuple[Nod
     return tuple(targets), ExpectedCluster(section.cables, section.switch, path.name)
 
 
+PAIR_NODES = ("a", "b")  # the pair's own nodes, as --node a=... --node b=... and linkcheck.yaml's `nodes:` name them
+
+
 def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:
     """--node a=user@host --node b=user@host."""
     nodes: dict[str, NodeTarget] = {}
     for option in options:
         name, sep, target = option.partition("=")
-        if not sep or name not in ("a", "b") or not target:
+        if not sep or name not in PAIR_NODES or not target:
             raise ConfigError("--node", f"expected a=[user@]host[:port] or b=..., got {option!r}")
         nodes[name] = parse_node_target(target, name=name)
     return nodes
@@ -267,7 +270,7 @@ def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
         if old is not None:  # its containers too
             overrides[name] = replace(overrides[name], containers=old.containers)
     nodes = {**config.nodes, **overrides}
-    missing = [n for n in ("a", "b") if n not in nodes]
+    missing = [n for n in PAIR_NODES if n not in nodes]
     if missing and config.cluster_nodes:  # a cluster's file: never two of its nodes taken for the pair
         raise ConfigError(config.source or "linkcheck.yaml", f"this command serves a pair; the file names a cluster "
                           f"of {len(config.cluster_nodes)} nodes (its cluster: section)",

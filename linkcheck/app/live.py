@@ -39,7 +39,7 @@ from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import SLURM_VAR, ClusterHost, cluster_hosts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
-from linkcheck.config import Config, SshOptions, find_config
+from linkcheck.config import PAIR_NODES, Config, SshOptions, find_config
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UnreachableError
 from linkcheck.facts.model import LinkFacts
@@ -74,15 +74,18 @@ class LiveNodes(msgspec.Struct, frozen=True):
 def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: Path | None = None,
                   group: str | None = None, config: Path | None = None,
                   environ: Mapping[str, str] = os.environ) -> LiveNodes:
-    """The one place a live run's layout is decided: a hostfile or inventory, three or more --node, or
-    linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster, and so does a Slurm allocation
-    ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml `nodes:` or `cluster:`);
-    otherwise the nodes are a pair's."""
+    """The one place a live run's layout is decided: a hostfile or inventory, three or more --node, --node values
+    none of which is in the pair's own form `a=`/`b=` (two `--node spark-1 --node spark-2` are the cluster of their
+    one cable, named as they are), or linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster, and
+    so does a Slurm allocation ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml
+    `nodes:` or `cluster:`); otherwise the nodes are a pair's, its nodes a and b (a value in another form beside
+    one in the pair's is then refused as the pair's, never taken for a cluster's)."""
     found = find_config(config)
     named_by_config = found is not None and bool(found.nodes or found.cluster_nodes)
     slurm = not node and not named_by_config and bool(environ.get(SLURM_VAR, "").strip())
+    pair_form = any(value.partition("=")[0] in PAIR_NODES and "=" in value for value in node)
     cluster = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or slurm or (
-        not node and found is not None and bool(found.cluster_nodes))
+        bool(node) and not pair_form) or (not node and found is not None and bool(found.cluster_nodes))
     return LiveNodes("cluster" if cluster else "pair", found, tuple(node), hostfile, inventory, group)
 
 

@@ -95,7 +95,8 @@ PrometheusOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "/var/lib/prometheus/node-exporter/linkcheck.prom), atomically.")]
 NodeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
-    typer.Option("--node", "-n", help="a=USER@HOST[:PORT] or b=...; overrides linkcheck.yaml (repeatable)."),
+    typer.Option("--node", "-n", help="a=USER@HOST[:PORT] or b=...: the pair's nodes, overriding linkcheck.yaml "
+                 "(repeatable); NAME=TARGET or TARGET: a cluster's, two to eight (two: the cluster of one cable)."),
 ]
 ContainerOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--container", help="Also read the NCCL this container loads, on every node, through the node's docker or "

@@ -63,6 +63,29 @@ def test_a_live_runs_layout_comes_from_whichever_source_names_the_nodes(tmp_path
     assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], config=config).layout == "pair"
 
 
+@pytest.mark.parametrize("given", [["spark-1", "spark-2"], ["x=198.18.9.1", "y=198.18.9.2"],
+                                   ["198.18.9.1", "b"]])
+def test_two_nodes_named_otherwise_than_a_and_b_are_the_cluster_of_their_cable(given: list[str]) -> None:
+    """Only `a=`/`b=` name the pair's own nodes; two nodes named as a cluster's are checked as one, keeping their
+    names, where the pair's own check would have refused them."""
+    nodes = resolve_nodes(given)
+    assert nodes.layout == "cluster"
+    assert [h.name for h in nodes.hosts()] == [v.partition("=")[0] if "=" in v else v for v in given]
+
+
+@pytest.mark.parametrize("given", [["a=198.18.9.1", "spark-2"], ["c=198.18.9.3", "b=198.18.9.2"], ["a=198.18.9.1"]])
+def test_a_value_in_the_pairs_form_keeps_the_pair(given: list[str]) -> None:
+    """Beside `a=` or `b=`, a value in a cluster's form is the pair's mistake (refused by the pair's own parsing),
+    never a cluster of two taken by surprise."""
+    assert resolve_nodes(given).layout == "pair"
+
+
+def test_one_node_in_a_clusters_form_is_refused_as_too_few() -> None:
+    nodes = resolve_nodes(["spark-1"])
+    with pytest.raises(ConfigError, match="1 node given; a cluster needs 2 to 8"):
+        nodes.hosts()
+
+
 def test_a_slurm_allocation_names_the_nodes_only_when_nothing_else_does(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside `salloc -N 4`, a bare `linkcheck check` checks the allocation's nodes; --node or a linkcheck.yaml that

@@ -180,6 +180,21 @@ def _one_hot(chosen: Verdict) -> list[tuple[Labels, float]]:
     return [({"verdict": v.value}, 1 if chosen is v else 0) for v in Verdict]
 
 
+# One HELP per family that a pair's and a cluster's textfiles share: node_exporter's textfile collector gathers every
+# file of its folder into one registry, which refuses a family whose HELP differs between two files.
+HELP = {
+    "linkcheck_node_inspected": "1 when the node answered the inspection, 0 when it could not be read (its tests are "
+                                "inconclusive).",
+    "linkcheck_rdma_bandwidth_bytes_per_second": "ib_write_bw rate per cable, sending node (the ib_write_bw client), "
+                                                 "HCA, direction and mode (alone or concurrent), lowest repetition.",
+    "linkcheck_rdma_concurrent_total_bytes_per_second": "Both paths at once: the sum of the paths' rates per cable and "
+                                                        "direction, lowest round.",
+    "linkcheck_cable_state": "Each cable's test state, one-hot over pass, slow and inconclusive.",
+    "linkcheck_finding": "Subjects on which the rule warns or fails (0: judged clean); a test's rule per cable, a "
+                         "node's per node.",
+}
+
+
 def _verdict_families(m: Metrics, decided: BundleVerdict, own: Verdict) -> None:
     """The bundle's verdict (an acceptance's where it holds one) and exit code, and the diagnosis's own verdict (a
     pair's, or a cluster's check's)."""
@@ -199,23 +214,21 @@ def _pair(m: Metrics, outcome: Outcome) -> None:
                  {"node_a": link.a.hostname or "unknown", "node_b": link.b.hostname or "unknown"})
     _verdict_families(m, acc.bundle_verdict(outcome), diagnosis.verdict)
     cable = pair_cable(outcome, topology)  # the labels a cluster's series carry
-    m.family("linkcheck_node_inspected", "1 when the node answered the inspection, 0 when it could not be read.",
+    m.family("linkcheck_node_inspected", HELP["linkcheck_node_inspected"],
              [({"node": n}, 0 if n in outcome.bundle.collection_errors else 1) for n in ("a", "b")])
-    m.family("linkcheck_rdma_bandwidth_bytes_per_second",
-             "ib_write_bw rate per cable, client node, HCA, direction and mode (alone or concurrent), lowest "
-             "repetition.", _rdma(outcome, cable))
+    m.family("linkcheck_rdma_bandwidth_bytes_per_second", HELP["linkcheck_rdma_bandwidth_bytes_per_second"],
+             _rdma(outcome, cable))
     m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
-             "Both paths at once: the sum of the paths' rates per cable and direction.",
+             HELP["linkcheck_rdma_concurrent_total_bytes_per_second"],
              [({"cable": cable, "direction": d}, bytes_per_second(t))
               for d, t in link.bench.totals("concurrent").items() if t is not None])
     nccl = link.bench.nccl
     nccl_family(m, nccl.busbw_gbs if nccl is not None else None)
-    m.family("linkcheck_cable_state", "Each cable's test state, one-hot over pass, slow and inconclusive.",
+    m.family("linkcheck_cable_state", HELP["linkcheck_cable_state"],
              cable_state_samples(cable, "a", "b", diagnosis.verdict, link))
     m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
              _baseline_ratios(outcome))
-    m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean).",
-             _findings(outcome, cable))
+    m.family("linkcheck_finding", HELP["linkcheck_finding"], _findings(outcome, cable))
     acceptance_families(m, acc.acceptance(outcome), cable)
     _repair(m, outcome)
 
@@ -342,17 +355,14 @@ def _cluster(m: Metrics, check: ClusterCheck) -> None:
     inspected = [({"node": n}, 0.0 if n in view.errors else 1.0) for n in topo.nodes]
     run_families(m, topo, check.facts.nodes, check.created)
     _verdict_families(m, decided, check.verdict)
-    m.family("linkcheck_node_inspected", "1 when the node answered the inspection, 0 when it could not be read "
-             "(its tests are inconclusive).", inspected)
-    m.family("linkcheck_rdma_bandwidth_bytes_per_second", "ib_write_bw rate per cable, sending node, HCA, direction "
-             "and mode (alone or concurrent), lowest repetition.", _cable_paths(check))
-    m.family("linkcheck_rdma_concurrent_total_bytes_per_second", "Both paths at once: the sum of the paths' rates "
-             "per cable and direction, lowest round.", _cable_totals(check))
-    m.family("linkcheck_cable_state", "Each cable's test state, one-hot over pass, slow and inconclusive.",
-             _cable_states(check))
+    m.family("linkcheck_node_inspected", HELP["linkcheck_node_inspected"], inspected)
+    m.family("linkcheck_rdma_bandwidth_bytes_per_second", HELP["linkcheck_rdma_bandwidth_bytes_per_second"],
+             _cable_paths(check))
+    m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
+             HELP["linkcheck_rdma_concurrent_total_bytes_per_second"], _cable_totals(check))
+    m.family("linkcheck_cable_state", HELP["linkcheck_cable_state"], _cable_states(check))
     nccl_family(m, check.facts.nccl.busbw_gbs if check.facts.nccl is not None else None)
-    m.family("linkcheck_finding", "Subjects on which the rule warns or fails (0: judged clean); a test's rule per "
-             "cable, a node's per node.", _all_findings(check, nodes))
+    m.family("linkcheck_finding", HELP["linkcheck_finding"], _all_findings(check, nodes))
     acceptance = check.acceptance  # the pair's families, a check named by its test and pass too
     if acceptance is not None and "problem" in acceptance:
         m.comment(f"acceptance not shown: {acceptance['problem']}")

@@ -160,3 +160,21 @@ def test_a_ring_and_a_pair_write_one_set_of_names_with_cable_and_node_labels(cli
            ring["linkcheck_cluster_test_bandwidth_bytes_per_second"]}
     assert old[("a:p0<->b:p1", "a", "b")] == slow[("a:p0<->b:p1", "a->b")]
     assert "Deprecated alias of linkcheck_verdict" in ring_run.stdout
+
+
+def test_a_family_has_one_help_whichever_layout_wrote_it(cli: InProcessCli) -> None:
+    """A pair's textfile and a cluster's say each shared family's HELP alike: Prometheus keeps a family's metadata
+    per distinct HELP, and node_exporter 1.5's textfile collector drops the series of a family whose HELP differs
+    between two files of its folder ("has help ... but should have ...", client_golang's registry)."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    helps: dict[str, set[str]] = {}
+    for name in ("healthy", "hotplug-degraded", "accept-pass", "cluster-pair-hotplug", "cluster-ring3-hotplug",
+                 "cluster-switch4-slow-node"):
+        run = cli("report", str(fixtures / name), "-f", "prometheus")
+        assert run.returncode in (0, 1, 2), run.stderr
+        for line in run.stdout.splitlines():
+            if line.startswith("# HELP "):
+                family, _, text = line.removeprefix("# HELP ").partition(" ")
+                helps.setdefault(family, set()).add(text)
+    assert {"linkcheck_rdma_bandwidth_bytes_per_second", "linkcheck_finding", "linkcheck_node_inspected"} <= set(helps)
+    assert {family: texts for family, texts in helps.items() if len(texts) > 1} == {}

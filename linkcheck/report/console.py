@@ -26,7 +26,7 @@ from linkcheck.accept.text import (
     row,
 )
 from linkcheck.accept.text import evidence_lines as tested_lines
-from linkcheck.facts.model import Function, LinkFacts, NodeFacts
+from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.report.acceptance import acceptance, cluster_summary, pair_summary, tested
@@ -46,11 +46,10 @@ from linkcheck.report.tables import (
     cited,
     cluster_nccl_text,
     evidence_lines,
-    identity_lines,
     matrix_rows,
     nccl_text,
+    node_rows,
     not_run_lines,
-    pin_text,
     shows_matrix,
     source_numbers,
     traffic_rows,
@@ -58,52 +57,22 @@ from linkcheck.report.tables import (
 )
 from linkcheck.report.topology import view_text
 from linkcheck.report.verdict import ACCEPT_VERDICT
-from linkcheck.values import aligned, pcie
+from linkcheck.values import aligned
 
 STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "cyan"}
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red",
                  Verdict.INCONCLUSIVE: "bold cyan"}
 
 
-def _cell(fn: Function | None, node: NodeFacts) -> Text:
-    if fn is None:
-        return Text("-")
-    pin = node.nccl.get("NCCL_IB_GID_INDEX")
-    state = "up" if fn.carrier else "down" if fn.carrier is False else "?"
-    speed = f"{fn.speed_mbps // 1000}G" if fn.speed_mbps else "?"
-    gid = "-" if fn.gid_index is None else str(fn.gid_index)
-    fec = " ".join(fn.fec_active) if fn.fec_active else "?"
-    lines = [
-        f"{fn.netdev} / {fn.rdma_dev or '?'}",
-        f"{state} {speed}, {pcie(fn.pcie_speed_gts, fn.pcie_width)}, FEC {fec}",
-        f"{', '.join(fn.ipv4) or 'no IPv4'}  mtu {fn.mtu or '?'}",
-        f"GID {gid} (pin {pin_text(pin)})",
-    ]
-    return as_text("\n".join(lines))
-
-
-def _slot(fn: Function) -> tuple[str, str]:
-    return (fn.cage or "?", fn.domain or "?")
-
-
-def node_table(link: LinkFacts) -> Table:
+def node_table(nodes: Sequence[NodeFacts]) -> Table:
     """One row per twin slot (cage, PCI domain); one column per node."""
+    heads, rows = node_rows(nodes)
     table = Table(title="Nodes", show_lines=True)
     table.add_column("cage / domain")
-    for node in (link.a, link.b):
-        table.add_column(as_text(f"{node.name}: {node.hostname or '?'}"))
-    table.add_row("node", *(as_text("\n".join(identity_lines(n))) for n in (link.a, link.b)))
-    slots = sorted({_slot(f) for n in (link.a, link.b) for f in n.functions})
-    for slot in slots:
-        cells = [_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in (link.a, link.b)]
-        table.add_row(as_text(f"{slot[0]} / {slot[1]}"), *cells)
-    cables = []
-    for node in (link.a, link.b):
-        cable = next((f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages), None)
-        cables.append(f"{cable.vendor_name or '?'} {cable.vendor_pn or '?'} SN {cable.vendor_sn or '?'}"
-                      if cable else node.unavailable.get("cable", "-"))
-    table.add_row("cable", *map(as_text, cables))
-    table.add_row("NCCL_IB_HCA", *[as_text(n.nccl.get("NCCL_IB_HCA", "(unset)")) for n in (link.a, link.b)])
+    for head in heads:
+        table.add_column(Text(head))  # shown already: never read as markup
+    for name, cells in rows:
+        table.add_row(Text(name), *(Text("\n".join(lines)) for lines in cells))
     return table
 
 
@@ -180,7 +149,7 @@ def print_report(outcome: Outcome, console: Console, *, show_all: bool = False, 
     """Nodes, traffic, findings (causes first), what was not judged, notes, then (with `verdict`) the diagnosis's
     verdict line; `print_console` leaves that line to the summary, which ends the output."""
     link, diagnosis = outcome.link, outcome.diagnosis
-    console.print(node_table(link))
+    console.print(node_table((link.a, link.b)))
     for part in (bench_table(outcome, acceptance(outcome)), nccl_line(link)):
         if part is not None:
             console.print(part)

@@ -27,6 +27,7 @@ from linkcheck.accept.text import (
     per_test_rows,
     reasons,
 )
+from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
@@ -104,10 +105,11 @@ def html_table(heads: list[str], rows: list[list[str]], classes: list[str] | Non
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _nodes(outcome: Outcome) -> str:
-    heads, rows = node_rows(outcome.link)
-    cells = [[f"<th>{h(slot)}</th>", *(f"<td>{'<br>'.join(map(h, lines))}</td>" for lines in (a, b))]
-             for slot, a, b in rows]
+def _nodes(nodes: Sequence[NodeFacts]) -> str:
+    """The nodes table: a column per node, a row per twin slot, then the cable and NCCL_IB_HCA."""
+    heads, rows = node_rows(nodes)
+    cells = [[f"<th>{h(slot)}</th>", *(f"<td>{'<br>'.join(map(h, lines))}</td>" for lines in per_node)]
+             for slot, per_node in rows]
     return "<h2>Nodes</h2>" + html_table(["cage / domain", *map(h, heads)], cells)
 
 
@@ -359,8 +361,9 @@ def _pair(outcome: Outcome) -> tuple[str, str]:
     header = verdict_header("linkcheck report", decided, summary.diagnosis,
                             f'<p class="muted">bundle {h(bundle.path or "?")}, created {h(bundle.created or "?")}, '
                             f"linkcheck {h(bundle.tool_version or '?')}</p>")
-    body = (header + summary_box(summary) + _acceptance(outcome) + _repair(outcome) + _nodes(outcome)
-            + _traffic(outcome) + _latency(latency_rows(outcome.link)) + _plots(outcome) + _findings(outcome))
+    body = (header + summary_box(summary) + _acceptance(outcome) + _repair(outcome)
+            + _nodes((outcome.link.a, outcome.link.b)) + _traffic(outcome) + _latency(latency_rows(outcome.link))
+            + _plots(outcome) + _findings(outcome))
     return (f"linkcheck: {decided.word.upper()} {outcome.link.a.hostname or '?'} / "
             f"{outcome.link.b.hostname or '?'}"), body
 
@@ -610,7 +613,8 @@ def _acceptance_checks(doc: dict[str, Any]) -> str:
 
 def _cluster(check: ClusterCheck) -> tuple[str, str]:
     """The cluster check's page title and body: the verdict, the summary, the acceptance, problems, the layout and its
-    rounds, the heatmap and the per-test table, the latency test's figures, the cluster's findings and each test's."""
+    rounds, the heatmap and the per-test table, the nodes table (as a pair's, a column per node), the latency test's
+    figures, the cluster's findings and each test's."""
     decided = acc.cluster_verdict(check)  # the acceptance's, where the bundle holds one
     topo = check.view.topology
     summary = acc.cluster_summary(check)
@@ -620,5 +624,6 @@ def _cluster(check: ClusterCheck) -> tuple[str, str]:
     body += _problems(check) + _layout(check)
     if check.cables:
         body += (_heatmap(check) if shows_matrix(check) else "") + _tests(check)
+    body += _nodes(list(check.facts.nodes.values()))
     body += _latency(cluster_latency_rows(check)) + _cluster_findings(check) + _test_findings(check)
     return f"linkcheck cluster: {decided.word.upper()} {topo.layout}, {', '.join(topo.nodes)}", body

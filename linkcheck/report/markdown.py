@@ -20,6 +20,7 @@ from linkcheck.accept.text import (
     reasons,
     row,
 )
+from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
@@ -68,10 +69,11 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _nodes(outcome: Outcome) -> list[str]:
-    heads, rows = node_rows(outcome.link)
-    lines = ["## Nodes", "", _row(["cage / domain", *map(md, heads)]), _row(["---"] * 3)]
-    lines += [_row([md(slot), "<br>".join(map(md, a)), "<br>".join(map(md, b))]) for slot, a, b in rows]
+def _nodes(nodes: Sequence[NodeFacts]) -> list[str]:
+    """The nodes table: a column per node, a row per twin slot, then the cable and NCCL_IB_HCA."""
+    heads, rows = node_rows(nodes)
+    lines = ["## Nodes", "", _row(["cage / domain", *map(md, heads)]), _row(["---"] * (len(heads) + 1))]
+    lines += [_row([md(slot), *("<br>".join(map(md, cell)) for cell in cells)]) for slot, cells in rows]
     return [*lines, ""]
 
 
@@ -258,7 +260,7 @@ def _pair(outcome: Outcome) -> list[str]:
     lines += [f"- bundle: {md(bundle.path or '?')} (created {md(bundle.created or '?')}, "
               f"linkcheck {md(bundle.tool_version or '?')})", ""]
     lines += summary_section(summary)
-    lines += _acceptance(outcome) + _repair(outcome) + _nodes(outcome) + _nccl_loaded(outcome)
+    lines += _acceptance(outcome) + _repair(outcome) + _nodes((outcome.link.a, outcome.link.b)) + _nccl_loaded(outcome)
     lines += _traffic(outcome) + _latency(latency_rows(outcome.link))
     problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     lines += ["## Findings", ""]
@@ -277,8 +279,9 @@ def _pair(outcome: Outcome) -> list[str]:
 
 
 def _cluster(check: ClusterCheck) -> list[str]:
-    """A cluster's report: verdict, layout, the summary, the acceptance, the per-cable table and the matrix, the NCCL
-    run across the nodes, the latency test's figures, the findings."""
+    """A cluster's report: verdict, layout, the summary, the acceptance, the per-cable table and the matrix, the
+    nodes table (as a pair's, a column per node), the NCCL run across the nodes, the latency test's figures, the
+    findings."""
     topo = check.view.topology
     summary = acc.cluster_summary(check)
     out = _head(f"linkcheck cluster check: {summary.verdict_word.upper()}", summary)
@@ -293,6 +296,7 @@ def _cluster(check: ClusterCheck) -> list[str]:
             continue
         out += [f"## {title}", "", "| " + " | ".join(md(h) for h in head) + " |",
                 "|" + "---|" * len(head), *("| " + " | ".join(md(c) for c in row) + " |" for row in rows), ""]
+    out += _nodes(list(check.facts.nodes.values()))
     findings = [f"- **{f.status.value.upper()} {f.rule_id}** ({md(f.subject)}): {md(f.message)}"
                 for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
     findings += [f"- {md(line)}" if not line.startswith("  ") else f"  - {md(line.strip())}"

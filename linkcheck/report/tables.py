@@ -111,21 +111,29 @@ def _slot(fn: Function) -> tuple[str, str]:
     return (fn.cage or "?", fn.domain or "?")
 
 
-def node_rows(link: LinkFacts) -> tuple[list[str], list[tuple[str, list[str], list[str]]]]:
-    """(column heads, rows): one row per twin slot (cage / PCI domain), then cable and NCCL_IB_HCA."""
-    heads = [shown(f"{n.name}: {n.hostname or '?'}") for n in (link.a, link.b)]
-    rows: list[tuple[str, list[str], list[str]]] = [("node", identity_lines(link.a), identity_lines(link.b))]
-    for slot in sorted({_slot(f) for n in (link.a, link.b) for f in n.functions}):
-        a, b = (_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in (link.a, link.b))
-        rows.append((shown(f"{slot[0]} / {slot[1]}"), a, b))
-    cables = []
-    for node in (link.a, link.b):
-        cable = next((f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages), None)
-        cables.append([shown(f"{cable.vendor_name or '?'} {cable.vendor_pn or '?'} SN {cable.vendor_sn or '?'}"
-                             if cable else node.unavailable.get("cable", "-"))])
-    rows.append(("cable", cables[0], cables[1]))
-    hca = [[shown(n.nccl.get("NCCL_IB_HCA", "(unset)"))] for n in (link.a, link.b)]
-    rows.append(("NCCL_IB_HCA", hca[0], hca[1]))
+def _cables(node: NodeFacts) -> list[str]:
+    """The cable in each cabled cage of the node (its module's EEPROM), named by its cage where there are two (a
+    ring's node, or a pair cabled twice)."""
+    found = {f.cage: f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages}
+    if not found:
+        return [shown(node.unavailable.get("cable", "-"))]
+    named = {cage: f"{c.vendor_name or '?'} {c.vendor_pn or '?'} SN {c.vendor_sn or '?'}" for cage, c in found.items()}
+    return [shown(text if len(named) == 1 else f"{cage}: {text}") for cage, text in named.items()]
+
+
+NodeRow = tuple[str, list[list[str]]]  # the row's name, then each node's lines
+
+
+def node_rows(nodes: Sequence[NodeFacts]) -> tuple[list[str], list[NodeRow]]:
+    """(column heads, rows) of the nodes table, one column per node (a pair's two, a cluster's N): one row per twin
+    slot (cage / PCI domain), then the cable in each node's cabled cage and its NCCL_IB_HCA."""
+    heads = [shown(f"{n.name}: {n.hostname or '?'}") for n in nodes]
+    rows: list[NodeRow] = [("node", [identity_lines(n) for n in nodes])]
+    for slot in sorted({_slot(f) for n in nodes for f in n.functions}):
+        rows.append((shown(f"{slot[0]} / {slot[1]}"),
+                     [_cell(next((f for f in n.functions if _slot(f) == slot), None), n) for n in nodes]))
+    rows.append(("cable", [_cables(node) for node in nodes]))
+    rows.append(("NCCL_IB_HCA", [[shown(n.nccl.get("NCCL_IB_HCA", "(unset)"))] for n in nodes]))
     return heads, rows
 
 

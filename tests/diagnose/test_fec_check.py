@@ -85,7 +85,8 @@ def test_node_table_shows_the_active_fec() -> None:
     from rich.console import Console
 
     console = Console(width=200, record=True)
-    console.print(node_table(_link(_fn("a"), _fn("b", ("None",)))))
+    link = _link(_fn("a"), _fn("b", ("None",)))
+    console.print(node_table((link.a, link.b)))
     text = console.export_text()
     assert "FEC RS" in text and "FEC None" in text
 

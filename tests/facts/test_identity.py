@@ -206,7 +206,7 @@ def test_json_report_and_console_show_the_identity() -> None:
     from linkcheck.report.console import node_table
 
     console = Console(width=200, record=True)
-    console.print(node_table(outcome.link))
+    console.print(node_table((outcome.link.a, outcome.link.b)))
     text = console.export_text()
     assert "BIOS 5.36_0ACUM018" in text and "PSID NVD0000000087" in text and "NCCL 2.28.9" in text
 

@@ -1,6 +1,7 @@
 """A pair checked as the cluster of its one cable (fixtures/cluster-pair-hotplug, two nodes named by a hostfile):
 its reports give the cable's test and its findings, and no N x N matrix or heatmap, which between two nodes would
-only repeat the test's two directions; a ring of three keeps them."""
+only repeat the test's two directions; a ring of three keeps them. Every cluster's Markdown and HTML reports have the
+pair's nodes table, a column per node."""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def test_one_cable_has_its_test_and_no_matrix_while_a_ring_has_both(cli: InProce
     pair, ring = _report(cli, PAIR, fmt), _report(cli, RING, fmt)
     assert test in pair and "a:p1<->b:p1" in pair and matrix not in pair
     assert test in ring and matrix in ring
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_a_clusters_report_has_the_pairs_nodes_table_a_column_per_node(cli: InProcessCli, fmt: str) -> None:
+    """The nodes table a pair's report has, written once for N nodes: a column per node in the cluster's order, its
+    identity, each twin slot, and every cable of its cabled cages (a ring's node has two, named by cage)."""
+    ring, pair = _report(cli, RING, fmt), _report(cli, PAIR, fmt)
+    heading = "## Nodes" if fmt == "markdown" else "<h2>Nodes</h2>"
+    for text, heads in ((ring, ("a: spark-a", "b: spark-b", "c: spark-c")),
+                        (pair, ("a: dgx-spark-1", "b: dgx-spark-2"))):
+        table = text[text.index(heading):]
+        assert [table.index(head) for head in heads] == sorted(table.index(head) for head in heads), heads
+        assert "cage / domain" in table and "NCCL_IB_HCA" in table and "p1 / 0002" in table
+    cables = ring[ring.index(heading):]
+    assert "p0: Amphenol NJAAKK-N911 SN APF25090786480" in cables and "p1: Amphenol" in cables
+    assert "p0: " not in pair[pair.index(heading):]  # one cabled cage: its cable alone, as a pair's report says it

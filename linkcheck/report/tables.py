@@ -117,8 +117,9 @@ def _cables(node: NodeFacts) -> list[str]:
     found = {f.cage: f.cable for f in node.functions if f.cable and f.cage in node.cabled_cages}
     if not found:
         return [shown(node.unavailable.get("cable", "-"))]
-    named = {cage: f"{c.vendor_name or '?'} {c.vendor_pn or '?'} SN {c.vendor_sn or '?'}" for cage, c in found.items()}
-    return [shown(text if len(named) == 1 else f"{cage}: {text}") for cage, text in named.items()]
+    named = len(found) > 1
+    return [shown(f"{f'{cage}: ' if named else ''}{c.vendor_name or '?'} {c.vendor_pn or '?'} SN {c.vendor_sn or '?'}")
+            for cage, c in found.items()]
 
 
 NodeRow = tuple[str, list[list[str]]]  # the row's name, then each node's lines

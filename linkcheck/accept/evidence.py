@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from linkcheck.errors import ParseError
+from linkcheck.facts.bench_facts import JOB_KINDS
 from linkcheck.parsers.identity import nccl_version_code, parse_perftest_version
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
@@ -60,7 +61,8 @@ def _runs(captures: list[Capture]) -> list[dict[str, Any]]:
     out = []
     for cap in captures:
         kind = cap.meta.get("kind")
-        if kind not in ("rdma", "nccl", "latency") or cap.meta.get("format") == "json" or cap.spec == "nccl_log":
+        traffic = kind in ("rdma", *JOB_KINDS, "latency")
+        if not traffic or cap.meta.get("format") == "json" or cap.spec == "nccl_log":
             continue  # the JSON reports are read back with `cat`; the NCCL log is the table's own run
         out.append({"node": cap.node, "tool": cap.spec, "role": cap.meta.get("role"), "mode": cap.meta.get("mode"),
                     "direction": cap.meta.get("direction"), "round": cap.meta.get("round"),

@@ -28,8 +28,8 @@ from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions, run_cluster_latency
 from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
 from linkcheck.bench.plan import BenchPath, RdmaOptions, bench_paths
-from linkcheck.bench.rounds import Planned, plan_cluster_rounds, run_cluster_rdma
-from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures, run_traffic
+from linkcheck.bench.rounds import Planned, plan_cluster_rounds, plan_test, run_cluster_rdma
+from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures
 from linkcheck.bundle.anonymize_saved import anonymize_any_saved
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry, write_cluster
@@ -152,26 +152,23 @@ def collect_bundle(config: Config) -> Bundle:
 
 
 def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, request: TrafficRequest,
-             progress: Progress | None) -> tuple[Bundle, bool]:
-    """The bundle with the traffic tests' captures added, and whether Ctrl-C stopped them."""
+             progress: Progress | None, reach: Mapping[str, str]) -> tuple[Bundle, bool]:
+    """The bundle with the traffic tests' captures added, and whether Ctrl-C stopped them: the pair's one cable
+    measured as a cluster's cables are (`_send`: one test in one round, NCCL across its two ranks), its first
+    error, in the order they ran, the bundle's `bench` error."""
     if bundle.collection_errors:
         why = "traffic tests not run: a node could not be inspected"
         return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
-    captures: list[Capture] = []
-    reps = request.repetitions if request.rdma is not None else 1
     if progress is not None:
         _say_plan(progress, link, request)
-    tools = inspected_tools(bundle.captures, list(transports))
-    for n in range(1, reps + 1):  # the first error or Ctrl-C ends the repetitions
-        last = n == reps
-        result = run_traffic(transports, link, rdma=request.rdma, nccl=request.nccl if last else None,
-                             progress=progress, tools=tools, latency=request.latency if last else None)
-        captures += result.captures if reps == 1 else repetition_captures(result.captures, n)
-        if result.error or result.interrupted:
-            break
-    error = f"repetition {n} of {reps}: {result.error}" if reps > 1 and result.error else result.error
+    planned = [plan_test(CableTest(f"{link.a.name}<->{link.b.name}", 1, link.a.name, link.b.name, link))]
+    captures = list(bundle.captures)
+    facts = cluster_facts(sorted(transports), bundle.captures, {})
+    sent = _send(transports, facts, planned, captures, request, [], progress, reach)
+    refused = planned[0].refused if request.rdma is not None or request.latency is not None else None
+    error = next((e for e in (refused, sent.error, sent.nccl_error, sent.latency_error) if e), None)
     errors = {**bundle.collection_errors, **({"bench": error} if error else {})}
-    return replace(bundle, captures=[*bundle.captures, *captures], collection_errors=errors), result.interrupted
+    return replace(bundle, captures=captures, collection_errors=errors), sent.interrupted
 
 
 def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> None:
@@ -236,7 +233,8 @@ def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose
         # The facts are built once: the traffic plan reads them, then the diagnosis adds the traffic results.
         link = build_link_facts(bundle.captures, bundle.collection_errors, config.expected_link)
         if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl or traffic.latency):
-            bundle, interrupted = _traffic(transports, bundle, link, traffic, progress)
+            reach = {name: target.host for name, target in config.nodes.items()}
+            bundle, interrupted = _traffic(transports, bundle, link, traffic, progress, reach)
     finally:
         close_transports(transports)
     saved = save_dir or default_save_dir()
@@ -318,6 +316,45 @@ def _entries(tests: Sequence[CableTest]) -> tuple[CableEntry, ...]:
     return tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched) for t in tests)
 
 
+class _Sent(msgspec.Struct):
+    """What the traffic run did: every test measured (a switch's second pass included), and why each part stopped."""
+
+    tests: list[CableTest]
+    error: str | None = None  # the RDMA rounds'
+    nccl_error: str | None = None
+    latency_error: str | None = None
+    interrupted: bool = False
+
+
+def _send(transports: dict[str, Transport], facts: ClusterFacts, planned: Sequence[Planned], captures: list[Capture],
+          sent: TrafficRequest, cable_rules: list[Rule], progress: Progress | None,
+          reach: Mapping[str, str]) -> _Sent:
+    """The traffic of any layout, its captures appended to `captures`: each test's RDMA rounds (a switch's slow
+    tests measured again with a node that passed, judged by `cable_rules`), then NCCL across every node, then the
+    latency test. A pair is one test in one round, and NCCL across its two ranks. Ctrl-C stops what follows; an
+    error stops only its own part (NCCL still runs after a refused RDMA round: its evidence stands on its own)."""
+    out = _Sent([p.test for p in planned])
+    if sent.rdma is not None:
+        first = _measure(transports, planned, captures, sent, cable_rules, progress)
+        out.error, out.interrupted = first.error, first.interrupted
+        slow = {r.test.label for r in first.results if r.state == "slow"}
+        again = second_pass(facts, out.tests, slow) if not (out.error or out.interrupted) else []
+        if again:
+            more = _measure(transports, plan_tests(again, {}), captures, sent, cable_rules, progress)
+            out.tests += again
+            out.error, out.interrupted = more.error, more.interrupted
+    if sent.nccl is not None and not out.interrupted:
+        run = run_cluster_nccl(transports, facts, sent.nccl, progress, reach)
+        captures += run.captures
+        out.nccl_error, out.interrupted = run.error, run.interrupted
+    if sent.latency is not None and not out.interrupted:
+        # Last: nothing else of ours is on any cable while a latency is measured.
+        measured = run_cluster_latency(transports, latency_paths(planned), facts, sent.latency, progress, reach)
+        captures += measured.captures
+        out.latency_error, out.interrupted = measured.error, measured.interrupted
+    return out
+
+
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
                   traffic: TrafficRequest | TrafficPlan, progress: Progress | None = None,
                   expected: ExpectedCluster | None = None, baseline: Baseline | ClusterBaseline | None = None,
@@ -329,48 +366,23 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
     decides from the inspected cluster."""
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
-    tests: list[CableTest] = []
-    error: str | None = None
-    interrupted = False
     try:
         captures, errors = inspect_cluster(transports, ssh, hosts)
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
         sent = traffic if isinstance(traffic, TrafficRequest) else traffic(facts)
-        rdma, nccl, latency = sent.rdma, sent.nccl, sent.latency
         planned: list[Planned] = []
-        if rdma is not None or latency is not None:
-            tests = cable_tests(facts, schedule(facts.topology))
-            planned = plan_tests(tests, errors)
+        if sent.rdma is not None or sent.latency is not None:
+            planned = plan_tests(cable_tests(facts, schedule(facts.topology)), errors)
         if progress is not None:
             _say_cluster_plan(progress, planned, sent)
-        if rdma is not None:
-            first = _measure(transports, planned, captures, sent, cable_rules, progress)
-            error, interrupted = first.error, first.interrupted
-            slow = {r.test.label for r in first.results if r.state == "slow"}
-            again = second_pass(facts, tests, slow) if not (error or interrupted) else []
-            if again:
-                more = _measure(transports, plan_tests(again, errors), captures, sent, cable_rules, progress)
-                tests += again
-                error, interrupted = more.error, more.interrupted
-        nccl_error: str | None = None
-        if nccl is not None and not interrupted:
-            run = run_cluster_nccl({h.name: transports[h.name] for h in hosts}, facts, nccl, progress,
-                                   {h.name: h.target.host for h in hosts})
-            captures += run.captures
-            nccl_error, interrupted = run.error, run.interrupted
-        latency_error: str | None = None
-        if latency is not None and not interrupted:
-            # Last, as on a pair: nothing else of ours is on any cable while a latency is measured.
-            measured = run_cluster_latency({h.name: transports[h.name] for h in hosts}, latency_paths(planned), facts,
-                                           latency, progress, {h.name: h.target.host for h in hosts})
-            captures += measured.captures
-            latency_error, interrupted = measured.error, measured.interrupted
+        run = _send(transports, facts, planned, captures, sent, cable_rules, progress,
+                    {h.name: h.target.host for h in hosts})
     finally:
         close_transports(transports)
     doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
-                          _entries(tests), rdma is not None, error, interrupted, nccl is not None, nccl_error,
-                          latency is not None, latency_error)
+                          _entries(run.tests), sent.rdma is not None, run.error, run.interrupted,
+                          sent.nccl is not None, run.nccl_error, sent.latency is not None, run.latency_error)
     nodes = bundle_nodes(((h.name, str(h.target)) for h in hosts), captures)
     bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
     if save is not None:

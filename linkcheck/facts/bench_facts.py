@@ -249,11 +249,25 @@ def nccl_run(test_cap: Capture | None, log_text: str | None) -> NcclRun:
                    ib_devices_by_host=by_host)
 
 
+# The meta kind of the NCCL job's capture: "nccl" in a pair's bundles saved before its job was the one across every
+# node, JOB_KIND since, whatever the node count (bench/nccl.py `plan_meta`, with the ranks' nodes in "nodes").
+PAIR_JOB_KIND = "nccl"
+JOB_KIND = "cluster_nccl"
+JOB_KINDS = (PAIR_JOB_KIND, JOB_KIND)
+
+
+def pair_job(cap: Capture) -> bool:
+    """Whether a capture is the NCCL job of a pair: the pair's own, or the job across exactly two nodes. A cable's
+    pair view in a cluster of three or more never takes the job across them all for its own."""
+    kind = cap.meta.get("kind")
+    return kind == PAIR_JOB_KIND or (kind == JOB_KIND and len(cap.meta.get("nodes", "").split(",")) == 2)
+
+
 def build_bench_facts(captures: list[Capture], paths: tuple[DataPath, ...]) -> tuple[BenchFacts, frozenset[str]]:
     """BenchFacts plus which kinds of test ("rdma", "nccl") the bundle holds."""
     flapped, counters = _snapshots(captures)
     rdma = _rdma_runs(captures, paths, flapped)
-    nccl_caps = [c for c in captures if c.meta.get("kind") == "nccl"]
+    nccl_caps = [c for c in captures if pair_job(c)]
     test_cap = next((c for c in nccl_caps if c.spec != "nccl_log" and c.meta.get("format") != "json"), None)
     log_cap = next((c for c in nccl_caps if c.spec == "nccl_log"), None)
     # mpirun's stdout carries the NCCL_DEBUG=INFO lines when no separate log was kept.

@@ -13,13 +13,12 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from linkcheck.errors import ParseError
-from linkcheck.facts.bench_facts import nccl_run
+from linkcheck.facts.bench_facts import JOB_KIND, nccl_run
 from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import NcclRankLog, parse_nccl_log
 
-# The capture's meta kind: not the pair's "nccl", so a pair's bench facts never take a cluster's run for its own.
-KIND = "cluster_nccl"
+KIND = JOB_KIND  # the capture's meta kind of linkcheck's own job across the nodes (bench/nccl.py)
 # Per node, the meta key of the NCCL_IB_HCA its rank was given, and of the address mpirun reached it at.
 HCA_KEY = "hca."
 HOST_KEY = "host."

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from linkcheck.accept.text import deciding_line
 from linkcheck.baseline.history import HistoryError, history_dir, read_records, when_of
 from linkcheck.errors import ParseError
+from linkcheck.facts.bench_facts import pair_job
 from linkcheck.facts.snapshot import pair_id, pair_key
 from linkcheck.model import Status
 from linkcheck.outcome import Outcome
@@ -224,7 +225,7 @@ def throughput_svg(outcome: Outcome) -> str | None:
 
 
 def _nccl_rows(outcome: Outcome) -> tuple[NcclTestRow, ...]:
-    capture = next((c for c in outcome.bundle.captures if c.meta.get("kind") == "nccl" and c.spec != "nccl_log"
+    capture = next((c for c in outcome.bundle.captures if pair_job(c) and c.spec != "nccl_log"
                     and c.meta.get("format") != "json" and c.ok), None)
     if capture is None:
         return ()

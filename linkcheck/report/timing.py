@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from linkcheck.facts.bench_facts import pair_job
 from linkcheck.model import Capture, Finding
 
 
@@ -23,7 +24,7 @@ class Timing:
         self.nccl = 0.0
         for cap in captures:
             meta = cap.meta
-            if meta.get("kind") == "nccl":
+            if pair_job(cap):
                 self.nccl += cap.duration_s
             if meta.get("kind") != "rdma" or meta.get("role") != "client":
                 continue

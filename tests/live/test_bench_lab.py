@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from linkcheck.facts.bench_facts import JOB_KIND, JOB_KINDS
 from tests.lab import Lab, LabNodeSpec
 from tests.lab.mgmt import batch_lock
 from tests.lab.pytest_plugin import lab_skip_reason
@@ -269,7 +270,7 @@ def test_busy_nodes_keep_the_session(fault_lab: Lab, live: Live, tmp_path: Path)
 def test_server_never_ready(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
     run = _with_fault(fault_lab, live, tmp_path, 31000, "b", "never-ready")
     _fault_line(run, INCONCLUSIVE, r"node b: ib_write_bw server on b:\S+ did not listen on port 31000 within 10 s")
-    caps = _round_captures(run, "alone-a2b-0")
+    caps = _round_captures(run, "alone-a2b-c1-0")
     assert set(caps) == {("before", "a"), ("before", "b"), ("server", "b")}, sorted(caps)
     assert "did not listen" in caps[("server", "b")]["skipped"]
     assert run.cli.report["bench"]["rdma"] == []
@@ -277,9 +278,9 @@ def test_server_never_ready(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
 
 def test_server_dies_mid_run(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
     run = _with_fault(fault_lab, live, tmp_path, 31100, "b", "crash-mid-run")
-    _fault_line(run, INCONCLUSIVE, r"node b: ib_write_bw server on b:\S+ failed in round alone-a2b-0: exited 1: "
+    _fault_line(run, INCONCLUSIVE, r"node b: ib_write_bw server on b:\S+ failed in round alone-a2b-c1-0: exited 1: "
                                    r"Completion with error at server")
-    caps = _round_captures(run, "alone-a2b-0")
+    caps = _round_captures(run, "alone-a2b-c1-0")
     assert set(caps) == {(p, n) for p in ("before", "after", "client", "server") for n in "ab"} - {
         ("client", "b"), ("server", "a")}
     assert caps[("server", "b")]["exit_status"] == caps[("client", "a")]["exit_status"] == 1
@@ -290,9 +291,9 @@ def test_server_dies_mid_run(fault_lab: Lab, live: Live, tmp_path: Path) -> None
 
 def test_client_fails(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
     run = _with_fault(fault_lab, live, tmp_path, 31200, "a", "client-fail")
-    _fault_line(run, INCONCLUSIVE, r"node a: ib_write_bw client on a:\S+ failed in round alone-a2b-0: exited 1: "
+    _fault_line(run, INCONCLUSIVE, r"node a: ib_write_bw client on a:\S+ failed in round alone-a2b-c1-0: exited 1: "
                                    r"Completion with error at client")
-    caps = _round_captures(run, "alone-a2b-0")
+    caps = _round_captures(run, "alone-a2b-c1-0")
     assert caps[("client", "a")]["exit_status"] == 1 and caps[("server", "b")]["exit_status"] == 1
     assert ("after", "b") in caps
 
@@ -305,10 +306,10 @@ def test_link_flap_makes_that_round_inconclusive(fault_lab: Lab, live: Live, tmp
     finally:
         fault_lab.set_fault("a", "ib_write_bw", None)
     run = fault.finish()
-    line = _fault_line(run, INCONCLUSIVE, r"flapped.* during round alone-a2b-0 \(.*carrier_changes \d+ -> \d+")
-    assert "alone-a2b-1" not in line
+    line = _fault_line(run, INCONCLUSIVE, r"flapped.* during round alone-a2b-c1-0 \(.*carrier_changes \d+ -> \d+")
+    assert "alone-a2b-c1-1" not in line
     report = run.cli.report
-    assert report["bench"]["flapped"] == ["alone-a2b-0"]
+    assert report["bench"]["flapped"] == ["alone-a2b-c1-0"]
     flapped = [r for r in report["bench"]["rdma"] if r["gbps"] is None]
     assert len(flapped) == 1 and "flapped" in flapped[0]["problem"]
     assert flapped[0]["direction"] == "a->b" and flapped[0]["mode"] == "alone"
@@ -331,7 +332,7 @@ def test_ssh_dropped_mid_run(fault_lab: Lab, live: Live, tmp_path: Path) -> None
     # b's server was ended on the node by linkcheck's watchdog when sshd dropped the session.
     _fault_line(run, INCONCLUSIVE, r"node b: SSH connection lost while .*; node b: cannot reach it to end "
                                    r"ib_write_bw server on b:\S+ \(pid \d+\)")
-    caps = _round_captures(run, "alone-a2b-0")
+    caps = _round_captures(run, "alone-a2b-c1-0")
     assert {("before", "a"), ("before", "b"), ("client", "a"), ("server", "b")} <= set(caps)
     assert caps[("server", "b")]["skipped"].startswith("ended by linkcheck")
 
@@ -345,7 +346,7 @@ def test_ctrl_c_during_a_round(fault_lab: Lab, live: Live, tmp_path: Path) -> No
     run = fault.finish()
     assert time.monotonic() - asked < 15, "Ctrl-C did not stop linkcheck promptly"
     _fault_line(run, INTERRUPTED, r"interrupted \(Ctrl-C\); every process it started was ended")
-    caps = _round_captures(run, "alone-a2b-0")
+    caps = _round_captures(run, "alone-a2b-c1-0")
     for key in (("client", "a"), ("server", "b")):
         assert caps[key]["skipped"] == "ended by linkcheck: Ctrl-C", caps[key]
     assert "RDMA_Write BW Test" in run.text(caps[("client", "a")])  # what it printed before it was ended
@@ -365,7 +366,7 @@ def test_port_already_in_use(fault_lab: Lab, live: Live, tmp_path: Path) -> None
     comm = re.escape(Path(sys.executable).name[:15])  # ss names the process by its comm
     _fault_line(run, INCONCLUSIVE, rf"node b: TCP port 31600 is already in use by {comm} \(pid {holder.pid}\)")
     kinds = {c["meta"].get("kind") for c in run.manifest["captures"]}
-    assert kinds & {"rdma", "snapshot", "nccl"} == set(), "something was started"
+    assert kinds & {"rdma", "snapshot", *JOB_KINDS} == set(), "something was started"
     # refused before the run's folders were made: nothing to sweep (the run reused the inspection's -V)
     assert not _left_since(folders), "a run folder was created"
 
@@ -516,7 +517,7 @@ def test_nccl_runs_over_ib_on_both_hcas_sized_to_free_memory(scenario_runs: dict
     hcas = {r["device"] for r in run.cli.report["bench"]["rdma"]}
     assert nccl["network"] == "IB" and not nccl["uses_socket"]
     assert set(nccl["ib_devices"]) == hcas and len(hcas) == 2 and sorted(nccl["channel_net_devs"]) == [0, 1]
-    [cap] = [c for c in run.captures("nccl") if c["meta"].get("format") == "text"]
+    [cap] = [c for c in run.captures(JOB_KIND) if c["meta"].get("format") == "text"]
     stdout = run.text(cap)
     assert re.search(r"#\s+Rank\s+1 .* on dgx-spark-2 ", stdout), "rank 1 did not run on node b"
     assert "--mca oob_tcp_if_include" in cap["command"]
@@ -529,6 +530,6 @@ def test_nccl_runs_over_ib_on_both_hcas_sized_to_free_memory(scenario_runs: dict
 @needs_mpirun
 def test_nccl_json_report_is_kept_without_the_environment(scenario_runs: dict[str, BenchRun]) -> None:
     run = scenario_runs["healthy"]
-    [cap] = [c for c in run.captures("nccl") if c["meta"].get("format") == "json"]
+    [cap] = [c for c in run.captures(JOB_KIND) if c["meta"].get("format") == "json"]
     data = json.loads(run.text(cap))
     assert data["results"] and not isinstance(data["env"], dict), data["env"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from linkcheck.facts.bench_facts import JOB_KINDS
 from tests.lab import Lab
 from tests.lab.scenario import specs_for_scenario
 
@@ -95,7 +96,7 @@ def test_quick_tier_passes_a_healthy_pair_on_its_concurrent_rounds(runs: QuickRu
         ("alone", "a->b"), ("alone", "a->b"), ("alone", "b->a"), ("alone", "b->a")]
     assert all(c["skipped"].startswith("not run: ") and c["exit_status"] is None for c in skipped)
     assert run.stdout.count("not run: alone") == 4, run.stdout  # the console says what it skipped
-    assert not [c for c in runs.manifest("healthy")["captures"] if c["meta"].get("kind") == "nccl"]
+    assert not [c for c in runs.manifest("healthy")["captures"] if c["meta"].get("kind") in JOB_KINDS]
     assert run.duration_s < 60, run.duration_s  # three labs share two CPUs here; benchmarks/tiers.py times one
 
 
@@ -144,7 +145,7 @@ def test_quick_nccl_proves_net_ib_on_both_hcas_and_leaves_the_short_sweeps_bandw
     assert nccl["largest_bytes"] == 256 << 20
     statuses = {(f["id"], f["status"]) for f in run.report["findings"] if f["id"].startswith("NCCL_")}
     assert ("NCCL_SOCKET_FALLBACK", "pass") in statuses and ("NCCL_BUSBW_LOW", "skip") in statuses, statuses
-    commands = [c["command"] for c in runs.manifest("healthy --nccl")["captures"] if c["meta"].get("kind") == "nccl"]
+    commands = [c["command"] for c in runs.manifest("healthy --nccl")["captures"] if c["meta"].get("kind") in JOB_KINDS]
     assert any(f"-e {256 << 20}" in c for c in commands), commands
 
 

@@ -29,7 +29,6 @@ from linkcheck.bench.nccl import (
     ClusterNcclPlan,
     NcclOptions,
     cluster_mpirun_script,
-    mpirun_script,
     nccl_failure,
     plan_cluster_nccl,
     run_mpirun,
@@ -193,13 +192,13 @@ NOT_FOUND = 127
 
 
 def not_found(node: str) -> BenchError:
-    """ib_write_lat is not installed on `node`: said as a pair's missing ib_write_bw is (bench/runner.py)."""
+    """ib_write_lat is not installed on `node`: said as a missing ib_write_bw is (bench/runner.py)."""
     return BenchError(f"node {node}: {TOOL} not found", fix="sudo apt-get install perftest")
 
 
 class AllReduceJob(msgspec.Struct, frozen=True):
-    """The small all_reduce as it will run: its mpirun script, launched from the template's node (a pair's a, a
-    cluster's head), and the capture it will make."""
+    """The small all_reduce as it will run: its mpirun script, launched from the template's node (the head: the
+    first host), and the capture it will make."""
 
     script: str
     template: Capture
@@ -211,15 +210,6 @@ _ITERATIONS = f" -n {ALLREDUCE_ITERS} -w {ALLREDUCE_WARMUP}"
 def _allreduce_meta(hcas: str, run_id: str) -> dict[str, str]:
     return {"kind": KIND, "tool": ALLREDUCE, "min_bytes": str(ALLREDUCE_MIN_BYTES),
             "max_bytes": str(ALLREDUCE_MAX_BYTES), "hcas": hcas, "format": "text", "run_id": run_id}
-
-
-def pair_allreduce(paths: tuple[BenchPath, ...], options: LatencyOptions, run_id: str) -> AllReduceJob:
-    """The small all_reduce of a pair: its mpirun script and the capture it will make (node a, rank 0's output)."""
-    script = mpirun_script(paths, ALLREDUCE_MAX_BYTES, options.allreduce_binary, program=ALLREDUCE,
-                           min_bytes=ALLREDUCE_MIN_BYTES, iterations=_ITERATIONS, json_report=False)
-    meta = _allreduce_meta(",".join(sorted({p.a.rdma_dev for p in paths})), run_id)
-    return AllReduceJob(script, Capture("a", ALLREDUCE, script.splitlines()[-1], "", exit_status=None, arg="allreduce",
-                                        meta=meta))
 
 
 def cluster_allreduce(plan: ClusterNcclPlan, options: LatencyOptions, run_id: str) -> AllReduceJob:

@@ -7,9 +7,8 @@ message is the biggest power of two whose buffers fit in a tenth of the smallest
 every node that takes part).
 Host keys stay strict: mpirun uses the user's own ssh setup, never StrictHostKeyChecking=no.
 
-A pair's job runs from node a over the pair's data paths (`mpirun_script`). A cluster's (`plan_cluster_nccl`,
-`cluster_mpirun_script`): the head node (the first host) runs one mpirun, one rank per node, as NVIDIA's launcher
-runs it (`mpirun -H host1:1,host2:1,...`).
+Every layout's job, a pair's included (`plan_cluster_nccl`, `cluster_mpirun_script`): the head node (the first
+host) runs one mpirun, one rank per node, as NVIDIA's launcher runs it (`mpirun -H host1:1,host2:1,...`).
 
 Each rank gets its own node's NCCL_IB_HCA: the HCAs of that node's cabled cages, read from its own inspection. One
 value for all would be the head's, and a worker cabled on the other cage then gives NCCL devices without a cable
@@ -43,7 +42,6 @@ from msgspec.structs import replace
 
 from linkcheck.bench import remote
 from linkcheck.bench.guard import Progress, TrafficResult, run_guarded
-from linkcheck.bench.plan import BenchPath
 from linkcheck.cluster.facts import ClusterFacts, neighbours, ring_order
 from linkcheck.collect.specs import validate_name
 from linkcheck.errors import BenchError
@@ -105,23 +103,6 @@ def scrub_env(json_text: str) -> str:
     return json.dumps(data)
 
 
-def mpirun_script(paths: tuple[BenchPath, ...], max_bytes: int, binary: str | None, *,
-                  program: str = "all_gather_perf", min_bytes: int = MIN_BYTES, iterations: str = "",
-                  json_report: bool = True) -> str:
-    """The mpirun line from node a: one rank per node, NCCL on the paths' HCAs with its INFO log (the transport
-    proof), `program` from -b min_bytes to -e max_bytes by factors of 2 (`iterations`: extra -n/-w flags)."""
-    hcas = ",".join(sorted({p.a.rdma_dev for p in paths} | {p.b.rdma_dev for p in paths}))
-    first = paths[0]
-    hosts = f"{first.a.ip}:1,{first.b.ip}:1"
-    subnets = ",".join(dict.fromkeys(p.subnet for p in paths))
-    return "\n".join([
-        *launch_prelude(program, binary, json_report),
-        f"exec mpirun $root -np 2 -H {hosts} --map-by ppr:1:node {wire_up(subnets)} -x NCCL_DEBUG=INFO "
-        f"-x NCCL_DEBUG_SUBSYS=INIT,NET -x NCCL_IB_HCA={hcas} "
-        f'"$exe" -b {int(min_bytes)} -e {int(max_bytes)} -f 2 -g 1{iterations} $json',
-    ])
-
-
 def wire_up(subnets: str) -> str:
     """Open MPI's own wire-up (oob) and byte transfer (btl) kept to `subnets` (comma-separated): otherwise it first
     tries every other address of the nodes (management, docker, ...), seconds each when they do not route."""
@@ -152,22 +133,6 @@ def nccl_failure(cap: Capture) -> str | None:
     return f"node {cap.node}: mpirun {cap.spec} {why}" + (f": {said[:160]}" if said else "")
 
 
-def run_nccl(transports: dict[str, Transport], registry: remote.ProcessRegistry, link: LinkFacts,
-             paths: tuple[BenchPath, ...], options: NcclOptions, sink: list[Capture], progress: Progress) -> None:
-    """A pair's job, launched from node a; appends the all_gather_perf capture (its stdout holds the NCCL INFO log
-    too). Raises BenchError when mpirun did not finish cleanly."""
-    for p in paths:
-        validate_name(p.a.rdma_dev), validate_name(p.b.rdma_dev)
-    max_bytes = size_max_bytes(link, options.max_bytes)
-    script = mpirun_script(paths, max_bytes, options.binary)
-    meta = {"kind": "nccl", "max_bytes": str(max_bytes), "hcas": ",".join(sorted({p.a.rdma_dev for p in paths})),
-            "format": "text", "run_id": registry.run_id}
-    if options.transport_only:
-        meta["purpose"] = "transport"
-    template = Capture("a", "all_gather_perf", script.splitlines()[-1], "", exit_status=None, arg="nccl", meta=meta)
-    run_job(transports[template.node], registry, script, template, options, progress, sink)
-
-
 def run_job(transport: Transport, registry: remote.ProcessRegistry, script: str, template: Capture,
             options: NcclOptions, progress: Progress, sink: list[Capture]) -> None:
     """One NCCL job, a pair's or a cluster's: its mpirun script on the template's node, shown as it runs; raises
@@ -185,7 +150,7 @@ def run_job(transport: Transport, registry: remote.ProcessRegistry, script: str,
 
 def run_mpirun(transport: Transport, registry: remote.ProcessRegistry, script: str, template: Capture,
                timeout_s: int, sink: list[Capture], json_file: str | None) -> None:
-    """Run one mpirun script on the template's node (the pair's a, a cluster's head), by PID, and append its capture
+    """Run one mpirun script on the template's node (the head, a pair's first node), by PID, and append its capture
     (and the JSON report it wrote, if any)."""
     proc = remote.start(transport, ["sh", "-c", script], run_dir=registry.run_dir(template.node), deadline_s=timeout_s,
                         label=f"mpirun {template.spec}")
@@ -276,7 +241,7 @@ def _addresses(facts: ClusterFacts, node: str) -> list[tuple[str, str]]:
 
 def _host(facts: ClusterFacts, node: str, near: str) -> str:
     """Where mpirun reaches `node`: its address on a subnet `near` also has (one hop), else any of its data addresses
-    (a non-neighbour, reached through a transit node's route). Data addresses, as the pair's mpirun: Open MPI's
+    (a non-neighbour, reached through a transit node's route). Data addresses: Open MPI's
     wire-up is kept on the data subnets (the management network may not route between the nodes)."""
     mine = _addresses(facts, node)
     if not mine:
@@ -356,9 +321,9 @@ def plan_cluster_nccl(facts: ClusterFacts, options: NcclOptions,
 
 def cluster_mpirun_script(plan: ClusterNcclPlan, binary: str | None, *, program: str = "all_gather_perf",
                           min_bytes: int = MIN_BYTES, iterations: str = "", json_report: bool = True) -> str:
-    """The shell script the head runs: the prelude and wire-up the pair's uses, then one mpirun with an app context
+    """The shell script the head runs: the prelude and wire-up, then one mpirun with an app context
     per rank; `program` from -b min_bytes to -e the plan's max_bytes (`iterations`: extra -n/-w flags), as the
-    pair's `mpirun_script`."""
+    small all_reduce of the latency test uses."""
     q = shlex.quote
     hosts = ",".join(f"{r.host}:1" for r in plan.ranks)
     subnets = ",".join(plan.subnets)

@@ -135,21 +135,3 @@ def plan_rounds(paths: tuple[BenchPath, ...], options: RdmaOptions) -> list[Roun
         if "concurrent" in options.modes and len(paths) > 1:
             add("concurrent", direction, paths)
     return rounds
-
-
-def phases(rounds: list[Round], options: RdmaOptions) -> tuple[list[Round], list[Round]]:
-    """The rounds run as planned, and those run only where a path was low (the quick tier's alone rounds).
-
-    With one path there is no concurrent round to judge first: every round runs."""
-    concurrent = [r for r in rounds if r.mode == "concurrent"]
-    if not options.adaptive or not concurrent:
-        return rounds, []
-    return concurrent, [r for r in rounds if r.mode != "concurrent"]
-
-
-def follow_ups(candidates: list[Round], low: dict[str, str]) -> tuple[list[Round], list[Round]]:
-    """(to run, not run): a low path runs alone once, in `low[path]`, the direction where it was lowest with all
-    paths at once. Alone, a hot-plugged path stays at 13-15 Gb/s while a path that shared one PCIe x4 link
-    with the other gets its ~95 back: one round per low path tells which trap it is."""
-    run = [r for r in candidates if any(low.get(p.key) == r.direction for p in r.paths)]
-    return run, [r for r in candidates if r not in run]

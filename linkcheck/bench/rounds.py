@@ -267,8 +267,9 @@ def captures_of(planned: Planned, captures: Sequence[Capture]) -> list[Capture]:
     return runs + snapshots + latency
 
 
-def _follow_ups(planned: Sequence[Planned], captures: list[Capture], options: RdmaOptions, ports: _Ports,
-                tools: dict[str, ToolInfo], run_id: str) -> tuple[list[Round], list[Capture]]:
+def quick_follow_ups(planned: Sequence[Planned], captures: list[Capture], options: RdmaOptions,
+                     tools: dict[str, ToolInfo], run_id: str,
+                     ports: _Ports | None = None) -> tuple[list[Round], list[Capture]]:
     """The quick tier's alone rounds: a path low with both twins at once runs alone in its lowest direction (paths of
     different tests side by side, two of one test never); the other alone runs are listed as not run."""
     again: dict[tuple[int, str, int], list[BenchPath]] = defaultdict(list)
@@ -287,8 +288,9 @@ def _follow_ups(planned: Sequence[Planned], captures: list[Capture], options: Rd
         for i, path in enumerate(x for x in p.paths if x.key in ran_alone):
             again[(p.test.round, ran_alone[path.key], i)].append(path)
     rounds: list[Round] = []
+    taken = ports or _Ports(options.port_base)
     for (number, direction, _), paths in sorted(again.items()):
-        _add(rounds, ports, "alone", direction, number, paths)
+        _add(rounds, taken, "alone", direction, number, paths)
     return rounds, skipped
 
 
@@ -313,7 +315,7 @@ def run_cluster_rdma(transports: dict[str, Transport], planned: Sequence[Planned
         if rounds:
             run_rounds(transports, registry, rounds, options, tools, out, shown, flaps)
         if options.adaptive:
-            again, skipped = _follow_ups(planned, out.captures, options, ports, tools, registry.run_id)
+            again, skipped = quick_follow_ups(planned, out.captures, options, tools, registry.run_id, ports)
             out.captures += skipped
             if skipped:
                 shown.not_run(skipped)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from linkcheck.bench.nccl import mpirun_script, scrub_env, size_max_bytes
+from linkcheck.app.topology import cluster_facts
+from linkcheck.bench.nccl import NcclOptions, cluster_mpirun_script, plan_cluster_nccl, scrub_env, size_max_bytes
 from linkcheck.bench.plan import RdmaOptions, bench_paths, plan_rounds
 from linkcheck.bench.snapshot import snapshot_command
 from linkcheck.bundle.format import load_bundle
@@ -58,10 +59,13 @@ def test_nccl_buffer_fits_free_memory() -> None:
         size_max_bytes(replace(link, b=NodeFacts(name="b")), 1 << 30)
 
 
-def test_mpirun_keeps_host_keys_strict_and_lists_both_twins() -> None:
-    script = mpirun_script(bench_paths(_healthy()), 1 << 28, None)
-    assert "StrictHostKeyChecking" not in script
-    assert "NCCL_IB_HCA=roceP2p1s0f1,rocep1s0f1" in script and "NCCL_DEBUG=INFO" in script
+def test_a_pairs_mpirun_keeps_host_keys_strict_and_gives_each_rank_both_twins() -> None:
+    captures = load_bundle(FIXTURES / "healthy").captures
+    plan = plan_cluster_nccl(cluster_facts(["a", "b"], captures, {}), NcclOptions(max_bytes=1 << 28))
+    script = cluster_mpirun_script(plan, None)
+    assert "StrictHostKeyChecking" not in script and "NCCL_DEBUG=INFO" in script
+    assert [r.node for r in plan.ranks] == ["a", "b"] and plan.layout == "pair"
+    assert script.count("-x NCCL_IB_HCA==roceP2p1s0f1,rocep1s0f1 ") == 2  # each rank its own cabled twins
     assert "-e 268435456" in script
 
 

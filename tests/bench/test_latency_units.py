@@ -9,7 +9,9 @@ import pytest
 from linkcheck.accept.budget import latency_seconds, plan_line, planned_seconds
 from linkcheck.accept.profile import ProfileError, TestPlan, parse_profile, resolve_profile
 from linkcheck.app.accept import traffic_request
-from linkcheck.bench.latency import LatencyOptions, lat_argv, lat_meta, pair_allreduce, plan_latency
+from linkcheck.app.topology import cluster_facts
+from linkcheck.bench.latency import LatencyOptions, cluster_allreduce, lat_argv, lat_meta, plan_latency
+from linkcheck.bench.nccl import NcclOptions, plan_cluster_nccl
 from linkcheck.bench.plan import bench_paths
 from linkcheck.bundle.format import load_bundle
 from linkcheck.facts.latency_facts import build_latency_facts
@@ -62,11 +64,14 @@ def test_the_captures_carry_what_the_latency_facts_read() -> None:
 
 
 def test_the_small_all_reduce_uses_the_all_gather_launcher_on_both_twins() -> None:
-    job = pair_allreduce(bench_paths(_healthy()), LatencyOptions(), "r1")
+    captures = load_bundle(FIXTURES / "healthy").captures
+    plan = plan_cluster_nccl(cluster_facts(["a", "b"], captures, {}), NcclOptions())
+    job = cluster_allreduce(plan, LatencyOptions(), "r1")
     script, cap = job.script, job.template
     last = script.splitlines()[-1]
     assert "all_reduce_perf" in script and "all_gather_perf" not in script and "StrictHostKeyChecking" not in script
-    assert "-b 16384 -e 65536 -f 2 -g 1 -n 200 -w 20" in last and "NCCL_IB_HCA=roceP2p1s0f1,rocep1s0f1" in last
+    assert "-b 16384 -e 65536 -f 2 -g 1 -n 200 -w 20" in last
+    assert last.count("NCCL_IB_HCA==roceP2p1s0f1,rocep1s0f1 ") == 2  # each rank its own cabled twins
     assert "-J" not in script  # the facts read the text; nccl-tests' JSON holds rank 0's whole environment
     assert (cap.spec, cap.meta["kind"], cap.meta["format"]) == ("all_reduce_perf", "latency", "text")
 

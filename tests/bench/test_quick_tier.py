@@ -10,11 +10,14 @@ import pytest
 from msgspec.structs import replace
 
 from linkcheck.app.live import low_path_gbps
-from linkcheck.app.offline import configured_rules, diagnose_captures
-from linkcheck.bench.plan import RdmaOptions, bench_paths, follow_ups, phases, plan_rounds, quick_options
-from linkcheck.bench.rounds import concurrent_rates, low_paths, not_run
+from linkcheck.app.offline import configured_rules, diagnose_captures, plan_tests
+from linkcheck.app.topology import cluster_facts
+from linkcheck.bench.plan import RdmaOptions, Round, bench_paths, quick_options
+from linkcheck.bench.rounds import Planned, concurrent_rates, low_paths, not_run, plan_cluster_rounds, quick_follow_ups
 from linkcheck.bench.runner import inspected_tools, tool_info
 from linkcheck.bundle.format import Bundle, load_bundle
+from linkcheck.cluster.cables import CableTest, cable_tests
+from linkcheck.cluster.schedule import schedule
 from linkcheck.errors import LinkcheckError
 from linkcheck.facts.bench_facts import build_bench_facts
 from linkcheck.facts.pair import build_link_facts
@@ -31,24 +34,28 @@ def _bundle(name: str) -> Bundle:
     return load_bundle(FIXTURES / name)
 
 
-def _rounds(name: str = "healthy", options: RdmaOptions | None = None) -> list:  # type: ignore[type-arg]
+def _pair_test(name: str = "healthy", paths: int = 2) -> Planned:
+    """The pair's one test, its paths keyed as the pair's own facts key them."""
     link = build_link_facts(_bundle(name).captures)
-    return plan_rounds(bench_paths(link), options or quick_options(port_base=30000))
+    link = replace(link, paths=link.paths[:paths])
+    return Planned(CableTest("a<->b", 1, "a", "b", link), bench_paths(link))
 
 
 def test_the_quick_tier_runs_the_concurrent_rounds_first_and_holds_the_alone_rounds_back() -> None:
-    planned, later = phases(_rounds(), quick_options())
-    assert [(r.mode, r.direction) for r in planned] == [("concurrent", "a->b"), ("concurrent", "b->a")]
+    pair = [_pair_test()]
+    first = plan_cluster_rounds(pair, quick_options(), modes=("concurrent",))
+    assert [(r.mode, r.direction) for r in first] == [("concurrent", "a->b"), ("concurrent", "b->a")]
+    later = plan_cluster_rounds(pair, quick_options(), modes=("alone",))
     assert sorted((r.mode, r.direction) for r in later) == [("alone", "a->b")] * 2 + [("alone", "b->a")] * 2
     # The full traffic test and accept run every round, in the usual order.
-    full = _rounds(options=RdmaOptions(port_base=30000))
-    assert phases(full, RdmaOptions()) == (full, [])
+    full = plan_cluster_rounds(pair, RdmaOptions(port_base=30000))
+    assert [(r.mode, r.direction) for r in full] == [("alone", "a->b")] * 2 + [("concurrent", "a->b")] + [
+        ("alone", "b->a")] * 2 + [("concurrent", "b->a")]
 
 
-def test_with_one_path_there_is_no_concurrent_round_to_judge_first_so_every_round_runs() -> None:
-    link = build_link_facts(_bundle("healthy").captures)
-    one = plan_rounds(bench_paths(replace(link, paths=link.paths[:1])), quick_options())
-    assert phases(one, quick_options()) == (one, [])
+def test_with_one_path_there_is_no_concurrent_round_to_judge_first() -> None:
+    # run_cluster_rdma then runs the test's alone rounds at once.
+    assert plan_cluster_rounds([_pair_test(paths=1)], quick_options(), modes=("concurrent",)) == []
 
 
 def test_a_low_path_runs_alone_once_in_the_direction_where_it_was_lowest() -> None:
@@ -61,13 +68,31 @@ def test_a_low_path_runs_alone_once_in_the_direction_where_it_was_lowest() -> No
     assert low_paths({k: 95.0 for k in rates}, options) == {}
 
 
-def test_follow_ups_pick_the_alone_round_of_each_low_path_only() -> None:
-    _, later = phases(_rounds(), quick_options())
-    key = later[0].paths[0].key
-    run, skipped = follow_ups(later, {key: "b->a"})
-    assert [(r.paths[0].key, r.direction) for r in run] == [(key, "b->a")]
-    assert len(skipped) == 3 and run[0] not in skipped
-    assert follow_ups(later, {}) == ([], later)
+def _follow_ups(name: str) -> tuple[Bundle, list[Round], list[Capture]]:
+    """The quick tier's follow-ups after the concurrent rounds a recorded cluster bundle holds."""
+    bundle = _bundle(name)
+    names = sorted(bundle.nodes)
+    facts = cluster_facts(names, bundle.captures, {})
+    planned = plan_tests(cable_tests(facts, schedule(facts.topology)), {})
+    concurrent = [c for c in bundle.captures if not (c.meta.get("kind") == "rdma" and c.meta.get("mode") == "alone")]
+    tools = inspected_tools(bundle.captures, names)
+    assert tools is not None
+    rounds, skipped = quick_follow_ups(planned, concurrent, quick_options(), tools, "r1")
+    return bundle, rounds, skipped
+
+
+def test_follow_ups_run_each_low_path_alone_once_as_the_recorded_hot_plugged_pair_did() -> None:
+    bundle, rounds, skipped = _follow_ups("cluster-pair-hotplug")
+    ran = {(c.meta["path"], c.meta["direction"]) for c in bundle.captures
+           if c.meta.get("mode") == "alone" and c.meta.get("role") == "client" and "plan" not in c.meta}
+    assert len(ran) == 2 and {(r.paths[0].key, r.direction) for r in rounds} == ran  # both paths at 13 Gb/s
+    assert {(c.meta["path"], c.meta["direction"]) for c in skipped}.isdisjoint(ran) and len(skipped) == 2
+    assert all(c.meta["plan"] == "skipped" and c.skipped for c in skipped)
+
+
+def test_a_healthy_ring_runs_no_alone_round_and_lists_every_one_as_not_run() -> None:
+    _, rounds, skipped = _follow_ups("cluster-ring3-healthy")
+    assert rounds == [] and len(skipped) == 3 * 4  # three cables, two paths, two directions
 
 
 def _quick_like(name: str) -> tuple[Bundle, list[Capture]]:
@@ -76,7 +101,7 @@ def _quick_like(name: str) -> tuple[Bundle, list[Capture]]:
     bundle = _bundle(name)
     link = build_link_facts(bundle.captures)
     rates = concurrent_rates(bundle.captures, link)
-    _, later = phases(plan_rounds(bench_paths(link), quick_options()), quick_options())
+    later = plan_cluster_rounds([_pair_test(name)], quick_options(), modes=("alone",))
     kept = [c for c in bundle.captures if not (c.meta.get("kind") == "rdma" and c.meta.get("mode") == "alone")]
     tools = inspected_tools(bundle.captures, ["a", "b"])
     assert tools is not None

@@ -146,6 +146,10 @@ def fix_live(target: FixNodes, save_dir: Path | None) -> FixResult | None:
 APPLY_RECORD = "apply.json"
 
 
+# Exit codes from the best to the worst verdict (PASS, WARN, INCONCLUSIVE, FAIL); any other is worse still.
+_SEVERITY = {int(ExitCode.PASS): 0, int(ExitCode.WARN): 1, int(ExitCode.INCONCLUSIVE): 2, int(ExitCode.FAIL): 3}
+
+
 class ApplyResult(msgspec.Struct, frozen=True):
     """The plan and what became of it: each node's transaction, the re-check after every node (its bundle), the
     reboot asked for, and the lines said about journals an earlier run left."""
@@ -158,6 +162,16 @@ class ApplyResult(msgspec.Struct, frozen=True):
     journal_lines: tuple[str, ...] = ()
     nothing_to_do: bool = False
     boot_ids: tuple[tuple[str, str], ...] = ()  # (node, boot id before its reboot)
+    bundle_exit_code: int | None = None  # the diagnosis' of the bundle the plan came from, when one was given
+
+    @property
+    def unapplied_exit_code(self) -> int:
+        """With nothing applied: the worse of the fresh inspection's exit code and that of the bundle the plan came
+        from. The state is the one the bundle judged (`_fresh_matches` checked its digest) and the inspection sends
+        no traffic, so the bundle's failure on a measured rate (a link slow until the reboot left to
+        --allow-reboot) stands: a link nothing repaired never exits as passing."""
+        codes = [self.before.exit_code, *([self.bundle_exit_code] if self.bundle_exit_code is not None else [])]
+        return max(codes, key=lambda code: _SEVERITY.get(code, len(_SEVERITY)))
 
 
 def _repair_nodes(transports: dict[str, Transport]) -> dict[str, RepairNode]:
@@ -291,13 +305,15 @@ def apply_fix(target: FixNodes, save_dir: Path | None, bundle: Path | None, opti
     if live is None:
         raise KeyboardInterrupt
     before = live
+    bundle_exit_code: int | None = None
     if bundle is not None:
         planned = fix_bundle(bundle, playbooks, config)
         _fresh_matches(planned.plan, live)
         before = replace(live, plan=planned.plan)
+        bundle_exit_code = planned.exit_code
     if shown is not None:
         shown(before)
-    result = _transactions(config, ApplyResult(before), options, say)
+    result = _transactions(config, ApplyResult(before, bundle_exit_code=bundle_exit_code), options, say)
     if result.rebooted:
         late = _wait_reboot(config, dict(result.boot_ids), reboot_wait_s, say)
         if late:

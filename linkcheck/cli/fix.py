@@ -206,7 +206,7 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
         reboot = any(s.reboot for s in result.before.plan.steps)
         say("linkcheck: nothing to apply: the plan has no step" + (" but reboots (they need --allow-reboot)"
                                                                     if reboot and not allow_reboot else ""))
-        raise typer.Exit(result.before.exit_code)
+        raise typer.Exit(result.unapplied_exit_code)
     for o in result.outcomes:
         say(f"node {o.node}: {o.state}" + (f" (journal {o.journal})" if o.journal else "")
             + _checked(o.verified, o.differences)

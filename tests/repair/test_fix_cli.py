@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from linkcheck.app.fix import ApplyResult, fix_bundle
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.repair.record import write_repair
 from linkcheck.repair.saved import plan_for
@@ -123,3 +124,17 @@ def test_a_tampered_bundle_is_refused(cli: InProcessCli, tmp_path: Path) -> None
     result = cli("fix", str(bundle))
     assert result.returncode == 4 and "does not verify" in result.stderr
     assert not (bundle / "repair.json").exists()
+
+
+@pytest.mark.parametrize("fresh, bundle, expected", [
+    ("healthy", None, 0),  # no bundle given: the fresh inspection's code
+    ("healthy", 2, 2),  # a bundle failed on a measured rate, its reboot left to --allow-reboot: still a failure
+    ("healthy", 1, 1),
+    ("mtu-mismatch", 1, 2),  # the worse of the two, by verdict
+    ("healthy", 3, 3),
+    ("mtu-mismatch", 3, 2),
+])
+def test_nothing_applied_never_exits_better_than_the_bundle_the_plan_came_from(fresh: str, bundle: int | None,
+                                                                             expected: int) -> None:
+    inspected = fix_bundle(FIXTURES / fresh, None, None)
+    assert ApplyResult(inspected, nothing_to_do=True, bundle_exit_code=bundle).unapplied_exit_code == expected

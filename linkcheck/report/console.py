@@ -76,6 +76,19 @@ def node_table(nodes: Sequence[NodeFacts]) -> Table:
     return table
 
 
+def node_blocks(nodes: Sequence[NodeFacts]) -> list[str]:
+    """The nodes table as plain lines, one block per node under its column head: a cluster's console report, whose
+    N columns side by side would not fit a terminal."""
+    heads, rows = node_rows(nodes)
+    width = max(len(label) for label, _ in rows)
+    out = []
+    for i, head in enumerate(heads):
+        out.append(head)
+        for label, cells in rows:
+            out += [f"  {label if j == 0 else '':<{width}}  {line}" for j, line in enumerate(cells[i] or ["-"])]
+    return out
+
+
 def bench_table(outcome: Outcome, doc: dict[str, Any] | None) -> Table | None:
     """ib_write_bw per path, mode and direction over its repetitions (min / median / max, runs), the threshold
     beside them and the statistic that missed it marked, then both paths' total; each threshold source once under
@@ -265,10 +278,12 @@ def print_console(judged: Judged, *, show_all: bool = False) -> None:
 
 
 def _cluster_text(check: ClusterCheck, show_all: bool = False) -> str:
-    """The cluster check for a person: the topology view, the per-test table (directions named by the pair view's
-    ends: a is the first node of the test's label), the N x N matrix, the tests' findings with their fixes (with
-    `show_all` the passed ones too), the NCCL run, the verdict, the acceptance and the summary."""
+    """The cluster check for a person: the topology view, each node's facts (the nodes table), the per-test table
+    (directions named by the pair view's ends: a is the first node of the test's label), the N x N matrix, the
+    tests' findings with their fixes (with `show_all` the passed ones too), the NCCL run, the verdict, the
+    acceptance and the summary."""
     lines = view_text(check.view, show_all).splitlines()[:-1]  # its verdict is the cluster rules' alone
+    lines += ["", "nodes:", *node_blocks(list(check.facts.nodes.values()))]
     if check.cables:
         lines += ["", "tests (Gb/s, both twins at once; a is the first node named):",
                   *aligned([list(CABLE_HEADER), *cable_rows(check)])]

@@ -51,3 +51,18 @@ def test_a_clusters_report_has_the_pairs_nodes_table_a_column_per_node(cli: InPr
     cables = ring[ring.index(heading):]
     assert "p0: Amphenol NJAAKK-N911 SN APF25090786480" in cables and "p1: Amphenol" in cables
     assert "p0: " not in pair[pair.index(heading):]  # one cabled cage: its cable alone, as a pair's report says it
+
+
+def test_a_clusters_console_report_has_each_nodes_facts_a_block_per_node(cli: InProcessCli) -> None:
+    """The console gives the same nodes table as one block per node (N columns would not fit a terminal), before
+    the tests: each node's identity, each twin slot with its netdev and state, its cable and NCCL_IB_HCA."""
+    ring, pair = _report(cli, RING, "console"), _report(cli, PAIR, "console")
+    for text, heads in ((ring, ("a: spark-a", "b: spark-b", "c: spark-c")),
+                        (pair, ("a: dgx-spark-1", "b: dgx-spark-2"))):
+        section = text[text.index("\nnodes:\n"):text.index("tests (Gb/s")]
+        starts = [section.index(f"\n{head}\n") for head in heads]
+        assert starts == sorted(starts), heads
+        for start, end in zip(starts, [*starts[1:], len(section)]):
+            block = section[start:end]
+            assert "  p1 / 0002" in block and "enP2p1s0f1np1 / roceP2p1s0f1" in block
+            assert "  cable" in block and "  NCCL_IB_HCA" in block

@@ -49,6 +49,7 @@ from linkcheck.accept.budget import planned_seconds  # noqa: E402 - after the pa
 from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file  # noqa: E402
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES  # noqa: E402
 from linkcheck.bench.plan import QUICK_DURATION_S  # noqa: E402
+from linkcheck.facts.bench_facts import JOB_KINDS  # noqa: E402
 from tests.lab import Lab  # noqa: E402
 from tests.lab.pytest_plugin import lab_skip_reason  # noqa: E402
 from tests.lab.scenario import specs_for_scenario  # noqa: E402
@@ -146,7 +147,7 @@ def _spent(save: Path) -> Spent:
     rounds = {c["meta"]["round"]: float(c["meta"].get("duration_s") or 0) for c in captures
               if c["meta"].get("kind") == "rdma" and c["meta"].get("role") == "client"
               and c["meta"].get("plan") != "skipped" and c["command"] and c["meta"].get("round")}
-    nccl = sum(float(c.get("duration_s") or 0) for c in captures if c["meta"].get("kind") == "nccl"
+    nccl = sum(float(c.get("duration_s") or 0) for c in captures if c["meta"].get("kind") in JOB_KINDS
                and c["spec"] == "all_gather_perf" and c["command"].startswith("exec"))
     return Spent(len(rounds), sum(rounds.values()), nccl)
 

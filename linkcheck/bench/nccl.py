@@ -252,15 +252,16 @@ def _host(facts: ClusterFacts, node: str, near: str) -> str:
 
 
 def _reach_addresses(names: list[str], reach: Mapping[str, str] | None) -> dict[str, str] | None:
-    """Each node's IPv4 address as linkcheck reaches it, when every node is reached at one; else None."""
+    """Each node's IPv4 address as linkcheck reaches it, when every node is reached at one the others can reach too
+    (not a loopback address: linkcheck on one of the nodes reaches itself there); else None."""
     out = {}
     for name in names:
         try:
             address = ipaddress.ip_address((reach or {}).get(name, ""))
         except ValueError:
             return None
-        if not isinstance(address, ipaddress.IPv4Address):
-            return None
+        if not isinstance(address, ipaddress.IPv4Address) or address.is_loopback or address.is_unspecified:
+            return None  # a node reached on this machine (127.0.0.1): the others cannot reach it there
         out[name] = str(address)
     return out
 

@@ -124,6 +124,9 @@ def test_nodes_reached_at_addresses_start_over_those_addresses_with_nccls_socket
     # A node reached by a name (an ssh alias the head may not resolve): the data addresses stand in, as before.
     named = plan_cluster_nccl(facts, NcclOptions(), {**reach, "c": "spark-c"})
     assert named.ranks[1].host.startswith("192.168.") and "NCCL_SOCKET_IFNAME" not in dict(named.env)
+    # Nor is one linkcheck reaches on its own machine (a node run from, `a=127.0.0.1`): no other rank could.
+    here = plan_cluster_nccl(facts, NcclOptions(), {**reach, "a": "127.0.0.1"})
+    assert all(not r.host.startswith("127.") for r in here.ranks) and "NCCL_SOCKET_IFNAME" not in dict(here.env)
 
 
 def test_the_ring_reaches_each_worker_from_the_heads_side_and_a_non_neighbour_at_any_address() -> None:

@@ -62,7 +62,7 @@ def test_a_clusters_console_report_has_each_nodes_facts_a_block_per_node(cli: In
         section = text[text.index("\nnodes:\n"):text.index("tests (Gb/s")]
         starts = [section.index(f"\n{head}\n") for head in heads]
         assert starts == sorted(starts), heads
-        for start, end in zip(starts, [*starts[1:], len(section)]):
+        for start, end in zip(starts, [*starts[1:], len(section)], strict=True):
             block = section[start:end]
             assert "  p1 / 0002" in block and "enP2p1s0f1np1 / roceP2p1s0f1" in block
             assert "  cable" in block and "  NCCL_IB_HCA" in block

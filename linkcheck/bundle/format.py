@@ -30,7 +30,9 @@ from linkcheck.safe_read import RefusedFile, read_capped, walk_bounded
 from linkcheck.safe_write import create_file, make_folders
 
 FORMAT = "linkcheck-bundle"
-FORMAT_VERSION = 1
+# 2: the NCCL job's capture is kind `cluster_nccl` for a pair too, and round ids name the schedule round
+# (`concurrent-a2b-c1-0`). A reader of 1 alone would take a pair's NCCL run for missing: it is told to upgrade.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_CAPTURE_BYTES = 16 << 20  # one capture file; a larger one is skipped with the reason, never read

@@ -48,7 +48,7 @@ def test_wrong_field_type_is_bad_input(tmp_path: Path, key: str, value: Any, nee
     one_line_error(run("diagnose", str(bundle), timeout=30), 4, "manifest.json", needle)
 
 
-@pytest.mark.parametrize("version", [0, -1, True, False, 2, "1", 1.0, None, [1]])
+@pytest.mark.parametrize("version", [0, -1, True, False, 3, "1", 1.0, None, [1]])
 def test_format_version_refused(tmp_path: Path, version: Any) -> None:
     bundle = copy_healthy(tmp_path)
     data = manifest(bundle)

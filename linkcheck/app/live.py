@@ -165,7 +165,8 @@ def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, 
     captures = list(bundle.captures)
     facts = cluster_facts(sorted(transports), bundle.captures, {})
     sent = _send(transports, facts, planned, captures, request, [], progress, reach)
-    refused = planned[0].refused if request.rdma is not None or request.latency is not None else None
+    unplanned = planned[0].refused if request.rdma is not None or request.latency is not None else None
+    refused = f"traffic test not run: {unplanned}" if unplanned else None  # no path to measure (no carrier, no GID)
     error = next((e for e in (refused, sent.error, sent.nccl_error, sent.latency_error) if e), None)
     errors = {**bundle.collection_errors, **({"bench": error} if error else {})}
     return replace(bundle, captures=captures, collection_errors=errors), sent.interrupted

@@ -136,7 +136,7 @@ def gid_index_in_effect(node: NodeFacts) -> GidInEffect:
 # device on the subnet that peer shares), exists from this NCCL on; 2.30.4-1 lacks it.
 SUBNET_ROUTING_NCCL = (2, 30, 7)
 # The X.Y.Z that starts a version: a library's file name gives it bare, a package or a log may add `-1`, `+cuda13`.
-_VERSION = re.compile(r"\s*(\d+(?:\.\d+)+)")
+_VERSION = re.compile(r"\s*([0-9]{1,9}(?:\.[0-9]{1,9})+)(?![0-9])")  # ASCII parts int() reads, as version_tuple
 
 
 def nccl_before(version: str | None, first: tuple[int, ...]) -> bool | None:

@@ -27,7 +27,8 @@ _PLACEHOLDERS = frozenset({
     "system serial number", "0123456789", "invalid", "notdefined",
 })
 _SERIAL_LINE = re.compile(r"^(?:/sys/class/dmi/id/product_serial:)?(.*)$")
-_LIB_VERSION = re.compile(r"^libnccl\.so\.([0-9]+\.[0-9]+\.[0-9]+)$")
+# Each part at most 9 digits: a longer one is no version NCCL ships, and int() of 4,300 digits raises.
+_LIB_VERSION = re.compile(r"^libnccl\.so\.([0-9]{1,9}\.[0-9]{1,9}\.[0-9]{1,9})$")
 _INSTALL_LINE = re.compile(r"^(lib|tests) (/\S.*)$")
 
 

@@ -228,7 +228,7 @@ def parse_meminfo(text: str) -> MemInfo:
     for line_no, line in enumerate(require_text("meminfo", text).split("\n"), start=1):
         if not line.strip():
             continue
-        match = re.fullmatch(r"([A-Za-z0-9_()]+):\s+(\d+)(?: kB)?\s*", line)
+        match = re.fullmatch(r"([A-Za-z0-9_()]+):\s+([0-9]{1,20})(?: kB)?\s*", line)  # ASCII, int() of it bounded
         if match is None:
             raise ParseError("meminfo", f"not a 'Name: N kB' line: {line[:60]!r}", line_no)
         values.setdefault(match.group(1), int(match.group(2)))

@@ -15,10 +15,10 @@ from linkcheck.errors import ParseError
 # "0002:01:00.0 Ethernet controller: ..." (domain printed with -D or when any device has a non-zero domain).
 HEADER_RE = re.compile(r"^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
 SPEED = r"([\d.]+)GT/s|unknown"
-LNKCAP_RE = re.compile(rf"^LnkCap:\s+Port #\d+, Speed (?:{SPEED}), Width x(\d+)")
+LNKCAP_RE = re.compile(rf"^LnkCap:\s+Port #\d+, Speed (?:{SPEED}), Width x([0-9]{{1,2}})")
 # pciutils <= 3.7: " (ok)" / " (downgraded)" / " (strange)" after both; >= 3.8: nothing when equal,
 # " (downgraded)" when lower (endpoints only), " (overdriven)" when higher.
-LNKSTA_RE = re.compile(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x(\d+)(?: \((\w+)\))?")
+LNKSTA_RE = re.compile(rf"^LnkSta:\s+Speed (?:{SPEED})(?: \((\w+)\))?, Width x([0-9]{{1,2}})(?: \((\w+)\))?")
 # Which note wins when speed and width disagree: the one that signals trouble.
 NOTE_RANK = ("downgraded", "overdriven", "strange", "ok")
 

@@ -18,7 +18,7 @@ from linkcheck.errors import ConfigError, UsageError
 from linkcheck.integers import NumberError, bounded_decimal, bounded_int
 from linkcheck.parsers.lldp import parse_lldpctl_json
 from linkcheck.yamlfile import load_with_lines
-from tests.adversarial.adversarial_helpers import HEALTHY, one_line_error, run
+from tests.adversarial.adversarial_helpers import HEALTHY, copy_healthy, one_line_error, rewrite_capture, run
 
 HUGE = "9" * 5000
 # Characters that str.isdigit() or int() take and that are no ASCII digit.
@@ -177,3 +177,18 @@ def test_every_script_digit_is_refused_by_the_port_parser() -> None:
     for digit in digits:
         with pytest.raises(NumberError):
             bounded_int(f"2{digit}", 1, 65535, "port")
+
+
+@pytest.mark.parametrize(("spec", "text"), [
+    ("meminfo", f"MemTotal:       {HUGE} kB\nMemAvailable:   24684092 kB\n"),
+    ("meminfo", "MemTotal:       ٢٤٦٨ kB\n"),
+    ("nccl_install", f"lib /usr/lib/aarch64-linux-gnu/libnccl.so.2.{HUGE}.1\n"),
+    ("lspci", (HEALTHY / "a" / "lspci.stdout").read_text(encoding="utf-8").replace("Width x4", f"Width x{HUGE}", 1)),
+])
+def test_a_nodes_number_of_thousands_of_digits_is_no_internal_error(tmp_path: Path, spec: str, text: str) -> None:
+    """A node's text that int() cannot take (4,300 digits and more, digits of other scripts) is read as no number:
+    the fact is unknown or its capture refused, the bundle is judged, never an internal error (exit 70)."""
+    bundle = copy_healthy(tmp_path)
+    rewrite_capture(bundle, "a", spec, text.encode())
+    done = run("diagnose", str(bundle), timeout=60)
+    assert done.returncode in (0, 1, 2, 3) and "internal error" not in done.stderr, done.stderr[-300:]

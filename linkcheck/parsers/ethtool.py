@@ -12,10 +12,11 @@ import re
 import msgspec
 
 from linkcheck.errors import ParseError
-from linkcheck.integers import ascii_int
+from linkcheck.integers import ascii_int, quoted
 from linkcheck.parsers import _eeprom
 from linkcheck.parsers._text import require_text
 
+U64_MAX = 2**64 - 1  # the kernel's counters and ethtool's link fields are at most u64
 LABEL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()/_,-]*):(?:\s(.*))?$")
 LINK_DETECTED_RE = re.compile(r"^(yes|no)(?: \((.*)\))?$")
 # Lines ethtool prints instead of data; the text after the prefix is the reason we report.
@@ -79,9 +80,10 @@ def _int_field(fields: dict[str, tuple[int, str]], key: str, pattern: str = r"(\
         return None
     line_no, value = fields[key]
     match = re.fullmatch(pattern, value)
-    if match is None:
-        raise ParseError("ethtool", f"unexpected {key} value {value!r}", line_no)
-    return int(match.group(1))
+    number = ascii_int(match.group(1), 0, U64_MAX) if match else None  # ASCII, bounded: int() never sees 4,300 digits
+    if number is None:
+        raise ParseError("ethtool", f"unexpected {key} value {quoted(value)}", line_no)
+    return number
 
 
 def _speed_mbps(fields: dict[str, tuple[int, str]]) -> int | None:
@@ -396,13 +398,21 @@ def _fec_stat_line(stats: list[FecStatistic], stripped: str, line_no: int) -> bo
         if not stats:
             raise ParseError("ethtool_fec", "a lane count before any FEC counter", line_no)
         last = stats[-1]
-        stats[-1] = FecStatistic(last.name, last.total, (*last.lanes, int(match.group(2))))
+        stats[-1] = FecStatistic(last.name, last.total, (*last.lanes, _counter(match.group(2), line_no)))
         return True
     if match := _FEC_STAT_RE.match(stripped):
-        lanes = tuple(int(v) for v in re.split(r"[,\s]+", match.group(3) or "") if v)
-        stats.append(FecStatistic(match.group(1), int(match.group(2)), lanes))
+        lanes = tuple(_counter(v, line_no) for v in re.split(r"[,\s]+", match.group(3) or "") if v)
+        stats.append(FecStatistic(match.group(1), _counter(match.group(2), line_no), lanes))
         return True
     return False
+
+
+def _counter(text: str, line_no: int) -> int:
+    """A FEC counter: the kernel's u64 in ASCII digits; anything else refuses the capture in one line."""
+    number = ascii_int(text, 0, U64_MAX)
+    if number is None:
+        raise ParseError("ethtool_fec", f"counter {quoted(text)} is not a u64 in ASCII digits", line_no)
+    return number
 
 
 def _fec_text(lines: list[str]) -> EthtoolFec:

@@ -184,6 +184,8 @@ def test_every_script_digit_is_refused_by_the_port_parser() -> None:
     ("meminfo", "MemTotal:       ٢٤٦٨ kB\n"),
     ("nccl_install", f"lib /usr/lib/aarch64-linux-gnu/libnccl.so.2.{HUGE}.1\n"),
     ("lspci", (HEALTHY / "a" / "lspci.stdout").read_text(encoding="utf-8").replace("Width x4", f"Width x{HUGE}", 1)),
+    ("ethtool", (HEALTHY / "a" / "ethtool.enp1s0f0np0.stdout").read_text(encoding="utf-8").replace(
+        "Speed: Unknown!", f"Speed: {HUGE}Mb/s", 1)),
 ])
 def test_a_nodes_number_of_thousands_of_digits_is_no_internal_error(tmp_path: Path, spec: str, text: str) -> None:
     """A node's text that int() cannot take (4,300 digits and more, digits of other scripts) is read as no number:

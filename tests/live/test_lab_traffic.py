@@ -284,11 +284,14 @@ def test_client_fail_hang_garbage_and_sigterm(bench: Bench) -> None:
 
     lab.set_fault("a", "ib_write_bw", "hang")
     port = bench.next_port()
-    server = bench.start("b", "ib_write_bw " + FLAGS.format(dev=P1, port=port, d=1), deadline=3)
+    # Both deadlines run from each side's own start, so the server's ends first and its client, hung, only by its
+    # own. They must outlast the handshake (two SSH calls, two starts, perftest's 1 s settle): 3 s did not on a
+    # loaded machine, and a server that timed out before the handshake left its client to end on its own with 1.
+    server = bench.start("b", "ib_write_bw " + FLAGS.format(dev=P1, port=port, d=1), deadline=6)
     bench.wait_listen("b", port)
-    client = bench.start("a", "ib_write_bw " + FLAGS.format(dev=P1, port=port, d=1) + " " + B_P1, deadline=3)
-    c, s = bench.wait(client, 10), bench.wait(server, 10)
-    assert (c.rc, s.rc) == (124, 124)  # only timeout ended them
+    client = bench.start("a", "ib_write_bw " + FLAGS.format(dev=P1, port=port, d=1) + " " + B_P1, deadline=6)
+    c, s = bench.wait(client, 15), bench.wait(server, 15)
+    assert (c.rc, s.rc) == (124, 124), (c, s)  # only timeout ended them
 
     lab.set_fault("a", "ib_write_bw", "garbage")
     server, client = bench.pair(P1, B_P1)

@@ -38,7 +38,8 @@ from linkcheck.cli.common import FLAGS, say
 from linkcheck.errors import ExitCode, LinkcheckError, OutputError
 
 app = typer.Typer(
-    help="Validate the direct 200 Gb/s RoCE link between two DGX Spark-class (GB10) nodes.\n\n"
+    help="Validate the 200 Gb/s RoCE links of two to eight DGX Spark-class (GB10) nodes: a pair on one cable, a "
+    "ring, or a switch, every cable judged as a pair's.\n\n"
     "Exit codes: 0 pass, 1 warnings, 2 failures, 3 inconclusive (could not measure), "
     "4 bad input (unknown option, malformed bundle, playbook, config or tool output), 70 internal error, "
     "74 output could not be written, 130 interrupted.",

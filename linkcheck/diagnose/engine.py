@@ -9,7 +9,9 @@ from typing import Any
 
 import msgspec
 
+from linkcheck.cluster.cables import cable_tests
 from linkcheck.cluster.facts import ClusterFacts
+from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.checks.registry import CHECKS
 from linkcheck.diagnose.conditions import UnknownFact, evaluate
 from linkcheck.diagnose.facts_schema import BENCH_GROUPS, CLUSTER_SCOPES, Subject, subjects
@@ -259,6 +261,55 @@ def _cable_drift(drift: ClusterDrift, rules: list[Rule]) -> list[Finding]:
     return out
 
 
+# The pair's rules of a node's own configuration and of its end of a cable, which a cluster has no rule of its own for:
+# each judged on every cable of a cluster as on a pair (the cable's two nodes, its data paths), so that a node of a ring
+# or a switch meets the traps a pair's does. A pair's other rules have a cluster twin (NODES_DIFFER, NCCL_*, MTU_*,
+# LINK_CHANGED, DRIFT_*, the containers'), are judged per test with its traffic (CABLE_RULES in app/offline.py), or
+# speak of a lone cable (LINK_DOWN: a cluster's cabling faults are the topology's flags, CABLING_FAULT).
+CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "PCIE_LINK_DEGRADED", "FEC_NOT_RS",
+               "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "TWINS_SAME_SUBNET",
+               "CABLE_NOT_APPROVED")
+# Through a switch a path's two ends are two hops, each with its own FEC negotiated with the switch: comparing them
+# says nothing of either.
+_DIRECT_ONLY = frozenset({"FEC_NOT_RS"})
+
+
+def _by_cable(subject: str, label: str) -> str:
+    """A finding's subject in a cluster: one that names the pair or a path (netdev<->netdev, the same names on every
+    node) is named by its cable; one that names a node or a node's device already says where it is."""
+    return f"{label}: {subject}" if subject == "pair" or "<->" in subject else subject
+
+
+def _cable_traps(facts: ClusterFacts, rules: list[Rule]) -> list[Finding]:
+    """The pair's CABLE_TRAPS on every cable of the cluster (every first-pass test of its schedule; through a switch,
+    every two switched nodes), each node that was inspected. A node's own finding is the same on each of its cables,
+    so it is kept once."""
+    judged = [r for r in rules if r.id in CABLE_TRAPS and r.scope not in CLUSTER_SCOPES]
+    if not judged:
+        return []
+    lost = [f.subject for f in facts.topology.flagged("uninspected")]
+    seen: set[str] = set()
+    out: list[Finding] = []
+    measured = {t.label for t in facts.tests if t.pass_no == 1 and t.state != "inconclusive"}
+    for test in cable_tests(facts, schedule(facts.topology), skip=lost):
+        own = [r for r in judged if not (test.switched and r.id in _DIRECT_ONLY)]
+        # A cable whose traffic was measured says so, as a pair's bundle with its runs does: the throughput rules
+        # then judge its speed, and what inspection alone only suspects (a late plug-in) is a note.
+        link = msgspec.structs.replace(test.link, bench_present=frozenset({"rdma"})) if test.label in measured \
+            else test.link
+        for finding in explain([f for rule in own for f in run_rule(rule, link)], own):
+            explained = finding.explained_by
+            if explained is not None:
+                rule_id, _, subject = explained.partition(":")
+                explained = f"{rule_id}:{_by_cable(subject, test.label)}"
+            named = msgspec.structs.replace(finding, subject=_by_cable(finding.subject, test.label),
+                                            explained_by=explained)
+            if named.finding_id not in seen:
+                seen.add(named.finding_id)
+                out.append(named)
+    return out
+
+
 def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
              collection_errors: dict[str, str] | None = None) -> Diagnosis:
     """Evaluate every rule of the facts' scopes (a pair's rules over a pair, a cluster's over a cluster, and the
@@ -273,6 +324,8 @@ def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
     for rule in own:
         findings.extend(run_rule(rule, facts, bench_error))
     findings = explain(findings, own)
+    if isinstance(facts, ClusterFacts):
+        findings += _cable_traps(facts, rules)  # the pair's rules of a node and its end of a cable, on each cable
     if isinstance(facts, ClusterFacts) and facts.drift is not None:
         findings += _cable_drift(facts.drift, rules)  # the pair's rules, on each cable
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))

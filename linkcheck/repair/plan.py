@@ -26,14 +26,13 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
-from msgspec.structs import replace
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.errors import ParseError
 from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
 from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_functions
 from linkcheck.model import Finding, Status
-from linkcheck.outcome import NODE_CAUSE_RULE, ClusterCheck
+from linkcheck.outcome import ClusterCheck
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair.edits import EditError, apply_edit, check_netplan, conf_sets_key, unified_diff
 from linkcheck.repair.files import (
@@ -67,7 +66,6 @@ from linkcheck.repair.renderer import (
     try_revert_note,
 )
 from linkcheck.repair.runtime import FEC_SETTLE_S
-from linkcheck.repair.transit import TRANSIT_RULES, transit_plan
 
 # The community layout's MTU (spark-link s.2.2; no NVIDIA playbook sets one: theirs show 1500); RoCE then negotiates
 # 4096 instead of 1024, worth ~3 % on the collective (spark-link s.3e)
@@ -715,104 +713,3 @@ def _global_renderer(dump: str) -> str:
         return parse_netplan(dump).renderer or NETWORKD if dump.strip() else NETWORKD
     except ParseError:
         return NETWORKD
-
-
-# -- a cluster's plan: each cable by the pair's planner -------------------------------------------------------------
-
-ROLES = ("a", "b")
-_ROLE_RE = re.compile(r"(?<![\w-])node ([ab])(?![\w-])")  # the planner's reasons name a node `node a:`
-
-
-def _role_subject(subject: str, roles: Mapping[str, str]) -> str:
-    """A finding's subject with the cluster's node names in the planner's roles: `node c` -> `node b`,
-    `c:enp1s0f0np0` -> `b:enp1s0f0np0`; a path key or a cable's label names no node and stays."""
-    if subject.startswith("node "):
-        name = subject[5:]
-        return f"node {roles[name]}" if name in roles else subject
-    head, sep, rest = subject.partition(":")
-    return f"{roles[head]}:{rest}" if sep and head in roles else subject
-
-
-def _role_id(finding_id: str, roles: Mapping[str, str]) -> str:
-    """A finding id (`RULE:subject`) with its subject in the planner's roles."""
-    rule, _, subject = finding_id.partition(":")
-    return f"{rule}:{_role_subject(subject, roles)}"
-
-
-def _as_roles(link: LinkFacts) -> LinkFacts:
-    return replace(link, a=replace(link.a, name="a"), b=replace(link.b, name="b"))
-
-
-def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, findings: Sequence[Finding],
-                shown_as: Mapping[str, str]) -> RepairPlan:
-    """The pair's plan for one cable's findings, its steps and findings named as the cluster names them:
-    `shown_as` maps each finding's id (RULE:subject, as the cable judged it) to the id the cluster's plan shows."""
-    roles = dict(zip(nodes, ROLES, strict=True))
-    names = dict(zip(ROLES, nodes, strict=True))
-    back: dict[str, str] = {}
-    in_roles = []
-    for f in findings:
-        role_finding = replace(f, subject=_role_subject(f.subject, roles),
-                               explained_by=f.explained_by and _role_id(f.explained_by, roles))
-        back[role_finding.finding_id] = shown_as[f.finding_id]
-        in_roles.append(role_finding)
-    files = {role: node_files(bundle, name) for role, name in names.items()}
-    plan = plan_repairs(_as_roles(link), in_roles, files)
-    steps = tuple(replace(s, node=names[s.node], finding=back.get(s.finding, s.finding)) for s in plan.steps)
-    skipped = tuple(replace(n, finding=back.get(n.finding, n.finding),
-                            reason=_ROLE_RE.sub(lambda m: f"node {names[m.group(1)]}", n.reason))
-                    for n in plan.not_planned)
-    return replace(plan, steps=steps, not_planned=skipped)
-
-
-def _same_step(step: Step) -> tuple[object, ...]:
-    """What makes two cables' steps one: the node and what the step does (a reboot asked twice is one reboot)."""
-    return (step.node, step.runtime, step.persistent, step.touches)
-
-
-def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
-    """The repair plan of a cluster's check: every failing or warning cable planned by the pair's planner (its
-    finding ids named with the cable's label), each node's own finding planned on one of its cables, the cluster's
-    other findings listed as not planned with their fix. One node's steps stay in the order they were planned; a
-    step two cables ask of one node is kept once."""
-    plans: list[RepairPlan] = []
-    for result in check.cables:
-        now = firing(result.findings)
-        if not now or "?" in result.test.nodes:  # a cage whose far end was not inspected plans nothing
-            continue
-        if check.node_cause(result) is not None:  # the slow node's own repair (below) stands for its cables'
-            continue
-        shown_as = {f.finding_id: f"{f.finding_id} (cable {result.test.label})" for f in now}
-        plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as))
-    node_plans, skipped = _node_plans(check, bundle)
-    plans += node_plans
-    steps: dict[tuple[object, ...], Step] = {}
-    for plan in plans:
-        for step in plan.steps:
-            steps.setdefault(_same_step(step), step)
-    order = list(check.view.topology.nodes)
-    ordered = sorted(steps.values(), key=lambda s: order.index(s.node) if s.node in order else len(order))
-    return RepairPlan(steps=tuple(ordered), not_planned=(*(n for p in plans for n in p.not_planned), *skipped),
-                      state_sha256=cluster_state_sha256(check, bundle),
-                      notes=tuple(dict.fromkeys(n for p in plans for n in p.notes)))
-
-
-def _node_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], list[NotPlanned]]:
-    """The plans of the cluster's own findings, each of one node; the findings with no repair."""
-    plans: list[RepairPlan] = []
-    skipped: list[NotPlanned] = []
-    for f in firing(check.view.diagnosis.findings):
-        node = f.subject[5:] if f.subject.startswith("node ") else None
-        other = next((n for n in check.facts.nodes if n != node), None)
-        if f.rule_id == NODE_CAUSE_RULE and node is not None:
-            plans.append(RepairPlan(steps=(reboot_step(node, f),)))  # alone: its cables' findings are its own
-        elif f.rule_id in PLANNERS and node is not None and node in check.facts.nodes and other is not None:
-            # A node's own setting reads only that node's facts and files: any other node completes the pair.
-            link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
-            plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}))
-        elif f.rule_id in TRANSIT_RULES and node is not None and node in check.facts.nodes:
-            plans.append(transit_plan(check.facts, node, f, node_files(bundle, node)))
-        elif f.explained_by is None:
-            fix = f": see the finding's fix: {f.fix[0]}" if f.fix else ""
-            skipped.append(NotPlanned(f.finding_id, "no automatic repair" + fix))
-    return plans, skipped

@@ -16,10 +16,11 @@ import msgspec
 
 from linkcheck.errors import BundleError
 from linkcheck.outcome import ClusterCheck, Judged, Outcome
+from linkcheck.repair.cables import cluster_plan
 from linkcheck.repair.files import node_files
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.paths import plan_path_problem
-from linkcheck.repair.plan import cluster_plan, plan_repairs
+from linkcheck.repair.plan import plan_repairs
 from linkcheck.repair.runtime import OpError, parse_op
 
 NOT_OURS = "plan in the bundle, not linkcheck's"
@@ -30,7 +31,7 @@ _WIDTH = 160  # characters of one value shown
 
 def plan_for(judged: Judged) -> RepairPlan:
     """The plan for a judged run, from its findings, its facts and the files its bundle captured: a pair's for its
-    one cable; a cluster's per cable (the pair's planner) and per node (repair/plan.py cluster_plan)."""
+    one cable; a cluster's per cable (the pair's planner) and per node (repair/cables.py cluster_plan)."""
     if isinstance(judged, ClusterCheck):
         if judged.bundle is None:  # a check made from captures alone has no files to plan edits on
             raise BundleError("cluster", "no bundle to plan from: judge the saved bundle (linkcheck fix BUNDLE)")

@@ -21,7 +21,7 @@ from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.forwarding_facts import accepts_forwarded
 from linkcheck.parsers.netfilter import IptRule
-from linkcheck.repair.plan import cluster_plan
+from linkcheck.repair.cables import cluster_plan
 from linkcheck.repair.runtime import ACCEPT_INSERT, parse_op
 from tests.cluster import cluster_checks as cc
 from tests.cluster.cluster_checks import saved_bundle

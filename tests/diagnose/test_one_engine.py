@@ -13,7 +13,7 @@ from linkcheck.bundle.format import load_bundle
 from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.checks.registry import CHECKS
-from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.engine import CABLE_TRAPS, diagnose
 from linkcheck.diagnose.facts_schema import CLUSTER_SCOPES, subjects
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import LinkFacts
@@ -36,14 +36,17 @@ def _ring3() -> ClusterFacts:
 
 
 def test_diagnose_runs_only_the_rules_of_the_facts_own_scopes() -> None:
-    # A rule may judge both layouts under one id (NCCL_BUSBW_LOW); its pair's layout and its cluster's are apart.
+    # A rule may judge both layouts under one id (NCCL_BUSBW_LOW); its pair's layout and its cluster's are apart. A
+    # cluster also meets the pair's traps of a node and its cable end, judged on each of its cables, and no other.
     cluster_rules = {r.id for r in ALL_RULES if r.scope in CLUSTER_SCOPES}
     pair_rules = {r.id for r in ALL_RULES if r.scope not in CLUSTER_SCOPES}
     pair = {f.rule_id for f in diagnose(_pair(), ALL_RULES).findings}
     ring = {f.rule_id for f in diagnose(_ring3(), ALL_RULES).findings}
     assert pair and pair <= pair_rules and not pair & (cluster_rules - pair_rules)
-    assert ring and ring <= cluster_rules and not ring & (pair_rules - cluster_rules)
-    assert diagnose(_ring3(), ALL_RULES) == diagnose(_ring3(), load_playbooks(kind="cluster"))
+    assert ring and ring <= cluster_rules | set(CABLE_TRAPS) and ring & set(CABLE_TRAPS) == set(CABLE_TRAPS)
+    assert not ring & (pair_rules - cluster_rules - set(CABLE_TRAPS))
+    alone = diagnose(_ring3(), load_playbooks(kind="cluster"))  # the cluster's own rules: no trap of the pair's
+    assert {f.rule_id for f in alone.findings} == ring - set(CABLE_TRAPS)
     assert diagnose(_pair(), ALL_RULES) == diagnose(_pair(), load_playbooks(kind="pair"))
 
 

@@ -15,12 +15,12 @@ from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.model import Status
 from linkcheck.parsers.netplan import parse_netplan
 from linkcheck.repair.apply import ApplyOptions, ApplyRefused, preflight, undo_of
+from linkcheck.repair.cables import cluster_plan
 from linkcheck.repair.checks import host_problems
 from linkcheck.repair.edits import EditError, netplan_add_route
 from linkcheck.repair.files import NodeFiles
 from linkcheck.repair.livestate import corrections, differences, parse_state, state_command
 from linkcheck.repair.model import RepairPlan, Step
-from linkcheck.repair.plan import cluster_plan
 from linkcheck.repair.runtime import (
     ACCEPT_DELETE,
     ACCEPT_INSERT,

@@ -1,0 +1,130 @@
+"""The pair's traps of a node's own configuration and of its end of a cable (GID index, PCIe width, FEC, netplan,
+NetworkManager, a late plug-in, twins on one subnet, the cable's approval) judged on every cable of a cluster, as on
+a pair: a node of a ring or a switch that has one is named, once, on a bundle saved without traffic."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from linkcheck.app.offline import judge_bundle
+from linkcheck.app.topology import cluster_facts
+from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
+from linkcheck.diagnose.engine import CABLE_TRAPS, diagnose
+from linkcheck.model import Status, Verdict
+from tests.cluster.cluster_checks import ALL_RULES, saved_bundle
+from tests.emulators.captures import node_captures
+from tests.emulators.node import Node
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
+
+if TYPE_CHECKING:
+    from tests.conftest import InProcessCli
+
+
+def _firing(path: Path) -> list[tuple[str, str, str]]:
+    check = judge_bundle(path)
+    findings = check.view.diagnosis.findings if hasattr(check, "view") else ()
+    return sorted((f.rule_id, f.status.value, f.subject) for f in findings
+                  if f.rule_id in CABLE_TRAPS and f.status in (Status.WARN, Status.FAIL))
+
+
+def _on(node: str, change):  # type: ignore[no-untyped-def]
+    return lambda name, model: change(model) if name == node else model
+
+
+def _fec_none(model: Node) -> Node:
+    return replace(model, functions=tuple(replace(f, fec_active="None") if f.cage == "p0" else f
+                                          for f in model.functions))
+
+
+def _pcie_x2(model: Node) -> Node:
+    return replace(model, functions=tuple(replace(f, pcie_width=2) if f.netdev == "enP2p1s0f1np1" else f
+                                          for f in model.functions))
+
+
+def test_a_healthy_ring_meets_every_trap_and_none_fires(tmp_path: Path) -> None:
+    bundle = saved_bundle(tmp_path / "ring", "ring3")
+    check = judge_bundle(bundle)
+    judged = {f.rule_id for f in check.view.diagnosis.findings if f.rule_id in CABLE_TRAPS}  # type: ignore[union-attr]
+    assert judged == set(CABLE_TRAPS)
+    assert _firing(bundle) == []
+    assert check.verdict is Verdict.PASS
+
+
+def test_a_ring_nodes_fec_off_is_named_on_its_cable_alone(tmp_path: Path) -> None:
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("b", _fec_none))
+    firing = _firing(bundle)
+    # Node b's cage p0 is its cable to c: both of that cable's paths, named by the cable; a's cables are left alone.
+    assert [f[:2] for f in firing] == [("FEC_NOT_RS", "warn")] * 2
+    assert all(subject.startswith("b:p0<->c:p1: ") for _, _, subject in firing), firing
+    assert judge_bundle(bundle).verdict is Verdict.WARN
+
+
+def test_a_switched_nodes_narrow_pcie_link_fails_once_not_once_per_partner(tmp_path: Path) -> None:
+    bundle = saved_bundle(tmp_path / "switch", "switch4", _on("c", _pcie_x2))
+    # Node c meets three partners through the switch; its function is one finding.
+    assert _firing(bundle) == [("PCIE_LINK_DEGRADED", "fail", "c:enP2p1s0f1np1")]
+    assert judge_bundle(bundle).verdict is Verdict.FAIL
+
+
+def test_a_switched_paths_fec_is_not_compared_across_the_switch(tmp_path: Path) -> None:
+    bundle = saved_bundle(tmp_path / "switch", "switch4", _on("d", _fec_none))
+    # Through a switch each node's port negotiates with the switch: the two ends of a path are not one link.
+    assert not any(rule == "FEC_NOT_RS" for rule, _, _ in _firing(bundle))
+
+
+def test_a_stale_gid_pin_on_a_ring_node_fails_with_the_pairs_fix(tmp_path: Path, cli: InProcessCli) -> None:
+    def stale(model: Node) -> Node:
+        return replace(model, nccl_conf="NCCL_IB_GID_INDEX=7\n")
+
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("c", stale))
+    firing = _firing(bundle)
+    assert {rule for rule, _, _ in firing} >= {"GID_INDEX_STALE"}
+    assert all(subject.startswith("c:") or subject.startswith("node c") or ": pair" in subject
+               for rule, _, subject in firing if rule == "GID_INDEX_STALE"), firing
+    run = cli("diagnose", str(bundle), "-f", "json")
+    assert run.returncode == 2, run.stderr
+    found = [f for f in json.loads(run.stdout)["findings"] if (f["id"], f["status"]) == ("GID_INDEX_STALE", "fail")]
+    assert found and all("NCCL_IB_GID_INDEX=7" in f["message"] for f in found)
+
+
+@pytest.mark.parametrize("scenario", ["ring3", "switch4"])
+def test_a_node_not_inspected_has_no_trap_judged_and_its_partners_are(scenario: str) -> None:
+    models = cluster_models(CLUSTER_SCENARIOS[scenario]())
+    captures = [c for n, m in models.items() if n != "c" for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    facts = cluster_facts(list(models), captures, {"c": "ssh: connection refused"})
+    findings = [f for f in diagnose(facts, ALL_RULES).findings if f.rule_id in CABLE_TRAPS]
+    # Node c's cables are not judged (its facts are unknown, and the cluster is inconclusive for it already); every
+    # other node still meets every trap once.
+    about_c = [f for f in findings if f.subject.startswith(("c:", "node c")) or "c:p" in f.subject or ">c" in f.subject]
+    assert about_c == []
+    assert {f.subject for f in findings if f.rule_id == "GID_INDEX_EMPTY_PIN"} == {"node a", "node b", "node d"} - (
+        {"node d"} if scenario == "ring3" else set())
+    assert all(f.status is Status.PASS for f in findings)
+
+
+def test_fix_plans_a_ring_nodes_fec_on_the_cable_it_was_judged_on(tmp_path: Path, cli: InProcessCli) -> None:
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("b", _fec_none))
+    run = cli("fix", str(bundle), "-f", "json")
+    assert run.returncode == 1, run.stderr  # the bundle's verdict: a warning
+    steps = json.loads(run.stdout)["steps"]
+    # The pair's FEC repair, on node b's two netdevs of cage p0 (its cable to c), each step named by that cable.
+    assert sorted((s["node"], tuple(s["runtime"])) for s in steps) == [
+        ("b", ("sudo ethtool --set-fec enP2p1s0f0np0 encoding rs",)),
+        ("b", ("sudo ethtool --set-fec enp1s0f0np0 encoding rs",))]
+    assert all(str(s["finding"]).startswith("FEC_NOT_RS:b:p0<->c:p1: ") for s in steps)
+    assert "not planned" not in cli("fix", str(bundle)).stdout  # nothing of it left to the user
+
+
+def test_fix_plans_a_stale_gid_pin_on_that_node_alone(tmp_path: Path, cli: InProcessCli) -> None:
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("c", lambda m: replace(m, nccl_conf="NCCL_IB_GID_INDEX=7\n")))
+    run = cli("fix", str(bundle), "-f", "json")
+    assert run.returncode == 2, run.stderr
+    plan = json.loads(run.stdout)
+    # The pair's repair: the stale pin removed from node c's /etc/nccl.conf, once for its four HCAs; a and b untouched.
+    assert [(s["node"], s["persistent"]["path"]) for s in plan["steps"]] == [("c", "/etc/nccl.conf")]
+    assert plan["steps"][0]["finding"].startswith("GID_INDEX_STALE:c:")

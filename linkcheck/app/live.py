@@ -3,10 +3,10 @@ at once), optionally run the traffic tests, save the bundle, judge what was save
 
 A cluster's traffic: each test of the schedule (a cable, or two nodes through the switch) is measured as a pair is,
 the tests of one round side by side, and judged by the pair's throughput rules on that test's own results
-(CABLE_RULES): the hot-plug state, one shared PCIe link, a path below nominal, named per cable. On a switch, the
-nodes of a slow test are then measured again with a node that passed everywhere (the second pass). The cluster's
-rules then judge the whole (`judge_cluster`, as a saved bundle is judged). A node that could not be inspected leaves
-the tests it is in inconclusive (never passing); the others are measured."""
+(CABLE_RULES, diagnose/engine.py): the hot-plug state, one shared PCIe link, a path below nominal, named per cable.
+On a switch, the nodes of a slow test are then measured again with a node that passed everywhere (the second pass).
+The cluster's rules then judge the whole (`judge_cluster`, as a saved bundle is judged). A node that could not be
+inspected leaves the tests it is in inconclusive (never passing); the others are measured."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
-from linkcheck.app.offline import CABLE_RULES, configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
+from linkcheck.app.offline import configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
 from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
 from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.guard import Progress, Schedule
@@ -40,6 +40,7 @@ from linkcheck.cluster.hosts import SLURM_VAR, ClusterHost, cluster_hosts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
 from linkcheck.config import PAIR_NODES, Config, SshOptions, find_config
+from linkcheck.diagnose.engine import CABLE_RULES
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UnreachableError
 from linkcheck.facts.model import LinkFacts

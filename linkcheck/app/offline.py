@@ -28,7 +28,7 @@ from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subn
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
 from linkcheck.cluster.hosts import ClusterHost, recorded_hosts
 from linkcheck.cluster.schedule import Match
-from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.engine import CABLE_RULES, diagnose
 from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.drift import attach_baseline
@@ -83,13 +83,6 @@ def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Con
     rules = configured_rules(list(playbooks or []), config)
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
     return diagnose_captures(bundle, rules, config.expected_link if config else None, baseline)
-
-
-# The pair's rules that judge one test's traffic: why a cable is slow, named per cable. The pair's other rules judge
-# a node's configuration, which the cluster's inspection and rules already cover once per node.
-# The latency rules judge a test's own ib_write_lat runs, and the small all_reduce across every node, as a pair's.
-CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL", "RDMA_LATENCY_HIGH",
-               "NCCL_ALLREDUCE_LATENCY_HIGH")
 
 
 def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule], error: str | None,

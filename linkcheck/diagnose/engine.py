@@ -261,10 +261,14 @@ def _cable_drift(drift: ClusterDrift, rules: list[Rule]) -> list[Finding]:
     return out
 
 
+# The pair's rules that judge one test's traffic: why a cable is slow, named per cable (app/offline.py judge_test).
+# The latency rules judge a test's own ib_write_lat runs, and the small all_reduce across every node, as a pair's.
+CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL", "RDMA_LATENCY_HIGH",
+               "NCCL_ALLREDUCE_LATENCY_HIGH")
 # The pair's rules of a node's own configuration and of its end of a cable, which a cluster has no rule of its own for:
 # each judged on every cable of a cluster as on a pair (the cable's two nodes, its data paths), so that a node of a ring
 # or a switch meets the traps a pair's does. A pair's other rules have a cluster twin (NODES_DIFFER, NCCL_*, MTU_*,
-# LINK_CHANGED, DRIFT_*, the containers'), are judged per test with its traffic (CABLE_RULES in app/offline.py), or
+# LINK_CHANGED, DRIFT_*, the containers'), are judged per test with its traffic (CABLE_RULES), or
 # speak of a lone cable (LINK_DOWN: a cluster's cabling faults are the topology's flags, CABLING_FAULT).
 CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "PCIE_LINK_DEGRADED", "FEC_NOT_RS",
                "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "TWINS_SAME_SUBNET",

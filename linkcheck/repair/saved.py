@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 import msgspec
 
 from linkcheck.errors import BundleError
-from linkcheck.outcome import ClusterCheck, Judged, Outcome
+from linkcheck.outcome import ClusterCheck, Judged
 from linkcheck.repair.cables import cluster_plan
 from linkcheck.repair.files import node_files
 from linkcheck.repair.model import RepairPlan, Step
@@ -119,7 +119,7 @@ def refusals(plan: RepairPlan) -> list[str]:
     return out
 
 
-def judge_saved(saved: RepairPlan, outcome: Outcome) -> SavedPlan:
+def judge_saved(saved: RepairPlan, outcome: Judged) -> SavedPlan:
     """The bundle's plan against linkcheck's plan for the same diagnosis."""
     ours = plan_for(outcome)
     if saved == ours:

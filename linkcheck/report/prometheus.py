@@ -19,7 +19,7 @@ from typing import Any
 from linkcheck import __version__
 from linkcheck.accept.text import check_tests, deciding_margin, non_standard
 from linkcheck.cluster.cables import FIRST_PASS
-from linkcheck.cluster.topology import Topology, infer_topology
+from linkcheck.cluster.topology import Topology
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.facts.model import LinkFacts, NodeFacts
 from linkcheck.model import Finding, Status, Verdict
@@ -29,6 +29,7 @@ from linkcheck.report.exposition import Labels, Metrics, bytes_per_second, scale
 from linkcheck.report.judged import Judged
 from linkcheck.report.repair import repair_plan
 from linkcheck.report.tables import DIRECTIONS, named_direction
+from linkcheck.report.topology import pair_cable, pair_topology
 from linkcheck.report.verdict import BundleVerdict
 from linkcheck.report.writer import check_output_path, write_output
 from linkcheck.values import yes_no
@@ -42,18 +43,6 @@ def _timestamp(created: str) -> float:
     except ValueError:
         return dt.datetime.now(dt.timezone.utc).timestamp()
     return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)).timestamp()
-
-
-def pair_topology(outcome: Outcome) -> Topology:
-    """The pair as a cluster of its two nodes sees it (cluster/topology.py): its layout, its cable."""
-    return infer_topology({"a": outcome.link.a, "b": outcome.link.b})
-
-
-def pair_cable(outcome: Outcome, topology: Topology | None = None) -> str:
-    """The pair's one cable as a cluster names it (`a:p1<->b:p1`, cluster/topology.py), so that a pair's series and
-    a cluster's carry the same `cable` label; `a<->b` where the facts show no one cable."""
-    cables = (topology or pair_topology(outcome)).cables
-    return cables[0].key if len(cables) == 1 else "a<->b"
 
 
 def run_families(m: Metrics, topology: Topology, nodes: Mapping[str, NodeFacts], created: str,

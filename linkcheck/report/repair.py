@@ -8,18 +8,18 @@ from typing import Any
 
 import msgspec
 
-from linkcheck.outcome import Outcome
+from linkcheck.outcome import Judged
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.record import REPAIR, load_repair, steps_document
 from linkcheck.repair.saved import SavedPlan, judge_saved
 from linkcheck.report.safe_text import shown
 
 
-def saved_plan(outcome: Outcome) -> tuple[SavedPlan | None, str | None]:
+def saved_plan(outcome: Judged) -> tuple[SavedPlan | None, str | None]:
     """The bundle's plan judged against linkcheck's for the same findings, or (None, why it is not read);
-    (None, None) when the bundle holds none."""
-    path = outcome.bundle.path
-    if path is None or not os.path.lexists(path / REPAIR):
+    (None, None) when the bundle holds none (or the run was judged from captures alone)."""
+    path = outcome.bundle.path if outcome.bundle is not None else None
+    if outcome.bundle is None or path is None or not os.path.lexists(path / REPAIR):
         return None, None
     if {REPAIR, "manifest.json"} & outcome.bundle.unverified:
         return None, f"{REPAIR} is unverified (`linkcheck verify` names why; not shown)"
@@ -29,7 +29,7 @@ def saved_plan(outcome: Outcome) -> tuple[SavedPlan | None, str | None]:
     return judge_saved(plan, outcome), None
 
 
-def repair_plan(outcome: Outcome) -> tuple[RepairPlan | None, str | None]:
+def repair_plan(outcome: Judged) -> tuple[RepairPlan | None, str | None]:
     """(the plan, None) when the bundle's plan is linkcheck's own for its findings; (None, why it is not shown:
     unverified, damaged, or the plan in the bundle, not linkcheck's, with its differences); (None, None) when the
     bundle holds none."""
@@ -41,11 +41,12 @@ def repair_plan(outcome: Outcome) -> tuple[RepairPlan | None, str | None]:
     return judged.plan, None
 
 
-def _not_ours(outcome: Outcome, judged: SavedPlan) -> str:
-    return f"{outcome.bundle.path / REPAIR if outcome.bundle.path else REPAIR}: {judged.summary}"
+def _not_ours(outcome: Judged, judged: SavedPlan) -> str:
+    path = outcome.bundle.path if outcome.bundle is not None else None
+    return f"{path / REPAIR if path else REPAIR}: {judged.summary}"
 
 
-def repair_document(outcome: Outcome) -> dict[str, Any] | None:
+def repair_document(outcome: Judged) -> dict[str, Any] | None:
     """For the JSON report: the steps as `fix -f json` prints them and what was not planned; {"problem": ...}
     when the plan there is not shown (with `not_linkchecks`: what `fix --apply` would refuse in it and its
     differences from linkcheck's plan); None when the bundle has no plan."""

@@ -16,10 +16,14 @@ import msgspec
 
 from linkcheck.accept.text import margin_cell, missed, threshold_cell
 from linkcheck.advise.published import published
+from linkcheck.cluster.cables import CableTest
+from linkcheck.cluster.topology import Topology
+from linkcheck.diagnose.engine import CABLE_RULES, verdict_of
 from linkcheck.facts.model import Function, LinkFacts, NodeFacts, RdmaRun
-from linkcheck.model import Finding, Status
+from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.report.safe_text import shown
+from linkcheck.report.topology import pair_cable
 from linkcheck.values import byte_size, evidence_line, gbps, number, pcie, plain_number, signed
 
 
@@ -369,8 +373,13 @@ def named_rules(result: CableResult) -> str:
 def matrix(check: ClusterCheck) -> dict[str, dict[str, float | None]]:
     """From node -> to node -> Gb/s of the first pass's test between them in that direction (both twins at once,
     else the best path alone); absent where no test joined them. The second pass's rates are in its tests."""
-    out: dict[str, dict[str, float | None]] = {n: {} for n in check.view.topology.nodes}
-    for result in check.cables:
+    return test_matrix(check.view.topology.nodes, check.cables)
+
+
+def test_matrix(nodes: Sequence[str], results: Sequence[CableResult]) -> dict[str, dict[str, float | None]]:
+    """`matrix` of these nodes and tests (a pair's: its two nodes and its one cable)."""
+    out: dict[str, dict[str, float | None]] = {n: {} for n in nodes}
+    for result in results:
         if result.test.pass_no != 1 or result.problem is not None and not result.link.bench.rdma:
             continue
         for direction in DIRECTIONS:
@@ -444,3 +453,18 @@ def cluster_nccl_text(check: ClusterCheck) -> str | None:
              + (f"; fell back to sockets: {', '.join(run.fell_back)}" if run.fell_back else ""))
     return (f"all_gather_perf across {len(run.ranks)} nodes{size}: {what}; {ranks}"
             + (f" ({run.problem})" if run.problem else ""))
+
+
+def pair_test(outcome: Outcome, topology: Topology | None = None) -> CableResult | None:
+    """The pair's one cable as a cluster's test of it would be: labelled as a cluster names the cable, round 1, the
+    pair's traffic, the findings of the rules a cluster judges per test (CABLE_RULES) and their verdict (inconclusive
+    with the traffic test's error, as a cluster's test is). None without traffic: a cluster's inspection alone has no
+    test either."""
+    link = outcome.link
+    if not link.bench_present & {"rdma", "latency"}:
+        return None
+    findings = tuple(f for f in outcome.diagnosis.findings if f.rule_id in CABLE_RULES)
+    error = outcome.bundle.collection_errors.get("bench")
+    verdict = verdict_of(list(findings), error is not None)
+    test = CableTest(pair_cable(outcome, topology), 1, link.a.name, link.b.name, link)
+    return CableResult(test, link, verdict, findings, error if verdict is Verdict.INCONCLUSIVE else None)

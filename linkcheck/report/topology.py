@@ -4,12 +4,24 @@ data: shown, never interpreted."""
 
 from __future__ import annotations
 
-from linkcheck.cluster.topology import TwinPath
+from linkcheck.cluster.topology import Topology, TwinPath, infer_topology
 from linkcheck.model import Status
-from linkcheck.outcome import ClusterView
+from linkcheck.outcome import ClusterView, Outcome
 from linkcheck.records import plain
 from linkcheck.report.safe_text import shown
 from linkcheck.strict_json import dumps
+
+
+def pair_topology(outcome: Outcome) -> Topology:
+    """The pair as a cluster of its two nodes sees it (cluster/topology.py): its layout, its cable."""
+    return infer_topology({"a": outcome.link.a, "b": outcome.link.b})
+
+
+def pair_cable(outcome: Outcome, topology: Topology | None = None) -> str:
+    """The pair's one cable as a cluster names it (`a:p1<->b:p1`, cluster/topology.py), so that a pair's series and
+    a cluster's carry the same `cable` label; `a<->b` where the facts show no one cable."""
+    cables = (topology or pair_topology(outcome)).cables
+    return cables[0].key if len(cables) == 1 else "a<->b"
 
 
 def view_json(view: ClusterView) -> str:

@@ -15,7 +15,7 @@ from unittest.mock import patch
 from msgspec.structs import replace
 
 from linkcheck.app.live import save_cluster
-from linkcheck.app.offline import CABLE_RULES, judge_cluster, plan_tests
+from linkcheck.app.offline import judge_cluster, plan_tests
 from linkcheck.app.topology import cluster_facts, judge_facts
 from linkcheck.baseline.drift import attach_cluster_baseline
 from linkcheck.baseline.store import ClusterBaseline
@@ -27,7 +27,7 @@ from linkcheck.cluster.facts import ClusterFacts
 from linkcheck.cluster.hosts import ClusterHost, parse_node_values
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
-from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.engine import CABLE_RULES, diagnose
 from linkcheck.diagnose.playbook import load_playbooks
 from linkcheck.facts.model import BenchFacts, RdmaRun
 from linkcheck.model import Capture, Verdict

@@ -60,7 +60,7 @@ def test_a_healthy_ring_of_three_passes_and_an_unreachable_node_leaves_only_its_
     # The cables to c are not known without c: each cage of a and b whose subnets nobody else holds is one.
     assert states == {"a:p0<->b:p1": "pass", "a:p1<->?": "inconclusive", "b:p0<->?": "inconclusive"}
     assert all("node c was not inspected" in (t["problem"] or "") for t in data["tests"] if t["state"] != "pass")
-    assert next(n for n in data["nodes"] if n["name"] == "c")["error"]
+    assert data["nodes"]["c"]["error"]
 
 
 def test_a_healthy_switch_of_four_from_a_hostfile_passes_every_pair(cluster_factory: ClusterFactory,

@@ -49,7 +49,7 @@ def test_json_has_a_utc_created_timestamp() -> None:
     created = dt.datetime.fromisoformat(document["created"])
     assert created.utcoffset() == dt.timedelta(0)
     assert abs((dt.datetime.now(dt.timezone.utc) - created).total_seconds()) < 60
-    assert document["schema"] == "linkcheck-report" and document["schema_version"] == 1
+    assert document["schema"] == "linkcheck-report" and document["schema_version"] == 2
     assert document["bundle_created"] == json.loads((ROOT / "fixtures/healthy/manifest.json").read_text())["created"]
 
 

@@ -268,11 +268,11 @@ CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL"
 # The pair's rules of a node's own configuration and of its end of a cable, which a cluster has no rule of its own for:
 # each judged on every cable of a cluster as on a pair (the cable's two nodes, its data paths), so that a node of a ring
 # or a switch meets the traps a pair's does. A pair's other rules have a cluster twin (NODES_DIFFER, NCCL_*, MTU_*,
-# LINK_CHANGED, DRIFT_*, the containers'), are judged per test with its traffic (CABLE_RULES), or
-# speak of a lone cable (LINK_DOWN: a cluster's cabling faults are the topology's flags, CABLING_FAULT).
+# LINK_CHANGED, DRIFT_*, the containers'), are judged per test with its traffic (CABLE_RULES), or are the topology's
+# flags of a cluster (CABLING_FAULT: a cable whose twins share a subnet, TWINS_SAME_SUBNET's case; a twin down,
+# LINK_DOWN's), so that one trap is one finding.
 CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "PCIE_LINK_DEGRADED", "FEC_NOT_RS",
-               "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "TWINS_SAME_SUBNET",
-               "CABLE_NOT_APPROVED")
+               "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "CABLE_NOT_APPROVED")
 # Through a switch a path's two ends are two hops, each with its own FEC negotiated with the switch: comparing them
 # says nothing of either.
 _DIRECT_ONLY = frozenset({"FEC_NOT_RS"})

@@ -13,12 +13,14 @@ import pytest
 
 from linkcheck.app.offline import judge_bundle
 from linkcheck.app.topology import cluster_facts
+from linkcheck.bundle.verify import load_trusted
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import CABLE_TRAPS, diagnose
 from linkcheck.model import Status, Verdict
 from tests.cluster.cluster_checks import ALL_RULES, saved_bundle
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node
+from tests.fixture_bundles import FIXTURE_DIR
 from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
 
 if TYPE_CHECKING:
@@ -128,3 +130,15 @@ def test_fix_plans_a_stale_gid_pin_on_that_node_alone(tmp_path: Path, cli: InPro
     # The pair's repair: the stale pin removed from node c's /etc/nccl.conf, once for its four HCAs; a and b untouched.
     assert [(s["node"], s["persistent"]["path"]) for s in plan["steps"]] == [("c", "/etc/nccl.conf")]
     assert plan["steps"][0]["finding"].startswith("GID_INDEX_STALE:c:")
+
+
+@pytest.mark.parametrize("fixture", ["twins-same-subnet", "real-dec2025-same-subnet"])
+def test_twins_on_one_subnet_are_one_finding_the_topologys_flag(fixture: str) -> None:
+    # A pair's bundle read as the cluster of its one cable: the topology flags the cable whose twins share a subnet
+    # (CABLING_FAULT); the pair's TWINS_SAME_SUBNET is that trap too, so it is not judged again on the cable.
+    bundle = load_trusted(FIXTURE_DIR / fixture)
+    facts = cluster_facts(list(bundle.nodes), bundle.captures, {})
+    firing = {(f.rule_id, f.subject.split(" ")[0]) for f in diagnose(facts, ALL_RULES).findings
+              if f.status in (Status.WARN, Status.FAIL)}
+    assert ("CABLING_FAULT", "twins_share_subnet") in firing
+    assert not any(rule == "TWINS_SAME_SUBNET" for rule, _ in firing)

@@ -86,9 +86,10 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
             continue
         shown_as = {f.finding_id: f"{f.finding_id} (cable {result.test.label})" for f in now}
         plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as))
-    plans += _trap_plans(check, bundle)
+    trap_plans, unplaced = _trap_plans(check, bundle)
     node_plans, skipped = _node_plans(check, bundle)
-    plans += node_plans
+    plans += trap_plans + node_plans
+    skipped += unplaced
     steps: dict[tuple[object, ...], Step] = {}
     for plan in plans:
         for step in plan.steps:
@@ -136,18 +137,21 @@ def _trap_cable(finding: Finding, tests: Sequence[CableTest]) -> tuple[CableTest
     return (own, finding.subject) if own is not None else None
 
 
-def _trap_plans(check: ClusterCheck, bundle: Bundle) -> list[RepairPlan]:
+def _trap_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], list[NotPlanned]]:
     """The pair's traps that fired on the cluster's cables, planned by the pair's planner on those cables, together
-    per cable as a pair's findings are (one explains another there: GID_INDEX_STALE, GID_INDEX_DIFFERS)."""
+    per cable as a pair's findings are (one explains another there: GID_INDEX_STALE, GID_INDEX_DIFFERS); one whose
+    cable is not found is listed as not planned, never dropped."""
     traps = [f for f in firing(check.view.diagnosis.findings) if f.rule_id in CABLE_TRAPS]
     if not traps:
-        return []
+        return [], []
     lost = [f.subject for f in check.view.topology.flagged("uninspected")]
     tests = cable_tests(check.facts, schedule(check.view.topology), skip=lost)
     per_cable: dict[str, tuple[CableTest, list[Finding], dict[str, str]]] = {}
+    unplaced: list[NotPlanned] = []
     for f in traps:
         found = _trap_cable(f, tests)
         if found is None:
+            unplaced.append(NotPlanned(f.finding_id, "no cable of its node to plan it on: see the finding's fix"))
             continue
         test, subject = found
         as_judged = replace(f, subject=subject,
@@ -156,7 +160,7 @@ def _trap_plans(check: ClusterCheck, bundle: Bundle) -> list[RepairPlan]:
         findings.append(as_judged)
         shown_as[as_judged.finding_id] = f.finding_id
     return [_plan_cable(bundle, test.nodes, test.link, findings, shown_as)
-            for test, findings, shown_as in per_cable.values()]
+            for test, findings, shown_as in per_cable.values()], unplaced
 
 
 def _on_cable_id(finding_id: str, label: str) -> str:

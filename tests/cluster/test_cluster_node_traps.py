@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 import pytest
 
 from linkcheck.app.offline import judge_bundle
@@ -17,6 +18,8 @@ from linkcheck.bundle.verify import load_trusted
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import CABLE_TRAPS, diagnose
 from linkcheck.model import Status, Verdict
+from linkcheck.outcome import ClusterCheck
+from linkcheck.repair.cables import cluster_plan
 from tests.cluster.cluster_checks import ALL_RULES, saved_bundle
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Node
@@ -142,3 +145,17 @@ def test_twins_on_one_subnet_are_one_finding_the_topologys_flag(fixture: str) ->
               if f.status in (Status.WARN, Status.FAIL)}
     assert ("CABLING_FAULT", "twins_share_subnet") in firing
     assert not any(rule == "TWINS_SAME_SUBNET" for rule, _ in firing)
+
+
+def test_a_trap_whose_cable_is_not_found_is_listed_as_not_planned_never_dropped(tmp_path: Path) -> None:
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("b", _fec_none))
+    check = judge_bundle(bundle)
+    assert isinstance(check, ClusterCheck) and check.bundle is not None
+    fec = next(f for f in check.view.diagnosis.findings if f.rule_id == "FEC_NOT_RS" and f.status is Status.WARN)
+    # The same finding named by a cable this cluster does not have (a record edited by hand, say).
+    stray = msgspec.structs.replace(fec, subject="x:p0<->y:p1: enp1s0f0np0<->enp1s0f1np1")
+    view = msgspec.structs.replace(check.view, diagnosis=msgspec.structs.replace(
+        check.view.diagnosis, findings=(*check.view.diagnosis.findings, stray)))
+    plan = cluster_plan(msgspec.structs.replace(check, view=view), check.bundle)
+    assert [n.finding for n in plan.not_planned] == [stray.finding_id]
+    assert len(plan.steps) == 2  # b's own two FEC steps are still planned

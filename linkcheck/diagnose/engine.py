@@ -274,8 +274,9 @@ CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL"
 CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "PCIE_LINK_DEGRADED", "FEC_NOT_RS",
                "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "CABLE_NOT_APPROVED")
 # Through a switch a path's two ends are two hops, each with its own FEC negotiated with the switch: comparing them
-# says nothing of either.
-_DIRECT_ONLY = frozenset({"FEC_NOT_RS"})
+# says nothing of either. NVIDIA's approved cables are the QSFP112 DACs between two Sparks (spark-link s.4, User
+# Guide [S1]); a node's cable to a switch is the switch's to approve (a 400G breakout to two 200G ports, [S37b]).
+_DIRECT_ONLY = frozenset({"FEC_NOT_RS", "CABLE_NOT_APPROVED"})
 
 
 def _by_cable(subject: str, label: str) -> str:

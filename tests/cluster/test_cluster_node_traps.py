@@ -22,7 +22,7 @@ from linkcheck.outcome import ClusterCheck
 from linkcheck.repair.cables import cluster_plan
 from tests.cluster.cluster_checks import ALL_RULES, saved_bundle
 from tests.emulators.captures import node_captures
-from tests.emulators.node import Node
+from tests.emulators.node import Cable, Node
 from tests.fixture_bundles import FIXTURE_DIR
 from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
 
@@ -159,3 +159,20 @@ def test_a_trap_whose_cable_is_not_found_is_listed_as_not_planned_never_dropped(
     plan = cluster_plan(msgspec.structs.replace(check, view=view), check.bundle)
     assert [n.finding for n in plan.not_planned] == [stray.finding_id]
     assert len(plan.steps) == 2  # b's own two FEC steps are still planned
+
+
+GENERIC_DAC = Cable(identifier_code=0x11, vendor_name="FS", vendor_oui="64:9d:99", vendor_pn="QSFP-100G-CU1M",
+                    vendor_sn="F2240812345", vendor_rev="A", length_m=1.0, date_code="240815")
+
+
+def _generic_cables(model: Node) -> Node:
+    return replace(model, cable=GENERIC_DAC, more_cables=dict.fromkeys(model.more_cables, GENERIC_DAC))
+
+
+def test_an_unapproved_cable_is_named_on_a_ring_and_left_to_the_switch_through_one(tmp_path: Path) -> None:
+    # NVIDIA's list is of the cables between two Sparks: a ring's node with a generic DAC is named as a pair's is;
+    # a node's cable to a switch is the switch's to approve.
+    ring = _firing(saved_bundle(tmp_path / "ring", "ring3", _on("c", _generic_cables)))
+    assert ("CABLE_NOT_APPROVED", "warn", "node c") in ring
+    switch = _firing(saved_bundle(tmp_path / "switch", "switch4", _on("c", _generic_cables)))
+    assert not any(rule == "CABLE_NOT_APPROVED" for rule, _, _ in switch)

@@ -18,7 +18,8 @@ from typing import Any
 
 from linkcheck import __version__
 from linkcheck.accept.text import check_tests, deciding_margin, non_standard
-from linkcheck.cluster.cables import FIRST_PASS
+from linkcheck.cluster.cables import FIRST_PASS, cable_tests
+from linkcheck.cluster.schedule import schedule
 from linkcheck.cluster.topology import Topology
 from linkcheck.facts.drift import comparable_ratios
 from linkcheck.facts.model import LinkFacts, NodeFacts
@@ -281,9 +282,22 @@ def _all_findings(check: ClusterCheck, nodes: dict[str, str]) -> list[tuple[Labe
     cluster's own with neither (as a pair's)."""
     tests = [({"rule": f.rule_id, "severity": f.severity.value, "cable": cable_label(r)}, f)
              for r in check.cables for f in r.findings]
-    view = [({"rule": f.rule_id, "severity": f.severity.value,
-              **({"node": nodes[f.subject]} if f.subject in nodes else {})}, f) for f in check.view.diagnosis.findings]
+    cables = {t.label for t in cable_tests(check.facts, schedule(check.view.topology))}
+    view = [({"rule": f.rule_id, "severity": f.severity.value, **_where(f.subject, nodes, cables)}, f)
+            for f in check.view.diagnosis.findings]
     return finding_counts(tests + view)
+
+
+def _where(subject: str, nodes: dict[str, str], cables: set[str]) -> Labels:
+    """A cluster finding's place: its `node` (`node c`, or a device of it, `c:roceP2p1s0f0`), or the `cable` a pair's
+    rule judged it on (`b:p0<->c:p1: enp1s0f0np0<->enp1s0f1np1`); none for the cluster's own."""
+    if subject in nodes:
+        return {"node": nodes[subject]}
+    label, sep, _ = subject.partition(": ")
+    if sep and label in cables:
+        return {"cable": label}
+    head, sep, _ = subject.partition(":")
+    return {"node": head} if sep and f"node {head}" in nodes and "<->" not in subject else {}
 
 
 def _test_labels(result: CableResult) -> Labels:

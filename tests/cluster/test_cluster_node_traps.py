@@ -176,3 +176,16 @@ def test_an_unapproved_cable_is_named_on_a_ring_and_left_to_the_switch_through_o
     assert ("CABLE_NOT_APPROVED", "warn", "node c") in ring
     switch = _firing(saved_bundle(tmp_path / "switch", "switch4", _on("c", _generic_cables)))
     assert not any(rule == "CABLE_NOT_APPROVED" for rule, _, _ in switch)
+
+
+def test_the_textfile_names_a_traps_node_or_cable(tmp_path: Path, cli: InProcessCli) -> None:
+    def both(name: str, model: Node) -> Node:
+        model = _fec_none(model) if name == "b" else model
+        return replace(model, nccl_conf="NCCL_IB_GID_INDEX=7\n") if name == "c" else model
+
+    run = cli("report", str(saved_bundle(tmp_path / "ring", "ring3", both)), "-f", "prometheus")
+    assert run.returncode == 2, run.stderr
+    fired = {line.rsplit(" ", 1)[0] for line in run.stdout.splitlines()
+             if line.startswith("linkcheck_finding{") and not line.endswith(" 0")}
+    assert fired == {'linkcheck_finding{rule="FEC_NOT_RS",severity="warning",cable="b:p0<->c:p1"}',
+                     'linkcheck_finding{rule="GID_INDEX_STALE",severity="error",node="c"}'}

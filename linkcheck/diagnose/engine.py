@@ -285,15 +285,20 @@ def _by_cable(subject: str, label: str) -> str:
     return f"{label}: {subject}" if subject == "pair" or "<->" in subject else subject
 
 
+# Which of two findings of one subject a cluster keeps: the one that says more is wrong.
+_WORSE = {Status.PASS: 0, Status.SKIP: 1, Status.WARN: 2, Status.FAIL: 3}
+
+
 def _cable_traps(facts: ClusterFacts, rules: list[Rule]) -> list[Finding]:
     """The pair's CABLE_TRAPS on every cable of the cluster (every first-pass test of its schedule; through a switch,
-    every two switched nodes), each node that was inspected. A node's own finding is the same on each of its cables,
-    so it is kept once."""
+    every two switched nodes), each node that was inspected. A node's own finding is kept once, its worst: it is the
+    same on each of its cables but where a cable's traffic makes it a note (a late plug-in, measured on one cable and
+    not on the other, still warns)."""
     judged = [r for r in rules if r.id in CABLE_TRAPS and r.scope not in CLUSTER_SCOPES]
     if not judged:
         return []
     lost = [f.subject for f in facts.topology.flagged("uninspected")]
-    seen: set[str] = set()
+    kept: dict[str, int] = {}
     out: list[Finding] = []
     measured = {t.label for t in facts.tests if t.pass_no == 1 and t.state != "inconclusive"}
     for test in cable_tests(facts, schedule(facts.topology), skip=lost):
@@ -309,9 +314,12 @@ def _cable_traps(facts: ClusterFacts, rules: list[Rule]) -> list[Finding]:
                 explained = f"{rule_id}:{_by_cable(subject, test.label)}"
             named = msgspec.structs.replace(finding, subject=_by_cable(finding.subject, test.label),
                                             explained_by=explained)
-            if named.finding_id not in seen:
-                seen.add(named.finding_id)
+            at = kept.get(named.finding_id)
+            if at is None:
+                kept[named.finding_id] = len(out)
                 out.append(named)
+            elif _WORSE[named.status] > _WORSE[out[at].status]:
+                out[at] = named
     return out
 
 

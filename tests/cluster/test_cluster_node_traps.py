@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING
 
 import msgspec
 import pytest
+from msgspec.structs import replace as replace_struct
 
 from linkcheck.app.offline import judge_bundle
 from linkcheck.app.topology import cluster_facts
 from linkcheck.bundle.verify import load_trusted
+from linkcheck.cluster.facts import TrafficOutcome
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.engine import CABLE_TRAPS, diagnose
 from linkcheck.model import Status, Verdict
 from linkcheck.outcome import ClusterCheck
 from linkcheck.repair.cables import cluster_plan
 from tests.cluster.cluster_checks import ALL_RULES, saved_bundle
+from tests.emulators.build import boot_dmesg, hotplug_dmesg
 from tests.emulators.captures import node_captures
 from tests.emulators.node import Cable, Node
 from tests.fixture_bundles import FIXTURE_DIR
@@ -189,3 +192,23 @@ def test_the_textfile_names_a_traps_node_or_cable(tmp_path: Path, cli: InProcess
              if line.startswith("linkcheck_finding{") and not line.endswith(" 0")}
     assert fired == {'linkcheck_finding{rule="FEC_NOT_RS",severity="warning",cable="b:p0<->c:p1"}',
                      'linkcheck_finding{rule="GID_INDEX_STALE",severity="error",node="c"}'}
+
+
+def test_a_late_plug_in_still_warns_where_one_of_the_nodes_cables_was_not_measured() -> None:
+    models = cluster_models(CLUSTER_SCENARIOS["ring3"]())
+    b = models["b"]
+    models["b"] = replace(b, dmesg=(*boot_dmesg(b.functions, None), *hotplug_dmesg(b.functions, "p1", 3600.41)),
+                          uptime_s=7212.55)
+    captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
+    facts = cluster_facts(list(models), captures, {})
+    # b's cable to a was measured (its throughput rules judge its speed: the plug-in is a note there); its cable to c
+    # was not, so there the plug-in still warns, and the node's one finding says so.
+    measured = replace_struct(facts, tests=(TrafficOutcome("a:p0<->b:p1", "a", "b", "pass", 98.0),))
+    found = [f for f in diagnose(measured, ALL_RULES).findings
+             if f.rule_id == "LINK_REPLUGGED_SINCE_BOOT" and f.subject == "node b"]
+    assert [f.status for f in found] == [Status.WARN]
+    both = replace_struct(facts, tests=(TrafficOutcome("a:p0<->b:p1", "a", "b", "pass", 98.0),
+                                        TrafficOutcome("b:p0<->c:p1", "b", "c", "pass", 98.0)))
+    noted = [f for f in diagnose(both, ALL_RULES).findings
+             if f.rule_id == "LINK_REPLUGGED_SINCE_BOOT" and f.subject == "node b"]
+    assert [f.status for f in noted] == [Status.PASS] and "plug-in" in noted[0].message

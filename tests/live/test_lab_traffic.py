@@ -89,14 +89,17 @@ class Bench:
     def listening(self, node: str, port: int) -> str:
         return self.sh(node, f'ss -ltnpH "sport = :{port}"').stdout.strip()
 
-    def wait_listen(self, node: str, port: int, timeout: float = 10.0) -> str:
+    def wait_listen(self, node: str, port: int, timeout: float = 10.0, owner: str | None = None) -> str:
+        """The listener's `ss` line once there is one; with `owner`, once it also names that process (`ss -p` can
+        list a socket before it reads the process's fds: on a loaded machine the first line may lack `users:`)."""
         end = time.monotonic() + timeout
+        line = ""
         while time.monotonic() < end:
             line = self.listening(node, port)
-            if line:
+            if line and (owner is None or f'(("{owner}",pid=' in line):
                 return line
             time.sleep(0.05)
-        raise AssertionError(f"nothing listens on {node}:{port}")
+        raise AssertionError(f"nothing listens on {node}:{port}" + (f" as {owner}: {line!r}" if owner else ""))
 
     def alive(self, p: Proc) -> bool:
         """The shell that leads the group writes rc last, so it is alive until everything is done.
@@ -187,8 +190,8 @@ def test_server_and_client_handshake_across_namespaces(bench: Bench) -> None:
     port = bench.next_port()
     json_flags = " --out_json --out_json_file=res.json"
     server = bench.start("b", "ib_write_bw " + FLAGS.format(dev=P1, port=port, d=2) + json_flags)
-    listen = bench.wait_listen("b", port)
-    assert f"0.0.0.0:{port}" in listen and '(("ib_write_bw",pid=' in listen
+    listen = bench.wait_listen("b", port, owner="ib_write_bw")
+    assert f"0.0.0.0:{port}" in listen
     client = bench.start("a", "ib_write_bw " + FLAGS.format(dev=P1, port=port, d=2) + json_flags + " " + B_P1)
     c, s = bench.wait(client), bench.wait(server)
     assert (c.rc, s.rc, c.err, s.err) == (0, 0, "", "")

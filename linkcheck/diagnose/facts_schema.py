@@ -20,7 +20,7 @@ from linkcheck.cluster.facts import (
     swap_partner,
     transits,
 )
-from linkcheck.cluster.topology import Cable
+from linkcheck.cluster.topology import Cable, Flag
 from linkcheck.diagnose.observation import ShellText
 from linkcheck.facts.drift import changes
 from linkcheck.facts.forwarding_facts import (
@@ -340,8 +340,38 @@ def _baseline_hcas(link: LinkFacts) -> Iterator[Subject]:
 
 # Flags that other rules judge (the layout, a ring's cabling) or that only describe (neither is a fault here). A node
 # that was not inspected is no cabling fault, nor a port that most likely faces it: the layout is then unknown
-# (CLUSTER_LAYOUT_UNSUPPORTED's skip), and those ports' tests inconclusive.
-_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port", "uninspected", "far_unknown"}
+# (CLUSTER_LAYOUT_UNSUPPORTED's skip), and those ports' tests inconclusive. A twin without carrier (LINK_DOWN) and a
+# cable's twins in one subnet (TWINS_SAME_SUBNET) are the pair's traps, judged on each cable's pair view at the pair's
+# severity (diagnose/engine.py CABLE_TRAPS): one trap, one finding, whatever the layout. So are, where SINGLE_PCIE_PATH
+# judges them on the cable (CABLE_RULES), an unaddressed twin and a neighbour entry with the far node's other twin's
+# MAC (`_single_pcie_paths`).
+_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port", "uninspected", "far_unknown", "link_down",
+                           "twins_share_subnet"}
+
+
+def _single_pcie_paths(facts: ClusterFacts, flag: Flag) -> bool:
+    """Whether a flag is SINGLE_PCIE_PATH's case on a test (diagnose/checks/path.py `_unaddressed_twins`,
+    `_wrong_mac`): a port without an address whose twin carries a cable's or the switch's path; a port whose neighbour
+    entry for its far end holds the MAC of another function of the far node."""
+    name, _, netdev = flag.subject.partition(":")
+    node = facts.nodes.get(name)
+    if node is None:
+        return False
+    paths = [p for cable in facts.topology.cables for p in cable.paths]
+    if flag.kind == "unaddressed":
+        cage = next((f.cage for f in node.functions if f.netdev == netdev), None)
+        twins = {f.netdev for f in node.functions if f.cage == cage and f.netdev != netdev} if cage else set()
+        ends = [e for p in paths for e in (p.a, p.b)] + [e for s in facts.topology.segments for e in s.endpoints]
+        return any(e.node == name and e.netdev in twins for e in ends)
+    if flag.kind == "neighbour_mismatch":
+        fars = [(p.b if p.a.label == flag.subject else p.a) for p in paths if flag.subject in (p.a.label, p.b.label)]
+        for far in fars:
+            entry = next((n for n in node.neighbours if n.ip == far.ip and n.dev in (netdev, None) and n.mac), None)
+            far_node = facts.nodes.get(far.node)
+            if entry is not None and far_node is not None and any(
+                    f.mac and f.mac.lower() == entry.mac and f.netdev != far.netdev for f in far_node.functions):
+                return True
+    return False
 
 
 def _cluster(facts: ClusterFacts) -> Iterator[Subject]:
@@ -558,7 +588,7 @@ def _cables(facts: ClusterFacts) -> Iterator[Subject]:
 
 def _flags(facts: ClusterFacts) -> Iterator[Subject]:
     for flag in facts.topology.flags:
-        if flag.kind in _FLAGS_JUDGED_ELSEWHERE:
+        if flag.kind in _FLAGS_JUDGED_ELSEWHERE or _single_pcie_paths(facts, flag):
             continue
         nodes = tuple(n for n in facts.topology.nodes if flag.subject.split(":", 1)[0] == n)
         yield f"{flag.kind} {flag.subject}", nodes or facts.topology.nodes, {

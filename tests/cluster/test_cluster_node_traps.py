@@ -58,7 +58,9 @@ def test_a_healthy_ring_meets_every_trap_and_none_fires(tmp_path: Path) -> None:
     bundle = saved_bundle(tmp_path / "ring", "ring3")
     check = judge_bundle(bundle)
     judged = {f.rule_id for f in check.view.diagnosis.findings if f.rule_id in CABLE_TRAPS}  # type: ignore[union-attr]
-    assert judged == set(CABLE_TRAPS)
+    # All but NCCL_HCA_PAIRING (never on a ring: its nodes' other cages are live, NCCL routes it by subnet) and
+    # NCCL_HCA_UNCABLED (where NCCL_IB_HCA is set: the scenario sets none).
+    assert judged == set(CABLE_TRAPS) - {"NCCL_HCA_PAIRING", "NCCL_HCA_UNCABLED"}
     assert _firing(bundle) == []
     assert check.verdict is Verdict.PASS
 
@@ -139,15 +141,27 @@ def test_fix_plans_a_stale_gid_pin_on_that_node_alone(tmp_path: Path, cli: InPro
 
 
 @pytest.mark.parametrize("fixture", ["twins-same-subnet", "real-dec2025-same-subnet"])
-def test_twins_on_one_subnet_are_one_finding_the_topologys_flag(fixture: str) -> None:
-    # A pair's bundle read as the cluster of its one cable: the topology flags the cable whose twins share a subnet
-    # (CABLING_FAULT); the pair's TWINS_SAME_SUBNET is that trap too, so it is not judged again on the cable.
+def test_twins_on_one_subnet_are_one_finding_the_pairs_rule(fixture: str) -> None:
+    # A pair's bundle read as the cluster of its one cable: the topology flags the cable whose twins share a subnet,
+    # and the pair's TWINS_SAME_SUBNET judges it on the cable, at the pair's severity; CABLING_FAULT does not judge
+    # that flag again.
     bundle = load_trusted(FIXTURE_DIR / fixture)
     facts = cluster_facts(list(bundle.nodes), bundle.captures, {})
-    firing = {(f.rule_id, f.subject.split(" ")[0]) for f in diagnose(facts, ALL_RULES).findings
+    assert any(flag.kind == "twins_share_subnet" for flag in facts.topology.flags)
+    firing = {(f.rule_id, f.status) for f in diagnose(facts, ALL_RULES).findings
               if f.status in (Status.WARN, Status.FAIL)}
-    assert ("CABLING_FAULT", "twins_share_subnet") in firing
-    assert not any(rule == "TWINS_SAME_SUBNET" for rule, _ in firing)
+    assert firing == {("TWINS_SAME_SUBNET", Status.WARN)}
+
+
+def test_a_twin_down_fails_a_cluster_as_it_fails_a_pair() -> None:
+    # One trap, one severity: the pair's LINK_DOWN on the cable, where CABLING_FAULT warned before.
+    bundle = load_trusted(FIXTURE_DIR / "link-down")
+    facts = cluster_facts(list(bundle.nodes), bundle.captures, {})
+    assert any(flag.kind == "link_down" for flag in facts.topology.flags)
+    diagnosis = diagnose(facts, ALL_RULES)
+    firing = {(f.rule_id, f.status) for f in diagnosis.findings if f.status in (Status.WARN, Status.FAIL)}
+    assert ("LINK_DOWN", Status.FAIL) in firing and not any(rule == "CABLING_FAULT" for rule, _ in firing)
+    assert diagnosis.verdict is Verdict.FAIL
 
 
 def test_a_trap_whose_cable_is_not_found_is_listed_as_not_planned_never_dropped(tmp_path: Path) -> None:

@@ -20,17 +20,27 @@ from linkcheck.app.topology import cluster_facts, judge_facts
 from linkcheck.baseline.across_layouts import for_pair
 from linkcheck.baseline.drift import attach_cluster_baseline
 from linkcheck.baseline.store import ClusterBaseline, resolve_any
-from linkcheck.bench.rounds import Planned, captures_of, plan_test
+from linkcheck.bench.latency import KIND as LATENCY
+from linkcheck.bench.rounds import Planned, captures_of, plan_test, run_key
 from linkcheck.bundle.format import Bundle
-from linkcheck.bundle.run_record import ClusterDocument, is_cluster_bundle, load_cluster
+from linkcheck.bundle.run_record import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    CableEntry,
+    ClusterDocument,
+    HostEntry,
+    is_cluster_bundle,
+    load_cluster,
+)
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subnets
+from linkcheck.cluster.cables import FIRST_PASS, CableTest, cable_tests, pair_view, test_subnets
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
 from linkcheck.cluster.hosts import ClusterHost, recorded_hosts
-from linkcheck.cluster.schedule import Match
+from linkcheck.cluster.schedule import Match, schedule
 from linkcheck.diagnose.engine import CABLE_RULES, diagnose
 from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
+from linkcheck.facts.bench_facts import JOB_KINDS
 from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts, with_traffic
@@ -114,7 +124,7 @@ def judge_test(planned: Planned, captures: Sequence[Capture], rules: list[Rule],
 def _latency_answered(planned: Planned, own: Sequence[Capture]) -> bool:
     """Every path of the test has an ib_write_lat client run, and none of its runs failed."""
     runs = [c for c in own if c.spec == "ib_write_lat"]
-    clients = {c.meta.get("path") for c in runs if c.meta.get("role") == "client"}
+    clients = {run_key(c, planned) for c in runs if c.meta.get("role") == "client"}
     return planned.keys <= clients and not any(c.skipped or c.exit_status != 0 for c in runs)
 
 
@@ -185,6 +195,22 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     latency_error = doc.latency_error and f"the latency test: {doc.latency_error}"
     traffic_error = "; ".join(e for e in (doc.traffic_error, nccl_error, latency_error) if e) or None
     return ClusterCheck(view, facts, tuple(results), traffic_error, doc.interrupted, nccl_error=nccl_error)
+
+
+def one_cable_record(bundle: Bundle, facts: ClusterFacts) -> ClusterDocument:
+    """A pair's bundle (one without cluster.json) read as the record of the cluster of its one cable: its two nodes as
+    its manifest names them, its schedule's one test, and the traffic asked for as its captures show it (a pair's
+    bundle keeps no record of what was asked: a run of a kind, or a line saying why it did not run, says it was). Its
+    traffic's one error is the bundle's `bench` error, as the live run keeps it."""
+    kinds = {c.meta.get("kind") for c in bundle.captures}
+    hosts = tuple(HostEntry(name, str(node.get("target") or name) if isinstance(node, dict) else name, "the bundle")
+                  for name, node in bundle.nodes.items())
+    tests = tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched)
+                  for t in cable_tests(facts, schedule(facts.topology)))
+    return ClusterDocument(SCHEMA, SCHEMA_VERSION, hosts, tests, traffic="rdma" in kinds,
+                           traffic_error=bundle.collection_errors.get("bench"),
+                           interrupted="interrupted" in bundle.collection_errors,
+                           nccl=bool(kinds & set(JOB_KINDS)), latency=LATENCY in kinds)
 
 
 def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,

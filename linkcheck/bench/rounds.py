@@ -37,7 +37,7 @@ from linkcheck.bench.perftest import (
 from linkcheck.bench.plan import BenchPath, RdmaOptions, Round, bench_paths, untested_paths
 from linkcheck.cluster.cables import FIRST_PASS, CableTest, of_test_round
 from linkcheck.errors import BenchError
-from linkcheck.facts.bench_facts import build_bench_facts
+from linkcheck.facts.bench_facts import build_bench_facts, path_of
 from linkcheck.facts.model import DataPath, LinkFacts
 from linkcheck.model import Capture
 from linkcheck.transport.base import Transport
@@ -257,14 +257,26 @@ def captures_of(planned: Planned, captures: Sequence[Capture]) -> list[Capture]:
     """The captures of one test: its runs (by path key, in its own schedule round), the counters its two nodes
     gave around those rounds, and of a first-pass test its latency runs (by path key) with the small all_reduce
     across every node (the one latency capture without a path: every cable carries it)."""
-    runs = [c for c in captures if c.meta.get("kind") == "rdma" and c.meta.get("path") in planned.keys
+    runs = [c for c in captures if c.meta.get("kind") == "rdma" and run_key(c, planned) is not None
             and of_test_round(c, planned.test.round)]
     rounds = {c.meta.get("round") for c in runs}
     snapshots = [c for c in captures if c.meta.get("kind") == "snapshot" and c.node in planned.test.nodes
                  and c.meta.get("round") in rounds]
     latency = [c for c in captures if c.meta.get("kind") == LATENCY and planned.test.pass_no == FIRST_PASS
-               and c.meta.get("path", "") in planned.keys | {""}]
+               and (not c.meta.get("path") or run_key(c, planned) is not None)]
     return runs + snapshots + latency
+
+
+def run_key(capture: Capture, planned: Planned) -> str | None:
+    """The key of the test's path a run is on, None when it is on none of them. A cluster's run names its path by
+    node (`a:netdev<->b:netdev`; a netdev holds no `:`, the kernel refuses one); a pair's bundle names it by its twins
+    alone (`netdev<->netdev`), or, saved before runs carried a path, not at all: its node and its twins then say
+    which of the cable's paths it is, as its own facts read it (facts/bench_facts.py `path_of`)."""
+    key = capture.meta.get("path", "")
+    if ":" in key:
+        return key if key in planned.keys else None
+    path = path_of(capture, planned.test.link.paths) if capture.node in planned.test.nodes else None
+    return None if path is None else cable_key(path)
 
 
 def quick_follow_ups(planned: Sequence[Planned], captures: list[Capture], options: RdmaOptions,

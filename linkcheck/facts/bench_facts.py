@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
@@ -24,15 +25,29 @@ if TYPE_CHECKING:
 FLAP_REASON = "the link flapped or a GID changed during this run; its number is not trusted"
 
 
-def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
-    """The path a client ran on: its local twin by netdev or RDMA device, and the peer's when the bundle names it."""
+def path_of(cap: Capture, paths: Sequence[DataPath]) -> DataPath | None:
+    """The path a run's client or server ran on, by its node and its twins: its local one by netdev or RDMA device,
+    and the peer's when the bundle names it; None when it ran on none of them."""
     meta = cap.meta
     local = (meta.get("local_netdev"), meta.get("local_rdma_dev"))
     peer = (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
     for path in paths:
+        if cap.node not in (path.a.node, path.b.node):
+            continue
         mine, theirs = (path.a, path.b) if cap.node == path.a.node else (path.b, path.a)
         if _names(mine, local) and (peer == (None, None) or _names(theirs, peer)):
-            return path.key
+            return path
+    return None
+
+
+def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
+    """The path a client ran on (`path_of`), else its twins' names as the bundle gives them."""
+    path = path_of(cap, paths)
+    if path is not None:
+        return path.key
+    meta = cap.meta
+    local = (meta.get("local_netdev"), meta.get("local_rdma_dev"))
+    peer = (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
     local_name, peer_name = local[0] or local[1] or "?", peer[0] or peer[1] or "?"
     first = paths[0].a.node if paths else "a"  # the pair's first node ("a"; a cable's first end in a cluster)
     a_side, b_side = (local_name, peer_name) if cap.node == first else (peer_name, local_name)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from linkcheck.errors import ParseError
-from linkcheck.facts.bench_facts import JOB_KIND, nccl_run
+from linkcheck.facts.bench_facts import JOB_KIND, JOB_KINDS, nccl_run
 from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Capture
 from linkcheck.parsers.nccl_log import NcclRankLog, parse_nccl_log
@@ -112,15 +112,20 @@ def cluster_nccl_facts(nodes: Mapping[str, NodeFacts], captures: Sequence[Captur
                        ) -> ClusterNccl | None:
     """The cluster's NCCL run from its capture (None when none was run). Nodes are matched to log lines by hostname;
     two nodes with one hostname cannot be told apart, and neither is then proven."""
-    cap = next((c for c in captures if c.meta.get("kind") == KIND and c.meta.get("format") != "json"), None)
+    jobs = [c for c in captures if c.meta.get("kind") in JOB_KINDS and c.meta.get("format") != "json"]
+    cap = next((c for c in jobs if c.spec != "nccl_log"), None)
     if cap is None:
         return None
-    run = nccl_run(cap, cap.stdout)
-    order = [n for n in cap.meta.get("nodes", "").split(",") if n in nodes]
+    # A pair's job saved before it was the job across every node keeps its NCCL log apart (`nccl_log`) and names
+    # no nodes: its ranks are the pair's two.
+    log_text = next((c.stdout for c in jobs if c.spec == "nccl_log"), cap.stdout)
+    run = nccl_run(cap, log_text)
+    named = cap.meta.get("nodes", "").split(",") if cap.meta.get("kind") == KIND else list(nodes)
+    order = [n for n in named if n in nodes]
     hosts = {n: log_host(nodes[n]) for n in order}
     shared = {h for h in hosts.values() if h is not None and list(hosts.values()).count(h) > 1}
     try:
-        log = parse_nccl_log(cap.stdout)
+        log = parse_nccl_log(log_text)
         by_host, version = _by_host(log.ranks), log.nccl_version
     except ParseError:
         by_host, version = {}, None

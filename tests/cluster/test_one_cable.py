@@ -1,0 +1,75 @@
+"""A pair is the cluster of its one cable: every pair fixture, read as that cluster's record and judged by the
+cluster's judge, gives the verdict and the findings the pair's own judging gives. Two nodes named either way
+(`--node a=... --node b=...`, or two plain `--node`) meet the same rules at the same severity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from linkcheck.app.offline import diagnose_bundle, judge_cluster, one_cable_record
+from linkcheck.app.topology import cluster_facts
+from linkcheck.bundle.verify import load_trusted
+from linkcheck.cluster.hosts import recorded_hosts
+from linkcheck.model import Finding, Status, Verdict
+from linkcheck.outcome import ClusterCheck
+from tests.cluster.cluster_checks import ALL_RULES
+from tests.fixture_bundles import FIXTURE_DIR, PAIR_BUNDLES
+
+
+def _one_cable(path: Path) -> ClusterCheck:
+    bundle = load_trusted(path, allow_unverified=True)
+    facts = cluster_facts(list(bundle.nodes), bundle.captures, {})
+    doc = one_cable_record(bundle, facts)
+    errors = {n: e for n, e in bundle.collection_errors.items() if n in bundle.nodes}
+    return judge_cluster(recorded_hosts(doc), bundle.captures, errors, doc, ALL_RULES)
+
+
+def _firing(findings: list[Finding]) -> dict[str, Status]:
+    out: dict[str, Status] = {}
+    for f in findings:
+        if f.status in (Status.WARN, Status.FAIL):
+            out[f.rule_id] = Status.FAIL if Status.FAIL in (f.status, out.get(f.rule_id)) else Status.WARN
+    return out
+
+
+def _cluster_findings(check: ClusterCheck) -> list[Finding]:
+    return [*check.view.diagnosis.findings, *(f for cable in check.cables for f in cable.findings)]
+
+
+@pytest.mark.parametrize("path", PAIR_BUNDLES, ids=lambda p: p.name)
+def test_a_pair_judged_as_the_cluster_of_its_one_cable_gives_the_pairs_verdict_and_findings(path: Path) -> None:
+    pair = diagnose_bundle(path, allow_unverified=True)
+    check = _one_cable(path)
+    assert len(check.cables) == 1 and check.view.topology.layout == "pair"
+    assert check.verdict is pair.verdict
+    mine = _firing(_cluster_findings(check))
+    # What the cluster reads beyond the pair: a node's neighbour table (CABLING_FAULT `neighbour_mismatch`, the ARP
+    # entry that puts a twin's traffic on its other function), the inspection's side of SINGLE_PCIE_PATH.
+    extra = {f.rule_id for f in check.view.diagnosis.findings if f.rule_id == "CABLING_FAULT"
+             and f.status is Status.WARN and f.subject.startswith("neighbour_mismatch ")}
+    assert {k: v for k, v in mine.items() if k not in extra} == _firing(list(pair.diagnosis.findings))
+
+
+def test_a_pair_bundles_runs_are_its_one_cables() -> None:
+    # Runs saved before they carried a path (`path` absent) or named it by the twins alone: each is read on its path.
+    check = _one_cable(FIXTURE_DIR / "hotplug-degraded")
+    (cable,) = check.cables
+    assert cable.problem is None and cable.state == "slow"
+    assert cable.lowest_gbps is not None and 13.0 < cable.lowest_gbps < 14.0
+    assert {f.rule_id for f in cable.findings if f.status is Status.FAIL} == {"LINK_HOTPLUG_DEGRADED"}
+
+
+def test_a_pair_bundles_nccl_job_is_the_job_across_its_two_nodes() -> None:
+    check = _one_cable(FIXTURE_DIR / "nccl-socket-fallback")
+    assert check.facts.nccl is not None and [p.node for p in check.facts.nccl.ranks] == ["a", "b"]
+    assert {"NCCL_SOCKET_FALLBACK", "NCCL_BUSBW_LOW"} <= set(_firing(_cluster_findings(check)))
+    assert check.verdict is Verdict.FAIL
+
+
+def test_nccl_device_pairing_is_judged_on_the_cable_of_two_nodes() -> None:
+    # Each node's every live port is on the one cable: NCCL pairs their devices by index (a ring's are not judged:
+    # tests/diagnose/test_one_engine.py).
+    check = _one_cable(FIXTURE_DIR / "nccl-hca-pairing")
+    assert _firing(_cluster_findings(check)) == {"NCCL_HCA_PAIRING": Status.FAIL}

@@ -34,6 +34,7 @@ from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.judged import Judged
+from linkcheck.report.per_test import per_test
 from linkcheck.report.published import PUBLISHED_TOTAL_GBPS
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
@@ -559,23 +560,17 @@ def _cluster_findings(check: ClusterCheck) -> str:
 
 
 def _test_findings(check: ClusterCheck) -> str:
-    """Each test that warned, failed or was not measured: its findings with their fixes; where the cluster names
-    one of its nodes slow with every partner, the fix is that node's, above, and not repeated here."""
+    """Each test that warned, failed or was not measured (report/per_test.py): its findings with their evidence and
+    fixes; where the cluster names one of its nodes slow with every partner, the fix is that node's, above."""
     parts = []
-    for r in check.cables:
-        problems = [f for f in r.findings if f.status in (Status.FAIL, Status.WARN)]
-        if not problems and not r.problem:
-            continue
-        round_ = f"round {r.test.round}" + (", 2nd pass" if r.test.pass_no == 2 else "")
-        part = f"<h3>{h(r.test.label)} <span class=\"muted\">({h(round_)})</span></h3>"
-        if r.problem:
-            part += f"<p>Inconclusive: {h(r.problem)}</p>"
-        cause = check.node_cause(r)
-        if cause is not None:
-            part += (f'<p class="because">Explained by <code>{h(cause.rule_id)}</code> ({h(cause.subject)}), in the '
-                     "cluster findings above: the fix is the node's.</p>")
-            problems = [replace(f, fix=()) for f in problems]
-        parts.append(part + finding_boxes(problems))
+    for part in per_test(check):
+        html = f"<h3>{h(part.label)} <span class=\"muted\">({h(part.round_text)})</span></h3>"
+        if part.problem:
+            html += f"<p>Inconclusive: {h(part.problem)}</p>"
+        if part.cause is not None:
+            html += (f'<p class="because">Explained by <code>{h(part.cause.rule_id)}</code> ({h(part.cause.subject)}), '
+                     "in the cluster findings above: the fix is the node's.</p>")
+        parts.append(html + finding_boxes([f for f, _ in part.findings]))
     return "<h2>Findings per test</h2>" + "".join(parts) if parts else ""
 
 

@@ -27,6 +27,7 @@ from linkcheck.report import acceptance as acc
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.judged import Judged
+from linkcheck.report.per_test import per_test
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
@@ -36,7 +37,6 @@ from linkcheck.report.tables import (
     LATENCY_HEADER,
     TRAFFIC_HEADER,
     LatencyRow,
-    cable_finding_lines,
     cable_rows,
     cited,
     cluster_latency_rows,
@@ -297,17 +297,41 @@ def _cluster(check: ClusterCheck) -> list[str]:
         out += [f"## {title}", "", "| " + " | ".join(md(h) for h in head) + " |",
                 "|" + "---|" * len(head), *("| " + " | ".join(md(c) for c in row) + " |" for row in rows), ""]
     out += _nodes(list(check.facts.nodes.values()))
-    findings = [f"- **{f.status.value.upper()} {f.rule_id}** ({md(f.subject)}): {md(f.message)}"
-                for f in check.view.diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
-    findings += [f"- {md(line)}" if not line.startswith("  ") else f"  - {md(line.strip())}"
-                 for line in cable_finding_lines(check)]
     nccl = cluster_nccl_text(check)
     if nccl:
         out += ["## NCCL across the nodes", "", md(nccl), ""]
     out += _latency(cluster_latency_rows(check))
-    if findings:
-        out += ["## Findings", "", *findings, ""]
-    return out
+    return out + _cluster_findings(check) + _test_findings(check)
+
+
+def _cluster_findings(check: ClusterCheck) -> list[str]:
+    """The cluster's own warnings and failures as a pair's are written (evidence, fix), causes first; what was not
+    judged and why; the notes."""
+    diagnosis = check.view.diagnosis
+    problems = [f for f in diagnosis.findings if f.status in (Status.FAIL, Status.WARN)]
+    printed: set[str] = set()
+    lines = ["## Cluster findings", ""]
+    lines += [line for f, depth in causes_first(problems) for line in _finding(f, depth, printed)] or \
+        ["No warning or failure.", ""]
+    skips = [f for f in diagnosis.findings if f.status is Status.SKIP]
+    if skips:
+        lines += ["Not judged:", "", *(f"- `{f.rule_id}` ({md(f.subject)}): {md(f.skip_reason)}" for f in skips), ""]
+    return lines + [f"- {md(note)}" for note in diagnosis.notes] + ([""] if diagnosis.notes else [])
+
+
+def _test_findings(check: ClusterCheck) -> list[str]:
+    """Each test that warned, failed or was not measured (report/per_test.py), its findings one heading level below
+    it; where the cluster names one of its nodes slow with every partner, the fix is that node's, above."""
+    lines = []
+    for part in per_test(check):
+        lines += [f"### {md(part.label)} ({md(part.round_text)})", ""]
+        lines += [f"Inconclusive: {md(part.problem)}", ""] if part.problem else []
+        if part.cause is not None:
+            lines += [f"Explained by `{part.cause.rule_id}` ({md(part.cause.subject)}), in the cluster findings "
+                      "above: the fix is the node's.", ""]
+        printed: set[str] = set()
+        lines += [line for f, depth in part.findings for line in _finding(f, depth + 1, printed)]
+    return ["## Findings per test", "", *lines] if lines else []
 
 
 def _cluster_checks(doc: dict[str, Any]) -> list[str]:

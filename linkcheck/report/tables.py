@@ -416,9 +416,9 @@ def matrix_rows(check: ClusterCheck) -> tuple[list[str], list[list[str]]]:
 
 
 def cable_finding_lines(check: ClusterCheck, show_all: bool = False) -> list[str]:
-    """Per test, each rule that fired once: the paths it fired on, its first message, and its fix, or the cluster
-    finding that explains it (a node slow with every partner: the fix is the node's); with `show_all`, each rule
-    that passed there too."""
+    """Per test, each rule that fired once: the paths it fired on, its first message, each path's evidence, and its
+    fix, or the cluster finding that explains it (a node slow with every partner: the fix is the node's); with
+    `show_all`, each rule that passed there too."""
     lines = []
     for r in check.cables:
         fired: dict[str, list[Finding]] = {}
@@ -433,6 +433,9 @@ def cable_finding_lines(check: ClusterCheck, show_all: bool = False) -> list[str
             first = findings[0]
             where = ", ".join(f.subject for f in findings)
             lines.append(f"{first.status.value.upper()} {rule_id} ({r.test.label}: {where}): {first.message}")
+            for f in findings:  # the evidence of each subject, as a pair's report gives it
+                said = f" ({f.subject})" if len(findings) > 1 else ""
+                lines += [f"  evidence{said}: {line}" for line in evidence_lines(f)]
             lines += ([f"  explained by {cause.rule_id} ({cause.subject})"] if cause
                       else [f"  fix: {step}" for step in first.fix])
         if r.problem:

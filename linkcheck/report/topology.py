@@ -10,6 +10,7 @@ from linkcheck.outcome import ClusterView, Outcome
 from linkcheck.records import plain
 from linkcheck.report.safe_text import shown
 from linkcheck.strict_json import dumps
+from linkcheck.values import evidence_line
 
 
 def pair_topology(outcome: Outcome) -> Topology:
@@ -69,6 +70,8 @@ def view_text(view: ClusterView, show_all: bool = False) -> str:
             continue
         lines.append(f"{finding.status.value.upper()} {finding.rule_id} ({finding.subject}): "
                      f"{finding.skip_reason or finding.message}")
+        if finding.status in (Status.FAIL, Status.WARN):
+            lines += [f"  evidence: {evidence_line(ev)}" for ev in finding.evidence]
         lines += [f"  fix: {step}" for step in finding.fix]
     lines += [f"SKIP node {node}: {count} rule(s) not judged: the node was not inspected (above)"
               for node, count in unread.items()]

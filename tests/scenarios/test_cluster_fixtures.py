@@ -86,6 +86,22 @@ def test_diagnose_all_shows_the_passed_rules_of_a_cluster(cli: InProcessCli) -> 
     assert "FAIL LINK_HOTPLUG_DEGRADED (a:p0<->b:p1" in every.stdout
 
 
+def test_a_clusters_findings_carry_their_evidence_in_every_report_a_person_reads(cli: InProcessCli) -> None:
+    # The switch's slow node: the cluster's finding with what it rests on, each test's findings one level below the
+    # test, pointing at the node's fix rather than repeating it; the console as the Markdown.
+    switch = FIXTURE_DIR / "cluster-switch4-slow-node"
+    text = cli("report", str(switch), "-f", "markdown").stdout
+    cluster, _, tests = text.partition("## Findings per test")
+    assert "### FAIL `NODE_SLOW_WITH_EVERY_PARTNER` node c" in cluster
+    assert "- evidence: partners measured = 3" in cluster and "sudo systemctl reboot --no-block" in cluster
+    assert "### b\\<-\\>c (round 1)" in tests and "#### FAIL `LINK_HOTPLUG_DEGRADED`" in tests
+    assert "- evidence: ib\\_write\\_bw concurrent a-\\>b = 13\\.30 Gb/s" in tests
+    assert "the fix is the node's" in tests and "Fix:" not in tests  # the node's reboot, given once above
+    console = cli("diagnose", str(switch)).stdout
+    assert "  evidence: partners measured = 3  [the test rounds]" in console
+    assert "  evidence (enp1s0f1np1<->enp1s0f1np1): ib_write_bw concurrent a->b = 13.30 Gb/s" in console
+
+
 def test_topology_reads_a_saved_cluster_bundle(cli: InProcessCli) -> None:
     run = cli("topology", str(RING))
     assert run.returncode == 0, run.stderr

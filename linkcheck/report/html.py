@@ -31,10 +31,10 @@ from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
+from linkcheck.report.cable_findings import cable_findings
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.judged import Judged
-from linkcheck.report.per_test import per_test
 from linkcheck.report.published import PUBLISHED_TOTAL_GBPS
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
@@ -560,10 +560,11 @@ def _cluster_findings(check: ClusterCheck) -> str:
 
 
 def _test_findings(check: ClusterCheck) -> str:
-    """Each test that warned, failed or was not measured (report/per_test.py): its findings with their evidence and
-    fixes; where the cluster names one of its nodes slow with every partner, the fix is that node's, above."""
+    """Each test that warned, failed or was not measured (report/cable_findings.py): its findings with their
+    evidence and fixes; where the cluster names one of its nodes slow with every partner, the fix is that node's,
+    above."""
     parts = []
-    for part in per_test(check):
+    for part in cable_findings(check):
         html = f"<h3>{h(part.label)} <span class=\"muted\">({h(part.round_text)})</span></h3>"
         if part.problem:
             html += f"<p>Inconclusive: {h(part.problem)}</p>"

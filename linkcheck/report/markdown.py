@@ -24,10 +24,10 @@ from linkcheck.facts.model import NodeFacts
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import ClusterCheck, Outcome
 from linkcheck.report import acceptance as acc
+from linkcheck.report.cable_findings import cable_findings
 from linkcheck.report.causes import causes_first, new_fixes
 from linkcheck.report.fix_lines import shell_lines
 from linkcheck.report.judged import Judged
-from linkcheck.report.per_test import per_test
 from linkcheck.report.repair import repair_plan, step_lines, step_title
 from linkcheck.report.safe_text import shown
 from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
@@ -320,10 +320,10 @@ def _cluster_findings(check: ClusterCheck) -> list[str]:
 
 
 def _test_findings(check: ClusterCheck) -> list[str]:
-    """Each test that warned, failed or was not measured (report/per_test.py), its findings one heading level below
-    it; where the cluster names one of its nodes slow with every partner, the fix is that node's, above."""
+    """Each test that warned, failed or was not measured (report/cable_findings.py), its findings one heading level
+    below it; where the cluster names one of its nodes slow with every partner, the fix is that node's, above."""
     lines = []
-    for part in per_test(check):
+    for part in cable_findings(check):
         lines += [f"### {md(part.label)} ({md(part.round_text)})", ""]
         lines += [f"Inconclusive: {md(part.problem)}", ""] if part.problem else []
         if part.cause is not None:

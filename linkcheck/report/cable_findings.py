@@ -1,6 +1,6 @@
-"""Each test of a cluster that warned, failed or was not measured, as every report shows it (console, Markdown,
-HTML): its label and round, why it is inconclusive, the cluster finding that explains it, and its warnings and
-failures with their evidence, causes first."""
+"""Each test of a cluster that warned, failed or was not measured, as the Markdown and HTML reports show it: its
+label and round, why it is inconclusive, the cluster finding that explains it, and its warnings and failures with
+their evidence, causes first."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from linkcheck.outcome import ClusterCheck
 from linkcheck.report.causes import causes_first
 
 
-class PerTest(msgspec.Struct, frozen=True):
+class CableFindings(msgspec.Struct, frozen=True):
     """One test's part of a report. Where the cluster names one of its nodes slow with every partner (`cause`), the
     fix is that node's, shown with the cluster's findings: its own findings then carry no fix."""
 
@@ -23,7 +23,7 @@ class PerTest(msgspec.Struct, frozen=True):
     findings: tuple[tuple[Finding, int], ...]  # causes first, each with its depth under its cause
 
 
-def per_test(check: ClusterCheck) -> list[PerTest]:
+def cable_findings(check: ClusterCheck) -> list[CableFindings]:
     """The tests a reader must look at, in the check's order: each that warned, failed or was not measured."""
     out = []
     for result in check.cables:
@@ -34,6 +34,6 @@ def per_test(check: ClusterCheck) -> list[PerTest]:
         if cause is not None:
             problems = [replace(f, fix=()) for f in problems]
         round_text = f"round {result.test.round}" + (", 2nd pass" if result.test.pass_no == 2 else "")
-        out.append(PerTest(result.test.label, round_text, result.problem, cause,
+        out.append(CableFindings(result.test.label, round_text, result.problem, cause,
                                 tuple(causes_first(problems))))
     return out

@@ -279,6 +279,9 @@ CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "P
 # says nothing of either. NVIDIA's approved cables are the QSFP112 DACs between two Sparks (spark-link s.4, User
 # Guide [S1]); a node's cable to a switch is the switch's to approve (a 400G breakout to two 200G ports, [S37b]).
 _DIRECT_ONLY = frozenset({"FEC_NOT_RS", "CABLE_NOT_APPROVED"})
+# So is what LINK_DOWN says of the pair itself (the cable joining different cages, no twin sharing a subnet across
+# it): two nodes on a switch share no cable, each cabled on whichever cage it uses.
+_DIRECT_ONLY_SUBJECTS = frozenset({("LINK_DOWN", "pair")})
 # NCCL pairs two ranks' devices by index (net_ib ncclIbInit: ACTIVE ports in ibv_get_device_list() order, NCCL_IB_HCA
 # a filter), which one cable's two nodes must satisfy only where each node's every live port is on that cable (a pair,
 # or a node with one cage on a switch): a ring node's other cage is live too, and a ring routes by subnet
@@ -323,6 +326,8 @@ def _cable_traps(facts: ClusterFacts, rules: list[Rule], cluster: Sequence[Findi
         link = msgspec.structs.replace(test.link, bench_present=frozenset({"rdma"})) if test.label in measured \
             else test.link
         for finding in explain([f for rule in own for f in run_rule(rule, link)], own):
+            if test.switched and (finding.rule_id, finding.subject) in _DIRECT_ONLY_SUBJECTS:
+                continue
             explained = finding.explained_by
             if explained is not None:
                 rule_id, _, subject = explained.partition(":")

@@ -340,24 +340,33 @@ def _baseline_hcas(link: LinkFacts) -> Iterator[Subject]:
 
 # Flags that other rules judge (the layout, a ring's cabling) or that only describe (neither is a fault here). A node
 # that was not inspected is no cabling fault, nor a port that most likely faces it: the layout is then unknown
-# (CLUSTER_LAYOUT_UNSUPPORTED's skip), and those ports' tests inconclusive. A twin without carrier (LINK_DOWN) and a
-# cable's twins in one subnet (TWINS_SAME_SUBNET) are the pair's traps, judged on each cable's pair view at the pair's
-# severity (diagnose/engine.py CABLE_TRAPS): one trap, one finding, whatever the layout. So are, where SINGLE_PCIE_PATH
-# judges them on the cable (CABLE_RULES), an unaddressed twin and a neighbour entry with the far node's other twin's
-# MAC (`_single_pcie_paths`).
-_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port", "uninspected", "far_unknown", "link_down",
+# (CLUSTER_LAYOUT_UNSUPPORTED's skip), and those ports' tests inconclusive. A cable's twins in one subnet are the
+# pair's TWINS_SAME_SUBNET, judged on each cable's pair view at the pair's severity (diagnose/engine.py CABLE_TRAPS):
+# one trap, one finding, whatever the layout. So are, where the pair's rule judges them on the cable (`_pair_trap`),
+# a twin without carrier, an unaddressed twin and a neighbour entry with the far node's other twin.
+_FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port", "uninspected", "far_unknown",
                            "twins_share_subnet"}
 
 
-def _single_pcie_paths(facts: ClusterFacts, flag: Flag) -> bool:
-    """Whether a flag is SINGLE_PCIE_PATH's case on a test (diagnose/checks/path.py `_unaddressed_twins`,
-    `_wrong_mac`): a port without an address whose twin carries a cable's or the switch's path; a port whose neighbour
-    entry for its far end holds the MAC of another function of the far node."""
+def _pair_trap(facts: ClusterFacts, flag: Flag) -> bool:
+    """Whether the pair's own rule judges a flag on a cable's pair view:
+    - `link_down`: LINK_DOWN (diagnose/checks/link.py), where each end without carrier is a twin of one of its node's
+      cabled cages, or its node has none (a cable pulled from a ring node whose other cage is cabled is not LINK_DOWN's:
+      it stays a cabling fault);
+    - `unaddressed`: SINGLE_PCIE_PATH (diagnose/checks/path.py `_unaddressed_twins`), where the port's twin carries a
+      cable's or the switch's path;
+    - `neighbour_mismatch`: SINGLE_PCIE_PATH (`_wrong_mac`), where the entry for the far end holds the MAC of another
+      function of the far node."""
+    paths = [p for cable in facts.topology.cables for p in cable.paths]
+    if flag.kind == "link_down":
+        path = next((p for p in paths if p.key == flag.subject), None)
+        down = [e for e in (path.a, path.b) if e.up is False] if path is not None else []
+        return bool(down) and all(e.node in facts.nodes and (e.cage in facts.nodes[e.node].cabled_cages
+                                                            or not facts.nodes[e.node].cabled_cages) for e in down)
     name, _, netdev = flag.subject.partition(":")
     node = facts.nodes.get(name)
     if node is None:
         return False
-    paths = [p for cable in facts.topology.cables for p in cable.paths]
     if flag.kind == "unaddressed":
         cage = next((f.cage for f in node.functions if f.netdev == netdev), None)
         twins = {f.netdev for f in node.functions if f.cage == cage and f.netdev != netdev} if cage else set()
@@ -588,7 +597,7 @@ def _cables(facts: ClusterFacts) -> Iterator[Subject]:
 
 def _flags(facts: ClusterFacts) -> Iterator[Subject]:
     for flag in facts.topology.flags:
-        if flag.kind in _FLAGS_JUDGED_ELSEWHERE or _single_pcie_paths(facts, flag):
+        if flag.kind in _FLAGS_JUDGED_ELSEWHERE or _pair_trap(facts, flag):
             continue
         nodes = tuple(n for n in facts.topology.nodes if flag.subject.split(":", 1)[0] == n)
         yield f"{flag.kind} {flag.subject}", nodes or facts.topology.nodes, {

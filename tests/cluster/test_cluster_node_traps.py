@@ -164,6 +164,47 @@ def test_a_twin_down_fails_a_cluster_as_it_fails_a_pair() -> None:
     assert diagnosis.verdict is Verdict.FAIL
 
 
+def _no_carrier(*netdevs: str):  # type: ignore[no-untyped-def]
+    def change(model: Node) -> Node:
+        return replace(model, functions=tuple(replace(f, carrier=False) if f.netdev in netdevs else f
+                                              for f in model.functions))
+    return change
+
+
+def _view_firing(path: Path) -> set[tuple[str, str]]:
+    check = judge_bundle(path)
+    assert isinstance(check, ClusterCheck)
+    return {(f.rule_id, f.status.value) for f in check.view.diagnosis.findings
+            if f.status in (Status.WARN, Status.FAIL)}
+
+
+def test_a_ring_twin_without_carrier_fails_as_on_a_pair(tmp_path: Path) -> None:
+    # b's p0 cage (its cable to c): its domain-0002 twin lost carrier, its twin still has it. LINK_DOWN on that cable,
+    # at the pair's severity; no CABLING_FAULT beside it for the same twin.
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("b", _no_carrier("enP2p1s0f0np0")))
+    assert _view_firing(bundle) == {("LINK_DOWN", "fail")}
+    assert judge_bundle(bundle).verdict is Verdict.FAIL
+
+
+def test_a_cable_pulled_from_a_ring_stays_a_cabling_fault(tmp_path: Path) -> None:
+    # Both twins of b's p0 cage without carrier: b's other cage is cabled, so the pair's LINK_DOWN (a twin of a cabled
+    # cage) does not judge them, and the topology's fault is still a finding: never a pass with a flag alone.
+    bundle = saved_bundle(tmp_path / "ring", "ring3", _on("b", _no_carrier("enp1s0f0np0", "enP2p1s0f0np0")))
+    firing = _view_firing(bundle)
+    assert ("CABLING_FAULT", "warn") in firing and not any(rule == "LINK_DOWN" for rule, _ in firing)
+    assert judge_bundle(bundle).verdict is not Verdict.PASS
+
+
+def test_switched_nodes_on_different_cages_are_no_cable_joining_different_cages(tmp_path: Path) -> None:
+    # b is on the switch by its p0 cage, the others by p1: through a switch no cable joins two nodes' cages, so the
+    # pair's note on a cable between different cages is not said of any switched test.
+    bundle = saved_bundle(tmp_path / "switch", "switch3-hca-copied")
+    check = judge_bundle(bundle)
+    assert isinstance(check, ClusterCheck)
+    assert not [f for f in check.view.diagnosis.findings if f.rule_id == "LINK_DOWN" and f.subject.endswith(": pair")]
+    assert not any("different cages" in note for note in check.view.diagnosis.notes)
+
+
 def test_a_trap_whose_cable_is_not_found_is_listed_as_not_planned_never_dropped(tmp_path: Path) -> None:
     bundle = saved_bundle(tmp_path / "ring", "ring3", _on("b", _fec_none))
     check = judge_bundle(bundle)

@@ -95,11 +95,11 @@ def test_a_clusters_findings_carry_their_evidence_in_every_report_a_person_reads
     assert "### FAIL `NODE_SLOW_WITH_EVERY_PARTNER` node c" in cluster
     assert "- evidence: partners measured = 3" in cluster and "sudo systemctl reboot --no-block" in cluster
     assert "### b\\<-\\>c (round 1)" in tests and "#### FAIL `LINK_HOTPLUG_DEGRADED`" in tests
-    assert "- evidence: ib\\_write\\_bw concurrent a-\\>b = 13\\.30 Gb/s" in tests
+    assert "- evidence: ib\\_write\\_bw concurrent b-\\>c = 13\\.30 Gb/s" in tests
     assert "the fix is the node's" in tests and "Fix:" not in tests  # the node's reboot, given once above
     console = cli("diagnose", str(switch)).stdout
     assert "  evidence: partners measured = 3  [the test rounds]" in console
-    assert "  evidence (enp1s0f1np1<->enp1s0f1np1): ib_write_bw concurrent a->b = 13.30 Gb/s" in console
+    assert "  evidence (enp1s0f1np1<->enp1s0f1np1): ib_write_bw concurrent b->c = 13.30 Gb/s" in console
 
 
 def test_topology_reads_a_saved_cluster_bundle(cli: InProcessCli) -> None:

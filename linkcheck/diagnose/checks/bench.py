@@ -124,9 +124,10 @@ def _per_path(link: LinkFacts, thresholds: Mapping[str, Any], judge: Any) -> lis
     return out
 
 
-def run_evidence(runs: list[RdmaRun]) -> tuple[Evidence, ...]:
-    """One line per ib_write_bw run; where repetitions ran the same mode and direction more than once, each line
-    says which run it is (`ib_write_bw alone a->b (run 2 of 3)`), so no two lines read the same."""
+def run_evidence(runs: list[RdmaRun], link: LinkFacts) -> tuple[Evidence, ...]:
+    """One line per ib_write_bw run, its direction named by the link's nodes (a pair's `a->b`, a cluster's `b->c`);
+    where repetitions ran the same mode and direction more than once, each line says which run it is
+    (`ib_write_bw alone a->b (run 2 of 3)`), so no two lines read the same."""
     counts = Counter((r.mode, r.direction) for r in runs)
     seen: Counter[tuple[str, str]] = Counter()
     out = []
@@ -134,7 +135,8 @@ def run_evidence(runs: list[RdmaRun]) -> tuple[Evidence, ...]:
         key = (r.mode, r.direction)
         seen[key] += 1
         which = f" (run {seen[key]} of {counts[key]})" if counts[key] > 1 else ""
-        out.append(Evidence(f"ib_write_bw {r.mode} {r.direction}{which}", r.gbps, "Gb/s"))
+        src, dst = (link.a, link.b) if r.direction.startswith("a") else (link.b, link.a)
+        out.append(Evidence(f"ib_write_bw {r.mode} {src.name}->{dst.name}{which}", r.gbps, "Gb/s"))
     return tuple(out)
 
 
@@ -184,7 +186,7 @@ def hotplug_degraded(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
             subject=path.key, fired=fired,
             values=HotplugValues(path=path.key, gbps=f"{best:.1f}", host_a=link.a.hostname or "node a",
                                  host_b=link.b.hostname or "node b", cause=cause, remedy=remedy),
-            evidence=run_evidence(runs)
+            evidence=run_evidence(runs, link)
             + (Evidence("link speed", [path.a.speed_mbps, path.b.speed_mbps], "ethtool Mb/s"),
                Evidence("PCIe", [pcie(f.pcie_speed_gts, f.pcie_width) for f in (path.a, path.b)], "sysfs"))
             + fec_evidence(path) + (hints if fired else ()) + (iommu if fired else ()))
@@ -200,7 +202,7 @@ def below_nominal(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observ
         return Observation(
             subject=path.key, fired=best < thresholds["nominal_min_gbps"] and not hotplug,
             values=BelowNominalValues(path=path.key, gbps=f"{best:.1f}", pct=f"{100 * best / 200:.0f}"),
-            evidence=run_evidence(runs)
+            evidence=run_evidence(runs, link)
             + fec_evidence(path))
 
     return _per_path(link, thresholds, judge)

@@ -82,11 +82,11 @@ def link_down(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observatio
         out.append(Observation(
             subject="pair", fired=cages_a != cages_b, severity=Severity.INFO,
             values=LinkDownValues(
-                node="b", netdev="-", what=f"the cable joins different cages (a {', '.join(cages_a)}, "
-                     f"b {', '.join(cages_b)}); this works, but NVIDIA's guides ask for the same physical port on "
-                     "both, and netplan files written for one node do not fit the other"),
-            evidence=(Evidence("cabled cages on a", list(cages_a), "phys_port_name + carrier"),
-                      Evidence("cabled cages on b", list(cages_b), "phys_port_name + carrier"))))
+                node=link.b.name, netdev="-", what=f"the cable joins different cages ({link.a.name} "
+                     f"{', '.join(cages_a)}, {link.b.name} {', '.join(cages_b)}); this works, but NVIDIA's guides ask "
+                     "for the same physical port on both, and netplan files written for one node do not fit the other"),
+            evidence=(Evidence(f"cabled cages on {link.a.name}", list(cages_a), "phys_port_name + carrier"),
+                      Evidence(f"cabled cages on {link.b.name}", list(cages_b), "phys_port_name + carrier"))))
     if cages_a and cages_b and not link.paths and _addressed(link.a) and _addressed(link.b):
         out.append(_no_path(link))
     return out
@@ -102,9 +102,10 @@ def _no_path(link: LinkFacts) -> Observation:
                         if f.cage in n.cabled_cages] for n in (link.a, link.b)}
     return Observation(
         subject="pair", fired=True,
-        values=LinkDownValues(node="a", netdev="-",
-                              what=f"no data path: no twin of the cabled cage on a ({'; '.join(listing['a'])}) "
-                                   f"shares a subnet with one on b ({'; '.join(listing['b'])})"),
+        values=LinkDownValues(node=link.a.name, netdev="-",
+                              what=f"no data path: no twin of the cabled cage on {link.a.name} "
+                                   f"({'; '.join(listing[link.a.name])}) shares a subnet with one on {link.b.name} "
+                                   f"({'; '.join(listing[link.b.name])})"),
         evidence=tuple(Evidence(f"cabled twins on {k}", v, "ip addr") for k, v in listing.items()))
 
 

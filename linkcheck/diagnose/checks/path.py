@@ -33,8 +33,7 @@ def _hca_remedy(twins: list[Function]) -> ShellText:
     return ShellText(f"export NCCL_IB_HCA={sh(_hca_list(twins))}  (both twins, one per PCIe link)")
 
 
-def _path_remedy(link: LinkFacts, node: str) -> ShellText:
-    facts = link.node(node)
+def _path_remedy(facts: NodeFacts) -> ShellText:
     twins = [f for f in facts.functions if f.cage in facts.cabled_cages]
     return ShellText(f"check that each twin's peer IP resolves to that twin's MAC (ip neigh), "
                      f"and export NCCL_IB_HCA={sh(_hca_list(twins))}")
@@ -162,13 +161,16 @@ def _bench(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
         total = sum(rates)
         idle = len(rates) >= 2 and min(rates) < thresholds["idle_path_max_gbps"] <= max(rates)
         if (len(rates) >= 2 and low <= total <= high) or idle:
+            # A run's direction names the pair view's ends (a->b); said by their names (a cluster's `b->c`).
+            src, dst = (link.a, link.b) if direction.startswith("a") else (link.b, link.a)
+            named = f"{src.name}->{dst.name}"
             out.append(Observation(
-                subject=f"rdma {direction} concurrent", fired=True,
+                subject=f"rdma {named} concurrent", fired=True,
                 values=SinglePathValues(
                     what=f"both paths at once total {total:.1f} Gb/s ({' + '.join(f'{r:.1f}' for r in rates)})"
-                         f" in direction {direction}: roughly one PCIe x4 path",
-                    node=direction[0], remedy=_path_remedy(link, direction[0])),
-                evidence=tuple(Evidence(f"concurrent {direction} path {i}", r, "ib_write_bw")
+                         f" in direction {named}: roughly one PCIe x4 path",
+                    node=src.name, remedy=_path_remedy(src)),
+                evidence=tuple(Evidence(f"concurrent {named} path {i}", r, "ib_write_bw")
                                for i, r in enumerate(rates))))
     return out
 
@@ -190,7 +192,8 @@ def _counters(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observatio
                 subject=f"counters {round_id}", fired=True,
                 values=SinglePathValues(what=f"during {round_id} {', '.join(idle)} moved almost nothing while "
                                              f"{max(sent, key=lambda k: sent[k])} sent {busiest / 1e9:.1f} GB",
-                                        node=idle[0].split(":")[0], remedy=_path_remedy(link, idle[0].split(":")[0])),
+                                        node=idle[0].split(":")[0],
+                                        remedy=_path_remedy(link.node(idle[0].split(":")[0]))),
                 evidence=tuple(Evidence(f"{c.node}:{c.rdma_dev} xmit/rcv bytes", [c.xmit_bytes, c.rcv_bytes],
                                         "port_xmit_data/port_rcv_data delta") for c in rows)))
     return out
@@ -209,7 +212,7 @@ def _nccl(link: LinkFacts) -> list[Observation]:
     return [Observation(subject="nccl", fired=True,
                         values=SinglePathValues(what=f"NCCL used {', '.join(run.ib_devices) or 'one device'} (channels"
                                                      f" via NET/IB/{', '.join(map(str, run.channel_net_devs))}) only",
-                                                node="a", remedy=_path_remedy(link, "a")),
+                                                node=link.a.name, remedy=_path_remedy(link.a)),
                         evidence=(Evidence("NET/IB devices", list(run.ib_devices), "NCCL log"),
                                   Evidence("NET/IB channel devices", list(run.channel_net_devs), "NCCL log")))]
 

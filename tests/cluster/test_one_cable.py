@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from linkcheck.app.offline import diagnose_bundle, judge_cluster, one_cable_record
 from linkcheck.app.topology import cluster_facts
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.hosts import recorded_hosts
+from linkcheck.diagnose.engine import diagnose
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import ClusterCheck
 from tests.cluster.cluster_checks import ALL_RULES
@@ -73,3 +75,18 @@ def test_nccl_device_pairing_is_judged_on_the_cable_of_two_nodes() -> None:
     # tests/diagnose/test_one_engine.py).
     check = _one_cable(FIXTURE_DIR / "nccl-hca-pairing")
     assert _firing(_cluster_findings(check)) == {"NCCL_HCA_PAIRING": Status.FAIL}
+
+
+def test_two_nodes_named_as_their_owner_names_them_are_named_so_in_the_pairing_finding() -> None:
+    # The nccl-hca-pairing bundle's two nodes as `--node spark-1 --node spark-2` would name them: the finding, its
+    # evidence and its fix say spark-1 and spark-2, never the pair view's a and b.
+    bundle = load_trusted(FIXTURE_DIR / "nccl-hca-pairing")
+    names = {"a": "spark-1", "b": "spark-2"}
+    captures = [msgspec.structs.replace(c, node=names[c.node]) for c in bundle.captures]
+    facts = cluster_facts(["spark-1", "spark-2"], captures, {})
+    (finding,) = [f for f in diagnose(facts, ALL_RULES).findings
+                  if f.rule_id == "NCCL_HCA_PAIRING" and f.status is Status.FAIL]
+    said = " ".join([finding.message, *finding.fix, *(e.fact for e in finding.evidence)])
+    assert "spark-1 uses" in finding.message and "spark-2 uses" in finding.message
+    assert "address node spark-2 so that each position faces node spark-1's: 'spark-2:rocep1s0f1 into" in said
+    assert "NCCL_IB_HCA on spark-1" in said and " a:" not in said and "node b" not in said

@@ -22,6 +22,8 @@ class HcaPairingValues(msgspec.Struct, frozen=True):
     order_a: str
     order_b: str
     mismatch: str
+    name_a: str  # the nodes by name: a pair's a and b, a cluster's cable's own
+    name_b: str
     source: str
     readdress: str
 
@@ -63,21 +65,23 @@ def nccl_hca_pairing(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Obs
     source = "NCCL log (NET/IB : Using, per rank)" if logged is not None else "NCCL_IB_HCA, port state, PCI order"
     path_of = {(p.a.rdma_dev, p.b.rdma_dev): p.subnet for p in link.paths}
     subnet = {(n.name, f.rdma_dev): ",".join(f.subnets) or "no IPv4" for n in (link.a, link.b) for f in n.functions}
+    a, b = link.a.name, link.b.name
     wrong, readdress = [], []
     for i, (dev_a, dev_b) in enumerate(zip(devs_a, devs_b, strict=False)):
-        net_a, net_b = subnet.get((link.a.name, dev_a), "?"), subnet.get((link.b.name, dev_b), "?")
+        net_a, net_b = subnet.get((a, dev_a), "?"), subnet.get((b, dev_b), "?")
         if (dev_a, dev_b) in path_of or "no IPv4" in (net_a, net_b):
             continue  # facing each other; or unaddressed, which the addressing rules judge
-        wrong.append(f"device {i}: a:{dev_a} ({net_a}) faces b:{dev_b} ({net_b})")
+        wrong.append(f"device {i}: {a}:{dev_a} ({net_a}) faces {b}:{dev_b} ({net_b})")
         if net_a != "?":
-            readdress.append(f"b:{dev_b} into {net_a}")
-    peers = [f"{a}<->{b}" for a, b in sorted(path_of, key=str)]
+            readdress.append(f"{b}:{dev_b} into {net_a}")
+    peers = [f"{x}<->{y}" for x, y in sorted(path_of, key=str)]
     return [Observation(
         subject="pair", fired=bool(wrong),
         values=HcaPairingValues(order_a=",".join(devs_a), order_b=",".join(devs_b), mismatch="; ".join(wrong),
-                                source=source, readdress="; ".join(readdress) or "the twins of the cabled cage"),
-        evidence=(Evidence(f"{HCA} on a", link.a.nccl.get(HCA), link.a.nccl_sources.get(HCA, "not set")),
-                  Evidence(f"{HCA} on b", link.b.nccl.get(HCA), link.b.nccl_sources.get(HCA, "not set")),
-                  Evidence("devices NCCL uses on a, in order", devs_a, source),
-                  Evidence("devices NCCL uses on b, in order", devs_b, source),
-                  Evidence("paths (a device <-> b device)", peers, "subnets")))]
+                                source=source, readdress="; ".join(readdress) or "the twins of the cabled cage",
+                                name_a=a, name_b=b),
+        evidence=(Evidence(f"{HCA} on {a}", link.a.nccl.get(HCA), link.a.nccl_sources.get(HCA, "not set")),
+                  Evidence(f"{HCA} on {b}", link.b.nccl.get(HCA), link.b.nccl_sources.get(HCA, "not set")),
+                  Evidence(f"devices NCCL uses on {a}, in order", devs_a, source),
+                  Evidence(f"devices NCCL uses on {b}, in order", devs_b, source),
+                  Evidence(f"paths ({a} device <-> {b} device)", peers, "subnets")))]

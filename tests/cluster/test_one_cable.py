@@ -4,6 +4,7 @@ cluster's judge, gives the verdict and the findings the pair's own judging gives
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -16,6 +17,7 @@ from linkcheck.cluster.hosts import recorded_hosts
 from linkcheck.diagnose.engine import diagnose
 from linkcheck.model import Finding, Status, Verdict
 from linkcheck.outcome import ClusterCheck
+from linkcheck.values import evidence_line
 from tests.cluster.cluster_checks import ALL_RULES
 from tests.fixture_bundles import FIXTURE_DIR, PAIR_BUNDLES
 
@@ -90,3 +92,23 @@ def test_two_nodes_named_as_their_owner_names_them_are_named_so_in_the_pairing_f
     assert "spark-1 uses" in finding.message and "spark-2 uses" in finding.message
     assert "address node spark-2 so that each position faces node spark-1's: 'spark-2:rocep1s0f1 into" in said
     assert "NCCL_IB_HCA on spark-1" in said and " a:" not in said and "node b" not in said
+
+
+# The pair view's roles said as if they were node names: `node a`, `a uses`, `on node b`, `a:enp1s0f1np1`, `a->b`.
+ROLE_AS_NAME = re.compile(r"\bnode [ab]\b|\b[ab] uses\b|cages on [ab]\b|(?<![\w.:/-])[ab]:(?:enp|enP|roce)"
+                          r"|\b[ab]->[ab]\b")
+
+
+@pytest.mark.parametrize("path", PAIR_BUNDLES, ids=lambda p: p.name)
+def test_two_nodes_named_by_their_owner_are_never_called_a_and_b(path: Path) -> None:
+    bundle = load_trusted(path, allow_unverified=True)
+    names = {"a": "spark-1", "b": "spark-2"}
+    captures = [msgspec.structs.replace(c, node=names.get(c.node, c.node)) for c in bundle.captures]
+    renamed = msgspec.structs.replace(bundle, captures=captures, nodes={names[k]: v for k, v in bundle.nodes.items()})
+    facts = cluster_facts(list(names.values()), captures, {})
+    doc = one_cable_record(renamed, facts)
+    check = judge_cluster(recorded_hosts(doc), captures, {}, doc, ALL_RULES)
+    for f in _cluster_findings(check):
+        if f.status in (Status.WARN, Status.FAIL):
+            for text in (f.message, *f.fix, *(evidence_line(e) for e in f.evidence)):
+                assert not ROLE_AS_NAME.search(text), (f.rule_id, text)

@@ -28,6 +28,8 @@ class FecValues(msgspec.Struct, frozen=True):
     netdev: str
     fec_a: str
     fec_b: str
+    name_a: str  # the path's nodes by name: a pair's a and b, a cluster's cable's own
+    name_b: str
 
 
 def fec_text(modes: tuple[str, ...] | None) -> str:
@@ -69,10 +71,10 @@ def _judge(path: DataPath) -> Observation | None:
     else:
         return Observation(subject=path.key, fired=False, evidence=evidence,
                            values=FecValues(path=path.key, what="", node=path.a.node, netdev=path.a.netdev,
-                                            fec_a=fec_a, fec_b=fec_b))
-    return Observation(subject=path.key, fired=True, nodes=("a", "b"), evidence=evidence,
+                                            fec_a=fec_a, fec_b=fec_b, name_a=path.a.node, name_b=path.b.node))
+    return Observation(subject=path.key, fired=True, nodes=(path.a.node, path.b.node), evidence=evidence,
                        values=FecValues(path=path.key, what=what, node=fn.node, netdev=fn.netdev, fec_a=fec_a,
-                                        fec_b=fec_b))
+                                        fec_b=fec_b, name_a=path.a.node, name_b=path.b.node))
 
 
 def fec_not_rs(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:

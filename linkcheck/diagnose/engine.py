@@ -4,7 +4,7 @@ yields findings (pass, warn, fail or skip), and the findings a verdict."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -269,12 +269,16 @@ CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL"
 # each judged on every cable of a cluster as on a pair (the cable's two nodes, its data paths), so that a node of a ring
 # or a switch meets the traps a pair's does, at the pair's severity. A twin without carrier (LINK_DOWN) and twins
 # sharing a subnet (TWINS_SAME_SUBNET) are among them: the topology still flags both (its view, its exit code), and
-# CABLING_FAULT leaves those two kinds to these rules (playbooks/cluster.yaml), so that one trap is one finding. A
-# pair's other rules have a layout of their own for a cluster (NODES_DIFFER, NCCL_*, MTU_MISMATCH, LINK_CHANGED,
-# DRIFT_*, the containers'), or are judged per test with its traffic (CABLE_RULES).
+# CABLING_FAULT leaves those flags to these rules where they judge them (diagnose/facts_schema.py _pair_trap), so that
+# one trap is one finding. A pair's other rules have a layout of their own for a cluster (NODES_DIFFER, NCCL_*,
+# MTU_MISMATCH, LINK_CHANGED, DRIFT_*, the containers'), or are judged per test with its traffic (CABLE_RULES).
+# NCCL_HCA_UNCABLED is left out: its premise, that an HCA off the cabled cage in NCCL_IB_HCA harms, is not NCCL's
+# (src/transport/net_ib.cc ncclIbInit skips a port that is not ACTIVE, `if (portAttr.state != IBV_PORT_ACTIVE)
+# continue;`, before NCCL_IB_HCA's matchIfList), and a node listing all four HCAs is common on a switch; a cluster's
+# NCCL_IB_HCA that names only another node's cabled HCAs is NCCL_IB_HCA_COPIED's.
 CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "PCIE_LINK_DEGRADED", "FEC_NOT_RS",
                "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "CABLE_NOT_APPROVED",
-               "LINK_DOWN", "TWINS_SAME_SUBNET", "NCCL_HCA_PAIRING", "NCCL_HCA_UNCABLED")
+               "LINK_DOWN", "TWINS_SAME_SUBNET", "NCCL_HCA_PAIRING")
 # Through a switch a path's two ends are two hops, each with its own FEC negotiated with the switch: comparing them
 # says nothing of either. NVIDIA's approved cables are the QSFP112 DACs between two Sparks (spark-link s.4, User
 # Guide [S1]); a node's cable to a switch is the switch's to approve (a 400G breakout to two 200G ports, [S37b]).
@@ -287,10 +291,6 @@ _DIRECT_ONLY_SUBJECTS = frozenset({("LINK_DOWN", "pair")})
 # or a node with one cage on a switch): a ring node's other cage is live too, and a ring routes by subnet
 # (NCCL_IB_SUBNET_AWARE_ROUTING; NCCL_SUBNET_ROUTING_MISSING judges that instead).
 _ONE_CAGE_ONLY = frozenset({"NCCL_HCA_PAIRING"})
-# A pair's rule whose finding on a node a cluster rule names more exactly: an NCCL_IB_HCA that lists HCAs off the
-# node's cabled cages is, where it names exactly another node's cabled HCAs, a setting copied from that node. The
-# pair's finding is kept, explained by the cluster's on the same node (whose fix, the node's own HCAs, is the one).
-_NAMED_BY_CLUSTER = {"NCCL_HCA_UNCABLED": "NCCL_IB_HCA_COPIED"}
 
 
 def _by_cable(subject: str, label: str) -> str:
@@ -303,12 +303,11 @@ def _by_cable(subject: str, label: str) -> str:
 _WORSE = {Status.PASS: 0, Status.SKIP: 1, Status.WARN: 2, Status.FAIL: 3}
 
 
-def _cable_traps(facts: ClusterFacts, rules: list[Rule], cluster: Sequence[Finding] = ()) -> list[Finding]:
+def _cable_traps(facts: ClusterFacts, rules: list[Rule]) -> list[Finding]:
     """The pair's CABLE_TRAPS on every cable of the cluster (every first-pass test of its schedule; through a switch,
     every two switched nodes), each node that was inspected. A node's own finding is kept once, its worst: it is the
     same on each of its cables but where a cable's traffic makes it a note (a late plug-in, measured on one cable and
-    not on the other, still warns). One that a firing finding of the cluster's own rules names more exactly on its
-    node (`cluster`; _NAMED_BY_CLUSTER) is explained by it."""
+    not on the other, still warns)."""
     judged = [r for r in rules if r.id in CABLE_TRAPS and r.scope not in CLUSTER_SCOPES]
     if not judged:
         return []
@@ -316,7 +315,6 @@ def _cable_traps(facts: ClusterFacts, rules: list[Rule], cluster: Sequence[Findi
     kept: dict[str, int] = {}
     out: list[Finding] = []
     measured = {t.label for t in facts.tests if t.pass_no == 1 and t.state != "inconclusive"}
-    firing = {f.finding_id for f in cluster if f.status in (Status.WARN, Status.FAIL)}
     for test in cable_tests(facts, schedule(facts.topology), skip=lost):
         one_cage = all(len(facts.nodes[n].cabled_cages) <= 1 for n in test.nodes)
         own = [r for r in judged if not (test.switched and r.id in _DIRECT_ONLY)
@@ -332,10 +330,6 @@ def _cable_traps(facts: ClusterFacts, rules: list[Rule], cluster: Sequence[Findi
             if explained is not None:
                 rule_id, _, subject = explained.partition(":")
                 explained = f"{rule_id}:{_by_cable(subject, test.label)}"
-            node = finding.subject.partition(":")[0]
-            exact = f"{_NAMED_BY_CLUSTER.get(finding.rule_id)}:node {node}"
-            if finding.status in (Status.WARN, Status.FAIL) and exact in firing:
-                explained = exact
             named = msgspec.structs.replace(finding, subject=_by_cable(finding.subject, test.label),
                                             explained_by=explained)
             at = kept.get(named.finding_id)
@@ -362,9 +356,7 @@ def diagnose(facts: LinkFacts | ClusterFacts, rules: list[Rule], *,
         findings.extend(run_rule(rule, facts, bench_error))
     findings = explain(findings, own)
     if isinstance(facts, ClusterFacts):
-        # The pair's rules of a node and its end of a cable, on each cable (the cluster's findings name what they
-        # name more exactly).
-        findings += _cable_traps(facts, rules, findings)
+        findings += _cable_traps(facts, rules)  # the pair's rules of a node and its end of a cable, on each cable
     if isinstance(facts, ClusterFacts) and facts.drift is not None:
         findings += _cable_drift(facts.drift, rules)  # the pair's rules, on each cable
     notes = tuple(e for _, e in sorted((collection_errors or {}).items()))

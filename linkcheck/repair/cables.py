@@ -141,9 +141,7 @@ def _trap_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], 
     """The pair's traps that fired on the cluster's cables, planned by the pair's planner on those cables, together
     per cable as a pair's findings are (one explains another there: GID_INDEX_STALE, GID_INDEX_DIFFERS); one whose
     cable is not found is listed as not planned, never dropped."""
-    # A trap a cluster rule explains (an NCCL_IB_HCA copied from another node) is repaired by that rule's plan.
-    traps = [f for f in firing(check.view.diagnosis.findings) if f.rule_id in CABLE_TRAPS
-             and (f.explained_by is None or f.explained_by.partition(":")[0] in CABLE_TRAPS)]
+    traps = [f for f in firing(check.view.diagnosis.findings) if f.rule_id in CABLE_TRAPS]
     if not traps:
         return [], []
     lost = [f.subject for f in check.view.topology.flagged("uninspected")]

@@ -58,9 +58,8 @@ def test_a_healthy_ring_meets_every_trap_and_none_fires(tmp_path: Path) -> None:
     bundle = saved_bundle(tmp_path / "ring", "ring3")
     check = judge_bundle(bundle)
     judged = {f.rule_id for f in check.view.diagnosis.findings if f.rule_id in CABLE_TRAPS}  # type: ignore[union-attr]
-    # All but NCCL_HCA_PAIRING (never on a ring: its nodes' other cages are live, NCCL routes it by subnet) and
-    # NCCL_HCA_UNCABLED (where NCCL_IB_HCA is set: the scenario sets none).
-    assert judged == set(CABLE_TRAPS) - {"NCCL_HCA_PAIRING", "NCCL_HCA_UNCABLED"}
+    # All but NCCL_HCA_PAIRING (never on a ring: its nodes' other cages are live, NCCL routes it by subnet).
+    assert judged == set(CABLE_TRAPS) - {"NCCL_HCA_PAIRING"}
     assert _firing(bundle) == []
     assert check.verdict is Verdict.PASS
 

@@ -44,9 +44,9 @@ def test_diagnose_runs_only_the_rules_of_the_facts_own_scopes() -> None:
     ring = {f.rule_id for f in diagnose(_ring3(), ALL_RULES).findings}
     assert pair and pair <= pair_rules and not pair & (cluster_rules - pair_rules)
     # Every trap is judged on the ring's cables but NCCL_HCA_PAIRING (a ring node's other cage is live: NCCL routes a
-    # ring by subnet) and NCCL_HCA_UNCABLED (judged where NCCL_IB_HCA is set; the scenario sets none).
+    # ring by subnet).
     assert ring and ring <= cluster_rules | set(CABLE_TRAPS)
-    assert set(CABLE_TRAPS) - ring == {"NCCL_HCA_PAIRING", "NCCL_HCA_UNCABLED"}
+    assert set(CABLE_TRAPS) - ring == {"NCCL_HCA_PAIRING"}
     assert not ring & (pair_rules - cluster_rules - set(CABLE_TRAPS))
     alone = diagnose(_ring3(), load_playbooks(kind="cluster"))  # the cluster's own rules: no trap of the pair's
     assert {f.rule_id for f in alone.findings} == ring - set(CABLE_TRAPS)

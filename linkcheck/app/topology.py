@@ -97,7 +97,8 @@ def judge(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dic
 def judge_facts(hosts: Sequence[ClusterHost], facts: ClusterFacts, errors: dict[str, str],
                 rules: list[Rule] | None = None) -> ClusterView:
     """The view of a cluster's facts (its traffic tests' outcomes included, when it has them)."""
-    diagnosis = diagnose(facts, load_playbooks(kind="cluster") if rules is None else rules)
+    # Every rule: the cluster's own over the cluster, the pair's traps on each cable (diagnose/engine.py CABLE_TRAPS).
+    diagnosis = diagnose(facts, load_playbooks(kind="all") if rules is None else rules)
     return ClusterView(hosts=tuple(hosts), topology=facts.topology, schedule=schedule(facts.topology),
                        diagnosis=diagnosis, errors=errors)
 

@@ -50,9 +50,9 @@ def topology(
     container: ContainerOpt = None,
 ) -> None:
     """Inspect every node of a cluster (from --node, --hostfile, --inventory or $SLURM_JOB_NODELIST), or read a saved
-    bundle, and print its cables, its layout, the flags, the test rounds and the cluster rules' findings (exit 0; 1
-    when flagged or a rule warns; 2 when a rule fails; 3 when a node could not be read; 4 when a bundle does not
-    verify)."""
+    bundle, and print its cables, its layout, the flags, the test rounds and what the inspection's rules find: the
+    cluster's, and the pair's traps on each cable (exit 0; 1 when flagged or a rule warns; 2 when a rule fails; 3
+    when a node could not be read; 4 when a bundle does not verify)."""
     if bundle is not None and (node or hostfile or inventory or group or accept_new_host_keys):
         raise UsageError("a bundle is read as saved; --node, --hostfile, --inventory, --group and "
                          "--accept-new-host-keys are for inspecting the nodes")
@@ -63,7 +63,8 @@ def topology(
     quiet_libraries()
     found = offline_config(config) if bundle is not None else find_config(config)
     names = checked_containers(container)
-    rules = configured_rules([], found, kind="cluster")  # the config's playbooks and threshold overrides too
+    # Every rule (the pair's traps are judged on each cable), with the config's playbooks and threshold overrides.
+    rules = configured_rules([], found, kind="all")
     expected = found.expected_cluster if found else None
     if bundle is not None:
         view = saved_view(bundle, rules, allow_unverified=allow_unverified, warn=warn_unverified, expected=expected)

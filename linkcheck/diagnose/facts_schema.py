@@ -342,45 +342,24 @@ def _baseline_hcas(link: LinkFacts) -> Iterator[Subject]:
 # that was not inspected is no cabling fault, nor a port that most likely faces it: the layout is then unknown
 # (CLUSTER_LAYOUT_UNSUPPORTED's skip), and those ports' tests inconclusive. A cable's twins in one subnet are the
 # pair's TWINS_SAME_SUBNET, judged on each cable's pair view at the pair's severity (diagnose/engine.py CABLE_TRAPS):
-# one trap, one finding, whatever the layout. So are, where the pair's rule judges them on the cable (`_pair_trap`),
-# a twin without carrier, an unaddressed twin and a neighbour entry with the far node's other twin.
+# one trap, one finding, whatever the layout; so is a twin without carrier where LINK_DOWN judges it (`_pair_trap`).
+# An unaddressed twin and a neighbour entry holding the far node's other twin stay cabling faults: SINGLE_PCIE_PATH,
+# which names them too, is judged with each test (CABLE_RULES), and a bundle without tests (`topology`, `collect`)
+# has none.
 _FLAGS_JUDGED_ELSEWHERE = {"unsupported", "mixed", "ring_same_port", "uninspected", "far_unknown",
                            "twins_share_subnet"}
 
 
 def _pair_trap(facts: ClusterFacts, flag: Flag) -> bool:
-    """Whether the pair's own rule judges a flag on a cable's pair view:
-    - `link_down`: LINK_DOWN (diagnose/checks/link.py), where each end without carrier is a twin of one of its node's
-      cabled cages, or its node has none (a cable pulled from a ring node whose other cage is cabled is not LINK_DOWN's:
-      it stays a cabling fault);
-    - `unaddressed`: SINGLE_PCIE_PATH (diagnose/checks/path.py `_unaddressed_twins`), where the port's twin carries a
-      cable's or the switch's path;
-    - `neighbour_mismatch`: SINGLE_PCIE_PATH (`_wrong_mac`), where the entry for the far end holds the MAC of another
-      function of the far node."""
-    paths = [p for cable in facts.topology.cables for p in cable.paths]
-    if flag.kind == "link_down":
-        path = next((p for p in paths if p.key == flag.subject), None)
-        down = [e for e in (path.a, path.b) if e.up is False] if path is not None else []
-        return bool(down) and all(e.node in facts.nodes and (e.cage in facts.nodes[e.node].cabled_cages
-                                                            or not facts.nodes[e.node].cabled_cages) for e in down)
-    name, _, netdev = flag.subject.partition(":")
-    node = facts.nodes.get(name)
-    if node is None:
+    """Whether LINK_DOWN (diagnose/checks/link.py) judges a `link_down` flag on the cable's pair view: each end without
+    carrier a twin of one of its node's cabled cages, or of a node with none. A cable pulled from a ring node whose
+    other cage is cabled is not LINK_DOWN's: it stays a cabling fault."""
+    if flag.kind != "link_down":
         return False
-    if flag.kind == "unaddressed":
-        cage = next((f.cage for f in node.functions if f.netdev == netdev), None)
-        twins = {f.netdev for f in node.functions if f.cage == cage and f.netdev != netdev} if cage else set()
-        ends = [e for p in paths for e in (p.a, p.b)] + [e for s in facts.topology.segments for e in s.endpoints]
-        return any(e.node == name and e.netdev in twins for e in ends)
-    if flag.kind == "neighbour_mismatch":
-        fars = [(p.b if p.a.label == flag.subject else p.a) for p in paths if flag.subject in (p.a.label, p.b.label)]
-        for far in fars:
-            entry = next((n for n in node.neighbours if n.ip == far.ip and n.dev in (netdev, None) and n.mac), None)
-            far_node = facts.nodes.get(far.node)
-            if entry is not None and far_node is not None and any(
-                    f.mac and f.mac.lower() == entry.mac and f.netdev != far.netdev for f in far_node.functions):
-                return True
-    return False
+    path = next((p for cable in facts.topology.cables for p in cable.paths if p.key == flag.subject), None)
+    down = [e for e in (path.a, path.b) if e.up is False] if path is not None else []
+    return bool(down) and all(e.node in facts.nodes and (e.cage in facts.nodes[e.node].cabled_cages
+                                                        or not facts.nodes[e.node].cabled_cages) for e in down)
 
 
 def _cluster(facts: ClusterFacts) -> Iterator[Subject]:

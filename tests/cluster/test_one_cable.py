@@ -54,7 +54,12 @@ def test_a_pair_judged_as_the_cluster_of_its_one_cable_gives_the_pairs_verdict_a
     judged = [f for f in pair.diagnosis.findings if f.rule_id not in NOT_ON_A_CLUSTER]
     failed = bool(pair.bundle.collection_errors) or bool(pair.bundle.problems)
     assert check.verdict is verdict_of(judged, failed)
-    assert _firing(_cluster_findings(check)) == _firing(judged)
+    # What the cluster reads beside SINGLE_PCIE_PATH: the twin left unaddressed, or the neighbour entry holding the far
+    # node's other twin, as a cabling fault of the topology (a bundle without tests still shows it).
+    extra = {f.rule_id for f in check.view.diagnosis.findings if f.rule_id == "CABLING_FAULT"
+             and f.status is Status.WARN and f.subject.split(" ")[0] in ("unaddressed", "neighbour_mismatch")}
+    assert extra <= {"CABLING_FAULT"} and (not extra or "SINGLE_PCIE_PATH" in _firing(judged))
+    assert {k: v for k, v in _firing(_cluster_findings(check)).items() if k not in extra} == _firing(judged)
 
 
 def test_a_pair_bundles_runs_are_its_one_cables() -> None:

@@ -119,6 +119,18 @@ def test_topology_reads_a_pair_bundle_as_a_cluster_of_one_cable(cli: InProcessCl
     assert data["layout"] == "pair" and [c["key"] for c in data["cables"]] == ["a:p1<->b:p1"]
 
 
+@pytest.mark.parametrize(("fixture", "rule", "code"), [("link-down", "FAIL LINK_DOWN", 2),
+                                                     ("twins-same-subnet", "WARN TWINS_SAME_SUBNET", 1)])
+def test_topology_judges_the_pairs_traps_on_each_cable(fixture: str, rule: str, code: int,
+                                                        cli: InProcessCli) -> None:
+    # The inspection alone, as `topology` reads it: a twin down, twins in one subnet are the pair's rules' on the cable,
+    # at the pair's severity, never a flag that passes.
+    run = cli("topology", str(FIXTURE_DIR / fixture))
+    assert run.returncode == code, run.stderr
+    assert any(line.startswith(rule) for line in run.stdout.splitlines()), run.stdout
+    assert "CABLING_FAULT" not in run.stdout
+
+
 def test_topology_takes_a_bundle_or_nodes_not_both(cli: InProcessCli) -> None:
     run = cli("topology", str(RING), "--node=a")
     assert run.returncode == 4 and run.stderr.count("\n") == 1 and "--node" in run.stderr

@@ -203,8 +203,7 @@ def one_cable_record(bundle: Bundle, facts: ClusterFacts) -> ClusterDocument:
     bundle keeps no record of what was asked: a run of a kind, or a line saying why it did not run, says it was). Its
     traffic's one error is the bundle's `bench` error, as the live run keeps it."""
     kinds = {c.meta.get("kind") for c in bundle.captures}
-    hosts = tuple(HostEntry(name, str(node.get("target") or name) if isinstance(node, dict) else name, "the bundle")
-                  for name, node in bundle.nodes.items())
+    hosts = tuple(HostEntry(name, str(node.get("target") or name), "the bundle") for name, node in bundle.nodes.items())
     tests = tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched)
                   for t in cable_tests(facts, schedule(facts.topology)))
     return ClusterDocument(SCHEMA, SCHEMA_VERSION, hosts, tests, traffic="rdma" in kinds,

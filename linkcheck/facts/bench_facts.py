@@ -25,12 +25,16 @@ if TYPE_CHECKING:
 FLAP_REASON = "the link flapped or a GID changed during this run; its number is not trusted"
 
 
+def _twins(cap: Capture) -> tuple[tuple[str | None, str | None], tuple[str | None, str | None]]:
+    """A run's local and peer twin as its capture names them: (netdev, RDMA device) each."""
+    meta = cap.meta
+    return (meta.get("local_netdev"), meta.get("local_rdma_dev")), (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
+
+
 def path_of(cap: Capture, paths: Sequence[DataPath]) -> DataPath | None:
     """The path a run's client or server ran on, by its node and its twins: its local one by netdev or RDMA device,
     and the peer's when the bundle names it; None when it ran on none of them."""
-    meta = cap.meta
-    local = (meta.get("local_netdev"), meta.get("local_rdma_dev"))
-    peer = (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
+    local, peer = _twins(cap)
     for path in paths:
         if cap.node not in (path.a.node, path.b.node):
             continue
@@ -45,9 +49,7 @@ def _path_key(cap: Capture, paths: tuple[DataPath, ...]) -> str:
     path = path_of(cap, paths)
     if path is not None:
         return path.key
-    meta = cap.meta
-    local = (meta.get("local_netdev"), meta.get("local_rdma_dev"))
-    peer = (meta.get("peer_netdev"), meta.get("peer_rdma_dev"))
+    local, peer = _twins(cap)
     local_name, peer_name = local[0] or local[1] or "?", peer[0] or peer[1] or "?"
     first = paths[0].a.node if paths else "a"  # the pair's first node ("a"; a cable's first end in a cluster)
     a_side, b_side = (local_name, peer_name) if cap.node == first else (peer_name, local_name)

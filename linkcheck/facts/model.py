@@ -413,3 +413,12 @@ class LinkFacts(msgspec.Struct, frozen=True):
         if name in (self.a.name, self.b.name):
             return self.a if name == self.a.name else self.b
         return self.a if name == "a" else self.b
+
+    def ends(self, direction: str) -> tuple[NodeFacts, NodeFacts]:
+        """The sending and the receiving node of a run's direction, which names the pair view's ends (`a->b`)."""
+        return (self.a, self.b) if direction == "a->b" else (self.b, self.a)
+
+    def named(self, direction: str) -> str:
+        """A run's direction by the nodes' own names: a pair's `a->b`, a cluster test's `b->c`."""
+        src, dst = self.ends(direction)
+        return f"{src.name}->{dst.name}"

@@ -135,8 +135,7 @@ def run_evidence(runs: list[RdmaRun], link: LinkFacts) -> tuple[Evidence, ...]:
         key = (r.mode, r.direction)
         seen[key] += 1
         which = f" (run {seen[key]} of {counts[key]})" if counts[key] > 1 else ""
-        src, dst = (link.a, link.b) if r.direction.startswith("a") else (link.b, link.a)
-        out.append(Evidence(f"ib_write_bw {r.mode} {src.name}->{dst.name}{which}", r.gbps, "Gb/s"))
+        out.append(Evidence(f"ib_write_bw {r.mode} {link.named(r.direction)}{which}", r.gbps, "Gb/s"))
     return tuple(out)
 
 

@@ -161,9 +161,7 @@ def _bench(link: LinkFacts, thresholds: Mapping[str, Any]) -> list[Observation]:
         total = sum(rates)
         idle = len(rates) >= 2 and min(rates) < thresholds["idle_path_max_gbps"] <= max(rates)
         if (len(rates) >= 2 and low <= total <= high) or idle:
-            # A run's direction names the pair view's ends (a->b); said by their names (a cluster's `b->c`).
-            src, dst = (link.a, link.b) if direction.startswith("a") else (link.b, link.a)
-            named = f"{src.name}->{dst.name}"
+            src, named = link.ends(direction)[0], link.named(direction)  # by name: a cluster test's `b->c`
             out.append(Observation(
                 subject=f"rdma {named} concurrent", fired=True,
                 values=SinglePathValues(

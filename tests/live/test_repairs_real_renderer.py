@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 
 from tests.lab import Lab, nspawn
 from tests.lab.scenario import specs_for_scenario
@@ -53,7 +54,22 @@ def _real_lab(lab_factory: Callable[..., Lab], scenario: str, renderer: str, mod
         if applied:
             done = lab.exec(node, ["netplan", "apply"], timeout=90)
             assert done.returncode == 0, done.stderr
+            # `netplan apply` returns once NetworkManager has the profiles, before it has activated them: a test
+            # that read the node at once could find a port without its address (the "before" of a test).
+            _wait_for(lambda n=node: all(_addrs(lab, n, dev) == want for dev, want in _stated(lab, n).items()), 30,
+                      f"node {node}'s renderer to put on the addresses its netplan files state")
     return lab
+
+
+def _stated(lab: Lab, node: str) -> dict[str, list[str]]:
+    """Each interface the node's netplan files give addresses, with those addresses (sorted)."""
+    text = lab.exec(node, ["sh", "-c", 'for f in /etc/netplan/*.yaml; do cat "$f"; echo ---; done']).stdout
+    stated: dict[str, list[str]] = {}
+    for doc in yaml.safe_load_all(text):
+        for dev, conf in ((doc or {}).get("network", {}).get("ethernets") or {}).items():
+            if conf and conf.get("addresses"):
+                stated[dev] = sorted(str(a) for a in conf["addresses"])
+    return stated
 
 
 def _files(lab: Lab, node: str) -> str:

@@ -4,6 +4,7 @@ a step two cables ask of one node is kept once. A pair's plan is the one cable's
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 
@@ -46,9 +47,10 @@ def _as_roles(link: LinkFacts) -> LinkFacts:
 
 
 def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, findings: Sequence[Finding],
-                shown_as: Mapping[str, str]) -> RepairPlan:
+                shown_as: Mapping[str, str], in_use: set[ipaddress.IPv4Network]) -> RepairPlan:
     """The pair's plan for one cable's findings, its steps and findings named as the cluster names them:
-    `shown_as` maps each finding's id (RULE:subject, as the cable judged it) to the id the cluster's plan shows."""
+    `shown_as` maps each finding's id (RULE:subject, as the cable judged it) to the id the cluster's plan shows;
+    `in_use`, the subnets of the whole cluster (plan_repairs)."""
     roles = dict(zip(nodes, ROLES, strict=True))
     names = dict(zip(ROLES, nodes, strict=True))
     back: dict[str, str] = {}
@@ -59,7 +61,7 @@ def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, finding
         back[role_finding.finding_id] = shown_as[f.finding_id]
         in_roles.append(role_finding)
     files = {role: node_files(bundle, name) for role, name in names.items()}
-    plan = plan_repairs(_as_roles(link), in_roles, files)
+    plan = plan_repairs(_as_roles(link), in_roles, files, in_use)
     steps = tuple(replace(s, node=names[s.node], finding=back.get(s.finding, s.finding)) for s in plan.steps)
     skipped = tuple(replace(n, finding=back.get(n.finding, n.finding),
                             reason=_ROLE_RE.sub(lambda m: f"node {names[m.group(1)]}", n.reason))
@@ -78,6 +80,7 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
     finding planned on one of its cables, the cluster's other findings listed as not planned with their fix. One
     node's steps stay in the order they were planned; a step two cables ask of one node is kept once."""
     plans: list[RepairPlan] = []
+    in_use = _subnets(check)
     for result in check.cables:
         now = firing(result.findings)
         if not now or "?" in result.test.nodes:  # a cage whose far end was not inspected plans nothing
@@ -85,9 +88,9 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
         if check.node_cause(result) is not None:  # the slow node's own repair (below) stands for its cables'
             continue
         shown_as = {f.finding_id: f"{f.finding_id} (cable {result.test.label})" for f in now}
-        plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as))
-    trap_plans, unplaced = _trap_plans(check, bundle)
-    node_plans, skipped = _node_plans(check, bundle)
+        plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as, in_use))
+    trap_plans, unplaced = _trap_plans(check, bundle, in_use)
+    node_plans, skipped = _node_plans(check, bundle, in_use)
     plans += trap_plans + node_plans
     skipped += unplaced
     steps: dict[tuple[object, ...], Step] = {}
@@ -101,7 +104,14 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
                       notes=tuple(dict.fromkeys(n for p in plans for n in p.notes)))
 
 
-def _node_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], list[NotPlanned]]:
+def _subnets(check: ClusterCheck) -> set[ipaddress.IPv4Network]:
+    """Every subnet a node of the cluster has an address in: where no step may move twins."""
+    return {ipaddress.IPv4Interface(c).network for node in check.facts.nodes.values() for fn in node.functions
+            for c in fn.ipv4}
+
+
+def _node_plans(check: ClusterCheck, bundle: Bundle,
+                in_use: set[ipaddress.IPv4Network]) -> tuple[list[RepairPlan], list[NotPlanned]]:
     """The plans of the cluster's own findings, each of one node; the findings with no repair."""
     plans: list[RepairPlan] = []
     skipped: list[NotPlanned] = []
@@ -115,7 +125,7 @@ def _node_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], 
         elif f.rule_id in PLANNERS and node is not None and node in check.facts.nodes and other is not None:
             # A node's own setting reads only that node's facts and files: any other node completes the pair.
             link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
-            plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}))
+            plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}, in_use))
         elif f.rule_id in TRANSIT_RULES and node is not None and node in check.facts.nodes:
             plans.append(transit_plan(check.facts, node, f, node_files(bundle, node)))
         elif f.explained_by is None:
@@ -137,7 +147,8 @@ def _trap_cable(finding: Finding, tests: Sequence[CableTest]) -> tuple[CableTest
     return (own, finding.subject) if own is not None else None
 
 
-def _trap_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], list[NotPlanned]]:
+def _trap_plans(check: ClusterCheck, bundle: Bundle,
+                in_use: set[ipaddress.IPv4Network]) -> tuple[list[RepairPlan], list[NotPlanned]]:
     """The pair's traps that fired on the cluster's cables, planned by the pair's planner on those cables, together
     per cable as a pair's findings are (one explains another there: GID_INDEX_STALE, GID_INDEX_DIFFERS); one whose
     cable is not found is listed as not planned, never dropped."""
@@ -159,7 +170,7 @@ def _trap_plans(check: ClusterCheck, bundle: Bundle) -> tuple[list[RepairPlan], 
         _, findings, shown_as = per_cable.setdefault(test.label, (test, [], {}))
         findings.append(as_judged)
         shown_as[as_judged.finding_id] = f.finding_id
-    return [_plan_cable(bundle, test.nodes, test.link, findings, shown_as)
+    return [_plan_cable(bundle, test.nodes, test.link, findings, shown_as, in_use)
             for test, findings, shown_as in per_cable.values()], unplaced
 
 

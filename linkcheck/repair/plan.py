@@ -89,11 +89,16 @@ def _other(node: str) -> str:
 class _Planner:
     """Plans finding by finding; file texts and addresses carry each step's result to the next."""
 
-    def __init__(self, link: LinkFacts, files: Mapping[str, NodeFiles]) -> None:
+    def __init__(self, link: LinkFacts, files: Mapping[str, NodeFiles],
+                 in_use: set[ipaddress.IPv4Network] | None = None) -> None:
         self.link = link
         self.files = files
+        # Subnets other nodes of the cluster use, and those earlier cables' steps moved twins into (shared between
+        # the plans of one cluster's cables); the link's own are read from its facts.
+        self.in_use = in_use if in_use is not None else set()
         self.texts: dict[tuple[str, str], str | None] = {}
         self.addresses: dict[tuple[str, str], str] = {}  # (node, netdev) -> the address a step gives it
+        self.moved: dict[tuple[str, str], tuple[str, str]] = {}  # (node, netdev) -> (old, new) of a readdress
         self.mtus: dict[tuple[str, str], int] = {}
         self.steps: list[Step] = []
         self.not_planned: list[NotPlanned] = []
@@ -187,9 +192,13 @@ def _ping(fn: Function, peer_ip: str | None, size: int | None = None) -> tuple[s
     return (f"ping {jumbo}-c 3 -W 1 -I {q(fn.netdev)} {q(peer_ip.split('/', 1)[0])}",)
 
 
-def _free_subnet(link: LinkFacts, near: ipaddress.IPv4Network) -> ipaddress.IPv4Network | None:
-    """The first subnet of `near`'s size after it that no address of either node is in."""
+def _free_subnet(link: LinkFacts, near: ipaddress.IPv4Network,
+                 in_use: Iterable[ipaddress.IPv4Network] = ()) -> ipaddress.IPv4Network | None:
+    """The first subnet of `near`'s size after it that no address of either node is in, nor any of `in_use`: in a
+    ring of four or more a node reaches a far cable's subnet through a route via its neighbour (repair/transit.py),
+    which a connected subnet of the same name would shadow."""
     taken = [ipaddress.ip_interface(c).network for n in (link.a, link.b) for f in n.functions for c in f.ipv4]
+    taken += in_use
     step = near.num_addresses
     for k in range(1, 256):
         start = int(near.network_address) + k * step
@@ -202,23 +211,33 @@ def _free_subnet(link: LinkFacts, near: ipaddress.IPv4Network) -> ipaddress.IPv4
     return None
 
 
+def _live_after(p: _Planner, node: str, fn: Function) -> set[str]:
+    """fn's IPv4 addresses (link-local aside) once the plan's earlier steps have run: a readdress replaced one."""
+    old, new = p.moved.get((node, fn.netdev), ("", ""))
+    return {new if c == old else c for c in fn.ipv4 if not ipaddress.ip_interface(c).ip.is_link_local}
+
+
 def _readdress(p: _Planner, finding: Finding, node: str, fn: Function, old: str, new: str) -> None:
-    """Move fn from `old` to `new`: live, then in the netplan file that holds `old`."""
+    """Move fn from `old` to `new`: live, then in the netplan file that holds `old`. Where no file holds it but a
+    definition configures fn (the files say another address: NETPLAN_NOT_APPLIED), that definition is made to say
+    the addresses fn has once moved, never the old ones the live state had."""
     peer = p.peer_of(node, fn)
     peer_ip = p.address_of(_other(node), peer) if peer else None
     touches = [TOUCH_INTERFACE + fn.netdev]
     persistent = None
     holder = p._file_with(node, old)
-    if holder is None:
-        p.skip(finding, f"node {node}: no single netplan file holds {old}: the new address {new} is set live only")
-    else:
-        intent = p._netplan_file_of(node, fn)
+    located = p._netplan_file_of(node, fn)
+    intent = next((i for i in p.link.node(node).netplan if i.netdev == fn.netdev), None)
+    p.moved[(node, fn.netdev)] = (old, new)
+    if holder is not None:
         try:
             persistent = p._change(node, holder, "netplan", FileEdit("netplan_replace_address", old=old, new=new),
-                                   "600", (lambda t: check_netplan(t, intent[1], None, None)) if intent else None)
+                                   "600", (lambda t: check_netplan(t, located[1], None, None)) if located else None)
             touches.append(TOUCH_FILE + holder)
         except EditError as exc:
             p.skip(finding, f"node {node}: {holder}: {exc}; the new address {new} is set live only")
+    elif located is None or intent is None:
+        p.skip(finding, f"node {node}: no single netplan file holds {old}: the new address {new} is set live only")
     p.addresses[(node, fn.netdev)] = new
     same_subnet = peer_ip and ipaddress.ip_interface(peer_ip).network == ipaddress.ip_interface(new).network
     p.add(Step(node=node, finding=finding.finding_id,
@@ -227,6 +246,9 @@ def _readdress(p: _Planner, finding: Finding, node: str, fn: Function, old: str,
                persistent=persistent,
                verify=(f"ip -br addr show dev {q(fn.netdev)}", *(_ping(fn, peer_ip) if same_subnet else ())),
                touches=tuple(touches)))
+    if holder is None and located is not None and intent is not None and p.first(node, f"netplan {fn.netdev}"):
+        live, wanted = _live_after(p, node, fn), set(intent.addresses)
+        _persist_live(p, finding, node, located, sorted(wanted - live), sorted(live - wanted))
 
 
 def _shared(node: NodeFacts) -> tuple[str, list[Function]] | None:
@@ -255,9 +277,9 @@ def plan_twins_same_subnet(p: _Planner, finding: Finding) -> None:
         old = next(c for c in fn.ipv4 if ipaddress.ip_interface(c).network == network)
         peer = p.peer_of(node, fn)
         peer_addr = p.address_of(_other(node), peer) if peer else None
-        target = ipaddress.ip_interface(peer_addr).network if peer_addr else None
+        target = ipaddress.IPv4Interface(peer_addr).network if peer_addr else None
         if target is None or target == network or target.prefixlen < 16:
-            target = _free_subnet(p.link, network)
+            target = _free_subnet(p.link, network, p.in_use)
         if target is None:
             p.skip(finding, f"node {node}: no free subnet of {network.prefixlen} bits after {subnet}")
             continue
@@ -269,6 +291,7 @@ def plan_twins_same_subnet(p: _Planner, finding: Finding) -> None:
             host = host % (target.num_addresses - 2) + 1
             candidate = ipaddress.ip_address(int(target.network_address) + host)
         new = f"{candidate}/{target.prefixlen}"
+        p.in_use.add(target)
         if p.first(node, f"address {fn.netdev}"):
             _readdress(p, finding, node, fn, old, new)
     del keep
@@ -426,15 +449,14 @@ def plan_netplan_not_applied(p: _Planner, finding: Finding) -> None:
         p.skip(finding, "the netplan definition or its file is not in the facts")
         return
     path, netdef = located
-    live = {c for c in fn.ipv4 if not ipaddress.ip_interface(c).ip.is_link_local}
+    live = _live_after(p, node, fn)  # a twin an earlier step moved (TWINS_SAME_SUBNET) keeps its new address
     wanted = set(intent.addresses)
     in_path = any(fn.netdev in (dp.a.netdev, dp.b.netdev) and (dp.a if node == "a" else dp.b) == fn
                   for dp in p.link.paths)
-    if not p.first(node, f"netplan {fn.netdev}"):
-        return
-    if in_path and live != wanted:
+    addressed = p.first(node, f"netplan {fn.netdev}")  # once per twin: a readdress may have made its file say it
+    if addressed and in_path and live != wanted:
         _persist_live(p, finding, node, (path, netdef), sorted(wanted - live), sorted(live - wanted))
-    elif not in_path and wanted and (fn.carrier is True):
+    elif addressed and not in_path and wanted and (fn.carrier is True):
         runtime = [f"sudo ip addr del {q(c)} dev {q(fn.netdev)}" for c in sorted(live - wanted)]
         runtime += [f"sudo ip addr add {q(c)} dev {q(fn.netdev)}" for c in sorted(wanted - live)]
         if runtime:
@@ -650,10 +672,12 @@ def firing(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
 
 
-def plan_repairs(link: LinkFacts, findings: Sequence[Finding], files: Mapping[str, NodeFiles]) -> RepairPlan:
+def plan_repairs(link: LinkFacts, findings: Sequence[Finding], files: Mapping[str, NodeFiles],
+                 in_use: set[ipaddress.IPv4Network] | None = None) -> RepairPlan:
     """The plan for the warning and failing findings that have a known repair, node a's steps first, each node's
-    in repair order; the others are listed as not planned."""
-    p = _Planner(link, files)
+    in repair order; the others are listed as not planned. `in_use`: the subnets a cluster's other nodes use, to
+    which a subnet this plan moves twins into is added (one set for every cable of a cluster)."""
+    p = _Planner(link, files, in_use)
     firing_now = firing(findings)
     for rule in RULE_ORDER:
         for finding in (f for f in firing_now if f.rule_id == rule):

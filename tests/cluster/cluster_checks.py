@@ -110,10 +110,12 @@ def not_measured(test: CableTest, why: str) -> CableResult:
     return CableResult(test, test.link, Verdict.INCONCLUSIVE, problem=why)
 
 
-def saved_bundle(folder: Path, scenario: str = "ring3", change: Callable[[str, Node], Node] = lambda _, m: m) -> Path:
-    """A cluster bundle of a lab scenario (inspection only) saved in `folder` as `check` saves one, each node's model
-    changed by `change` first."""
-    models = {n: change(n, m) for n, m in cluster_models(CLUSTER_SCENARIOS[scenario]()).items()}
+def saved_bundle(folder: Path, scenario: str | Cluster = "ring3",
+                 change: Callable[[str, Node], Node] = lambda _, m: m) -> Path:
+    """A cluster bundle of a lab scenario (its name, or the cluster itself; inspection only) saved in `folder` as
+    `check` saves one, each node's model changed by `change` first."""
+    cluster = CLUSTER_SCENARIOS[scenario]() if isinstance(scenario, str) else scenario
+    models = {n: change(n, m) for n, m in cluster_models(cluster).items()}
     captures = [c for n, m in models.items() for c in node_captures(n, m, SPECS + CLUSTER_SPECS)]
     hosts = parse_node_values([f"{n}=root@{n}.lab" for n in models])
     doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts))

@@ -6,7 +6,9 @@ layout."""
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,7 @@ from tests.cluster import cluster_checks as cc
 from tests.cluster.cluster_checks import saved_bundle
 from tests.emulators.captures import node_captures
 from tests.fixture_bundles import FIXTURE_DIR
-from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, ring4
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -211,3 +213,24 @@ def test_a_cable_between_b_and_c_is_planned_on_b_and_c() -> None:
     assert not shared.steps and shared.not_planned
     assert all(n.finding.startswith("SINGLE_PCIE_PATH:") and n.finding.endswith("(cable b:p0<->c:p1)")
                for n in shared.not_planned)
+
+
+def test_twins_moved_out_of_a_shared_subnet_go_to_one_no_node_of_the_cluster_uses(tmp_path: Path) -> None:
+    """A ring of four whose a-b twins share 192.168.10.0/24 while c and d use 192.168.11.0/24 on their own cable: the
+    next subnet is free on a and b but not in the cluster (the ring's routes reach c-d's subnet through a neighbour,
+    so a connected 192.168.11.0/24 on a and b would shadow that route), so the twins move to one no node uses."""
+    ring = ring4()
+    for node, netdev in (("a", "enP2p1s0f0np0"), ("b", "enP2p1s0f1np1")):  # a's p0 and b's p1: the a-b cable
+        ring.addrs[node][netdev] = ring.addrs[node][netdev].replace("192.168.11.", "192.168.10.")
+    for node, netdev in (("c", "enp1s0f0np0"), ("d", "enp1s0f1np1")):  # c's p0 and d's p1: the c-d cable
+        ring.addrs[node][netdev] = ring.addrs[node][netdev].replace("192.168.14.", "192.168.11.")
+    check = cluster_bundle(saved_bundle(tmp_path / "ring", ring), load_playbooks(kind="all"))
+    assert any(f.rule_id == "TWINS_SAME_SUBNET" for f in check.view.diagnosis.findings if f.status.value != "pass")
+    assert check.bundle is not None
+    plan = cluster_plan(check, check.bundle)
+    used = {ipaddress.ip_interface(c).network for n in check.facts.nodes.values() for f in n.functions
+            for c in f.ipv4}
+    moved = [shlex.split(s.runtime[1])[4] for s in plan.steps if s.finding.startswith("TWINS_SAME_SUBNET")]
+    assert sorted(s.node for s in plan.steps if s.finding.startswith("TWINS_SAME_SUBNET")) == ["a", "b"]
+    new = {ipaddress.ip_interface(m).network for m in moved}
+    assert len(new) == 1 and not new & used, (moved, sorted(map(str, used)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 import shutil
 from pathlib import Path
@@ -18,12 +19,17 @@ from linkcheck.repair.files import NodeFiles, node_files, split_dump
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.plan import plan_repairs
 from linkcheck.repair.saved import plan_for
+from tests.adversarial.adversarial_helpers import rewrite_capture
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _plan(name: str) -> tuple[Outcome, RepairPlan]:
-    outcome = diagnose_bundle(FIXTURES / name)
+    return _plan_of(FIXTURES / name)
+
+
+def _plan_of(bundle: Path) -> tuple[Outcome, RepairPlan]:
+    outcome = diagnose_bundle(bundle)
     return outcome, plan_for(outcome)
 
 
@@ -77,6 +83,30 @@ def test_netplan_not_applied_persists_the_working_live_address() -> None:
     assert step.node == "b" and step.runtime == ()
     assert step.persistent is not None
     assert "-        - 192.168.102.11/24\n+        - 192.168.101.11/24" in step.persistent.diff
+
+
+def test_a_twin_moved_out_of_the_shared_subnet_is_persisted_at_its_new_address(tmp_path: Path) -> None:
+    """Twins in one subnet, and b's file saying yet another address of that subnet for its second twin (the files
+    not applied): the plan moves the twin live and makes the file say the new address, never the old live one that
+    would put the twins back in one subnet at the next boot."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(FIXTURES / "twins-same-subnet", bundle)
+    text = (bundle / "b" / "netplan_files.stdout").read_text(encoding="utf-8")
+    assert text.count("192.168.100.15/24") == 1
+    rewrite_capture(bundle, "b", "netplan_files", text.replace("192.168.100.15/24", "192.168.100.25/24").encode())
+    outcome, plan = _plan_of(bundle)
+    firing = {f.finding_id for f in outcome.diagnosis.findings if f.status in (Status.WARN, Status.FAIL)}
+    assert "NETPLAN_NOT_APPLIED:b:enP2p1s0f1np1" in firing and "TWINS_SAME_SUBNET:node b" in firing
+    moved = next(s for s in plan.steps if s.node == "b" and s.runtime)
+    new = shlex.split(moved.runtime[1])[4]
+    assert ipaddress.ip_interface(new).network != ipaddress.ip_network("192.168.100.0/24")
+    files = node_files(outcome.bundle, "b")
+    text = files.netplan["/etc/netplan/40-cx7.yaml"]
+    for step in (s for s in plan.steps if s.node == "b" and s.persistent is not None):
+        text = apply_edit(text, step.persistent.edit)
+    addresses = {e.netdef_id: e.addresses for e in parse_netplan(text).ethernets}
+    assert addresses["enP2p1s0f1np1"] == (new,), text
+    assert not [n for n in plan.not_planned if n.finding.endswith("node b")], plan.not_planned
 
 
 def test_runtime_only_nm_profile_is_copied_to_etc() -> None:

@@ -272,10 +272,10 @@ CABLE_RULES = ("LINK_HOTPLUG_DEGRADED", "SINGLE_PCIE_PATH", "LINK_BELOW_NOMINAL"
 # CABLING_FAULT leaves those flags to these rules where they judge them (diagnose/facts_schema.py _pair_trap), so that
 # one trap is one finding. A pair's other rules have a layout of their own for a cluster (NODES_DIFFER, NCCL_*,
 # MTU_MISMATCH, LINK_CHANGED, DRIFT_*, the containers'), or are judged per test with its traffic (CABLE_RULES).
-# NCCL_HCA_UNCABLED is left out: its premise, that an HCA off the cabled cage in NCCL_IB_HCA harms, is not NCCL's
-# (src/transport/net_ib.cc ncclIbInit skips a port that is not ACTIVE, `if (portAttr.state != IBV_PORT_ACTIVE)
-# continue;`, before NCCL_IB_HCA's matchIfList), and a node listing all four HCAs is common on a switch; a cluster's
-# NCCL_IB_HCA that names only another node's cabled HCAs is NCCL_IB_HCA_COPIED's.
+# NCCL_HCA_UNCABLED is left out: a ring node's other cage is another cable, a down port in the list is skipped
+# (src/transport/net_ib.cc ncclIbInit: `if (portAttr.state != IBV_PORT_ACTIVE) continue;`, before NCCL_IB_HCA's
+# matchIfList), and a node listing all four HCAs is common on a switch (NVIDIA's spark_cluster_setup.py); a
+# cluster's NCCL_IB_HCA that names only another node's cabled HCAs is NCCL_IB_HCA_COPIED's.
 CABLE_TRAPS = ("GID_INDEX_STALE", "GID_INDEX_DIFFERS", "GID_INDEX_EMPTY_PIN", "PCIE_LINK_DEGRADED", "FEC_NOT_RS",
                "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY", "LINK_REPLUGGED_SINCE_BOOT", "CABLE_NOT_APPROVED",
                "LINK_DOWN", "TWINS_SAME_SUBNET", "NCCL_HCA_PAIRING")

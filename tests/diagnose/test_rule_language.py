@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from linkcheck.app.offline import diagnose_bundle
 from linkcheck.baseline.store import read_baseline
@@ -54,6 +55,21 @@ def test_the_converted_rules_judge_as_the_checks_did() -> None:
     assert "which is in cage p0, not the cabled p1;" in uncabled[0].message
     assert uncabled[0].fix[0].startswith("on node a: export NCCL_IB_HCA=roceP2p1s0f1,rocep1s0f1 ")
     assert [e.fact for e in uncabled[0].evidence] == ["NCCL_IB_HCA", "cage of enp1s0f0np0", "rocep1s0f0 port state"]
+    # Its port is DOWN: NCCL skips it (net_ib.cc ncclIbInit keeps ACTIVE ports only), and the message says so.
+    assert "NCCL skips it while its port is not ACTIVE" in uncabled[0].message
+    assert "NCCL uses it" not in uncabled[0].message
+
+
+def test_a_listed_port_that_is_active_off_the_cable_is_said_to_be_taken_by_nccl() -> None:
+    """The field report's case (getainode/ainode#89): the extra port is live, so NCCL takes it beside the twins."""
+    bundle = load_bundle(FIXTURES / "nccl-hca-uncabled")
+    link = build_link_facts(bundle.captures, bundle.collection_errors)
+    live = tuple(replace(f, rdma_state="ACTIVE") if f.rdma_dev == "rocep1s0f0" else f for f in link.a.functions)
+    link = replace(link, a=replace(link.a, functions=live))
+    [finding] = [f for f in diagnose(link, load_playbooks()).findings
+                 if f.rule_id == "NCCL_HCA_UNCABLED" and f.subject == "a:rocep1s0f0"]
+    assert finding.status is Status.WARN
+    assert "NCCL uses it beside the cable's twins" in finding.message and "skips" not in finding.message
 
     moved = _findings("drift-after-reboot", "DRIFT_GID_INDEX", "baseline.json")
     [fired] = [f for f in moved if f.status is Status.FAIL]

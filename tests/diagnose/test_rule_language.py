@@ -58,6 +58,10 @@ def test_the_converted_rules_judge_as_the_checks_did() -> None:
     # Its port is DOWN: NCCL skips it (net_ib.cc ncclIbInit keeps ACTIVE ports only), and the message says so.
     assert "NCCL skips it while its port is not ACTIVE" in uncabled[0].message
     assert "NCCL uses it" not in uncabled[0].message
+    # A twin of the cabled cage without carrier: skipped too, the node's NCCL on fewer twins until it is back.
+    [down] = [f for f in _findings("link-down", "NCCL_HCA_UNCABLED") if f.status is Status.WARN]
+    assert "has its RDMA port DOWN; NCCL skips it" in down.message and "fewer twins" in down.message
+    assert "a cable in that cage" not in down.message
 
 
 def test_a_listed_port_that_is_active_off_the_cable_is_said_to_be_taken_by_nccl() -> None:

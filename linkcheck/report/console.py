@@ -279,13 +279,13 @@ def print_console(judged: Judged, *, show_all: bool = False) -> None:
 
 def _cluster_text(check: ClusterCheck, show_all: bool = False) -> str:
     """The cluster check for a person: the topology view, each node's facts (the nodes table), the per-test table
-    (directions named by the pair view's ends: a is the first node of the test's label), the N x N matrix, the
+    (directions named by the order of the nodes in the test's label), the N x N matrix, the
     tests' findings with their fixes (with `show_all` the passed ones too), the NCCL run, the verdict, the
     acceptance and the summary."""
     lines = view_text(check.view, show_all).splitlines()[:-1]  # its verdict is the cluster rules' alone
     lines += ["", "nodes:", *node_blocks(list(check.facts.nodes.values()))]
     if check.cables:
-        lines += ["", "tests (Gb/s, both twins at once; a is the first node named):",
+        lines += ["", "tests (Gb/s, both twins at once; first, second: the nodes in the label's order):",
                   *aligned([list(CABLE_HEADER), *cable_rows(check)])]
         if shows_matrix(check):
             head, rows = matrix_rows(check)

@@ -41,6 +41,7 @@ from linkcheck.report.safe_text import shown
 from linkcheck.report.summary import Summary, explains_text, grouped, not_judged_text
 from linkcheck.report.tables import (
     ADVISE_HINT,
+    CABLE_HEADER,
     DIRECTIONS,
     LATENCY_HEADER,
     TRAFFIC_HEADER,
@@ -525,7 +526,7 @@ def _tests(check: ClusterCheck) -> str:
                      f'<td><span class="tag {_STATE_CLASS[r.state]}">{h(r.state)}</span></td>',
                      f"<td>{h(named or r.problem or '')}</td>"])
     return ("<h2>Tests (Gb/s, both twins at once)</h2>"
-            + html_table(["test", "round", "one way", "the other way", "lowest run", "result", "named"], rows))
+            + html_table(list(CABLE_HEADER), rows))
 
 
 def _layout(check: ClusterCheck) -> str:

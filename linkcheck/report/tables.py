@@ -388,7 +388,9 @@ def test_matrix(nodes: Sequence[str], results: Sequence[CableResult]) -> dict[st
     return out
 
 
-CABLE_HEADER = ("test", "round", "a->b", "b->a", "lowest", "result", "named")
+# The per-test table's columns, in every format: a test's directions are named by the order of its label's nodes
+# (a ring's `b:p0<->c:p1`: first b, second c), never by the pair view's roles a and b, which read as node names.
+CABLE_HEADER = ("test", "round", "first->second", "second->first", "lowest run", "result", "named")
 
 
 def cable_rows(check: ClusterCheck) -> list[list[str]]:

@@ -136,15 +136,29 @@ def _node_plans(check: ClusterCheck, bundle: Bundle,
 
 def _trap_cable(finding: Finding, tests: Sequence[CableTest]) -> tuple[CableTest, str] | None:
     """The cable a trap's finding was judged on, and its subject as that cable's pair named it: the cable its subject
-    names (`LABEL: path` or `LABEL: pair`), else the first cable of the node it names (`node c`, `c:netdev`): a node's
-    own finding is the same on each of its cables (diagnose/engine.py _cable_traps keeps it once)."""
+    names (`LABEL: path` or `LABEL: pair`); for a node's device (`c:netdev`), the cable that device is on (a ring
+    node's twin planned on its other cable would be taken for one that faces nothing there, and its working address
+    replaced); else the first cable of the node it names (`node c`): a node's own finding is the same on each of its
+    cables (diagnose/engine.py _cable_traps keeps it once)."""
     label, sep, rest = finding.subject.partition(": ")
     if sep:
         named = next((t for t in tests if t.label == label), None)
         return (named, rest) if named is not None else None
     node = finding.subject[5:] if finding.subject.startswith("node ") else finding.subject.partition(":")[0]
-    own = next((t for t in tests if node in t.nodes), None)
-    return (own, finding.subject) if own is not None else None
+    mine = [t for t in tests if node in t.nodes]
+    if not mine:
+        return None
+    device = "" if finding.subject.startswith("node ") else finding.subject.partition(":")[2]
+    return next((t for t in mine if device and device in _netdevs_on(t, node)), mine[0]), finding.subject
+
+
+def _netdevs_on(test: CableTest, node: str) -> set[str]:
+    """The node's devices on the test's cable (netdevs and RDMA devices): its ends of the test's data paths, and
+    their cages' other twins (an unaddressed or down twin is in no path, but on the same cable)."""
+    ends = [p.a if node == test.a else p.b for p in test.link.paths]
+    cages = {f.cage for f in ends if f.cage}
+    on = [*ends, *(f for f in test.link.node(node).functions if f.cage and f.cage in cages)]
+    return {name for f in on for name in (f.netdev, f.rdma_dev) if name}
 
 
 def _trap_plans(check: ClusterCheck, bundle: Bundle,

@@ -234,3 +234,24 @@ def test_twins_moved_out_of_a_shared_subnet_go_to_one_no_node_of_the_cluster_use
     assert sorted(s.node for s in plan.steps if s.finding.startswith("TWINS_SAME_SUBNET")) == ["a", "b"]
     new = {ipaddress.ip_interface(m).network for m in moved}
     assert len(new) == 1 and not new & used, (moved, sorted(map(str, used)))
+
+
+def test_a_files_drift_on_a_ring_nodes_second_cable_keeps_its_working_address(tmp_path: Path) -> None:
+    """b's file gives its p0 twin (on the b-c cable) another address than the working one: the repair is planned on
+    the cable that twin is on, so it faces its peer there and the file is made to say the live address. Planned on
+    b's first cable (a-b), where that twin is in no path, it was taken for one facing nothing and given the file's
+    address live, under the b-c path."""
+    def drift(name: str, model: Node) -> Node:
+        if name != "b":
+            return model
+        files = tuple(dataclasses.replace(f, text=f.text.replace("192.168.12.2/24", "192.168.12.9/24"))
+                      for f in model.netplan_files)
+        return dataclasses.replace(model, netplan_files=files)
+
+    check = cluster_bundle(saved_bundle(tmp_path / "ring", "ring3", drift), load_playbooks(kind="all"))
+    assert check.bundle is not None
+    plan = cluster_plan(check, check.bundle)
+    (step,) = [s for s in plan.steps if s.finding.startswith("NETPLAN_NOT_APPLIED:b:enp1s0f0np0")]
+    assert step.node == "b" and step.runtime == ()  # nothing changed live: the address works
+    assert step.persistent is not None
+    assert "-        - 192.168.12.9/24\n+        - 192.168.12.2/24" in step.persistent.diff

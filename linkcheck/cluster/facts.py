@@ -98,6 +98,25 @@ class ClusterFacts(msgspec.Struct, frozen=True):
         return own | dict(fwd.unavailable)
 
 
+def hops(topology: Topology) -> dict[str, str]:
+    """Each addressed CX-7 port on a cable or a switch segment (`node:netdev`), and the hop it is on (`cable KEY`,
+    `switch segment SUBNET`): the ports the cluster's traffic crosses."""
+    out: dict[str, str] = {}
+    for cable in topology.cables:
+        for path in cable.paths:
+            out.update({e.label: f"cable {cable.key}" for e in (path.a, path.b)})
+    for segment in topology.segments:
+        out.update({end.label: f"switch segment {segment.subnet}" for end in segment.endpoints})
+    return out
+
+
+def largest_hop_mtu(facts: ClusterFacts) -> int | None:
+    """The largest MTU among the cluster's hops (`hops`): the one a hop below it is raised to (MTU_MISMATCH)."""
+    on = hops(facts.topology)
+    return max((fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in on and fn.mtu),
+               default=None)
+
+
 def with_nccl(facts: ClusterFacts, captures: Sequence[Capture]) -> ClusterFacts:
     """The facts with the NCCL run across every node that `captures` hold (unchanged when they hold none)."""
     run = cluster_nccl_facts(facts.nodes, captures, facts.topology.layout)

@@ -14,6 +14,8 @@ from linkcheck.cluster.facts import (
     cable_outcome,
     cabling_changes,
     hca_copy,
+    hops,
+    largest_hop_mtu,
     missing_routes,
     partners,
     ring_recabling,
@@ -537,23 +539,16 @@ def _cable_traffic(facts: ClusterFacts, cable: Cable) -> dict[str, Any]:
 
 def _ports(facts: ClusterFacts) -> Iterator[Subject]:
     """Each addressed CX-7 function on a cable or a switch segment: one hop of the cluster's traffic."""
-    topo = facts.topology
-    hops: dict[str, str] = {}
-    switched: set[str] = set()
-    for cable in topo.cables:
-        for path in cable.paths:
-            hops.update({e.label: f"cable {cable.key}" for e in (path.a, path.b)})
-    for segment in topo.segments:
-        for end in segment.endpoints:
-            hops[end.label] = f"switch segment {segment.subnet}"
-            switched.add(end.label)
-    mtus = {fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in hops and fn.mtu}
+    on = hops(facts.topology)
+    switched = {end.label for segment in facts.topology.segments for end in segment.endpoints}
+    mtus = {fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in on and fn.mtu}
+    largest = largest_hop_mtu(facts)
     for name, node in facts.nodes.items():
         for fn in node.functions:
-            if fn.label not in hops:
+            if fn.label not in on:
                 continue
             values: dict[str, Any] = function_values(fn, node)
-            values.update(switched=fn.label in switched, hop=hops[fn.label], cluster_mtu=max(mtus, default=None),
+            values.update(switched=fn.label in switched, hop=on[fn.label], cluster_mtu=largest,
                           mtu_uniform=len(mtus) <= 1,
                           speed_gbps=fn.speed_mbps / 1000 if fn.speed_mbps is not None else None)
             yield fn.label, (name,), values

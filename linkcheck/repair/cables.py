@@ -8,10 +8,12 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 
+import msgspec
 from msgspec.structs import replace
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests
+from linkcheck.cluster.facts import largest_hop_mtu
 from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.engine import CABLE_TRAPS
 from linkcheck.facts.model import LinkFacts
@@ -23,6 +25,9 @@ from linkcheck.repair.plan import PLANNERS, cluster_state_sha256, firing, plan_r
 from linkcheck.repair.transit import TRANSIT_RULES, transit_plan
 
 ROLES = ("a", "b")
+# The cluster's own rules of one port (`c:netdev`) that the pair's planner repairs on the cable the port is on: a hop
+# below the cluster's largest MTU (repair/plan.py plan_mtu_mismatch).
+_PORT_RULES = frozenset({"MTU_MISMATCH"})
 _ROLE_RE = re.compile(r"(?<![\w-])node ([ab])(?![\w-])")  # the planner's reasons name a node `node a:`
 
 
@@ -46,11 +51,24 @@ def _as_roles(link: LinkFacts) -> LinkFacts:
     return replace(link, a=replace(link.a, name="a"), b=replace(link.b, name="b"))
 
 
+class _Around(msgspec.Struct, frozen=True):
+    """What every cable's plan of one cluster shares (plan_repairs): the subnets in use, which each readdress adds
+    its new one to, and the largest hop MTU."""
+
+    in_use: set[ipaddress.IPv4Network]
+    largest_mtu: int | None
+
+
+def _around(check: ClusterCheck) -> _Around:
+    subnets = {ipaddress.IPv4Interface(c).network for node in check.facts.nodes.values() for fn in node.functions
+               for c in fn.ipv4}
+    return _Around(subnets, largest_hop_mtu(check.facts))
+
+
 def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, findings: Sequence[Finding],
-                shown_as: Mapping[str, str], in_use: set[ipaddress.IPv4Network]) -> RepairPlan:
+                shown_as: Mapping[str, str], around: _Around) -> RepairPlan:
     """The pair's plan for one cable's findings, its steps and findings named as the cluster names them:
-    `shown_as` maps each finding's id (RULE:subject, as the cable judged it) to the id the cluster's plan shows;
-    `in_use`, the subnets of the whole cluster (plan_repairs)."""
+    `shown_as` maps each finding's id (RULE:subject, as the cable judged it) to the id the cluster's plan shows."""
     roles = dict(zip(nodes, ROLES, strict=True))
     names = dict(zip(ROLES, nodes, strict=True))
     back: dict[str, str] = {}
@@ -61,7 +79,7 @@ def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, finding
         back[role_finding.finding_id] = shown_as[f.finding_id]
         in_roles.append(role_finding)
     files = {role: node_files(bundle, name) for role, name in names.items()}
-    plan = plan_repairs(_as_roles(link), in_roles, files, in_use)
+    plan = plan_repairs(_as_roles(link), in_roles, files, around.in_use, around.largest_mtu)
     steps = tuple(replace(s, node=names[s.node], finding=back.get(s.finding, s.finding)) for s in plan.steps)
     skipped = tuple(replace(n, finding=back.get(n.finding, n.finding),
                             reason=_ROLE_RE.sub(lambda m: f"node {names[m.group(1)]}", n.reason))
@@ -80,7 +98,7 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
     finding planned on one of its cables, the cluster's other findings listed as not planned with their fix. One
     node's steps stay in the order they were planned; a step two cables ask of one node is kept once."""
     plans: list[RepairPlan] = []
-    in_use = _subnets(check)
+    around = _around(check)
     for result in check.cables:
         now = firing(result.findings)
         if not now or "?" in result.test.nodes:  # a cage whose far end was not inspected plans nothing
@@ -88,9 +106,9 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
         if check.node_cause(result) is not None:  # the slow node's own repair (below) stands for its cables'
             continue
         shown_as = {f.finding_id: f"{f.finding_id} (cable {result.test.label})" for f in now}
-        plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as, in_use))
-    trap_plans, unplaced = _trap_plans(check, bundle, in_use)
-    node_plans, skipped = _node_plans(check, bundle, in_use)
+        plans.append(_plan_cable(bundle, result.test.nodes, result.link, now, shown_as, around))
+    trap_plans, unplaced = _trap_plans(check, bundle, around)
+    node_plans, skipped = _node_plans(check, bundle, around)
     plans += trap_plans + node_plans
     skipped += unplaced
     steps: dict[tuple[object, ...], Step] = {}
@@ -104,19 +122,19 @@ def cluster_plan(check: ClusterCheck, bundle: Bundle) -> RepairPlan:
                       notes=tuple(dict.fromkeys(n for p in plans for n in p.notes)))
 
 
-def _subnets(check: ClusterCheck) -> set[ipaddress.IPv4Network]:
-    """Every subnet a node of the cluster has an address in: where no step may move twins."""
-    return {ipaddress.IPv4Interface(c).network for node in check.facts.nodes.values() for fn in node.functions
-            for c in fn.ipv4}
+def _on_a_cable(finding: Finding) -> bool:
+    """A finding of the cluster's view that the pair's planner repairs on one cable (_trap_plans): a pair's trap,
+    or the cluster's own rule of one port (`c:netdev`)."""
+    port = finding.rule_id in _PORT_RULES and not finding.subject.startswith("node ")
+    return finding.rule_id in CABLE_TRAPS or port
 
 
-def _node_plans(check: ClusterCheck, bundle: Bundle,
-                in_use: set[ipaddress.IPv4Network]) -> tuple[list[RepairPlan], list[NotPlanned]]:
+def _node_plans(check: ClusterCheck, bundle: Bundle, around: _Around) -> tuple[list[RepairPlan], list[NotPlanned]]:
     """The plans of the cluster's own findings, each of one node; the findings with no repair."""
     plans: list[RepairPlan] = []
     skipped: list[NotPlanned] = []
     for f in firing(check.view.diagnosis.findings):
-        if f.rule_id in CABLE_TRAPS:
+        if _on_a_cable(f):
             continue  # planned on its cable (_trap_plans)
         node = f.subject[5:] if f.subject.startswith("node ") else None
         other = next((n for n in check.facts.nodes if n != node), None)
@@ -125,7 +143,7 @@ def _node_plans(check: ClusterCheck, bundle: Bundle,
         elif f.rule_id in PLANNERS and node is not None and node in check.facts.nodes and other is not None:
             # A node's own setting reads only that node's facts and files: any other node completes the pair.
             link = LinkFacts(a=check.facts.nodes[node], b=check.facts.nodes[other])
-            plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}, in_use))
+            plans.append(_plan_cable(bundle, (node, other), link, [f], {f.finding_id: f.finding_id}, around))
         elif f.rule_id in TRANSIT_RULES and node is not None and node in check.facts.nodes:
             plans.append(transit_plan(check.facts, node, f, node_files(bundle, node)))
         elif f.explained_by is None:
@@ -161,12 +179,11 @@ def _netdevs_on(test: CableTest, node: str) -> set[str]:
     return {name for f in on for name in (f.netdev, f.rdma_dev) if name}
 
 
-def _trap_plans(check: ClusterCheck, bundle: Bundle,
-                in_use: set[ipaddress.IPv4Network]) -> tuple[list[RepairPlan], list[NotPlanned]]:
+def _trap_plans(check: ClusterCheck, bundle: Bundle, around: _Around) -> tuple[list[RepairPlan], list[NotPlanned]]:
     """The pair's traps that fired on the cluster's cables, planned by the pair's planner on those cables, together
     per cable as a pair's findings are (one explains another there: GID_INDEX_STALE, GID_INDEX_DIFFERS); one whose
     cable is not found is listed as not planned, never dropped."""
-    traps = [f for f in firing(check.view.diagnosis.findings) if f.rule_id in CABLE_TRAPS]
+    traps = [f for f in firing(check.view.diagnosis.findings) if _on_a_cable(f)]
     if not traps:
         return [], []
     lost = [f.subject for f in check.view.topology.flagged("uninspected")]
@@ -184,7 +201,7 @@ def _trap_plans(check: ClusterCheck, bundle: Bundle,
         _, findings, shown_as = per_cable.setdefault(test.label, (test, [], {}))
         findings.append(as_judged)
         shown_as[as_judged.finding_id] = f.finding_id
-    return [_plan_cable(bundle, test.nodes, test.link, findings, shown_as, in_use)
+    return [_plan_cable(bundle, test.nodes, test.link, findings, shown_as, around)
             for test, findings, shown_as in per_cable.values()], unplaced
 
 

@@ -90,9 +90,10 @@ class _Planner:
     """Plans finding by finding; file texts and addresses carry each step's result to the next."""
 
     def __init__(self, link: LinkFacts, files: Mapping[str, NodeFiles],
-                 in_use: set[ipaddress.IPv4Network] | None = None) -> None:
+                 in_use: set[ipaddress.IPv4Network] | None = None, largest_mtu: int | None = None) -> None:
         self.link = link
         self.files = files
+        self.largest_mtu = largest_mtu  # a cluster's largest hop MTU, which a hop below it is raised to
         # Subnets other nodes of the cluster use, and those earlier cables' steps moved twins into (shared between
         # the plans of one cluster's cables); the link's own are read from its facts.
         self.in_use = in_use if in_use is not None else set()
@@ -374,7 +375,17 @@ def _path_by_key(link: LinkFacts, key: str) -> DataPath | None:
 
 def plan_mtu_mismatch(p: _Planner, finding: Finding) -> None:
     """The two ends of a path at different MTUs: the lower end raised to the higher end's MTU, the one MTU_MISMATCH's
-    fix names (the mismatch is the fault; 9000 is community practice, not NVIDIA's, so it is not imposed here)."""
+    fix names (the mismatch is the fault; 9000 is community practice, not NVIDIA's, so it is not imposed here). A
+    cluster's hop below its largest MTU (one port, `a:netdev`, planned on the cable it is on): raised to that MTU,
+    the one its fix names."""
+    node = _node_of(finding.subject)
+    if node is not None:
+        fn = p.link.node(node).function(finding.subject.split(":", 1)[1])
+        if fn is None or fn.mtu is None or p.largest_mtu is None or fn.mtu >= p.largest_mtu:
+            p.skip(finding, "the port, its MTU or the cluster's largest MTU is not in the facts")
+            return
+        _mtu_step(p, finding, node, fn, p.largest_mtu)
+        return
     path = _path_by_key(p.link, finding.subject)
     if path is None or path.a.mtu is None or path.b.mtu is None:
         p.skip(finding, "the path or its MTUs are not in the facts")
@@ -673,11 +684,12 @@ def firing(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def plan_repairs(link: LinkFacts, findings: Sequence[Finding], files: Mapping[str, NodeFiles],
-                 in_use: set[ipaddress.IPv4Network] | None = None) -> RepairPlan:
+                 in_use: set[ipaddress.IPv4Network] | None = None, largest_mtu: int | None = None) -> RepairPlan:
     """The plan for the warning and failing findings that have a known repair, node a's steps first, each node's
-    in repair order; the others are listed as not planned. `in_use`: the subnets a cluster's other nodes use, to
-    which a subnet this plan moves twins into is added (one set for every cable of a cluster)."""
-    p = _Planner(link, files, in_use)
+    in repair order; the others are listed as not planned. For one cable of a cluster: `in_use`, the subnets the
+    cluster's other nodes use, to which a subnet this plan moves twins into is added (one set for every cable), and
+    `largest_mtu`, its largest hop MTU."""
+    p = _Planner(link, files, in_use, largest_mtu)
     firing_now = firing(findings)
     for rule in RULE_ORDER:
         for finding in (f for f in firing_now if f.rule_id == rule):

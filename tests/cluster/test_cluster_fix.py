@@ -9,6 +9,7 @@ import dataclasses
 import ipaddress
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -255,3 +256,36 @@ def test_a_files_drift_on_a_ring_nodes_second_cable_keeps_its_working_address(tm
     assert step.node == "b" and step.runtime == ()  # nothing changed live: the address works
     assert step.persistent is not None
     assert "-        - 192.168.12.9/24\n+        - 192.168.12.2/24" in step.persistent.diff
+
+
+def _at_1500(node: str, netdev: str) -> Callable[[str, Node], Node]:
+    """The node's port at MTU 1500, live and in its file (no `mtu:` under it): nothing but the MTU differs."""
+    def change(name: str, model: Node) -> Node:
+        if name != node:
+            return model
+        files = []
+        for f in model.netplan_files:
+            head, sep, rest = f.text.partition(f"    {netdev}:\n")
+            files.append(dataclasses.replace(f, text=head + sep + rest.replace("      mtu: 9000\n", "", 1)))
+        functions = tuple(dataclasses.replace(fn, mtu=1500) if fn.netdev == netdev else fn for fn in model.functions)
+        return dataclasses.replace(model, netplan_files=tuple(files), functions=functions)
+    return change
+
+
+def test_a_hop_below_the_clusters_mtu_is_raised_to_it_on_the_cable_it_is_on(tmp_path: Path) -> None:
+    """The b-c cable's second twin at 1500 on both ends while every other hop runs 9000: the cluster's MTU_MISMATCH
+    fires on both ports, and each is raised to 9000 live and in its file (no two ends differ, so a pair's rule would
+    not see it)."""
+    def both(name: str, model: Node) -> Node:
+        return _at_1500("c", "enP2p1s0f1np1")(name, _at_1500("b", "enP2p1s0f0np0")(name, model))
+
+    check = cluster_bundle(saved_bundle(tmp_path / "ring", "ring3", both), load_playbooks(kind="all"))
+    assert check.bundle is not None
+    fired = {f.finding_id for f in check.view.diagnosis.findings if f.status.value == "fail"}
+    assert fired == {"MTU_MISMATCH:b:enP2p1s0f0np0", "MTU_MISMATCH:c:enP2p1s0f1np1"}
+    plan = cluster_plan(check, check.bundle)
+    assert [(s.node, s.runtime) for s in plan.steps] == [
+        ("b", ("sudo ip link set dev enP2p1s0f0np0 mtu 9000",)),
+        ("c", ("sudo ip link set dev enP2p1s0f1np1 mtu 9000",))]
+    assert all(s.persistent is not None and "+      mtu: 9000" in s.persistent.diff for s in plan.steps)
+    assert plan.not_planned == ()

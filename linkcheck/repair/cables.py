@@ -154,10 +154,11 @@ def _node_plans(check: ClusterCheck, bundle: Bundle, around: _Around) -> tuple[l
 
 def _trap_cable(finding: Finding, tests: Sequence[CableTest]) -> tuple[CableTest, str] | None:
     """The cable a trap's finding was judged on, and its subject as that cable's pair named it: the cable its subject
-    names (`LABEL: path` or `LABEL: pair`); for a node's device (`c:netdev`), the cable that device is on (a ring
-    node's twin planned on its other cable would be taken for one that faces nothing there, and its working address
-    replaced); else the first cable of the node it names (`node c`): a node's own finding is the same on each of its
-    cables (diagnose/engine.py _cable_traps keeps it once)."""
+    names (`LABEL: path` or `LABEL: pair`); for a node's device (`c:netdev`), the cable that device is on, and for a
+    node's finding that names a subnet, the cable of that subnet (a ring node's twin planned on its other cable would
+    be taken for one that faces nothing there, or be moved into that cable's subnet); else the first cable of the node
+    it names (`node c`): a node's own finding is the same on each of its cables (diagnose/engine.py _cable_traps keeps
+    it once)."""
     label, sep, rest = finding.subject.partition(": ")
     if sep:
         named = next((t for t in tests if t.label == label), None)
@@ -167,7 +168,22 @@ def _trap_cable(finding: Finding, tests: Sequence[CableTest]) -> tuple[CableTest
     if not mine:
         return None
     device = "" if finding.subject.startswith("node ") else finding.subject.partition(":")[2]
-    return next((t for t in mine if device and device in _netdevs_on(t, node)), mine[0]), finding.subject
+    subnet = _subnet_named(finding)
+    on = next((t for t in mine if (device and device in _netdevs_on(t, node))
+               or (subnet and subnet in {p.subnet for p in t.link.paths})), mine[0])
+    return on, finding.subject
+
+
+def _subnet_named(finding: Finding) -> str | None:
+    """The subnet a node's finding names in its evidence (TWINS_SAME_SUBNET's shared one): its cable is the one whose
+    paths are in that subnet, which a ring node's other cable is not."""
+    for evidence in finding.evidence:
+        if isinstance(evidence.value, str) and "/" in evidence.value:
+            try:
+                return str(ipaddress.ip_network(evidence.value))
+            except ValueError:
+                continue
+    return None
 
 
 def _netdevs_on(test: CableTest, node: str) -> set[str]:

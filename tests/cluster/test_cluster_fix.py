@@ -30,7 +30,7 @@ from tests.cluster import cluster_checks as cc
 from tests.cluster.cluster_checks import saved_bundle
 from tests.emulators.captures import node_captures
 from tests.fixture_bundles import FIXTURE_DIR
-from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, ring4
+from tests.lab.cluster import CLUSTER_SCENARIOS, cluster_models, ring3, ring4
 
 if TYPE_CHECKING:
     from tests.conftest import InProcessCli
@@ -289,3 +289,24 @@ def test_a_hop_below_the_clusters_mtu_is_raised_to_it_on_the_cable_it_is_on(tmp_
         ("c", ("sudo ip link set dev enP2p1s0f1np1 mtu 9000",))]
     assert all(s.persistent is not None and "+      mtu: 9000" in s.persistent.diff for s in plan.steps)
     assert plan.not_planned == ()
+
+
+def test_twins_sharing_a_subnet_on_a_ring_nodes_second_cable_are_moved_on_that_cable(tmp_path: Path) -> None:
+    """The c-a cable's twins share 192.168.14.0/24 on both ends (a's p1, c's p0): for a the second of its cables, for c
+    the second too. Planned on each node's first cable, the twin was moved into that other cable's subnet (a's into
+    a-b's 192.168.11.0/24); planned on the cable of the shared subnet, both move into one subnet no node uses."""
+    ring = ring3()
+    for node, netdev in (("a", "enP2p1s0f1np1"), ("c", "enP2p1s0f0np0")):  # the c-a cable's second twins
+        ring.addrs[node][netdev] = ring.addrs[node][netdev].replace("192.168.15.", "192.168.14.1")
+    check = cluster_bundle(saved_bundle(tmp_path / "ring", ring), load_playbooks(kind="all"))
+    assert check.bundle is not None
+    firing = {f.finding_id for f in check.view.diagnosis.findings if f.status.value == "warn"}
+    assert firing == {"TWINS_SAME_SUBNET:node a", "TWINS_SAME_SUBNET:node c"}
+    plan = cluster_plan(check, check.bundle)
+    moves = {s.node: (shlex.split(s.runtime[0])[4], shlex.split(s.runtime[1])[4]) for s in plan.steps}
+    assert set(moves) == {"a", "c"} and plan.not_planned == ()
+    used = {ipaddress.ip_interface(c).network for n in check.facts.nodes.values() for f in n.functions
+            for c in f.ipv4}
+    new = {ipaddress.ip_interface(to).network for _, to in moves.values()}
+    assert len(new) == 1 and not new & used, moves
+    assert {old for old, _ in moves.values()} == {"192.168.14.11/24", "192.168.14.13/24"}

@@ -226,3 +226,35 @@ def test_a_repair_committed_through_the_real_netplan_try_and_restored_byte_for_b
         # generated configuration no longer says 9000, so a renderer restart or a boot cannot bring it back.
         assert "node b: netplan apply" in restored.stderr, restored.describe()
         assert not jumbo.search(_generated(lab, "b", "enP2p1s0f1np1")), _generated(lab, "b", "enP2p1s0f1np1")
+
+
+def test_a_twin_moved_where_its_file_said_another_address_keeps_the_moved_one_through_the_next_apply(
+        lab_factory: Callable[..., Lab], live: Live, tmp_path: Path) -> None:
+    """Twins in one subnet, and b's file giving its second twin another address of that subnet than it has live (the
+    files not applied since): `fix --apply` moves the twin and commits through the real netplan try, and the file
+    then says the moved address, so the `netplan apply` a boot does keeps the twins apart (it once wrote the old
+    live address into the file, which put them back in one subnet)."""
+    lab = _real_lab(lab_factory, "twins-same-subnet", "NetworkManager", tmp_path / "models")  # its files say so
+    dev = "enP2p1s0f1np1"
+    [old] = _addrs(lab, "b", dev)
+    assert old.startswith("198.19.100."), old
+    edited = old.replace("198.19.100.", "198.19.100.2", 1)  # .15 -> .215: the same subnet, another host
+    path = lab.exec("b", ["sh", "-c", f"grep -l {old} /etc/netplan/*.yaml"]).stdout.split()[0]
+    assert lab.exec("b", ["sed", "-i", f"s#{old}#{edited}#", path]).returncode == 0
+    config = _config(live, lab, tmp_path)
+    with _mgmt_ping(lab) as pings:
+        run = live.run("fix", "--apply", "--try-timeout", TRY_S, "-c", str(config), "--save", str(tmp_path / "s1"),
+                       timeout=240)
+    assert run.returncode == 0, run.describe()
+    _no_loss(pings)
+    record = json.loads((tmp_path / "s1" / "apply.json").read_text())
+    fired = set(record["before"]["findings"])
+    assert {f"NETPLAN_NOT_APPLIED:b:{dev}", "TWINS_SAME_SUBNET:node b"} <= fired, fired
+    assert record["after"]["findings"] == [], record
+    [moved] = _addrs(lab, "b", dev)
+    assert not moved.startswith("198.19.100."), moved
+    assert _stated(lab, "b")[dev] == [moved], _files(lab, "b")
+    # What a boot applies: the files, by the real renderer. The twin keeps the address the repair gave it.
+    done = lab.exec("b", ["netplan", "apply"], timeout=90)
+    assert done.returncode == 0, done.stderr
+    _wait_for(lambda: _addrs(lab, "b", dev) == [moved], 10, "the renderer to apply b's files")

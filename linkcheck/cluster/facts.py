@@ -252,12 +252,13 @@ def _cage(cable: Cable, node: str) -> str | None:
 
 class HcaCopy(msgspec.Struct, frozen=True):
     """A node's NCCL_IB_HCA judged against its own cabling and the others': the devices it selects that are not
-    on the node's cabled cages, its own cabled devices, and the other nodes whose cabled devices it selects
-    exactly (the node it was copied from)."""
+    on the node's cabled cages, its own cabled devices, the other nodes whose cabled devices it selects exactly
+    (the node it was copied from), and its cabled cages of which it selects no device (`p0 (rocep1s0f0,...)`)."""
 
     foreign: tuple[str, ...]
     own: tuple[str, ...]
     fits: tuple[str, ...]
+    missed: tuple[str, ...] = ()
 
 
 def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
@@ -272,6 +273,12 @@ def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
         return HcaCopy(foreign=(), own=own, fits=())
     selected = select_hcas(setting, [f.rdma_dev for f in node.functions if f.rdma_dev])
     foreign = tuple(d for d in selected if d not in own)
+    cages: dict[str, list[str]] = {}
+    for fn in node.functions:
+        if fn.rdma_dev in own and fn.cage:
+            cages.setdefault(fn.cage, []).append(fn.rdma_dev)
+    missed = tuple(f"{cage} ({','.join(devs)})" for cage, devs in sorted(cages.items())
+                   if not set(devs) & set(selected))
     fits = []
     for other_name, other in facts.nodes.items():
         theirs = cabled_hcas(other)
@@ -279,7 +286,7 @@ def hca_copy(facts: ClusterFacts, name: str) -> HcaCopy | None:
         # Same device names on every GB10 (rocep1s0f0 ...): the setting means the same devices on the other node.
         if other_name != name and theirs and set(select_hcas(setting, devices)) == set(theirs):
             fits.append(other_name)
-    return HcaCopy(foreign=foreign, own=own, fits=tuple(fits))
+    return HcaCopy(foreign=foreign, own=own, fits=tuple(fits), missed=missed)
 
 
 class Partners(msgspec.Struct, frozen=True):

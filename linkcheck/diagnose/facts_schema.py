@@ -85,6 +85,7 @@ CLUSTER_FACTS: dict[str, dict[str, str]] = {
                      # NCCL_ALGO leaves only Ring.
                      "ring": "bool", "ring_size": "number", "nccl_version": "text", "nccl_too_old": "bool",
                      "hca_copied": "bool", "hca_foreign": "text", "hca_own": "text", "hca_fits": "text",
+                     "hca_missed": "text",
                      "nccl_algo_ring": "bool", "runtime_connect_off": "bool", "runtime_connect_setting": "text",
                      "ring_settings_lacking": "text", "ring_settings_lacking_count": "number",
                      # The traffic tests (check --quick/--bench over a cluster): the partners whose test with this
@@ -477,6 +478,8 @@ def _nodes(facts: ClusterFacts) -> Iterator[Subject]:
             "hca_foreign": (",".join(copy.foreign) or None) if copy else None,
             "hca_own": ",".join(copy.own) if copy else None,
             "hca_fits": (", ".join(copy.fits) or None) if copy else None,
+            # Its cabled cages of which NCCL_IB_HCA selects no device: a cable NCCL on this node cannot use.
+            "hca_missed": (" and ".join(copy.missed) or None) if copy else None,
             "nccl_algo_ring": nccl_algo_ring_only(node.nccl.get("NCCL_ALGO")),
             "runtime_connect_off": runtime_connect_off(node.nccl) is not None,
             **_ring_settings(node.nccl, node.nccl_sources),

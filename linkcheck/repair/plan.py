@@ -75,7 +75,8 @@ REBOOT = "sudo systemctl reboot --no-block"  # the blocking form twice returned 
 # The order repairs run in on a node: addressing first (the paths exist), then what rides on them.
 RULE_ORDER = ("TWINS_SAME_SUBNET", "SINGLE_PCIE_PATH", "NETPLAN_NOT_APPLIED", "NM_PROFILE_RUNTIME_ONLY",
               "MTU_MISMATCH", "NCCL_BUSBW_LOW", "FEC_NOT_RS", "GID_INDEX_STALE", "GID_INDEX_DIFFERS",
-              "NCCL_HCA_UNCABLED", "NCCL_IB_HCA_COPIED", "LINK_HOTPLUG_DEGRADED", "LINK_REPLUGGED_SINCE_BOOT")
+              "NCCL_HCA_UNCABLED", "NCCL_IB_HCA_COPIED", "NCCL_IB_HCA_MISSES_CAGE", "LINK_HOTPLUG_DEGRADED",
+              "LINK_REPLUGGED_SINCE_BOOT")
 
 
 def q(value: object) -> str:
@@ -636,6 +637,7 @@ PLANNERS: dict[str, Callable[[_Planner, Finding], None]] = {
     "GID_INDEX_DIFFERS": plan_gid_pin,
     "NCCL_HCA_UNCABLED": plan_nccl_hca,
     "NCCL_IB_HCA_COPIED": plan_nccl_hca,  # a cluster node's: its own cabled HCAs, as for an uncabled one
+    "NCCL_IB_HCA_MISSES_CAGE": plan_nccl_hca,  # a cluster node's: every cabled HCA of its own
     "LINK_HOTPLUG_DEGRADED": plan_reboot,
     "LINK_REPLUGGED_SINCE_BOOT": plan_reboot,
 }

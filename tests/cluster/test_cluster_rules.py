@@ -400,6 +400,30 @@ def test_an_nccl_ib_hca_that_fits_its_own_node_or_no_other_is_not_a_copy() -> No
     assert _firing(_diagnose(ring)) == {}
 
 
+def test_a_pairs_nccl_ib_hca_kept_on_a_ring_node_misses_its_other_cable() -> None:
+    """A ring node keeping the pair's setting (the p1 twins, eugr's) selects nothing of its p0 cage: NCCL on it has
+    no device on that cable (NCCL_IB_HCA is a filter: net_ib.cc ncclIbInit). Not a copy: it names its own HCAs."""
+    ring = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1"})
+            for n, m in _models("ring3").items()}
+    ring["b"] = replace(ring["b"], nccl_env={**ring["b"].nccl_env, "NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1"})
+    result = _diagnose(ring)
+    firing = _firing(result)
+    assert set(firing) == {("NCCL_IB_HCA_MISSES_CAGE", "node b")}
+    finding = firing[("NCCL_IB_HCA_MISSES_CAGE", "node b")]
+    assert finding.status is Status.WARN
+    assert "selects nothing of its cabled cage p0 (roceP2p1s0f0,rocep1s0f0)" in finding.message
+    assert finding.fix[0].startswith("on node b: set NCCL_IB_HCA=roceP2p1s0f0,roceP2p1s0f1,rocep1s0f0,rocep1s0f1 ")
+    status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_IB_HCA_MISSES_CAGE"}
+    assert status == {"node a": Status.PASS, "node b": Status.WARN, "node c": Status.PASS}
+    # On a switch, a node whose one cabled cage its setting leaves out (and that fits no other node) has no device.
+    models = _switch_by_cage()
+    cage = next(f.cage for f in models["c"].functions if f.carrier)
+    other = "rocep1s0f1" if cage == "p0" else "rocep1s0f0"
+    models["c"] = replace(models["c"], nccl_env={"NCCL_IB_HCA": f"={other}"})
+    firing = _firing(_diagnose(models))
+    assert ("NCCL_IB_HCA_MISSES_CAGE", "node c") in firing, firing
+
+
 def test_a_ring_of_four_node_that_lets_nccl_use_tree_or_pat_is_named() -> None:
     models = _routed(_models("ring4"))  # the lab's ring of four sets NCCL_ALGO=Ring on every node
     models["b"] = replace(models["b"], nccl_env={**models["b"].nccl_env, "NCCL_ALGO": "Tree,Ring"})

@@ -310,3 +310,17 @@ def test_twins_sharing_a_subnet_on_a_ring_nodes_second_cable_are_moved_on_that_c
     new = {ipaddress.ip_interface(to).network for _, to in moves.values()}
     assert len(new) == 1 and not new & used, moves
     assert {old for old, _ in moves.values()} == {"192.168.14.11/24", "192.168.14.13/24"}
+
+
+def test_an_nccl_ib_hca_that_misses_a_cabled_cage_is_set_to_every_cabled_hca(tmp_path: Path) -> None:
+    def pair_setting(name: str, model: Node) -> Node:
+        if name != "b":
+            return model
+        return dataclasses.replace(model, nccl_env={}, nccl_conf="NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1\n")
+
+    check = cluster_bundle(saved_bundle(tmp_path / "ring", "ring3", pair_setting), load_playbooks(kind="all"))
+    assert check.bundle is not None
+    (step,) = cluster_plan(check, check.bundle).steps
+    assert step.node == "b" and step.finding == "NCCL_IB_HCA_MISSES_CAGE:node b"
+    assert step.persistent is not None and step.persistent.path == "/etc/nccl.conf"
+    assert "+NCCL_IB_HCA==rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1" in step.persistent.diff

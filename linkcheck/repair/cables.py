@@ -1,6 +1,8 @@
-"""A cluster's repair plan: each cable planned by the pair's planner (repair/plan.py), the pair's traps judged on a
-cable (diagnose/engine.py CABLE_TRAPS) planned on the cable they were judged on, each node's own findings on that node;
-a step two cables ask of one node is kept once. A pair's plan is the one cable's."""
+"""A cluster's repair plan: each cable planned by the pair's planner (repair/plan.py); the pair's traps judged on a
+cable (diagnose/engine.py CABLE_TRAPS), and the cluster's own findings of one port, planned on the cable they concern
+(the one named, the one a device is on, the one of a subnet named); each node's own findings on that node. Every
+cable's plan also sees what two nodes' view cannot: the subnets the whole cluster uses and its largest hop MTU. A step
+two cables ask of one node is kept once. A pair's plan is the one cable's."""
 
 from __future__ import annotations
 

@@ -133,3 +133,38 @@ def test_a_node_that_cannot_be_changed_puts_back_the_nodes_committed_before_it(
     assert lab.exec("d", ["sh", "-c", "ls /var/lib/linkcheck/journal 2>/dev/null"]).stdout == ""
     assert {n: _state(lab, n) for n in NODES} == before
     assert lab.exec("c", ["readlink", DROP_IN]).stdout.strip() == "/nonexistent-target"  # never written through
+
+
+def _port(lab: Lab, node: str, dev: str) -> tuple[int, str]:
+    """The port's live MTU, and its netplan definition as the node's files say it."""
+    mtu = json.loads(lab.exec(node, ["ip", "-j", "link", "show", "dev", dev]).stdout)[0]["mtu"]
+    show = f"sed -n '/^    {dev}:$/,/^    [^ ]/p' /etc/netplan/*.yaml"
+    return int(mtu), lab.exec(node, ["sh", "-c", show]).stdout
+
+
+def test_fix_apply_raises_a_rings_low_hop_to_the_clusters_mtu_and_restore_puts_it_back(
+        cluster_factory: ClusterFactory, cli: InProcessCli, tmp_path: Path) -> None:
+    """The b-c cable's second twins at MTU 1500 on both ends, live and in their files, while every other hop runs
+    9000: no two ends of a path differ, so only the cluster's MTU_MISMATCH sees it. `fix --apply` raises both to 9000
+    live and in their netplan definitions, node by node, and `fix --restore` puts both back."""
+    cluster = cluster_factory("ring3")
+    lab = cluster.lab
+    ports = {"b": "enP2p1s0f0np0", "c": "enP2p1s0f1np1"}  # ring3: b's p0 faces c's p1
+    for node, dev in ports.items():
+        assert lab.exec(node, ["ip", "link", "set", "dev", dev, "mtu", "1500"]).returncode == 0
+        drop = f"/^    {dev}:$/,/^    [^ ]/{{/^      mtu: 9000$/d}}"
+        assert lab.exec(node, ["sh", "-c", f"sed -i '{drop}' /etc/netplan/*.yaml"]).returncode == 0
+    before = {n: _port(lab, n, dev) for n, dev in ports.items()}
+    assert all(mtu == 1500 and "mtu:" not in text and text for mtu, text in before.values()), before
+
+    code, said = _run(cli, cluster, "--apply", "--save", str(tmp_path / "fix"))
+    assert code == 0, said
+    for node, dev in ports.items():
+        assert f"node {node}: committed" in said, said
+        assert f"after the repair: MTU_MISMATCH:{node}:{dev}: fixed" in said, said
+        mtu, text = _port(lab, node, dev)
+        assert mtu == 9000 and "mtu: 9000" in text, (node, mtu, text)
+
+    code, said = _run(cli, cluster, "--restore")
+    assert code == 0, said
+    assert {n: _port(lab, n, dev) for n, dev in ports.items()} == before

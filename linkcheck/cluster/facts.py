@@ -110,11 +110,10 @@ def hops(topology: Topology) -> dict[str, str]:
     return out
 
 
-def largest_hop_mtu(facts: ClusterFacts) -> int | None:
-    """The largest MTU among the cluster's hops (`hops`): the one a hop below it is raised to (MTU_MISMATCH)."""
+def hop_mtus(facts: ClusterFacts) -> set[int]:
+    """The MTUs the cluster's hops run (`hops`); the largest is the one a hop below it is raised to (MTU_MISMATCH)."""
     on = hops(facts.topology)
-    return max((fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in on and fn.mtu),
-               default=None)
+    return {fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in on and fn.mtu}
 
 
 def with_nccl(facts: ClusterFacts, captures: Sequence[Capture]) -> ClusterFacts:

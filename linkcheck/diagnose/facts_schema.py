@@ -14,8 +14,8 @@ from linkcheck.cluster.facts import (
     cable_outcome,
     cabling_changes,
     hca_copy,
+    hop_mtus,
     hops,
-    largest_hop_mtu,
     missing_routes,
     partners,
     ring_recabling,
@@ -544,14 +544,13 @@ def _ports(facts: ClusterFacts) -> Iterator[Subject]:
     """Each addressed CX-7 function on a cable or a switch segment: one hop of the cluster's traffic."""
     on = hops(facts.topology)
     switched = {end.label for segment in facts.topology.segments for end in segment.endpoints}
-    mtus = {fn.mtu for node in facts.nodes.values() for fn in node.functions if fn.label in on and fn.mtu}
-    largest = largest_hop_mtu(facts)
+    mtus = hop_mtus(facts)
     for name, node in facts.nodes.items():
         for fn in node.functions:
             if fn.label not in on:
                 continue
             values: dict[str, Any] = function_values(fn, node)
-            values.update(switched=fn.label in switched, hop=on[fn.label], cluster_mtu=largest,
+            values.update(switched=fn.label in switched, hop=on[fn.label], cluster_mtu=max(mtus, default=None),
                           mtu_uniform=len(mtus) <= 1,
                           speed_gbps=fn.speed_mbps / 1000 if fn.speed_mbps is not None else None)
             yield fn.label, (name,), values

@@ -15,7 +15,7 @@ from msgspec.structs import replace
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.cluster.cables import CableTest, cable_tests
-from linkcheck.cluster.facts import largest_hop_mtu
+from linkcheck.cluster.facts import hop_mtus
 from linkcheck.cluster.schedule import schedule
 from linkcheck.diagnose.engine import CABLE_TRAPS
 from linkcheck.facts.model import LinkFacts
@@ -64,7 +64,7 @@ class _Around(msgspec.Struct, frozen=True):
 def _around(check: ClusterCheck) -> _Around:
     subnets = {ipaddress.IPv4Interface(c).network for node in check.facts.nodes.values() for fn in node.functions
                for c in fn.ipv4}
-    return _Around(subnets, largest_hop_mtu(check.facts))
+    return _Around(subnets, max(hop_mtus(check.facts), default=None))
 
 
 def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, findings: Sequence[Finding],

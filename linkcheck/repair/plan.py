@@ -29,7 +29,7 @@ import msgspec
 
 from linkcheck.bundle.format import Bundle
 from linkcheck.errors import ParseError
-from linkcheck.facts.model import DataPath, Function, LinkFacts, NodeFacts
+from linkcheck.facts.model import DataPath, Function, LinkFacts, NetplanIntent, NodeFacts
 from linkcheck.facts.nccl_hca import GID_PIN, gid_index_in_effect, nccl_functions
 from linkcheck.model import Finding, Status
 from linkcheck.outcome import ClusterCheck
@@ -134,9 +134,13 @@ class _Planner:
         return FileChange(path=path, manager=manager, diff=unified_diff(path, before, after), mode=mode, edit=edit,
                           before_sha256=text_sha256(first) if first is not None else None)
 
+    def intent_of(self, node: str, fn: Function) -> NetplanIntent | None:
+        """What the node's netplan files say of `fn`, as the facts matched it."""
+        return next((i for i in self.link.node(node).netplan if i.netdev == fn.netdev), None)
+
     def _netplan_file_of(self, node: str, fn: Function) -> tuple[str, str] | None:
         """(file, netdef id) of the netplan definition configuring `fn`, as the facts matched it."""
-        intent = next((i for i in self.link.node(node).netplan if i.netdev == fn.netdev), None)
+        intent = self.intent_of(node, fn)
         if intent is None:
             return None
         files = self.files[node].netplan
@@ -229,7 +233,7 @@ def _readdress(p: _Planner, finding: Finding, node: str, fn: Function, old: str,
     persistent = None
     holder = p._file_with(node, old)
     located = p._netplan_file_of(node, fn)
-    intent = next((i for i in p.link.node(node).netplan if i.netdev == fn.netdev), None)
+    intent = p.intent_of(node, fn)
     p.moved[(node, fn.netdev)] = (old, new)
     if holder is not None:
         try:

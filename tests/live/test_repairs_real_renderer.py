@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import yaml
 
+from linkcheck.parsers.netplan import parse_netplan
 from tests.lab import Lab, nspawn
 from tests.lab.scenario import specs_for_scenario
 from tests.live.test_fix_apply_lab import _wait_for
@@ -62,14 +62,10 @@ def _real_lab(lab_factory: Callable[..., Lab], scenario: str, renderer: str, mod
 
 
 def _stated(lab: Lab, node: str) -> dict[str, list[str]]:
-    """Each interface the node's netplan files give addresses, with those addresses (sorted)."""
-    text = lab.exec(node, ["sh", "-c", 'for f in /etc/netplan/*.yaml; do cat "$f"; echo ---; done']).stdout
-    stated: dict[str, list[str]] = {}
-    for doc in yaml.safe_load_all(text):
-        for dev, conf in ((doc or {}).get("network", {}).get("ethernets") or {}).items():
-            if conf and conf.get("addresses"):
-                stated[dev] = sorted(str(a) for a in conf["addresses"])
-    return stated
+    """Each interface the node's netplan files give addresses, with those addresses (sorted), as netplan merges the
+    files (linkcheck's own parser of them)."""
+    config = parse_netplan(lab.exec(node, ["sh", "-c", "tail -n +1 /etc/netplan/*.yaml"]).stdout)
+    return {e.netdef_id: sorted(e.addresses) for e in config.ethernets if e.addresses}
 
 
 def _files(lab: Lab, node: str) -> str:

@@ -15,7 +15,7 @@ from linkcheck.cluster.cables import CableTest, cable_tests
 from linkcheck.cluster.facts import ClusterFacts, TrafficOutcome
 from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.cluster.schedule import Schedule, schedule
-from linkcheck.cluster.topology import Topology
+from linkcheck.cluster.topology import Topology, one_cable
 from linkcheck.diagnose.engine import EXIT_CODES, Diagnosis
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import ExitCode
@@ -133,6 +133,7 @@ class CableResult(msgspec.Struct, frozen=True):
     findings: tuple[Finding, ...] = ()
     problem: str | None = None  # why the test is inconclusive (not measured, or the run stopped)
     captures: tuple[Capture, ...] = ()  # its own traffic runs' records, whose durations its JUnit testcase shows
+    notes: tuple[str, ...] = ()  # a pair's one cable: its diagnosis's notes (the errors, what passed with a word)
 
     @property
     def state(self) -> str:
@@ -163,6 +164,7 @@ class ClusterCheck(msgspec.Struct, frozen=True):
     # What it was judged from (every node's captures and its runs' records), which its repairs and its history
     # read, as a pair's Outcome carries its own; None only for a check made from captures alone (tests).
     bundle: Bundle | None = None
+    rules: tuple[Rule, ...] = ()  # what judged it: reports name each finding's playbook (its stage)
 
     @property
     def created(self) -> str:
@@ -210,6 +212,21 @@ class ClusterCheck(msgspec.Struct, frozen=True):
         return next((f for f in self.view.diagnosis.findings if f.rule_id == NODE_CAUSE_RULE
                      and f.status in (Status.FAIL, Status.WARN)
                      and f.subject.removeprefix("node ") in result.test.nodes), None)
+
+
+def judged_view(check: ClusterCheck) -> Outcome | ClusterCheck:
+    """What the reports, repairs and advice read of a check: a pair (the cluster of one cable: topology.py
+    `one_cable`, judged by the pair's rules) as its one cable's `Outcome` (the pair's look: its paths, its nodes'
+    facts, its findings under the nodes' own names), any other cluster as the check itself."""
+    if not one_cable(check.view.topology) or len(check.cables) != 1 or check.bundle is None:
+        return check
+    return pair_outcome(check.cables[0], check.bundle, check.rules)
+
+
+def pair_outcome(cable: CableResult, bundle: Bundle, rules: tuple[Rule, ...]) -> Outcome:
+    """The pair's look of the one cable of a pair judged by the pair's rules (its notes kept): what judged it and
+    the bundle it was judged from."""
+    return Outcome(bundle, cable.link, Diagnosis(cable.findings, cable.verdict, cable.notes), rules)
 
 
 Judged: TypeAlias = Outcome | ClusterCheck

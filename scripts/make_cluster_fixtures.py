@@ -56,10 +56,11 @@ ARGS = ("check", "--quick")
 FIXTURES: dict[str, dict[str, Any]] = {
     "cluster-pair-hotplug": {
         "scenario": "hotplug-degraded", "nodes": "ab", "exit": 2, "verdict": "fail", "layout": "pair",
-        "findings": {"LINK_HOTPLUG_DEGRADED": "fail"}, "subjects": {"LINK_HOTPLUG_DEGRADED": ["a:p1<->b:p1"]},
-        "description": "Two nodes named by a hostfile, checked as the cluster of their one cable: node a's NIC came "
-                       "up through the hot-plug path, so both paths of the cable run ~13 Gb/s (the pair's own "
-                       "fixture: hotplug-degraded)."},
+        "findings": {"LINK_HOTPLUG_DEGRADED": "fail"}, "subjects": {"LINK_HOTPLUG_DEGRADED": [
+            "a:p1<->b:p1", "enP2p1s0f1np1<->enP2p1s0f1np1", "enp1s0f1np1<->enp1s0f1np1"]},
+        "description": "Two nodes named by a hostfile, checked as the cluster of their one cable and judged as the "
+                       "pair they are: node a's NIC came up through the hot-plug path, so both paths of the cable "
+                       "run ~13 Gb/s (the pair's own fixture: hotplug-degraded)."},
     "cluster-ring3-healthy": {
         "scenario": "ring3", "nodes": "abc", "exit": 0, "verdict": "pass", "layout": "ring3",
         "findings": {}, "subjects": {},

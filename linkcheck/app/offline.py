@@ -23,30 +23,25 @@ from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.latency import KIND as LATENCY
 from linkcheck.bench.rounds import Planned, captures_of, plan_test, run_key
 from linkcheck.bundle.format import Bundle
-from linkcheck.bundle.run_record import (
-    SCHEMA,
-    SCHEMA_VERSION,
-    CableEntry,
-    ClusterDocument,
-    HostEntry,
-    is_cluster_bundle,
-    load_cluster,
-)
+from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry, saved_record
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.cables import FIRST_PASS, CableTest, cable_tests, pair_view, test_subnets
+from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subnets
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
 from linkcheck.cluster.hosts import ClusterHost, recorded_hosts
 from linkcheck.cluster.schedule import Match, schedule
-from linkcheck.diagnose.engine import CABLE_RULES, diagnose
-from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
+from linkcheck.cluster.topology import one_cable
+from linkcheck.config import PAIR_NODES
+from linkcheck.diagnose.engine import CABLE_RULES, Diagnosis, diagnose
+from linkcheck.diagnose.playbook import is_cluster_rule, load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.bench_facts import JOB_KINDS
 from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
-from linkcheck.facts.pair import build_link_facts, with_traffic
+from linkcheck.facts.pair import match_paths, with_traffic
 from linkcheck.facts.snapshot import pair_key
 from linkcheck.model import Capture, Verdict
-from linkcheck.outcome import CableResult, ClusterCheck, Outcome
+from linkcheck.outcome import CableResult, ClusterCheck, ClusterView, Outcome, judged_view, pair_outcome
+from linkcheck.transport.base import NodeTarget
 
 if TYPE_CHECKING:
     from linkcheck.config import Config
@@ -55,15 +50,19 @@ if TYPE_CHECKING:
 
 def diagnose_captures(bundle: Bundle, rules: list[Rule], expected: ExpectedLink | None = None,
                       baseline: Baseline | ClusterBaseline | None = None) -> Outcome:
-    return diagnose_facts(bundle, build_link_facts(bundle.captures, bundle.collection_errors, expected), rules,
-                          baseline)
+    """A pair's bundle judged as the cluster of its one cable (`judge_one_cable`), in the pair's look."""
+    hosts, doc = pair_record(bundle)
+    names = {h.name for h in hosts}
+    errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
+    facts = cluster_facts([h.name for h in hosts], bundle.captures, errors)
+    check = judge_one_cable(hosts, bundle, doc, facts, rules, expected, baseline)
+    return pair_outcome(check.cables[0], check.bundle or bundle, check.rules)
 
 
 def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule],
                    baseline: Baseline | ClusterBaseline | None = None) -> Outcome:
-    """Diagnose facts already built from `bundle` (a live run builds them once, for its traffic plan too), against
-    `baseline` when one is given (a cluster's read for its cable between the pair's nodes): its drift rules then speak
-    in this one diagnosis."""
+    """Diagnose a pair's facts built from `bundle` by the pair's rules, against `baseline` when one is given (a
+    cluster's read for its cable between the pair's nodes): its drift rules then speak in this one diagnosis."""
     if baseline is not None:
         link = attach_baseline(bundle, link, for_pair(baseline, pair_key(link)))
     problems = {f"bundle: {p}": p for p in bundle.problems}
@@ -86,10 +85,10 @@ def configured_rules(playbooks: list[Path], config: Config | None,
 def diagnose_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
                     baseline: Baseline | ClusterBaseline | None = None, *, allow_unverified: bool = False,
                     warn: Callable[[str], None] | None = None, overridable: bool = True) -> Outcome:
-    """Load a saved bundle and diagnose it with the built-in playbooks plus the user's and the config's, and
-    against `baseline` when one is given. A bundle that `verify` rejects is refused (BundleError), or with
-    `allow_unverified` diagnosed without its unverified files, each problem passed to `warn`; `overridable` as
-    for `load_trusted`."""
+    """Load a pair's saved bundle and judge it with the built-in playbooks plus the user's and the config's, and
+    against `baseline` when one is given, as the cluster of its one cable. A bundle that `verify` rejects is refused
+    (BundleError), or with `allow_unverified` diagnosed without its unverified files, each problem passed to `warn`;
+    `overridable` as for `load_trusted`."""
     rules = configured_rules(list(playbooks or []), config)
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
     return diagnose_captures(bundle, rules, config.expected_link if config else None, baseline)
@@ -169,14 +168,21 @@ def unreached(facts: ClusterFacts, errors: dict[str, str]) -> list[CableResult]:
 
 def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], errors: dict[str, str],
                   doc: ClusterDocument, rules: list[Rule], expected: ExpectedCluster | None = None,
-                  baseline: Baseline | ClusterBaseline | None = None) -> ClusterCheck:
+                  baseline: Baseline | ClusterBaseline | None = None, *, expected_link: ExpectedLink | None = None,
+                  bundle: Bundle | None = None) -> ClusterCheck:
     """A cluster judged from its captures and its record: the facts, every planned test's results from its own
     captures, the unreached tests, `baseline` attached when one is given, then the cluster's rules over all of it in
     one diagnosis (with the drift rules: CLUSTER_DRIFT_* over the nodes and the cabling, the pair's DRIFT_* on each
-    cable). The live check and a saved bundle both come here, so a bundle gives the verdict its run showed. A
+    cable). A cluster of one cable (two nodes, no switch seen between them) is the pair: `judge_one_cable`, against
+    `expected_link`, its bundle's errors and problems read from `bundle` (the captures and `errors` alone when none
+    is given). The live check and a saved bundle both come here, so a bundle gives the verdict its run showed. A
     baseline of another cluster, or a pair's whose nodes are not both in this one, is refused: BaselineError."""
-    cable_rules = [r for r in rules if r.id in CABLE_RULES]
     facts = cluster_facts([h.name for h in hosts], captures, errors, expected)
+    if one_cable(facts.topology):
+        given = bundle or Bundle(captures=list(captures), nodes={h.name: {"target": str(h.target)} for h in hosts},
+                                 collection_errors=dict(errors))
+        return judge_one_cable(hosts, given, doc, facts, rules, expected_link, baseline)
+    cable_rules = [r for r in rules if r.id in CABLE_RULES]
     tests = []
     for t in doc.tests:
         subnets, _ = test_subnets(facts.topology, Match(t.a, t.b, t.label))
@@ -197,48 +203,79 @@ def judge_cluster(hosts: Sequence[ClusterHost], captures: Sequence[Capture], err
     return ClusterCheck(view, facts, tuple(results), traffic_error, doc.interrupted, nccl_error=nccl_error)
 
 
-def one_cable_record(bundle: Bundle, facts: ClusterFacts) -> ClusterDocument:
-    """A pair's bundle (one without cluster.json) read as the record of the cluster of its one cable: its two nodes as
-    its manifest names them, its schedule's one test, and the traffic asked for as its captures show it (a pair's
-    bundle keeps no record of what was asked: a run of a kind, or a line saying why it did not run, says it was). Its
-    traffic's one error is the bundle's `bench` error, as the live run keeps it."""
+def judge_one_cable(hosts: Sequence[ClusterHost], bundle: Bundle, doc: ClusterDocument, facts: ClusterFacts,
+                    rules: list[Rule], expected: ExpectedLink | None = None,
+                    baseline: Baseline | ClusterBaseline | None = None) -> ClusterCheck:
+    """The cluster of one cable, its two nodes a pair: the cable's one test is every data path between them (NVIDIA's
+    layouts give a pair one cable; a pair cabled on both cages has both), judged by every rule of a pair's scopes
+    with all its traffic (NCCL across its two ranks is the cable's own job), against linkcheck.yaml's `link:`
+    (`expected`) and `baseline` (a pair's, or a cluster's read for this cable); the cluster's own rules have nothing
+    to add on one cable, and each trap is said once. The traffic's first error is its `bench` error, as the pair's
+    own bundle keeps it."""
+    first, second = (facts.nodes[h.name] for h in hosts)
+    link = LinkFacts(a=first, b=second, paths=match_paths(first, second), expected=expected)
+    link = with_traffic(link, [c for c in bundle.captures if c.meta])
+    failed = next((e for e in (doc.traffic_error, doc.nccl_error, doc.latency_error) if e), None)
+    if failed is not None and "bench" not in bundle.collection_errors:
+        bundle = replace(bundle, collection_errors={**bundle.collection_errors, "bench": failed})
+    pair = diagnose_facts(bundle, link, [r for r in rules if not is_cluster_rule(r)], baseline)
+    a, b = first.name, second.name
+    test = CableTest(doc.tests[0].label if doc.tests else f"{a}<->{b}", 1, a, b, pair.link)
+    inconclusive = pair.verdict is Verdict.INCONCLUSIVE
+    result = CableResult(test, pair.link, pair.verdict, pair.diagnosis.findings,
+                         (failed or "; ".join(pair.node_problems()) or None) if inconclusive else None,
+                         tuple(c for c in bundle.captures if c.meta), pair.diagnosis.notes)
+    facts = with_nccl(replace(facts, tests=(result.outcome(),)), bundle.captures)
+    errors = {n: e for n, e in bundle.collection_errors.items() if n in (a, b)}
+    view = ClusterView(tuple(hosts), facts.topology, schedule(facts.topology), Diagnosis((), Verdict.PASS), errors)
+    nccl_error = doc.nccl_error and f"NCCL across the nodes: {doc.nccl_error}"
+    return ClusterCheck(view, facts, (result,), failed, doc.interrupted, nccl_error=nccl_error, bundle=bundle,
+                        rules=tuple(rules))
+
+
+def pair_record(bundle: Bundle) -> tuple[tuple[ClusterHost, ...], ClusterDocument]:
+    """A pair's bundle (one without cluster.json) read as the record of the cluster of its one cable: its two nodes
+    (the manifest's two, else a and b, as the pair's own run names them), and the traffic asked for as its captures
+    show it (a pair's bundle keeps no record of what was asked: a run of a kind, or a line saying why it did not run,
+    says it was). Its traffic's one error is the bundle's `bench` error, as the live run keeps it."""
     kinds = {c.meta.get("kind") for c in bundle.captures}
-    hosts = tuple(HostEntry(name, str(node.get("target") or name), "the bundle") for name, node in bundle.nodes.items())
-    tests = tuple(CableEntry(t.label, t.round, t.a, t.b, t.pass_no, t.switched)
-                  for t in cable_tests(facts, schedule(facts.topology)))
-    return ClusterDocument(SCHEMA, SCHEMA_VERSION, hosts, tests, traffic="rdma" in kinds,
-                           traffic_error=bundle.collection_errors.get("bench"),
-                           interrupted="interrupted" in bundle.collection_errors,
-                           nccl=bool(kinds & set(JOB_KINDS)), latency=LATENCY in kinds)
+    names = tuple(bundle.nodes) if len(bundle.nodes) == 2 else PAIR_NODES
+    hosts = tuple(ClusterHost(NodeTarget(name=name, host=name), "the bundle") for name in names)
+    entries = tuple(HostEntry(name, name, "the bundle") for name in names)
+    return hosts, ClusterDocument(SCHEMA, SCHEMA_VERSION, entries, traffic="rdma" in kinds,
+                                  traffic_error=bundle.collection_errors.get("bench"),
+                                  interrupted="interrupted" in bundle.collection_errors,
+                                  nccl=bool(kinds & set(JOB_KINDS)), latency=LATENCY in kinds)
 
 
 def cluster_bundle(path: Path, rules: list[Rule], *, allow_unverified: bool = False,
                    warn: Callable[[str], None] | None = None, expected: ExpectedCluster | None = None,
-                   overridable: bool = True, baseline: Baseline | ClusterBaseline | None = None) -> ClusterCheck:
-    """A saved cluster bundle judged again (against `baseline` when one is given): refused (exit 4) when `verify`
-    rejects it, unless `allow_unverified`."""
+                   overridable: bool = True, baseline: Baseline | ClusterBaseline | None = None,
+                   expected_link: ExpectedLink | None = None) -> ClusterCheck:
+    """A saved bundle judged again (against `baseline` when one is given), whatever its layout: its record is its
+    cluster.json, or a pair's bundle's own (`pair_record`). Refused (exit 4) when `verify` rejects it, unless
+    `allow_unverified`."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn, overridable=overridable)
-    doc = load_cluster(path)
-    hosts = recorded_hosts(doc)
+    doc = saved_record(path)
+    hosts, doc = (recorded_hosts(doc), doc) if doc is not None else pair_record(bundle)
     names = {h.name for h in hosts}
     errors = {n: e for n, e in bundle.collection_errors.items() if n in names}
-    check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected, baseline)
-    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), bundle=bundle)
+    check = judge_cluster(hosts, bundle.captures, errors, doc, rules, expected, baseline, expected_link=expected_link,
+                          bundle=bundle)
+    return replace(check, acceptance=bundle_acceptance(path, bundle.unverified), bundle=check.bundle or bundle)
 
 
 def judge_bundle(path: Path, playbooks: list[Path] | None = None, config: Config | None = None,
                  baseline: str | None = None, *, allow_unverified: bool = False,
                  warn: Callable[[str], None] | None = None, overridable: bool = True) -> Outcome | ClusterCheck:
-    """A saved bundle judged as its run judged it, whatever its layout: a pair's Outcome, or a cluster's
-    ClusterCheck (a cluster's bundle holds cluster.json). `baseline` names the baseline to compare with, read before
-    the bundle: a pair's or a cluster's for either layout (a pair being the cluster of its one cable: see
-    baseline/across_layouts.py `for_pair`, `for_cluster`). A bundle that `verify` rejects is refused (BundleError),
-    or with `allow_unverified` judged without its unverified files, each problem passed to `warn`; `overridable` as
-    for `load_trusted`."""
+    """A saved bundle judged as its run judged it, whatever its layout, in the look its reports take
+    (`judged_view`: a pair's Outcome for the cluster of one cable, a cluster's ClusterCheck). `baseline` names the
+    baseline to compare with, read before the bundle: a pair's or a cluster's for either layout (a pair being the
+    cluster of its one cable: see baseline/across_layouts.py `for_pair`, `for_cluster`). A bundle that `verify`
+    rejects is refused (BundleError), or with `allow_unverified` judged without its unverified files, each problem
+    passed to `warn`; `overridable` as for `load_trusted`."""
     against = resolve_any(baseline) if baseline is not None else None
-    if not is_cluster_bundle(path):  # the one place a saved bundle's layout is decided
-        return diagnose_bundle(path, playbooks, config, against, allow_unverified=allow_unverified, warn=warn,
-                               overridable=overridable)
     rules = configured_rules(list(playbooks or []), config, kind="all")
-    return cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn, overridable=overridable,
-                          expected=config.expected_cluster if config else None, baseline=against)
+    return judged_view(cluster_bundle(path, rules, allow_unverified=allow_unverified, warn=warn,
+                                      overridable=overridable, expected=config.expected_cluster if config else None,
+                                      baseline=against, expected_link=config.expected_link if config else None))

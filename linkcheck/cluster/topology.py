@@ -132,6 +132,13 @@ class Topology(msgspec.Struct, frozen=True):
         return tuple(f for f in self.flags if f.kind == kind)
 
 
+def one_cable(topology: Topology) -> bool:
+    """Two nodes and no switch seen between them: a pair, judged as one cable by the pair's rules whatever named its
+    nodes and whatever its cable's state (a cable with no carrier, or a node not inspected, is still the pair's one
+    cable)."""
+    return len(topology.nodes) == 2 and not topology.segments
+
+
 def _endpoints(facts: NodeFacts) -> list[Endpoint]:
     return [Endpoint(node=facts.name, netdev=f.netdev, address=cidr, cage=f.cage, domain=f.domain, mac=f.mac,
                      up=f.carrier) for f in facts.functions for cidr in f.ipv4]

@@ -1,6 +1,6 @@
-"""A pair is the cluster of its one cable: every pair fixture, read as that cluster's record and judged by the
-cluster's judge, gives the verdict and the findings the pair's own judging gives. Two nodes named either way
-(`--node a=... --node b=...`, or two plain `--node`) meet the same rules at the same severity."""
+"""A pair is the cluster of its one cable: every saved bundle goes through the one loader (`cluster_bundle`), and
+two nodes with no switch between them are judged there by the pair's rules on their one cable, whatever named them
+(`--node a=... --node b=...`, two plain `--node`, a hostfile of two), and read in the pair's look (`judged_view`)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,21 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from linkcheck.app.offline import diagnose_bundle, judge_cluster, one_cable_record
+from linkcheck.app.offline import cluster_bundle, judge_cluster, pair_record
 from linkcheck.app.topology import cluster_facts
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cluster.hosts import recorded_hosts
-from linkcheck.diagnose.engine import diagnose, verdict_of
+from linkcheck.diagnose.engine import diagnose
+from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.facts.pair import build_link_facts
 from linkcheck.model import Finding, Status, Verdict
-from linkcheck.outcome import ClusterCheck
+from linkcheck.outcome import ClusterCheck, Outcome, judged_view
 from linkcheck.values import evidence_line
 from tests.cluster.cluster_checks import ALL_RULES
 from tests.fixture_bundles import FIXTURE_DIR, PAIR_BUNDLES
 
-NOT_ON_A_CLUSTER = {"NCCL_HCA_UNCABLED"}
-
 
 def _one_cable(path: Path) -> ClusterCheck:
-    bundle = load_trusted(path, allow_unverified=True)
-    facts = cluster_facts(list(bundle.nodes), bundle.captures, {})
-    doc = one_cable_record(bundle, facts)
-    errors = {n: e for n, e in bundle.collection_errors.items() if n in bundle.nodes}
-    return judge_cluster(recorded_hosts(doc), bundle.captures, errors, doc, ALL_RULES)
+    return cluster_bundle(path, ALL_RULES, allow_unverified=True)
 
 
 def _firing(findings: list[Finding]) -> dict[str, Status]:
@@ -44,22 +39,41 @@ def _cluster_findings(check: ClusterCheck) -> list[Finding]:
     return [*check.view.diagnosis.findings, *(f for cable in check.cables for f in cable.findings)]
 
 
+def _said(findings: tuple[Finding, ...]) -> list[tuple[str, str, Status, str]]:
+    return [(f.rule_id, f.subject, f.status, f.message) for f in findings]
+
+
 @pytest.mark.parametrize("path", PAIR_BUNDLES, ids=lambda p: p.name)
-def test_a_pair_judged_as_the_cluster_of_its_one_cable_gives_the_pairs_verdict_and_findings(path: Path) -> None:
-    pair = diagnose_bundle(path, allow_unverified=True)
+def test_a_pair_judged_as_the_cluster_of_its_one_cable_gives_what_the_pairs_rules_say_of_its_facts(path: Path) -> None:
+    # The reference is built apart from the cluster's facts: the pair's own facts (facts/pair.py build_link_facts, its
+    # nodes a and b) judged by the pair's rules with the bundle's errors.
+    bundle = load_trusted(path, allow_unverified=True)
+    errors = {**bundle.collection_errors, **{f"bundle: {p}": p for p in bundle.problems}}
+    reference = diagnose(build_link_facts(bundle.captures, bundle.collection_errors), load_playbooks(),
+                         collection_errors=errors)
     check = _one_cable(path)
-    assert len(check.cables) == 1 and check.view.topology.layout == "pair"
-    # All but NCCL_HCA_UNCABLED, which a cluster does not judge: its premise is not NCCL's (an HCA that is not ACTIVE
-    # is skipped before NCCL_IB_HCA is matched: diagnose/engine.py CABLE_TRAPS says where).
-    judged = [f for f in pair.diagnosis.findings if f.rule_id not in NOT_ON_A_CLUSTER]
-    failed = bool(pair.bundle.collection_errors) or bool(pair.bundle.problems)
-    assert check.verdict is verdict_of(judged, failed)
-    # What the cluster reads beside SINGLE_PCIE_PATH: the twin left unaddressed, or the neighbour entry holding the far
-    # node's other twin, as a cabling fault of the topology (a bundle without tests still shows it).
-    extra = {f.rule_id for f in check.view.diagnosis.findings if f.rule_id == "CABLING_FAULT"
-             and f.status is Status.WARN and f.subject.split(" ")[0] in ("unaddressed", "neighbour_mismatch")}
-    assert extra <= {"CABLING_FAULT"} and (not extra or "SINGLE_PCIE_PATH" in _firing(judged))
-    assert {k: v for k, v in _firing(_cluster_findings(check)).items() if k not in extra} == _firing(judged)
+    assert len(check.cables) == 1 and check.view.topology.nodes == ("a", "b")
+    (cable,) = check.cables
+    assert _said(cable.findings) == _said(reference.findings) and cable.verdict is reference.verdict
+    assert check.verdict is reference.verdict  # the cluster's own rules add nothing on one cable
+    view = judged_view(check)
+    assert isinstance(view, Outcome) and view.diagnosis.notes == reference.notes
+    assert view.link == build_link_facts(bundle.captures, bundle.collection_errors)
+
+
+def test_two_nodes_named_by_a_hostfile_are_the_pair_they_are() -> None:
+    # The same hot-plugged pair saved as the pair's own bundle and as the cluster of its one cable (a hostfile of
+    # two): the same findings, in the pair's look.
+    pair, cable = (judged_view(_one_cable(FIXTURE_DIR / name)) for name in ("hotplug-degraded", "cluster-pair-hotplug"))
+    assert isinstance(pair, Outcome) and isinstance(cable, Outcome)
+    assert _firing(list(pair.diagnosis.findings)) == _firing(list(cable.diagnosis.findings)) == {
+        "LINK_HOTPLUG_DEGRADED": Status.FAIL}
+    assert pair.verdict is cable.verdict is Verdict.FAIL
+
+
+def test_a_ring_stays_a_cluster() -> None:
+    check = _one_cable(FIXTURE_DIR / "cluster-ring3-hotplug")
+    assert judged_view(check) is check and len(check.cables) == 3
 
 
 def test_a_pair_bundles_runs_are_its_one_cables() -> None:
@@ -111,9 +125,9 @@ def test_two_nodes_named_by_their_owner_are_never_called_a_and_b(path: Path) -> 
     names = {"a": "spark-1", "b": "spark-2"}
     captures = [msgspec.structs.replace(c, node=names.get(c.node, c.node)) for c in bundle.captures]
     renamed = msgspec.structs.replace(bundle, captures=captures, nodes={names[k]: v for k, v in bundle.nodes.items()})
-    facts = cluster_facts(list(names.values()), captures, {})
-    doc = one_cable_record(renamed, facts)
-    check = judge_cluster(recorded_hosts(doc), captures, {}, doc, ALL_RULES)
+    hosts, doc = pair_record(renamed)
+    check = judge_cluster(hosts, captures, {}, doc, ALL_RULES, bundle=renamed)
+    assert [h.name for h in hosts] == ["spark-1", "spark-2"] and len(check.cables) == 1
     for f in _cluster_findings(check):
         if f.status in (Status.WARN, Status.FAIL):
             for text in (f.message, *f.fix, *(evidence_line(e) for e in f.evidence)):

@@ -1,7 +1,7 @@
 """A pair checked as the cluster of its one cable (fixtures/cluster-pair-hotplug, two nodes named by a hostfile):
-its reports give the cable's test and its findings, and no N x N matrix or heatmap, which between two nodes would
-only repeat the test's two directions; a ring of three keeps them. Every cluster's Markdown and HTML reports have the
-pair's nodes table, a column per node."""
+its reports are the pair's (fixtures/hotplug-degraded, the same fault): its paths' traffic and its findings, and no
+N x N matrix or heatmap, which between two nodes would only repeat the cable's two directions; a ring of three keeps
+them, with its tests. Every layout's Markdown and HTML reports have the nodes table, a column per node."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tests.conftest import InProcessCli
 
 PAIR = FIXTURE_DIR / "cluster-pair-hotplug"
+OWN = FIXTURE_DIR / "hotplug-degraded"  # the same pair, saved by its own run
 RING = FIXTURE_DIR / "cluster-ring3-hotplug"
 # What marks the matrix in each format, and what marks the per-test table.
 MARKS = {"console": ("matrix (Gb/s", "tests (Gb/s"), "markdown": ("## Matrix", "## Tests"),
@@ -30,10 +31,14 @@ def _report(cli: InProcessCli, bundle: object, fmt: str) -> str:
 
 
 @pytest.mark.parametrize("fmt", sorted(MARKS))
-def test_one_cable_has_its_test_and_no_matrix_while_a_ring_has_both(cli: InProcessCli, fmt: str) -> None:
+def test_one_cable_has_the_pairs_report_and_no_matrix_while_a_ring_has_both(cli: InProcessCli, fmt: str) -> None:
     matrix, test = MARKS[fmt]
-    pair, ring = _report(cli, PAIR, fmt), _report(cli, RING, fmt)
-    assert test in pair and "a:p1<->b:p1" in pair and matrix not in pair
+    pair, own, ring = _report(cli, PAIR, fmt), _report(cli, OWN, fmt), _report(cli, RING, fmt)
+    assert matrix not in pair and "LINK_HOTPLUG_DEGRADED" in pair and "enP2p1s0f1np1<->enP2p1s0f1np1" in pair
+    # The pair's own sections, in its order (the nodes' hostnames and the bundle's path aside).
+    heads = ("Nodes", "Findings") if fmt != "console" else ("Nodes", "verdict: FAIL")
+    for text in (pair, own):
+        assert [text.index(h) for h in heads] == sorted(text.index(h) for h in heads)
     assert test in ring and matrix in ring
 
 
@@ -55,14 +60,16 @@ def test_a_clusters_report_has_the_pairs_nodes_table_a_column_per_node(cli: InPr
 
 def test_a_clusters_console_report_has_each_nodes_facts_a_block_per_node(cli: InProcessCli) -> None:
     """The console gives the same nodes table as one block per node (N columns would not fit a terminal), before
-    the tests: each node's identity, each twin slot with its netdev and state, its cable and NCCL_IB_HCA."""
+    the tests: each node's identity, each twin slot with its netdev and state, its cable and NCCL_IB_HCA. A pair's
+    two columns fit: its table is the pair's (a column per node)."""
     ring, pair = _report(cli, RING, "console"), _report(cli, PAIR, "console")
-    for text, heads in ((ring, ("a: spark-a", "b: spark-b", "c: spark-c")),
-                        (pair, ("a: dgx-spark-1", "b: dgx-spark-2"))):
-        section = text[text.index("\nnodes:\n"):text.index("tests (Gb/s")]
-        starts = [section.index(f"\n{head}\n") for head in heads]
-        assert starts == sorted(starts), heads
-        for start, end in zip(starts, [*starts[1:], len(section)], strict=True):
-            block = section[start:end]
-            assert "  p1 / 0002" in block and "enP2p1s0f1np1 / roceP2p1s0f1" in block
-            assert "  cable" in block and "  NCCL_IB_HCA" in block
+    heads = ("a: spark-a", "b: spark-b", "c: spark-c")
+    section = ring[ring.index("\nnodes:\n"):ring.index("tests (Gb/s")]
+    starts = [section.index(f"\n{head}\n") for head in heads]
+    assert starts == sorted(starts), heads
+    for start, end in zip(starts, [*starts[1:], len(section)], strict=True):
+        block = section[start:end]
+        assert "  p1 / 0002" in block and "enP2p1s0f1np1 / roceP2p1s0f1" in block
+        assert "  cable" in block and "  NCCL_IB_HCA" in block
+    table = pair[pair.index("Nodes"):]
+    assert table.index("a: dgx-spark-1") < table.index("b: dgx-spark-2") and "p1 / 0002" in table

@@ -260,7 +260,12 @@ def find_config(config_path: Path | None) -> Config | None:
 
 def resolve_config(config_path: Path | None, node_options: list[str]) -> Config:
     """The config file (if given or present) with --node options taking precedence."""
-    config = find_config(config_path) or Config(nodes={})
+    return resolve_pair(find_config(config_path), node_options)
+
+
+def resolve_pair(found: Config | None, node_options: list[str]) -> Config:
+    """The pair's nodes a and b: linkcheck.yaml as found (`found`), with --node a=/b= options taking precedence."""
+    config = found or Config(nodes={})
     overrides = parse_node_options(node_options)
     for name, target in overrides.items():
         # --node changes where a node is; the key named for it in linkcheck.yaml still applies.

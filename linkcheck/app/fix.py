@@ -1,10 +1,10 @@
 """`linkcheck fix`: the repair plan for a saved bundle or a live check, saved in that bundle; `fix --apply` applies
 it node by node as a transaction and inspects the nodes again; `fix --restore` undoes the last one.
 
-One path for 2 to 8 nodes: a pair is a cluster of one cable. The nodes come from `FixNodes` (a pair's resolved
-config, or a cluster's hosts from the sources `check` reads); a pair is inspected as `check` inspects it, a cluster
-as `check` does without traffic; the plan is `plan_for`'s (the pair's planner per cable, and per node), and each
-node's transaction verifies its interfaces over the cable they are on (the pair's one, each of a cluster's)."""
+One path for 2 to 8 nodes: a pair is a cluster of one cable. The nodes come from `FixNodes` (the hosts of the
+sources `check` reads, a pair's a and b among them), inspected as `check` inspects them without traffic; the plan
+is `plan_for`'s (the pair's planner per cable, and per node), and each node's transaction verifies its interfaces
+over the cable they are on (the pair's one, each of a cluster's)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import msgspec
 from msgspec.structs import replace
 
 from linkcheck import strict_json
-from linkcheck.app.live import TrafficRequest, check_cluster, run_live, save_cluster
+from linkcheck.app.live import TrafficRequest, check_cluster
 from linkcheck.app.offline import configured_rules, judge_bundle
 from linkcheck.bundle.acceptance import add_files
 from linkcheck.bundle.save_dir import default_save_dir
@@ -27,7 +27,7 @@ from linkcheck.config import Config, SshOptions
 from linkcheck.errors import BundleError, ExitCode, LinkcheckError
 from linkcheck.facts.model import LinkFacts
 from linkcheck.model import Status
-from linkcheck.outcome import Judged
+from linkcheck.outcome import Judged, judged_view
 from linkcheck.repair.apply import (
     ApplyFailed,
     ApplyOptions,
@@ -53,15 +53,15 @@ __all__ = ["ApplyOptions", "FixNodes", "apply_fix", "cluster_nodes", "fix_bundle
 
 
 class FixNodes(msgspec.Struct, frozen=True):
-    """The nodes `fix` reaches: `config.nodes` (a pair's a and b, or a cluster's hosts by name) with its SSH options,
-    playbooks and thresholds; `hosts`: a cluster's, in its order (None: a pair)."""
+    """The nodes `fix` reaches: `hosts` in their order (a pair's a and b, or a cluster's), and `config` with the
+    same nodes by name, linkcheck.yaml's SSH options, playbooks, thresholds and recorded link or cabling."""
 
     config: Config
-    hosts: tuple[ClusterHost, ...] | None = None
+    hosts: tuple[ClusterHost, ...]
 
 
 def cluster_nodes(found: Config | None, hosts: tuple[ClusterHost, ...], ssh: SshOptions) -> FixNodes:
-    """A cluster's nodes (resolved as `check` resolves them) with linkcheck.yaml's settings, when there is one."""
+    """The nodes (resolved as `check` resolves them) with linkcheck.yaml's settings, when there is one."""
     nodes = {h.name: h.target for h in hosts}
     config = replace(found, nodes=nodes, ssh=ssh) if found is not None else Config(nodes=nodes, ssh=ssh)
     return FixNodes(config, hosts)
@@ -117,27 +117,22 @@ class _Inspected(msgspec.Struct, frozen=True):
     interrupted: bool = False
 
 
-def _inspect(target: FixNodes, save_dir: Path | None) -> _Inspected | None:
-    """Every node inspected (no traffic) and judged, the bundle saved: a pair's as `check` does, a cluster's as
-    `check` without --quick or --bench does; None when Ctrl-C came before any node answered."""
-    if target.hosts is None:
-        result = run_live(target.config, save_dir, anonymize=False, diagnose=True)
-        return None if result.outcome is None else _Inspected(result.outcome, result.saved, result.interrupted)
+def _inspect(target: FixNodes, save_dir: Path | None) -> _Inspected:
+    """Every node inspected (no traffic) and judged as `check` without --quick or --bench does, the bundle saved
+    first (a judgement refused loses no inspection)."""
     config = target.config
     rules = configured_rules([], config, kind="all")
-    check, bundle, doc = check_cluster(target.hosts, config.ssh, rules, TrafficRequest(),
-                                       expected=config.expected_cluster)
     saved = save_dir or default_save_dir()
-    save_cluster(bundle, doc, saved)
-    return _Inspected(check, saved, check.interrupted)
+    check, _, _ = check_cluster(target.hosts, config.ssh, rules, TrafficRequest(), expected=config.expected_cluster,
+                                save=saved, expected_link=config.expected_link)
+    return _Inspected(judged_view(check), saved, check.interrupted)
 
 
-def fix_live(target: FixNodes, save_dir: Path | None) -> FixResult | None:
+def fix_live(target: FixNodes, save_dir: Path | None) -> FixResult:
     """Inspect the nodes (no traffic), save the bundle, plan its repairs and add the plan to that bundle (one
-    linkcheck made itself); None when Ctrl-C came before any node answered."""
+    linkcheck made itself). Ctrl-C during the inspection stops it (KeyboardInterrupt): nothing is planned on a part
+    of the nodes the user stopped reading."""
     inspected = _inspect(target, save_dir)
-    if inspected is None:
-        return None
     plan = plan_for(inspected.outcome)
     return FixResult(inspected.outcome, plan, inspected.saved, _save(inspected.saved, plan), inspected.interrupted)
 
@@ -302,8 +297,6 @@ def apply_fix(target: FixNodes, save_dir: Path | None, bundle: Path | None, opti
     inspected again (no traffic); apply.json records it in the bundle."""
     config = target.config
     live = fix_live(target, save_dir)
-    if live is None:
-        raise KeyboardInterrupt
     before = live
     bundle_exit_code: int | None = None
     if bundle is not None:
@@ -326,8 +319,7 @@ def apply_fix(target: FixNodes, save_dir: Path | None, bundle: Path | None, opti
     if after_dir is None and before.saved is not None:
         after_dir = before.saved.with_name(before.saved.name + "-after")
     again = _inspect(target, after_dir)
-    if again is not None:
-        result = replace(result, after=again.outcome, after_saved=again.saved)
+    result = replace(result, after=again.outcome, after_saved=again.saved)
     _record(result)
     return result
 

@@ -22,7 +22,7 @@ from msgspec.structs import replace
 
 from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
 from linkcheck.app.offline import configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
-from linkcheck.app.topology import cluster_facts, inspect_cluster, open_cluster
+from linkcheck.app.topology import cluster_facts, inspect_nodes, open_cluster
 from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions, run_cluster_latency
@@ -39,16 +39,18 @@ from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import SLURM_VAR, ClusterHost, cluster_hosts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
-from linkcheck.config import PAIR_NODES, Config, SshOptions, find_config
+from linkcheck.config import PAIR_NODES, Config, SshOptions, find_config, resolve_pair
 from linkcheck.diagnose.engine import CABLE_RULES
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UnreachableError
-from linkcheck.facts.model import LinkFacts
+from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import build_link_facts, with_traffic
 from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.model import Capture
 from linkcheck.outcome import CableResult, ClusterCheck, Outcome
 from linkcheck.transport.base import Transport
+
+INSPECTION_INTERRUPTED = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
 
 
 class LiveNodes(msgspec.Struct, frozen=True):
@@ -65,9 +67,15 @@ class LiveNodes(msgspec.Struct, frozen=True):
     group: str | None = None
 
     def hosts(self, environ: Mapping[str, str] = os.environ) -> tuple[ClusterHost, ...]:
-        """A cluster's hosts from the one source that names them, Slurm's `$SLURM_JOB_NODELIST` when nothing else
-        does; resolved when the run starts, after the command's own options are checked (a bad hostfile is
+        """The hosts from the one source that names them, Slurm's `$SLURM_JOB_NODELIST` when nothing else does; a
+        pair's nodes a and b (--node a=/b= over linkcheck.yaml's `nodes:`) are the hosts of the cluster of its one
+        cable. Resolved when the run starts, after the command's own options are checked (a bad hostfile is
         ConfigError, exit 4)."""
+        if self.layout == "pair":
+            pair = resolve_pair(self.config, list(self.node))
+            given = {v.partition("=")[0] for v in self.node}
+            return tuple(ClusterHost(pair.nodes[n], "--node" if n in given else pair.source or "linkcheck.yaml")
+                         for n in PAIR_NODES)
         return cluster_hosts(nodes=self.node, hostfile=self.hostfile, inventory=self.inventory, group=self.group,
                              environ=environ, configured=self.config.cluster_nodes if self.config else ())
 
@@ -138,7 +146,7 @@ def inspect(config: Config, transports: dict[str, Transport]) -> tuple[Bundle, b
     nodes = bundle_nodes(((name, str(t)) for name, t in sorted(config.nodes.items())), result.captures)
     errors = {n: str(e) for n, e in sorted(result.errors.items())}
     if result.interrupted:
-        errors["interrupted"] = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
+        errors["interrupted"] = INSPECTION_INTERRUPTED
     # Stamped when the answers are in, so the report on screen and the saved bundle name the same moment.
     created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return Bundle(captures=result.captures, nodes=nodes, created=created, collection_errors=errors), result.interrupted
@@ -360,7 +368,8 @@ def _send(transports: dict[str, Transport], facts: ClusterFacts, planned: Sequen
 def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
                   traffic: TrafficRequest | TrafficPlan, progress: Progress | None = None,
                   expected: ExpectedCluster | None = None, baseline: Baseline | ClusterBaseline | None = None,
-                  save: Path | None = None, anonymize: bool = False) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
+                  save: Path | None = None, anonymize: bool = False, expected_link: ExpectedLink | None = None
+                  ) -> tuple[ClusterCheck, Bundle, ClusterDocument]:
     """Inspect, measure (the RDMA rounds when `traffic.rdma` is given, then NCCL across every node when
     `traffic.nccl` is) and judge, against `baseline` when one is given; with the bundle and its cluster record,
     saved to `save` (when given) before they are judged, so that a judgement refused (a baseline of another
@@ -369,10 +378,15 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
     cable_rules = [r for r in rules if r.id in CABLE_RULES]
     transports = open_cluster(hosts, ssh)
     try:
-        captures, errors = inspect_cluster(transports, ssh, hosts)
+        captures, errors, stopped = inspect_nodes(transports, ssh, hosts)
+        if not stopped and not captures and errors:
+            raise UnreachableError(errors)  # one line per node, and no empty bundle folder left behind
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         facts = cluster_facts([h.name for h in hosts], captures, errors)
-        sent = traffic if isinstance(traffic, TrafficRequest) else traffic(facts)
+        command = traffic.command if isinstance(traffic, TrafficRequest) else "check"
+        # Ctrl-C during the inspection: what arrived is saved and judged, no traffic is sent.
+        sent = TrafficRequest(command=command) if stopped else traffic if isinstance(traffic, TrafficRequest) \
+            else traffic(facts)
         planned: list[Planned] = []
         if sent.rdma is not None or sent.latency is not None:
             planned = plan_tests(cable_tests(facts, schedule(facts.topology)), errors)
@@ -383,15 +397,17 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
     finally:
         close_transports(transports)
     doc = ClusterDocument(SCHEMA, SCHEMA_VERSION, tuple(HostEntry(h.name, str(h.target), h.origin) for h in hosts),
-                          _entries(run.tests), sent.rdma is not None, run.error, run.interrupted,
+                          _entries(run.tests), sent.rdma is not None, run.error, run.interrupted or stopped,
                           sent.nccl is not None, run.nccl_error, sent.latency is not None, run.latency_error)
     nodes = bundle_nodes(((h.name, str(h.target)) for h in hosts), captures)
-    bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors=dict(errors))
+    partial = {"interrupted": INSPECTION_INTERRUPTED} if stopped else {}
+    bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors={**errors, **partial})
     if save is not None:
         save_cluster(bundle, doc, save, anonymize=anonymize)
-    check = judge_cluster(hosts, captures, errors, doc, rules, expected, baseline)
     saved = bundle if save is None else replace(bundle, path=save)  # the folder its history names
-    return replace(check, bundle=saved), bundle, doc
+    check = judge_cluster(hosts, captures, errors, doc, rules, expected, baseline, expected_link=expected_link,
+                          bundle=saved)
+    return replace(check, bundle=check.bundle or saved), bundle, doc
 
 
 def save_cluster(bundle: Bundle, doc: ClusterDocument, directory: Path, *, anonymize: bool = False) -> None:

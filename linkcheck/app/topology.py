@@ -13,7 +13,6 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from linkcheck.bundle.run_record import saved_record
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import ClusterHost, saved_hosts
@@ -42,17 +41,25 @@ def open_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions) -> dict[str, Tra
                            connect_timeout_s=ssh.connect_timeout_s)
 
 
-def inspect_cluster(transports: dict[str, Transport], ssh: SshOptions,
-                    hosts: Sequence[ClusterHost] = ()) -> tuple[list[Capture], dict[str, str]]:
-    """Every node's inspection (the pair's specs and the cluster's), all nodes at once; the nodes that failed.
-    Ctrl-C, which the collector turns into a partial result, is raised again: nothing is judged or measured on a
-    part of the cluster the user stopped reading."""
+def inspect_nodes(transports: dict[str, Transport], ssh: SshOptions,
+                  hosts: Sequence[ClusterHost] = ()) -> tuple[list[Capture], dict[str, str], bool]:
+    """Every node's inspection (the pair's specs and the cluster's), all nodes at once; the nodes that failed, and
+    whether Ctrl-C stopped it (what arrived until then is kept)."""
     result = collect(transports, specs=SPECS + CLUSTER_SPECS, timeout_s=ssh.inspection_timeout_s,
                      per_command_timeout_s=ssh.command_timeout_s,
                      containers={h.name: h.target.containers for h in hosts})
-    if result.interrupted:
+    return result.captures, {name: str(error) for name, error in result.errors.items()}, result.interrupted
+
+
+def inspect_cluster(transports: dict[str, Transport], ssh: SshOptions,
+                    hosts: Sequence[ClusterHost] = ()) -> tuple[list[Capture], dict[str, str]]:
+    """`inspect_nodes` for what only reads the nodes (`topology`, `init`): Ctrl-C, which the collector turns into a
+    partial result, is raised again, since nothing is judged or recorded of a part of the cluster the user stopped
+    reading."""
+    captures, errors, interrupted = inspect_nodes(transports, ssh, hosts)
+    if interrupted:
         raise KeyboardInterrupt
-    return result.captures, {name: str(error) for name, error in result.errors.items()}
+    return captures, errors
 
 
 def discover(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule] | None = None,
@@ -114,11 +121,8 @@ def saved_view(path: Path, rules: list[Rule] | None = None, *, allow_unverified:
     return judge(hosts, bundle.captures, errors, rules, expected)
 
 
-def bundle_layout(path: Path) -> tuple[int, str] | None:
-    """None for a pair's bundle; for a cluster's, how many nodes it holds and the layout their captures show. Read
-    only to say so (a command that serves a pair refuses a cluster's bundle with it): no rule is judged, and a file
-    that does not verify is left unread, not trusted."""
-    if saved_record(path) is None:
-        return None
-    view = saved_view(path, [], allow_unverified=True)
-    return len(view.hosts), view.topology.layout
+def saved_node_names(path: Path) -> tuple[str, ...]:
+    """The nodes a saved bundle's check named, in its order (a pair's own bundle: its manifest's a and b). Read only
+    to say so: no rule is judged, and a file that does not verify is left unread, not trusted."""
+    bundle = load_trusted(path, allow_unverified=True)
+    return tuple(h.name for h in saved_hosts(path, bundle.nodes))

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from msgspec.structs import replace
 
 from linkcheck.app.fix import (
     ApplyOptions,
@@ -21,7 +20,7 @@ from linkcheck.app.fix import (
     restore_fix,
 )
 from linkcheck.app.live import LiveNodes, resolve_nodes
-from linkcheck.app.topology import bundle_layout
+from linkcheck.app.topology import saved_node_names
 from linkcheck.cli.common import (
     FLAGS,
     AcceptOpt,
@@ -37,7 +36,6 @@ from linkcheck.cli.common import (
     UnverifiedOpt,
     checked_save,
     integer_in,
-    live_config,
     offline_config,
     out_fitted,
     quiet_libraries,
@@ -111,10 +109,8 @@ def fix(
         result = fix_bundle(bundle, playbook, offline_config(config), allow_unverified=allow_unverified,
                             warn=warn_unverified)
     else:
-        target = _fix_nodes(_resolved(config, node, hosts), config, node, accept_new_host_keys)
+        target = _fix_nodes(_resolved(config, node, hosts), accept_new_host_keys)
         live = fix_live(target, checked_save(save))
-        if live is None:
-            raise typer.Exit(130)
         say_node_errors(live.outcome)
         result = live
     if output is not None:
@@ -134,31 +130,22 @@ def _resolved(config: Path | None, node: list[str] | None,
     return resolve_nodes(node or [], hostfile, inventory, group, config)
 
 
-def _fix_nodes(nodes: LiveNodes, config: Path | None, node: list[str] | None, accept: bool) -> FixNodes:
-    """A pair's resolved config, or a cluster's hosts with linkcheck.yaml's settings."""
-    if nodes.layout == "pair":
-        return FixNodes(live_config(config, node, accept))
+def _fix_nodes(nodes: LiveNodes, accept: bool) -> FixNodes:
+    """The nodes' hosts (a pair's a and b, or a cluster's) with linkcheck.yaml's settings."""
     quiet_libraries()
     return cluster_nodes(nodes.config, nodes.hosts(), ssh_options(nodes.config, accept))
 
 
-def _same_layout(bundle: Path, nodes: LiveNodes) -> LiveNodes:
-    """The nodes as the bundle's plan needs them, or one line (exit 4) before any node is contacted. A cluster's plan
-    (the cluster of one cable's too) goes to its hosts, named by any source a cluster's are, or by `--node NAME=HOST`
-    for each, two included; a pair's own plan to the pair it came from, its nodes a and b."""
-    found = bundle_layout(bundle)
-    if found is not None and nodes.layout == "pair":
-        if len(nodes.node) == found[0]:  # each of the bundle's nodes named by --node: the cluster's hosts
-            return replace(nodes, layout="cluster")
-        named = f"{len(nodes.node)} --node" if nodes.node else "linkcheck.yaml's `nodes:` (a pair)"
-        raise UsageError(f"fix --apply: this bundle holds a cluster's check of {found[0]} nodes ({found[1]}) and "
-                         f"the nodes named are {named}: name the nodes its check named (--node NAME=HOST for each, "
-                         "--hostfile, --inventory or linkcheck.yaml's `cluster:`)")
-    if found is None and nodes.layout == "cluster":
-        raise UsageError("fix --apply: this bundle holds a pair's own check (nodes a and b) and the nodes are named as "
-                         "a cluster's: name the pair it came from (--node a=HOST --node b=HOST, or linkcheck.yaml's "
-                         "`nodes:`)")
-    return nodes
+def _same_nodes(bundle: Path, target: FixNodes) -> None:
+    """A bundle's plan goes to the nodes its check named (a pair's own bundle: a and b), or stops in one line (exit
+    4) before any node is contacted."""
+    named = saved_node_names(bundle)
+    given = tuple(h.name for h in target.hosts)
+    if sorted(named) != sorted(given):
+        raise UsageError(f"fix --apply: this bundle holds the check of nodes {', '.join(named)} and the nodes named "
+                         f"are {', '.join(given)}: name the nodes its check named (--node NAME=HOST for each, "
+                         "--hostfile, --inventory or linkcheck.yaml's `cluster:`; a pair's own nodes a and b: --node "
+                         "a=HOST --node b=HOST or linkcheck.yaml's `nodes:`)")
 
 
 def _show_plan(result: FixResult, fmt: Format) -> None:
@@ -189,10 +176,9 @@ def _fix_apply(bundle: Path | None, node: list[str] | None, config: Path | None,
         raise UsageError("--restore takes no bundle, --apply or --allow-reboot: it undoes each node's last apply")
     options = ApplyOptions(allow_reboot=allow_reboot, try_timeout_s=try_timeout,
                            allow_nm_disconnect=allow_nm_disconnect)
-    nodes = _resolved(config, node, hosts)
+    target = _fix_nodes(_resolved(config, node, hosts), accept)
     if bundle is not None:
-        nodes = _same_layout(bundle, nodes)
-    target = _fix_nodes(nodes, config, node, accept)
+        _same_nodes(bundle, target)
     if restore:
         outcomes = restore_fix(target.config, options, lambda line: say(f"linkcheck: {line}"))
         for r in outcomes:

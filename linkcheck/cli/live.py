@@ -30,7 +30,6 @@ from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
 from linkcheck.bench.nccl import TRANSPORT_PROOF_BYTES, NcclOptions
 from linkcheck.bench.plan import RdmaOptions, quick_options
-from linkcheck.bundle.format import load_bundle
 from linkcheck.cli.common import (
     FLAGS,
     AcceptOpt,
@@ -63,6 +62,7 @@ from linkcheck.cli.common import (
 )
 from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
 from linkcheck.facts.snapshot_model import Baseline
+from linkcheck.outcome import judged_view
 from linkcheck.report.progress import ConsoleProgress
 from linkcheck.report.prometheus import check_textfile_path
 from linkcheck.report.writer import check_output_path
@@ -318,26 +318,23 @@ def collect(
     accept_new_host_keys: AcceptOpt = False, container: ContainerOpt = None,
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
-    """Inspect the nodes and save the bundle without diagnosing (exit 3 if a node could not be read). Three or more
-    --node, --hostfile or --inventory (or linkcheck.yaml's `cluster:` nodes): every node of the cluster, its bundle
-    as `check` saves it without traffic, for `diagnose` later."""
+    """Inspect the nodes and save the bundle without diagnosing (exit 3 if a node could not be read): the pair's
+    nodes a and b, or three or more --node, --hostfile or --inventory (or linkcheck.yaml's `cluster:` nodes); the
+    bundle as `check` saves it without traffic, for `diagnose` later."""
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
-    if nodes.layout == "cluster":
-        target = checked_save(save)
-        quiet_libraries()
-        hosts = tuple(replace(h, target=with_containers(h.target, checked_containers(container)))
-                      for h in nodes.hosts())
-        _, bundle, _ = check_cluster(hosts, ssh_options(nodes.config, accept_new_host_keys), [],
-                                     TrafficRequest(command="collect"), save=target, anonymize=anonymize)
-        errors, saved, interrupted = bundle.collection_errors, target, False
-    else:
-        cfg = live_config(config, node, accept_new_host_keys, container)
-        result = run_live(cfg, checked_save(save), anonymize=anonymize, diagnose=False)
-        errors, saved, interrupted = load_bundle(result.saved).collection_errors, result.saved, result.interrupted
+    if nodes.config is not None:  # an unknown rule or threshold is refused before any node is touched
+        configured_rules([], nodes.config, kind="all")
+    target = checked_save(save)
+    quiet_libraries()
+    names = checked_containers(container)
+    hosts = tuple(replace(h, target=with_containers(h.target, names)) for h in nodes.hosts())
+    _, bundle, doc = check_cluster(hosts, ssh_options(nodes.config, accept_new_host_keys), [],
+                                   TrafficRequest(command="collect"), save=target, anonymize=anonymize)
+    errors = bundle.collection_errors
     for error in errors.values():
         say(f"linkcheck: {error}")
-    say(f"bundle saved to {saved}")
-    raise typer.Exit(130 if interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
+    say(f"bundle saved to {target}")
+    raise typer.Exit(130 if doc.interrupted else int(ExitCode.INCONCLUSIVE) if errors else 0)
 
 
 def init(
@@ -403,11 +400,12 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
         raise
     if baseline is not None:
         say(f"bundle saved to {target}")  # said first, as when the baseline is refused
-    finish(result, RunRecord(command, prometheus=prometheus))
-    emit(result, fmt, show_all, report)
+    judged = judged_view(result)  # as `diagnose` of the saved bundle shows it: two nodes on one cable, the pair's
+    finish(judged, RunRecord(command, prometheus=prometheus))
+    emit(judged, fmt, show_all, report)
     if baseline is None:
         say(f"bundle saved to {target}")
-    raise typer.Exit(int(result.exit_code))
+    raise typer.Exit(int(judged.exit_code))
 
 
 # What a cluster's run says of its latency test before the inspection, `check --latency`'s and `accept`'s alike.

@@ -19,9 +19,10 @@ import pytest
 from linkcheck.app.offline import cluster_bundle
 from linkcheck.bundle.format import Bundle
 from linkcheck.bundle.verify import load_trusted
-from linkcheck.cli.fix import _fix_nodes, _resolved
+from linkcheck.cli.fix import _fix_nodes, _resolved, _same_nodes
 from linkcheck.collect.specs import CLUSTER_SPECS, SPECS
 from linkcheck.diagnose.playbook import load_playbooks
+from linkcheck.errors import UsageError
 from linkcheck.facts.forwarding_facts import accepts_forwarded
 from linkcheck.parsers.netfilter import IptRule
 from linkcheck.repair.cables import cluster_plan
@@ -146,29 +147,32 @@ def test_apply_of_a_cluster_bundle_to_a_pair_is_refused_in_one_line(cli: InProce
     nodes = ["--node=a=root@198.18.255.1", "--node=b=root@198.18.255.2"]
     run = cli("fix", "--apply", str(RING), *nodes, cwd=tmp_path)
     assert run.returncode == 4 and not run.stdout
-    assert run.stderr.count("\n") == 1 and "this bundle holds a cluster's check of 3 nodes (ring3) and the nodes " \
-        "named are 2 --node" in run.stderr, run.stderr
+    assert run.stderr.count("\n") == 1 and "this bundle holds the check of nodes a, b, c and the nodes named are " \
+        "a, b: name the nodes its check named" in run.stderr, run.stderr
     assert not list(tmp_path.iterdir())  # no node contacted, no bundle folder
 
 
-@pytest.mark.parametrize("named", [
-    ("--hostfile", "HOSTS"),  # the pair's own bundle, its two nodes named as a cluster's (they are a, b there)
-    ("CONFIG",),  # the cluster of one cable's bundle, linkcheck.yaml naming a pair
-])
 def test_apply_to_nodes_named_otherwise_than_the_bundles_check_is_refused_in_one_line(
-        cli: InProcessCli, tmp_path: Path, named: tuple[str, ...]) -> None:
+        cli: InProcessCli, tmp_path: Path) -> None:
+    # The pair's own bundle (nodes a and b), its two nodes named by a hostfile (named by their addresses there).
     hosts = tmp_path / "hosts"
     hosts.write_text("root@198.18.255.1\nroot@198.18.255.2\n", encoding="utf-8")
+    run = cli("fix", "--apply", str(FIXTURE_DIR / "hotplug-degraded"), "--hostfile", str(hosts), cwd=tmp_path)
+    assert run.returncode == 4 and not run.stdout and run.stderr.count("\n") == 1, run.stderr
+    assert "the check of nodes a, b and the nodes named are 198.18.255.1, 198.18.255.2" in run.stderr, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hosts"]  # no node contacted
+
+
+def test_a_bundles_nodes_are_the_nodes_named_whatever_named_them(tmp_path: Path) -> None:
+    """The cluster of one cable's bundle (a hostfile named its nodes a and b) goes to the pair named a and b by
+    linkcheck.yaml's `nodes:`: the same two nodes, however they were named."""
     config = tmp_path / "linkcheck.yaml"
     config.write_text("nodes: {a: {target: root@198.18.255.1}, b: {target: root@198.18.255.2}}\n", encoding="utf-8")
-    bundle, args = ((FIXTURE_DIR / "hotplug-degraded", ["--hostfile", str(hosts)]) if named[0] == "--hostfile" else
-                    (FIXTURE_DIR / "cluster-pair-hotplug", ["-c", str(config)]))
-    run = cli("fix", "--apply", str(bundle), *args, cwd=tmp_path)
-    assert run.returncode == 4 and not run.stdout and run.stderr.count("\n") == 1, run.stderr
-    said = ("a pair's own check (nodes a and b) and the nodes are named as a cluster's" if named[0] == "--hostfile"
-            else "a cluster's check of 2 nodes (pair) and the nodes named are linkcheck.yaml's `nodes:`")
-    assert said in run.stderr, run.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["hosts", "linkcheck.yaml"]  # no node contacted
+    target = _fix_nodes(_resolved(config, None, (None, None, None)), accept=False)
+    _same_nodes(FIXTURE_DIR / "cluster-pair-hotplug", target)
+    _same_nodes(FIXTURE_DIR / "hotplug-degraded", target)
+    with pytest.raises(UsageError, match="the check of nodes a, b, c and the nodes named are a, b"):
+        _same_nodes(RING, target)
 
 
 def test_the_plan_is_saved_where_asked(cli: InProcessCli, tmp_path: Path) -> None:
@@ -180,21 +184,22 @@ def test_the_plan_is_saved_where_asked(cli: InProcessCli, tmp_path: Path) -> Non
 
 def test_live_nodes_are_a_cluster_from_the_sources_check_reads(tmp_path: Path) -> None:
     """Three --node, or linkcheck.yaml's `cluster:` nodes: `fix` reaches a cluster (its hosts in their order, the
-    file's SSH options); two --node a pair."""
+    file's SSH options); two --node a=/b= the pair, the hosts a and b of its one cable."""
     three = _resolved(None, [f"{n}=root@198.18.255.{i}" for i, n in enumerate("abc", 1)], (None, None, None))
-    target = _fix_nodes(three, None, None, accept=False)
-    assert target.hosts is not None and [h.name for h in target.hosts] == ["a", "b", "c"]
+    target = _fix_nodes(three, accept=False)
+    assert [h.name for h in target.hosts] == ["a", "b", "c"]
     assert sorted(target.config.nodes) == ["a", "b", "c"]
     config = tmp_path / "linkcheck.yaml"
     config.write_text('ssh: {connect_timeout_s: 7}\ncluster:\n  nodes:\n    a: "root@198.18.255.1"\n'
                       '    b: "root@198.18.255.2"\n    c: "root@198.18.255.3"\n    d: "root@198.18.255.4"\n',
                       encoding="utf-8")
-    configured = _fix_nodes(_resolved(config, None, (None, None, None)), config, None, accept=True)
-    assert configured.hosts is not None and len(configured.hosts) == 4
+    configured = _fix_nodes(_resolved(config, None, (None, None, None)), accept=True)
+    assert len(configured.hosts) == 4
     assert configured.config.ssh.connect_timeout_s == 7 and configured.config.ssh.accept_new_host_keys
-    pair = _fix_nodes(_resolved(None, ["a=root@198.18.255.1", "b=root@198.18.255.2"], (None, None, None)), None,
-                      ["a=root@198.18.255.1", "b=root@198.18.255.2"], accept=False)
-    assert pair.hosts is None and sorted(pair.config.nodes) == ["a", "b"]
+    pair = _fix_nodes(_resolved(None, ["a=root@198.18.255.1", "b=root@198.18.255.2"], (None, None, None)),
+                      accept=False)
+    assert [(h.name, str(h.target)) for h in pair.hosts] == [("a", "root@198.18.255.1"), ("b", "root@198.18.255.2")]
+    assert sorted(pair.config.nodes) == ["a", "b"]
 
 
 def test_a_cable_between_b_and_c_is_planned_on_b_and_c() -> None:

@@ -1,5 +1,6 @@
 """A pair is the cluster of its one cable: two nodes named by a hostfile (or an inventory, a Slurm allocation, or two
---node in a cluster's form) run the cluster's check, and it judges their cable as the pair's own check judges it.
+--node in a cluster's form) run the cluster's check, and it judges their cable as the pair's own check judges it,
+reporting it as the pair's.
 
 On the lab's pair: the healthy one passes as a layout `pair` with one cable, in one round; with node a's cable
 hot-plugged (13-15 Gb/s per path), the cluster's check and the pair's own `check --quick` fail on the same rules
@@ -39,9 +40,10 @@ def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(cluster_factory:
               "json", "--save", str(tmp_path / "saved"), timeout=300)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    assert data["layout"] == "pair" and list(data["nodes"]) == ["a", "b"]
-    assert [(c["a"], c["b"]) for c in data["cables"]] == [("a", "b")] and len(data["schedule"]["rounds"]) == 1
+    # The pair's report, as `diagnose` of its bundle gives it: its paths, and its one cable's one test.
+    assert data["layout"] == "pair" and list(data["nodes"]) == ["a", "b"] and len(data["paths"]) == 2
     (test,) = data["tests"]
+    assert (test["a"], test["b"], test["round"]) == ("a", "b", 1)
     assert test["state"] == "pass" and test["lowest_gbps"] > 80 and not _raised(test["findings"])
     # Two --node in a cluster's form (the lab's ssh_config names the nodes a and b: bare names, not a=...) are the
     # same cluster of one cable, inspected only.
@@ -49,7 +51,7 @@ def test_a_healthy_pair_named_by_a_hostfile_passes_as_one_cable(cluster_factory:
                 str(tmp_path / "named"), timeout=300)
     assert named.returncode == 0, named.stderr
     again = json.loads(named.stdout)
-    assert again["layout"] == "pair" and [(c["a"], c["b"]) for c in again["cables"]] == [("a", "b")]
+    assert again["layout"] == "pair" and list(again["nodes"]) == ["a", "b"] and len(again["paths"]) == 2
     # Offline, the saved bundle is the cluster of one cable: the same verdict, nothing to repair, the pair's advice
     # on its measured cable.
     again = cli("diagnose", str(tmp_path / "saved"), "-f", "json")

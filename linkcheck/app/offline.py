@@ -235,11 +235,15 @@ def judge_one_cable(hosts: Sequence[ClusterHost], bundle: Bundle, doc: ClusterDo
 
 def pair_record(bundle: Bundle) -> tuple[tuple[ClusterHost, ...], ClusterDocument]:
     """A pair's bundle (one without cluster.json) read as the record of the cluster of its one cable: its two nodes
-    (the manifest's two, else a and b, as the pair's own run names them), and the traffic asked for as its captures
-    show it (a pair's bundle keeps no record of what was asked: a run of a kind, or a line saying why it did not run,
-    says it was). Its traffic's one error is the bundle's `bench` error, as the live run keeps it."""
+    (the manifest's two when its captures are theirs, else a and b, as the pair's own run names them), and the
+    traffic asked for as its captures show it (a pair's bundle keeps no record of what was asked: a run of a kind, or
+    a line saying why it did not run, says it was). Its traffic's one error is the bundle's `bench` error, as the live
+    run keeps it."""
     kinds = {c.meta.get("kind") for c in bundle.captures}
-    names = tuple(bundle.nodes) if len(bundle.nodes) == 2 else PAIR_NODES
+    # The manifest's names only where they are the names its captures bear: a manifest that names other nodes than
+    # its own files do is no reason to judge files of nodes it does not name.
+    named = len(bundle.nodes) == 2 and {c.node for c in bundle.captures} <= set(bundle.nodes)
+    names = tuple(bundle.nodes) if named else PAIR_NODES
     hosts = tuple(ClusterHost(NodeTarget(name=name, host=name), "the bundle") for name in names)
     entries = tuple(HostEntry(name, name, "the bundle") for name in names)
     return hosts, ClusterDocument(SCHEMA, SCHEMA_VERSION, entries, traffic="rdma" in kinds,

@@ -132,3 +132,18 @@ def test_two_nodes_named_by_their_owner_are_never_called_a_and_b(path: Path) -> 
         if f.status in (Status.WARN, Status.FAIL):
             for text in (f.message, *f.fix, *(evidence_line(e) for e in f.evidence)):
                 assert not ROLE_AS_NAME.search(text), (f.rule_id, text)
+
+
+@pytest.mark.parametrize("nodes", [{"x": {}, "y": {}}, {"a": {}, "b\x1b[31m": {}}, {"a": {}, "b": {}, "c": {}}, {}],
+                         ids=["other-names", "escape-in-a-name", "three-names", "none"])
+def test_a_pair_bundles_manifest_naming_other_nodes_than_its_captures_is_judged_on_a_and_b(
+        nodes: dict[str, dict[str, str]]) -> None:
+    # The manifest's `nodes` and each capture's node are written apart: a pair's bundle is judged on the nodes its
+    # captures bear (a and b), never on names only its manifest gives.
+    bundle = load_trusted(FIXTURE_DIR / "hotplug-degraded")
+    hosts, _ = pair_record(msgspec.structs.replace(bundle, nodes=nodes))
+    assert [h.name for h in hosts] == ["a", "b"]
+    view = judged_view(judge_cluster(hosts, bundle.captures, {}, pair_record(bundle)[1], ALL_RULES,
+                                     bundle=msgspec.structs.replace(bundle, nodes=nodes)))
+    assert isinstance(view, Outcome)
+    assert _firing(list(view.diagnosis.findings)) == {"LINK_HOTPLUG_DEGRADED": Status.FAIL}

@@ -387,6 +387,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
         # Ctrl-C during the inspection: what arrived is saved and judged, no traffic is sent.
         sent = TrafficRequest(command=command) if stopped else traffic if isinstance(traffic, TrafficRequest) \
             else traffic(facts)
+        if sent.rdma is not None and sent.rdma.adaptive:
+            sent = replace(sent, rdma=replace(sent.rdma, low_gbps=low_path_gbps(rules, sent.rdma.low_gbps)))
         planned: list[Planned] = []
         if sent.rdma is not None or sent.latency is not None:
             planned = plan_tests(cable_tests(facts, schedule(facts.topology)), errors)
@@ -401,7 +403,12 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
                           sent.nccl is not None, run.nccl_error, sent.latency is not None, run.latency_error)
     nodes = bundle_nodes(((h.name, str(h.target)) for h in hosts), captures)
     partial = {"interrupted": INSPECTION_INTERRUPTED} if stopped else {}
-    bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors={**errors, **partial})
+    # The traffic's first error, in the order it ran, is the bundle's `bench` error (a test with no path to measure
+    # first: no carrier, no GID, a node not inspected), as every bundle keeps it.
+    refused = next((f"traffic test not run: {p.refused}" for p in planned if p.refused), None)
+    failed = next((e for e in (refused, run.error, run.nccl_error, run.latency_error) if e), None)
+    bench = {"bench": failed} if failed else {}
+    bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors={**errors, **partial, **bench})
     if save is not None:
         save_cluster(bundle, doc, save, anonymize=anonymize)
     saved = bundle if save is None else replace(bundle, path=save)  # the folder its history names

@@ -22,7 +22,6 @@ from linkcheck.app.live import (
     TrafficRequest,
     check_cluster,
     resolve_nodes,
-    run_live,
 )
 from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord
@@ -54,7 +53,6 @@ from linkcheck.cli.common import (
     live_config,
     out,
     quiet_libraries,
-    run_record,
     say,
     say_node_errors,
     ssh_options,
@@ -87,46 +85,6 @@ _LATENCY_HELP = ("the latency test: ib_write_lat per path at 2 B and 48 KiB, one
                  "16-64 KiB across the nodes (~9 s on a healthy pair); judged by RDMA_LATENCY_HIGH and "
                  "NCCL_ALLREDUCE_LATENCY_HIGH, read by `linkcheck advise`")
 LatencyOpt = Annotated[bool, typer.Option("--latency", help="Also run " + _LATENCY_HELP + ".")]
-
-
-def _run_check(config: Path | None, node: list[str] | None, save: Path | None, anonymize: bool, accept: bool,
-               fmt: Format, show_all: bool, traffic: TrafficRequest | None, record: RunRecord,
-               containers: list[str] | None = None, report: Path | None = None) -> None:
-    """A pair's live run: inspection (and the traffic asked for), the bundle saved and diagnosed, the report (and
-    the Markdown report to `report`, as over a cluster), the verdict's exit code."""
-    if report is not None:
-        check_output_path(report, "--report")  # refused before any node is touched
-    cfg = live_config(config, node, accept, containers)
-    save = checked_save(save)
-    said = ""
-    if fmt is Format.console and not FLAGS.quiet and (traffic is not None or sys.stderr.isatty()):
-        said = _plan(record.command, expected_paths(cfg), traffic)
-        say(said)
-    progress = None
-    if fmt is Format.console and traffic is not None:  # the live display only serves the traffic tests
-        progress = ConsoleProgress.on_stderr(
-            lambda paths, nccl: _plan(record.command, paths, traffic, nccl) if said else "", said)
-    result = run_live(cfg, save, anonymize=anonymize, diagnose=True, traffic=traffic, progress=progress,
-                      baseline=record.baseline)
-    if result.outcome is None:  # Ctrl-C before any node answered: nothing to diagnose
-        say(f"partial bundle saved to {result.saved}")
-        raise typer.Exit(130)
-    say_node_errors(result.outcome)
-    outcome = result.outcome
-    finish(outcome, record)
-    emit(outcome, fmt, show_all, report)
-    say(f"bundle saved to {result.saved}")
-    raise typer.Exit(130 if result.interrupted else int(outcome.diagnosis.exit_code))
-
-
-def _plan(command: str, paths: int, traffic: TrafficRequest | None, nccl_bytes: int | None = None) -> str:
-    """The planned wall time, said before the run starts (with the traffic tests, and on a terminal without), and
-    again once the inspection has found the paths and the NCCL size the nodes' memory allows, if that differs."""
-    rdma, nccl = getattr(traffic, "rdma", None), getattr(traffic, "nccl", None)
-    return plan_line(command, paths=paths, duration_s=rdma.duration_s if rdma else None,
-                     nccl_max_bytes=(nccl_bytes or nccl.max_bytes) if nccl else None,
-                     traffic_total=rdma is not None and rdma.adaptive, adaptive=rdma is not None and rdma.adaptive,
-                     latency=getattr(traffic, "latency", None) is not None)
 
 
 def _traffic(rdma: bool, nccl: bool, duration: int, size: int, qps: int, port_base: int | None,
@@ -245,15 +203,12 @@ class _Run(msgspec.Struct, frozen=True):
 
 
 def _live(command: str, nodes: LiveNodes, traffic: TrafficRequest | None, run: _Run) -> None:
-    """The live run of `check` and `bench rdma|nccl|latency`, its traffic request built once whatever the layout:
-    a cluster's check (every cable in the schedule's rounds, NCCL across every node), or the pair's."""
-    if nodes.layout == "cluster":
-        against = resolve_any(run.baseline) if run.baseline else None  # read before any node is touched
-        _check_cluster(nodes, run.accept, run.fmt, replace(traffic or TrafficRequest(), command=command), run.report,
-                       (run.save, run.anonymize), against, run.prometheus, run.show_all,
-                       containers=checked_containers(run.container))
-    _run_check(run.config, run.node, run.save, run.anonymize, run.accept, run.fmt, run.show_all, traffic,
-               run_record(command, run.baseline, run.prometheus), run.container, run.report)
+    """The live run of `check` and `bench rdma|nccl|latency` over any nodes (a pair's a and b are the cluster of
+    its one cable): every cable in the schedule's rounds, NCCL across every node, its traffic request built once."""
+    against = resolve_any(run.baseline) if run.baseline else None  # read before any node is touched
+    _check(nodes, run.accept, run.fmt, replace(traffic or TrafficRequest(), command=command), run.report,
+           (run.save, run.anonymize), against, run.prometheus, run.show_all,
+           containers=checked_containers(run.container))
 
 
 def accept(
@@ -362,15 +317,16 @@ def init(
         f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
 
 
-def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest, report: Path | None,
+def _check(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest, report: Path | None,
                    save: tuple[Path | None, bool], baseline: Baseline | ClusterBaseline | None = None,
                    prometheus: Path | None = None, show_all: bool = False,
                    containers: tuple[str, ...] = ()) -> None:
-    """A cluster's check: inspection, topology, the rounds per cable and the latency test when asked, the cluster's
-    and the cables' findings (and the drift from `baseline`); text (with the passed findings when `show_all`) or
-    JSON on stdout, a Markdown report to `report`, the textfile to `prometheus`, the bundle saved (`save`: the
-    folder, and whether anonymised), each test recorded in its pair's history as `traffic.command`, the verdict's
-    exit code."""
+    """The live check of any nodes (a pair's a and b are the cluster of its one cable): inspection, topology, the
+    rounds per cable and the latency test when asked, the findings (and the drift from `baseline`); text (with the
+    passed findings when `show_all`) or JSON on stdout in the look `diagnose` gives its bundle (`judged_view`), what
+    the run could not do on stderr, a Markdown report to `report`, the textfile to `prometheus`, the bundle saved
+    (`save`: the folder, and whether anonymised), each test recorded in its pair's history as `traffic.command`, the
+    verdict's exit code (130 when Ctrl-C stopped it)."""
     if report is not None:
         check_output_path(report, "--report")
     if prometheus is not None:
@@ -381,7 +337,8 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
     found = nodes.config
     hosts = tuple(replace(h, target=with_containers(h.target, containers)) for h in nodes.hosts())
     rules = configured_rules([], found, kind="all")
-    if not FLAGS.quiet and fmt is Format.console:
+    sends = rdma is not None or nccl is not None or latency is not None
+    if not FLAGS.quiet and fmt is Format.console and (sends or sys.stderr.isatty()):  # a plain check: ~2 s, no word
         say(f"checking {len(hosts)} nodes: " + (("inspection only" if latency is None else "inspection")
                                                 if rdma is None else
             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
@@ -393,19 +350,21 @@ def _check_cluster(nodes: LiveNodes, accept: bool, fmt: Format, traffic: Traffic
     progress = ConsoleProgress.on_stderr() if measures and fmt is Format.console and not FLAGS.quiet else None
     try:
         result, _, _ = check_cluster(hosts, ssh_options(found, accept), rules, traffic, progress,
-                                          expected=found.expected_cluster if found else None,
-                                          baseline=baseline, save=target, anonymize=save[1])
+                                     expected=found.expected_cluster if found else None,
+                                     baseline=baseline, save=target, anonymize=save[1],
+                                     expected_link=found.expected_link if found else None)
     except BaselineError:
         say(f"bundle saved to {target}")  # saved before it was judged: a baseline of another cluster stops here
         raise
     if baseline is not None:
         say(f"bundle saved to {target}")  # said first, as when the baseline is refused
     judged = judged_view(result)  # as `diagnose` of the saved bundle shows it: two nodes on one cable, the pair's
-    finish(judged, RunRecord(command, prometheus=prometheus))
+    say_node_errors(judged)
+    finish(judged, RunRecord(command, baseline=baseline, prometheus=prometheus))
     emit(judged, fmt, show_all, report)
     if baseline is None:
         say(f"bundle saved to {target}")
-    raise typer.Exit(int(judged.exit_code))
+    raise typer.Exit(130 if result.interrupted else int(judged.exit_code))
 
 
 # What a cluster's run says of its latency test before the inspection, `check --latency`'s and `accept`'s alike.

@@ -82,10 +82,13 @@ def _not_run(runs: QuickRuns, name: str) -> list[dict[str, Any]]:
 def test_quick_tier_passes_a_healthy_pair_on_its_concurrent_rounds(runs: QuickRuns) -> None:
     run = runs.results["healthy"]
     assert run.returncode == 0, run.describe()
-    first = run.stderr.splitlines()[0]
-    assert first.startswith("linkcheck check --quick: planned wall time ~"), run.stderr
-    assert "2 ib_write_bw rounds of 4 s with all paths at once (8 s of traffic, 2 s measured per run)" in first
-    assert "all_gather_perf" not in first
+    # What it runs, then its plan once the inspection has shown the schedule, as over a cluster (the pair is the
+    # cluster of its one cable).
+    first, plan = run.stderr.splitlines()[:2]
+    assert first.startswith("checking 2 nodes: inspection, then ib_write_bw -D 4 per cable"), run.stderr
+    assert plan.startswith("linkcheck check --quick: planned wall time ~"), run.stderr
+    assert "1 test in 2 ib_write_bw rounds of 4 s (all paths at once" in " ".join(run.stderr.split())
+    assert "all_gather_perf" not in first + plan
     clients = _rdma_clients(runs, "healthy")
     # both paths at once in each direction, every run -D 4; no path was low, so none ran alone
     assert len(clients) == 4 and all(" -D 4 " in c["command"] for c in clients), [c["command"] for c in clients]

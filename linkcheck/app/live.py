@@ -1,5 +1,7 @@
-"""Live runs, of a pair (`run_live`) or of a cluster (`check_cluster`): inspect the nodes (one round trip each, all
-at once), optionally run the traffic tests, save the bundle, judge what was saved.
+"""Live runs: `check_cluster`, the one live check of any nodes (a pair's a and b are the hosts of its one cable:
+`check`, `bench`, `collect`, `fix`), and `run_live`, the pair's own run that `accept` of a pair and the library face
+still take: inspect the nodes (one round trip each, all at once), optionally run the traffic tests, save the bundle,
+judge what was saved.
 
 A cluster's traffic: each test of the schedule (a cable, or two nodes through the switch) is measured as a pair is,
 the tests of one round side by side, and judged by the pair's throughput rules on that test's own results

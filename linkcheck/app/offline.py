@@ -32,7 +32,7 @@ from linkcheck.cluster.schedule import Match, schedule
 from linkcheck.cluster.topology import one_cable
 from linkcheck.config import PAIR_NODES
 from linkcheck.diagnose.engine import CABLE_RULES, Diagnosis, diagnose
-from linkcheck.diagnose.playbook import is_cluster_rule, load_playbooks, of_kind, with_thresholds
+from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.bench_facts import JOB_KINDS
 from linkcheck.facts.drift import attach_baseline
@@ -218,7 +218,7 @@ def judge_one_cable(hosts: Sequence[ClusterHost], bundle: Bundle, doc: ClusterDo
     failed = next((e for e in (doc.traffic_error, doc.nccl_error, doc.latency_error) if e), None)
     if failed is not None and "bench" not in bundle.collection_errors:
         bundle = replace(bundle, collection_errors={**bundle.collection_errors, "bench": failed})
-    pair = diagnose_facts(bundle, link, [r for r in rules if not is_cluster_rule(r)], baseline)
+    pair = diagnose_facts(bundle, link, of_kind(rules, "pair"), baseline)
     a, b = first.name, second.name
     test = CableTest(doc.tests[0].label if doc.tests else f"{a}<->{b}", 1, a, b, pair.link)
     inconclusive = pair.verdict is Verdict.INCONCLUSIVE

@@ -415,6 +415,12 @@ def test_a_pairs_nccl_ib_hca_kept_on_a_ring_node_misses_its_other_cable() -> Non
     assert finding.fix[0].startswith("on node b: set NCCL_IB_HCA=roceP2p1s0f0,roceP2p1s0f1,rocep1s0f0,rocep1s0f1 ")
     status = {f.subject: f.status for f in result.findings if f.rule_id == "NCCL_IB_HCA_MISSES_CAGE"}
     assert status == {"node a": Status.PASS, "node b": Status.WARN, "node c": Status.PASS}
+    # The setting a public three-node ring of Sparks ran NCCL over RoCE with (luxingcom/aicad-nccl-optimization
+    # issue 1, closed 2026-09-18: one HCA of each cage, the cross-cabled ring, subnet-aware routing) is no miss.
+    public = {n: replace(m, nccl_env={**m.nccl_env, "NCCL_IB_HCA": "rocep1s0f0,rocep1s0f1"})
+              for n, m in _models("ring3").items()}
+    assert not [f for f in _diagnose(public).findings
+                if f.rule_id in ("NCCL_IB_HCA_MISSES_CAGE", "NCCL_IB_HCA_COPIED") and f.status is not Status.PASS]
     # On a switch, a node whose one cabled cage its setting leaves out (and that fits no other node) has no device.
     models = _switch_by_cage()
     cage = next(f.cage for f in models["c"].functions if f.carrier)

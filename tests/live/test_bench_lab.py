@@ -246,13 +246,39 @@ def _with_fault(lab: Lab, live: Live, work: Path, port_base: int, node: str, fau
         lab.set_fault(node, "ib_write_bw", None)
 
 
+BUSY_LOOP = "while :; do :; done"
+
+
+def _busy(lab: Lab, node: str) -> int:
+    """How many of the test's busy loops (`sh -c BUSY_LOOP`, not the `timeout` that started each) run in the node."""
+    count = 0
+    for pid in lab.pids(node):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        count += argv[:3] == [b"sh", b"-c", BUSY_LOOP.encode()]
+    return count
+
+
+def _wait_busy(lab: Lab, wanted: dict[str, int], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any(_busy(lab, node) < n for node, n in wanted.items()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the busy loops did not start within {timeout_s:g} s")
+        time.sleep(0.05)
+
+
 def test_busy_nodes_keep_the_session(fault_lab: Lab, live: Live, tmp_path: Path) -> None:
     """Nodes whose CPUs are saturated (a GPU job's host threads, here four busy loops per node on this machine's few
     cores, each bounded in time and ended by PID): the run completes on the sessions it opened, and no sshd ended a
     connection over a protocol error (the race of a channel EOF after the channel's close: tests/transport)."""
-    hogs = [fault_lab.spawn(node, ["timeout", "120", "sh", "-c", "while :; do :; done"])
+    hogs = [fault_lab.spawn(node, ["timeout", "120", "sh", "-c", BUSY_LOOP])
             for node in ("a", "b") for _ in range(4)]
     try:
+        # `timeout` forks its busy loop: every loop must run before the run's baseline of each node's processes is
+        # taken, or a loop forked late is counted as the run's stray.
+        _wait_busy(fault_lab, {"a": 4, "b": 4})
         run = FaultRun(fault_lab, live, tmp_path, 31700, duration_s=2).finish()
     finally:
         for hog in hogs:

@@ -17,7 +17,7 @@ from msgspec.structs import replace
 
 from linkcheck import schema
 from linkcheck.cluster.facts import ExpectedCluster
-from linkcheck.cluster.hosts import NODE_NAME_RE, ClusterHost, checked_hosts, node_target
+from linkcheck.cluster.hosts import NODE_NAME_RE, PAIR_NODES, ClusterHost, checked_hosts, node_target
 from linkcheck.errors import ConfigError
 from linkcheck.facts.model import ExpectedLink, ExpectedPath
 from linkcheck.transport.base import NodeTarget, parse_node_target
@@ -232,7 +232,6 @@ def _cluster(path: Path, data: Any, section: _Cluster | None) -> tuple[tuple[Nod
     return tuple(targets), ExpectedCluster(section.cables, section.switch, path.name)
 
 
-PAIR_NODES = ("a", "b")  # the pair's own nodes, as --node a=... --node b=... and linkcheck.yaml's `nodes:` name them
 
 
 def parse_node_options(options: list[str]) -> dict[str, NodeTarget]:

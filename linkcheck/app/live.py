@@ -38,10 +38,10 @@ from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, CableEntry, Clus
 from linkcheck.bundle.save_dir import default_save_dir
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
-from linkcheck.cluster.hosts import SLURM_VAR, ClusterHost, cluster_hosts
+from linkcheck.cluster.hosts import PAIR_NODES, SLURM_VAR, ClusterHost, cluster_hosts
 from linkcheck.cluster.schedule import schedule
 from linkcheck.collect.collector import close_transports, collect, open_transports
-from linkcheck.config import PAIR_NODES, Config, SshOptions, find_config, resolve_pair
+from linkcheck.config import Config, SshOptions, find_config, resolve_pair
 from linkcheck.diagnose.engine import CABLE_RULES
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import LinkcheckError, UnreachableError

@@ -27,10 +27,9 @@ from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, ClusterDocument,
 from linkcheck.bundle.verify import load_trusted
 from linkcheck.cluster.cables import FIRST_PASS, CableTest, pair_view, test_subnets
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster, with_nccl
-from linkcheck.cluster.hosts import ClusterHost, recorded_hosts
+from linkcheck.cluster.hosts import ClusterHost, pair_names, recorded_hosts
 from linkcheck.cluster.schedule import Match, schedule
 from linkcheck.cluster.topology import one_cable
-from linkcheck.config import PAIR_NODES
 from linkcheck.diagnose.engine import CABLE_RULES, Diagnosis, diagnose
 from linkcheck.diagnose.playbook import load_playbooks, of_kind, with_thresholds
 from linkcheck.diagnose.rule import Rule
@@ -240,10 +239,7 @@ def pair_record(bundle: Bundle) -> tuple[tuple[ClusterHost, ...], ClusterDocumen
     a line saying why it did not run, says it was). Its traffic's one error is the bundle's `bench` error, as the live
     run keeps it."""
     kinds = {c.meta.get("kind") for c in bundle.captures}
-    # The manifest's names only where they are the names its captures bear: a manifest that names other nodes than
-    # its own files do is no reason to judge files of nodes it does not name.
-    named = len(bundle.nodes) == 2 and {c.node for c in bundle.captures} <= set(bundle.nodes)
-    names = tuple(bundle.nodes) if named else PAIR_NODES
+    names = pair_names(bundle.nodes, bundle.captures)
     hosts = tuple(ClusterHost(NodeTarget(name=name, host=name), "the bundle") for name in names)
     entries = tuple(HostEntry(name, name, "the bundle") for name in names)
     return hosts, ClusterDocument(SCHEMA, SCHEMA_VERSION, entries, traffic="rdma" in kinds,

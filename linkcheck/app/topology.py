@@ -116,7 +116,7 @@ def saved_view(path: Path, rules: list[Rule] | None = None, *, allow_unverified:
     its cluster.json names them, a pair's as its manifest does (layout `pair`). Refused (exit 4) when `verify`
     rejects the bundle, unless `allow_unverified` (its unverified files left unread)."""
     bundle = load_trusted(path, allow_unverified=allow_unverified, warn=warn)
-    hosts = saved_hosts(path, bundle.nodes)
+    hosts = saved_hosts(path, bundle.nodes, bundle.captures)
     errors = {n: e for n, e in bundle.collection_errors.items() if n in {h.name for h in hosts}}
     return judge(hosts, bundle.captures, errors, rules, expected)
 
@@ -125,4 +125,4 @@ def saved_node_names(path: Path) -> tuple[str, ...]:
     """The nodes a saved bundle's check named, in its order (a pair's own bundle: its manifest's a and b). Read only
     to say so: no rule is judged, and a file that does not verify is left unread, not trusted."""
     bundle = load_trusted(path, allow_unverified=True)
-    return tuple(h.name for h in saved_hosts(path, bundle.nodes))
+    return tuple(h.name for h in saved_hosts(path, bundle.nodes, bundle.captures))

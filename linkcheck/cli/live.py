@@ -58,6 +58,7 @@ from linkcheck.cli.common import (
     ssh_options,
     with_containers,
 )
+from linkcheck.cluster.hosts import ClusterHost
 from linkcheck.errors import BaselineError, ExitCode, LinkcheckError, UsageError
 from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.outcome import judged_view
@@ -143,7 +144,7 @@ def check(
         options = _latency_options(port_base, nccl_binary)
         traffic = replace(traffic, latency=options) if traffic is not None else TrafficRequest(latency=options)
     _live(QUICK_COMMAND if quick else "check", nodes, traffic, _Run(
-        node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus, report, container))
+        save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus, report, container))
 
 
 def bench_rdma(
@@ -156,7 +157,7 @@ def bench_rdma(
     more --node (or linkcheck.yaml's `cluster:` nodes): every cable in rounds, as `check --bench` without NCCL."""
     _live("bench rdma", resolve_nodes(node or [], config=config),
           _traffic(True, False, duration, size, qps, port_base, 0, None),
-          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
+          _Run(save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
 def bench_nccl(
@@ -169,7 +170,7 @@ def bench_nccl(
     --node: across every node, one rank each, each rank's transport proven."""
     _live("bench nccl", resolve_nodes(node or [], config=config),
           _traffic(False, True, DEFAULT_DURATION_S, 1048576, 1, None, nccl_max_bytes, nccl_binary),
-          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
+          _Run(save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
 
 
 def bench_latency(
@@ -183,14 +184,17 @@ def bench_latency(
     every cable, one run at a time, then the all_reduce across every node."""
     _live("bench latency", resolve_nodes(node or [], config=config),
           TrafficRequest(latency=_latency_options(port_base, nccl_binary)),
-          _Run(node, config, save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
+          _Run(save, anonymize, accept_new_host_keys, fmt, show_all, baseline, prometheus))
+
+
+def _hosts(nodes: LiveNodes, containers: tuple[str, ...]) -> tuple[ClusterHost, ...]:
+    """The nodes' hosts, --container's names added to what linkcheck.yaml gives each."""
+    return tuple(replace(h, target=with_containers(h.target, containers)) for h in nodes.hosts())
 
 
 class _Run(msgspec.Struct, frozen=True):
     """The options `check` and `bench` share, as given on the command line."""
 
-    node: list[str] | None
-    config: Path | None
     save: Path | None
     anonymize: bool
     accept: bool
@@ -281,8 +285,7 @@ def collect(
         configured_rules([], nodes.config, kind="all")
     target = checked_save(save)
     quiet_libraries()
-    names = checked_containers(container)
-    hosts = tuple(replace(h, target=with_containers(h.target, names)) for h in nodes.hosts())
+    hosts = _hosts(nodes, checked_containers(container))
     _, bundle, doc = check_cluster(hosts, ssh_options(nodes.config, accept_new_host_keys), [],
                                    TrafficRequest(command="collect"), save=target, anonymize=anonymize)
     errors = bundle.collection_errors
@@ -335,7 +338,7 @@ def _check(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest,
     rdma, nccl, latency, command = traffic.rdma, traffic.nccl, traffic.latency, traffic.command
     quiet_libraries()
     found = nodes.config
-    hosts = tuple(replace(h, target=with_containers(h.target, containers)) for h in nodes.hosts())
+    hosts = _hosts(nodes, containers)
     rules = configured_rules([], found, kind="all")
     sends = rdma is not None or nccl is not None or latency is not None
     if not FLAGS.quiet and fmt is Format.console and (sends or sys.stderr.isatty()):  # a plain check: ~2 s, no word

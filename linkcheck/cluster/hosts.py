@@ -10,7 +10,7 @@ one), printed as one line.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -20,10 +20,11 @@ from linkcheck.cluster.hostlist import MAX_HOSTS, HostRangeError, expand_hostlis
 from linkcheck.cluster.inventory import InventoryHost, parse_inventory
 from linkcheck.errors import ConfigError
 from linkcheck.integers import NumberError, ascii_int, bounded_int, quoted
-from linkcheck.model import MAX_NODES
+from linkcheck.model import MAX_NODES, Capture
 from linkcheck.safe_read import read_capped
 from linkcheck.transport.base import NodeTarget, parse_node_target, parse_target
 
+PAIR_NODES = ("a", "b")  # the pair's own nodes, as --node a=... --node b=... and linkcheck.yaml's `nodes:` name them
 MAX_HOST_FILE_BYTES = 1 << 20
 SLURM_VAR = "SLURM_JOB_NODELIST"
 # A node's name ends up in captures, bundle folders and messages: a host name's characters, no path parts.
@@ -206,13 +207,22 @@ def recorded_hosts(doc: ClusterDocument) -> tuple[ClusterHost, ...]:
     return tuple(ClusterHost(parse_target(h.target, name=h.name), h.origin or "the bundle") for h in doc.hosts)
 
 
-def saved_hosts(directory: Path, nodes: Mapping[str, Mapping[str, object]]) -> tuple[ClusterHost, ...]:
+def pair_names(nodes: Mapping[str, object], captures: Iterable[Capture]) -> tuple[str, ...]:
+    """A pair's own bundle's (one without cluster.json) two nodes: its manifest's two where its captures are theirs,
+    else a and b, as the pair's own run names them. The manifest's `nodes` and each capture's node are written apart:
+    a manifest naming other nodes than its files do is no reason to judge files of nodes it does not name."""
+    named = len(nodes) == 2 and {c.node for c in captures} <= set(nodes)
+    return tuple(nodes) if named else PAIR_NODES
+
+
+def saved_hosts(directory: Path, nodes: Mapping[str, Mapping[str, object]],
+                captures: Iterable[Capture]) -> tuple[ClusterHost, ...]:
     """The nodes a saved bundle names, as the bundle says what it is: a cluster's as its cluster.json names them
-    (their order and origin), a pair's as its manifest does (`nodes`)."""
+    (their order and origin), a pair's as `pair_names` reads its manifest (`nodes`) beside its `captures`."""
     if is_cluster_bundle(directory):
         return recorded_hosts(load_cluster(directory))
-    return tuple(ClusterHost(parse_target(str(node.get("target") or name), name=name), "the bundle")
-                 for name, node in nodes.items())
+    return tuple(ClusterHost(parse_target(str(nodes.get(name, {}).get("target") or name), name=name), "the bundle")
+                 for name in pair_names(nodes, captures))
 
 
 def _counted(source: str, hosts: tuple[ClusterHost, ...]) -> tuple[ClusterHost, ...]:

@@ -203,8 +203,10 @@ class ClusterCheck(msgspec.Struct, frozen=True):
         return found
 
     def node_problems(self) -> list[str]:
-        """Each node that could not be read, and why."""
-        return [f"node {name}: {error}" for name, error in sorted(self.view.errors.items())]
+        """Each node that could not be read, and why; then why the traffic test stopped, as a pair's bundle says its
+        `bench` error."""
+        return [*(f"node {name}: {error}" for name, error in sorted(self.view.errors.items())),
+                *([self.traffic_error] if self.traffic_error else [])]
 
     def node_cause(self, result: CableResult) -> Finding | None:
         """The cluster finding that names one of the test's nodes slow with every partner: it explains the test's

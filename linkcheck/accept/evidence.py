@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from linkcheck.errors import ParseError
 from linkcheck.facts.bench_facts import JOB_KINDS
+from linkcheck.outcome import Outcome, judged_view
 from linkcheck.parsers.identity import nccl_version_code, parse_perftest_version
 from linkcheck.parsers.nccl_log import parse_nccl_log
 from linkcheck.parsers.nccl_tests import parse_nccl_tests
@@ -20,7 +21,7 @@ from linkcheck.records import plain
 if TYPE_CHECKING:
     from linkcheck.facts.model import Function, LinkFacts, NodeFacts
     from linkcheck.model import Capture
-    from linkcheck.outcome import ClusterCheck, Outcome
+    from linkcheck.outcome import ClusterCheck
 
 
 def _used(node: NodeFacts, link: LinkFacts) -> list[Function]:
@@ -127,3 +128,15 @@ def cluster_evidence(check: ClusterCheck, captures: list[Capture], created: str 
                                 "kernel": node.kernel_release, "uptime_s": node.uptime_s, "cx7": []})
     return {"nodes": nodes, "traffic_versions": _traffic_versions(captures), "cable": cables,
             "runs": _runs(captures), "bundle": {"created": created, "tool_version": tool_version}}
+
+
+def check_evidence(check: ClusterCheck) -> dict[str, Any]:
+    """The `evidence` of a live check's acceptance, whatever its layout: a pair's (its one cable's) as
+    `acceptance_evidence` gives it, any other cluster's as `cluster_evidence` does, from the bundle it was judged
+    from."""
+    judged = judged_view(check)
+    if isinstance(judged, Outcome):
+        return acceptance_evidence(judged)
+    bundle = check.bundle
+    return cluster_evidence(check, list(bundle.captures) if bundle else [], bundle.created if bundle else None,
+                            bundle.tool_version if bundle else None)

@@ -32,7 +32,7 @@ from linkcheck.diagnose.engine import Diagnosis
 from linkcheck.errors import ExitCode
 from linkcheck.facts.model import Function, LinkFacts
 from linkcheck.model import Finding, Status, Verdict
-from linkcheck.outcome import CableResult, ClusterCheck
+from linkcheck.outcome import CableResult, ClusterCheck, Outcome, judged_view
 
 SCHEMA = "linkcheck-acceptance"
 SCHEMA_VERSION = 1
@@ -396,6 +396,7 @@ def judge(link: LinkFacts, diagnosis: Diagnosis, profile: Profile, repetitions: 
 
 # Judged once, on the NCCL run across every node; every other check is judged per test.
 CLUSTER_CHECKS = ("nccl_busbw_gbs", "nccl_wrong")
+INTERRUPTED = "interrupted (Ctrl-C): the run is partial"  # the note of a run Ctrl-C stopped, any layout's
 
 
 class TestAcceptance(msgspec.Struct, frozen=True):
@@ -505,8 +506,23 @@ def judge_cluster(check: ClusterCheck, profile: Profile, repetitions: int | None
     verdict = worst([from_cluster, *(t.verdict for t in tests), *(c.status for c in checks)])
     if check.interrupted:
         verdict = AcceptVerdict.INCONCLUSIVE
-        notes.append("interrupted (Ctrl-C): the run is partial")
+        notes.append(INTERRUPTED)
     return ClusterAcceptance(profile, reps, check.facts.topology.layout, tuple(check.facts.topology.nodes), verdict,
                              tests, checks, check.verdict, findings, tuple(notes),
                              nccl.largest_bytes if nccl is not None else None)
 
+
+
+
+def judge_check_run(check: ClusterCheck, profile: Profile, repetitions: int) -> Acceptance | ClusterAcceptance:
+    """The acceptance of a live check, whatever its layout: a pair (the cluster of one cable, outcome.py
+    `judged_view`) by the profile's checks on its one cable's facts and the pair's findings (`judge`), any other
+    cluster by `judge_cluster`. A run that Ctrl-C stopped is never more than INCONCLUSIVE."""
+    judged = judged_view(check)
+    if not isinstance(judged, Outcome):
+        return judge_cluster(check, profile, repetitions)
+    acceptance = judge(judged.link, judged.diagnosis, profile, repetitions)
+    if not check.interrupted:
+        return acceptance
+    return msgspec.structs.replace(acceptance, verdict=AcceptVerdict.INCONCLUSIVE,
+                                   notes=(*acceptance.notes, INTERRUPTED))

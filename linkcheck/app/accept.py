@@ -1,8 +1,9 @@
 """`linkcheck accept`: a live run planned from the profile (inspection, the RDMA rounds repeated, NCCL once, the
 latency test once where the profile asks for it), diagnosed with the configured playbooks, judged against the
-profile, the acceptance saved into the bundle; a pair's (`run_accept`) or a cluster's (`run_cluster_accept`).
+profile, the acceptance saved into the bundle; one run (`run_accept`) for two to eight nodes, a pair being the
+cluster of its one cable.
 
-Over a cluster the profile is chosen once the inspection has shown the layout: the one given (`--profile`), which
+The profile is chosen once the inspection has shown the layout: the one given (`--profile`), which
 must accept that layout, or the built-in profile of the layout. A profile for another layout is refused before any
 traffic (exit 4): its thresholds were not written for that cabling. A node that could not be inspected leaves the
 layout unsure: the given profile is still run where it can be (the acceptance is INCONCLUSIVE), and without one
@@ -17,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.evidence import acceptance_evidence, cluster_evidence
-from linkcheck.accept.judge import Acceptance, AcceptVerdict, ClusterAcceptance, judge, judge_cluster
+from linkcheck.accept.evidence import check_evidence
+from linkcheck.accept.judge import Acceptance, ClusterAcceptance, judge_check_run
 from linkcheck.accept.profile import Profile, layout_profile, resolve_profile
-from linkcheck.app.live import TrafficRequest, check_cluster, run_live
+from linkcheck.accept.record import bundle_acceptance
+from linkcheck.app.live import TrafficRequest, check_cluster
 from linkcheck.bench.latency import LatencyOptions
 from linkcheck.bench.nccl import NcclOptions
 from linkcheck.bench.plan import RdmaOptions
@@ -31,53 +33,20 @@ from linkcheck.cluster.topology import Topology
 from linkcheck.config import SshOptions
 from linkcheck.diagnose.rule import Rule
 from linkcheck.errors import UsageError
+from linkcheck.facts.model import ExpectedLink
 from linkcheck.outcome import ClusterCheck
 
 if TYPE_CHECKING:
-    from linkcheck.app.live import TrafficRequest
     from linkcheck.bench.guard import Progress
-    from linkcheck.config import Config
-    from linkcheck.outcome import Outcome
-
-
-class AcceptRun(msgspec.Struct, frozen=True):
-    saved: Path
-    outcome: Outcome | None
-    acceptance: Acceptance | None
-    interrupted: bool = False
 
 
 def traffic_request(profile: Profile, repetitions: int) -> TrafficRequest:
-    """What an acceptance sends, a pair's and a cluster's alike: the profile's RDMA rounds `repetitions` times, NCCL
-    once, then (`latency: true`) the latency test once."""
+    """What an acceptance sends, whatever the layout: the profile's RDMA rounds `repetitions` times, NCCL once, then
+    (`latency: true`) the latency test once."""
     t = profile.test
     return TrafficRequest(rdma=RdmaOptions(duration_s=t.duration_s, size_bytes=t.size_bytes, qps=t.qps),
                           nccl=NcclOptions(max_bytes=t.nccl_max_bytes), repetitions=repetitions,
                           latency=LatencyOptions() if t.latency else None, command="accept")
-
-
-def run_accept(config: Config, profile: Profile, repetitions: int, save_dir: Path,
-               progress: Progress | None = None) -> AcceptRun:
-    """Inspect, run the traffic tests, save, diagnose, judge; the acceptance joins the saved bundle."""
-    result = run_live(config, save_dir, anonymize=False, diagnose=True,
-                      traffic=traffic_request(profile, repetitions), progress=progress)
-    if result.outcome is None:
-        return AcceptRun(result.saved, None, None, result.interrupted)
-    acceptance = accept_outcome(result.outcome, profile, repetitions)
-    if result.interrupted:
-        acceptance = replace(acceptance, verdict=AcceptVerdict.INCONCLUSIVE,
-                             notes=(*acceptance.notes, "interrupted (Ctrl-C): the run is partial"))
-    write_acceptance(result.saved, acceptance_record(result.outcome, acceptance), profile.text)
-    return AcceptRun(result.saved, result.outcome, acceptance, result.interrupted)
-
-
-def acceptance_record(outcome: Outcome, acceptance: Acceptance) -> dict[str, object]:
-    """acceptance.json: the judged checks and the evidence of who was tested, with what and how."""
-    return {**acceptance.to_dict(), "evidence": acceptance_evidence(outcome)}
-
-
-def accept_outcome(outcome: Outcome, profile: Profile, repetitions: int | None = None) -> Acceptance:
-    return judge(outcome.link, outcome.diagnosis, profile, repetitions)
 
 
 LAYOUT_WORDS = {"pair": "two nodes direct", "switch": "nodes through a switch", "mixed": "some nodes direct and "
@@ -90,12 +59,28 @@ def layout_words(layout: str) -> str:
     return LAYOUT_WORDS.get(layout, layout)
 
 
-class ClusterAcceptRun(msgspec.Struct, frozen=True):
+class AcceptRun(msgspec.Struct, frozen=True):
+    """An acceptance run: where its bundle was saved, the check (its `acceptance` the record as the bundle now
+    holds it), the acceptance, and why none was judged."""
+
     saved: Path
     check: ClusterCheck
-    acceptance: ClusterAcceptance | None  # None: no profile could be chosen (`problem` says why); nothing was sent
+    acceptance: Acceptance | ClusterAcceptance | None  # None: no profile was chosen (`problem` says why), or Ctrl-C
     record: dict[str, Any] = {}  # acceptance.json as saved in the bundle
     problem: str | None = None
+
+
+def refuse_unfit(profile: Profile | None, nodes: int) -> None:
+    """A profile whose layout cannot hold this many nodes (a pair's two, a ring's N) is refused before any node is
+    touched (UsageError, exit 4); whether the nodes show its layout is asked once they are inspected."""
+    if profile is None:
+        return
+    layout = profile.layout
+    needs = 2 if layout == "pair" else int(layout.removeprefix("ring")) if layout.startswith("ring") else None
+    if needs is not None and needs != nodes:
+        raise UsageError(f"profile {profile.name} accepts {layout_words(layout)} (layout: {layout}); these are "
+                         f"{nodes} nodes", fix="--profile dgx-spark-pair, or none: the layout's" if nodes == 2 else
+                         "--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
 
 
 def choose_profile(given: Profile | None, topology: Topology, uninspected: Sequence[str]) -> Profile | None:
@@ -150,16 +135,20 @@ class _Choice(msgspec.Struct):
         return self.repetitions or (self.profile.test.repetitions if self.profile else 1)
 
 
-def run_cluster_accept(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], profile: Profile | None,
-                       repetitions: int | None, duration_s: int | None, save_dir: Path,
-                       progress: Progress | None = None, expected: ExpectedCluster | None = None) -> ClusterAcceptRun:
-    """Inspect, choose the profile, run the traffic, save the bundle, judge; the acceptance joins the bundle."""
+def run_accept(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule], profile: Profile | None,
+               repetitions: int | None, duration_s: int | None, save_dir: Path, progress: Progress | None = None,
+               expected: ExpectedCluster | None = None, expected_link: ExpectedLink | None = None) -> AcceptRun:
+    """Inspect any nodes (a pair's a and b are the cluster of its one cable), choose the profile, run the traffic,
+    save the bundle, judge (`judge_check_run`); the acceptance joins the bundle, and the check carries it as read
+    back, as `diagnose` of the bundle shows it."""
     choice = _Choice(profile, repetitions, duration_s)
-    check, bundle, _ = check_cluster(hosts, ssh, rules, choice.plan, progress, expected, save=save_dir)
+    check, _, _ = check_cluster(hosts, ssh, rules, choice.plan, progress, expected, save=save_dir,
+                                expected_link=expected_link)
     if choice.profile is None:
-        return ClusterAcceptRun(save_dir, check, None, problem=choice.problem)
-    acceptance = judge_cluster(check, choice.profile, choice.reps)
-    record = {**acceptance.to_dict(), "evidence": cluster_evidence(check, bundle.captures, bundle.created,
-                                                                   bundle.tool_version)}
+        return AcceptRun(save_dir, check, None, problem=choice.problem)
+    acceptance = judge_check_run(check, choice.profile, choice.reps)
+    record = {**acceptance.to_dict(), "evidence": check_evidence(check)}
     write_acceptance(save_dir, record, choice.profile.text)
-    return ClusterAcceptRun(save_dir, check, acceptance, record)
+    saved = check.bundle
+    return AcceptRun(save_dir, replace(check, acceptance=bundle_acceptance(save_dir, saved.unverified if saved else
+                                                                           frozenset())), acceptance, record)

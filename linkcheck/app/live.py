@@ -1,6 +1,6 @@
 """Live runs: `check_cluster`, the one live check of any nodes (a pair's a and b are the hosts of its one cable:
-`check`, `bench`, `collect`, `fix`), and `run_live`, the pair's own run that `accept` of a pair and the library face
-still take: inspect the nodes (one round trip each, all at once), optionally run the traffic tests, save the bundle,
+`check`, `bench`, `collect`, `accept`, `fix`), and `run_live`, the pair's own run that the library face still
+takes: inspect the nodes (one round trip each, all at once), optionally run the traffic tests, save the bundle,
 judge what was saved.
 
 A cluster's traffic: each test of the schedule (a cable, or two nodes through the switch) is measured as a pair is,
@@ -90,8 +90,11 @@ def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: 
     one cable, named as they are), or linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster, and
     so does a Slurm allocation ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml
     `nodes:` or `cluster:`); otherwise the nodes are a pair's, its nodes a and b (a value in another form beside
-    one in the pair's is then refused as the pair's, never taken for a cluster's)."""
+    one in the pair's is then refused as the pair's, never taken for a cluster's). linkcheck.yaml's playbooks and
+    thresholds are checked here, for every command that contacts the nodes."""
     found = find_config(config)
+    if found is not None and (found.playbooks or found.thresholds):  # an unknown rule or threshold is refused
+        configured_rules([], found, kind="all")                        # before any node is touched
     named_by_config = found is not None and bool(found.nodes or found.cluster_nodes)
     slurm = not node and not named_by_config and bool(environ.get(SLURM_VAR, "").strip())
     pair_form = any(value.partition("=")[0] in PAIR_NODES and "=" in value for value in node)

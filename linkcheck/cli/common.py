@@ -13,12 +13,11 @@ import msgspec
 import typer
 from msgspec.structs import replace
 
-from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord, finish_run
 from linkcheck.baseline.store import resolve_any
 from linkcheck.bundle.save_dir import check_save_dir, default_save_dir
 from linkcheck.collect.specs import validate_container
-from linkcheck.config import Config, SshOptions, default_config_present, find_config, resolve_config
+from linkcheck.config import Config, SshOptions, default_config_present, find_config
 from linkcheck.errors import UsageError
 from linkcheck.integers import DECIMAL_RE, NumberError, ascii_int, bounded_decimal, bounded_int, quoted
 from linkcheck.outcome import Judged
@@ -196,22 +195,9 @@ def with_containers(target: NodeTarget, names: tuple[str, ...]) -> NodeTarget:
     return replace(target, containers=tuple(dict.fromkeys((*target.containers, *names)))) if names else target
 
 
-def live_config(config: Path | None, node: list[str] | None, accept: bool, containers: list[str] | None = None
-                ) -> Config:
-    """The resolved config of a command that contacts a pair (each such command starts here)."""
-    quiet_libraries()
-    names = checked_containers(containers)
-    resolved = resolve_config(config, node or [])
-    resolved = replace(resolved, nodes={n: with_containers(t, names) for n, t in resolved.nodes.items()})
-    if resolved.playbooks or resolved.thresholds:  # an unknown rule or threshold is refused before any work
-        configured_rules([], resolved)
-    accept = accept or resolved.ssh.accept_new_host_keys
-    return replace(resolved, ssh=replace(resolved.ssh, accept_new_host_keys=accept))
-
-
 def ssh_options(found: Config | None, accept: bool) -> SshOptions:
-    """linkcheck.yaml's SSH options (the defaults without one), unknown host keys trusted when asked: a cluster's
-    run (a pair's come with its resolved config)."""
+    """linkcheck.yaml's SSH options (the defaults without one), unknown host keys trusted when asked: every live
+    run's."""
     ssh = found.ssh if found else SshOptions()
     return replace(ssh, accept_new_host_keys=accept or ssh.accept_new_host_keys)
 

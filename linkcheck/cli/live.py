@@ -11,12 +11,10 @@ import msgspec
 import typer
 from msgspec.structs import replace
 
-from linkcheck import strict_json
-from linkcheck.accept.budget import expected_paths, plan_line
-from linkcheck.accept.profile import Profile, resolve_profile
-from linkcheck.accept.text import closing_line, cluster_acceptance_text
-from linkcheck.app.accept import run_accept, run_cluster_accept
-from linkcheck.app.init import write_cluster_config, write_initial_config
+from linkcheck.accept.profile import resolve_profile
+from linkcheck.accept.text import closing_line
+from linkcheck.app.accept import refuse_unfit, run_accept
+from linkcheck.app.init import write_config
 from linkcheck.app.live import (
     LiveNodes,
     TrafficRequest,
@@ -50,7 +48,6 @@ from linkcheck.cli.common import (
     emit,
     finish,
     integer_in,
-    live_config,
     out,
     quiet_libraries,
     say,
@@ -218,7 +215,8 @@ def _live(command: str, nodes: LiveNodes, traffic: TrafficRequest | None, run: _
 def accept(
     profile: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--profile", "-P", help="A built-in profile's name (`linkcheck profiles list`) or a profile file "
-        "(default dgx-spark-pair).")] = None,
+        "(default: the built-in profile of the layout the nodes show, dgx-spark-pair for two nodes on one cable).")
+    ] = None,
     repetitions: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--repetitions", "-r", parser=integer_in(1, 100), help="Run the RDMA rounds this many times (default: the "
         "profile's, 3); the lowest of each measurement is judged. Fewer than the built-in profile's 3 mark the "
@@ -231,45 +229,39 @@ def accept(
     fmt: FmtOpt = Format.console, show_all: AllOpt = False,
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
-    """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated;
-    NCCL all_gather; judged against a profile. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE. Three or more
-    --node, --hostfile or --inventory accept a cluster: every cable (or pair through the switch) in rounds, NCCL
-    across every node, judged by the profile of the layout the nodes show (dgx-spark-ring3, dgx-spark-switch)."""
+    """Acceptance: inspection, ib_write_bw on each path alone and both at once, both directions, repeated, per cable
+    in rounds (no node in two tests at once); NCCL all_gather across every node; judged against the profile of the
+    layout the nodes show (dgx-spark-pair for two nodes on one cable, dgx-spark-ring3, dgx-spark-switch) or the one
+    given. Exit 0 PASS, 1 DEGRADED, 2 FAIL, 3 INCONCLUSIVE."""
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
-    if nodes.layout == "cluster":
-        given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node
-        _accept_cluster(nodes, accept_new_host_keys, fmt, show_all, (given, repetitions, duration), save)
-    prof = resolve_profile(profile)  # a bad profile stops here, before any node is touched
-    if prof.cluster:
-        raise UsageError(f"profile {prof.name} accepts a cluster (layout: {prof.layout}); give its nodes with "
-                         "three or more --node, --hostfile or --inventory",
-                         fix="for two nodes: --profile dgx-spark-pair")
-    if duration is not None:  # the run's -D; the record's `test` says it, and `standard` whether it is weaker
-        prof = replace(prof, test=replace(prof.test, duration_s=duration))
-    reps = repetitions or prof.test.repetitions
-    cfg = live_config(config, node, accept_new_host_keys)
+    given = resolve_profile(profile) if profile else None  # a bad profile stops here, before any node is touched
+    hosts = nodes.hosts()
+    refuse_unfit(given, len(hosts))
     target = checked_save(save)
-    progress = None
-    if fmt is Format.console and not FLAGS.quiet:
-        def plan(paths: int, nccl: int | None) -> str:
-            return plan_line("accept", paths=paths, duration_s=prof.test.duration_s, repetitions=reps,
-                             nccl_max_bytes=nccl or prof.test.nccl_max_bytes, latency=prof.test.latency)
-
-        said = plan(expected_paths(cfg), None)
-        say(said)
-        progress = ConsoleProgress.on_stderr(plan, said)
-    result = run_accept(cfg, prof, reps, target, progress)
-    if result.outcome is None or result.acceptance is None:
-        say(f"partial bundle saved to {result.saved}")
-        raise typer.Exit(130)
-    say_node_errors(result.outcome)
-    finish(result.outcome, RunRecord("accept", acceptance=result.acceptance.verdict.value))  # the history
+    quiet_libraries()
+    found = nodes.config
+    rules = configured_rules([], found, kind="all")
+    if not FLAGS.quiet and fmt is Format.console:
+        say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
+            + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "
+            "all_gather_perf across every node" + (_LATENCY_PLAN if given and given.test.latency else ""))
+    progress = ConsoleProgress.on_stderr() if fmt is Format.console and not FLAGS.quiet else None
+    run = run_accept(hosts, ssh_options(found, accept_new_host_keys), rules, given, repetitions, duration, target,
+                     progress, found.expected_cluster if found else None, found.expected_link if found else None)
+    if run.acceptance is None:
+        say(f"bundle saved to {run.saved}")
+        if run.check.interrupted:  # Ctrl-C during the inspection: what arrived is saved, nothing was judged
+            raise typer.Exit(130)
+        raise LinkcheckError(run.problem or "no profile was chosen")
+    judged = judged_view(run.check)  # as `diagnose` of the saved bundle shows it, its acceptance with it
+    say_node_errors(judged)
+    finish(judged, RunRecord("accept", acceptance=run.acceptance.verdict.value))  # the history
     if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
-        say(closing_line(result.acceptance.to_dict()))
+        say(closing_line(run.record))
     else:
-        emit(result.outcome, fmt, show_all)  # the report, then the acceptance the bundle now holds
-    say(f"bundle saved to {result.saved}")
-    raise typer.Exit(130 if result.interrupted else int(result.acceptance.exit_code))
+        emit(judged, fmt, show_all)
+    say(f"bundle saved to {run.saved}")
+    raise typer.Exit(130 if run.check.interrupted else int(run.acceptance.exit_code))
 
 
 def collect(
@@ -281,8 +273,6 @@ def collect(
     nodes a and b, or three or more --node, --hostfile or --inventory (or linkcheck.yaml's `cluster:` nodes); the
     bundle as `check` saves it without traffic, for `diagnose` later."""
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
-    if nodes.config is not None:  # an unknown rule or threshold is refused before any node is touched
-        configured_rules([], nodes.config, kind="all")
     target = checked_save(save)
     quiet_libraries()
     hosts = _hosts(nodes, checked_containers(container))
@@ -302,22 +292,12 @@ def init(
     accept_new_host_keys: AcceptOpt = False,
     hostfile: HostfileOpt = None, inventory: InventoryOpt = None, group: GroupOpt = None,
 ) -> None:
-    """Connect to both nodes, discover the cabled cage and twin pairing, write a commented linkcheck.yaml. With three
-    or more --node, --hostfile or --inventory: every node of a cluster, and the cabling found (its cables and the
-    nodes on the switch), which topology and check then compare (LINK_CHANGED)."""
+    """Inspect every node once and write a commented linkcheck.yaml of what was found, which topology and check then
+    compare (LINK_CHANGED): two nodes named a and b on one cable as a pair (the cabled cage, each twin facing its
+    twin); any other nodes (--node, --hostfile, --inventory) as a cluster (its nodes, cables and switch)."""
     nodes = resolve_nodes(node or [], hostfile, inventory, group, config)
-    if nodes.layout == "cluster":
-        quiet_libraries()
-        hosts = nodes.hosts()
-        facts = write_cluster_config(hosts, ssh_options(nodes.config, accept_new_host_keys), output, force=force)
-        out(f"wrote {output}: {len(hosts)} nodes, layout {facts.topology.layout}, "
-            f"{len(facts.topology.cables)} cable(s), "
-            f"{len({n for s in facts.topology.segments for n in s.nodes})} node(s) on the switch")
-        return
-    cfg = live_config(config, node, accept_new_host_keys)
-    link = write_initial_config(cfg, output, force=force)
-    out(f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, "
-        f"{len(link.paths)} path(s): " + "; ".join(p.key for p in link.paths))
+    quiet_libraries()
+    out(write_config(nodes.hosts(), ssh_options(nodes.config, accept_new_host_keys), output, force=force))
 
 
 def _check(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest, report: Path | None,
@@ -347,7 +327,7 @@ def _check(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest,
             f"inspection, then ib_write_bw -D {rdma.duration_s} per cable in rounds (no node in two tests at once)")
             + ("" if nccl is None else ", then all_gather_perf across every node"
                + (" (the transport proof)" if nccl.transport_only else ""))
-            + ("" if latency is None else _CLUSTER_LATENCY))
+            + ("" if latency is None else _LATENCY_PLAN))
     # The live table of each round's paths and rates, as for a pair: tests of one round share a table.
     measures = rdma is not None or latency is not None
     progress = ConsoleProgress.on_stderr() if measures and fmt is Format.console and not FLAGS.quiet else None
@@ -370,41 +350,6 @@ def _check(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest,
     raise typer.Exit(130 if result.interrupted else int(judged.exit_code))
 
 
-# What a cluster's run says of its latency test before the inspection, `check --latency`'s and `accept`'s alike.
-_CLUSTER_LATENCY = (", then ib_write_lat per path of every cable, one run at a time, and all_reduce_perf 16-64 KiB "
-                    "across every node")
-
-
-def _accept_cluster(nodes: LiveNodes, accept: bool, fmt: Format, show_all: bool,
-                    chosen: tuple[Profile | None, int | None, int | None], save: Path | None) -> None:
-    """A cluster's acceptance: the run of `check --bench` with the profile's test, repeated, judged by the profile
-    of the layout; the acceptance on stdout and in the saved bundle, its verdict's exit code."""
-    hosts = nodes.hosts()
-    given, repetitions, duration = chosen
-    if given is not None and not given.cluster and len(hosts) != 2:  # two nodes named so are the cluster of a cable
-        raise UsageError(f"profile {given.name} accepts a pair (layout: pair); these are {len(hosts)} nodes",
-                         fix="--profile dgx-spark-ring3 or dgx-spark-switch, or none: the layout's")
-    target = checked_save(save)
-    quiet_libraries()
-    found = nodes.config
-    rules = configured_rules([], found, kind="all")
-    if not FLAGS.quiet and fmt is Format.console:
-        say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
-            + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "
-            "all_gather_perf across every node" + (_CLUSTER_LATENCY if given and given.test.latency else ""))
-    progress = ConsoleProgress.on_stderr() if fmt is Format.console and not FLAGS.quiet else None
-    run = run_cluster_accept(hosts, ssh_options(found, accept), rules, given, repetitions, duration, target,
-                             progress, found.expected_cluster if found else None)
-    if run.acceptance is None:
-        say(f"bundle saved to {run.saved}")
-        raise LinkcheckError(run.problem or "no profile was chosen")
-    if run.check.traffic_error:  # as a pair's acceptance says its stopped traffic test (say_node_errors)
-        say(f"linkcheck: {run.check.traffic_error}")
-    finish(run.check, RunRecord("accept", acceptance=run.acceptance.verdict.value))  # the history, as a pair's
-    if FLAGS.quiet:  # the line `diagnose -q` prints of the saved bundle
-        say(closing_line(run.record))
-    else:
-        out(strict_json.dumps(run.record, indent=2) if fmt is Format.json else
-            cluster_acceptance_text(run.record, show_all))
-    say(f"bundle saved to {run.saved}")
-    raise typer.Exit(130 if run.check.interrupted else int(run.acceptance.exit_code))
+# What a run says of its latency test before the inspection, `check --latency`'s and `accept`'s alike.
+_LATENCY_PLAN = (", then ib_write_lat per path of every cable, one run at a time, and all_reduce_perf 16-64 KiB "
+                 "across every node")

@@ -359,11 +359,12 @@ def test_the_saved_clusters_reports_show_its_latency_and_the_acceptance_that_jud
 def test_a_cluster_profile_for_two_nodes_and_a_bad_hostfile_are_refused_before_any_node(
         tmp_path: Path, cli: InProcessCli) -> None:
     two = cli("accept", "--profile", "dgx-spark-ring3", "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.1:9")
-    assert two.returncode == 4 and "accepts a cluster (layout: ring3)" in two.stderr, two.stderr
+    assert two.returncode == 4 and "accepts a ring of 3 (layout: ring3); these are 2 nodes" in two.stderr, two.stderr
     assert "--profile dgx-spark-pair" in two.stderr
     pair = cli("accept", "--profile", "dgx-spark-pair", "--node", "a=127.0.0.1:9", "--node", "b=127.0.0.2:9",
                "--node", "c=127.0.0.3:9")
-    assert pair.returncode == 4 and "accepts a pair (layout: pair); these are 3 nodes" in pair.stderr, pair.stderr
+    assert pair.returncode == 4, pair.stderr
+    assert "accepts two nodes direct (layout: pair); these are 3 nodes" in pair.stderr, pair.stderr
     missing = cli("accept", "--hostfile", str(tmp_path / "no-such-hostfile"))
     assert missing.returncode == 4 and "no-such-hostfile" in missing.stderr and "Traceback" not in missing.stderr
     bad = tmp_path / "site.yaml"

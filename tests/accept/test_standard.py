@@ -20,7 +20,7 @@ from linkcheck.app.offline import diagnose_bundle
 from linkcheck.bundle.acceptance import write_acceptance
 from linkcheck.report.console import acceptance_view
 from linkcheck.report.formats import renderer
-from tests.accept.test_accept import GOOD, PROFILE, _accept, _repeated
+from tests.accept.test_accept import FIXTURES, GOOD, PROFILE, _accept, _repeated
 from tests.conftest import InProcessCli
 
 SHORT = "ib_write_bw -D 4 s (standard 10 s)"
@@ -132,21 +132,30 @@ def test_profiles_show_yaml_round_trips(cli: InProcessCli, tmp_path: Path) -> No
 
 def test_accept_duration_sets_the_runs_ib_write_bw_d(cli: InProcessCli, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """--duration reaches the run (its plan and its profile's test) before any node is touched."""
-    from linkcheck.app.accept import AcceptRun
-    from linkcheck.cli import live as live_commands
+    """--duration reaches the run the inspection plans (its traffic and its profile's test), and the record says the
+    run is weaker than the standard one. The live check stands in for a pair's inspection with its saved bundle."""
+    import shutil
 
-    seen = []
+    from linkcheck.app import accept as accept_app
+    from linkcheck.app.offline import cluster_bundle, pair_record
 
-    def run_accept(config: Any, profile: Any, repetitions: int, save_dir: Path, progress: Any = None) -> AcceptRun:
-        seen.append((profile.test.duration_s, repetitions, differences(profile, repetitions)))
-        return AcceptRun(save_dir, None, None, interrupted=True)
+    sent = []
 
-    monkeypatch.setattr(live_commands, "run_accept", run_accept)
+    def check_cluster(hosts: Any, ssh: Any, rules: Any, traffic: Any, *args: Any, save: Path, **kw: Any) -> Any:
+        shutil.copytree(FIXTURES / "healthy", save)
+        check = cluster_bundle(save, rules)
+        sent.append(traffic(check.facts))  # the plan, chosen once the inspection showed two nodes direct
+        return check, check.bundle, pair_record(check.bundle)[1]
+
+    monkeypatch.setattr(accept_app, "check_cluster", check_cluster)
     proc = cli("accept", "--duration", "4", "--repetitions", "1", "--node", "a=root@198.18.0.1",
-               "--node", "b=root@198.18.0.3", "--save", str(tmp_path / "saved"))
-    assert proc.returncode == 130, proc.stderr
-    assert "6 ib_write_bw rounds of 4 s," in proc.stderr, proc.stderr
-    assert seen == [(4, 1, (SHORT, ONE))]
+               "--node", "b=root@198.18.0.3", "--save", str(tmp_path / "saved"), "-f", "json")
+    [request] = sent
+    assert request.rdma.duration_s == 4 and request.repetitions == 1 and request.command == "accept"
+    record = json.loads((tmp_path / "saved" / "acceptance.json").read_text(encoding="utf-8"))
+    assert record["test"]["rdma"]["duration_s"] == 4 and record["test"]["repetitions"] == 1
+    assert record["standard"]["non_standard"] and {SHORT, ONE} <= set(record["standard"]["differences"]), record
+    assert proc.returncode == record["exit_code"], proc.stderr
+    assert json.loads(proc.stdout)["acceptance"]["verdict"] == record["verdict"]
     refused = cli("accept", "--duration", "0", "--node", "a=root@198.18.0.1", "--node", "b=root@198.18.0.3")
     assert refused.returncode == 4

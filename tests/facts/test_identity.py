@@ -10,9 +10,10 @@ import pytest
 import yaml
 from msgspec.structs import replace
 
+from linkcheck.accept.evidence import check_evidence
+from linkcheck.accept.judge import judge_check_run
 from linkcheck.accept.profile import BUILTIN_DIR, load_profile_file
-from linkcheck.app.accept import accept_outcome, acceptance_record
-from linkcheck.app.offline import diagnose_bundle, diagnose_captures
+from linkcheck.app.offline import cluster_bundle, configured_rules, diagnose_bundle, diagnose_captures
 from linkcheck.bundle.anonymize import anonymize_bundle
 from linkcheck.bundle.format import Bundle, load_bundle
 from linkcheck.errors import ParseError
@@ -228,9 +229,10 @@ def test_anonymiser_replaces_serial_boot_id_and_profile_uuids() -> None:
 
 
 def test_acceptance_record_carries_identity_tools_cable_and_commands() -> None:
-    outcome = diagnose_bundle(FIXTURES / "healthy")
+    """The record `accept` writes of a pair (the cluster of its one cable), from the pair's saved bundle."""
+    check = cluster_bundle(FIXTURES / "healthy", configured_rules([], None, kind="all"))
     profile = load_profile_file(BUILTIN_DIR / "dgx-spark-pair.yaml")
-    doc = json.loads(json.dumps(acceptance_record(outcome, accept_outcome(outcome, profile, 1))))
+    doc = json.loads(json.dumps({**judge_check_run(check, profile, 1).to_dict(), "evidence": check_evidence(check)}))
     ev = doc["evidence"]
     assert ev["nodes"]["a"]["serial"] and ev["nodes"]["a"]["serial"] != ev["nodes"]["b"]["serial"]
     assert {f["psid"] for n in "ab" for f in ev["nodes"][n]["cx7"]} == {"NVD0000000087"}

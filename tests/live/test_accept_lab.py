@@ -129,8 +129,12 @@ def _statuses(doc: dict[str, Any]) -> dict[str, set[str]]:
 def test_healthy_pair_passes(runs: AcceptRuns, live: Live) -> None:
     run = runs.results["healthy"]
     assert run.returncode == 0, run.describe()
-    assert run.stderr.splitlines()[0].startswith("linkcheck accept: planned wall time ~"), run.stderr
-    assert "6 ib_write_bw rounds of 2 s x 2 repetitions" in run.stderr
+    # The run said before the inspection, then its plan once the inspection showed the pair's one cable.
+    lines = run.stderr.splitlines()
+    assert lines[0].startswith("accepting 2 nodes: inspection, then the profile of the layout they show"), lines
+    said = " ".join(run.stderr.split())  # the console wraps long lines
+    assert said.count("linkcheck accept: planned wall time ~") == 1, run.stderr
+    assert "(1 test in 6 ib_write_bw rounds of 2 s x 2 repetitions, all_gather_perf across every node" in said
     assert "acceptance: PASS exit 0 (profile dgx-spark-pair" in run.stdout
     doc = runs.acceptance("healthy")
     assert doc["verdict"] == "PASS" and doc["test"]["repetitions"] == REPETITIONS

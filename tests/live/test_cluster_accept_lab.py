@@ -46,8 +46,10 @@ def _profile(tmp_path: Path, repetitions: int, latency: bool = False) -> Path:
 
 
 def _accept(cli: InProcessCli, cluster: ClusterLab, save: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """The run's exit code, its acceptance as its JSON report holds it (the report `diagnose` gives the saved
+    bundle), and stderr."""
     run = cli("accept", *cluster.args, "-f", "json", "--save", str(save), *args, timeout=400)
-    return run.returncode, json.loads(run.stdout) if run.stdout.strip() else {}, run.stderr
+    return run.returncode, json.loads(run.stdout)["acceptance"] if run.stdout.strip() else {}, run.stderr
 
 
 def _verdicts(record: dict[str, Any]) -> dict[str, str]:

@@ -98,7 +98,10 @@ def test_two_nodes_named_by_a_hostfile_are_accepted_by_the_pairs_profile(cluster
         run = cli("accept", "--hostfile", str(_hostfile(tmp_path / "hosts")), "-c", str(lab.config), *given,
                   "--duration", "1", "--repetitions", "1", "-f", "json", "--save", str(tmp_path / name), timeout=300)
         assert run.returncode == 0, run.stdout + run.stderr
-        record = json.loads(run.stdout)
+        report = json.loads(run.stdout)  # the pair's report, as `diagnose` of the saved bundle gives it
+        record = report["acceptance"]
         assert record["verdict"] == "PASS" and record["profile"]["name"] == "dgx-spark-pair", record["profile"]
-        assert {c["subject"].split(" ")[0] for c in record["checks"] if c["id"] == "rdma_concurrent_total_gbps"} == {
-            "a:p1<->b:p1"}, record["checks"]
+        # The pair's acceptance of its one cable: both its paths at once, each way.
+        assert sorted(c["subject"] for c in record["checks"] if c["id"] == "rdma_concurrent_total_gbps") == [
+            "both paths a->b", "both paths b->a"], record["checks"]
+        assert record == json.loads((tmp_path / name / "acceptance.json").read_text(encoding="utf-8"))

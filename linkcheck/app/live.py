@@ -1,7 +1,6 @@
-"""Live runs: `check_cluster`, the one live check of any nodes (a pair's a and b are the hosts of its one cable:
-`check`, `bench`, `collect`, `accept`, `fix`), and `run_live`, the pair's own run that the library face still
-takes: inspect the nodes (one round trip each, all at once), optionally run the traffic tests, save the bundle,
-judge what was saved.
+"""The live run: `check_cluster`, the one live check of two to eight nodes (a pair's a and b are the hosts of its
+one cable) that `check`, `bench`, `collect`, `accept`, `fix` and the library face run: inspect the nodes (one round
+trip each, all at once), optionally run the traffic tests, save the bundle, judge what was saved.
 
 A cluster's traffic: each test of the schedule (a cable, or two nodes through the switch) is measured as a pair is,
 the tests of one round side by side, and judged by the pair's throughput rules on that test's own results
@@ -17,51 +16,51 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 from msgspec.structs import replace
 
-from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rdma_rounds, rounds_seconds
-from linkcheck.app.offline import configured_rules, diagnose_facts, judge_cluster, judge_test, plan_tests
+from linkcheck.accept.budget import cluster_plan_line, latency_seconds, nccl_seconds, rounds_seconds
+from linkcheck.app.offline import configured_rules, judge_cluster, judge_test, plan_tests
 from linkcheck.app.topology import cluster_facts, inspect_nodes, open_cluster
 from linkcheck.baseline.store import ClusterBaseline
 from linkcheck.bench.guard import Progress, Schedule
 from linkcheck.bench.latency import LatencyOptions, run_cluster_latency
-from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl, size_max_bytes
-from linkcheck.bench.plan import BenchPath, RdmaOptions, bench_paths
-from linkcheck.bench.rounds import Planned, plan_cluster_rounds, plan_test, run_cluster_rdma
+from linkcheck.bench.nccl import NcclOptions, run_cluster_nccl
+from linkcheck.bench.plan import BenchPath, RdmaOptions
+from linkcheck.bench.rounds import Planned, plan_cluster_rounds, run_cluster_rdma
 from linkcheck.bench.runner import detect_tools, inspected_tools, repetition_captures
 from linkcheck.bundle.anonymize_saved import anonymize_any_saved
 from linkcheck.bundle.format import Bundle, write_bundle
 from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, CableEntry, ClusterDocument, HostEntry, write_cluster
-from linkcheck.bundle.save_dir import default_save_dir
 from linkcheck.cluster.cables import CableTest, cable_tests, second_pass
 from linkcheck.cluster.facts import ClusterFacts, ExpectedCluster
 from linkcheck.cluster.hosts import PAIR_NODES, SLURM_VAR, ClusterHost, cluster_hosts
 from linkcheck.cluster.schedule import schedule
-from linkcheck.collect.collector import close_transports, collect, open_transports
+from linkcheck.collect.collector import close_transports
 from linkcheck.config import Config, SshOptions, find_config, resolve_pair
 from linkcheck.diagnose.engine import CABLE_RULES
 from linkcheck.diagnose.rule import Rule
-from linkcheck.errors import LinkcheckError, UnreachableError
-from linkcheck.facts.model import ExpectedLink, LinkFacts
-from linkcheck.facts.pair import build_link_facts, with_traffic
+from linkcheck.errors import UnreachableError
+from linkcheck.facts.model import ExpectedLink
 from linkcheck.facts.snapshot_model import Baseline
 from linkcheck.model import Capture
-from linkcheck.outcome import CableResult, ClusterCheck, Outcome
+from linkcheck.outcome import CableResult, ClusterCheck
 from linkcheck.transport.base import Transport
 
 INSPECTION_INTERRUPTED = "interrupted (Ctrl-C) during the inspection; this bundle is partial"
+# Traffic asked for, and the inspection found no test to run: no cable and no switch segment between any two nodes.
+NOTHING_TO_MEASURE = ("no two nodes share a subnet on their ConnectX-7 ports, so no cable or switch path can be "
+                      "measured (fix: address the twins with netplan; `linkcheck topology` shows what was found)")
 
 
 class LiveNodes(msgspec.Struct, frozen=True):
-    """The nodes a live run reaches and their layout, from whichever source named them: a pair (its nodes a and b,
-    which --node and linkcheck.yaml's `nodes:` resolve into its Config), or a cluster (--node three times or more,
-    --hostfile, --inventory, linkcheck.yaml's `cluster:` nodes when no --node is given, or Slurm's); and
-    linkcheck.yaml as found."""
+    """The nodes a live run reaches, from whichever source named them, and linkcheck.yaml as found. The pair's own
+    form (`pair_form`: --node a=/b=, linkcheck.yaml's `nodes:`) is one host source among the others (--node,
+    --hostfile, --inventory, linkcheck.yaml's `cluster:` nodes, Slurm's): every one gives the hosts of one live check,
+    whatever their layout."""
 
-    layout: Literal["pair", "cluster"]
+    pair_form: bool
     config: Config | None = None
     node: tuple[str, ...] = ()
     hostfile: Path | None = None
@@ -73,7 +72,7 @@ class LiveNodes(msgspec.Struct, frozen=True):
         pair's nodes a and b (--node a=/b= over linkcheck.yaml's `nodes:`) are the hosts of the cluster of its one
         cable. Resolved when the run starts, after the command's own options are checked (a bad hostfile is
         ConfigError, exit 4)."""
-        if self.layout == "pair":
+        if self.pair_form:
             pair = resolve_pair(self.config, list(self.node))
             given = {v.partition("=")[0] for v in self.node}
             return tuple(ClusterHost(pair.nodes[n], "--node" if n in given else pair.source or "linkcheck.yaml")
@@ -85,22 +84,22 @@ class LiveNodes(msgspec.Struct, frozen=True):
 def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: Path | None = None,
                   group: str | None = None, config: Path | None = None,
                   environ: Mapping[str, str] = os.environ) -> LiveNodes:
-    """The one place a live run's layout is decided: a hostfile or inventory, three or more --node, --node values
-    none of which is in the pair's own form `a=`/`b=` (two `--node spark-1 --node spark-2` are the cluster of their
-    one cable, named as they are), or linkcheck.yaml's `cluster:` nodes when no --node is given name a cluster, and
-    so does a Slurm allocation ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml
-    `nodes:` or `cluster:`); otherwise the nodes are a pair's, its nodes a and b (a value in another form beside
-    one in the pair's is then refused as the pair's, never taken for a cluster's). linkcheck.yaml's playbooks and
-    thresholds are checked here, for every command that contacts the nodes."""
+    """The one place a live run's host source is decided: a hostfile or inventory, three or more --node, --node
+    values none of which is in the pair's own form `a=`/`b=` (two `--node spark-1 --node spark-2` are the cluster of
+    their one cable, named as they are), linkcheck.yaml's `cluster:` nodes when no --node is given, or a Slurm
+    allocation ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml `nodes:` or
+    `cluster:`); otherwise the pair's own form names nodes a and b (a value in another form beside one in the pair's
+    is then refused as the pair's). linkcheck.yaml's playbooks and thresholds are checked here, for every command
+    that contacts the nodes."""
     found = find_config(config)
     if found is not None and (found.playbooks or found.thresholds):  # an unknown rule or threshold is refused
         configured_rules([], found, kind="all")                        # before any node is touched
     named_by_config = found is not None and bool(found.nodes or found.cluster_nodes)
     slurm = not node and not named_by_config and bool(environ.get(SLURM_VAR, "").strip())
-    pair_form = any(value.partition("=")[0] in PAIR_NODES and "=" in value for value in node)
-    cluster = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or slurm or (
-        bool(node) and not pair_form) or (not node and found is not None and bool(found.cluster_nodes))
-    return LiveNodes("cluster" if cluster else "pair", found, tuple(node), hostfile, inventory, group)
+    named_a_b = any(value.partition("=")[0] in PAIR_NODES and "=" in value for value in node)
+    other = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or slurm or (
+        bool(node) and not named_a_b) or (not node and found is not None and bool(found.cluster_nodes))
+    return LiveNodes(not other, found, tuple(node), hostfile, inventory, group)
 
 
 class TrafficRequest(msgspec.Struct, frozen=True):
@@ -118,20 +117,6 @@ class TrafficRequest(msgspec.Struct, frozen=True):
     command: str = "check"  # as a cluster's plan line names the run
 
 
-class LiveResult(msgspec.Struct, frozen=True):
-    """The saved bundle's folder, the diagnosis of exactly what was saved, and whether Ctrl-C stopped it."""
-
-    saved: Path
-    outcome: Outcome | None
-    interrupted: bool = False
-
-
-def _open(config: Config) -> dict[str, Transport]:
-    return open_transports(list(config.nodes.values()), known_hosts=config.ssh.known_hosts,
-                           accept_new_host_keys=config.ssh.accept_new_host_keys, ssh_config=config.ssh.config,
-                           connect_timeout_s=config.ssh.connect_timeout_s)
-
-
 def bundle_nodes(targets: Iterable[tuple[str, str]], captures: Iterable[Capture]) -> dict[str, dict[str, object]]:
     """The manifest's nodes, a pair's or a cluster's: each one's target as named, and the hostname it answered (its
     inspection's, never a traffic run's)."""
@@ -140,67 +125,6 @@ def bundle_nodes(targets: Iterable[tuple[str, str]], captures: Iterable[Capture]
         if cap.spec == "hostname" and cap.ok and cap.node in nodes and not cap.meta:
             nodes[cap.node]["hostname"] = cap.stdout.strip()
     return nodes
-
-
-def inspect(config: Config, transports: dict[str, Transport]) -> tuple[Bundle, bool]:
-    """Inspect both nodes in parallel; unreachable nodes are recorded in collection_errors. Ctrl-C keeps what
-    arrived (the bundle then says it is partial); the flag says whether that happened."""
-    result = collect(transports, timeout_s=config.ssh.inspection_timeout_s,
-                     per_command_timeout_s=config.ssh.command_timeout_s,
-                     containers={name: target.containers for name, target in config.nodes.items()})
-    nodes = bundle_nodes(((name, str(t)) for name, t in sorted(config.nodes.items())), result.captures)
-    errors = {n: str(e) for n, e in sorted(result.errors.items())}
-    if result.interrupted:
-        errors["interrupted"] = INSPECTION_INTERRUPTED
-    # Stamped when the answers are in, so the report on screen and the saved bundle name the same moment.
-    created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    return Bundle(captures=result.captures, nodes=nodes, created=created, collection_errors=errors), result.interrupted
-
-
-def collect_bundle(config: Config) -> Bundle:
-    transports = _open(config)
-    try:
-        return inspect(config, transports)[0]
-    finally:
-        close_transports(transports)
-
-
-def _traffic(transports: dict[str, Transport], bundle: Bundle, link: LinkFacts, request: TrafficRequest,
-             progress: Progress | None, reach: Mapping[str, str]) -> tuple[Bundle, bool]:
-    """The bundle with the traffic tests' captures added, and whether Ctrl-C stopped them: the pair's one cable
-    measured as a cluster's cables are (`_send`: one test in one round, NCCL across its two ranks), its first
-    error, in the order they ran, the bundle's `bench` error."""
-    if bundle.collection_errors:
-        why = "traffic tests not run: a node could not be inspected"
-        return replace(bundle, collection_errors={**bundle.collection_errors, "bench": why}), False
-    if progress is not None:
-        _say_plan(progress, link, request)
-    planned = [plan_test(CableTest(f"{link.a.name}<->{link.b.name}", 1, link.a.name, link.b.name, link))]
-    captures = list(bundle.captures)
-    facts = cluster_facts(sorted(transports), bundle.captures, {})
-    sent = _send(transports, facts, planned, captures, request, [], progress, reach)
-    unplanned = planned[0].refused if request.rdma is not None or request.latency is not None else None
-    refused = f"traffic test not run: {unplanned}" if unplanned else None  # no path to measure (no carrier, no GID)
-    error = next((e for e in (refused, sent.error, sent.nccl_error, sent.latency_error) if e), None)
-    errors = {**bundle.collection_errors, **({"bench": error} if error else {})}
-    return replace(bundle, captures=captures, collection_errors=errors), sent.interrupted
-
-
-def _say_plan(progress: Progress, link: LinkFacts, request: TrafficRequest) -> None:
-    """The plan's shape as the inspection found it (paths, NCCL size under the memory cap); a link the traffic
-    test refuses says nothing here: the test itself says why."""
-    try:
-        paths = len(bench_paths(link))
-        nccl = size_max_bytes(link, request.nccl.max_bytes) if request.nccl is not None else None
-    except LinkcheckError:
-        return
-    rdma = request.rdma
-    per_run = rdma_rounds(paths, adaptive=rdma.adaptive) if rdma is not None else 0
-    round_s = rounds_seconds(per_run, rdma.duration_s) / per_run if rdma is not None and per_run else 0.0
-    latency = request.latency
-    progress.plan_known(Schedule(paths, nccl, per_run * (request.repetitions if rdma else 1), round_s,
-                                 nccl_seconds(nccl) if nccl is not None else 0.0,
-                                 latency_seconds(paths, len(latency.sizes), latency.allreduce) if latency else 0.0))
 
 
 def save_bundle(write: Callable[[Path], object], target: Path, *, anonymize: bool) -> None:
@@ -216,50 +140,12 @@ def save_bundle(write: Callable[[Path], object], target: Path, *, anonymize: boo
         anonymize_any_saved(real, target)
 
 
-def _refuse_if_nothing_answered(bundle: Bundle) -> None:
-    """No capture from any node: one line per node, and no empty bundle folder left behind."""
-    if not bundle.captures and bundle.collection_errors:
-        raise UnreachableError(bundle.collection_errors)
-
-
 def low_path_gbps(rules: list[Rule], default: float) -> float:
     """Where the quick tier calls a path low: the same line LINK_BELOW_NOMINAL judges it by (a user's
     threshold override included), so a path the diagnosis would judge below nominal is always run alone."""
     rule = next((r for r in rules if r.id == "LINK_BELOW_NOMINAL"), None)
     value = rule.thresholds.get("nominal_min_gbps") if rule else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
-
-
-def run_live(config: Config, save_dir: Path | None, *, anonymize: bool, diagnose: bool,
-             traffic: TrafficRequest | None = None, progress: Progress | None = None,
-             baseline: Baseline | ClusterBaseline | None = None) -> LiveResult:
-    """Collect (and test traffic), save, and diagnose the saved bundle with the configured playbooks, against
-    `baseline` when one is given (its drift rules then speak in that one diagnosis).
-
-    The playbooks load first, so a broken one stops the run before anything touches the nodes."""
-    rules = configured_rules([], config) if diagnose else []
-    if traffic is not None and traffic.rdma is not None and traffic.rdma.adaptive:
-        traffic = replace(traffic, rdma=replace(traffic.rdma, low_gbps=low_path_gbps(rules, traffic.rdma.low_gbps)))
-    transports = _open(config)
-    try:
-        bundle, interrupted = inspect(config, transports)
-        if not interrupted:
-            _refuse_if_nothing_answered(bundle)
-        # The facts are built once: the traffic plan reads them, then the diagnosis adds the traffic results.
-        link = build_link_facts(bundle.captures, bundle.collection_errors, config.expected_link)
-        if not interrupted and traffic is not None and (traffic.rdma or traffic.nccl or traffic.latency):
-            reach = {name: target.host for name, target in config.nodes.items()}
-            bundle, interrupted = _traffic(transports, bundle, link, traffic, progress, reach)
-    finally:
-        close_transports(transports)
-    saved = save_dir or default_save_dir()
-    # First: a failed write is said before any verdict is shown. The report on screen keeps the real names: only
-    # what is saved is anonymised.
-    save_bundle(lambda target: write_bundle(replace(bundle, path=target), target), saved, anonymize=anonymize)
-    if not diagnose or (interrupted and not bundle.captures):
-        return LiveResult(saved, None, interrupted)
-    outcome = diagnose_facts(replace(bundle, path=saved), with_traffic(link, bundle.captures), rules, baseline)
-    return LiveResult(saved, outcome, interrupted)
 
 
 # The traffic to send, decided once the inspection has shown the cluster (`accept` picks its profile by the
@@ -411,6 +297,8 @@ def check_cluster(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rul
     # The traffic's first error, in the order it ran, is the bundle's `bench` error (a test with no path to measure
     # first: no carrier, no GID, a node not inspected), as every bundle keeps it.
     refused = next((f"traffic test not run: {p.refused}" for p in planned if p.refused), None)
+    if refused is None and not planned and not stopped and (sent.rdma is not None or sent.latency is not None):
+        refused = f"traffic test not run: {NOTHING_TO_MEASURE if not errors else 'a node could not be inspected'}"
     failed = next((e for e in (refused, run.error, run.nccl_error, run.latency_error) if e), None)
     bench = {"bench": failed} if failed else {}
     bundle = Bundle(captures=captures, nodes=nodes, created=created, collection_errors={**errors, **partial, **bench})

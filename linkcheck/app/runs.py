@@ -27,7 +27,7 @@ class RunRecord(msgspec.Struct, frozen=True):
 
 
 def finish_run(judged: Judged, record: RunRecord) -> list[str]:
-    """Record a run diagnosed with its baseline in its facts (`judge_bundle`, `run_live` and `check_cluster`
+    """Record a run diagnosed with its baseline in its facts (`judge_bundle` and `check_cluster`
     attach it, so each run is diagnosed once): the history (a pair's run, or each test of a cluster's in its
     pair's), the textfile; the lines to say on stderr about anything that could not be recorded. An offline
     `diagnose` of a bundle already there is the same run: it is not recorded twice."""

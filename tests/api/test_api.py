@@ -54,11 +54,30 @@ def test_fix_and_advise_take_a_cluster_bundle() -> None:
     assert pair.nodes == 2
 
 
-@pytest.mark.parametrize("nodes", [["a=root@198.18.0.1", "b=root@198.18.0.2"],
+@pytest.mark.parametrize("nodes", [["a=root@198.18.0.1"],
                                    [f"n{i}=root@198.18.0.{i}" for i in range(9)],
                                    ["a=root@198.18.0.1", "a=root@198.18.0.2", "c=root@198.18.0.3"]],
-                         ids=["two", "nine", "a name twice"])
+                         ids=["one", "nine", "a name twice"])
 def test_a_live_cluster_check_refuses_bad_nodes_before_contacting_any(nodes: list[str]) -> None:
     with pytest.raises(api.LinkcheckError) as caught:
         api.check_cluster(nodes)
     assert caught.value.exit_code == 4
+
+
+def test_a_live_check_of_two_nodes_is_the_pair_and_run_live_runs_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two nodes are the cluster of one cable: `check_cluster` judges them, `judged_view` gives the pair's Outcome,
+    and `run_live` (a pair's Config, as earlier releases took it) runs the same check into the same look. The
+    nodes' answers are a saved pair's inspection (tests/app/stand_in.py)."""
+    from tests.app.stand_in import answer_with, inspection
+
+    answer_with(monkeypatch, inspection(FIXTURES / "hotplug-degraded"))
+    check, saved = api.check_cluster(["a=root@198.18.0.1", "b=root@198.18.0.2"], save_dir=tmp_path / "one")
+    pair = api.judged_view(check)
+    assert saved == tmp_path / "one" and isinstance(pair, api.Outcome)
+    assert check.verdict is pair.verdict is api.Verdict.WARN and pair.exit_code is api.ExitCode.WARN  # inspection only
+    config = api.resolve_config(None, ["a=root@198.18.0.1", "b=root@198.18.0.2"])
+    result = api.run_live(config, tmp_path / "two", anonymize=False, diagnose=True)
+    assert isinstance(result.outcome, api.Outcome) and result.saved == tmp_path / "two"
+    assert result.outcome.statuses() == pair.statuses()
+    assert api.diagnose_bundle(tmp_path / "two").statuses() == pair.statuses()  # as `diagnose` judges the bundle

@@ -49,18 +49,18 @@ def _config(tmp_path: Path) -> Path:
 
 
 def test_a_live_runs_layout_comes_from_whichever_source_names_the_nodes(tmp_path: Path) -> None:
-    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"]).layout == "pair"
+    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"]).pair_form
     three = resolve_nodes(["a=198.18.9.1", "b=198.18.9.2", "c=198.18.9.3"])
-    assert three.layout == "cluster" and [h.name for h in three.hosts()] == ["a", "b", "c"]
+    assert not three.pair_form and [h.name for h in three.hosts()] == ["a", "b", "c"]
     hostfile = tmp_path / "hosts"
     hostfile.write_text("198.18.9.1 slots=1\n198.18.9.2 slots=1\n")
-    assert resolve_nodes([], hostfile=hostfile).layout == "cluster"  # a hostfile names a cluster, two nodes too
+    assert not resolve_nodes([], hostfile=hostfile).pair_form  # a hostfile names a cluster, two nodes too
     config = _config(tmp_path)
     configured = resolve_nodes([], config=config)
-    assert configured.layout == "cluster" and [str(h.target) for h in configured.hosts()] == [
+    assert not configured.pair_form and [str(h.target) for h in configured.hosts()] == [
         "root@198.18.9.1", "root@198.18.9.2", "root@198.18.9.3"]
     # --node names the pair itself: the config's cluster is then not the run's.
-    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], config=config).layout == "pair"
+    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], config=config).pair_form
 
 
 @pytest.mark.parametrize("given", [["spark-1", "spark-2"], ["x=198.18.9.1", "y=198.18.9.2"],
@@ -69,7 +69,7 @@ def test_two_nodes_named_otherwise_than_a_and_b_are_the_cluster_of_their_cable(g
     """Only `a=`/`b=` name the pair's own nodes; two nodes named as a cluster's are checked as one, keeping their
     names, where the pair's own check would have refused them."""
     nodes = resolve_nodes(given)
-    assert nodes.layout == "cluster"
+    assert not nodes.pair_form
     assert [h.name for h in nodes.hosts()] == [v.partition("=")[0] if "=" in v else v for v in given]
 
 
@@ -77,7 +77,7 @@ def test_two_nodes_named_otherwise_than_a_and_b_are_the_cluster_of_their_cable(g
 def test_a_value_in_the_pairs_form_keeps_the_pair(given: list[str]) -> None:
     """Beside `a=` or `b=`, a value in a cluster's form is the pair's mistake (refused by the pair's own parsing),
     never a cluster of two taken by surprise."""
-    assert resolve_nodes(given).layout == "pair"
+    assert resolve_nodes(given).pair_form
 
 
 def test_one_node_in_a_clusters_form_is_refused_as_too_few() -> None:
@@ -93,14 +93,14 @@ def test_a_slurm_allocation_names_the_nodes_only_when_nothing_else_does(tmp_path
     monkeypatch.chdir(tmp_path)  # no ./linkcheck.yaml
     slurm = {"SLURM_JOB_NODELIST": "spark[01-04]"}
     nodes = resolve_nodes([], environ=slurm)
-    assert nodes.layout == "cluster"
+    assert not nodes.pair_form
     assert [h.name for h in nodes.hosts(slurm)] == ["spark01", "spark02", "spark03", "spark04"]
     assert {h.origin for h in nodes.hosts(slurm)} == {"$SLURM_JOB_NODELIST"}
-    assert resolve_nodes([], environ={"SLURM_JOB_NODELIST": "  "}).layout == "pair"  # set but empty: not an allocation
-    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], environ=slurm).layout == "pair"
+    assert resolve_nodes([], environ={"SLURM_JOB_NODELIST": "  "}).pair_form  # set but empty: not an allocation
+    assert resolve_nodes(["a=198.18.9.1", "b=198.18.9.2"], environ=slurm).pair_form
     pair_config = tmp_path / "pair.yaml"
     pair_config.write_text('nodes:\n  a: "root@198.18.9.1"\n  b: "root@198.18.9.2"\n')
-    assert resolve_nodes([], config=pair_config, environ=slurm).layout == "pair"
+    assert resolve_nodes([], config=pair_config, environ=slurm).pair_form
     configured = resolve_nodes([], config=_config(tmp_path), environ=slurm)
     assert [str(h.target) for h in configured.hosts(slurm)] == ["root@198.18.9.1", "root@198.18.9.2",
                                                                 "root@198.18.9.3"]
@@ -110,6 +110,6 @@ def test_a_clusters_hosts_are_read_when_the_run_starts_not_when_its_layout_is_de
     """The command's own refusals (a profile of the other layout, a --report path) come first: the layout is told
     from which options are given, the hostfile read only when the run starts."""
     nodes = resolve_nodes([], hostfile=Path("/nonexistent/hosts"))
-    assert nodes.layout == "cluster"
+    assert not nodes.pair_form
     with pytest.raises(ConfigError, match="/nonexistent/hosts"):
         nodes.hosts()

@@ -246,19 +246,21 @@ def test_cli_anonymize(tmp_path: Path) -> None:
 
 def test_check_anonymize_reports_real_names_and_saves_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`check --save DIR --anonymize`: the report on screen is of the real bundle, the saved one is anonymised."""
-    import linkcheck.app.live as live
-    from linkcheck.config import resolve_config
+    from linkcheck.app.live import TrafficRequest, check_cluster
+    from linkcheck.config import SshOptions
+    from linkcheck.outcome import Outcome, judged_view
+    from tests.app.stand_in import PAIR, answer_with, inspection
 
-    original = load_bundle(HEALTHY)
-    monkeypatch.setattr(live, "_open", lambda config: {})
-    monkeypatch.setattr(live, "inspect", lambda config, transports: (original, False))
-    config = resolve_config(None, ["a=nvidia@dgx-spark-1", "b=nvidia@dgx-spark-2"])
-    result = live.run_live(config, tmp_path / "saved", anonymize=True, diagnose=True)
-    assert result.outcome is not None and result.outcome.bundle.captures == original.captures  # the real one
-    assert result.outcome.bundle.path == tmp_path / "saved"
-    assert result.outcome.link.a.hostname == "dgx-spark-1"
+    real = inspection(HEALTHY)
+    answer_with(monkeypatch, real)
+    check, _, _ = check_cluster(PAIR, SshOptions(), [], TrafficRequest(), save=tmp_path / "saved", anonymize=True)
+    judged = judged_view(check)
+    assert isinstance(judged, Outcome) and judged.bundle.captures == real  # the real one
+    assert judged.bundle.path == tmp_path / "saved"
+    assert judged.link.a.hostname == "dgx-spark-1"
     saved = load_bundle(tmp_path / "saved")
-    assert saved.problems == [] and saved.nodes["a"]["hostname"] == "node-a"
+    assert saved.problems == [], saved.problems  # the nodes renamed as a cluster's are, their hostnames faked
+    assert {name: node["hostname"] for name, node in saved.nodes.items()} == {"n1": "node-n1", "n2": "node-n2"}
     text = "\n".join(_files(tmp_path / "saved").values()).lower()
     assert "dgx-spark" not in text and "192.168.100.10" not in text
 

@@ -94,23 +94,24 @@ def test_linkcheck_yaml_in_the_working_directory_is_found_as_check_finds_it(tmp_
 
 
 def test_live_and_offline_use_the_same_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import linkcheck.app.live as live
+    """`check` judges with linkcheck.yaml's playbooks and thresholds, as `diagnose` of the same bundle does."""
+    from linkcheck.app import offline
     from linkcheck.app.offline import configured_rules
-    from linkcheck.bundle.format import load_bundle
     from linkcheck.config import load_config
+    from tests.app.stand_in import answer_with, inspection
 
-    config = load_config(_config(tmp_path, RECORDED, "{NCCL_BUSBW_LOW: {min_busbw_gbs: 22.5}}"))
+    path = _config(tmp_path, RECORDED, "{NCCL_BUSBW_LOW: {min_busbw_gbs: 22.5}}")
     used: list[list[Rule]] = []
-    real_diagnose = live.diagnose_facts
+    real_diagnose = offline.diagnose_facts
 
     def spy(bundle: Any, link: Any, rules: list[Rule], baseline: Any = None) -> Any:
         used.append(rules)
         return real_diagnose(bundle, link, rules, baseline)
 
-    monkeypatch.setattr(live, "_open", lambda config: {})
-    monkeypatch.setattr(live, "inspect", lambda config, transports: (load_bundle(FIXTURES / "healthy"), False))
-    monkeypatch.setattr(live, "diagnose_facts", spy)
-    live.run_live(config, tmp_path / "saved", anonymize=False, diagnose=True)
-    offline = configured_rules([], config)
-    assert [(r.id, r.thresholds) for r in used[0]] == [(r.id, r.thresholds) for r in offline]
+    answer_with(monkeypatch, inspection(FIXTURES / "healthy"))
+    monkeypatch.setattr(offline, "diagnose_facts", spy)
+    run = run_cli("check", "-c", str(path), "--save", str(tmp_path / "saved"), "-f", "json")
+    assert run.returncode == 0, run.stderr
+    offline_rules = configured_rules([], load_config(path))
+    assert [(r.id, r.thresholds) for r in used[0]] == [(r.id, r.thresholds) for r in offline_rules]
     assert dict(next(r for r in used[0] if r.id == "NCCL_BUSBW_LOW").thresholds)["min_busbw_gbs"] == 22.5

@@ -38,8 +38,8 @@ from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
 from linkcheck.facts.pair import match_paths, with_traffic
 from linkcheck.facts.snapshot import pair_key
-from linkcheck.model import Capture, Verdict
-from linkcheck.outcome import CableResult, ClusterCheck, ClusterView, Outcome, judged_view, pair_outcome
+from linkcheck.model import Capture, Status, Verdict
+from linkcheck.outcome import CableResult, ClusterCheck, ClusterView, Outcome, judged_view, pair_outcome, worst
 from linkcheck.transport.base import NodeTarget
 
 if TYPE_CHECKING:
@@ -218,6 +218,8 @@ def judge_one_cable(hosts: Sequence[ClusterHost], bundle: Bundle, doc: ClusterDo
     if failed is not None and "bench" not in bundle.collection_errors:
         bundle = replace(bundle, collection_errors={**bundle.collection_errors, "bench": failed})
     pair = diagnose_facts(bundle, link, of_kind(rules, "pair"), baseline)
+    if expected is None and facts.expected is not None:
+        pair = replace(pair, diagnosis=_recorded_cabling(pair.diagnosis, facts, rules))
     a, b = first.name, second.name
     test = CableTest(doc.tests[0].label if doc.tests else f"{a}<->{b}", 1, a, b, pair.link)
     inconclusive = pair.verdict is Verdict.INCONCLUSIVE
@@ -230,6 +232,18 @@ def judge_one_cable(hosts: Sequence[ClusterHost], bundle: Bundle, doc: ClusterDo
     nccl_error = doc.nccl_error and f"NCCL across the nodes: {doc.nccl_error}"
     return ClusterCheck(view, facts, (result,), failed, doc.interrupted, nccl_error=nccl_error, bundle=bundle,
                         rules=tuple(rules))
+
+
+def _recorded_cabling(diagnosis: Diagnosis, facts: ClusterFacts, rules: list[Rule]) -> Diagnosis:
+    """Two nodes on one cable whose cabling `init` recorded as a cluster's (`cluster:`: two nodes named otherwise
+    than a and b, which a pair's `nodes:` and `link:` cannot name): LINK_CHANGED compares the cable with the one
+    recorded, as it does over any cluster, and a change joins the pair's findings (a warning)."""
+    moved = [f for f in diagnose(facts, [r for r in of_kind(rules, "cluster") if r.id == "LINK_CHANGED"]).findings
+             if f.status in (Status.WARN, Status.FAIL)]
+    if not moved:
+        return diagnosis
+    verdict = worst([diagnosis.verdict, *(Verdict.FAIL if f.status is Status.FAIL else Verdict.WARN for f in moved)])
+    return Diagnosis((*diagnosis.findings, *moved), verdict, diagnosis.notes)
 
 
 def pair_record(bundle: Bundle) -> tuple[tuple[ClusterHost, ...], ClusterDocument]:

@@ -147,3 +147,29 @@ def test_a_pair_bundles_manifest_naming_other_nodes_than_its_captures_is_judged_
                                      bundle=msgspec.structs.replace(bundle, nodes=nodes)))
     assert isinstance(view, Outcome)
     assert _firing(list(view.diagnosis.findings)) == {"LINK_HOTPLUG_DEGRADED": Status.FAIL}
+
+
+@pytest.mark.parametrize(("recorded", "moved"), [(("a:p1<->b:p1",), False), (("b:p1<->a:p1",), False),
+                                                 (("a:p0<->b:p0",), True), ((), True)])
+def test_a_pairs_cable_recorded_as_a_clusters_is_compared_with_the_live_one(recorded: tuple[str, ...],
+                                                                           moved: bool) -> None:
+    """Two nodes on one cable whose cabling init recorded as a `cluster:` section (names other than a and b): the
+    one cable's LINK_CHANGED warns when the live cable is not the recorded one, and its verdict says so."""
+    from linkcheck.cluster.facts import ExpectedCluster
+
+    path = FIXTURE_DIR / "cluster-pair-hotplug"  # its live cable: a:p1<->b:p1
+    plain = judged_view(cluster_bundle(path, ALL_RULES))
+    check = cluster_bundle(path, ALL_RULES, expected=ExpectedCluster(cables=recorded, source="site.yaml"))
+    judged = judged_view(check)
+    assert isinstance(judged, Outcome) and isinstance(plain, Outcome)
+    changed = [f for f in judged.diagnosis.findings if f.rule_id == "LINK_CHANGED"]
+    if not moved:
+        assert changed == [] and judged.diagnosis == plain.diagnosis
+        return
+    assert [f.status for f in changed] == [Status.WARN] and "site.yaml" in changed[0].message
+    assert "new cables: a:p1<->b:p1" in changed[0].message
+    assert judged.diagnosis.findings[:-1] == plain.diagnosis.findings
+    assert judged.verdict is plain.verdict  # the hot-plugged cable fails already; a warning adds no worse verdict
+    healthy = judged_view(cluster_bundle(FIXTURE_DIR / "healthy", ALL_RULES,
+                                         expected=ExpectedCluster(cables=recorded, source="site.yaml")))
+    assert healthy.verdict is Verdict.WARN and healthy.exit_code == 1  # a passing pair now warns

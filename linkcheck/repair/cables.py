@@ -83,10 +83,19 @@ def _plan_cable(bundle: Bundle, nodes: tuple[str, str], link: LinkFacts, finding
     files = {role: node_files(bundle, name) for role, name in names.items()}
     plan = plan_repairs(_as_roles(link), in_roles, files, around.in_use, around.largest_mtu)
     steps = tuple(replace(s, node=names[s.node], finding=back.get(s.finding, s.finding)) for s in plan.steps)
-    skipped = tuple(replace(n, finding=back.get(n.finding, n.finding),
-                            reason=_ROLE_RE.sub(lambda m: f"node {names[m.group(1)]}", n.reason))
+    def named(text: str) -> str:  # the planner's words name its roles: `node a:` is the cable's first node
+        return _ROLE_RE.sub(lambda m: f"node {names[m.group(1)]}", text)
+
+    skipped = tuple(replace(n, finding=back.get(n.finding, n.finding), reason=named(n.reason))
                     for n in plan.not_planned)
-    return replace(plan, steps=steps, not_planned=skipped)
+    return replace(plan, steps=steps, not_planned=skipped, notes=tuple(named(n) for n in plan.notes))
+
+
+def pair_plan(bundle: Bundle, link: LinkFacts, findings: Sequence[Finding]) -> RepairPlan:
+    """A pair's plan (its one cable), whatever its nodes are named (a and b, or `--node spark-1=...`, a hostfile's):
+    planned in the planner's roles and named back as the pair names its nodes, its files read under those names."""
+    return _plan_cable(bundle, (link.a.name, link.b.name), link, findings, {f.finding_id: f.finding_id
+                                                                           for f in findings}, _Around(set(), None))
 
 
 def _same_step(step: Step) -> tuple[object, ...]:

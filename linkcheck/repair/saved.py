@@ -16,11 +16,9 @@ import msgspec
 
 from linkcheck.errors import BundleError
 from linkcheck.outcome import ClusterCheck, Judged
-from linkcheck.repair.cables import cluster_plan
-from linkcheck.repair.files import node_files
+from linkcheck.repair.cables import cluster_plan, pair_plan
 from linkcheck.repair.model import RepairPlan, Step
 from linkcheck.repair.paths import plan_path_problem
-from linkcheck.repair.plan import plan_repairs
 from linkcheck.repair.runtime import OpError, parse_op
 
 NOT_OURS = "plan in the bundle, not linkcheck's"
@@ -36,8 +34,7 @@ def plan_for(judged: Judged) -> RepairPlan:
         if judged.bundle is None:  # a check made from captures alone has no files to plan edits on
             raise BundleError("cluster", "no bundle to plan from: judge the saved bundle (linkcheck fix BUNDLE)")
         return cluster_plan(judged, judged.bundle)
-    files = {node: node_files(judged.bundle, node) for node in ("a", "b")}
-    return plan_repairs(judged.link, judged.diagnosis.findings, files)
+    return pair_plan(judged.bundle, judged.link, judged.diagnosis.findings)
 
 
 class SavedPlan(msgspec.Struct, frozen=True):

@@ -149,6 +149,18 @@ def _unavailable(rule: Rule, facts: LinkFacts | ClusterFacts) -> list[tuple[str,
             for node in (facts.a, facts.b)]
 
 
+def _both(facts: LinkFacts | ClusterFacts) -> set[str]:
+    """A pair's two nodes as it names them (a and b, or a cluster's cable's ends, or any two names); none of a
+    cluster's."""
+    return {facts.a.name, facts.b.name} if isinstance(facts, LinkFacts) else set()
+
+
+def _concerned(nodes: tuple[str, ...], facts: LinkFacts | ClusterFacts) -> set[str]:
+    """The nodes an observation is about: a named check's default, the pair's roles `a` and `b` (observation.py),
+    is both of the pair's nodes whatever they are named."""
+    return _both(facts) if isinstance(facts, LinkFacts) and nodes == ("a", "b") else set(nodes)
+
+
 def _blocked(rule: Rule, facts: LinkFacts | ClusterFacts, bench_error: str | None) -> tuple[list[Finding], set[str]]:
     """Skip findings for needs that are not met, and the nodes whose observations must be dropped: a pair's traffic
     tests as a whole, then each node's own fact groups (a pair's two, every node of a cluster)."""
@@ -159,13 +171,13 @@ def _blocked(rule: Rule, facts: LinkFacts | ClusterFacts, bench_error: str | Non
     for need in rule.needs:
         if need in BENCH_GROUPS and _BENCH_KIND[need] not in present:
             if need in OPT_IN_GROUPS and not bench_error:
-                nodes |= {"a", "b"}  # a test run only when asked for: its absence is no gap, so no finding
+                nodes |= _both(facts)  # a test run only when asked for: its absence is no gap, so no finding
                 continue
             # A traffic test that was asked for and failed is "could not measure", not "not run".
             hint = f"traffic test gave no result: {bench_error}" if bench_error else BENCH_HINT[need]
             skips.append(Finding(rule.id, Status.SKIP, rule.severity, "pair", rule.title, hint,
                                  required=bench_error is not None, skip_reason=hint))
-            nodes |= {"a", "b"}
+            nodes |= _both(facts)
     for name, reasons in _unavailable(rule, facts):
         if reasons and name not in nodes:
             skips.append(Finding(rule.id, Status.SKIP, rule.severity, f"node {name}", rule.title,
@@ -178,11 +190,11 @@ def run_rule(rule: Rule, facts: LinkFacts | ClusterFacts, bench_error: str | Non
     """One rule over the facts of its scope: a skip per node that lacks a fact group the rule needs (that node's
     subjects dropped), then a finding per remaining subject."""
     skips, blocked = _blocked(rule, facts, bench_error)
-    if isinstance(facts, LinkFacts) and blocked >= {"a", "b"}:
+    if isinstance(facts, LinkFacts) and blocked >= _both(facts):
         return skips[:1] if any(s.subject == "pair" for s in skips) else skips
     observations = (CHECKS[rule.check].observe(facts, dict(rule.thresholds)) if rule.check
                     else list(_condition_observations(rule, subjects(rule.scope, facts))))
-    return skips + [_finding(rule, o) for o in observations if not blocked.intersection(o.nodes)]
+    return skips + [_finding(rule, o) for o in observations if not blocked & _concerned(o.nodes, facts)]
 
 
 def verdict_of(findings: list[Finding], collection_failed: bool) -> Verdict:

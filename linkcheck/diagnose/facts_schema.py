@@ -275,14 +275,20 @@ def allreduce_values(run: AllReduceRun) -> dict[str, Any]:
             "problem": run.problem}
 
 
+def _ends(link: LinkFacts) -> tuple[str, str]:
+    """The nodes a subject of both ends concerns, as the pair names them (a and b, a cable's ends, any two names):
+    a node whose facts are missing drops it (engine.py `_blocked`)."""
+    return link.a.name, link.b.name
+
+
 def _latency(link: LinkFacts) -> Iterator[Subject]:
     for run in link.bench.latency:
-        yield f"{run.path_key} ib_write_lat {byte_size(run.size_bytes)}", ("a", "b"), latency_values(run)
+        yield f"{run.path_key} ib_write_lat {byte_size(run.size_bytes)}", _ends(link), latency_values(run)
 
 
 def _allreduce(link: LinkFacts) -> Iterator[Subject]:
     if link.bench.allreduce is not None:
-        yield ALLREDUCE_SUBJECT, ("a", "b"), allreduce_values(link.bench.allreduce)
+        yield ALLREDUCE_SUBJECT, _ends(link), allreduce_values(link.bench.allreduce)
 
 
 def _drift(link: LinkFacts, kind: str) -> dict[str, Any]:
@@ -585,10 +591,10 @@ ClusterSubjects = Callable[[ClusterFacts], Iterator[Subject]]
 # The subjects of every scope: a pair's over its LinkFacts, a cluster's (CLUSTER_SCOPES) over its ClusterFacts.
 _SUBJECTS: dict[str, PairSubjects | ClusterSubjects] = {
     "function": _functions,
-    "path": lambda link: ((p.key, ("a", "b"), path_values(p, link)) for p in link.paths),
+    "path": lambda link: ((p.key, _ends(link), path_values(p, link)) for p in link.paths),
     "node": lambda link: ((f"node {n.name}", (n.name,), node_values(n)) for n in (link.a, link.b)),
-    "nccl": lambda link: iter([("nccl", ("a", "b"), nccl_values(link.bench.nccl))]),
-    "pair": lambda link: iter([("pair", ("a", "b"), pair_values(link))]),
+    "nccl": lambda link: iter([("nccl", _ends(link), nccl_values(link.bench.nccl))]),
+    "pair": lambda link: iter([("pair", _ends(link), pair_values(link))]),
     "baseline_hca": _baseline_hcas,
     "latency": _latency,
     "allreduce": _allreduce,

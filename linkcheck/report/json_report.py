@@ -105,6 +105,7 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
     bundle = outcome.bundle
     topology = pair_topology(outcome)
     cables = [t for t in (pair_test(outcome, topology),) if t is not None]
+    names = (outcome.link.a.name, outcome.link.b.name)  # as the pair names its nodes (a and b, or any two names)
 
     def entry(name: str) -> dict[str, Any]:
         target = (bundle.nodes.get(name) or {}).get("target")
@@ -113,11 +114,11 @@ def report_document(outcome: Outcome) -> dict[str, Any]:
 
     return {
         **_envelope(outcome, topology.layout, diagnosis.verdict.value, int(diagnosis.exit_code)),
-        "nodes": {"a": entry("a"), "b": entry("b")},
+        "nodes": {name: entry(name) for name in names},
         "paths": [{"key": p.key, "subnet": p.subnet, "a": p.a.netdev, "b": p.b.netdev} for p in outcome.link.paths],
         "bench": _bench(outcome.link),
         "tests": [_test(t) for t in cables],
-        "matrix": test_matrix(("a", "b"), cables),
+        "matrix": test_matrix(names, cables),
         "findings": [f.to_dict() for f in diagnosis.findings],
         "notes": list(diagnosis.notes),
         "acceptance": acceptance(outcome),

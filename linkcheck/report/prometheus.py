@@ -153,7 +153,7 @@ def _repair(m: Metrics, outcome: Outcome) -> None:
     if plan is None:
         return
     m.family("linkcheck_repair_steps", "Steps the bundle's repair plan (linkcheck fix) holds per node.",
-             [({"node": node}, len(plan.for_node(node))) for node in ("a", "b")])
+             [({"node": node}, len(plan.for_node(node))) for node in (outcome.link.a.name, outcome.link.b.name)])
 
 
 def render_prometheus(judged: Judged) -> str:
@@ -200,12 +200,13 @@ def _pair(m: Metrics, outcome: Outcome) -> None:
     link, diagnosis = outcome.link, outcome.diagnosis
     topology = pair_topology(outcome)
     # node_a and node_b: the pair's labels of the release before, deprecated (docs/reports.md), until the next.
-    run_families(m, topology, {"a": link.a, "b": link.b}, outcome.bundle.created,
+    names = (link.a.name, link.b.name)  # as the pair names its nodes (a and b, or any two names)
+    run_families(m, topology, {link.a.name: link.a, link.b.name: link.b}, outcome.bundle.created,
                  {"node_a": link.a.hostname or "unknown", "node_b": link.b.hostname or "unknown"})
     _verdict_families(m, acc.bundle_verdict(outcome), diagnosis.verdict)
     cable = pair_cable(outcome, topology)  # the labels a cluster's series carry
     m.family("linkcheck_node_inspected", HELP["linkcheck_node_inspected"],
-             [({"node": n}, 0 if n in outcome.bundle.collection_errors else 1) for n in ("a", "b")])
+             [({"node": n}, 0 if n in outcome.bundle.collection_errors else 1) for n in names])
     m.family("linkcheck_rdma_bandwidth_bytes_per_second", HELP["linkcheck_rdma_bandwidth_bytes_per_second"],
              _rdma(outcome, cable))
     m.family("linkcheck_rdma_concurrent_total_bytes_per_second",
@@ -215,7 +216,7 @@ def _pair(m: Metrics, outcome: Outcome) -> None:
     nccl = link.bench.nccl
     nccl_family(m, nccl.busbw_gbs if nccl is not None else None)
     m.family("linkcheck_cable_state", HELP["linkcheck_cable_state"],
-             cable_state_samples(cable, "a", "b", diagnosis.verdict, link))
+             cable_state_samples(cable, *names, diagnosis.verdict, link))
     m.family("linkcheck_baseline_ratio", "A traffic figure now divided by the same figure in the pair's baseline.",
              _baseline_ratios(outcome))
     m.family("linkcheck_finding", HELP["linkcheck_finding"], _findings(outcome, cable))

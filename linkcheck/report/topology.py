@@ -15,14 +15,15 @@ from linkcheck.values import evidence_line
 
 def pair_topology(outcome: Outcome) -> Topology:
     """The pair as a cluster of its two nodes sees it (cluster/topology.py): its layout, its cable."""
-    return infer_topology({"a": outcome.link.a, "b": outcome.link.b})
+    link = outcome.link
+    return infer_topology({link.a.name: link.a, link.b.name: link.b})  # named as the pair names its nodes
 
 
 def pair_cable(outcome: Outcome, topology: Topology | None = None) -> str:
     """The pair's one cable as a cluster names it (`a:p1<->b:p1`, cluster/topology.py), so that a pair's series and
-    a cluster's carry the same `cable` label; `a<->b` where the facts show no one cable."""
+    a cluster's carry the same `cable` label; `a<->b` (the nodes' names) where the facts show no one cable."""
     cables = (topology or pair_topology(outcome)).cables
-    return cables[0].key if len(cables) == 1 else "a<->b"
+    return cables[0].key if len(cables) == 1 else f"{outcome.link.a.name}<->{outcome.link.b.name}"
 
 
 def view_json(view: ClusterView) -> str:

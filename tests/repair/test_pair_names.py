@@ -9,28 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
-from msgspec.structs import replace
 
-from linkcheck.app.live import save_cluster
 from linkcheck.app.offline import cluster_bundle, configured_rules, diagnose_bundle
-from linkcheck.bundle.format import load_bundle
-from linkcheck.bundle.run_record import SCHEMA, SCHEMA_VERSION, ClusterDocument, HostEntry
 from linkcheck.outcome import Outcome, judged_view
 from linkcheck.repair.saved import plan_for
-from tests.fixture_bundles import FIXTURE_DIR
+from tests.fixture_bundles import FIXTURE_DIR, OTHER_NAMES, renamed_pair
 
-NAMES = {"a": "spark-1", "b": "spark-2"}
-
-
-def _renamed(fixture: Path, target: Path) -> Path:
-    """The fixture's inspection saved as the live check saves two nodes named spark-1 and spark-2."""
-    bundle = load_bundle(fixture)
-    captures = [replace(c, node=NAMES[c.node]) for c in bundle.captures if not c.meta]
-    renamed = replace(bundle, captures=captures, nodes={NAMES[n]: v for n, v in bundle.nodes.items()},
-                      collection_errors={}, path=None)
-    hosts = tuple(HostEntry(name, name, "--node") for name in NAMES.values())
-    save_cluster(renamed, ClusterDocument(SCHEMA, SCHEMA_VERSION, hosts, ()), target)
-    return target
+NAMES = OTHER_NAMES
 
 
 def _as_named(text: str) -> str:
@@ -39,10 +24,11 @@ def _as_named(text: str) -> str:
     return re.sub(r"(?<![\w-])([ab]):(?=[\w])", lambda m: f"{NAMES[m.group(1)]}:", text)
 
 
-@pytest.mark.parametrize("fixture", ["twins-same-subnet", "mtu-mismatch", "netplan-not-applied", "nm-profile-runtime-only", "fec-off", "gid-stale"])
+@pytest.mark.parametrize("fixture", ["twins-same-subnet", "mtu-mismatch", "netplan-not-applied",
+                                     "nm-profile-runtime-only", "fec-off", "gid-stale"])
 def test_two_nodes_named_otherwise_are_planned_as_the_pair(fixture: str, tmp_path: Path) -> None:
     pair = plan_for(diagnose_bundle(FIXTURE_DIR / fixture))
-    judged = judged_view(cluster_bundle(_renamed(FIXTURE_DIR / fixture, tmp_path / "b"),
+    judged = judged_view(cluster_bundle(renamed_pair(FIXTURE_DIR / fixture, tmp_path / "b"),
                                         configured_rules([], None, kind="all")))
     assert isinstance(judged, Outcome)
     named = plan_for(judged)

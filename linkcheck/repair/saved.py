@@ -9,7 +9,7 @@ manifest was written, not who wrote it. Re-deriving says that.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from difflib import SequenceMatcher
 
 import msgspec
@@ -96,13 +96,14 @@ def _differences(saved: RepairPlan, ours: RepairPlan) -> list[str]:
     return out
 
 
-def refusals(plan: RepairPlan) -> list[str]:
-    """What `fix --apply` refuses in a plan: a runtime command outside its grammar, a node other than a or b, a
-    file a repair may not write."""
+def refusals(plan: RepairPlan, nodes: Sequence[str]) -> list[str]:
+    """What `fix --apply` refuses in a plan: a runtime command outside its grammar, a node that is not one of the
+    bundle's `nodes`, a file a repair may not write."""
     out = []
     for i, step in enumerate(plan.steps, 1):
-        if step.node not in ("a", "b"):
-            out.append(f"step {i}: node {_value(step.node)} is neither a nor b")
+        if step.node not in nodes:
+            out.append(f"step {i}: node {_value(step.node)} is not one of the bundle's nodes "
+                       f"({', '.join(map(_value, nodes))})")
         for cmd in step.runtime:
             try:
                 parse_op(cmd)
@@ -121,4 +122,5 @@ def judge_saved(saved: RepairPlan, outcome: Judged) -> SavedPlan:
     ours = plan_for(outcome)
     if saved == ours:
         return SavedPlan(ours)
-    return SavedPlan(None, tuple(_differences(saved, ours)[:MAX_LISTED]), tuple(refusals(saved)[:MAX_LISTED]))
+    nodes = list(dict.fromkeys(n for link in outcome.links for n in (link.a.name, link.b.name)))
+    return SavedPlan(None, tuple(_differences(saved, ours)[:MAX_LISTED]), tuple(refusals(saved, nodes)[:MAX_LISTED]))

@@ -177,7 +177,8 @@ def test_a_forged_plan_is_never_shown_as_the_plan(cli: InProcessCli, tmp_path: P
 
 @pytest.mark.parametrize(("name", "refused"), [
     ("curl-pipe-sh", "not a command linkcheck plans"), ("file-outside", "not a file a repair may write"),
-    ("file-escaping-netplan", "not a file a repair may write"), ("a-third-node", "neither a nor b"),
+    ("file-escaping-netplan", "not a file a repair may write"),
+    ("a-third-node", "is not one of the bundle's nodes ('a', 'b')"),
     ("newline-and-osc", "not a command linkcheck plans"), ("nm-folder-itself", "not a file a repair may write"),
 ])
 def test_what_fix_apply_would_refuse_is_named(cli: InProcessCli, tmp_path: Path, name: str, refused: str) -> None:

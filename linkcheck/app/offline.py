@@ -63,7 +63,7 @@ def diagnose_facts(bundle: Bundle, link: LinkFacts, rules: list[Rule],
     """Diagnose a pair's facts built from `bundle` by the pair's rules, against `baseline` when one is given (a
     cluster's read for its cable between the pair's nodes): its drift rules then speak in this one diagnosis."""
     if baseline is not None:
-        link = attach_baseline(bundle, link, for_pair(baseline, pair_key(link)))
+        link = attach_baseline(bundle, link, for_pair(baseline, pair_key(link), (link.a.name, link.b.name)))
     problems = {f"bundle: {p}": p for p in bundle.problems}
     errors = {**bundle.collection_errors, **problems}
     return Outcome(bundle, link, diagnose(link, rules, collection_errors=errors), tuple(rules))

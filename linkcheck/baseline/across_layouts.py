@@ -207,13 +207,43 @@ def for_cluster(baseline: Baseline | ClusterBaseline, now: ClusterSnapshot, orde
         _oriented(pair.cables[0], names, first),)))
 
 
-def for_pair(baseline: Baseline | ClusterBaseline, now: PairKey) -> Baseline:
-    """The baseline a pair's run compares with: a pair's as it is; a cluster's read for its cable between the pair's
-    two nodes (matched by identity, as a cluster's nodes are), that cable and those nodes as a pair's snapshot
-    (`cable_as_pair`), which the pair's DRIFT_* rules judge. No such cable in the baseline: BaselineError naming both
-    nodes."""
-    if isinstance(baseline, Baseline):
+def _own_names(snap: Snapshot) -> tuple[str, str] | None:
+    """The names a pair's snapshot gives its nodes a and b (its `NAME.hostname` keys, told apart by the hostnames
+    its key records); None where they cannot be told."""
+    named = {k.removesuffix(".hostname"): v for k, v in snap.identity.items()
+             if k.endswith(".hostname") and not k.startswith("cable.")}
+    first = [n for n, host in named.items() if host == snap.pair.a_hostname]
+    second = [n for n, host in named.items() if host == snap.pair.b_hostname]
+    if len(named) != 2 or len(first) != 1 or len(second) != 1 or first == second:
+        return None
+    return first[0], second[0]
+
+
+def _named_as(baseline: Baseline, names: tuple[str, str]) -> Baseline:
+    """A pair's baseline with its nodes named as the run names them, in the pair's order: a pair saved as nodes a and
+    b and checked as two nodes named otherwise (`--node spark-1=...`, a hostfile), or the reverse, is the same pair,
+    and its fields are compared key by key. The pairing (`a:NETDEV<->b:NETDEV`) names the pair's ends, not its
+    nodes, and stays."""
+    snap = baseline.snapshot
+    own = _own_names(snap)
+    if own is None or own == names:
         return baseline
+    renamed = dict(zip(own, names, strict=True))
+    return replace(baseline, snapshot=replace(
+        snap, identity=_renamed_fields(snap.identity, renamed),
+        configuration=_renamed_fields(snap.configuration, renamed),
+        gid_index={_renamed_key(k, renamed): v for k, v in snap.gid_index.items()},
+        unknown=tuple(_renamed_key(p, renamed) for p in snap.unknown)))
+
+
+def for_pair(baseline: Baseline | ClusterBaseline, now: PairKey, run_names: tuple[str, str] = PAIR_NODES
+             ) -> Baseline:
+    """The baseline a pair's run compares with, its nodes named as the run's (`run_names`, `_named_as`): a pair's as it
+    is; a cluster's read for its cable between the pair's two nodes (matched by identity, as a cluster's nodes are),
+    that cable and those nodes as a pair's snapshot (`cable_as_pair`), which the pair's DRIFT_* rules judge. No such
+    cable in the baseline: BaselineError naming both nodes."""
+    if isinstance(baseline, Baseline):
+        return _named_as(baseline, run_names)
     base = baseline.snapshot
     names: dict[str, str] = {}  # the pair's node -> the baseline's
     for side, key in zip(PAIR_NODES, (now, swapped(now)), strict=True):
@@ -229,4 +259,5 @@ def for_pair(baseline: Baseline | ClusterBaseline, now: PairKey) -> Baseline:
                             f"({describe_nodes(baseline)}) and holds no cable between {who[0]} and {who[1]}",
                             fix="compare the pair with a baseline that holds its cable (linkcheck baseline list), or "
                             "save one: linkcheck baseline save NAME BUNDLE")
-    return Baseline(**_saved(baseline), snapshot=cable_as_pair(base, cable, names[PAIR_NODES[0]]))
+    return _named_as(Baseline(**_saved(baseline), snapshot=cable_as_pair(base, cable, names[PAIR_NODES[0]])),
+                     run_names)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from linkcheck.config import Config
+    pass
 
 INSPECTION_S = 0.7
 ROUND_OVERHEAD_S = 1.5
@@ -27,11 +27,6 @@ NCCL_ITERATIONS = 2 * 21  # out-of-place and in-place, 20 iterations and a warm-
 NCCL_MIN_BYTES = 1 << 20  # the sweep's first size (bench/nccl.py MIN_BYTES)
 LATENCY_RUN_S = 1.5
 LATENCY_SIZES = 2  # per path: 2 B and 48 KiB (bench/latency.py SIZES)
-
-
-def expected_paths(config: Config) -> int:
-    """How many data paths the plan assumes before the inspection: those `init` recorded, else both twins."""
-    return len(config.expected_link.paths) if config.expected_link and config.expected_link.paths else 2
 
 
 def rdma_rounds(paths: int, directions: int = 2, *, adaptive: bool = False) -> int:

@@ -512,8 +512,6 @@ def judge_cluster(check: ClusterCheck, profile: Profile, repetitions: int | None
                              nccl.largest_bytes if nccl is not None else None)
 
 
-
-
 def judge_check_run(check: ClusterCheck, profile: Profile, repetitions: int) -> Acceptance | ClusterAcceptance:
     """The acceptance of a live check, whatever its layout: a pair (the cluster of one cable, outcome.py
     `judged_view`) by the profile's checks on its one cable's facts and the pair's findings (`judge`), any other

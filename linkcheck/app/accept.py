@@ -149,6 +149,4 @@ def run_accept(hosts: Sequence[ClusterHost], ssh: SshOptions, rules: list[Rule],
     acceptance = judge_check_run(check, choice.profile, choice.reps)
     record = {**acceptance.to_dict(), "evidence": check_evidence(check)}
     write_acceptance(save_dir, record, choice.profile.text)
-    saved = check.bundle
-    return AcceptRun(save_dir, replace(check, acceptance=bundle_acceptance(save_dir, saved.unverified if saved else
-                                                                           frozenset())), acceptance, record)
+    return AcceptRun(save_dir, replace(check, acceptance=bundle_acceptance(save_dir)), acceptance, record)

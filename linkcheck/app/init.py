@@ -16,7 +16,7 @@ from linkcheck.collect.collector import close_transports
 from linkcheck.config import SshOptions
 from linkcheck.errors import ConfigError, NodeError, UnreachableError
 from linkcheck.facts.model import LinkFacts
-from linkcheck.facts.pair import match_paths
+from linkcheck.facts.pair import pair_link
 from linkcheck.report.writer import check_output_path, write_output
 
 
@@ -90,7 +90,7 @@ def write_config(hosts: Sequence[ClusterHost], ssh: SshOptions, output: Path, *,
     topo = facts.topology
     if one_cable(topo) and tuple(h.name for h in hosts) == PAIR_NODES:
         a, b = (facts.nodes[n] for n in PAIR_NODES)
-        link = LinkFacts(a=a, b=b, paths=match_paths(a, b))
+        link = pair_link(a, b)
         _require_cabled_cx7(link)
         write_output(output, render_config(hosts, ssh, link), "-o", "config")
         return (f"wrote {output}: cage {','.join(link.a.cabled_cages) or 'none'}, {len(link.paths)} path(s): "

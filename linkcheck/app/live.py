@@ -62,6 +62,7 @@ class LiveNodes(msgspec.Struct, frozen=True):
 
     pair_form: bool
     config: Config | None = None
+    rules: tuple[Rule, ...] = ()  # the built-in rules with linkcheck.yaml's playbooks and thresholds, read once
     node: tuple[str, ...] = ()
     hostfile: Path | None = None
     inventory: Path | None = None
@@ -89,17 +90,16 @@ def resolve_nodes(node: Sequence[str], hostfile: Path | None = None, inventory: 
     their one cable, named as they are), linkcheck.yaml's `cluster:` nodes when no --node is given, or a Slurm
     allocation ($SLURM_JOB_NODELIST) when nothing names any node (no --node, no linkcheck.yaml `nodes:` or
     `cluster:`); otherwise the pair's own form names nodes a and b (a value in another form beside one in the pair's
-    is then refused as the pair's). linkcheck.yaml's playbooks and thresholds are checked here, for every command
-    that contacts the nodes."""
+    is then refused as the pair's). The rules (linkcheck.yaml's playbooks and thresholds with the built-in ones) are
+    read here, once, for every command that contacts the nodes."""
     found = find_config(config)
-    if found is not None and (found.playbooks or found.thresholds):  # an unknown rule or threshold is refused
-        configured_rules([], found, kind="all")                        # before any node is touched
+    rules = tuple(configured_rules([], found, kind="all"))  # an unknown rule or threshold: refused before any node
     named_by_config = found is not None and bool(found.nodes or found.cluster_nodes)
     slurm = not node and not named_by_config and bool(environ.get(SLURM_VAR, "").strip())
     named_a_b = any(value.partition("=")[0] in PAIR_NODES and "=" in value for value in node)
     other = hostfile is not None or inventory is not None or group is not None or len(node) > 2 or slurm or (
         bool(node) and not named_a_b) or (not node and found is not None and bool(found.cluster_nodes))
-    return LiveNodes(not other, found, tuple(node), hostfile, inventory, group)
+    return LiveNodes(not other, found, rules, tuple(node), hostfile, inventory, group)
 
 
 class TrafficRequest(msgspec.Struct, frozen=True):

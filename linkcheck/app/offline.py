@@ -36,7 +36,7 @@ from linkcheck.diagnose.rule import Rule
 from linkcheck.facts.bench_facts import JOB_KINDS
 from linkcheck.facts.drift import attach_baseline
 from linkcheck.facts.model import ExpectedLink, LinkFacts
-from linkcheck.facts.pair import match_paths, with_traffic
+from linkcheck.facts.pair import pair_link, with_traffic
 from linkcheck.facts.snapshot import pair_key
 from linkcheck.model import Capture, Status, Verdict
 from linkcheck.outcome import CableResult, ClusterCheck, ClusterView, Outcome, judged_view, pair_outcome, worst
@@ -212,7 +212,7 @@ def judge_one_cable(hosts: Sequence[ClusterHost], bundle: Bundle, doc: ClusterDo
     to add on one cable, and each trap is said once. The traffic's first error is its `bench` error, as the pair's
     own bundle keeps it."""
     first, second = (facts.nodes[h.name] for h in hosts)
-    link = LinkFacts(a=first, b=second, paths=match_paths(first, second), expected=expected)
+    link = pair_link(first, second, expected)
     link = with_traffic(link, [c for c in bundle.captures if c.meta])
     failed = next((e for e in (doc.traffic_error, doc.nccl_error, doc.latency_error) if e), None)
     if failed is not None and "bench" not in bundle.collection_errors:

@@ -124,8 +124,8 @@ def fix(
 
 def _resolved(config: Path | None, node: list[str] | None,
               hosts: tuple[Path | None, Path | None, str | None]) -> LiveNodes:
-    """The live nodes' layout, from the sources `check` reads (app/live.py resolve_nodes): a pair, or a cluster
-    (three or more --node, --hostfile, --inventory, linkcheck.yaml's `cluster:` nodes)."""
+    """The live nodes, from the sources `check` reads (app/live.py resolve_nodes): --node (the pair's own form a=/b=
+    or any names), --hostfile, --inventory, linkcheck.yaml's `nodes:` or `cluster:` nodes."""
     hostfile, inventory, group = hosts
     return resolve_nodes(node or [], hostfile, inventory, group, config)
 

@@ -1,5 +1,6 @@
 """The commands that contact the nodes: `check` (and its tiers), `collect`, `bench rdma|nccl|latency`, `accept` and
-`init`, over a pair or a cluster: the layout is decided once (app/live.py resolve_nodes), each command acts on it."""
+`init`, over two to eight nodes: their source and rules are read once (app/live.py resolve_nodes), and each command
+runs the one live check over them (app/live.py check_cluster)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from linkcheck.app.live import (
     check_cluster,
     resolve_nodes,
 )
-from linkcheck.app.offline import configured_rules
 from linkcheck.app.runs import RunRecord
 from linkcheck.baseline.store import ClusterBaseline, resolve_any
 from linkcheck.bench.latency import ALLREDUCE, LatencyOptions
@@ -240,7 +240,7 @@ def accept(
     target = checked_save(save)
     quiet_libraries()
     found = nodes.config
-    rules = configured_rules([], found, kind="all")
+    rules = list(nodes.rules)
     if not FLAGS.quiet and fmt is Format.console:
         say(f"accepting {len(hosts)} nodes: inspection, then the profile of the layout they show"
             + (f" ({given.name})" if given else "") + ": ib_write_bw per cable in rounds, repeated, then "
@@ -319,7 +319,7 @@ def _check(nodes: LiveNodes, accept: bool, fmt: Format, traffic: TrafficRequest,
     quiet_libraries()
     found = nodes.config
     hosts = _hosts(nodes, containers)
-    rules = configured_rules([], found, kind="all")
+    rules = list(nodes.rules)
     sends = rdma is not None or nccl is not None or latency is not None
     if not FLAGS.quiet and fmt is Format.console and (sends or sys.stderr.isatty()):  # a plain check: ~2 s, no word
         say(f"checking {len(hosts)} nodes: " + (("inspection only" if latency is None else "inspection")

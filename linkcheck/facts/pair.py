@@ -39,6 +39,12 @@ def _node(name: str, inspection: list[Capture], errors: dict[str, str]) -> NodeF
     return facts
 
 
+def pair_link(a: NodeFacts, b: NodeFacts, expected: ExpectedLink | None = None) -> LinkFacts:
+    """Two nodes' facts as a pair: every data path between them (`match_paths`), against linkcheck.yaml's `link:`
+    when one is given."""
+    return LinkFacts(a=a, b=b, paths=match_paths(a, b), expected=expected)
+
+
 def build_link_facts(captures: list[Capture], errors: dict[str, str] | None = None,
                      expected: ExpectedLink | None = None) -> LinkFacts:
     """Facts for both nodes ("a" and "b"), their data paths, any traffic results, and the link linkcheck.yaml
@@ -46,7 +52,7 @@ def build_link_facts(captures: list[Capture], errors: dict[str, str] | None = No
     inspection = [c for c in captures if not c.meta]
     a = _node("a", inspection, errors or {})
     b = _node("b", inspection, errors or {})
-    return with_traffic(LinkFacts(a=a, b=b, paths=match_paths(a, b), expected=expected), captures)
+    return with_traffic(pair_link(a, b, expected), captures)
 
 
 def with_traffic(link: LinkFacts, captures: list[Capture]) -> LinkFacts:
